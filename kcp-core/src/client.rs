@@ -55,11 +55,15 @@ impl ObjectRef {
     /// Fails with [`Error::InvalidObject`] when the type or the name is missing.
     pub fn from_object(obj: &DynamicObject) -> Result<Self> {
         let gvk = gvk_of(obj)?;
-        let name = obj.metadata.name.clone().ok_or_else(|| Error::InvalidObject {
-            object: format!("{} (unnamed)", crate::error::display_gvk(&gvk)),
-            field: "metadata.name".into(),
-            reason: "is required".into(),
-        })?;
+        let name = obj
+            .metadata
+            .name
+            .clone()
+            .ok_or_else(|| Error::InvalidObject {
+                object: format!("{} (unnamed)", crate::error::display_gvk(&gvk)),
+                field: "metadata.name".into(),
+                reason: "is required".into(),
+            })?;
         Ok(ObjectRef {
             gvk,
             namespace: obj.metadata.namespace.clone(),
@@ -83,8 +87,8 @@ impl fmt::Display for ObjectRef {
 /// Fails with [`Error::InvalidObject`] when either is missing or `apiVersion` is malformed.
 pub fn gvk_of(obj: &DynamicObject) -> Result<GroupVersionKind> {
     let describe = || match &obj.metadata.name {
-        Some(n) => format!("object {n:?}"),
-        None => "unnamed object".to_string(),
+        Some(n) => format!("{n:?}"),
+        None => "(unnamed)".to_string(),
     };
     let types = obj.types.as_ref().ok_or_else(|| Error::InvalidObject {
         object: describe(),
@@ -114,7 +118,9 @@ pub fn parse_api_version(api_version: &str, kind: &str) -> Option<GroupVersionKi
         Some((g, v)) => (g, v),
         None => ("", api_version),
     };
-    if version.is_empty() || version.contains('/') || (api_version.contains('/') && group.is_empty())
+    if version.is_empty()
+        || version.contains('/')
+        || (api_version.contains('/') && group.is_empty())
     {
         return None;
     }
@@ -314,8 +320,13 @@ pub trait ObjectClient: Send + Sync {
     async fn apply(&self, obj: &DynamicObject, options: &PatchOptions) -> Result<DynamicObject> {
         let target = ObjectRef::from_object(obj)?;
         let body = to_value(obj, &target)?;
-        self.patch(&target, Subresource::Main, &ObjectPatch::Apply(body), options)
-            .await
+        self.patch(
+            &target,
+            Subresource::Main,
+            &ObjectPatch::Apply(body),
+            options,
+        )
+        .await
     }
 
     /// Server-side applies the status of `obj`.
@@ -326,8 +337,13 @@ pub trait ObjectClient: Send + Sync {
     ) -> Result<DynamicObject> {
         let target = ObjectRef::from_object(obj)?;
         let body = to_value(obj, &target)?;
-        self.patch(&target, Subresource::Status, &ObjectPatch::Apply(body), options)
-            .await
+        self.patch(
+            &target,
+            Subresource::Status,
+            &ObjectPatch::Apply(body),
+            options,
+        )
+        .await
     }
 
     /// Patches the status subresource.
@@ -369,7 +385,10 @@ mod tests {
     #[test]
     fn core_group_objects_display_without_a_group() {
         let o = obj(json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a"}}));
-        assert_eq!(ObjectRef::from_object(&o).unwrap().to_string(), "v1 Namespace a");
+        assert_eq!(
+            ObjectRef::from_object(&o).unwrap().to_string(),
+            "v1 Namespace a"
+        );
     }
 
     #[test]
@@ -378,7 +397,7 @@ mod tests {
         let err = ObjectRef::from_object(&o).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "invalid object object \"a\": field apiVersion: apiVersion and kind are required"
+            "invalid object \"a\": field apiVersion: apiVersion and kind are required"
         );
     }
 
@@ -386,7 +405,10 @@ mod tests {
     fn missing_name_is_an_invalid_object() {
         let o = obj(json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{}}));
         let err = ObjectRef::from_object(&o).unwrap_err();
-        assert!(err.to_string().contains("field metadata.name: is required"), "{err}");
+        assert!(
+            err.to_string().contains("field metadata.name: is required"),
+            "{err}"
+        );
     }
 
     #[test]
