@@ -154,8 +154,8 @@ fn an_apibinding_precedes_objects_of_the_groups_its_export_serves() {
     assert_eq!(
         waves(objects),
         labels(&[
-            &["APIExport/e"],
-            &["APIBinding/b", "Thing/t"],
+            &["Thing/t", "APIExport/e"],
+            &["APIBinding/b"],
             &["Widget/w"]
         ])
     );
