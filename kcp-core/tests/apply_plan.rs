@@ -1,6 +1,8 @@
 //! Specification of `ApplyPlan`: the default dependency rules, the upstream init-agent ordering
 //! cases expressed as waves, the `depends-on` annotation, cycles, and the wave invariants.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use kcp_core::apply::{ApplyPlan, DEPENDS_ON_ANNOTATION, RuleSet};
 use kcp_core::kube::api::DynamicObject;
 use proptest::prelude::*;
