@@ -1,1 +1,67 @@
-//! Shared fixtures for the criterion benchmarks in `benches/benches/`.
+//! Fixtures shared by the criterion benchmarks in `benches/benches/`.
+//!
+//! The figures quoted in README.md come from these benchmarks; see each bench file for what it
+//! measures and the target it is held to.
+
+use kcp_core::kube::api::DynamicObject;
+use serde_json::{Value, json};
+
+fn object(value: Value) -> Option<DynamicObject> {
+    serde_json::from_value(value).ok()
+}
+
+/// `n` objects of a realistic mix, in a deliberately unhelpful order (dependents first).
+///
+/// Every block of 12 objects is one "tenant": a namespace with two ConfigMaps, a Secret, a
+/// ServiceAccount, a Role and a RoleBinding to it, a Deployment running as the account and
+/// mounting the config, a Service, two custom resources, and (every 10th tenant) the CRD of a new
+/// custom resource kind, otherwise a ClusterRole bound to the account.
+pub fn mixed_objects(n: usize) -> Vec<DynamicObject> {
+    let mut out = Vec::with_capacity(n);
+    let mut tenant = 0usize;
+    while out.len() < n {
+        let ns = format!("tenant-{tenant}");
+        let group = format!("g{}.example.com", tenant / 10);
+        let block = [
+            json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+                "metadata": {"name": "w1", "namespace": ns}, "spec": {"size": 1}}),
+            json!({"apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": ns},
+                "spec": {"template": {"spec": {"serviceAccountName": "app",
+                    "volumes": [{"name": "cfg", "configMap": {"name": "settings"}}],
+                    "containers": [{"name": "web", "image": "nginx",
+                        "envFrom": [{"secretRef": {"name": "token"}}]}]}}}}),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "app", "namespace": ns},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "app"},
+                "subjects": [{"kind": "ServiceAccount", "name": "app"}]}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "settings", "namespace": ns}, "data": {"a": "b"}}),
+            json!({"apiVersion": "v1", "kind": "Service",
+                "metadata": {"name": "web", "namespace": ns}, "spec": {"ports": [{"port": 80}]}}),
+            json!({"apiVersion": "v1", "kind": "Secret",
+                "metadata": {"name": "token", "namespace": ns}, "stringData": {"t": "x"}}),
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+                "metadata": {"name": "app", "namespace": ns}, "rules": []}),
+            json!({"apiVersion": "v1", "kind": "ServiceAccount",
+                "metadata": {"name": "app", "namespace": ns}}),
+            json!({"apiVersion": format!("{group}/v1"), "kind": "Widget",
+                "metadata": {"name": "w2", "namespace": ns}, "spec": {"size": 2}}),
+            json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "extra", "namespace": ns}, "data": {"c": "d"}}),
+            if tenant % 10 == 0 {
+                json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                    "metadata": {"name": format!("widgets.{group}")},
+                    "spec": {"group": group, "scope": "Namespaced",
+                        "names": {"kind": "Widget", "plural": "widgets"}}})
+            } else {
+                json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                    "metadata": {"name": format!("{ns}-reader")}, "rules": []})
+            },
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        ];
+        out.extend(block.into_iter().filter_map(object).take(n - out.len()));
+        tenant += 1;
+    }
+    out
+}

@@ -18,6 +18,7 @@
 //! | [`DependsOnAnnotation`] | the objects named in [`DEPENDS_ON_ANNOTATION`] -> the annotated object |
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{BuildHasher, RandomState};
 
 use serde_json::Value;
 
@@ -81,14 +82,19 @@ pub struct ObjectSet<'a> {
     /// kind -> [(group, indices)]
     by_kind: HashMap<&'a str, Vec<(&'a str, Vec<usize>)>>,
     by_namespace: HashMap<&'a str, Vec<usize>>,
-    by_name: HashMap<&'a str, Vec<usize>>,
+    /// hash of (group, kind, namespace, name) -> indices; exact match re-checked on lookup.
+    by_identity: HashMap<u64, Vec<usize>>,
+    hasher: RandomState,
+    /// The pod spec of each object that has one (see [`pod_spec`]).
+    pod_specs: Vec<(usize, &'a Value)>,
 }
 
 impl<'a> ObjectSet<'a> {
     pub(crate) fn new(objects: &'a [PlanObject]) -> Self {
         let mut by_kind: HashMap<&'a str, Vec<(&'a str, Vec<usize>)>> = HashMap::new();
         let mut by_namespace: HashMap<&'a str, Vec<usize>> = HashMap::new();
-        let mut by_name: HashMap<&'a str, Vec<usize>> = HashMap::with_capacity(objects.len());
+        let hasher = RandomState::new();
+        let mut by_identity: HashMap<u64, Vec<usize>> = HashMap::with_capacity(objects.len());
         for (i, o) in objects.iter().enumerate() {
             let groups = by_kind.entry(o.kind()).or_default();
             match groups.iter_mut().find(|(g, _)| *g == o.group()) {
@@ -98,13 +104,22 @@ impl<'a> ObjectSet<'a> {
             if let Some(ns) = o.namespace.as_deref() {
                 by_namespace.entry(ns).or_default().push(i);
             }
-            by_name.entry(o.name.as_str()).or_default().push(i);
+            let identity =
+                hasher.hash_one((o.group(), o.kind(), o.namespace.as_deref(), o.name.as_str()));
+            by_identity.entry(identity).or_default().push(i);
         }
+        let pod_specs = objects
+            .iter()
+            .enumerate()
+            .filter_map(|(i, o)| pod_spec(o).map(|spec| (i, spec)))
+            .collect();
         ObjectSet {
             objects,
             by_kind,
             by_namespace,
-            by_name,
+            by_identity,
+            hasher,
+            pod_specs,
         }
     }
 
@@ -143,6 +158,13 @@ impl<'a> ObjectSet<'a> {
             .flat_map(|(kind, groups)| groups.iter().map(move |(group, _)| (*group, *kind)))
     }
 
+    /// The objects that carry a pod spec (workloads), with that spec, in input order.
+    pub fn pod_specs(&self) -> impl Iterator<Item = (usize, &'a PlanObject, &'a Value)> + '_ {
+        self.pod_specs
+            .iter()
+            .map(|&(i, spec)| (i, &self.objects[i], spec))
+    }
+
     /// Indices of the objects in a namespace, in input order.
     pub fn in_namespace(&self, namespace: &str) -> &[usize] {
         self.by_namespace
@@ -159,8 +181,9 @@ impl<'a> ObjectSet<'a> {
         namespace: Option<&'s str>,
         name: &'s str,
     ) -> impl Iterator<Item = usize> + 's {
-        self.by_name
-            .get(name)
+        let identity = self.hasher.hash_one((group, kind, namespace, name));
+        self.by_identity
+            .get(&identity)
             .map_or(&[][..], Vec::as_slice)
             .iter()
             .copied()
@@ -256,12 +279,13 @@ pub const BUILTIN_GROUPS: &[&str] = &[
     "topology.kcp.io",
 ];
 
+/// The value at `path` (object keys), without the allocations of `Value::pointer`.
+fn at<'v>(value: &'v Value, path: &[&str]) -> Option<&'v Value> {
+    path.iter().try_fold(value, |v, key| v.get(key))
+}
+
 fn str_at<'v>(value: &'v Value, path: &[&str]) -> Option<&'v str> {
-    let mut v = value;
-    for key in path {
-        v = v.get(key)?;
-    }
-    v.as_str()
+    at(value, path)?.as_str()
 }
 
 fn data(o: &PlanObject) -> &Value {
@@ -331,9 +355,8 @@ pub struct ApiBindingBeforeBoundObjects;
 impl ApiBindingBeforeBoundObjects {
     fn known_groups<'a>(set: &ObjectSet<'a>, binding: &'a PlanObject) -> Vec<&'a str> {
         let mut groups: Vec<&'a str> = Vec::new();
-        if let Some(bound) = data(binding)
-            .pointer("/status/boundResources")
-            .and_then(Value::as_array)
+        if let Some(bound) =
+            at(data(binding), &["status", "boundResources"]).and_then(Value::as_array)
         {
             groups.extend(bound.iter().filter_map(|r| str_at(r, &["group"])));
         }
@@ -341,13 +364,12 @@ impl ApiBindingBeforeBoundObjects {
             for e in set.find(APIS_KCP, "APIExport", None, export) {
                 let Some(e) = set.get(e) else { continue };
                 if let Some(resources) =
-                    data(e).pointer("/spec/resources").and_then(Value::as_array)
+                    at(data(e), &["spec", "resources"]).and_then(Value::as_array)
                 {
                     groups.extend(resources.iter().filter_map(|r| str_at(r, &["group"])));
                 }
-                if let Some(schemas) = data(e)
-                    .pointer("/spec/latestResourceSchemas")
-                    .and_then(Value::as_array)
+                if let Some(schemas) =
+                    at(data(e), &["spec", "latestResourceSchemas"]).and_then(Value::as_array)
                 {
                     groups.extend(
                         schemas
@@ -461,8 +483,8 @@ pub fn pod_spec(o: &PlanObject) -> Option<&Value> {
     let d = data(o);
     match (o.group(), o.kind()) {
         ("", "Pod") => d.get("spec"),
-        ("batch", "CronJob") => d.pointer("/spec/jobTemplate/spec/template/spec"),
-        _ => d.pointer("/spec/template/spec"),
+        ("batch", "CronJob") => at(d, &["spec", "jobTemplate", "spec", "template", "spec"]),
+        _ => at(d, &["spec", "template", "spec"]),
     }
 }
 
@@ -498,8 +520,7 @@ impl DependencyRule for ServiceAccountBeforeUsers {
                 }
             }
         }
-        for (i, o) in set.iter() {
-            let Some(spec) = pod_spec(o) else { continue };
+        for (i, o, spec) in set.pod_specs() {
             let name = str_at(spec, &["serviceAccountName"]).or(str_at(spec, &["serviceAccount"]));
             if let Some(name) = name {
                 for sa in set.find("", "ServiceAccount", o.namespace.as_deref(), name) {
@@ -518,10 +539,10 @@ impl DependencyRule for ServiceAccountBeforeUsers {
 pub struct ConfigBeforeWorkloads;
 
 impl ConfigBeforeWorkloads {
-    fn references(spec: &Value, out: &mut Vec<(&'static str, String)>) {
-        let mut push = |kind: &'static str, name: Option<&str>| {
+    fn references<'v>(spec: &'v Value, out: &mut Vec<(&'static str, &'v str)>) {
+        let mut push = |kind: &'static str, name: Option<&'v str>| {
             if let Some(n) = name {
-                out.push((kind, n.to_string()));
+                out.push((kind, n));
             }
         };
         for v in spec
@@ -532,8 +553,7 @@ impl ConfigBeforeWorkloads {
         {
             push("ConfigMap", str_at(v, &["configMap", "name"]));
             push("Secret", str_at(v, &["secret", "secretName"]));
-            for src in v
-                .pointer("/projected/sources")
+            for src in at(v, &["projected", "sources"])
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
@@ -587,11 +607,10 @@ impl DependencyRule for ConfigBeforeWorkloads {
             return Ok(());
         }
         let mut refs = Vec::new();
-        for (i, o) in set.iter() {
-            let Some(spec) = pod_spec(o) else { continue };
+        for (i, o, spec) in set.pod_specs() {
             refs.clear();
             Self::references(spec, &mut refs);
-            for (kind, name) in &refs {
+            for &(kind, name) in &refs {
                 for c in set.find("", kind, o.namespace.as_deref(), name) {
                     sink.add(c, i);
                 }
@@ -627,29 +646,28 @@ impl DependencyRule for ClassBeforeUsers {
                 }
             }
         };
+        for (i, _, spec) in set.pod_specs() {
+            link(
+                i,
+                "scheduling.k8s.io",
+                "PriorityClass",
+                str_at(spec, &["priorityClassName"]),
+            );
+            link(
+                i,
+                "node.k8s.io",
+                "RuntimeClass",
+                str_at(spec, &["runtimeClassName"]),
+            );
+        }
         for (i, o) in set.iter() {
-            if let Some(spec) = pod_spec(o) {
-                link(
-                    i,
-                    "scheduling.k8s.io",
-                    "PriorityClass",
-                    str_at(spec, &["priorityClassName"]),
-                );
-                link(
-                    i,
-                    "node.k8s.io",
-                    "RuntimeClass",
-                    str_at(spec, &["runtimeClassName"]),
-                );
-            }
             match (o.group(), o.kind()) {
                 ("", "PersistentVolumeClaim") | ("", "PersistentVolume") => {
                     let class = str_at(data(o), &["spec", "storageClassName"]);
                     link(i, "storage.k8s.io", "StorageClass", class);
                 }
                 ("apps", "StatefulSet") => {
-                    for t in data(o)
-                        .pointer("/spec/volumeClaimTemplates")
+                    for t in at(data(o), &["spec", "volumeClaimTemplates"])
                         .and_then(Value::as_array)
                         .into_iter()
                         .flatten()
