@@ -365,3 +365,218 @@ pub(crate) fn nindent(value: &Value, kwargs: Kwargs, _: &State) -> TeraResult<St
 pub(crate) fn trim(value: &Value, _: Kwargs, _: &State) -> TeraResult<String> {
     Ok(text(value, "trim")?.trim().to_owned())
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::template::TemplateEngine;
+    use serde_json::{Value as Json, json};
+    use sha1::Digest as _;
+
+    fn render(src: &str, ctx: Json) -> crate::Result<String> {
+        TemplateEngine::new().render("t", src, &ctx)
+    }
+
+    fn ok(src: &str, ctx: Json) -> String {
+        render(src, ctx).unwrap()
+    }
+
+    #[test]
+    fn sha1sum_is_hex_sha1() {
+        assert_eq!(
+            ok("{{ x | sha1sum }}", json!({"x": "my-test-thing"})),
+            "c346c8ceb5d104cc783d09b95e8ea7032c190948"
+        );
+    }
+
+    #[test]
+    fn sha256sum_is_hex_sha256() {
+        let expected = hex::encode(sha2::Sha256::digest(b"abc"));
+        assert_eq!(ok("{{ x | sha256sum }}", json!({"x": "abc"})), expected);
+    }
+
+    #[test]
+    fn sha3sum_is_64_hex_chars_of_sha3_256() {
+        let out = ok("{{ x | sha3sum }}", json!({"x": "objname"}));
+        assert_eq!(out.len(), 64);
+        assert_eq!(out, hex::encode(sha3::Sha3_256::digest(b"objname")));
+        assert!(out.starts_with("73d08a1ba188f1340dae"));
+    }
+
+    #[test]
+    fn sha3short_defaults_to_20_chars_and_matches_upstream_vector() {
+        let out = ok(
+            "{{ ns | sha3short }}-{{ name | sha3short }}",
+            json!({"ns": "objnamespace", "name": "objname"}),
+        );
+        assert_eq!(out, "2928c2aa0e510f017f07-73d08a1ba188f1340dae");
+    }
+
+    #[test]
+    fn sha3short_length_is_capped_at_64_and_must_be_positive() {
+        let ctx = json!({"x": "objname"});
+        assert_eq!(
+            ok("{{ x | sha3short(length=12) }}", ctx.clone()),
+            "73d08a1ba188"
+        );
+        assert_eq!(ok("{{ x | sha3short(length=100) }}", ctx.clone()).len(), 64);
+        assert!(render("{{ x | sha3short(length=0) }}", ctx.clone()).is_err());
+        assert!(render("{{ x | sha3short(length=-3) }}", ctx).is_err());
+    }
+
+    #[test]
+    fn short_hash_is_first_20_hex_of_sha1() {
+        assert_eq!(
+            ok("{{ x | shortHash }}", json!({"x": "default"})),
+            "7505d64a54e061b7acd5"
+        );
+    }
+
+    #[test]
+    fn trunc_keeps_prefix_for_positive_and_suffix_for_negative() {
+        let ctx = json!({"x": "abcdef"});
+        assert_eq!(ok("{{ x | trunc(length=3) }}", ctx.clone()), "abc");
+        assert_eq!(ok("{{ x | trunc(length=-2) }}", ctx.clone()), "ef");
+        assert_eq!(ok("{{ x | trunc(length=10) }}", ctx.clone()), "abcdef");
+        assert_eq!(ok("{{ x | trunc(length=-10) }}", ctx.clone()), "abcdef");
+        assert_eq!(ok("{{ x | trunc(length=0) }}", ctx.clone()), "");
+        assert_eq!(ok("{{ x | trunc(length=2) }}", json!({"x": "héllo"})), "hé");
+        assert!(render("{{ x | trunc }}", ctx).is_err());
+    }
+
+    #[test]
+    fn replace_replaces_every_occurrence() {
+        let ctx = json!({"x": "root:a:b"});
+        assert_eq!(
+            ok("{{ x | replace(old=\":\", new=\",\") }}", ctx.clone()),
+            "root,a,b"
+        );
+        assert_eq!(
+            ok("{{ x | replace(from=\":\", to=\"\") }}", ctx.clone()),
+            "rootab"
+        );
+        assert!(render("{{ x | replace(old=\":\") }}", ctx).is_err());
+    }
+
+    #[test]
+    fn lower_lowercases() {
+        assert_eq!(ok("{{ x | lower }}", json!({"x": "AbC"})), "abc");
+    }
+
+    #[test]
+    fn upper_uppercases_and_accepts_numbers() {
+        assert_eq!(ok("{{ x | upper }}", json!({"x": "AbC"})), "ABC");
+        assert_eq!(ok("{{ x | upper }}", json!({"x": 12})), "12");
+    }
+
+    #[test]
+    fn quote_escapes_like_go_percent_q() {
+        assert_eq!(ok("{{ x | quote }}", json!({"x": "a"})), "\"a\"");
+        assert_eq!(
+            ok("{{ x | quote }}", json!({"x": "say \"hi\"\\\n\t"})),
+            r#""say \"hi\"\\\n\t""#
+        );
+        assert_eq!(
+            ok("{{ x | quote }}", json!({"x": "é\u{7}\u{0}"})),
+            r#""é\a\x00""#
+        );
+        assert_eq!(ok("{{ x | quote }}", json!({"x": true})), "\"true\"");
+    }
+
+    #[test]
+    fn b64enc_uses_standard_padded_alphabet() {
+        assert_eq!(
+            ok("{{ x | b64enc }}", json!({"x": "hello?>"})),
+            "aGVsbG8/Pg=="
+        );
+    }
+
+    #[test]
+    fn b64dec_decodes_and_rejects_invalid_input() {
+        assert_eq!(
+            ok("{{ x | b64dec }}", json!({"x": "aGVsbG8/Pg=="})),
+            "hello?>"
+        );
+        assert!(render("{{ x | b64dec }}", json!({"x": "not base64!"})).is_err());
+        // Valid base64 of bytes that are not UTF-8.
+        assert!(render("{{ x | b64dec }}", json!({"x": "/w=="})).is_err());
+    }
+
+    #[test]
+    fn default_replaces_missing_and_empty_values_like_sprig() {
+        for v in [
+            json!(""),
+            json!(0),
+            json!(false),
+            json!(null),
+            json!([]),
+            json!({}),
+        ] {
+            assert_eq!(ok("{{ x | default(value=\"d\") }}", json!({ "x": v })), "d");
+        }
+        assert_eq!(ok("{{ y | default(value=\"d\") }}", json!({})), "d");
+        assert_eq!(ok("{{ x | default(value=\"d\") }}", json!({"x": "v"})), "v");
+        assert_eq!(ok("{{ x | default(value=\"d\") }}", json!({"x": 3})), "3");
+        assert!(render("{{ x | default }}", json!({"x": ""})).is_err());
+    }
+
+    #[test]
+    fn to_json_is_compact_with_sorted_keys() {
+        let ctx = json!({"x": {"b": 1, "a": [true, null, "s"], "c": {"z": 1, "y": 2}}});
+        assert_eq!(
+            ok("{{ x | toJson }}", ctx),
+            r#"{"a":[true,null,"s"],"b":1,"c":{"y":2,"z":1}}"#
+        );
+        assert!(render("{{ nope | toJson }}", json!({})).is_err());
+    }
+
+    #[test]
+    fn to_yaml_has_sorted_keys_and_no_trailing_newline() {
+        let out = ok(
+            "{{ x | toYaml }}",
+            json!({"x": {"b": "two", "a": 1, "list": ["x", "y"]}}),
+        );
+        assert!(!out.ends_with('\n'), "{out:?}");
+        let a = out.find("a:").unwrap();
+        let b = out.find("b:").unwrap();
+        let l = out.find("list:").unwrap();
+        assert!(a < b && b < l, "{out}");
+        let parsed: Json = serde_saphyr::from_str(&out).unwrap();
+        assert_eq!(parsed, json!({"a": 1, "b": "two", "list": ["x", "y"]}));
+    }
+
+    #[test]
+    fn indent_prefixes_every_line_including_first_and_blank() {
+        assert_eq!(
+            ok("{{ x | indent(width=2) }}", json!({"x": "a\n\nb"})),
+            "  a\n  \n  b"
+        );
+        assert!(render("{{ x | indent(width=-1) }}", json!({"x": "a"})).is_err());
+    }
+
+    #[test]
+    fn nindent_starts_with_newline_then_indents() {
+        assert_eq!(
+            ok("k:{{ x | nindent(width=4) }}", json!({"x": "a: 1\nb: 2"})),
+            "k:\n    a: 1\n    b: 2"
+        );
+    }
+
+    #[test]
+    fn trim_strips_surrounding_white_space() {
+        assert_eq!(ok("[{{ x | trim }}]", json!({"x": " \t a b \n"})), "[a b]");
+    }
+
+    #[test]
+    fn string_filters_reject_maps_and_undefined() {
+        assert!(render("{{ x | sha256sum }}", json!({"x": {"a": 1}})).is_err());
+        let err = render("{{ obj.nope | sha256sum }}", json!({"obj": {}})).unwrap_err();
+        assert!(err.to_string().contains("undefined"), "{err}");
+    }
+
+    #[test]
+    fn go_quote_matches_strconv_quote_for_unicode() {
+        assert_eq!(super::go_quote("日本"), "\"日本\"");
+        assert_eq!(super::go_quote("\u{a0}\u{feff}"), "\"\\u00a0\\ufeff\"");
+        assert_eq!(super::go_quote("\u{7f}"), "\"\\x7f\"");
+    }
+}
