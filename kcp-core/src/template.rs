@@ -291,15 +291,15 @@ impl TemplateEngine {
         let compiled = Arc::new(self.parse(name, source, syntax)?);
 
         let mut cache = self.lock_cache();
-        if cache.entries.len() >= self.capacity && !cache.entries.contains_key(&key) {
-            if let Some(oldest) = cache
+        if cache.entries.len() >= self.capacity
+            && !cache.entries.contains_key(&key)
+            && let Some(oldest) = cache
                 .entries
                 .iter()
                 .min_by_key(|(_, e)| e.last_used)
                 .map(|(k, _)| *k)
-            {
-                cache.entries.remove(&oldest);
-            }
+        {
+            cache.entries.remove(&oldest);
         }
         cache.clock += 1;
         let now = cache.clock;
@@ -428,6 +428,7 @@ fn offset_of(source: &str, line: usize, column: usize) -> usize {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use serde_json::json;

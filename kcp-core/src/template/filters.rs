@@ -367,6 +367,7 @@ pub(crate) fn trim(value: &Value, _: Kwargs, _: &State) -> TeraResult<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use crate::template::TemplateEngine;
     use serde_json::{Value as Json, json};

@@ -317,7 +317,7 @@ impl<'a> Translator<'a> {
             pos: 0,
         }
         .tokens()
-        .map_err(|(offset, msg)| self.err_at(offset, msg))?;
+        .map_err(|(_, msg)| self.err_at(action.start, msg))?;
         let mut parser = Parser {
             tokens: &tokens,
             pos: 0,
@@ -325,6 +325,10 @@ impl<'a> Translator<'a> {
         let at_action = |t: &Self, msg: String| t.err_at(action.start, msg);
         match tokens.first().map(|t| &t.kind) {
             None => Err(at_action(self, "empty action `{{ }}`".into())),
+            Some(Tok::Ident(kw)) if UNSUPPORTED_KEYWORDS.contains(&kw.as_str()) => Err(at_action(
+                self,
+                format!("`{kw}` is not supported by the Go template subset"),
+            )),
             Some(Tok::Ident(kw)) if kw == "if" => {
                 parser.pos = 1;
                 let cond = parser.condition().map_err(|m| at_action(self, m))?;
@@ -683,11 +687,11 @@ impl Parser<'_> {
     fn command(&mut self, piped: Option<Expr>) -> ParseResult<Expr> {
         let mut operands = Vec::new();
         let mut func = None;
-        if let Some(Tok::Ident(name)) = self.peek() {
-            if !matches!(name.as_str(), "true" | "false" | "nil") {
-                func = Some(name.clone());
-                self.pos += 1;
-            }
+        if let Some(Tok::Ident(name)) = self.peek()
+            && !matches!(name.as_str(), "true" | "false" | "nil")
+        {
+            func = Some(name.clone());
+            self.pos += 1;
         }
         while let Some(tok) = self.peek() {
             match tok {
@@ -886,4 +890,250 @@ fn to_tera(expr: &Expr) -> ParseResult<String> {
             }
         }
     })
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+    use crate::template::{TemplateEngine, TemplateSyntax};
+    use serde_json::{Value as Json, json};
+
+    fn go(src: &str, ctx: Json) -> Result<String> {
+        TemplateEngine::new().render_with("t", src, TemplateSyntax::Go, &ctx)
+    }
+
+    fn err_pos(src: &str) -> (usize, usize, String) {
+        match translate_go_template(src).unwrap_err() {
+            Error::Template {
+                line: Some(l),
+                column: Some(c),
+                message,
+                ..
+            } => (l, c, message),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn field_and_nested_field_access() {
+        assert_eq!(
+            translate_go_template("{{ .Field }}").unwrap(),
+            "{{ Field }}"
+        );
+        let ctx = json!({"Field": "f", "Object": {"metadata": {"name": "n"}}});
+        assert_eq!(
+            go("{{ .Field }}/{{.Object.metadata.name}}", ctx).unwrap(),
+            "f/n"
+        );
+    }
+
+    #[test]
+    fn pipeline_passes_value_as_last_argument() {
+        assert_eq!(
+            translate_go_template("{{ .X | replace \":\" \",\" }}").unwrap(),
+            "{{ (X | replace(old=\":\", new=\",\")) }}"
+        );
+        let ctx = json!({"X": "objname"});
+        assert_eq!(
+            go("{{ .X | sha3short 12 }}", ctx.clone()).unwrap(),
+            "73d08a1ba188"
+        );
+        assert_eq!(
+            go("{{ .X | sha3short }}", ctx).unwrap(),
+            "73d08a1ba188f1340dae"
+        );
+    }
+
+    #[test]
+    fn function_call_form_with_parentheses() {
+        let ctx = json!({"X": "abc"});
+        assert_eq!(
+            go("{{ trunc 8 (sha256sum .X) }}", ctx.clone()).unwrap(),
+            go("{{ .X | sha256sum | trunc 8 }}", ctx.clone()).unwrap()
+        );
+        assert_eq!(go("{{ upper (trunc -2 .X) }}", ctx).unwrap(), "BC");
+    }
+
+    #[test]
+    fn string_and_number_literals() {
+        assert_eq!(go("{{ \"a\\\"b\\n\" }}", json!({})).unwrap(), "a\"b\n");
+        assert_eq!(go("{{ `raw\\n` }}", json!({})).unwrap(), "raw\\n");
+        assert_eq!(
+            go("{{ 42 }} {{ -3 }} {{ 1.5 }}", json!({})).unwrap(),
+            "42 -3 1.5"
+        );
+        assert_eq!(go("{{ \"\\u00e9\\x41\" }}", json!({})).unwrap(), "éA");
+        assert_eq!(go("{{ trunc 3 \"abcdef\" }}", json!({})).unwrap(), "abc");
+    }
+
+    #[test]
+    fn if_else_with_eq() {
+        let src = "{{ if eq .Side \"kcp\" }}a{{ else }}b{{ end }}";
+        assert_eq!(go(src, json!({"Side": "kcp"})).unwrap(), "a");
+        assert_eq!(go(src, json!({"Side": "other"})).unwrap(), "b");
+    }
+
+    #[test]
+    fn else_if_chains() {
+        let src = "{{ if eq .N 1 }}one{{ else if eq .N 2 }}two{{ else }}many{{ end }}";
+        assert_eq!(go(src, json!({"N": 1})).unwrap(), "one");
+        assert_eq!(go(src, json!({"N": 2})).unwrap(), "two");
+        assert_eq!(go(src, json!({"N": 3})).unwrap(), "many");
+    }
+
+    #[test]
+    fn and_or_not_ne() {
+        let src = "{{ if and (eq .A \"x\") (not .B) }}yes{{ else }}no{{ end }}";
+        assert_eq!(go(src, json!({"A": "x", "B": false})).unwrap(), "yes");
+        assert_eq!(go(src, json!({"A": "x", "B": true})).unwrap(), "no");
+        let src = "{{ if or (ne .A \"x\") .B }}yes{{ else }}no{{ end }}";
+        assert_eq!(go(src, json!({"A": "x", "B": ""})).unwrap(), "no");
+        assert_eq!(go(src, json!({"A": "y", "B": ""})).unwrap(), "yes");
+        let src = "{{ if eq .A \"a\" \"b\" \"c\" }}in{{ end }}";
+        assert_eq!(go(src, json!({"A": "c"})).unwrap(), "in");
+        assert_eq!(
+            go("{{ if .A | eq \"z\" }}z{{ end }}", json!({"A": "z"})).unwrap(),
+            "z"
+        );
+    }
+
+    #[test]
+    fn trim_markers_remove_adjacent_white_space() {
+        let src = "a  \n {{- .X -}} \n\t b";
+        assert_eq!(go(src, json!({"X": 1})).unwrap(), "a1b");
+        // Without a space, `-` is part of a number, not a trim marker.
+        assert_eq!(go("a {{-3}} b", json!({})).unwrap(), "a -3 b");
+        let src = "items:\n{{- if .On }}\n  on\n{{- end }}\n";
+        assert_eq!(go(src, json!({"On": true})).unwrap(), "items:\n  on\n");
+    }
+
+    #[test]
+    fn comments_are_dropped() {
+        assert_eq!(go("a{{/* c {{ }} */}}b", json!({})).unwrap(), "ab");
+        assert_eq!(go("a {{- /* c */ -}} b", json!({})).unwrap(), "ab");
+        assert!(translate_go_template("{{/* open").is_err());
+    }
+
+    #[test]
+    fn plain_text_with_tera_syntax_passes_through() {
+        let text = "{% raw %} {# not a comment #} {%- endraw %} { { %} { ";
+        let src = format!("{text}{{{{ .X }}}}{text}");
+        assert_eq!(
+            go(&src, json!({"X": "!"})).unwrap(),
+            format!("{text}!{text}")
+        );
+        assert_eq!(go("}} %} #}", json!({})).unwrap(), "}} %} #}");
+        // After trimming, a `{` ends up right before the translated action.
+        assert_eq!(go("a{ {{- .X }}", json!({"X": "!"})).unwrap(), "a{!");
+    }
+
+    #[test]
+    fn strings_may_contain_closing_delimiters() {
+        assert_eq!(go("{{ \"}}\" }}", json!({})).unwrap(), "}}");
+    }
+
+    #[test]
+    fn unsupported_keywords_are_errors_with_position() {
+        for (src, kw) in [
+            ("x\n  {{ range .Items }}{{ end }}", "range"),
+            ("x\n  {{ with .X }}{{ end }}", "with"),
+            ("x\n  {{ define \"a\" }}{{ end }}", "define"),
+            ("x\n  {{ template \"a\" }}", "template"),
+            ("x\n  {{ block \"a\" . }}{{ end }}", "block"),
+        ] {
+            let (line, column, message) = err_pos(src);
+            assert_eq!((line, column), (2, 3), "{src}");
+            assert!(message.contains(kw), "{message}");
+        }
+    }
+
+    #[test]
+    fn variables_are_rejected() {
+        let (line, column, message) = err_pos("ab {{ $x := .A }}");
+        assert_eq!((line, column), (1, 4));
+        assert!(message.contains("variables"), "{message}");
+        assert!(err_pos("{{ $.A }}").2.contains("variables"));
+    }
+
+    #[test]
+    fn unknown_functions_are_rejected() {
+        let (_, _, message) = err_pos("{{ .A | frobnicate }}");
+        assert!(message.contains("frobnicate"), "{message}");
+        let (_, _, message) = err_pos("{{ printf \"%s\" .A }}");
+        assert!(message.contains("printf"), "{message}");
+    }
+
+    #[test]
+    fn wrong_argument_counts_are_rejected() {
+        assert!(err_pos("{{ .A | trunc }}").2.contains("trunc"));
+        assert!(err_pos("{{ .A | replace \"a\" }}").2.contains("replace"));
+        assert!(err_pos("{{ not .A .B }}").2.contains("not"));
+    }
+
+    #[test]
+    fn block_structure_is_checked() {
+        let (line, column, message) = err_pos("a\n{{ if .A }}x");
+        assert_eq!((line, column), (2, 1));
+        assert!(message.contains("never closed"), "{message}");
+        assert!(err_pos("{{ end }}").2.contains("without"));
+        assert!(err_pos("{{ else }}").2.contains("outside"));
+        assert!(
+            err_pos("{{ if .A }}{{ else }}{{ else }}{{ end }}")
+                .2
+                .contains("final")
+        );
+        assert!(
+            err_pos("{{ if .A }}{{ else with .B }}{{ end }}")
+                .2
+                .contains("else with")
+        );
+    }
+
+    #[test]
+    fn malformed_actions_are_errors() {
+        for src in [
+            "{{ .A",
+            "{{ }}",
+            "{{ \"unterminated }}",
+            "{{ 'c' }}",
+            "{{ 0x1F }}",
+            "{{ .A .B }}",
+            "{{ (.A }}",
+            "{{ (.A).B }}",
+            "{{ . }}",
+            "{{ .A | .B }}",
+            "{{ .in }}",
+        ] {
+            assert!(translate_go_template(src).is_err(), "{src} should fail");
+        }
+    }
+
+    #[test]
+    fn nested_reserved_words_are_subscripted() {
+        assert_eq!(
+            go("{{ .Spec.in }}", json!({"Spec": {"in": 1}})).unwrap(),
+            "1"
+        );
+    }
+
+    #[test]
+    fn translation_snapshot() {
+        let src = "name: {{ .Obj.name | trunc 8 }}\n{{- if and (eq .A \"x\") (not .B) }}\nx: {{ quote .C }}\n{{- end }}\n";
+        insta::assert_snapshot!(translate_go_template(src).unwrap(), @r#"
+        name: {{ (Obj.name | trunc(length=8)) }}{% if ((A == "x") and (not B)) %}
+        x: {{ (C | quote) }}{% endif %}
+        "#);
+    }
+
+    #[test]
+    fn origins_map_tera_offsets_to_go_actions() {
+        let t = translate("t", "ab\n  {{ .X }}{{ .Y }}").unwrap();
+        assert_eq!(t.actions.len(), 2);
+        let first = t.origin_of(t.actions[0].tera_offset + 3).unwrap();
+        assert_eq!((first.line, first.column), (2, 3));
+        let second = t.origin_of(t.tera.len() - 1).unwrap();
+        assert_eq!((second.line, second.column), (2, 11));
+        assert!(t.origin_of(0).is_none());
+    }
 }
