@@ -78,7 +78,7 @@ const TERA_NAME: &str = "template";
 pub enum TemplateSyntax {
     /// tera 2 (Jinja2-like) syntax: `{{ name | upper }}`, `{% if %}`.
     Tera,
-    /// The Go `text/template` subset described in [`translate_go_template`]'s module:
+    /// The Go `text/template` subset described in [`translate_go_template`]:
     /// `{{ .Name | upper }}`, `{{ if eq .A "b" }}`.
     Go,
 }

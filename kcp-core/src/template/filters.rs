@@ -546,6 +546,26 @@ mod tests {
     }
 
     #[test]
+    fn to_yaml_quotes_ambiguous_scalars_and_uses_block_style() {
+        let out = ok(
+            "{{ x | toYaml }}",
+            json!({"x": {"s": "yes", "n": "1", "m": "a\nb", "e": "", "l": [], "nested": {"a": [{"b": 1}]}}}),
+        );
+        insta::assert_snapshot!(out, @r#"
+        e: ""
+        l: []
+        m: |-
+          a
+          b
+        "n": "1"
+        nested:
+          a:
+          - b: 1
+        s: "yes"
+        "#);
+    }
+
+    #[test]
     fn indent_prefixes_every_line_including_first_and_blank() {
         assert_eq!(
             ok("{{ x | indent(width=2) }}", json!({"x": "a\n\nb"})),

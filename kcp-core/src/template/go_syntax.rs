@@ -4,27 +4,7 @@
 //! `{{ .ClusterName | sha256sum | trunc 8 }}`. This module turns such templates into equivalent
 //! tera 2 source that runs on the same sprig-named filters, so one engine renders both.
 //!
-//! # Supported subset
-//! - text outside actions, passed through byte for byte (tera delimiters in it are escaped);
-//! - fields `.Field` and nested fields `.Object.metadata.name` (the context's top-level keys);
-//! - string (`"..."` with Go escapes, `` `raw` ``), integer, decimal, `true`, `false` and `nil`
-//!   literals;
-//! - pipelines `x | f a b` where, as in Go, the piped value becomes the *last* argument of `f`;
-//! - function calls `f a b` and parenthesised sub-pipelines `trunc 8 (sha256sum .X)`;
-//! - the sprig-named functions of [`super::TemplateEngine`] and the comparisons/logic functions
-//!   `eq` (two or more arguments), `ne`, `and`, `or`, `not`;
-//! - `if`, `else`, `else if`, `end`; trim markers `{{- ` and ` -}}`; comments `{{/* ... */}}`.
-//!
-//! Everything else (`range`, `with`, `define`, `template`, `block`, `break`, `continue`,
-//! variables such as `$x`, character constants, unknown functions, fields of a parenthesised
-//! expression) is an [`Error::Template`] naming the 1-based line and column of the offending
-//! action.
-//!
-//! # Differences from Go that remain
-//! - Missing fields are an error (tera's strict undefined), where Go prints `<no value>`.
-//! - `and` and `or` evaluate to a boolean, where Go returns one of their operands; in `if`
-//!   conditions, the only place they are normally used, the result is the same.
-//! - Values that are maps or arrays print in tera's notation, not Go's `map[...]`.
+//! The supported subset is documented on [`translate_go_template`].
 
 use crate::error::{Error, Result};
 
@@ -56,16 +36,38 @@ const TERA_RESERVED: &[&str] = &[
     "__tera_context",
 ];
 
-/// Go keywords (and Go features) that the translator rejects, with the reason.
+/// Go keywords the translator rejects.
 const UNSUPPORTED_KEYWORDS: &[&str] = &[
     "range", "with", "define", "template", "block", "break", "continue",
 ];
 
 /// Translates a Go `text/template` source into tera source.
 ///
-/// See the [module documentation](self) for the supported subset. The result renders with
-/// [`super::TemplateEngine::render`] and produces the same output as the Go template rendered
-/// with sprig. Errors are [`Error::Template`] with the line and column of the offending action
+/// # Supported subset
+/// - text outside actions, passed through byte for byte (tera delimiters in it are escaped);
+/// - fields `.Field` and nested fields `.Object.metadata.name` (the context's top-level keys);
+/// - string (`"..."` with Go escapes, `` `raw` ``), integer, decimal, `true`, `false` and `nil`
+///   literals;
+/// - pipelines `x | f a b` where, as in Go, the piped value becomes the *last* argument of `f`;
+/// - function calls `f a b` and parenthesised sub-pipelines `trunc 8 (sha256sum .X)`;
+/// - the sprig-named functions of [`TemplateEngine`](super::TemplateEngine) and the
+///   comparison and logic functions `eq` (two or more arguments), `ne`, `and`, `or`, `not`;
+/// - `if`, `else`, `else if`, `end`; trim markers `{{- ` and ` -}}`; comments `{{/* ... */}}`.
+///
+/// Everything else (`range`, `with`, `define`, `template`, `block`, `break`, `continue`,
+/// variables such as `$x`, character constants, unknown functions, fields of a parenthesised
+/// expression) is an [`Error::Template`] naming the 1-based line and column of the offending
+/// action.
+///
+/// # Differences from Go that remain
+/// - Missing fields are an error (tera's strict undefined), where Go prints `<no value>`.
+/// - `and` and `or` evaluate to a boolean, where Go returns one of their operands; in `if`
+///   conditions, the only place they are normally used, the result is the same.
+/// - Values that are maps or arrays print in tera's notation, not Go's `map[...]`.
+///
+/// # Result
+/// The result renders with [`super::TemplateEngine::render`] and produces the same output as
+/// the Go template rendered with sprig. Errors are [`Error::Template`] with the line and column of the offending action
 /// (the template is named `go-template` in them; [`super::TemplateEngine::render_with`] uses the
 /// real name).
 pub fn translate_go_template(source: &str) -> Result<String> {
