@@ -55,11 +55,15 @@ impl ObjectRef {
     /// Fails with [`Error::InvalidObject`] when the type or the name is missing.
     pub fn from_object(obj: &DynamicObject) -> Result<Self> {
         let gvk = gvk_of(obj)?;
-        let name = obj.metadata.name.clone().ok_or_else(|| Error::InvalidObject {
-            object: format!("{} (unnamed)", crate::error::display_gvk(&gvk)),
-            field: "metadata.name".into(),
-            reason: "is required".into(),
-        })?;
+        let name = obj
+            .metadata
+            .name
+            .clone()
+            .ok_or_else(|| Error::InvalidObject {
+                object: format!("{} (unnamed)", crate::error::display_gvk(&gvk)),
+                field: "metadata.name".into(),
+                reason: "is required".into(),
+            })?;
         Ok(ObjectRef {
             gvk,
             namespace: obj.metadata.namespace.clone(),
@@ -114,7 +118,9 @@ pub fn parse_api_version(api_version: &str, kind: &str) -> Option<GroupVersionKi
         Some((g, v)) => (g, v),
         None => ("", api_version),
     };
-    if version.is_empty() || version.contains('/') || (api_version.contains('/') && group.is_empty())
+    if version.is_empty()
+        || version.contains('/')
+        || (api_version.contains('/') && group.is_empty())
     {
         return None;
     }
@@ -314,8 +320,13 @@ pub trait ObjectClient: Send + Sync {
     async fn apply(&self, obj: &DynamicObject, options: &PatchOptions) -> Result<DynamicObject> {
         let target = ObjectRef::from_object(obj)?;
         let body = to_value(obj, &target)?;
-        self.patch(&target, Subresource::Main, &ObjectPatch::Apply(body), options)
-            .await
+        self.patch(
+            &target,
+            Subresource::Main,
+            &ObjectPatch::Apply(body),
+            options,
+        )
+        .await
     }
 
     /// Server-side applies the status of `obj`.
@@ -326,8 +337,13 @@ pub trait ObjectClient: Send + Sync {
     ) -> Result<DynamicObject> {
         let target = ObjectRef::from_object(obj)?;
         let body = to_value(obj, &target)?;
-        self.patch(&target, Subresource::Status, &ObjectPatch::Apply(body), options)
-            .await
+        self.patch(
+            &target,
+            Subresource::Status,
+            &ObjectPatch::Apply(body),
+            options,
+        )
+        .await
     }
 
     /// Patches the status subresource.
@@ -369,7 +385,10 @@ mod tests {
     #[test]
     fn core_group_objects_display_without_a_group() {
         let o = obj(json!({"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a"}}));
-        assert_eq!(ObjectRef::from_object(&o).unwrap().to_string(), "v1 Namespace a");
+        assert_eq!(
+            ObjectRef::from_object(&o).unwrap().to_string(),
+            "v1 Namespace a"
+        );
     }
 
     #[test]
@@ -386,7 +405,10 @@ mod tests {
     fn missing_name_is_an_invalid_object() {
         let o = obj(json!({"apiVersion":"v1","kind":"ConfigMap","metadata":{}}));
         let err = ObjectRef::from_object(&o).unwrap_err();
-        assert!(err.to_string().contains("field metadata.name: is required"), "{err}");
+        assert!(
+            err.to_string().contains("field metadata.name: is required"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -251,7 +251,10 @@ mod tests {
             message: "unknown filter".into(),
         };
         assert!(!e.is_transient());
-        assert_eq!(e.to_string(), "template t at line 3, column 7: unknown filter");
+        assert_eq!(
+            e.to_string(),
+            "template t at line 3, column 7: unknown filter"
+        );
     }
 
     #[test]

@@ -32,7 +32,6 @@ pub use client::{
 pub use error::{Error, Result};
 pub use typed::ObjectClientExt;
 
-
 /// Re-exported so that users name the same `kube` and `k8s-openapi` kcp-core was built with.
 pub use k8s_openapi;
 /// Re-exported so that users name the same `kube` kcp-core was built with.

@@ -180,7 +180,10 @@ mod tests {
         cm.data = Some([("k".to_string(), "v".to_string())].into());
         let d = to_dynamic(&cm).unwrap();
         let types = d.types.clone().unwrap();
-        assert_eq!((types.api_version.as_str(), types.kind.as_str()), ("v1", "ConfigMap"));
+        assert_eq!(
+            (types.api_version.as_str(), types.kind.as_str()),
+            ("v1", "ConfigMap")
+        );
         assert_eq!(d.data["data"]["k"], "v");
         let back: ConfigMap = from_dynamic(d).unwrap();
         assert_eq!(back, cm);
