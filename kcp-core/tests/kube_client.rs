@@ -4,6 +4,9 @@
 //! parameters, content type, body) and the answers the "server" gives; the script fails the test
 //! with a message naming the exchange when a request differs, is missing, or is one too many.
 
+// The harness helpers are test code too: a panic is how they report a failed expectation.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::future::Future;
 use std::time::Duration;
 
@@ -231,14 +234,14 @@ async fn check(step: &str, exchange: &Exchange, request: Request<Body>) {
     assert_eq!(
         parts.uri.path(),
         exchange.path,
-        "{step}: wrong path, got {got}"
+        "{step}: wrong path (left: sent, right: expected), got {got}"
     );
     let mut want_query = exchange.query.clone();
     want_query.sort();
     assert_eq!(
         parse_query(parts.uri.query()),
         want_query,
-        "{step}: wrong query parameters, got {got}"
+        "{step}: wrong query parameters (left: sent, right: expected), got {got}"
     );
     if let Some(want) = &exchange.content_type {
         let content_type = parts
@@ -259,7 +262,10 @@ async fn check(step: &str, exchange: &Exchange, request: Request<Body>) {
                 String::from_utf8_lossy(&bytes)
             )
         });
-        assert_eq!(&got, want, "{step}: wrong body");
+        assert_eq!(
+            &got, want,
+            "{step}: wrong body (left: sent, right: expected)"
+        );
     }
 }
 
