@@ -608,7 +608,8 @@ fn write_body(obj: &DynamicObject, info: &ResourceInfo, gvk: &GroupVersionKind) 
     body
 }
 
-/// The body of a server-side apply: the intent with `apiVersion`, `kind` and `metadata.name`.
+/// The body of a server-side apply: the intent with `apiVersion`, `kind` and `metadata.name`,
+/// without `metadata.managedFields` (and without a namespace for cluster-scoped kinds).
 fn apply_body(
     intent: &Value,
     target: &ObjectRef,
@@ -633,6 +634,9 @@ fn apply_body(
     if let Value::Object(meta) = metadata {
         meta.entry("name")
             .or_insert_with(|| Value::String(target.name.clone()));
+        // The API server rejects apply bodies that carry managedFields ("must be nil"), which
+        // an object read back from the server always does.
+        meta.remove("managedFields");
         if !info.namespaced {
             meta.remove("namespace");
         }

@@ -413,7 +413,7 @@ async fn discovery_of_a_group_version_is_fetched_once_and_cached() {
 }
 
 #[tokio::test]
-async fn resolve_reports_plural_scope_and_subresources_but_not_subresource_kinds() {
+async fn resolve_reports_plural_scope_and_subresources() {
     let (client, server) = serve(vec![apps_v1_discovery()]);
     let info = server.run(client.resolve(&deployment_gvk())).await.unwrap();
     assert_eq!(info.resource.plural, "deployments");
@@ -903,6 +903,24 @@ async fn an_apply_body_without_type_gets_api_version_and_kind() {
     };
     server
         .run(client.patch(&web(), Subresource::Main, &patch, &options))
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn applying_an_object_read_from_the_server_drops_its_managed_fields() {
+    let mut read_back = deployment("prod", "web");
+    read_back["metadata"]["managedFields"] =
+        json!([{"manager": "kubectl", "operation": "Apply", "apiVersion": "apps/v1"}]);
+    let (client, server) = serve(vec![
+        apps_v1_discovery(),
+        Exchange::patch("/apis/apps/v1/namespaces/prod/deployments/web")
+            .query(&[("fieldManager", "m"), ("force", "true")])
+            .body(deployment("prod", "web"))
+            .reply(200, deployment("prod", "web")),
+    ]);
+    server
+        .run(client.apply(&object(read_back), &PatchOptions::apply("m")))
         .await
         .unwrap();
 }
