@@ -25,11 +25,18 @@ pub mod retry;
 pub mod template;
 pub mod typed;
 
+pub use apply::{Applier, ApplierConfig, ApplyPlan, ApplyReport, RuleSet};
 pub use client::{
     DeleteOptions, DeleteOutcome, ListOptions, ObjectClient, ObjectList, ObjectPatch, ObjectRef,
     PatchOptions, Propagation, ResourceInfo, Subresource, gvk_of,
 };
+pub use cluster::{ClusterEvent, ClusterProvider, EngagedCluster, SingleClusterProvider};
 pub use error::{Error, Result};
+pub use kcp::{ClusterName, ClusterPath, InitializerName};
+pub use kube_client::KubeObjectClient;
+pub use manifest::parse_manifests;
+pub use retry::Backoff;
+pub use template::{TemplateEngine, TemplateSyntax};
 pub use typed::ObjectClientExt;
 
 /// Re-exported so that users name the same `kube` and `k8s-openapi` kcp-core was built with.
