@@ -49,7 +49,7 @@ pub fn mixed_objects(n: usize) -> Vec<DynamicObject> {
                 "metadata": {"name": "w2", "namespace": ns}, "spec": {"size": 2}}),
             json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": "extra", "namespace": ns}, "data": {"c": "d"}}),
-            if tenant % 10 == 0 {
+            if tenant.is_multiple_of(10) {
                 json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
                     "metadata": {"name": format!("widgets.{group}")},
                     "spec": {"group": group, "scope": "Namespaced",

@@ -1,7 +1,7 @@
 //! The error type of kcp-core and its transient/permanent classification.
 //!
 //! Every error carries enough context to act on it without a debugger: the object it concerns
-//! (as an [`ObjectRef`] display string), the field, and the reason. [`Error::is_transient`] is the
+//! (as an [`ObjectRef`](crate::ObjectRef) display string), the field, and the reason. [`Error::is_transient`] is the
 //! single place that decides whether retrying can help; reconcile loops use it together with
 //! [`crate::retry::Backoff`].
 

@@ -117,23 +117,21 @@ impl ObjectClient for FakeServer {
         if target.gvk.kind == "CustomResourceDefinition" && state.objects.contains_key(&k) {
             let gets = state.crd_gets.entry(target.name.clone()).or_default();
             *gets += 1;
-            if *gets >= state.crd_gets_until_established {
-                if let Some(crd) = state.objects.get_mut(&k) {
-                    crd.data["status"] =
-                        json!({"conditions": [{"type": "Established", "status": "True"}]});
-                }
+            if *gets >= state.crd_gets_until_established
+                && let Some(crd) = state.objects.get_mut(&k)
+            {
+                crd.data["status"] =
+                    json!({"conditions": [{"type": "Established", "status": "True"}]});
             }
         }
         let deleting = state
             .objects
             .get(&k)
             .is_some_and(|o| o.metadata.deletion_timestamp.is_some());
-        if deleting {
-            if let Some(left) = state.finalizer_gets.get_mut(&target.name) {
-                *left = left.saturating_sub(1);
-                if *left == 0 {
-                    state.objects.remove(&k);
-                }
+        if deleting && let Some(left) = state.finalizer_gets.get_mut(&target.name) {
+            *left = left.saturating_sub(1);
+            if *left == 0 {
+                state.objects.remove(&k);
             }
         }
         Ok(state.objects.get(&k).cloned())
@@ -221,13 +219,13 @@ impl ObjectClient for FakeServer {
         let mut state = self.state.lock().unwrap();
         state.log.push(format!("delete {target}"));
         let k = key(target);
-        if state.finalizer_gets.contains_key(&target.name) {
-            if let Some(o) = state.objects.get_mut(&k) {
-                o.metadata.deletion_timestamp =
-                    Some(serde_json::from_value(json!("2026-11-22T10:00:00Z")).unwrap());
-                o.metadata.finalizers = Some(vec!["example.com/cleanup".into()]);
-                return Ok(DeleteOutcome::Terminating(Box::new(o.clone())));
-            }
+        if state.finalizer_gets.contains_key(&target.name)
+            && let Some(o) = state.objects.get_mut(&k)
+        {
+            o.metadata.deletion_timestamp =
+                Some(serde_json::from_value(json!("2026-11-22T10:00:00Z")).unwrap());
+            o.metadata.finalizers = Some(vec!["example.com/cleanup".into()]);
+            return Ok(DeleteOutcome::Terminating(Box::new(o.clone())));
         }
         Ok(match state.objects.remove(&k) {
             Some(_) => DeleteOutcome::Deleted,

@@ -233,12 +233,13 @@ impl ApplyPlan {
     }
 }
 
+/// Waves (indices per wave) and the wave of each index.
+type Waves = (Vec<Vec<usize>>, Vec<usize>);
+
 /// Kahn's algorithm by levels. Each wave holds the nodes whose dependencies all sit in earlier
 /// waves (so a node's wave is the length of the longest dependency chain ending in it).
 /// On a cycle, returns the nodes of one strongly connected component that contains a cycle.
-fn waves_of(
-    graph: &DiGraph<(), ()>,
-) -> std::result::Result<(Vec<Vec<usize>>, Vec<usize>), Vec<usize>> {
+fn waves_of(graph: &DiGraph<(), ()>) -> std::result::Result<Waves, Vec<usize>> {
     let n = graph.node_count();
     let mut in_degree = vec![0usize; n];
     for e in graph.raw_edges() {

@@ -61,10 +61,12 @@ impl EdgeSink {
     /// Records that object `before` must exist before object `after`. Out-of-range indices
     /// and self-edges are ignored.
     pub fn add(&mut self, before: usize, after: usize) {
-        if before != after && before < self.len && after < self.len {
-            if let (Ok(b), Ok(a)) = (u32::try_from(before), u32::try_from(after)) {
-                self.edges.push((b, a));
-            }
+        if before != after
+            && before < self.len
+            && after < self.len
+            && let (Ok(b), Ok(a)) = (u32::try_from(before), u32::try_from(after))
+        {
+            self.edges.push((b, a));
         }
     }
 
