@@ -1,5 +1,6 @@
 //! `Applier`: runs an [`ApplyPlan`] against an [`ObjectClient`], wave by wave.
 
+use std::ops::ControlFlow;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -9,7 +10,9 @@ use tracing::{Instrument, debug, info_span};
 use super::plan::{ApplyPlan, PlanObject};
 use super::readiness::{Readiness, has_gate, readiness};
 use super::report::{ApplyReport, ObjectResult, Outcome};
-use crate::client::{DeleteOptions, DeleteOutcome, ObjectClient, PatchOptions, Propagation};
+use crate::client::{
+    DeleteOptions, DeleteOutcome, ObjectClient, ObjectRef, PatchOptions, Propagation,
+};
 use crate::error::Error;
 use crate::retry::Backoff;
 
@@ -175,31 +178,54 @@ impl<'c, C: ObjectClient + ?Sized> Applier<'c, C> {
         }
     }
 
-    /// Waits until `live` (or its fresh reads) passes its readiness gate, up to the deadline.
-    async fn wait_ready(&self, o: &PlanObject, live: DynamicObject) -> Result<(), String> {
+    /// Reads `target` on the readiness polling schedule, handing each read to `check`, until
+    /// `check` breaks with a value or the readiness deadline would pass (then `None`).
+    async fn poll<T>(
+        &self,
+        target: &ObjectRef,
+        mut check: impl FnMut(Result<Option<DynamicObject>, Error>) -> ControlFlow<T> + Send,
+    ) -> Option<T> {
         let deadline = tokio::time::Instant::now() + self.config.readiness_timeout;
-        let mut last = match readiness(&live) {
-            Readiness::Ready => return Ok(()),
-            Readiness::NotReady(why) => why,
-        };
-        let target = o.object_ref();
         for attempt in 1.. {
             let delay = self.config.readiness_poll.delay(attempt);
             if tokio::time::Instant::now() + delay > deadline {
                 break;
             }
             tokio::time::sleep(delay).await;
-            match self.client.get(&target).await {
-                Ok(Some(fresh)) => match readiness(&fresh) {
-                    Readiness::Ready => return Ok(()),
-                    Readiness::NotReady(why) => last = why,
-                },
-                Ok(None) => last = "it disappeared".to_string(),
-                Err(e) if e.is_transient() => last = e.to_string(),
-                Err(e) => return Err(e.to_string()),
+            if let ControlFlow::Break(value) = check(self.client.get(target).await) {
+                return Some(value);
             }
         }
-        Err(format!("{last} after {:?}", self.config.readiness_timeout))
+        None
+    }
+
+    /// Waits until `live` (or its fresh reads) passes its readiness gate, up to the deadline.
+    async fn wait_ready(&self, o: &PlanObject, live: DynamicObject) -> Result<(), String> {
+        let mut last = match readiness(&live) {
+            Readiness::Ready => return Ok(()),
+            Readiness::NotReady(why) => why,
+        };
+        let outcome = self
+            .poll(&o.object_ref(), |read| match read {
+                Ok(Some(fresh)) => match readiness(&fresh) {
+                    Readiness::Ready => ControlFlow::Break(Ok(())),
+                    Readiness::NotReady(why) => {
+                        last = why;
+                        ControlFlow::Continue(())
+                    }
+                },
+                Ok(None) => {
+                    last = "it disappeared".to_string();
+                    ControlFlow::Continue(())
+                }
+                Err(e) if e.is_transient() => {
+                    last = e.to_string();
+                    ControlFlow::Continue(())
+                }
+                Err(e) => ControlFlow::Break(Err(e.to_string())),
+            })
+            .await;
+        outcome.unwrap_or_else(|| Err(format!("{last} after {:?}", self.config.readiness_timeout)))
     }
 
     /// Deletes the objects of the plan in reverse dependency order.
@@ -260,29 +286,25 @@ impl<'c, C: ObjectClient + ?Sized> Applier<'c, C> {
     }
 
     async fn wait_gone(&self, o: &PlanObject) -> Outcome {
-        let deadline = tokio::time::Instant::now() + self.config.readiness_timeout;
-        let target = o.object_ref();
         let mut finalizers = Vec::new();
-        for attempt in 1.. {
-            let delay = self.config.readiness_poll.delay(attempt);
-            if tokio::time::Instant::now() + delay > deadline {
-                break;
-            }
-            tokio::time::sleep(delay).await;
-            match self.client.get(&target).await {
-                Ok(None) => return Outcome::Deleted,
-                Ok(Some(live)) => finalizers = live.metadata.finalizers.unwrap_or_default(),
-                Err(e) if e.is_transient() => {}
-                Err(e) => return Outcome::Failed { error: e },
-            }
-        }
-        Outcome::Pending {
+        let outcome = self
+            .poll(&o.object_ref(), |read| match read {
+                Ok(None) => ControlFlow::Break(Outcome::Deleted),
+                Ok(Some(live)) => {
+                    finalizers = live.metadata.finalizers.unwrap_or_default();
+                    ControlFlow::Continue(())
+                }
+                Err(e) if e.is_transient() => ControlFlow::Continue(()),
+                Err(error) => ControlFlow::Break(Outcome::Failed { error }),
+            })
+            .await;
+        outcome.unwrap_or_else(|| Outcome::Pending {
             reason: format!(
                 "still terminating after {:?}, finalizers: [{}]",
                 self.config.readiness_timeout,
                 finalizers.join(", ")
             ),
-        }
+        })
     }
 }
 
