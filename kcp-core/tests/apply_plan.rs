@@ -79,9 +79,9 @@ fn waves(objects: Vec<DynamicObject>) -> Vec<Vec<String>> {
             w.iter()
                 .map(|&i| {
                     let o = plan.object(i);
-                    match &o.namespace {
-                        Some(ns) => format!("{}/{ns}/{}", o.kind(), o.name),
-                        None => format!("{}/{}", o.kind(), o.name),
+                    match o.namespace() {
+                        Some(ns) => format!("{}/{ns}/{}", o.kind(), o.name()),
+                        None => format!("{}/{}", o.kind(), o.name()),
                     }
                 })
                 .collect()
@@ -473,7 +473,7 @@ fn custom_rules_run_after_the_defaults() {
         fn add_edges(&self, set: &ObjectSet<'_>, sink: &mut EdgeSink) -> kcp_core::Result<()> {
             for &d in set.of_kind("apps", "Deployment") {
                 let Some(o) = set.get(d) else { continue };
-                for s in set.find("", "Service", o.namespace.as_deref(), &o.name) {
+                for s in set.find("", "Service", o.namespace(), o.name()) {
                     sink.add(s, d);
                 }
             }

@@ -160,7 +160,7 @@ impl<'c, C: ObjectClient + ?Sized> Applier<'c, C> {
             field_manager: Some(self.config.field_manager.clone()),
             force: self.config.force,
         };
-        match self.client.apply(&o.object, &options).await {
+        match self.client.apply(o.object(), &options).await {
             Ok(live) => {
                 let unchanged = before.is_some() && before == live.metadata.resource_version;
                 debug!(object = %target, unchanged, "applied");

@@ -1,52 +1,62 @@
 //! `ApplyPlan`: the dependency graph of a set of objects, grouped into waves.
 
+use std::collections::HashMap;
 use std::fmt;
+use std::hash::{BuildHasher, BuildHasherDefault};
+use std::sync::Arc;
 
 use kube::api::{DynamicObject, GroupVersionKind};
 use petgraph::Direction;
 use petgraph::graph::{DiGraph, NodeIndex};
 
-use super::rules::{EdgeSink, ObjectSet, RuleSet};
+use super::rules::{EdgeSink, ObjectSet, PrehashedKey, RuleSet};
 use crate::client::{ObjectRef, gvk_of};
 use crate::error::{Error, Result};
 
-/// One object of a plan, with its identity extracted once.
+/// One object of a plan, with its kind parsed once.
+///
+/// The name and namespace are read from the object's metadata (never copied), and the object
+/// cannot be changed once planned, so identity and content always agree.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlanObject {
-    /// The object as it will be applied.
-    pub object: DynamicObject,
-    /// Its group, version and kind.
-    pub gvk: GroupVersionKind,
-    /// `metadata.namespace`, if set.
-    pub namespace: Option<String>,
-    /// `metadata.name`.
-    pub name: String,
+    object: DynamicObject,
+    /// Shared by all objects of one apiVersion and kind in a plan.
+    gvk: Arc<GroupVersionKind>,
 }
 
 impl PlanObject {
-    /// Extracts the identity of `object`; `index` is its position in the input (for errors).
+    /// Checks and wraps `object`; `index` is its position in the input (for errors).
+    ///
+    /// Fails when `apiVersion`, `kind` or a non-empty `metadata.name` is missing.
     pub fn new(index: usize, object: DynamicObject) -> Result<Self> {
-        let gvk = gvk_of(&object).map_err(|e| at_index(e, index))?;
-        let name = match (&object.metadata.name, &object.metadata.generate_name) {
-            (Some(n), _) if !n.is_empty() => n.clone(),
-            _ => {
-                return Err(Error::InvalidObject {
-                    object: format!("#{index} ({})", crate::error::display_gvk(&gvk)),
-                    field: "metadata.name".into(),
-                    reason: "is required to order and apply objects".into(),
-                });
-            }
-        };
-        Ok(PlanObject {
-            namespace: object
-                .metadata
-                .namespace
-                .clone()
-                .filter(|ns| !ns.is_empty()),
-            gvk,
-            name,
-            object,
-        })
+        let gvk = Arc::new(gvk_of(&object).map_err(|e| at_index(e, index))?);
+        Self::with_gvk(index, object, gvk)
+    }
+
+    fn with_gvk(index: usize, object: DynamicObject, gvk: Arc<GroupVersionKind>) -> Result<Self> {
+        if object.metadata.name.as_deref().is_none_or(str::is_empty) {
+            return Err(Error::InvalidObject {
+                object: format!("#{index} ({})", crate::error::display_gvk(&gvk)),
+                field: "metadata.name".into(),
+                reason: "is required to order and apply objects".into(),
+            });
+        }
+        Ok(PlanObject { object, gvk })
+    }
+
+    /// The object as it will be applied.
+    pub fn object(&self) -> &DynamicObject {
+        &self.object
+    }
+
+    /// The object, giving up the plan's view of it.
+    pub fn into_object(self) -> DynamicObject {
+        self.object
+    }
+
+    /// Group, version and kind.
+    pub fn gvk(&self) -> &GroupVersionKind {
+        &self.gvk
     }
 
     /// The API group (`""` for the core group).
@@ -59,12 +69,26 @@ impl PlanObject {
         &self.gvk.kind
     }
 
+    /// `metadata.name` (never empty: checked by [`PlanObject::new`]).
+    pub fn name(&self) -> &str {
+        self.object.metadata.name.as_deref().unwrap_or_default()
+    }
+
+    /// `metadata.namespace`, when set and not empty.
+    pub fn namespace(&self) -> Option<&str> {
+        self.object
+            .metadata
+            .namespace
+            .as_deref()
+            .filter(|ns| !ns.is_empty())
+    }
+
     /// The reference used to read and write this object.
     pub fn object_ref(&self) -> ObjectRef {
         ObjectRef {
-            gvk: self.gvk.clone(),
-            namespace: self.namespace.clone(),
-            name: self.name.clone(),
+            gvk: GroupVersionKind::clone(&self.gvk),
+            namespace: self.namespace().map(str::to_string),
+            name: self.name().to_string(),
         }
     }
 }
@@ -72,10 +96,39 @@ impl PlanObject {
 impl fmt::Display for PlanObject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&crate::error::display_gvk(&self.gvk))?;
-        match &self.namespace {
-            Some(ns) => write!(f, " {ns}/{}", self.name),
-            None => write!(f, " {}", self.name),
+        match self.namespace() {
+            Some(ns) => write!(f, " {ns}/{}", self.name()),
+            None => write!(f, " {}", self.name()),
         }
+    }
+}
+
+/// Parses each distinct (apiVersion, kind) of a plan once and shares the result.
+#[derive(Default)]
+struct KindInterner {
+    hasher: foldhash::fast::RandomState,
+    seen: HashMap<u64, (String, Arc<GroupVersionKind>), BuildHasherDefault<PrehashedKey>>,
+}
+
+impl KindInterner {
+    fn intern(&mut self, index: usize, object: &DynamicObject) -> Result<Arc<GroupVersionKind>> {
+        let Some(types) = object.types.as_ref() else {
+            return gvk_of(object).map(Arc::new).map_err(|e| at_index(e, index));
+        };
+        let key = self
+            .hasher
+            .hash_one((types.api_version.as_str(), types.kind.as_str()));
+        if let Some((api_version, gvk)) = self.seen.get(&key)
+            && *api_version == types.api_version
+            && gvk.kind == types.kind
+        {
+            return Ok(Arc::clone(gvk));
+        }
+        let gvk = Arc::new(gvk_of(object).map_err(|e| at_index(e, index))?);
+        self.seen
+            .entry(key)
+            .or_insert_with(|| (types.api_version.clone(), Arc::clone(&gvk)));
+        Ok(gvk)
     }
 }
 
@@ -113,10 +166,14 @@ impl ApplyPlan {
     /// `depends-on` annotation naming an object that is not in the set), or when the edges form
     /// a cycle ([`Error::DependencyCycle`] names the objects on it).
     pub fn build(objects: Vec<DynamicObject>, rules: &RuleSet) -> Result<ApplyPlan> {
+        let mut kinds = KindInterner::default();
         let objects = objects
             .into_iter()
             .enumerate()
-            .map(|(i, o)| PlanObject::new(i, o))
+            .map(|(i, o)| {
+                let gvk = kinds.intern(i, &o)?;
+                PlanObject::with_gvk(i, o, gvk)
+            })
             .collect::<Result<Vec<_>>>()?;
         Self::from_plan_objects(objects, rules)
     }
@@ -397,7 +454,7 @@ mod tests {
     fn delete_order_reverses_waves_and_input_order() {
         let rules = RuleSet::empty().with(Edges(vec![(0, 2)]));
         let plan = ApplyPlan::build(cms(3), &rules).unwrap();
-        let names: Vec<&str> = plan.in_delete_order().map(|o| o.name.as_str()).collect();
+        let names: Vec<&str> = plan.in_delete_order().map(PlanObject::name).collect();
         assert_eq!(names, vec!["c2", "c1", "c0"]);
     }
 }

@@ -17,8 +17,11 @@
 //! | [`WebhooksLast`] | every other object -> admission webhooks and admission policies |
 //! | [`DependsOnAnnotation`] | the objects named in [`DEPENDS_ON_ANNOTATION`] -> the annotated object |
 
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
-use std::hash::{BuildHasher, RandomState};
+use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+
+use foldhash::fast::RandomState;
 
 use serde_json::Value;
 
@@ -47,7 +50,8 @@ pub trait DependencyRule: Send + Sync {
 #[derive(Debug)]
 pub struct EdgeSink {
     len: usize,
-    edges: Vec<(u32, u32)>,
+    /// `before << 32 | after`: sorts and dedups faster than pairs.
+    edges: Vec<u64>,
 }
 
 impl EdgeSink {
@@ -66,14 +70,18 @@ impl EdgeSink {
             && after < self.len
             && let (Ok(b), Ok(a)) = (u32::try_from(before), u32::try_from(after))
         {
-            self.edges.push((b, a));
+            self.edges.push(u64::from(b) << 32 | u64::from(a));
         }
     }
 
     pub(crate) fn into_edges(mut self) -> Vec<(u32, u32)> {
         self.edges.sort_unstable();
         self.edges.dedup();
+        // Truncation is the unpacking: the halves were u32 values.
         self.edges
+            .iter()
+            .map(|&e| ((e >> 32) as u32, e as u32))
+            .collect()
     }
 }
 
@@ -82,10 +90,10 @@ impl EdgeSink {
 pub struct ObjectSet<'a> {
     objects: &'a [PlanObject],
     /// kind -> [(group, indices)]
-    by_kind: HashMap<&'a str, Vec<(&'a str, Vec<usize>)>>,
-    by_namespace: HashMap<&'a str, Vec<usize>>,
+    by_kind: HashMap<&'a str, Vec<(&'a str, Vec<usize>)>, RandomState>,
+    by_namespace: HashMap<&'a str, Vec<usize>, RandomState>,
     /// hash of (group, kind, namespace, name) -> indices; exact match re-checked on lookup.
-    by_identity: HashMap<u64, Vec<usize>>,
+    by_identity: HashMap<u64, Indices, BuildHasherDefault<PrehashedKey>>,
     hasher: RandomState,
     /// The pod spec of each object that has one (see [`pod_spec`]).
     pod_specs: Vec<(usize, &'a Value)>,
@@ -93,22 +101,28 @@ pub struct ObjectSet<'a> {
 
 impl<'a> ObjectSet<'a> {
     pub(crate) fn new(objects: &'a [PlanObject]) -> Self {
-        let mut by_kind: HashMap<&'a str, Vec<(&'a str, Vec<usize>)>> = HashMap::new();
-        let mut by_namespace: HashMap<&'a str, Vec<usize>> = HashMap::new();
-        let hasher = RandomState::new();
-        let mut by_identity: HashMap<u64, Vec<usize>> = HashMap::with_capacity(objects.len());
+        let mut by_kind: HashMap<&'a str, Vec<(&'a str, Vec<usize>)>, RandomState> =
+            HashMap::default();
+        let mut by_namespace: HashMap<&'a str, Vec<usize>, RandomState> = HashMap::default();
+        let hasher = RandomState::default();
+        let mut by_identity: HashMap<u64, Indices, BuildHasherDefault<PrehashedKey>> =
+            HashMap::with_capacity_and_hasher(objects.len(), BuildHasherDefault::default());
         for (i, o) in objects.iter().enumerate() {
             let groups = by_kind.entry(o.kind()).or_default();
             match groups.iter_mut().find(|(g, _)| *g == o.group()) {
                 Some((_, indices)) => indices.push(i),
                 None => groups.push((o.group(), vec![i])),
             }
-            if let Some(ns) = o.namespace.as_deref() {
+            if let Some(ns) = o.namespace() {
                 by_namespace.entry(ns).or_default().push(i);
             }
-            let identity =
-                hasher.hash_one((o.group(), o.kind(), o.namespace.as_deref(), o.name.as_str()));
-            by_identity.entry(identity).or_default().push(i);
+            let identity = hasher.hash_one((o.group(), o.kind(), o.namespace(), o.name()));
+            match by_identity.entry(identity) {
+                Entry::Occupied(mut e) => e.get_mut().push(i),
+                Entry::Vacant(e) => {
+                    e.insert(Indices::One(i));
+                }
+            }
         }
         let pod_specs = objects
             .iter()
@@ -186,13 +200,57 @@ impl<'a> ObjectSet<'a> {
         let identity = self.hasher.hash_one((group, kind, namespace, name));
         self.by_identity
             .get(&identity)
-            .map_or(&[][..], Vec::as_slice)
+            .map_or(&[][..], Indices::as_slice)
             .iter()
             .copied()
             .filter(move |&i| {
                 let o = &self.objects[i];
-                o.group() == group && o.kind() == kind && o.namespace.as_deref() == namespace
+                o.name() == name
+                    && o.kind() == kind
+                    && o.group() == group
+                    && o.namespace() == namespace
             })
+    }
+}
+
+/// Object indices sharing one identity hash: almost always exactly one, so no `Vec` for it.
+#[derive(Debug)]
+enum Indices {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+impl Indices {
+    fn push(&mut self, index: usize) {
+        match self {
+            Indices::One(first) => *self = Indices::Many(vec![*first, index]),
+            Indices::Many(all) => all.push(index),
+        }
+    }
+
+    fn as_slice(&self) -> &[usize] {
+        match self {
+            Indices::One(index) => std::slice::from_ref(index),
+            Indices::Many(all) => all,
+        }
+    }
+}
+
+/// Hasher for keys that already are hashes: passes the `u64` through.
+#[derive(Debug, Default)]
+pub(crate) struct PrehashedKey(u64);
+
+impl Hasher for PrehashedKey {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
     }
 }
 
@@ -291,7 +349,7 @@ fn str_at<'v>(value: &'v Value, path: &[&str]) -> Option<&'v str> {
 }
 
 fn data(o: &PlanObject) -> &Value {
-    &o.object.data
+    &o.object().data
 }
 
 /// CRD of (group, kind) -> every object of that group and kind.
@@ -436,7 +494,7 @@ impl DependencyRule for NamespaceBeforeMembers {
     fn add_edges(&self, set: &ObjectSet<'_>, sink: &mut EdgeSink) -> Result<()> {
         for &ns in set.of_kind("", "Namespace") {
             let Some(n) = set.get(ns) else { continue };
-            for &member in set.in_namespace(&n.name) {
+            for &member in set.in_namespace(n.name()) {
                 sink.add(ns, member);
             }
         }
@@ -465,9 +523,7 @@ impl DependencyRule for RoleBeforeBindings {
                 };
                 let (role_kind, namespace) = match kind {
                     "ClusterRole" => ("ClusterRole", None),
-                    "Role" if binding_kind == "RoleBinding" => {
-                        ("Role", binding.namespace.as_deref())
-                    }
+                    "Role" if binding_kind == "RoleBinding" => ("Role", binding.namespace()),
                     _ => continue,
                 };
                 for r in set.find(RBAC, role_kind, namespace, name) {
@@ -515,7 +571,7 @@ impl DependencyRule for ServiceAccountBeforeUsers {
                     let Some(name) = str_at(s, &["name"]) else {
                         continue;
                     };
-                    let ns = str_at(s, &["namespace"]).or(binding.namespace.as_deref());
+                    let ns = str_at(s, &["namespace"]).or(binding.namespace());
                     for sa in set.find("", "ServiceAccount", ns, name) {
                         sink.add(sa, b);
                     }
@@ -525,7 +581,7 @@ impl DependencyRule for ServiceAccountBeforeUsers {
         for (i, o, spec) in set.pod_specs() {
             let name = str_at(spec, &["serviceAccountName"]).or(str_at(spec, &["serviceAccount"]));
             if let Some(name) = name {
-                for sa in set.find("", "ServiceAccount", o.namespace.as_deref(), name) {
+                for sa in set.find("", "ServiceAccount", o.namespace(), name) {
                     sink.add(sa, i);
                 }
             }
@@ -613,7 +669,7 @@ impl DependencyRule for ConfigBeforeWorkloads {
             refs.clear();
             Self::references(spec, &mut refs);
             for &(kind, name) in &refs {
-                for c in set.find("", kind, o.namespace.as_deref(), name) {
+                for c in set.find("", kind, o.namespace(), name) {
                     sink.add(c, i);
                 }
             }
@@ -800,7 +856,7 @@ impl DependencyRule for DependsOnAnnotation {
         let field = || format!("metadata.annotations[{DEPENDS_ON_ANNOTATION}]");
         for (i, o) in set.iter() {
             let Some(value) = o
-                .object
+                .object()
                 .metadata
                 .annotations
                 .as_ref()
@@ -820,9 +876,7 @@ impl DependencyRule for DependsOnAnnotation {
                 let mut found: Vec<usize> =
                     set.find(r.group, r.kind, r.namespace, r.name).collect();
                 if found.is_empty() && r.namespace.is_none() {
-                    found = set
-                        .find(r.group, r.kind, o.namespace.as_deref(), r.name)
-                        .collect();
+                    found = set.find(r.group, r.kind, o.namespace(), r.name).collect();
                 }
                 if found.is_empty() {
                     return Err(Error::InvalidObject {
