@@ -38,19 +38,13 @@ pub fn to_dynamic<K>(obj: &K) -> Result<DynamicObject>
 where
     K: Resource<DynamicType = ()> + Serialize,
 {
-    let mut value = serde_json::to_value(obj).map_err(|source| Error::Serialization {
+    let encoding = |source| Error::Serialization {
         context: format!("encoding {} {:?}", K::kind(&()), obj.meta().name),
         source,
-    })?;
-    if let Some(map) = value.as_object_mut() {
-        map.insert("apiVersion".into(), K::api_version(&()).into());
-        map.insert("kind".into(), K::kind(&()).into());
-    }
-    let mut dynamic: DynamicObject =
-        serde_json::from_value(value).map_err(|source| Error::Serialization {
-            context: format!("encoding {} {:?}", K::kind(&()), obj.meta().name),
-            source,
-        })?;
+    };
+    let value = serde_json::to_value(obj).map_err(encoding)?;
+    let mut dynamic: DynamicObject = serde_json::from_value(value).map_err(encoding)?;
+    // k8s-openapi and derive types may not serialize their type fields; set them from the type.
     dynamic.types = Some(TypeMeta {
         api_version: K::api_version(&()).into_owned(),
         kind: K::kind(&()).into_owned(),

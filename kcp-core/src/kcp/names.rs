@@ -48,6 +48,58 @@ fn invalid(what: &str, value: &str, reason: &str) -> Error {
     Error::Config(format!("invalid {what} {value:?}: {reason}"))
 }
 
+/// The conversions every validated string newtype of this module shares: `Display`, `FromStr`
+/// and `TryFrom<String>` (both validating through `new`), `From<T> for String`, `AsRef<str>`.
+macro_rules! validated_string_conversions {
+    ($($ty:ident),+) => {$(
+        impl fmt::Display for $ty {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl FromStr for $ty {
+            type Err = Error;
+            fn from_str(s: &str) -> Result<Self> {
+                $ty::new(s)
+            }
+        }
+
+        impl TryFrom<String> for $ty {
+            type Error = Error;
+            fn try_from(value: String) -> Result<Self> {
+                $ty::new(value)
+            }
+        }
+
+        impl From<$ty> for String {
+            fn from(value: $ty) -> String {
+                value.0
+            }
+        }
+
+        impl AsRef<str> for $ty {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+    )+};
+}
+
+validated_string_conversions!(ClusterName, ClusterPath, InitializerName);
+
+impl ClusterAddress for ClusterName {
+    fn as_url_segment(&self) -> &str {
+        &self.0
+    }
+}
+
+impl ClusterAddress for ClusterPath {
+    fn as_url_segment(&self) -> &str {
+        &self.0
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 
 /// The name of a logical cluster (e.g. `root`, `2x9kzrg2i5g4dr`), or the wildcard `*`.
@@ -97,44 +149,6 @@ impl ClusterName {
     /// The name as a one-segment workspace path (`root` → `root`); `None` for the wildcard.
     pub fn to_path(&self) -> Option<ClusterPath> {
         (!self.is_wildcard()).then(|| ClusterPath(self.0.clone()))
-    }
-}
-
-impl ClusterAddress for ClusterName {
-    fn as_url_segment(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ClusterName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl FromStr for ClusterName {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        ClusterName::new(s)
-    }
-}
-
-impl TryFrom<String> for ClusterName {
-    type Error = Error;
-    fn try_from(value: String) -> Result<Self> {
-        ClusterName::new(value)
-    }
-}
-
-impl From<ClusterName> for String {
-    fn from(name: ClusterName) -> String {
-        name.0
-    }
-}
-
-impl AsRef<str> for ClusterName {
-    fn as_ref(&self) -> &str {
-        &self.0
     }
 }
 
@@ -196,44 +210,6 @@ impl ClusterPath {
 
     /// The path as a string.
     pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl ClusterAddress for ClusterPath {
-    fn as_url_segment(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for ClusterPath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl FromStr for ClusterPath {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        ClusterPath::new(s)
-    }
-}
-
-impl TryFrom<String> for ClusterPath {
-    type Error = Error;
-    fn try_from(value: String) -> Result<Self> {
-        ClusterPath::new(value)
-    }
-}
-
-impl From<ClusterPath> for String {
-    fn from(path: ClusterPath) -> String {
-        path.0
-    }
-}
-
-impl AsRef<str> for ClusterPath {
-    fn as_ref(&self) -> &str {
         &self.0
     }
 }
@@ -340,38 +316,6 @@ impl InitializerName {
 
     /// The name as a string.
     pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Display for InitializerName {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl FromStr for InitializerName {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        InitializerName::new(s)
-    }
-}
-
-impl TryFrom<String> for InitializerName {
-    type Error = Error;
-    fn try_from(value: String) -> Result<Self> {
-        InitializerName::new(value)
-    }
-}
-
-impl From<InitializerName> for String {
-    fn from(name: InitializerName) -> String {
-        name.0
-    }
-}
-
-impl AsRef<str> for InitializerName {
-    fn as_ref(&self) -> &str {
         &self.0
     }
 }
