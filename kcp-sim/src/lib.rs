@@ -1,0 +1,1 @@
+//! kcp-sim: an in-process Kubernetes and kcp API server.
