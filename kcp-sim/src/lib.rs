@@ -1,1 +1,1 @@
-//! kcp-sim: an in-process Kubernetes and kcp API server.
+//! kcp-sim: an in-process Kubernetes and kcp API server for tests, examples and the playground.

@@ -1,0 +1,559 @@
+//! The request layer shared by the HTTP server and the in-process client: where a request goes
+//! (plain cluster, `/clusters/<x>`, `/clusters/*`, an initializingworkspaces view), which faults
+//! it suffers, and which operation of [`crate::semantics`] or [`crate::query`] answers it.
+
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use bytes::Bytes;
+use serde_json::Value;
+use tokio::sync::broadcast;
+
+use crate::faults::{Faults, Verb};
+use crate::kcp;
+use crate::query::{self, ClusterScope, Filter, Page, WatchFilter};
+use crate::resource::{Flavor, Registry, ResourceType};
+use crate::semantics::{self, DeleteRequest, PatchKind, WriteOptions, Written};
+use crate::status::{ApiError, ApiResult};
+use crate::store::{Change, ChangeKind, State, Stored};
+
+/// The name of the single cluster of plain (Kubernetes) mode.
+pub const PLAIN_CLUSTER: &str = "kubernetes";
+
+/// Where a request is addressed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Endpoint {
+    /// Plain mode: the one cluster, no `/clusters` prefix.
+    Plain,
+    /// `/clusters/<name or path>`.
+    Cluster(String),
+    /// `/clusters/*`.
+    Wildcard,
+    /// `/services/initializingworkspaces/<initializer>/clusters/<cluster or *>`.
+    Initializing {
+        /// The initializer of the view.
+        initializer: String,
+        /// A concrete cluster, or `None` for `*`.
+        cluster: Option<String>,
+    },
+}
+
+/// A resource request: endpoint, resource, and optionally namespace, name and subresource.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Target {
+    /// Where the request goes.
+    pub endpoint: Endpoint,
+    /// API group.
+    pub group: String,
+    /// API version.
+    pub version: String,
+    /// Plural resource name.
+    pub plural: String,
+    /// Namespace, for namespaced resources.
+    pub namespace: Option<String>,
+    /// Object name (absent for collections).
+    pub name: Option<String>,
+    /// `status` or absent.
+    pub subresource: Option<String>,
+}
+
+/// A target resolved against the state.
+#[derive(Debug, Clone)]
+pub struct Resolved {
+    /// The resource type.
+    pub rt: Arc<ResourceType>,
+    /// The concrete cluster (absent for wildcard views).
+    pub cluster: Option<String>,
+    /// The clusters a read sees.
+    pub scope: ClusterScope,
+    /// The initializer of an initializingworkspaces view.
+    pub initializer: Option<String>,
+}
+
+impl Resolved {
+    fn cluster(&self) -> ApiResult<&str> {
+        self.cluster.as_deref().ok_or_else(|| {
+            ApiError::method_not_allowed("writes must address one logical cluster, not the wildcard")
+        })
+    }
+}
+
+/// The start of a watch: the events to send first and the live change stream.
+#[derive(Debug)]
+pub struct WatchStart {
+    /// The resource watched.
+    pub rt: Arc<ResourceType>,
+    /// Events to send before the live ones.
+    pub initial: Vec<(ChangeKind, Arc<Stored>)>,
+    /// The live change stream.
+    pub changes: broadcast::Receiver<Arc<Change>>,
+    /// What the watcher sees of a change.
+    pub filter: WatchFilter,
+    /// Live changes at or below this resourceVersion were already covered.
+    pub after_rv: u64,
+}
+
+/// Settings of the simulated installation.
+#[derive(Debug, Clone)]
+pub struct SimSettings {
+    /// Kubernetes or kcp.
+    pub flavor: Flavor,
+    /// Changes kept for watches (older resourceVersions get 410 Gone).
+    pub history: usize,
+    /// Changes buffered per watcher before a slow watcher is cut off.
+    pub watch_buffer: usize,
+}
+
+/// The simulated installation: state plus faults.
+#[derive(Debug)]
+pub struct Sim {
+    state: RwLock<State>,
+    /// Fault injection.
+    pub faults: Faults,
+    /// Kubernetes or kcp.
+    pub flavor: Flavor,
+}
+
+impl Sim {
+    /// A new installation: the plain cluster (with its `default`, `kube-system` and
+    /// `kube-public` namespaces), or kcp's `root` workspace with its builtin types.
+    pub fn new(settings: &SimSettings, faults: Faults, shard_urls: Vec<String>) -> ApiResult<Self> {
+        let mut state = State::new(settings.flavor, settings.history, settings.watch_buffer);
+        state.shard_urls = shard_urls;
+        let first = match settings.flavor {
+            Flavor::Kubernetes => {
+                state.add_cluster(PLAIN_CLUSTER, "");
+                PLAIN_CLUSTER
+            }
+            Flavor::Kcp => {
+                kcp::bootstrap(&mut state)?;
+                kcp::ROOT
+            }
+        };
+        let sim = Self {
+            state: RwLock::new(state),
+            faults,
+            flavor: settings.flavor,
+        };
+        {
+            let mut state = sim.write();
+            let namespaces: &[&str] = match settings.flavor {
+                Flavor::Kubernetes => &["default", "kube-system", "kube-public"],
+                Flavor::Kcp => &["default"],
+            };
+            for ns in namespaces {
+                create_namespace(&mut state, first, ns)?;
+            }
+        }
+        Ok(sim)
+    }
+
+    /// Read access to the state.
+    pub fn read(&self) -> RwLockReadGuard<'_, State> {
+        match self.state.read() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Write access to the state.
+    pub fn write(&self) -> RwLockWriteGuard<'_, State> {
+        match self.state.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// The registry that answers discovery at an endpoint.
+    pub fn registry(&self, endpoint: &Endpoint) -> ApiResult<Registry> {
+        let state = self.read();
+        let cluster = match endpoint {
+            Endpoint::Plain => PLAIN_CLUSTER.to_string(),
+            Endpoint::Cluster(c) => concrete(&state, c)?.to_string(),
+            Endpoint::Wildcard | Endpoint::Initializing { cluster: None, .. } => state
+                .clusters
+                .keys()
+                .next()
+                .cloned()
+                .unwrap_or_default(),
+            Endpoint::Initializing {
+                initializer,
+                cluster: Some(c),
+            } => {
+                let name = concrete(&state, c)?.to_string();
+                kcp::initializing_with(&state, &name, initializer)?;
+                name
+            }
+        };
+        state
+            .clusters
+            .get(&cluster)
+            .map(|c| c.registry.clone())
+            .ok_or_else(|| cluster_not_found(&cluster))
+    }
+
+    /// Resolves a target.
+    pub fn resolve(&self, state: &State, target: &Target) -> ApiResult<Resolved> {
+        let (cluster, scope, initializer) = match &target.endpoint {
+            Endpoint::Plain => (
+                Some(PLAIN_CLUSTER.to_string()),
+                ClusterScope::One(PLAIN_CLUSTER.to_string()),
+                None,
+            ),
+            Endpoint::Cluster(c) => {
+                let name = concrete(state, c)?.to_string();
+                (Some(name.clone()), ClusterScope::One(name), None)
+            }
+            Endpoint::Wildcard => (None, ClusterScope::All, None),
+            Endpoint::Initializing {
+                initializer,
+                cluster: None,
+            } => (
+                None,
+                ClusterScope::Initializing(initializer.clone()),
+                Some(initializer.clone()),
+            ),
+            Endpoint::Initializing {
+                initializer,
+                cluster: Some(c),
+            } => {
+                let name = concrete(state, c)?.to_string();
+                kcp::initializing_with(state, &name, initializer)?;
+                (
+                    Some(name.clone()),
+                    ClusterScope::One(name),
+                    Some(initializer.clone()),
+                )
+            }
+        };
+        let lookup = |c: &str| {
+            state
+                .clusters
+                .get(c)
+                .and_then(|d| d.registry.by_plural(&target.group, &target.version, &target.plural))
+                .cloned()
+        };
+        let rt = match &cluster {
+            Some(c) => lookup(c),
+            None => state.clusters.keys().find_map(|c| lookup(c)),
+        }
+        .ok_or_else(ApiError::path_not_found)?;
+        if matches!(scope, ClusterScope::Initializing(_))
+            && !(rt.group == "core.kcp.io" && rt.plural == "logicalclusters")
+        {
+            return Err(ApiError::path_not_found());
+        }
+        if let Some(sub) = &target.subresource {
+            if sub != "status" || !rt.status {
+                return Err(ApiError::path_not_found());
+            }
+        }
+        if rt.namespaced && target.name.is_some() && target.namespace.is_none() {
+            return Err(ApiError::path_not_found());
+        }
+        Ok(Resolved {
+            rt,
+            cluster,
+            scope,
+            initializer,
+        })
+    }
+
+    fn name<'a>(target: &'a Target) -> ApiResult<&'a str> {
+        target
+            .name
+            .as_deref()
+            .ok_or_else(|| ApiError::method_not_allowed("this operation needs an object name"))
+    }
+
+    /// GET one object.
+    pub async fn get(&self, target: &Target) -> ApiResult<(Arc<ResourceType>, Arc<Stored>)> {
+        self.faults.before(Verb::Get, &target.group, &target.plural).await?;
+        let state = self.read();
+        let r = self.resolve(&state, target)?;
+        let name = Self::name(target)?;
+        let ns = target.namespace.as_deref().unwrap_or("");
+        let obj = semantics::get(&state, r.cluster()?, &r.rt, ns, name)?;
+        Ok((r.rt, obj))
+    }
+
+    /// LIST a collection.
+    pub async fn list(
+        &self,
+        target: &Target,
+        mut filter: Filter,
+        limit: Option<usize>,
+        continue_token: Option<&str>,
+    ) -> ApiResult<(Arc<ResourceType>, Page)> {
+        self.faults.before(Verb::List, &target.group, &target.plural).await?;
+        let state = self.read();
+        let r = self.resolve(&state, target)?;
+        filter.namespace = target.namespace.clone().filter(|_| r.rt.namespaced);
+        if let ClusterScope::Initializing(init) = &r.scope {
+            filter.initializer = Some(init.clone());
+        }
+        let page = query::list(
+            &state,
+            &r.scope,
+            &r.rt.group_resource(),
+            &filter,
+            limit,
+            continue_token,
+        )?;
+        Ok((r.rt, page))
+    }
+
+    /// Starts a WATCH: from `resource_version`, or (when absent or `0`) with every current
+    /// object as ADDED first.
+    pub async fn watch(
+        &self,
+        target: &Target,
+        mut filter: Filter,
+        resource_version: Option<&str>,
+    ) -> ApiResult<WatchStart> {
+        self.faults.before(Verb::Watch, &target.group, &target.plural).await?;
+        if self.faults.take_forced_gone() {
+            return Err(ApiError::gone("too old resource version (injected fault)"));
+        }
+        let state = self.read();
+        let r = self.resolve(&state, target)?;
+        filter.namespace = target.namespace.clone().filter(|_| r.rt.namespaced);
+        if let ClusterScope::Initializing(init) = &r.scope {
+            filter.initializer = Some(init.clone());
+        }
+        let watch_filter = WatchFilter {
+            scope: r.scope.clone(),
+            resource: r.rt.group_resource(),
+            filter: filter.clone(),
+        };
+        let from = resource_version.filter(|rv| !rv.is_empty() && *rv != "0");
+        match from {
+            Some(rv) => {
+                let rv: u64 = rv.parse().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resource version: {rv:?}"))
+                })?;
+                let (replay, changes) = state.watch_from(rv)?;
+                let initial = replay.iter().filter_map(|c| watch_filter.view(c)).collect();
+                let after_rv = replay.last().map(|c| c.rv).unwrap_or(rv).max(state.rv);
+                Ok(WatchStart {
+                    rt: r.rt,
+                    initial,
+                    changes,
+                    filter: watch_filter,
+                    after_rv,
+                })
+            }
+            None => {
+                let page = query::list(
+                    &state,
+                    &r.scope,
+                    &r.rt.group_resource(),
+                    &filter,
+                    None,
+                    None,
+                )?;
+                Ok(WatchStart {
+                    rt: r.rt,
+                    initial: page
+                        .items
+                        .into_iter()
+                        .map(|o| (ChangeKind::Added, o))
+                        .collect(),
+                    changes: state.subscribe(),
+                    filter: watch_filter,
+                    after_rv: state.rv,
+                })
+            }
+        }
+    }
+
+    /// POST: create.
+    pub async fn create(
+        &self,
+        target: &Target,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<(Arc<ResourceType>, Written)> {
+        self.faults.before(Verb::Create, &target.group, &target.plural).await?;
+        let mut state = self.write();
+        let r = self.resolve(&state, target)?;
+        let cluster = r.cluster()?.to_string();
+        let written = semantics::create(
+            &mut state,
+            &cluster,
+            &r.rt,
+            &target.version,
+            target.namespace.as_deref(),
+            body,
+            &self.options(opts, &r),
+        )?;
+        Ok((r.rt, written))
+    }
+
+    fn options(&self, opts: &WriteOptions, r: &Resolved) -> WriteOptions {
+        let mut opts = opts.clone();
+        opts.initializer = r.initializer.clone();
+        opts
+    }
+
+    /// PUT: replace an object or its status.
+    pub async fn update(
+        &self,
+        target: &Target,
+        body: Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<(Arc<ResourceType>, Written)> {
+        self.faults.before(Verb::Update, &target.group, &target.plural).await?;
+        let mut state = self.write();
+        let r = self.resolve(&state, target)?;
+        let cluster = r.cluster()?.to_string();
+        let written = semantics::update(
+            &mut state,
+            &cluster,
+            &r.rt,
+            &target.version,
+            target.namespace.as_deref().unwrap_or(""),
+            Self::name(target)?,
+            target.subresource.is_some(),
+            body,
+            &self.options(opts, &r),
+        )?;
+        Ok((r.rt, written))
+    }
+
+    /// PATCH (merge, JSON, strategic or apply).
+    pub async fn patch(
+        &self,
+        target: &Target,
+        kind: PatchKind,
+        body: &Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<(Arc<ResourceType>, Written)> {
+        self.faults.before(Verb::Patch, &target.group, &target.plural).await?;
+        let mut state = self.write();
+        let r = self.resolve(&state, target)?;
+        let cluster = r.cluster()?.to_string();
+        let written = semantics::patch(
+            &mut state,
+            &cluster,
+            &r.rt,
+            &target.version,
+            target.namespace.as_deref().unwrap_or(""),
+            Self::name(target)?,
+            target.subresource.is_some(),
+            kind,
+            body,
+            &self.options(opts, &r),
+        )?;
+        Ok((r.rt, written))
+    }
+
+    /// DELETE one object.
+    pub async fn delete(
+        &self,
+        target: &Target,
+        req: &DeleteRequest,
+    ) -> ApiResult<(Arc<ResourceType>, Arc<Stored>)> {
+        self.faults.before(Verb::Delete, &target.group, &target.plural).await?;
+        let mut state = self.write();
+        let r = self.resolve(&state, target)?;
+        let cluster = r.cluster()?.to_string();
+        let obj = semantics::delete(
+            &mut state,
+            &cluster,
+            &r.rt,
+            target.namespace.as_deref().unwrap_or(""),
+            Self::name(target)?,
+            req,
+        )?;
+        Ok((r.rt, obj))
+    }
+
+    /// DELETE a collection: every object the filter selects.
+    pub async fn delete_collection(
+        &self,
+        target: &Target,
+        mut filter: Filter,
+        req: &DeleteRequest,
+    ) -> ApiResult<(Arc<ResourceType>, Vec<Arc<Stored>>)> {
+        self.faults.before(Verb::Delete, &target.group, &target.plural).await?;
+        let mut state = self.write();
+        let r = self.resolve(&state, target)?;
+        let cluster = r.cluster()?.to_string();
+        filter.namespace = target.namespace.clone().filter(|_| r.rt.namespaced);
+        let page = query::list(&state, &r.scope, &r.rt.group_resource(), &filter, None, None)?;
+        let mut deleted = Vec::new();
+        for obj in page.items {
+            let value = obj.value()?;
+            let ns = value
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            let name = value
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
+            match semantics::delete(&mut state, &cluster, &r.rt, &ns, &name, req) {
+                Ok(o) => deleted.push(o),
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((r.rt, deleted))
+    }
+}
+
+fn create_namespace(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> {
+    let Some(rt) = state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.registry.by_plural("", "v1", "namespaces"))
+        .cloned()
+    else {
+        return Ok(());
+    };
+    let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    let opts = WriteOptions {
+        default_manager: "kcp-sim".into(),
+        ..WriteOptions::default()
+    };
+    semantics::create(state, cluster, &rt, "v1", None, body, &opts)?;
+    Ok(())
+}
+
+/// Creates the namespaces every new cluster starts with.
+pub(crate) fn seed_cluster(state: &mut State, cluster: &str) -> ApiResult<()> {
+    create_namespace(state, cluster, "default")
+}
+
+fn cluster_not_found(cluster: &str) -> ApiError {
+    ApiError::forbidden(format!(
+        "logical cluster {cluster:?} does not exist or is not accessible"
+    ))
+}
+
+fn concrete<'a>(state: &'a State, name_or_path: &str) -> ApiResult<&'a str> {
+    state
+        .resolve_cluster(name_or_path)
+        .ok_or_else(|| cluster_not_found(name_or_path))
+}
+
+/// The JSON of an object as served at `version`: objects of a CRD with several versions are
+/// stored once and read under any served version (no conversion, as with strategy `None`).
+pub fn render(rt: &ResourceType, version: &str, obj: &Stored) -> Bytes {
+    if rt.versions.len() < 2 {
+        return obj.json.clone();
+    }
+    let api_version = rt.api_version(version);
+    let Ok(mut value) = serde_json::from_slice::<Value>(&obj.json) else {
+        return obj.json.clone();
+    };
+    if value.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str()) {
+        return obj.json.clone();
+    }
+    value["apiVersion"] = Value::String(api_version);
+    serde_json::to_vec(&value)
+        .map(Bytes::from)
+        .unwrap_or_else(|_| obj.json.clone())
+}

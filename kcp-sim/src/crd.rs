@@ -1,0 +1,147 @@
+//! CustomResourceDefinitions: validation, the `Established` condition, and serving (or no longer
+//! serving) the resource a CRD defines in its cluster.
+//!
+//! A valid CRD is established as it is stored, so a client that created it can use the new
+//! resource on its next request, and discovery lists it.
+
+use serde_json::{Value, json};
+
+use crate::resource::{GroupResource, type_of_crd};
+use crate::semantics::now;
+use crate::status::{ApiError, ApiResult};
+use crate::store::State;
+
+/// Validates a CRD and sets the status of an accepted one: `NamesAccepted` and `Established`
+/// conditions, `acceptedNames`, `storedVersions`.
+pub fn establish(state: &State, cluster: &str, crd: &mut Value) -> ApiResult<()> {
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let t = type_of_crd(crd).map_err(|(field, why)| {
+        ApiError::invalid("apiextensions.k8s.io", "CustomResourceDefinition", &name, &field, &why)
+    })?;
+    // A CRD may not take over a builtin resource (a CRD's own resource is keyed by its name).
+    let cluster_data = state.clusters.get(cluster);
+    let served = cluster_data.is_some_and(|c| c.registry.get(&t.group_resource()).is_some());
+    let own = cluster_data.is_some_and(|c| {
+        c.get(
+            &GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions"),
+            "",
+            &name,
+        )
+        .is_some()
+    });
+    if served && !own {
+        return Err(ApiError::invalid(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            &name,
+            "spec.names.plural",
+            &format!("Invalid value: \"{}\": is already served by the server", t.plural),
+        ));
+    }
+    let time = now();
+    let keep_time = |type_: &str| -> String {
+        crd.pointer("/status/conditions")
+            .and_then(Value::as_array)
+            .and_then(|cs| {
+                cs.iter()
+                    .find(|c| c["type"] == type_ && c["status"] == "True")
+                    .and_then(|c| c["lastTransitionTime"].as_str())
+            })
+            .map(String::from)
+            .unwrap_or_else(|| time.clone())
+    };
+    let names_time = keep_time("NamesAccepted");
+    let established_time = keep_time("Established");
+    let storage = t.versions.first().cloned().unwrap_or_default();
+    let mut stored_versions: Vec<String> = crd
+        .pointer("/status/storedVersions")
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .unwrap_or_default();
+    if !stored_versions.contains(&storage) {
+        stored_versions.push(storage);
+    }
+    let accepted = crd.pointer("/spec/names").cloned().unwrap_or(Value::Null);
+    crd["status"] = json!({
+        "conditions": [
+            {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+             "message": "no conflicts found", "lastTransitionTime": names_time},
+            {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+             "message": "the initial names have been accepted", "lastTransitionTime": established_time},
+        ],
+        "acceptedNames": accepted,
+        "storedVersions": stored_versions,
+    });
+    Ok(())
+}
+
+/// Serves (or re-serves, after a change) the resource of a stored CRD.
+pub fn serve(state: &mut State, cluster: &str, crd: &Value) -> ApiResult<()> {
+    if crd.pointer("/metadata/deletionTimestamp").is_some() {
+        return Ok(());
+    }
+    let Ok(t) = type_of_crd(crd) else {
+        return Ok(());
+    };
+    if let Some(c) = state.clusters.get_mut(cluster) {
+        c.registry.insert(t);
+    }
+    Ok(())
+}
+
+/// Stops serving the resource of a CRD that is going away, and drops what is left of it.
+pub fn unserve(state: &mut State, cluster: &str, crd: &Value) {
+    let Ok(t) = type_of_crd(crd) else {
+        return;
+    };
+    if let Some(c) = state.clusters.get_mut(cluster) {
+        let gr = t.group_resource();
+        c.registry.remove(&gr);
+        c.objects.remove(&gr);
+    }
+}
+
+/// Whether custom resources of this CRD still exist.
+pub fn has_custom_resources(state: &State, cluster: &str, crd: &Value) -> bool {
+    let Ok(t) = type_of_crd(crd) else {
+        return false;
+    };
+    state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.objects.get(&t.group_resource()))
+        .is_some_and(|m| !m.is_empty())
+}
+
+/// Deletes every custom resource of a CRD being deleted (finalizers are honoured).
+pub fn delete_custom_resources(state: &mut State, cluster: &str, crd: &Value) -> ApiResult<()> {
+    let Ok(t) = type_of_crd(crd) else {
+        return Ok(());
+    };
+    let keys: Vec<String> = state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.objects.get(&t.group_resource()))
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    for key in keys {
+        let (ns, name) = key.split_once('/').unwrap_or(("", key.as_str()));
+        match crate::semantics::delete(
+            state,
+            cluster,
+            &t,
+            ns,
+            name,
+            &crate::semantics::DeleteRequest::default(),
+        ) {
+            Ok(_) => {}
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

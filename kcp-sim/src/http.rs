@@ -1,0 +1,649 @@
+//! The HTTP face of the simulator: routing of Kubernetes and kcp URLs, query parameters, JSON
+//! and YAML bodies, chunked watch streams, and `Status` errors as the real server writes them.
+
+use std::convert::Infallible;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{BufMut, Bytes, BytesMut};
+use http::{HeaderValue, Method, Request, Response, StatusCode, header};
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::api::{Endpoint, Sim, Target, WatchStart, render};
+use crate::query::Filter;
+use crate::resource::{Flavor, ResourceType};
+use crate::selector::{FieldSelector, LabelSelector};
+use crate::semantics::{DeleteRequest, PatchKind, WriteOptions};
+use crate::status::{ApiError, ApiResult};
+use crate::store::{ChangeKind, Stored};
+
+/// The response body type: whole bodies and watch streams.
+pub type Body = BoxBody<Bytes, Infallible>;
+
+/// What the HTTP layer needs besides the simulator.
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// How often a watch that asked for bookmarks gets one.
+    pub bookmark_interval: Duration,
+    /// The longest a watch stays open when the client sets no timeout.
+    pub max_watch: Duration,
+    /// The shard this listener serves (its virtual workspaces show that shard's clusters).
+    pub shard: usize,
+}
+
+/// Answers one HTTP request.
+pub async fn handle(
+    sim: Arc<Sim>,
+    settings: Arc<HttpSettings>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Infallible> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let response = match route(&sim, &settings, req).await {
+        Ok(resp) => resp,
+        Err(err) => error_response(&err),
+    };
+    tracing::debug!(%method, %path, status = response.status().as_u16(), "kcp-sim request");
+    Ok(response)
+}
+
+fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {
+    let mut resp = Response::new(Full::new(body.into()).boxed());
+    *resp.status_mut() = status;
+    if let Ok(v) = HeaderValue::from_str(content_type) {
+        resp.headers_mut().insert(header::CONTENT_TYPE, v);
+    }
+    resp
+}
+
+fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+    let body = serde_json::to_vec(value).unwrap_or_default();
+    full(status, "application/json", body)
+}
+
+/// A `Status` error response.
+pub fn error_response(err: &ApiError) -> Response<Body> {
+    let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut resp = json_response(status, &err.to_status());
+    if let Some(secs) = err.retry_after_seconds {
+        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
+            resp.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+    }
+    resp
+}
+
+/// Query parameters, decoded.
+#[derive(Debug, Default)]
+struct Query(Vec<(String, String)>);
+
+impl Query {
+    fn parse(raw: Option<&str>) -> Self {
+        Query(
+            raw.map(|q| form_urlencoded::parse(q.as_bytes()).into_owned().collect())
+                .unwrap_or_default(),
+        )
+    }
+
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn flag(&self, key: &str) -> bool {
+        matches!(self.get(key), Some("true" | "1"))
+    }
+}
+
+fn decode_segments(path: &str) -> Vec<String> {
+    path.split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect()
+}
+
+/// Splits off the cluster prefix of a path.
+fn endpoint_of(flavor: Flavor, segments: &[String]) -> (Endpoint, usize) {
+    let seg = |i: usize| segments.get(i).map(String::as_str);
+    if flavor == Flavor::Kcp {
+        if seg(0) == Some("clusters") {
+            if let Some(c) = seg(1) {
+                let endpoint = if c == "*" {
+                    Endpoint::Wildcard
+                } else {
+                    Endpoint::Cluster(c.to_string())
+                };
+                return (endpoint, 2);
+            }
+        }
+        if seg(0) == Some("services") && seg(1) == Some("initializingworkspaces") && seg(3) == Some("clusters") {
+            if let (Some(init), Some(c)) = (seg(2), seg(4)) {
+                let cluster = (c != "*").then(|| c.to_string());
+                return (
+                    Endpoint::Initializing {
+                        initializer: init.to_string(),
+                        cluster,
+                    },
+                    5,
+                );
+            }
+        }
+        // kcp serves the root workspace without a prefix.
+        return (Endpoint::Cluster(crate::kcp::ROOT.to_string()), 0);
+    }
+    (Endpoint::Plain, 0)
+}
+
+async fn route(
+    sim: &Arc<Sim>,
+    settings: &Arc<HttpSettings>,
+    req: Request<Incoming>,
+) -> ApiResult<Response<Body>> {
+    let segments = decode_segments(req.uri().path());
+    let (endpoint, skip) = endpoint_of(sim.flavor, &segments);
+    let endpoint = match endpoint {
+        Endpoint::Initializing {
+            initializer,
+            cluster,
+        } => Endpoint::Initializing {
+            initializer,
+            cluster,
+        },
+        other => other,
+    };
+    let rest: Vec<&str> = segments[skip..].iter().map(String::as_str).collect();
+    let query = Query::parse(req.uri().query());
+    if req.method() == Method::GET {
+        if let Some(resp) = non_resource(sim, &endpoint, &rest, &req)? {
+            return Ok(resp);
+        }
+    }
+    let (group, version, tail) = match rest.as_slice() {
+        ["api", "v1", tail @ ..] if !tail.is_empty() => ("", "v1", tail),
+        ["apis", g, v, tail @ ..] if !tail.is_empty() => (*g, *v, tail),
+        _ => return Err(ApiError::path_not_found()),
+    };
+    let (namespace, plural, name, subresource) = match tail {
+        ["namespaces", ns, plural, more @ ..] if !(group.is_empty() && more.is_empty() && matches!(*plural, "status" | "finalize")) => {
+            (Some(ns.to_string()), *plural, more.first().copied(), more.get(1).copied())
+        }
+        [plural, more @ ..] => (None, *plural, more.first().copied(), more.get(1).copied()),
+        [] => return Err(ApiError::path_not_found()),
+    };
+    if tail.len() > 5 || (namespace.is_none() && tail.len() > 3) {
+        return Err(ApiError::path_not_found());
+    }
+    let target = Target {
+        endpoint,
+        group: group.to_string(),
+        version: version.to_string(),
+        plural: plural.to_string(),
+        namespace,
+        name: name.map(String::from),
+        subresource: subresource.map(String::from),
+    };
+    let user_agent = req
+        .headers()
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split('/').next())
+        .filter(|m| !m.is_empty())
+        .unwrap_or("unknown")
+        .to_string();
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let method = req.method().clone();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?
+        .to_bytes();
+    let opts = WriteOptions {
+        field_manager: query.get("fieldManager").map(String::from),
+        default_manager: user_agent,
+        force: query.flag("force"),
+        dry_run: query.get("dryRun") == Some("All"),
+        initializer: None,
+    };
+    match (method, target.name.is_some()) {
+        (Method::GET, true) => {
+            let (rt, obj) = sim.get(&target).await?;
+            Ok(object_response(StatusCode::OK, &rt, &target.version, &obj))
+        }
+        (Method::GET, false) if query.flag("watch") => watch(sim, settings, &target, &query).await,
+        (Method::GET, false) => list(sim, &target, &query).await,
+        (Method::POST, false) => {
+            let obj = decode_body(&body, &content_type)?;
+            let (rt, written) = sim.create(&target, obj, &opts).await?;
+            Ok(object_response(StatusCode::CREATED, &rt, &target.version, &written.object))
+        }
+        (Method::PUT, true) => {
+            let obj = decode_body(&body, &content_type)?;
+            let (rt, written) = sim.update(&target, obj, &opts).await?;
+            Ok(object_response(StatusCode::OK, &rt, &target.version, &written.object))
+        }
+        (Method::PATCH, true) => {
+            let kind = PatchKind::from_content_type(&content_type)
+                .ok_or_else(|| ApiError::unsupported_media_type(&content_type))?;
+            let patch = decode_body(&body, &content_type)?;
+            if kind == PatchKind::Strategic {
+                let state = sim.read();
+                let r = sim.resolve(&state, &target)?;
+                if !builtin_group(&r.rt) {
+                    return Err(ApiError::unsupported_media_type(&content_type));
+                }
+            }
+            let (rt, written) = sim.patch(&target, kind, &patch, &opts).await?;
+            let status = if written.created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            Ok(object_response(status, &rt, &target.version, &written.object))
+        }
+        (Method::DELETE, true) => {
+            let req = delete_request(&body, &query)?;
+            let (rt, obj) = sim.delete(&target, &req).await?;
+            Ok(object_response(StatusCode::OK, &rt, &target.version, &obj))
+        }
+        (Method::DELETE, false) => {
+            let req = delete_request(&body, &query)?;
+            let filter = filter_of(&query)?;
+            let (rt, deleted) = sim.delete_collection(&target, filter, &req).await?;
+            let items: Vec<Bytes> = deleted.iter().map(|o| render(&rt, &target.version, o)).collect();
+            Ok(list_body(&rt, &target.version, sim.read().rv, None, None, &items))
+        }
+        (m, _) => Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource: {m}"
+        ))),
+    }
+}
+
+/// Whether a type is compiled into the real server (strategic merge patch works for those only).
+fn builtin_group(rt: &ResourceType) -> bool {
+    rt.group.is_empty() || rt.group.ends_with(".k8s.io") || rt.group == "apps" || rt.group.ends_with(".kcp.io")
+}
+
+/// Discovery, version, health and OpenAPI documents.
+fn non_resource(
+    sim: &Sim,
+    endpoint: &Endpoint,
+    rest: &[&str],
+    req: &Request<Incoming>,
+) -> ApiResult<Option<Response<Body>>> {
+    let ok = |v: Value| Ok(Some(json_response(StatusCode::OK, &v)));
+    match rest {
+        ["version"] => ok(json!({
+            "major": "1", "minor": "33", "gitVersion": "v1.33.3+kcp-sim",
+            "gitCommit": "", "gitTreeState": "clean", "buildDate": "",
+            "goVersion": "", "compiler": "rustc", "platform": "linux/amd64",
+        })),
+        ["healthz" | "readyz" | "livez"] => Ok(Some(full(StatusCode::OK, "text/plain", "ok"))),
+        ["openapi", "v2"] => {
+            // An empty document: kubectl then falls back to its compiled-in knowledge. A
+            // protobuf reader sees an empty message, a JSON reader an empty swagger spec.
+            let wants_proto = req
+                .headers()
+                .get(header::ACCEPT)
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|a| a.contains("protobuf"));
+            if wants_proto {
+                Ok(Some(full(StatusCode::OK, "application/com.github.proto-openapi.spec.v2@v1.0+protobuf", Bytes::new())))
+            } else {
+                ok(json!({"swagger": "2.0", "info": {"title": "kcp-sim", "version": "v1.33.3"}, "paths": {}, "definitions": {}}))
+            }
+        }
+        ["api"] => ok(sim.registry(endpoint)?.api_versions()),
+        ["apis"] => ok(sim.registry(endpoint)?.api_group_list()),
+        ["api", "v1"] => match sim.registry(endpoint)?.api_resource_list("", "v1") {
+            Some(doc) => ok(doc),
+            None => Err(ApiError::path_not_found()),
+        },
+        ["apis", group] => match sim.registry(endpoint)?.api_group(group) {
+            Some(doc) => ok(doc),
+            None => Err(ApiError::path_not_found()),
+        },
+        ["apis", group, version] => match sim.registry(endpoint)?.api_resource_list(group, version) {
+            Some(doc) => ok(doc),
+            None => Err(ApiError::path_not_found()),
+        },
+        _ => Ok(None),
+    }
+}
+
+fn decode_body(body: &[u8], content_type: &str) -> ApiResult<Value> {
+    if body.is_empty() {
+        return Err(ApiError::bad_request("the request body is empty"));
+    }
+    match serde_json::from_slice::<Value>(body) {
+        Ok(v) => Ok(v),
+        Err(json_err) => {
+            let yaml_ok = content_type.contains("yaml");
+            let text = std::str::from_utf8(body)
+                .map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
+            if yaml_ok {
+                serde_saphyr::from_str::<Value>(text)
+                    .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))
+            } else {
+                Err(ApiError::bad_request(format!(
+                    "the request body is not valid JSON: {json_err}"
+                )))
+            }
+        }
+    }
+}
+
+fn delete_request(body: &[u8], query: &Query) -> ApiResult<DeleteRequest> {
+    let mut req = DeleteRequest {
+        propagation: query.get("propagationPolicy").map(String::from),
+        dry_run: query.get("dryRun") == Some("All"),
+        ..DeleteRequest::default()
+    };
+    if !body.is_empty() {
+        let opts: Value = serde_json::from_slice(body)
+            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
+        if let Some(p) = opts.get("propagationPolicy").and_then(Value::as_str) {
+            req.propagation = Some(p.to_string());
+        }
+        if opts.get("orphanDependents").and_then(Value::as_bool) == Some(true) {
+            req.propagation = Some("Orphan".into());
+        }
+        req.precondition_uid = opts
+            .pointer("/preconditions/uid")
+            .and_then(Value::as_str)
+            .map(String::from);
+        req.precondition_resource_version = opts
+            .pointer("/preconditions/resourceVersion")
+            .and_then(Value::as_str)
+            .map(String::from);
+        if let Some(modes) = opts.get("dryRun").and_then(Value::as_array) {
+            req.dry_run |= modes.iter().any(|m| m == "All");
+        }
+    }
+    Ok(req)
+}
+
+fn filter_of(query: &Query) -> ApiResult<Filter> {
+    let labels = query
+        .get("labelSelector")
+        .filter(|s| !s.is_empty())
+        .map(LabelSelector::parse)
+        .transpose()
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    let fields = query
+        .get("fieldSelector")
+        .filter(|s| !s.is_empty())
+        .map(FieldSelector::parse)
+        .transpose()
+        .map_err(|e| ApiError::bad_request(e.to_string()))?;
+    Ok(Filter {
+        labels,
+        fields,
+        ..Filter::default()
+    })
+}
+
+fn object_response(status: StatusCode, rt: &ResourceType, version: &str, obj: &Stored) -> Response<Body> {
+    full(status, "application/json", render(rt, version, obj))
+}
+
+fn list_body(
+    rt: &ResourceType,
+    version: &str,
+    rv: u64,
+    continue_token: Option<&str>,
+    remaining: Option<u64>,
+    items: &[Bytes],
+) -> Response<Body> {
+    let mut metadata = json!({"resourceVersion": rv.to_string()});
+    if let Some(token) = continue_token {
+        metadata["continue"] = json!(token);
+    }
+    if let Some(n) = remaining {
+        metadata["remainingItemCount"] = json!(n);
+    }
+    let head = json!({
+        "kind": format!("{}List", rt.kind),
+        "apiVersion": rt.api_version(version),
+        "metadata": metadata,
+    });
+    let head = serde_json::to_vec(&head).unwrap_or_default();
+    let size: usize = items.iter().map(|i| i.len() + 1).sum::<usize>() + head.len() + 16;
+    let mut out = BytesMut::with_capacity(size);
+    // `{"kind":...,"metadata":{...}` + `,"items":[` + items + `]}`
+    out.put_slice(&head[..head.len().saturating_sub(1)]);
+    out.put_slice(b",\"items\":[");
+    for (i, item) in items.iter().enumerate() {
+        if i > 0 {
+            out.put_u8(b',');
+        }
+        out.put_slice(item);
+    }
+    out.put_slice(b"]}");
+    full(StatusCode::OK, "application/json", out.freeze())
+}
+
+async fn list(sim: &Sim, target: &Target, query: &Query) -> ApiResult<Response<Body>> {
+    let filter = filter_of(query)?;
+    let limit = query
+        .get("limit")
+        .map(|l| {
+            l.parse::<usize>()
+                .map_err(|_| ApiError::bad_request(format!("invalid limit: {l:?}")))
+        })
+        .transpose()?;
+    let (rt, page) = sim
+        .list(target, filter, limit, query.get("continue").filter(|c| !c.is_empty()))
+        .await?;
+    let items: Vec<Bytes> = page.items.iter().map(|o| render(&rt, &target.version, o)).collect();
+    Ok(list_body(
+        &rt,
+        &target.version,
+        page.resource_version,
+        page.continue_token.as_deref(),
+        page.remaining,
+        &items,
+    ))
+}
+
+fn event_line(kind: &str, object: &[u8]) -> Bytes {
+    let mut out = BytesMut::with_capacity(object.len() + 32);
+    out.put_slice(b"{\"type\":\"");
+    out.put_slice(kind.as_bytes());
+    out.put_slice(b"\",\"object\":");
+    out.put_slice(object);
+    out.put_slice(b"}\n");
+    out.freeze()
+}
+
+/// The state of one open watch stream.
+struct WatchStream {
+    start: WatchStart,
+    version: String,
+    pending: std::collections::VecDeque<(ChangeKind, Arc<Stored>)>,
+    last_rv: u64,
+    bookmarks: Option<tokio::time::Interval>,
+    deadline: tokio::time::Instant,
+    drops: tokio::sync::watch::Receiver<u64>,
+    done: bool,
+}
+
+impl WatchStream {
+    fn encode(&self, kind: ChangeKind, obj: &Stored) -> Bytes {
+        event_line(kind.as_str(), &render(&self.start.rt, &self.version, obj))
+    }
+
+    fn bookmark(&self) -> Bytes {
+        let obj = json!({
+            "kind": self.start.rt.kind,
+            "apiVersion": self.start.rt.api_version(&self.version),
+            "metadata": {"resourceVersion": self.last_rv.to_string()},
+        });
+        event_line("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
+    }
+
+    async fn next_frame(&mut self) -> Option<Bytes> {
+        if self.done {
+            return None;
+        }
+        if let Some((kind, obj)) = self.pending.pop_front() {
+            self.last_rv = self.last_rv.max(obj.rv);
+            return Some(self.encode(kind, &obj));
+        }
+        loop {
+            let tick = async {
+                match self.bookmarks.as_mut() {
+                    Some(i) => {
+                        i.tick().await;
+                    }
+                    None => std::future::pending::<()>().await,
+                }
+            };
+            tokio::select! {
+                change = self.start.changes.recv() => match change {
+                    Ok(change) => {
+                        if change.rv <= self.start.after_rv {
+                            continue;
+                        }
+                        self.last_rv = self.last_rv.max(change.rv);
+                        if let Some((kind, obj)) = self.start.filter.view(&change) {
+                            return Some(self.encode(kind, &obj));
+                        }
+                    }
+                    // A watcher that fell behind is cut off; it re-watches from its last version.
+                    Err(RecvError::Lagged(_)) | Err(RecvError::Closed) => {
+                        self.done = true;
+                        return None;
+                    }
+                },
+                _ = tick => return Some(self.bookmark()),
+                _ = tokio::time::sleep_until(self.deadline) => {
+                    self.done = true;
+                    return None;
+                }
+                _ = self.drops.changed() => {
+                    self.done = true;
+                    return None;
+                }
+            }
+        }
+    }
+}
+
+async fn watch(
+    sim: &Sim,
+    settings: &HttpSettings,
+    target: &Target,
+    query: &Query,
+) -> ApiResult<Response<Body>> {
+    if query.flag("sendInitialEvents") {
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "ListOptions",
+            "",
+            "sendInitialEvents",
+            "Forbidden: sendInitialEvents is not supported (the WatchList feature is disabled, as in kcp)",
+        ));
+    }
+    let filter = filter_of(query)?;
+    let mut drops = sim.faults.watch_drops();
+    drops.mark_unchanged();
+    let start = sim.watch(target, filter, query.get("resourceVersion")).await?;
+    let timeout = query
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(settings.max_watch)
+        .min(settings.max_watch);
+    let bookmarks = query.flag("allowWatchBookmarks").then(|| {
+        let mut i = tokio::time::interval_at(
+            tokio::time::Instant::now() + settings.bookmark_interval,
+            settings.bookmark_interval,
+        );
+        i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        i
+    });
+    let pending = start.initial.iter().cloned().collect();
+    let last_rv = start.after_rv;
+    let stream = WatchStream {
+        start,
+        version: target.version.clone(),
+        pending,
+        last_rv,
+        bookmarks,
+        deadline: tokio::time::Instant::now() + timeout,
+        drops,
+        done: false,
+    };
+    let frames = futures::stream::unfold(stream, |mut s| async move {
+        let frame = s.next_frame().await?;
+        Some((Ok::<_, Infallible>(Frame::data(frame)), s))
+    });
+    let mut resp = Response::new(BodyExt::boxed(StreamBody::new(frames)));
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    resp.headers_mut().insert(
+        header::TRANSFER_ENCODING,
+        HeaderValue::from_static("chunked"),
+    );
+    Ok(resp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn segs(p: &str) -> Vec<String> {
+        decode_segments(p)
+    }
+
+    #[test]
+    fn kcp_paths_name_their_cluster_or_the_wildcard() {
+        let (e, skip) = endpoint_of(Flavor::Kcp, &segs("/clusters/root:org/api/v1/configmaps"));
+        assert_eq!((e, skip), (Endpoint::Cluster("root:org".into()), 2));
+        let (e, _) = endpoint_of(Flavor::Kcp, &segs("/clusters/*/api/v1/configmaps"));
+        assert_eq!(e, Endpoint::Wildcard);
+    }
+
+    #[test]
+    fn initializing_views_carry_their_initializer() {
+        let (e, skip) = endpoint_of(
+            Flavor::Kcp,
+            &segs("/services/initializingworkspaces/root:t/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters"),
+        );
+        assert_eq!(skip, 5);
+        assert_eq!(
+            e,
+            Endpoint::Initializing {
+                initializer: "root:t".into(),
+                cluster: None
+            }
+        );
+    }
+
+    #[test]
+    fn percent_encoded_segments_are_decoded() {
+        assert_eq!(segs("/clusters/root%3Aorg/api"), ["clusters", "root:org", "api"]);
+    }
+
+    #[test]
+    fn watch_events_wrap_the_stored_json_unchanged() {
+        assert_eq!(
+            &event_line("ADDED", br#"{"a":1}"#)[..],
+            b"{\"type\":\"ADDED\",\"object\":{\"a\":1}}\n"
+        );
+    }
+}

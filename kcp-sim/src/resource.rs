@@ -1,0 +1,439 @@
+//! What a cluster serves: resource types (group, versions, kind, plural, scope, subresources),
+//! the builtin kinds, the types a CustomResourceDefinition adds, and discovery documents.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+/// A served resource: one group and plural, one kind, one or more versions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResourceType {
+    /// API group (`""` for core).
+    pub group: String,
+    /// Served versions, the preferred (storage) one first.
+    pub versions: Vec<String>,
+    /// Kind, e.g. `ConfigMap`.
+    pub kind: String,
+    /// Plural resource name, e.g. `configmaps`.
+    pub plural: String,
+    /// Singular name, e.g. `configmap`.
+    pub singular: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Whether the `/status` subresource is enabled.
+    pub status: bool,
+    /// Short names for kubectl (`cm`, `ns`, ...).
+    pub short_names: Vec<String>,
+    /// Categories for kubectl (`all`).
+    pub categories: Vec<String>,
+}
+
+impl ResourceType {
+    /// The group and plural that key this type's storage.
+    pub fn group_resource(&self) -> GroupResource {
+        GroupResource {
+            group: self.group.clone(),
+            resource: self.plural.clone(),
+        }
+    }
+
+    /// `group/version` (or `version` for core) of a served version.
+    pub fn api_version(&self, version: &str) -> String {
+        if self.group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{}/{version}", self.group)
+        }
+    }
+
+    /// Whether `version` is served.
+    pub fn serves(&self, version: &str) -> bool {
+        self.versions.iter().any(|v| v == version)
+    }
+}
+
+/// The storage key of a resource type: group plus plural.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct GroupResource {
+    /// API group.
+    pub group: String,
+    /// Plural resource name.
+    pub resource: String,
+}
+
+impl GroupResource {
+    /// A group resource from its parts.
+    pub fn new(group: &str, resource: &str) -> Self {
+        Self {
+            group: group.to_string(),
+            resource: resource.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for GroupResource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.group.is_empty() {
+            f.write_str(&self.resource)
+        } else {
+            write!(f, "{}.{}", self.resource, self.group)
+        }
+    }
+}
+
+/// Which family of builtin kinds a cluster serves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    /// A plain Kubernetes cluster.
+    Kubernetes,
+    /// A kcp logical cluster: the Kubernetes kinds kcp keeps plus the tenancy and core kcp kinds.
+    Kcp,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn builtin(
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    namespaced: bool,
+    status: bool,
+    short_names: &[&str],
+    categories: &[&str],
+) -> ResourceType {
+    ResourceType {
+        group: group.to_string(),
+        versions: vec![version.to_string()],
+        kind: kind.to_string(),
+        plural: plural.to_string(),
+        singular: kind.to_ascii_lowercase(),
+        namespaced,
+        status,
+        short_names: short_names.iter().map(|s| s.to_string()).collect(),
+        categories: categories.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// The builtin kinds of a cluster of this flavor.
+pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
+    let mut types = vec![
+        builtin("", "v1", "Namespace", "namespaces", false, true, &["ns"], &[]),
+        builtin("", "v1", "ConfigMap", "configmaps", true, false, &["cm"], &[]),
+        builtin("", "v1", "Secret", "secrets", true, false, &[], &[]),
+        builtin("", "v1", "ServiceAccount", "serviceaccounts", true, false, &["sa"], &[]),
+        builtin("", "v1", "Service", "services", true, true, &["svc"], &["all"]),
+        builtin("", "v1", "Event", "events", true, false, &["ev"], &[]),
+        builtin("events.k8s.io", "v1", "Event", "events", true, false, &["ev"], &[]),
+        builtin("coordination.k8s.io", "v1", "Lease", "leases", true, false, &[], &[]),
+        builtin("apps", "v1", "Deployment", "deployments", true, true, &["deploy"], &["all"]),
+        builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", true, false, &[], &[]),
+        builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true, false, &[], &[]),
+        builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, false, &[], &[]),
+        builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false, false, &[], &[]),
+        builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, true, &["crd", "crds"], &["api-extensions"]),
+    ];
+    match flavor {
+        Flavor::Kubernetes => {
+            types.push(builtin("", "v1", "Node", "nodes", false, true, &["no"], &[]));
+        }
+        Flavor::Kcp => {
+            types.push(builtin("tenancy.kcp.io", "v1alpha1", "Workspace", "workspaces", false, true, &["ws"], &["kcp"]));
+            types.push(builtin("tenancy.kcp.io", "v1alpha1", "WorkspaceType", "workspacetypes", false, true, &[], &["kcp"]));
+            types.push(builtin("core.kcp.io", "v1alpha1", "LogicalCluster", "logicalclusters", false, true, &[], &["kcp"]));
+        }
+    }
+    types
+}
+
+/// The resource type a CustomResourceDefinition object defines, or why it cannot be served.
+pub fn type_of_crd(crd: &Value) -> Result<ResourceType, (String, String)> {
+    let spec = crd
+        .get("spec")
+        .ok_or_else(|| ("spec".to_string(), "Required value".to_string()))?;
+    let field = |path: &str| -> Result<String, (String, String)> {
+        let mut cur = spec;
+        for part in path.split('.') {
+            cur = cur.get(part).unwrap_or(&Value::Null);
+        }
+        match cur.as_str() {
+            Some(s) if !s.is_empty() => Ok(s.to_string()),
+            _ => Err((format!("spec.{path}"), "Required value".to_string())),
+        }
+    };
+    let group = field("group")?;
+    let kind = field("names.kind")?;
+    let plural = field("names.plural")?;
+    let singular = field("names.singular").unwrap_or_else(|_| kind.to_ascii_lowercase());
+    let scope = field("scope")?;
+    let namespaced = match scope.as_str() {
+        "Namespaced" => true,
+        "Cluster" => false,
+        other => {
+            return Err((
+                "spec.scope".to_string(),
+                format!("Unsupported value: \"{other}\": supported values: \"Cluster\", \"Namespaced\""),
+            ));
+        }
+    };
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if name != format!("{plural}.{group}") {
+        return Err((
+            "metadata.name".to_string(),
+            format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
+        ));
+    }
+    let versions = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .filter(|v| !v.is_empty())
+        .ok_or_else(|| ("spec.versions".to_string(), "Required value".to_string()))?;
+    let mut served = Vec::new();
+    let mut status = false;
+    for (i, v) in versions.iter().enumerate() {
+        let vname = v
+            .get("name")
+            .and_then(Value::as_str)
+            .ok_or_else(|| (format!("spec.versions[{i}].name"), "Required value".to_string()))?;
+        if v.get("served").and_then(Value::as_bool) != Some(true) {
+            continue;
+        }
+        if v.pointer("/subresources/status").is_some() {
+            status = true;
+        }
+        // The storage version is preferred: it goes first.
+        if v.get("storage").and_then(Value::as_bool) == Some(true) {
+            served.insert(0, vname.to_string());
+        } else {
+            served.push(vname.to_string());
+        }
+    }
+    if served.is_empty() {
+        return Err((
+            "spec.versions".to_string(),
+            "Invalid value: must have at least one served version".to_string(),
+        ));
+    }
+    let strings = |key: &str| -> Vec<String> {
+        spec.pointer(&format!("/names/{key}"))
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+            .unwrap_or_default()
+    };
+    Ok(ResourceType {
+        group,
+        versions: served,
+        kind,
+        plural,
+        singular,
+        namespaced,
+        status,
+        short_names: strings("shortNames"),
+        categories: strings("categories"),
+    })
+}
+
+/// The resource types one cluster serves, looked up by group+plural or group+version+kind.
+#[derive(Debug, Clone, Default)]
+pub struct Registry {
+    by_resource: BTreeMap<GroupResource, Arc<ResourceType>>,
+}
+
+impl Registry {
+    /// A registry with the builtin kinds of `flavor`.
+    pub fn with_builtins(flavor: Flavor) -> Self {
+        let mut reg = Self::default();
+        for t in builtin_types(flavor) {
+            reg.insert(t);
+        }
+        reg
+    }
+
+    /// Serves a type (replacing an earlier one with the same group and plural).
+    pub fn insert(&mut self, t: ResourceType) {
+        self.by_resource.insert(t.group_resource(), Arc::new(t));
+    }
+
+    /// Stops serving a type.
+    pub fn remove(&mut self, gr: &GroupResource) {
+        self.by_resource.remove(gr);
+    }
+
+    /// The type served under `group`/`version` with this plural.
+    pub fn by_plural(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceType>> {
+        self.by_resource
+            .get(&GroupResource::new(group, plural))
+            .filter(|t| t.serves(version))
+    }
+
+    /// The type served for a group, version and kind.
+    pub fn by_kind(&self, group: &str, version: &str, kind: &str) -> Option<&Arc<ResourceType>> {
+        self.by_resource
+            .values()
+            .find(|t| t.group == group && t.kind == kind && t.serves(version))
+    }
+
+    /// The type stored under a group resource, whatever its versions.
+    pub fn get(&self, gr: &GroupResource) -> Option<&Arc<ResourceType>> {
+        self.by_resource.get(gr)
+    }
+
+    /// Every served type.
+    pub fn types(&self) -> impl Iterator<Item = &Arc<ResourceType>> {
+        self.by_resource.values()
+    }
+
+    /// Served groups with their versions (preferred first), core group excluded, in a stable order:
+    /// builtin groups as Kubernetes lists them are not special here, groups sort by name.
+    fn groups(&self) -> BTreeMap<&str, Vec<&str>> {
+        let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for t in self.by_resource.values().filter(|t| !t.group.is_empty()) {
+            let entry = groups.entry(t.group.as_str()).or_default();
+            for v in &t.versions {
+                if !entry.contains(&v.as_str()) {
+                    entry.push(v.as_str());
+                }
+            }
+        }
+        groups
+    }
+
+    /// `GET /api`: the core versions.
+    pub fn api_versions(&self) -> Value {
+        json!({
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+        })
+    }
+
+    /// `GET /apis`: every served group.
+    pub fn api_group_list(&self) -> Value {
+        let groups: Vec<Value> = self
+            .groups()
+            .into_iter()
+            .map(|(g, versions)| group_document(g, &versions))
+            .collect();
+        json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+    }
+
+    /// `GET /apis/<group>`, or `None` when the group is not served.
+    pub fn api_group(&self, group: &str) -> Option<Value> {
+        let groups = self.groups();
+        let versions = groups.get(group)?;
+        let mut doc = group_document(group, versions);
+        doc["kind"] = json!("APIGroup");
+        doc["apiVersion"] = json!("v1");
+        Some(doc)
+    }
+
+    /// `GET /api/v1` or `GET /apis/<group>/<version>`, or `None` when nothing is served there.
+    pub fn api_resource_list(&self, group: &str, version: &str) -> Option<Value> {
+        let mut resources = Vec::new();
+        for t in self
+            .by_resource
+            .values()
+            .filter(|t| t.group == group && t.serves(version))
+        {
+            let mut r = json!({
+                "name": t.plural,
+                "singularName": t.singular,
+                "namespaced": t.namespaced,
+                "kind": t.kind,
+                "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+            });
+            if !t.short_names.is_empty() {
+                r["shortNames"] = json!(t.short_names);
+            }
+            if !t.categories.is_empty() {
+                r["categories"] = json!(t.categories);
+            }
+            resources.push(r);
+            if t.status {
+                resources.push(json!({
+                    "name": format!("{}/status", t.plural),
+                    "singularName": "",
+                    "namespaced": t.namespaced,
+                    "kind": t.kind,
+                    "verbs": ["get", "patch", "update"],
+                }));
+            }
+        }
+        if resources.is_empty() {
+            return None;
+        }
+        let group_version = if group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{group}/{version}")
+        };
+        Some(json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": group_version,
+            "resources": resources,
+        }))
+    }
+}
+
+fn group_document(group: &str, versions: &[&str]) -> Value {
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
+    let preferred = versions.first().cloned().unwrap_or(Value::Null);
+    json!({"name": group, "versions": versions, "preferredVersion": preferred})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crd() -> Value {
+        json!({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+            "metadata":{"name":"widgets.example.io"},
+            "spec":{"group":"example.io","scope":"Namespaced",
+                "names":{"kind":"Widget","plural":"widgets","singular":"widget","shortNames":["wd"]},
+                "versions":[
+                    {"name":"v1beta1","served":true,"storage":false},
+                    {"name":"v1","served":true,"storage":true,"subresources":{"status":{}}}]}})
+    }
+
+    #[test]
+    fn a_crd_defines_a_type_with_its_storage_version_preferred() {
+        let t = type_of_crd(&crd()).unwrap();
+        assert_eq!(t.versions, ["v1", "v1beta1"]);
+        assert!(t.namespaced && t.status);
+        assert_eq!(t.short_names, ["wd"]);
+    }
+
+    #[test]
+    fn a_crd_named_unlike_its_plural_and_group_is_rejected() {
+        let mut c = crd();
+        c["metadata"]["name"] = json!("widgets");
+        let (field, _) = type_of_crd(&c).unwrap_err();
+        assert_eq!(field, "metadata.name");
+    }
+
+    #[test]
+    fn discovery_lists_status_subresources_next_to_their_resource() {
+        let reg = Registry::with_builtins(Flavor::Kubernetes);
+        let list = reg.api_resource_list("apps", "v1").unwrap();
+        let names: Vec<&str> = list["resources"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["deployments", "deployments/status"]);
+    }
+
+    #[test]
+    fn kcp_clusters_serve_the_tenancy_group_and_plain_clusters_do_not() {
+        assert!(Registry::with_builtins(Flavor::Kcp).api_group("tenancy.kcp.io").is_some());
+        assert!(Registry::with_builtins(Flavor::Kubernetes).api_group("tenancy.kcp.io").is_none());
+    }
+}

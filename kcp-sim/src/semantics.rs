@@ -1,0 +1,1214 @@
+//! Kubernetes write semantics on top of the store: create (generateName, AlreadyExists,
+//! namespace must exist), update (resourceVersion conflicts), merge / JSON / strategic / apply
+//! patches, the status subresource, metadata.generation, finalizers and deletionTimestamp,
+//! deletion with preconditions and ownerReference garbage collection, namespace and CRD
+//! termination.
+//!
+//! Every function takes the whole [`State`] by `&mut`: a request is one critical section, so
+//! what a write triggers (a CRD becoming served, a namespace's contents going away, a workspace's
+//! logical cluster appearing) is visible to the very next request.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value, json};
+
+use crate::managed_fields::{self, FieldManager};
+use crate::patch;
+use crate::resource::{GroupResource, ResourceType};
+use crate::status::{ApiError, ApiResult};
+use crate::store::{State, Stored};
+use crate::{crd, kcp};
+
+/// Who writes and how: the options of a create, update or patch.
+#[derive(Debug, Clone, Default)]
+pub struct WriteOptions {
+    /// `fieldManager`; when unset, the manager is derived from the client's user agent.
+    pub field_manager: Option<String>,
+    /// The manager used when `field_manager` is unset.
+    pub default_manager: String,
+    /// `force` (server-side apply only).
+    pub force: bool,
+    /// `dryRun=All`: validate and answer, but store nothing.
+    pub dry_run: bool,
+    /// Set when the write comes through the initializingworkspaces virtual workspace of this
+    /// initializer, which may only remove its own initializer.
+    pub initializer: Option<String>,
+}
+
+impl WriteOptions {
+    fn manager(&self) -> &str {
+        self.field_manager
+            .as_deref()
+            .filter(|m| !m.is_empty())
+            .unwrap_or(&self.default_manager)
+    }
+}
+
+/// The patch types of `PATCH`, by content type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PatchKind {
+    /// `application/merge-patch+json`.
+    Merge,
+    /// `application/json-patch+json`.
+    Json,
+    /// `application/strategic-merge-patch+json` (see [`crate::patch`] for the supported subset).
+    Strategic,
+    /// `application/apply-patch+yaml`: server-side apply.
+    Apply,
+}
+
+impl PatchKind {
+    /// The patch kind of a request content type.
+    pub fn from_content_type(content_type: &str) -> Option<Self> {
+        let essence = content_type.split(';').next().unwrap_or("").trim();
+        match essence {
+            "application/merge-patch+json" => Some(Self::Merge),
+            "application/json-patch+json" => Some(Self::Json),
+            "application/strategic-merge-patch+json" => Some(Self::Strategic),
+            "application/apply-patch+yaml" | "application/apply-patch+json" => Some(Self::Apply),
+            _ => None,
+        }
+    }
+}
+
+/// The options of a delete.
+#[derive(Debug, Clone, Default)]
+pub struct DeleteRequest {
+    /// `propagationPolicy`: `Orphan`, `Background` (the default) or `Foreground`.
+    pub propagation: Option<String>,
+    /// `preconditions.uid`.
+    pub precondition_uid: Option<String>,
+    /// `preconditions.resourceVersion`.
+    pub precondition_resource_version: Option<String>,
+    /// `dryRun=All`.
+    pub dry_run: bool,
+}
+
+/// The outcome of a write.
+#[derive(Debug, Clone)]
+pub struct Written {
+    /// The object as stored (or as it would be stored, for a dry run).
+    pub object: Arc<Stored>,
+    /// Whether the write created the object (201 rather than 200).
+    pub created: bool,
+}
+
+/// The current time as the API server writes timestamps.
+pub fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+fn new_uid() -> String {
+    let a = fastrand::u64(..);
+    let b = fastrand::u64(..);
+    // A version 4 UUID, as the real server hands out.
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0x0fff,
+        ((b >> 48) & 0x3fff) | 0x8000,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// The characters of generated name suffixes (no vowels, no confusable digits).
+const NAME_ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+
+fn generated_suffix() -> String {
+    (0..5)
+        .map(|_| NAME_ALPHABET[fastrand::usize(..NAME_ALPHABET.len())] as char)
+        .collect()
+}
+
+/// Checks a name as a DNS-1123 subdomain, the rule most kinds use.
+fn validate_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("Required value: name or generateName is required".to_string());
+    }
+    if name.len() > 253 {
+        return Err(format!(
+            "Invalid value: \"{name}\": must be no more than 253 characters"
+        ));
+    }
+    let ok_chars = name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
+    let ok_ends = name
+        .bytes()
+        .next()
+        .zip(name.bytes().last())
+        .is_some_and(|(f, l)| f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric());
+    if ok_chars && ok_ends {
+        Ok(())
+    } else {
+        Err(format!(
+            "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
+        ))
+    }
+}
+
+fn meta(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.get("metadata").and_then(Value::as_object)
+}
+
+fn meta_mut(obj: &mut Value) -> ApiResult<&mut Map<String, Value>> {
+    let root = obj
+        .as_object_mut()
+        .ok_or_else(|| ApiError::bad_request("the object must be a JSON object"))?;
+    let meta = root
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    meta.as_object_mut()
+        .ok_or_else(|| ApiError::bad_request("metadata must be an object"))
+}
+
+fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
+    meta(obj)?.get(field)?.as_str()
+}
+
+fn finalizers(obj: &Value) -> Vec<String> {
+    meta(obj)
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Whether the two objects differ in anything but metadata and status (a generation bump).
+fn spec_changed(old: &Value, new: &Value) -> bool {
+    let (Some(old), Some(new)) = (old.as_object(), new.as_object()) else {
+        return old != new;
+    };
+    let skip = |k: &String| k != "metadata" && k != "status";
+    let old_keys = old.iter().filter(|(k, _)| skip(k));
+    let new_count = new.keys().filter(|k| skip(k)).count();
+    old.keys().filter(|k| skip(k)).count() != new_count
+        || old_keys.into_iter().any(|(k, v)| new.get(k) != Some(v))
+}
+
+/// Whether two versions of an object are the same write: equal apart from resourceVersion and the
+/// timestamps of managedFields entries.
+fn same_object(old: &Value, new: &Value) -> bool {
+    let (Some(old), Some(new)) = (old.as_object(), new.as_object()) else {
+        return old == new;
+    };
+    if old.len() != new.len() {
+        return false;
+    }
+    old.iter().all(|(k, v)| {
+        let Some(nv) = new.get(k) else { return false };
+        if k != "metadata" {
+            return v == nv;
+        }
+        let (Some(om), Some(nm)) = (v.as_object(), nv.as_object()) else {
+            return v == nv;
+        };
+        let keys = |m: &Map<String, Value>| {
+            m.keys()
+                .filter(|k| *k != "resourceVersion")
+                .cloned()
+                .collect::<Vec<_>>()
+        };
+        keys(om) == keys(nm)
+            && om.iter().all(|(mk, mv)| match mk.as_str() {
+                "resourceVersion" => true,
+                "managedFields" => same_managed_fields(mv, &nm[mk]),
+                _ => Some(mv) == nm.get(mk),
+            })
+    })
+}
+
+fn same_managed_fields(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| -> Value {
+        match v {
+            Value::Array(entries) => Value::Array(
+                entries
+                    .iter()
+                    .map(|e| {
+                        let mut e = e.clone();
+                        if let Some(o) = e.as_object_mut() {
+                            o.remove("time");
+                        }
+                        e
+                    })
+                    .collect(),
+            ),
+            other => other.clone(),
+        }
+    };
+    strip(a) == strip(b)
+}
+
+/// Sets apiVersion and kind, or rejects a body written for another type.
+fn check_type(rt: &ResourceType, version: &str, obj: &mut Value) -> ApiResult<()> {
+    let api_version = rt.api_version(version);
+    let root = obj
+        .as_object_mut()
+        .ok_or_else(|| ApiError::bad_request("the object must be a JSON object"))?;
+    match root.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if v != api_version => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({api_version})"
+            )));
+        }
+        _ => {}
+    }
+    match root.get("kind").and_then(Value::as_str) {
+        Some(k) if k != rt.kind => {
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                rt.kind
+            )));
+        }
+        _ => {}
+    }
+    root.insert("apiVersion".into(), json!(api_version));
+    root.insert("kind".into(), json!(rt.kind));
+    Ok(())
+}
+
+/// The namespace an object is written to: the URL's, which the body may repeat but not contradict.
+fn check_namespace(rt: &ResourceType, url_namespace: Option<&str>, obj: &mut Value) -> ApiResult<String> {
+    let body_ns = meta_str(obj, "namespace").map(String::from);
+    let meta = meta_mut(obj)?;
+    if !rt.namespaced {
+        meta.remove("namespace");
+        return Ok(String::new());
+    }
+    let ns = match (url_namespace, body_ns.as_deref()) {
+        (Some(u), Some(b)) if !b.is_empty() && u != b => {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        (Some(u), _) => u.to_string(),
+        (None, Some(b)) if !b.is_empty() => b.to_string(),
+        _ => {
+            return Err(ApiError::bad_request(format!(
+                "{} is namespaced: a namespace is required",
+                rt.group_resource()
+            )));
+        }
+    };
+    meta.insert("namespace".into(), json!(ns));
+    Ok(ns)
+}
+
+/// Checks that a namespace exists and accepts new objects.
+fn namespace_accepts_objects(state: &State, cluster: &str, ns: &str) -> ApiResult<()> {
+    let gr = GroupResource::new("", "namespaces");
+    let found = state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.get(&gr, "", ns));
+    let Some(found) = found else {
+        return Err(ApiError::not_found("", "namespaces", ns));
+    };
+    let value = found.value()?;
+    if meta(&value).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+        return Err(ApiError::forbidden(format!(
+            "unable to create new content in namespace {ns} because it is being terminated"
+        ))
+        .about("", "namespaces", ns));
+    }
+    Ok(())
+}
+
+/// Reads one object.
+pub fn get(
+    state: &State,
+    cluster: &str,
+    rt: &ResourceType,
+    namespace: &str,
+    name: &str,
+) -> ApiResult<Arc<Stored>> {
+    state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.get(&rt.group_resource(), namespace, name))
+        .cloned()
+        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
+}
+
+/// Creates an object.
+pub fn create(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    version: &str,
+    url_namespace: Option<&str>,
+    mut obj: Value,
+    opts: &WriteOptions,
+) -> ApiResult<Written> {
+    check_type(rt, version, &mut obj)?;
+    let ns = check_namespace(rt, url_namespace, &mut obj)?;
+    let generate = meta_str(&obj, "generateName").map(String::from);
+    let mut name = meta_str(&obj, "name").unwrap_or_default().to_string();
+    if name.is_empty() {
+        if let Some(prefix) = generate.as_deref().filter(|p| !p.is_empty()) {
+            name = format!("{prefix}{}", generated_suffix());
+        }
+    }
+    if let Err(why) = validate_name(&name) {
+        let field = if generate.is_some() {
+            "metadata.generateName"
+        } else {
+            "metadata.name"
+        };
+        return Err(ApiError::invalid(&rt.group, &rt.kind, &name, field, &why));
+    }
+    if rt.namespaced {
+        namespace_accepts_objects(state, cluster, &ns)?;
+    }
+    let gr = rt.group_resource();
+    let exists = state
+        .clusters
+        .get(cluster)
+        .ok_or_else(|| ApiError::not_found("core.kcp.io", "logicalclusters", cluster))?
+        .get(&gr, &ns, &name)
+        .is_some();
+    if exists {
+        return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+    }
+    let now = now();
+    {
+        let meta = meta_mut(&mut obj)?;
+        meta.insert("name".into(), json!(name));
+        meta.insert("uid".into(), json!(new_uid()));
+        meta.insert("creationTimestamp".into(), json!(now));
+        meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
+        meta.remove("managedFields");
+        meta.remove("selfLink");
+        if rt.status {
+            meta.insert("generation".into(), json!(1));
+        } else {
+            meta.remove("generation");
+        }
+    }
+    if rt.status {
+        if let Some(root) = obj.as_object_mut() {
+            root.remove("status");
+        }
+    }
+    let who = FieldManager {
+        manager: opts.manager(),
+        subresource: None,
+        time: &now,
+        api_version: &rt.api_version(version),
+    };
+    managed_fields::record_update(None, &mut obj, &who);
+    finish_create(state, cluster, rt, &ns, &name, obj, opts.dry_run)
+}
+
+/// Defaults, validation by kind and storage of a new object; shared by create and apply.
+fn finish_create(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+    mut obj: Value,
+    dry_run: bool,
+) -> ApiResult<Written> {
+    default_on_create(state, cluster, rt, &mut obj)?;
+    kcp::stamp_cluster(state, cluster, &mut obj)?;
+    let rv = state.next_rv();
+    meta_mut(&mut obj)?.insert("resourceVersion".into(), json!(rv.to_string()));
+    let stored = Stored::encode(&obj, rv)?;
+    if dry_run {
+        return Ok(Written {
+            object: Arc::new(stored),
+            created: true,
+        });
+    }
+    let gr = rt.group_resource();
+    let object = state.put(cluster, &gr, ns, name, stored)?;
+    after_write(state, cluster, rt, None, &obj)?;
+    Ok(Written {
+        object,
+        created: true,
+    })
+}
+
+/// Kind-specific defaults of a new object (what the real server's strategies and controllers set).
+fn default_on_create(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    obj: &mut Value,
+) -> ApiResult<()> {
+    match (rt.group.as_str(), rt.kind.as_str()) {
+        ("", "Namespace") => {
+            obj["spec"] = json!({"finalizers": ["kubernetes"]});
+            obj["status"] = json!({"phase": "Active"});
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            crd::establish(state, cluster, obj)?;
+        }
+        ("tenancy.kcp.io", "Workspace") => kcp::schedule_workspace(state, cluster, obj)?,
+        ("tenancy.kcp.io", "WorkspaceType") => kcp::publish_virtual_workspaces(state, cluster, obj),
+        _ => {}
+    }
+    Ok(())
+}
+
+/// What a stored write sets off: CRDs become served, finished initializations move phases.
+fn after_write(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    old: Option<&Value>,
+    new: &Value,
+) -> ApiResult<()> {
+    match (rt.group.as_str(), rt.kind.as_str()) {
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => crd::serve(state, cluster, new),
+        ("tenancy.kcp.io", "Workspace") if old.is_none() => {
+            kcp::create_logical_cluster(state, cluster, new)
+        }
+        ("core.kcp.io", "LogicalCluster") => kcp::logical_cluster_changed(state, cluster, new),
+        _ => Ok(()),
+    }
+}
+
+/// Replaces an object (`PUT`), or its status.
+#[allow(clippy::too_many_arguments)]
+pub fn update(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    version: &str,
+    namespace: &str,
+    name: &str,
+    status: bool,
+    mut obj: Value,
+    opts: &WriteOptions,
+) -> ApiResult<Written> {
+    check_type(rt, version, &mut obj)?;
+    let body_name = meta_str(&obj, "name").unwrap_or_default();
+    if !body_name.is_empty() && body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    check_namespace(rt, (!namespace.is_empty()).then_some(namespace), &mut obj)?;
+    let current = get(state, cluster, rt, namespace, name)?;
+    if let Some(rv) = meta_str(&obj, "resourceVersion").filter(|rv| !rv.is_empty()) {
+        if rv != current.rv.to_string() {
+            return Err(ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ));
+        }
+    }
+    let old = current.value()?;
+    write_update(
+        state, cluster, rt, version, namespace, name, status, old, obj, opts, false,
+    )
+}
+
+/// Merges a requested new version onto the stored one by the status-subresource rules, does the
+/// field bookkeeping, and stores it unless nothing changed.
+#[allow(clippy::too_many_arguments)]
+fn write_update(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    version: &str,
+    namespace: &str,
+    name: &str,
+    status: bool,
+    old: Value,
+    requested: Value,
+    opts: &WriteOptions,
+    applied: bool,
+) -> ApiResult<Written> {
+    let mut new = if status {
+        // Only the status changes through /status.
+        let mut merged = old.clone();
+        match requested.get("status") {
+            Some(s) => merged["status"] = s.clone(),
+            None => {
+                if let Some(root) = merged.as_object_mut() {
+                    root.remove("status");
+                }
+            }
+        }
+        if applied {
+            if let Some(mf) = requested.pointer("/metadata/managedFields") {
+                meta_mut(&mut merged)?.insert("managedFields".into(), mf.clone());
+            }
+        }
+        merged
+    } else {
+        let mut merged = requested;
+        if rt.status {
+            match old.get("status") {
+                Some(s) => merged["status"] = s.clone(),
+                None => {
+                    if let Some(root) = merged.as_object_mut() {
+                        root.remove("status");
+                    }
+                }
+            }
+        }
+        merged
+    };
+    // What the client cannot change.
+    {
+        let old_meta = meta(&old).cloned().unwrap_or_default();
+        let meta = meta_mut(&mut new)?;
+        for key in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "name", "namespace"] {
+            match old_meta.get(key) {
+                Some(v) => meta.insert(key.into(), v.clone()),
+                None => meta.remove(key),
+            };
+        }
+        if !applied {
+            match old_meta.get("managedFields") {
+                Some(v) => meta.insert("managedFields".into(), v.clone()),
+                None => meta.remove("managedFields"),
+            };
+        }
+        meta.insert(
+            "resourceVersion".into(),
+            old_meta.get("resourceVersion").cloned().unwrap_or(Value::Null),
+        );
+    }
+    if old.pointer("/metadata/deletionTimestamp").is_some() {
+        // Finalizers can only be taken away once deletion started.
+        let before = finalizers(&old);
+        let added: Vec<String> = finalizers(&new)
+            .into_iter()
+            .filter(|f| !before.contains(f))
+            .collect();
+        if !added.is_empty() {
+            return Err(ApiError::forbidden(format!(
+                "no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+            ))
+            .about(&rt.group, &rt.plural, name));
+        }
+    }
+    kcp::stamp_cluster(state, cluster, &mut new)?;
+    kcp::check_update(rt, &old, &new, opts.initializer.as_deref())?;
+    if same_object(&old, &new) {
+        let object = get(state, cluster, rt, namespace, name)?;
+        return Ok(Written {
+            object,
+            created: false,
+        });
+    }
+    if old.get("metadata").and_then(|m| m.get("generation")).is_some() && spec_changed(&old, &new) {
+        let generation = old
+            .pointer("/metadata/generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        meta_mut(&mut new)?.insert("generation".into(), json!(generation + 1));
+    }
+    let now = now();
+    if !applied {
+        let who = FieldManager {
+            manager: opts.manager(),
+            subresource: status.then_some("status"),
+            time: &now,
+            api_version: &rt.api_version(version),
+        };
+        managed_fields::record_update(Some(&old), &mut new, &who);
+    }
+    if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
+        crd::establish(state, cluster, &mut new)?;
+    }
+    if rt.kind == "WorkspaceType" && rt.group == "tenancy.kcp.io" && !status {
+        kcp::publish_virtual_workspaces(state, cluster, &mut new);
+    }
+    let rv = state.next_rv();
+    meta_mut(&mut new)?.insert("resourceVersion".into(), json!(rv.to_string()));
+    let stored = Stored::encode(&new, rv)?;
+    if opts.dry_run {
+        return Ok(Written {
+            object: Arc::new(stored),
+            created: false,
+        });
+    }
+    let gr = rt.group_resource();
+    let object = state.put(cluster, &gr, namespace, name, stored)?;
+    after_write(state, cluster, rt, Some(&old), &new)?;
+    if new.pointer("/metadata/deletionTimestamp").is_some() && finalizers(&new).is_empty() {
+        // The last finalizer went: the object goes.
+        let removed = remove_now(state, cluster, rt, namespace, name)?;
+        return Ok(Written {
+            object: removed.unwrap_or(object),
+            created: false,
+        });
+    }
+    Ok(Written {
+        object,
+        created: false,
+    })
+}
+
+/// Patches an object (`PATCH`), or its status. A server-side apply of a missing object creates it.
+#[allow(clippy::too_many_arguments)]
+pub fn patch(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    version: &str,
+    namespace: &str,
+    name: &str,
+    status: bool,
+    kind: PatchKind,
+    body: &Value,
+    opts: &WriteOptions,
+) -> ApiResult<Written> {
+    let current = state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.get(&rt.group_resource(), namespace, name))
+        .cloned();
+    if kind == PatchKind::Apply {
+        return apply(state, cluster, rt, version, namespace, name, status, current, body, opts);
+    }
+    let current = current.ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+    let old = current.value()?;
+    let mut new = old.clone();
+    let invalid = |e: patch::PatchError| ApiError::new(422, "Invalid", e.to_string());
+    match kind {
+        PatchKind::Merge => patch::merge_patch(&mut new, body),
+        PatchKind::Json => patch::json_patch(&mut new, body).map_err(invalid)?,
+        PatchKind::Strategic => patch::strategic_merge_patch(&mut new, body).map_err(invalid)?,
+        PatchKind::Apply => {}
+    }
+    // A resourceVersion in the patch is a precondition.
+    if let Some(rv) = body.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
+        if rv != current.rv.to_string() {
+            return Err(ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                "the object has been modified; please apply your changes to the latest version and try again",
+            ));
+        }
+    }
+    check_type(rt, version, &mut new)?;
+    write_update(
+        state, cluster, rt, version, namespace, name, status, old, new, opts, false,
+    )
+}
+
+#[allow(clippy::too_many_arguments)]
+fn apply(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    version: &str,
+    namespace: &str,
+    name: &str,
+    status: bool,
+    current: Option<Arc<Stored>>,
+    body: &Value,
+    opts: &WriteOptions,
+) -> ApiResult<Written> {
+    let Some(manager) = opts.field_manager.as_deref().filter(|m| !m.is_empty()) else {
+        return Err(ApiError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            "fieldManager",
+            "Required value: is required for apply patch",
+        ));
+    };
+    let mut applied = body.clone();
+    check_type(rt, version, &mut applied)?;
+    let body_name = meta_str(&applied, "name").unwrap_or_default();
+    if body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    check_namespace(rt, (!namespace.is_empty()).then_some(namespace), &mut applied)?;
+    {
+        let meta = meta_mut(&mut applied)?;
+        for key in ["managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "deletionTimestamp", "selfLink"] {
+            meta.remove(key);
+        }
+    }
+    // The status subresource sees only the status; the main resource never writes it.
+    if let Some(root) = applied.as_object_mut() {
+        if status {
+            root.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status"));
+            if let Some(meta) = root.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.retain(|k, _| k == "name" || k == "namespace");
+            }
+        } else if rt.status {
+            root.remove("status");
+        }
+    }
+    let now = now();
+    let api_version = rt.api_version(version);
+    let who = FieldManager {
+        manager,
+        subresource: status.then_some("status"),
+        time: &now,
+        api_version: &api_version,
+    };
+    let conflict = |c: managed_fields::ApplyConflicts| {
+        ApiError::new(409, "Conflict", c.to_string()).about(&rt.group, &rt.plural, name)
+    };
+    match current {
+        None => {
+            if status {
+                return Err(ApiError::not_found(&rt.group, &rt.plural, name));
+            }
+            if let Err(why) = validate_name(name) {
+                return Err(ApiError::invalid(&rt.group, &rt.kind, name, "metadata.name", &why));
+            }
+            if rt.namespaced {
+                namespace_accepts_objects(state, cluster, namespace)?;
+            }
+            let mut obj = managed_fields::apply(None, &applied, &who, opts.force).map_err(conflict)?;
+            let meta = meta_mut(&mut obj)?;
+            meta.insert("uid".into(), json!(new_uid()));
+            meta.insert("creationTimestamp".into(), json!(now));
+            if rt.status {
+                meta.insert("generation".into(), json!(1));
+            }
+            finish_create(state, cluster, rt, namespace, name, obj, opts.dry_run)
+        }
+        Some(current) => {
+            let old = current.value()?;
+            let new = managed_fields::apply(Some(&old), &applied, &who, opts.force).map_err(conflict)?;
+            write_update(
+                state, cluster, rt, version, namespace, name, status, old, new, opts, true,
+            )
+        }
+    }
+}
+
+/// Deletes an object: at once when it has no finalizers, otherwise by setting its
+/// deletionTimestamp. Dependents are garbage collected by the propagation policy.
+pub fn delete(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    namespace: &str,
+    name: &str,
+    req: &DeleteRequest,
+) -> ApiResult<Arc<Stored>> {
+    let current = get(state, cluster, rt, namespace, name)?;
+    if let Some(uid) = req.precondition_uid.as_deref() {
+        if uid != &*current.uid {
+            return Err(ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                &format!(
+                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                    current.uid
+                ),
+            ));
+        }
+    }
+    if let Some(rv) = req.precondition_resource_version.as_deref() {
+        if rv != current.rv.to_string() {
+            return Err(ApiError::conflict(
+                &rt.group,
+                &rt.plural,
+                name,
+                &format!(
+                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                    current.rv
+                ),
+            ));
+        }
+    }
+    kcp::check_delete(rt, name)?;
+    if req.dry_run {
+        return Ok(current);
+    }
+    let mut obj = current.value()?;
+    let policy = req.propagation.as_deref().unwrap_or("Background");
+    if !matches!(policy, "Background" | "Foreground" | "Orphan") {
+        return Err(ApiError::bad_request(format!(
+            "propagationPolicy: Unsupported value: \"{policy}\": supported values: \"Background\", \"Foreground\", \"Orphan\""
+        )));
+    }
+    let is_namespace = rt.group.is_empty() && rt.kind == "Namespace";
+    let is_crd = rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition";
+    let mut fins = finalizers(&obj);
+    if policy == "Foreground" && !fins.iter().any(|f| f == "foregroundDeletion") {
+        fins.push("foregroundDeletion".to_string());
+    }
+    if policy == "Orphan" {
+        orphan_dependents(state, cluster, &current.uid)?;
+    }
+    let needs_cleanup = is_namespace || is_crd;
+    if fins.is_empty() && !needs_cleanup {
+        let removed = remove_now(state, cluster, rt, namespace, name)?;
+        if policy == "Background" {
+            collect_dependents(state, cluster, &current.uid)?;
+        }
+        return Ok(removed.unwrap_or(current));
+    }
+    // Terminating: mark, then clean up what the object waits for.
+    let already = obj.pointer("/metadata/deletionTimestamp").is_some();
+    if !already {
+        let meta = meta_mut(&mut obj)?;
+        meta.insert("deletionTimestamp".into(), json!(now()));
+        meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+        meta.insert("finalizers".into(), json!(fins));
+        if is_namespace {
+            obj["status"]["phase"] = json!("Terminating");
+        }
+        let rv = state.next_rv();
+        meta_mut(&mut obj)?.insert("resourceVersion".into(), json!(rv.to_string()));
+        let stored = Stored::encode(&obj, rv)?;
+        state.put(cluster, &rt.group_resource(), namespace, name, stored)?;
+    }
+    if is_namespace {
+        delete_namespace_contents(state, cluster, name)?;
+    }
+    if is_crd {
+        crd::delete_custom_resources(state, cluster, &obj)?;
+    }
+    if policy == "Foreground" || fins.iter().any(|f| f == "foregroundDeletion") {
+        collect_dependents(state, cluster, &current.uid)?;
+    }
+    try_finish_termination(state, cluster, rt, namespace, name)?;
+    Ok(state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.get(&rt.group_resource(), namespace, name))
+        .cloned()
+        .unwrap_or(current))
+}
+
+/// Removes an object for good, and lets what waited on it move on.
+pub(crate) fn remove_now(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    namespace: &str,
+    name: &str,
+) -> ApiResult<Option<Arc<Stored>>> {
+    let gr = rt.group_resource();
+    let removed = state.remove(cluster, &gr, namespace, name)?;
+    let Some(removed) = removed else {
+        return Ok(None);
+    };
+    // The namespace or CRD this object was holding up may finish terminating now.
+    if rt.namespaced {
+        if let Some(ns_type) = type_in(state, cluster, "", "namespaces") {
+            try_finish_termination(state, cluster, &ns_type, "", namespace)?;
+        }
+    }
+    if let Some(crd_type) = type_in(state, cluster, "apiextensions.k8s.io", "customresourcedefinitions") {
+        let crd_name = format!("{}.{}", rt.plural, rt.group);
+        if state
+            .clusters
+            .get(cluster)
+            .and_then(|c| c.get(&crd_type.group_resource(), "", &crd_name))
+            .is_some()
+        {
+            try_finish_termination(state, cluster, &crd_type, "", &crd_name)?;
+        }
+    }
+    if rt.group == "tenancy.kcp.io" && rt.kind == "Workspace" {
+        kcp::workspace_removed(state, &removed)?;
+    }
+    // Owners in foreground deletion waiting for this dependent.
+    let value = removed.value()?;
+    if let Some(refs) = value.pointer("/metadata/ownerReferences").and_then(Value::as_array) {
+        let owner_uids: Vec<String> = refs
+            .iter()
+            .filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from))
+            .collect();
+        for uid in owner_uids {
+            if let Some((owner_rt, ns, n)) = find_by_uid(state, cluster, &uid) {
+                try_finish_termination(state, cluster, &owner_rt, &ns, &n)?;
+            }
+        }
+    }
+    Ok(Some(removed))
+}
+
+fn type_in(state: &State, cluster: &str, group: &str, plural: &str) -> Option<ResourceType> {
+    state
+        .clusters
+        .get(cluster)?
+        .registry
+        .get(&GroupResource::new(group, plural))
+        .map(|t| (**t).clone())
+}
+
+/// Finishes the deletion of a terminating object whose system finalizers have nothing left to
+/// wait for (namespace contents, custom resources, foreground dependents).
+fn try_finish_termination(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    namespace: &str,
+    name: &str,
+) -> ApiResult<()> {
+    let Some(current) = state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.get(&rt.group_resource(), namespace, name))
+        .cloned()
+    else {
+        return Ok(());
+    };
+    let mut obj = current.value()?;
+    if obj.pointer("/metadata/deletionTimestamp").is_none() {
+        return Ok(());
+    }
+    let is_namespace = rt.group.is_empty() && rt.kind == "Namespace";
+    let is_crd = rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition";
+    if is_namespace && namespace_has_contents(state, cluster, name) {
+        return Ok(());
+    }
+    if is_crd && crd::has_custom_resources(state, cluster, &obj) {
+        return Ok(());
+    }
+    let mut fins = finalizers(&obj);
+    if fins.iter().any(|f| f == "foregroundDeletion") {
+        if has_dependents(state, cluster, &current.uid) {
+            return Ok(());
+        }
+        fins.retain(|f| f != "foregroundDeletion");
+        if !fins.is_empty() {
+            meta_mut(&mut obj)?.insert("finalizers".into(), json!(fins));
+            let rv = state.next_rv();
+            meta_mut(&mut obj)?.insert("resourceVersion".into(), json!(rv.to_string()));
+            let stored = Stored::encode(&obj, rv)?;
+            state.put(cluster, &rt.group_resource(), namespace, name, stored)?;
+            return Ok(());
+        }
+    }
+    if !fins.is_empty() {
+        return Ok(());
+    }
+    if is_crd {
+        crd::unserve(state, cluster, &obj);
+    }
+    remove_now(state, cluster, rt, namespace, name)?;
+    Ok(())
+}
+
+fn namespace_has_contents(state: &State, cluster: &str, ns: &str) -> bool {
+    let prefix = format!("{ns}/");
+    state.clusters.get(cluster).is_some_and(|c| {
+        c.objects.values().any(|objects| {
+            objects
+                .range(prefix.clone()..)
+                .next()
+                .is_some_and(|(k, _)| k.starts_with(&prefix))
+        })
+    })
+}
+
+fn delete_namespace_contents(state: &mut State, cluster: &str, ns: &str) -> ApiResult<()> {
+    let prefix = format!("{ns}/");
+    let Some(data) = state.clusters.get(cluster) else {
+        return Ok(());
+    };
+    let mut victims = Vec::new();
+    for (gr, objects) in &data.objects {
+        let Some(rt) = data.registry.get(gr) else {
+            continue;
+        };
+        if !rt.namespaced {
+            continue;
+        }
+        for (key, _) in objects.range(prefix.clone()..) {
+            let Some(name) = key.strip_prefix(&prefix) else {
+                break;
+            };
+            victims.push(((**rt).clone(), name.to_string()));
+        }
+    }
+    for (rt, name) in victims {
+        match delete(state, cluster, &rt, ns, &name, &DeleteRequest::default()) {
+            Ok(_) => {}
+            Err(e) if e.code == 404 => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Every object in the cluster that lists `uid` as an owner.
+fn dependents(state: &State, cluster: &str, uid: &str) -> Vec<(ResourceType, String, String)> {
+    let Some(data) = state.clusters.get(cluster) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for (gr, objects) in &data.objects {
+        let Some(rt) = data.registry.get(gr) else {
+            continue;
+        };
+        for (key, obj) in objects {
+            if obj.owners.iter().any(|o| &**o == uid) {
+                let (ns, name) = key.split_once('/').unwrap_or(("", key));
+                found.push(((**rt).clone(), ns.to_string(), name.to_string()));
+            }
+        }
+    }
+    found
+}
+
+fn has_dependents(state: &State, cluster: &str, uid: &str) -> bool {
+    state.clusters.get(cluster).is_some_and(|c| {
+        c.objects
+            .values()
+            .any(|objects| objects.values().any(|o| o.owners.iter().any(|x| &**x == uid)))
+    })
+}
+
+fn find_by_uid(state: &State, cluster: &str, uid: &str) -> Option<(ResourceType, String, String)> {
+    let data = state.clusters.get(cluster)?;
+    for (gr, objects) in &data.objects {
+        for (key, obj) in objects {
+            if &*obj.uid == uid {
+                let rt = data.registry.get(gr)?;
+                let (ns, name) = key.split_once('/').unwrap_or(("", key));
+                return Some(((**rt).clone(), ns.to_string(), name.to_string()));
+            }
+        }
+    }
+    None
+}
+
+/// Background garbage collection: dependents whose every owner is gone are deleted; dependents
+/// with another owner left only lose the reference.
+fn collect_dependents(state: &mut State, cluster: &str, uid: &str) -> ApiResult<()> {
+    for (rt, ns, name) in dependents(state, cluster, uid) {
+        let Some(dep) = state
+            .clusters
+            .get(cluster)
+            .and_then(|c| c.get(&rt.group_resource(), &ns, &name))
+            .cloned()
+        else {
+            continue;
+        };
+        let others_alive = dep
+            .owners
+            .iter()
+            .filter(|o| &***o != uid)
+            .any(|o| !is_gone_or_terminating(state, cluster, o));
+        if others_alive {
+            drop_owner_reference(state, cluster, &rt, &ns, &name, uid)?;
+        } else {
+            match delete(state, cluster, &rt, &ns, &name, &DeleteRequest::default()) {
+                Ok(_) => {}
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    Ok(())
+}
+
+fn is_gone_or_terminating(state: &State, cluster: &str, uid: &str) -> bool {
+    let Some((rt, ns, name)) = find_by_uid(state, cluster, uid) else {
+        return true;
+    };
+    state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.get(&rt.group_resource(), &ns, &name))
+        .and_then(|s| s.value().ok())
+        .is_some_and(|v| v.pointer("/metadata/deletionTimestamp").is_some())
+}
+
+fn orphan_dependents(state: &mut State, cluster: &str, uid: &str) -> ApiResult<()> {
+    for (rt, ns, name) in dependents(state, cluster, uid) {
+        drop_owner_reference(state, cluster, &rt, &ns, &name, uid)?;
+    }
+    Ok(())
+}
+
+fn drop_owner_reference(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+    uid: &str,
+) -> ApiResult<()> {
+    let Some(dep) = state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.get(&rt.group_resource(), ns, name))
+        .cloned()
+    else {
+        return Ok(());
+    };
+    let mut value = dep.value()?;
+    if let Some(refs) = value
+        .pointer_mut("/metadata/ownerReferences")
+        .and_then(Value::as_array_mut)
+    {
+        refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
+        if refs.is_empty() {
+            if let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.remove("ownerReferences");
+            }
+        }
+    }
+    let rv = state.next_rv();
+    meta_mut(&mut value)?.insert("resourceVersion".into(), json!(rv.to_string()));
+    let stored = Stored::encode(&value, rv)?;
+    state.put(cluster, &rt.group_resource(), ns, name, stored)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_uids_look_like_version_4_uuids() {
+        let uid = new_uid();
+        assert_eq!(uid.len(), 36);
+        assert_eq!(&uid[14..15], "4");
+    }
+
+    #[test]
+    fn names_must_be_dns_subdomains() {
+        assert!(validate_name("web-1.example").is_ok());
+        assert!(validate_name("Web").is_err());
+        assert!(validate_name("-web").is_err());
+        assert!(validate_name("").is_err());
+    }
+
+    #[test]
+    fn a_generation_bump_ignores_metadata_and_status() {
+        let a = json!({"metadata": {"labels": {"a": "1"}}, "spec": {"x": 1}, "status": {"y": 1}});
+        let b = json!({"metadata": {"labels": {"a": "2"}}, "spec": {"x": 1}, "status": {"y": 2}});
+        let c = json!({"metadata": {}, "spec": {"x": 2}});
+        assert!(!spec_changed(&a, &b));
+        assert!(spec_changed(&a, &c));
+    }
+
+    #[test]
+    fn objects_differing_only_in_resource_version_and_field_times_are_the_same_write() {
+        let a = json!({"metadata": {"name": "a", "resourceVersion": "1",
+            "managedFields": [{"manager": "m", "time": "t1"}]}, "data": {"k": "v"}});
+        let b = json!({"metadata": {"name": "a", "resourceVersion": "2",
+            "managedFields": [{"manager": "m", "time": "t2"}]}, "data": {"k": "v"}});
+        assert!(same_object(&a, &b));
+    }
+}

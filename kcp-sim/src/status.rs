@@ -1,0 +1,223 @@
+//! API errors as the real server reports them: a `metav1.Status` body with a code and reason.
+//!
+//! Every failure of a request (not found, conflict, invalid input, injected faults) is an
+//! [`ApiError`]. The HTTP layer writes it as a `Status` JSON body; the in-process client turns it
+//! into a [`kcp_core::Error`] the same way `KubeObjectClient` turns a real server's answer into one,
+//! so code under test sees identical errors whichever way it talks to the simulator.
+
+use serde_json::{Value, json};
+
+/// A failed API request: HTTP code, `metav1.StatusReason`, message and optional details.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{code} {reason}: {message}")]
+pub struct ApiError {
+    /// HTTP status code.
+    pub code: u16,
+    /// The `metav1.StatusReason` (`NotFound`, `AlreadyExists`, `Conflict`, ...).
+    pub reason: &'static str,
+    /// Human-readable message, worded like the real server's.
+    pub message: String,
+    /// `details.name`: the object the error is about, when there is one.
+    pub name: Option<String>,
+    /// `details.group`.
+    pub group: Option<String>,
+    /// `details.kind`: the resource (plural) the real server puts here.
+    pub kind: Option<String>,
+    /// `details.retryAfterSeconds`, for 429 and 503 answers.
+    pub retry_after_seconds: Option<u32>,
+}
+
+impl ApiError {
+    /// An error with a code, reason and message and no details.
+    pub fn new(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
+        Self {
+            code,
+            reason,
+            message: message.into(),
+            name: None,
+            group: None,
+            kind: None,
+            retry_after_seconds: None,
+        }
+    }
+
+    /// Attaches the object the error is about (`details.name`, `details.group`, `details.kind`).
+    pub fn about(mut self, group: &str, resource: &str, name: &str) -> Self {
+        self.group = Some(group.to_string());
+        self.kind = Some(resource.to_string());
+        self.name = Some(name.to_string());
+        self
+    }
+
+    /// `404 NotFound`: `<resource>[.<group>] "<name>" not found`.
+    pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
+        Self::new(
+            404,
+            "NotFound",
+            format!("{} \"{name}\" not found", qualified(group, resource)),
+        )
+        .about(group, resource, name)
+    }
+
+    /// `409 AlreadyExists`.
+    pub fn already_exists(group: &str, resource: &str, name: &str) -> Self {
+        Self::new(
+            409,
+            "AlreadyExists",
+            format!("{} \"{name}\" already exists", qualified(group, resource)),
+        )
+        .about(group, resource, name)
+    }
+
+    /// `409 Conflict` for a stale resourceVersion or failed precondition.
+    pub fn conflict(group: &str, resource: &str, name: &str, why: &str) -> Self {
+        Self::new(
+            409,
+            "Conflict",
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {why}",
+                qualified(group, resource)
+            ),
+        )
+        .about(group, resource, name)
+    }
+
+    /// `422 Invalid`: `<Kind>[.<group>] "<name>" is invalid: <field>: <reason>`.
+    pub fn invalid(group: &str, kind: &str, name: &str, field: &str, why: &str) -> Self {
+        let mut err = Self::new(
+            422,
+            "Invalid",
+            format!(
+                "{} \"{name}\" is invalid: {field}: {why}",
+                qualified(group, kind)
+            ),
+        );
+        err.group = Some(group.to_string());
+        err.kind = Some(kind.to_string());
+        err.name = Some(name.to_string());
+        err
+    }
+
+    /// `400 BadRequest`.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self::new(400, "BadRequest", message)
+    }
+
+    /// `403 Forbidden`.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Self::new(403, "Forbidden", message)
+    }
+
+    /// `405 MethodNotAllowed`.
+    pub fn method_not_allowed(message: impl Into<String>) -> Self {
+        Self::new(405, "MethodNotAllowed", message)
+    }
+
+    /// `410 Expired`: a watch or list asked for a resourceVersion older than the kept history.
+    pub fn gone(message: impl Into<String>) -> Self {
+        Self::new(410, "Expired", message)
+    }
+
+    /// `415 UnsupportedMediaType`.
+    pub fn unsupported_media_type(content_type: &str) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml; got {content_type:?}"),
+        )
+    }
+
+    /// `500 InternalError`.
+    pub fn internal(message: impl Into<String>) -> Self {
+        Self::new(500, "InternalError", message)
+    }
+
+    /// A bare 404 for a URL that names no known resource (the real server's text).
+    pub fn path_not_found() -> Self {
+        Self::new(404, "NotFound", "the server could not find the requested resource")
+    }
+
+    /// The reason the real server uses for a code (for injected faults).
+    pub fn reason_for_code(code: u16) -> &'static str {
+        match code {
+            400 => "BadRequest",
+            401 => "Unauthorized",
+            403 => "Forbidden",
+            404 => "NotFound",
+            405 => "MethodNotAllowed",
+            409 => "Conflict",
+            410 => "Expired",
+            422 => "Invalid",
+            429 => "TooManyRequests",
+            500 => "InternalError",
+            503 => "ServiceUnavailable",
+            504 => "Timeout",
+            _ => "Unknown",
+        }
+    }
+
+    /// The `metav1.Status` body of this error.
+    pub fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        let mut details = serde_json::Map::new();
+        if let Some(name) = &self.name {
+            details.insert("name".into(), json!(name));
+        }
+        if let Some(group) = &self.group {
+            details.insert("group".into(), json!(group));
+        }
+        if let Some(kind) = &self.kind {
+            details.insert("kind".into(), json!(kind));
+        }
+        if let Some(secs) = self.retry_after_seconds {
+            details.insert("retryAfterSeconds".into(), json!(secs));
+        }
+        if !details.is_empty() {
+            status["details"] = Value::Object(details);
+        }
+        status
+    }
+}
+
+/// `resource.group`, or `resource` for the core group, as the server prints it.
+fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
+}
+
+/// The result type of the simulator's request handling.
+pub type ApiResult<T> = std::result::Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn not_found_status_matches_the_real_server() {
+        let status = ApiError::not_found("", "configmaps", "cfg").to_status();
+        assert_eq!(
+            status,
+            json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
+                "message":"configmaps \"cfg\" not found","reason":"NotFound",
+                "details":{"name":"cfg","group":"","kind":"configmaps"},"code":404})
+        );
+    }
+
+    #[test]
+    fn grouped_resources_are_qualified_in_messages() {
+        let err = ApiError::already_exists("apps", "deployments", "web");
+        assert_eq!(err.message, "deployments.apps \"web\" already exists");
+        assert_eq!(err.code, 409);
+    }
+}
