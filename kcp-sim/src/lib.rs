@@ -1,1 +1,4 @@
 //! kcp-sim: an in-process Kubernetes and kcp API server.
+
+pub mod patch;
+pub mod selector;
