@@ -1,1 +1,49 @@
 //! kcp-sim: an in-process Kubernetes and kcp API server for tests, examples and the playground.
+//!
+//! Real clients (kube-rs, kubectl) talk to it over HTTP on 127.0.0.1; tests can also drive it
+//! in-process through [`kcp_core::ObjectClient`] ([`SimClient`]). It is an envtest in pure Rust:
+//! no kube-apiserver, etcd or kcp binary.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use kcp_sim::{Config, Server};
+//!
+//! let sim = Server::start(Config::kcp()).await?;
+//! let client = sim.client("root")?;            // a kube::Client for /clusters/root
+//! let objects = sim.object_client("root");     // an in-process kcp_core::ObjectClient
+//! println!("serving on {}", sim.url());
+//! # let _ = (client, objects);
+//! sim.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! Layers, bottom up: [`store`] (objects, resourceVersions, change history, watch fan-out),
+//! [`semantics`] (Kubernetes write rules), [`crd`], [`kcp`], [`query`] (lists and watch
+//! filters), [`api`] (addressing and faults, shared by HTTP and in-process calls), [`http`],
+//! [`server`]. [`selector`], [`patch`] and [`managed_fields`] are the pure pieces underneath.
+//!
+//! Known differences from the real servers are listed in the crate README.
+
+pub mod api;
+pub mod client;
+pub mod crd;
+pub mod error;
+pub mod faults;
+pub mod http;
+pub mod kcp;
+pub mod managed_fields;
+pub mod patch;
+pub mod query;
+pub mod resource;
+pub mod selector;
+pub mod semantics;
+pub mod server;
+pub mod status;
+pub mod store;
+
+pub use api::{Endpoint, PLAIN_CLUSTER};
+pub use client::SimClient;
+pub use error::{Error, Result};
+pub use faults::{ErrorRule, FaultConfig, Faults, Verb};
+pub use server::{Config, Mode, Server};
+pub use status::ApiError;
