@@ -141,7 +141,7 @@ impl Sim {
                 Flavor::Kcp => &["default"],
             };
             for ns in namespaces {
-                create_namespace(&mut state, first, ns)?;
+                semantics::ensure_namespace(&mut state, first, ns)?;
             }
         }
         Ok(sim)
@@ -502,29 +502,6 @@ impl Sim {
         }
         Ok((r.rt, deleted))
     }
-}
-
-fn create_namespace(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> {
-    let Some(rt) = state
-        .clusters
-        .get(cluster)
-        .and_then(|c| c.registry.by_plural("", "v1", "namespaces"))
-        .cloned()
-    else {
-        return Ok(());
-    };
-    let body = serde_json::json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-    let opts = WriteOptions {
-        default_manager: "kcp-sim".into(),
-        ..WriteOptions::default()
-    };
-    semantics::create(state, cluster, &rt, "v1", None, body, &opts)?;
-    Ok(())
-}
-
-/// Creates the namespaces every new cluster starts with.
-pub(crate) fn seed_cluster(state: &mut State, cluster: &str) -> ApiResult<()> {
-    create_namespace(state, cluster, "default")
 }
 
 fn cluster_not_found(cluster: &str) -> ApiError {

@@ -234,7 +234,7 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
     });
     let stored = Stored::encode(&obj, rv)?;
     state.put(lc, &logical_clusters(), "", LOGICAL_CLUSTER_NAME, stored)?;
-    Ok(())
+    crate::semantics::ensure_namespace(state, lc, "default")
 }
 
 /// Moves a logical cluster whose last initializer went from Initializing to Ready, and mirrors

@@ -324,6 +324,28 @@ fn namespace_accepts_objects(state: &State, cluster: &str, ns: &str) -> ApiResul
     Ok(())
 }
 
+/// Creates a namespace unless it exists (clusters start with `default`).
+pub fn ensure_namespace(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> {
+    let Some(rt) = state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.registry.by_plural("", "v1", "namespaces"))
+        .cloned()
+    else {
+        return Ok(());
+    };
+    let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    let opts = WriteOptions {
+        default_manager: "kcp-sim".into(),
+        ..WriteOptions::default()
+    };
+    match create(state, cluster, &rt, "v1", None, body, &opts) {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// Reads one object.
 pub fn get(
     state: &State,

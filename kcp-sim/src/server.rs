@@ -258,6 +258,7 @@ async fn accept_loop(
     mut stop: watch::Receiver<bool>,
 ) {
     let mut connections = JoinSet::new();
+    let stop_template = stop.clone();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
@@ -265,7 +266,7 @@ async fn accept_loop(
                 let _ = stream.set_nodelay(true);
                 let sim = sim.clone();
                 let http = http.clone();
-                let mut conn_stop = stop.clone();
+                let mut conn_stop = stop_template.clone();
                 connections.spawn(async move {
                     let service = service_fn(move |req| handle(sim.clone(), http.clone(), req));
                     let conn = hyper::server::conn::http1::Builder::new()
