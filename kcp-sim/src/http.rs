@@ -299,7 +299,7 @@ fn non_resource(
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|a| a.contains("protobuf"));
             if wants_proto {
-                Ok(Some(full(StatusCode::OK, "application/com.github.proto-openapi.spec.v2@v1.0+protobuf", Bytes::new())))
+                Ok(Some(full(StatusCode::OK, "application/octet-stream", Bytes::new())))
             } else {
                 ok(json!({"swagger": "2.0", "info": {"title": "kcp-sim", "version": "v1.33.3"}, "paths": {}, "definitions": {}}))
             }
@@ -323,6 +323,9 @@ fn non_resource(
 }
 
 fn decode_body(body: &[u8], content_type: &str) -> ApiResult<Value> {
+    if content_type.contains("protobuf") || content_type.contains("cbor") {
+        return Err(ApiError::unsupported_media_type(content_type));
+    }
     if body.is_empty() {
         return Err(ApiError::bad_request("the request body is empty"));
     }

@@ -1,0 +1,332 @@
+//! kubectl against kcp-sim: create, client-side and server-side apply, `get -o json`, `get -w`,
+//! label selectors, merge and JSON patches, a CRD and its resource, `wait --for`, a finalizer,
+//! and namespace deletion.
+//!
+//! Needs `kubectl` on PATH (or `KUBECTL=/path/to/kubectl`); `.ci/run` installs Debian's
+//! `kubernetes-client` when none is there. Works with kubectl 1.20 to 1.33.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use kcp_sim::{Config, Server};
+use serde_json::Value;
+
+fn kubectl_binary() -> String {
+    std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".to_string())
+}
+
+struct Kubectl {
+    kubeconfig: PathBuf,
+    _dir: TempDir,
+}
+
+/// A directory removed on drop.
+struct TempDir(PathBuf);
+
+impl TempDir {
+    fn new() -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "kcp-sim-kubectl-{}-{}",
+            std::process::id(),
+            fastrand::u64(..)
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        TempDir(dir)
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+impl Kubectl {
+    fn new(sim: &Server) -> Self {
+        let dir = TempDir::new();
+        let kubeconfig = dir.0.join("kubeconfig");
+        sim.write_kubeconfig(&kubeconfig, &[]).unwrap();
+        Kubectl {
+            kubeconfig,
+            _dir: dir,
+        }
+    }
+
+    fn file(&self, name: &str, content: &str) -> PathBuf {
+        let path = self.kubeconfig.with_file_name(name);
+        std::fs::write(&path, content).unwrap();
+        path
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(kubectl_binary());
+        cmd.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
+        cmd
+    }
+
+    /// Runs kubectl off the async runtime, returning stdout; panics with stderr on failure.
+    async fn run(&self, args: &[&str]) -> String {
+        let mut cmd = self.command(args);
+        let shown = args.join(" ");
+        let out = tokio::task::spawn_blocking(move || cmd.output())
+            .await
+            .unwrap()
+            .unwrap_or_else(|e| {
+                panic!("cannot run {}: {e} (install kubectl or set KUBECTL)", kubectl_binary())
+            });
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "kubectl {shown} failed: {stderr}\n{stdout}");
+        stdout
+    }
+
+    async fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.extend(["-o", "json"]);
+        serde_json::from_str(&self.run(&all).await).unwrap()
+    }
+
+    async fn fails(&self, args: &[&str]) -> String {
+        let mut cmd = self.command(args);
+        let out = tokio::task::spawn_blocking(move || cmd.output())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!out.status.success(), "kubectl {args:?} should fail");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    }
+}
+
+const CONFIG_MAP: &str = "apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: settings
+  labels: {app: web, tier: front}
+data:
+  color: blue
+";
+
+const DEPLOYMENT: &str = "apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: web
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: web}}
+  template:
+    metadata: {labels: {app: web}}
+    spec:
+      containers:
+      - name: web
+        image: IMAGE
+        ports: [{containerPort: 80}]
+";
+
+const CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.io
+spec:
+  group: example.io
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, shortNames: [wd]}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+";
+
+const WIDGET: &str = "apiVersion: example.io/v1
+kind: Widget
+metadata: {name: w1, finalizers: [example.io/hold]}
+spec: {size: 3}
+";
+
+async fn sim() -> Server {
+    Server::start(Config::default()).await.unwrap()
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_and_reads_objects_as_json() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    let file = k.file("cm.yaml", CONFIG_MAP);
+    assert!(k.run(&["create", "-f", path(&file)]).await.contains("configmap/settings created"));
+    let got = k.json(&["get", "configmap", "settings"]).await;
+    assert_eq!(got["data"]["color"], "blue");
+    assert!(got["metadata"]["uid"].is_string());
+    let err = k.fails(&["create", "-f", path(&file)]).await;
+    assert!(err.contains("AlreadyExists"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_client_side_apply_updates_a_deployment_and_bumps_its_generation() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    let v1 = k.file("d1.yaml", &DEPLOYMENT.replace("IMAGE", "nginx:1"));
+    let v2 = k.file("d2.yaml", &DEPLOYMENT.replace("IMAGE", "nginx:2"));
+    assert!(k.run(&["apply", "-f", path(&v1)]).await.contains("created"));
+    assert!(k.run(&["apply", "-f", path(&v2)]).await.contains("configured"));
+    let d = k.json(&["get", "deployment", "web"]).await;
+    assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:2");
+    assert_eq!(d["metadata"]["generation"], 2);
+    let containers = d["spec"]["template"]["spec"]["containers"].as_array().unwrap();
+    assert_eq!(containers.len(), 1, "the strategic patch merged the container by name");
+    let annotations = d["metadata"]["annotations"].as_object().unwrap();
+    assert!(annotations.contains_key("kubectl.kubernetes.io/last-applied-configuration"));
+    assert!(
+        !d.to_string().contains("$setElementOrder"),
+        "no patch directive is stored"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_server_side_apply_records_its_field_manager_and_detects_conflicts() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    let file = k.file("cm.yaml", CONFIG_MAP);
+    assert!(k.run(&["apply", "--server-side", "-f", path(&file)]).await.contains("serverside-applied"));
+    // kubectl hides managedFields from its output since 1.21: read them with kube-rs.
+    let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
+        kube::Api::namespaced(sim.client("").unwrap(), "default");
+    let got = api.get("settings").await.unwrap();
+    let managers: Vec<String> = got
+        .metadata
+        .managed_fields
+        .unwrap()
+        .into_iter()
+        .map(|m| m.manager.unwrap())
+        .collect();
+    assert_eq!(managers, ["kubectl"]);
+    k.run(&["patch", "configmap", "settings", "--type", "merge", "-p", r#"{"data":{"color":"red"}}"#])
+        .await;
+    let err = k.fails(&["apply", "--server-side", "-f", path(&file)]).await;
+    assert!(err.contains("conflict"), "{err}");
+    k.run(&["apply", "--server-side", "--force-conflicts", "-f", path(&file)]).await;
+    let got = k.json(&["get", "configmap", "settings"]).await;
+    assert_eq!(got["data"]["color"], "blue");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_merge_and_json_patches_change_data() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    let file = k.file("cm.yaml", CONFIG_MAP);
+    k.run(&["create", "-f", path(&file)]).await;
+    k.run(&["patch", "configmap", "settings", "--type", "merge", "-p", r#"{"data":{"size":"L"}}"#])
+        .await;
+    k.run(&[
+        "patch", "configmap", "settings", "--type", "json", "-p",
+        r#"[{"op":"replace","path":"/data/color","value":"green"}]"#,
+    ])
+    .await;
+    let got = k.json(&["get", "configmap", "settings"]).await;
+    assert_eq!(got["data"]["size"], "L");
+    assert_eq!(got["data"]["color"], "green");
+    let err = k
+        .fails(&["patch", "configmap", "settings", "--type", "json", "-p", r#"[{"op":"test","path":"/data/color","value":"blue"}]"#])
+        .await;
+    assert!(err.contains("Invalid") || err.contains("invalid"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_label_selectors_choose_objects() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    let file = k.file("cm.yaml", CONFIG_MAP);
+    k.run(&["create", "-f", path(&file)]).await;
+    let other = k.file("other.yaml", &CONFIG_MAP.replace("settings", "other").replace("tier: front", "tier: back"));
+    k.run(&["create", "-f", path(&other)]).await;
+    k.run(&["label", "configmap", "other", "extra=yes"]).await;
+    let names = |v: Value| -> Vec<String> {
+        v["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
+            .collect()
+    };
+    assert_eq!(names(k.json(&["get", "cm", "-l", "tier=front"]).await), ["settings"]);
+    assert_eq!(names(k.json(&["get", "cm", "-l", "tier in (front,back),extra"]).await), ["other"]);
+    assert_eq!(names(k.json(&["get", "cm", "-l", "app=web,tier!=back"]).await), ["settings"]);
+    assert_eq!(names(k.json(&["get", "cm", "-l", "!extra,app"]).await), ["settings"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_watch_sees_a_new_object() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    let file = k.file("cm.yaml", CONFIG_MAP);
+    let mut watch = k
+        .command(&["get", "configmaps", "--watch", "-o", "name"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl");
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    k.run(&["create", "-f", path(&file)]).await;
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    watch.kill().unwrap();
+    let out = tokio::task::spawn_blocking(move || watch.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("configmap/settings"), "watch printed: {stdout:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_creates_a_crd_waits_for_it_and_uses_the_new_resource() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    let crd = k.file("crd.yaml", CRD);
+    k.run(&["apply", "-f", path(&crd)]).await;
+    let waited = k
+        .run(&["wait", "--for=condition=established", "--timeout=20s", "crd/widgets.example.io"])
+        .await;
+    assert!(waited.contains("condition met"), "{waited}");
+    let widget = k.file("w.yaml", WIDGET);
+    k.run(&["apply", "-f", path(&widget)]).await;
+    let got = k.json(&["get", "wd", "w1"]).await;
+    assert_eq!(got["spec"]["size"], 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_delete_of_an_object_with_a_finalizer_waits_for_its_removal() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    let crd = k.file("crd.yaml", CRD);
+    k.run(&["apply", "-f", path(&crd)]).await;
+    let widget = k.file("w.yaml", WIDGET);
+    k.run(&["apply", "-f", path(&widget)]).await;
+    k.run(&["delete", "widget", "w1", "--wait=false"]).await;
+    let held = k.json(&["get", "widget", "w1"]).await;
+    assert!(held["metadata"]["deletionTimestamp"].is_string());
+    k.run(&["patch", "widget", "w1", "--type", "json", "-p", r#"[{"op":"remove","path":"/metadata/finalizers"}]"#])
+        .await;
+    let err = k.fails(&["get", "widget", "w1"]).await;
+    assert!(err.contains("NotFound"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_namespace_deletion_removes_its_contents() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    let ns = k.file("ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n");
+    k.run(&["create", "-f", path(&ns)]).await;
+    let file = k.file("cm.yaml", CONFIG_MAP);
+    k.run(&["-n", "team", "create", "-f", path(&file)]).await;
+    k.run(&["delete", "namespace", "team"]).await;
+    let left = k.json(&["-n", "team", "get", "configmaps"]).await;
+    assert_eq!(left["items"].as_array().unwrap().len(), 0);
+    let err = k.fails(&["get", "namespace", "team"]).await;
+    assert!(err.contains("NotFound"), "{err}");
+}
