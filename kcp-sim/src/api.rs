@@ -34,6 +34,9 @@ pub enum Endpoint {
         initializer: String,
         /// A concrete cluster, or `None` for `*`.
         cluster: Option<String>,
+        /// The shard whose URL was called (its view holds that shard's clusters only); `None`
+        /// sees every shard.
+        shard: Option<usize>,
     },
 }
 
@@ -178,9 +181,10 @@ impl Sim {
             Endpoint::Initializing {
                 initializer,
                 cluster: Some(c),
+                shard,
             } => {
                 let name = concrete(&state, c)?.to_string();
-                kcp::initializing_with(&state, &name, initializer)?;
+                kcp::initializing_with(&state, &name, initializer, *shard)?;
                 name
             }
         };
@@ -207,17 +211,22 @@ impl Sim {
             Endpoint::Initializing {
                 initializer,
                 cluster: None,
+                shard,
             } => (
                 None,
-                ClusterScope::Initializing(initializer.clone()),
+                ClusterScope::Initializing {
+                    initializer: initializer.clone(),
+                    shard: *shard,
+                },
                 Some(initializer.clone()),
             ),
             Endpoint::Initializing {
                 initializer,
                 cluster: Some(c),
+                shard,
             } => {
                 let name = concrete(state, c)?.to_string();
-                kcp::initializing_with(state, &name, initializer)?;
+                kcp::initializing_with(state, &name, initializer, *shard)?;
                 (
                     Some(name.clone()),
                     ClusterScope::One(name),
@@ -237,7 +246,7 @@ impl Sim {
             None => state.clusters.keys().find_map(|c| lookup(c)),
         }
         .ok_or_else(ApiError::path_not_found)?;
-        if matches!(scope, ClusterScope::Initializing(_))
+        if matches!(scope, ClusterScope::Initializing { .. })
             && !(rt.group == "core.kcp.io" && rt.plural == "logicalclusters")
         {
             return Err(ApiError::path_not_found());
@@ -288,8 +297,8 @@ impl Sim {
         let state = self.read();
         let r = self.resolve(&state, target)?;
         filter.namespace = target.namespace.clone().filter(|_| r.rt.namespaced);
-        if let ClusterScope::Initializing(init) = &r.scope {
-            filter.initializer = Some(init.clone());
+        if let ClusterScope::Initializing { initializer, .. } = &r.scope {
+            filter.initializer = Some(initializer.clone());
         }
         let page = query::list(
             &state,
@@ -317,8 +326,8 @@ impl Sim {
         let state = self.read();
         let r = self.resolve(&state, target)?;
         filter.namespace = target.namespace.clone().filter(|_| r.rt.namespaced);
-        if let ClusterScope::Initializing(init) = &r.scope {
-            filter.initializer = Some(init.clone());
+        if let ClusterScope::Initializing { initializer, .. } = &r.scope {
+            filter.initializer = Some(initializer.clone());
         }
         let watch_filter = WatchFilter {
             scope: r.scope.clone(),

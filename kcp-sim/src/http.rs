@@ -129,6 +129,7 @@ fn endpoint_of(flavor: Flavor, segments: &[String]) -> (Endpoint, usize) {
                     Endpoint::Initializing {
                         initializer: init.to_string(),
                         cluster,
+                        shard: None,
                     },
                     5,
                 );
@@ -147,13 +148,16 @@ async fn route(
 ) -> ApiResult<Response<Body>> {
     let segments = decode_segments(req.uri().path());
     let (endpoint, skip) = endpoint_of(sim.flavor, &segments);
+    // A virtual workspace URL shows the clusters of the shard it belongs to.
     let endpoint = match endpoint {
         Endpoint::Initializing {
             initializer,
             cluster,
+            ..
         } => Endpoint::Initializing {
             initializer,
             cluster,
+            shard: Some(settings.shard),
         },
         other => other,
     };
@@ -632,7 +636,8 @@ mod tests {
             e,
             Endpoint::Initializing {
                 initializer: "root:t".into(),
-                cluster: None
+                cluster: None,
+                shard: None,
             }
         );
     }

@@ -385,10 +385,16 @@ pub fn workspace_removed(state: &mut State, ws: &Stored) -> ApiResult<()> {
 
 /// Whether a cluster may be reached through the initializingworkspaces virtual workspace of
 /// `initializer`: only while its LogicalCluster still carries that initializer.
-pub fn initializing_with(state: &State, cluster: &str, initializer: &str) -> ApiResult<()> {
+pub fn initializing_with(
+    state: &State,
+    cluster: &str,
+    initializer: &str,
+    shard: Option<usize>,
+) -> ApiResult<()> {
     let allowed = state
         .clusters
         .get(cluster)
+        .filter(|c| shard.is_none_or(|s| s == c.shard))
         .and_then(|c| c.get(&logical_clusters(), "", LOGICAL_CLUSTER_NAME))
         .and_then(|lc| lc.value().ok())
         .is_some_and(|lc| carries_initializer(&lc, initializer));

@@ -19,16 +19,22 @@ pub enum ClusterScope {
     One(String),
     /// Every logical cluster: `/clusters/*`.
     All,
-    /// Every logical cluster that still carries this initializer:
+    /// Every logical cluster that still carries an initializer:
     /// `/services/initializingworkspaces/<initializer>/clusters/*`.
-    Initializing(String),
+    Initializing {
+        /// The initializer.
+        initializer: String,
+        /// Only clusters of this shard (the shard whose URL was called); `None` for all.
+        shard: Option<usize>,
+    },
 }
 
 impl ClusterScope {
-    fn includes_cluster(&self, cluster: &str) -> bool {
+    fn includes_cluster(&self, cluster: &str, cluster_shard: usize) -> bool {
         match self {
             ClusterScope::One(c) => c == cluster,
-            ClusterScope::All | ClusterScope::Initializing(_) => true,
+            ClusterScope::All => true,
+            ClusterScope::Initializing { shard, .. } => shard.is_none_or(|s| s == cluster_shard),
         }
     }
 }
@@ -132,7 +138,7 @@ pub fn list(
     let mut remaining = 0u64;
     let prefix = filter.namespace.as_ref().map(|ns| format!("{ns}/"));
     for (cluster_name, cluster) in &state.clusters {
-        if !scope.includes_cluster(cluster_name) {
+        if !scope.includes_cluster(cluster_name, cluster.shard) {
             continue;
         }
         if let Some((_, c, _)) = &start {
@@ -194,7 +200,7 @@ impl WatchFilter {
     /// What a watcher sees of a change: an event type and object, or nothing. An object that
     /// starts matching is ADDED and one that stops matching is DELETED, as with the real server.
     pub fn view(&self, change: &Change) -> Option<(ChangeKind, Arc<Stored>)> {
-        if change.resource != self.resource || !self.scope.includes_cluster(&change.cluster) {
+        if change.resource != self.resource || !self.scope.includes_cluster(&change.cluster, change.shard) {
             return None;
         }
         if let Some(ns) = &self.filter.namespace {

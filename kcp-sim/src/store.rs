@@ -94,6 +94,8 @@ pub struct Change {
     pub rv: u64,
     /// Logical cluster name.
     pub cluster: Arc<str>,
+    /// The shard of that cluster.
+    pub shard: usize,
     /// Resource written.
     pub resource: GroupResource,
     /// Namespace (empty for cluster-scoped objects).
@@ -127,6 +129,8 @@ pub struct ClusterData {
     pub name: Arc<str>,
     /// Canonical workspace path (kcp mode), e.g. `root:org`.
     pub path: String,
+    /// The simulated shard the cluster lives on.
+    pub shard: usize,
     /// What this cluster serves.
     pub registry: Registry,
     /// Objects per resource.
@@ -135,10 +139,11 @@ pub struct ClusterData {
 
 impl ClusterData {
     /// An empty cluster serving the builtin kinds of `flavor`.
-    pub fn new(name: &str, path: &str, flavor: Flavor) -> Self {
+    pub fn new(name: &str, path: &str, flavor: Flavor, shard: usize) -> Self {
         Self {
             name: Arc::from(name),
             path: path.to_string(),
+            shard,
             registry: Registry::with_builtins(flavor),
             objects: HashMap::new(),
         }
@@ -166,6 +171,7 @@ pub struct State {
     pub rv: u64,
     history: VecDeque<Arc<Change>>,
     history_limit: usize,
+    clusters_added: usize,
     /// The resourceVersion of the oldest write still in the history minus one: a watch from this
     /// version or later can be served; older ones get 410 Gone.
     oldest_watchable: u64,
@@ -183,17 +189,20 @@ impl State {
             shard_urls: Vec::new(),
             rv: 1,
             history: VecDeque::new(),
+            clusters_added: 0,
             history_limit: history_limit.max(1),
             oldest_watchable: 1,
             events,
         }
     }
 
-    /// Adds a cluster.
+    /// Adds a cluster, placing it on the shards round-robin.
     pub fn add_cluster(&mut self, name: &str, path: &str) {
         let flavor = self.flavor;
+        let shard = self.clusters_added % self.shard_urls.len().max(1);
+        self.clusters_added += 1;
         self.clusters
-            .insert(name.to_string(), ClusterData::new(name, path, flavor));
+            .insert(name.to_string(), ClusterData::new(name, path, flavor, shard));
         if !path.is_empty() {
             self.paths.insert(path.to_string(), name.to_string());
         }
@@ -212,6 +221,7 @@ impl State {
                 let change = Change {
                     rv: self.rv,
                     cluster: cluster.name.clone(),
+                    shard: cluster.shard,
                     resource: gr.clone(),
                     namespace: ns.into(),
                     name: n.into(),
@@ -261,6 +271,7 @@ impl State {
         let change = Change {
             rv: self.rv,
             cluster: data.name.clone(),
+            shard: data.shard,
             resource: gr.clone(),
             namespace: namespace.into(),
             name: name.into(),
@@ -296,6 +307,7 @@ impl State {
             return Ok(None);
         };
         let cluster_name = data.name.clone();
+        let shard = data.shard;
         let rv = self.rv + 1;
         let mut last = previous.value()?;
         if let Some(meta) = last.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -306,6 +318,7 @@ impl State {
         self.publish(Change {
             rv,
             cluster: cluster_name,
+            shard,
             resource: gr.clone(),
             namespace: namespace.into(),
             name: name.into(),
