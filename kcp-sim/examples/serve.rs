@@ -13,7 +13,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .find(|a| !a.starts_with("--"))
         .cloned()
         .unwrap_or_else(|| "kcp-sim.kubeconfig".to_string());
-    let config = if kcp { Config::kcp() } else { Config::default() };
+    let config = if kcp {
+        Config::kcp()
+    } else {
+        Config::default()
+    };
     let sim = Server::start(config).await?;
     sim.write_kubeconfig(std::path::Path::new(&path), &[])?;
     println!("serving on {}; kubeconfig written to {path}", sim.url());

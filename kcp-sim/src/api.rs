@@ -75,7 +75,9 @@ pub struct Resolved {
 impl Resolved {
     fn cluster(&self) -> ApiResult<&str> {
         self.cluster.as_deref().ok_or_else(|| {
-            ApiError::method_not_allowed("writes must address one logical cluster, not the wildcard")
+            ApiError::method_not_allowed(
+                "writes must address one logical cluster, not the wildcard",
+            )
         })
     }
 }
@@ -172,12 +174,9 @@ impl Sim {
         let cluster = match endpoint {
             Endpoint::Plain => PLAIN_CLUSTER.to_string(),
             Endpoint::Cluster(c) => concrete(&state, c)?.to_string(),
-            Endpoint::Wildcard | Endpoint::Initializing { cluster: None, .. } => state
-                .clusters
-                .keys()
-                .next()
-                .cloned()
-                .unwrap_or_default(),
+            Endpoint::Wildcard | Endpoint::Initializing { cluster: None, .. } => {
+                state.clusters.keys().next().cloned().unwrap_or_default()
+            }
             Endpoint::Initializing {
                 initializer,
                 cluster: Some(c),
@@ -238,7 +237,10 @@ impl Sim {
             state
                 .clusters
                 .get(c)
-                .and_then(|d| d.registry.by_plural(&target.group, &target.version, &target.plural))
+                .and_then(|d| {
+                    d.registry
+                        .by_plural(&target.group, &target.version, &target.plural)
+                })
                 .cloned()
         };
         let rt = match &cluster {
@@ -251,10 +253,10 @@ impl Sim {
         {
             return Err(ApiError::path_not_found());
         }
-        if let Some(sub) = &target.subresource {
-            if sub != "status" || !rt.status {
-                return Err(ApiError::path_not_found());
-            }
+        if let Some(sub) = &target.subresource
+            && (sub != "status" || !rt.status)
+        {
+            return Err(ApiError::path_not_found());
         }
         if rt.namespaced && target.name.is_some() && target.namespace.is_none() {
             return Err(ApiError::path_not_found());
@@ -267,7 +269,7 @@ impl Sim {
         })
     }
 
-    fn name<'a>(target: &'a Target) -> ApiResult<&'a str> {
+    fn name(target: &Target) -> ApiResult<&str> {
         target
             .name
             .as_deref()
@@ -276,7 +278,9 @@ impl Sim {
 
     /// GET one object.
     pub async fn get(&self, target: &Target) -> ApiResult<(Arc<ResourceType>, Arc<Stored>)> {
-        self.faults.before(Verb::Get, &target.group, &target.plural).await?;
+        self.faults
+            .before(Verb::Get, &target.group, &target.plural)
+            .await?;
         let state = self.read();
         let r = self.resolve(&state, target)?;
         let name = Self::name(target)?;
@@ -293,7 +297,9 @@ impl Sim {
         limit: Option<usize>,
         continue_token: Option<&str>,
     ) -> ApiResult<(Arc<ResourceType>, Page)> {
-        self.faults.before(Verb::List, &target.group, &target.plural).await?;
+        self.faults
+            .before(Verb::List, &target.group, &target.plural)
+            .await?;
         let state = self.read();
         let r = self.resolve(&state, target)?;
         filter.namespace = target.namespace.clone().filter(|_| r.rt.namespaced);
@@ -319,7 +325,9 @@ impl Sim {
         mut filter: Filter,
         resource_version: Option<&str>,
     ) -> ApiResult<WatchStart> {
-        self.faults.before(Verb::Watch, &target.group, &target.plural).await?;
+        self.faults
+            .before(Verb::Watch, &target.group, &target.plural)
+            .await?;
         if self.faults.take_forced_gone() {
             return Err(ApiError::gone("too old resource version (injected fault)"));
         }
@@ -382,7 +390,9 @@ impl Sim {
         body: Value,
         opts: &WriteOptions,
     ) -> ApiResult<(Arc<ResourceType>, Written)> {
-        self.faults.before(Verb::Create, &target.group, &target.plural).await?;
+        self.faults
+            .before(Verb::Create, &target.group, &target.plural)
+            .await?;
         let mut state = self.write();
         let r = self.resolve(&state, target)?;
         let cluster = r.cluster()?.to_string();
@@ -411,7 +421,9 @@ impl Sim {
         body: Value,
         opts: &WriteOptions,
     ) -> ApiResult<(Arc<ResourceType>, Written)> {
-        self.faults.before(Verb::Update, &target.group, &target.plural).await?;
+        self.faults
+            .before(Verb::Update, &target.group, &target.plural)
+            .await?;
         let mut state = self.write();
         let r = self.resolve(&state, target)?;
         let cluster = r.cluster()?.to_string();
@@ -437,7 +449,9 @@ impl Sim {
         body: &Value,
         opts: &WriteOptions,
     ) -> ApiResult<(Arc<ResourceType>, Written)> {
-        self.faults.before(Verb::Patch, &target.group, &target.plural).await?;
+        self.faults
+            .before(Verb::Patch, &target.group, &target.plural)
+            .await?;
         let mut state = self.write();
         let r = self.resolve(&state, target)?;
         let cluster = r.cluster()?.to_string();
@@ -462,7 +476,9 @@ impl Sim {
         target: &Target,
         req: &DeleteRequest,
     ) -> ApiResult<(Arc<ResourceType>, Arc<Stored>)> {
-        self.faults.before(Verb::Delete, &target.group, &target.plural).await?;
+        self.faults
+            .before(Verb::Delete, &target.group, &target.plural)
+            .await?;
         let mut state = self.write();
         let r = self.resolve(&state, target)?;
         let cluster = r.cluster()?.to_string();
@@ -484,12 +500,21 @@ impl Sim {
         mut filter: Filter,
         req: &DeleteRequest,
     ) -> ApiResult<(Arc<ResourceType>, Vec<Arc<Stored>>)> {
-        self.faults.before(Verb::Delete, &target.group, &target.plural).await?;
+        self.faults
+            .before(Verb::Delete, &target.group, &target.plural)
+            .await?;
         let mut state = self.write();
         let r = self.resolve(&state, target)?;
         let cluster = r.cluster()?.to_string();
         filter.namespace = target.namespace.clone().filter(|_| r.rt.namespaced);
-        let page = query::list(&state, &r.scope, &r.rt.group_resource(), &filter, None, None)?;
+        let page = query::list(
+            &state,
+            &r.scope,
+            &r.rt.group_resource(),
+            &filter,
+            None,
+            None,
+        )?;
         let mut deleted = Vec::new();
         for obj in page.items {
             let value = obj.value()?;

@@ -54,7 +54,14 @@ impl SimClient {
             .ok_or_else(|| Error::KindNotServed { gvk: gvk.clone() })
     }
 
-    fn target(&self, rt: &ResourceType, version: &str, namespace: Option<&str>, name: Option<&str>, status: bool) -> Target {
+    fn target(
+        &self,
+        rt: &ResourceType,
+        version: &str,
+        namespace: Option<&str>,
+        name: Option<&str>,
+        status: bool,
+    ) -> Target {
         Target {
             endpoint: self.endpoint.clone(),
             group: rt.group.clone(),
@@ -75,7 +82,13 @@ impl SimClient {
                 reason: format!("{} is namespaced: a namespace is required", rt.kind),
             });
         }
-        let t = self.target(&rt, &r.gvk.version, r.namespace.as_deref(), Some(&r.name), status);
+        let t = self.target(
+            &rt,
+            &r.gvk.version,
+            r.namespace.as_deref(),
+            Some(&r.name),
+            status,
+        );
         Ok((rt, t))
     }
 }
@@ -101,9 +114,9 @@ fn api_error(verb: &'static str, object: String, e: ApiError) -> Error {
 /// A write's error: a missing namespace is [`Error::NamespaceNotFound`], as `KubeObjectClient` says.
 fn write_error(verb: &'static str, r: &ObjectRef, e: ApiError) -> Error {
     let missing_namespace = e.code == 404
-        && e.kind.as_deref() == Some("namespaces")
+        && e.details_kind() == Some("namespaces")
         && r.namespace.is_some()
-        && e.name.as_deref() == r.namespace.as_deref();
+        && e.details_name() == r.namespace.as_deref();
     if missing_namespace {
         Error::NamespaceNotFound {
             object: r.to_string(),
@@ -251,7 +264,11 @@ impl ObjectClient for SimClient {
         decode(&rt, &r.gvk.version, &written.object, &r.to_string())
     }
 
-    async fn replace(&self, obj: &DynamicObject, subresource: Subresource) -> Result<DynamicObject> {
+    async fn replace(
+        &self,
+        obj: &DynamicObject,
+        subresource: Subresource,
+    ) -> Result<DynamicObject> {
         let r = ObjectRef::from_object(obj)?;
         let status = subresource == Subresource::Status;
         let (rt, t) = self.target_of(&r, status)?;
@@ -275,7 +292,11 @@ impl ObjectClient for SimClient {
         let status = subresource == Subresource::Status;
         let (rt, t) = self.target_of(target, status)?;
         let (kind, body, verb) = match patch {
-            ObjectPatch::Merge(v) => (PatchKind::Merge, v.clone(), if status { "patch status" } else { "patch" }),
+            ObjectPatch::Merge(v) => (
+                PatchKind::Merge,
+                v.clone(),
+                if status { "patch status" } else { "patch" },
+            ),
             ObjectPatch::Json(p) => (
                 PatchKind::Json,
                 serde_json::to_value(p).map_err(|source| Error::Serialization {
@@ -284,7 +305,11 @@ impl ObjectClient for SimClient {
                 })?,
                 if status { "patch status" } else { "patch" },
             ),
-            ObjectPatch::Apply(v) => (PatchKind::Apply, v.clone(), if status { "apply status" } else { "apply" }),
+            ObjectPatch::Apply(v) => (
+                PatchKind::Apply,
+                v.clone(),
+                if status { "apply status" } else { "apply" },
+            ),
         };
         let opts = write_options(options.field_manager.as_deref(), options.force);
         let (_, written) = self
@@ -292,7 +317,12 @@ impl ObjectClient for SimClient {
             .patch(&t, kind, &body, &opts)
             .await
             .map_err(|e| write_error(verb, target, e))?;
-        decode(&rt, &target.gvk.version, &written.object, &target.to_string())
+        decode(
+            &rt,
+            &target.gvk.version,
+            &written.object,
+            &target.to_string(),
+        )
     }
 
     async fn delete(&self, target: &ObjectRef, options: &DeleteOptions) -> Result<DeleteOutcome> {

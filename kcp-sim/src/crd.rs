@@ -20,7 +20,13 @@ pub fn establish(state: &State, cluster: &str, crd: &mut Value) -> ApiResult<()>
         .unwrap_or_default()
         .to_string();
     let t = type_of_crd(crd).map_err(|(field, why)| {
-        ApiError::invalid("apiextensions.k8s.io", "CustomResourceDefinition", &name, &field, &why)
+        ApiError::invalid(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            &name,
+            &field,
+            &why,
+        )
     })?;
     // A CRD may not take over a builtin resource (a CRD's own resource is keyed by its name).
     let cluster_data = state.clusters.get(cluster);
@@ -39,7 +45,10 @@ pub fn establish(state: &State, cluster: &str, crd: &mut Value) -> ApiResult<()>
             "CustomResourceDefinition",
             &name,
             "spec.names.plural",
-            &format!("Invalid value: \"{}\": is already served by the server", t.plural),
+            &format!(
+                "Invalid value: \"{}\": is already served by the server",
+                t.plural
+            ),
         ));
     }
     let time = now();
@@ -60,7 +69,11 @@ pub fn establish(state: &State, cluster: &str, crd: &mut Value) -> ApiResult<()>
     let mut stored_versions: Vec<String> = crd
         .pointer("/status/storedVersions")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default();
     if !stored_versions.contains(&storage) {
         stored_versions.push(storage);

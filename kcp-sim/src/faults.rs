@@ -183,7 +183,12 @@ impl Faults {
     }
 
     /// Applies latency and error rules to one request.
-    pub(crate) async fn before(&self, verb: Verb, group: &str, resource: &str) -> Result<(), ApiError> {
+    pub(crate) async fn before(
+        &self,
+        verb: Verb,
+        group: &str,
+        resource: &str,
+    ) -> Result<(), ApiError> {
         let (delay, failure) = self.with_config(|c| {
             let mut delay = c.latency;
             if !c.jitter.is_zero() {
@@ -203,15 +208,19 @@ impl Faults {
         match failure {
             None => Ok(()),
             Some(code) => {
-                let mut err = ApiError::new(
+                let err = ApiError::new(
                     code,
                     ApiError::reason_for_code(code),
-                    format!("injected fault: {} {resource} answered {code}", verb.as_str()),
+                    format!(
+                        "injected fault: {} {resource} answered {code}",
+                        verb.as_str()
+                    ),
                 );
                 if code == 429 || code == 503 {
-                    err.retry_after_seconds = Some(1);
+                    Err(err.retry_after(1))
+                } else {
+                    Err(err)
                 }
-                Err(err)
             }
         }
     }
@@ -236,9 +245,12 @@ mod tests {
     async fn a_certain_error_rule_fails_every_matching_request() {
         let faults = Faults::new(FaultConfig::default());
         faults.add_error(ErrorRule::new(429, 1.0));
-        let err = faults.before(Verb::Get, "", "configmaps").await.unwrap_err();
+        let err = faults
+            .before(Verb::Get, "", "configmaps")
+            .await
+            .unwrap_err();
         assert_eq!((err.code, err.reason), (429, "TooManyRequests"));
-        assert_eq!(err.retry_after_seconds, Some(1));
+        assert_eq!(err.retry_after_seconds(), Some(1));
     }
 
     #[test]

@@ -69,10 +69,10 @@ fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
 pub fn error_response(err: &ApiError) -> Response<Body> {
     let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut resp = json_response(status, &err.to_status());
-    if let Some(secs) = err.retry_after_seconds {
-        if let Ok(v) = HeaderValue::from_str(&secs.to_string()) {
-            resp.headers_mut().insert(header::RETRY_AFTER, v);
-        }
+    if let Some(secs) = err.retry_after_seconds()
+        && let Ok(v) = HeaderValue::from_str(&secs.to_string())
+    {
+        resp.headers_mut().insert(header::RETRY_AFTER, v);
     }
     resp
 }
@@ -104,7 +104,11 @@ impl Query {
 fn decode_segments(path: &str) -> Vec<String> {
     path.split('/')
         .filter(|s| !s.is_empty())
-        .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .map(|s| {
+            percent_encoding::percent_decode_str(s)
+                .decode_utf8_lossy()
+                .into_owned()
+        })
         .collect()
 }
 
@@ -112,28 +116,30 @@ fn decode_segments(path: &str) -> Vec<String> {
 fn endpoint_of(flavor: Flavor, segments: &[String]) -> (Endpoint, usize) {
     let seg = |i: usize| segments.get(i).map(String::as_str);
     if flavor == Flavor::Kcp {
-        if seg(0) == Some("clusters") {
-            if let Some(c) = seg(1) {
-                let endpoint = if c == "*" {
-                    Endpoint::Wildcard
-                } else {
-                    Endpoint::Cluster(c.to_string())
-                };
-                return (endpoint, 2);
-            }
+        if seg(0) == Some("clusters")
+            && let Some(c) = seg(1)
+        {
+            let endpoint = if c == "*" {
+                Endpoint::Wildcard
+            } else {
+                Endpoint::Cluster(c.to_string())
+            };
+            return (endpoint, 2);
         }
-        if seg(0) == Some("services") && seg(1) == Some("initializingworkspaces") && seg(3) == Some("clusters") {
-            if let (Some(init), Some(c)) = (seg(2), seg(4)) {
-                let cluster = (c != "*").then(|| c.to_string());
-                return (
-                    Endpoint::Initializing {
-                        initializer: init.to_string(),
-                        cluster,
-                        shard: None,
-                    },
-                    5,
-                );
-            }
+        if seg(0) == Some("services")
+            && seg(1) == Some("initializingworkspaces")
+            && seg(3) == Some("clusters")
+            && let (Some(init), Some(c)) = (seg(2), seg(4))
+        {
+            let cluster = (c != "*").then(|| c.to_string());
+            return (
+                Endpoint::Initializing {
+                    initializer: init.to_string(),
+                    cluster,
+                    shard: None,
+                },
+                5,
+            );
         }
         // kcp serves the root workspace without a prefix.
         return (Endpoint::Cluster(crate::kcp::ROOT.to_string()), 0);
@@ -163,10 +169,10 @@ async fn route(
     };
     let rest: Vec<&str> = segments[skip..].iter().map(String::as_str).collect();
     let query = Query::parse(req.uri().query());
-    if req.method() == Method::GET {
-        if let Some(resp) = non_resource(sim, &endpoint, &rest, &req)? {
-            return Ok(resp);
-        }
+    if req.method() == Method::GET
+        && let Some(resp) = non_resource(sim, &endpoint, &rest, &req)?
+    {
+        return Ok(resp);
     }
     let (group, version, tail) = match rest.as_slice() {
         ["api", "v1", tail @ ..] if !tail.is_empty() => ("", "v1", tail),
@@ -174,8 +180,17 @@ async fn route(
         _ => return Err(ApiError::path_not_found()),
     };
     let (namespace, plural, name, subresource) = match tail {
-        ["namespaces", ns, plural, more @ ..] if !(group.is_empty() && more.is_empty() && matches!(*plural, "status" | "finalize")) => {
-            (Some(ns.to_string()), *plural, more.first().copied(), more.get(1).copied())
+        ["namespaces", ns, plural, more @ ..]
+            if !(group.is_empty()
+                && more.is_empty()
+                && matches!(*plural, "status" | "finalize")) =>
+        {
+            (
+                Some(ns.to_string()),
+                *plural,
+                more.first().copied(),
+                more.get(1).copied(),
+            )
         }
         [plural, more @ ..] => (None, *plural, more.first().copied(), more.get(1).copied()),
         [] => return Err(ApiError::path_not_found()),
@@ -230,12 +245,22 @@ async fn route(
         (Method::POST, false) => {
             let obj = decode_body(&body, &content_type)?;
             let (rt, written) = sim.create(&target, obj, &opts).await?;
-            Ok(object_response(StatusCode::CREATED, &rt, &target.version, &written.object))
+            Ok(object_response(
+                StatusCode::CREATED,
+                &rt,
+                &target.version,
+                &written.object,
+            ))
         }
         (Method::PUT, true) => {
             let obj = decode_body(&body, &content_type)?;
             let (rt, written) = sim.update(&target, obj, &opts).await?;
-            Ok(object_response(StatusCode::OK, &rt, &target.version, &written.object))
+            Ok(object_response(
+                StatusCode::OK,
+                &rt,
+                &target.version,
+                &written.object,
+            ))
         }
         (Method::PATCH, true) => {
             let kind = PatchKind::from_content_type(&content_type)
@@ -254,7 +279,12 @@ async fn route(
             } else {
                 StatusCode::OK
             };
-            Ok(object_response(status, &rt, &target.version, &written.object))
+            Ok(object_response(
+                status,
+                &rt,
+                &target.version,
+                &written.object,
+            ))
         }
         (Method::DELETE, true) => {
             let req = delete_request(&body, &query)?;
@@ -265,8 +295,18 @@ async fn route(
             let req = delete_request(&body, &query)?;
             let filter = filter_of(&query)?;
             let (rt, deleted) = sim.delete_collection(&target, filter, &req).await?;
-            let items: Vec<Bytes> = deleted.iter().map(|o| render(&rt, &target.version, o)).collect();
-            Ok(list_body(&rt, &target.version, sim.read().rv, None, None, &items))
+            let items: Vec<Bytes> = deleted
+                .iter()
+                .map(|o| render(&rt, &target.version, o))
+                .collect();
+            Ok(list_body(
+                &rt,
+                &target.version,
+                sim.read().rv,
+                None,
+                None,
+                &items,
+            ))
         }
         (m, _) => Err(ApiError::method_not_allowed(format!(
             "the server does not allow this method on the requested resource: {m}"
@@ -276,7 +316,10 @@ async fn route(
 
 /// Whether a type is compiled into the real server (strategic merge patch works for those only).
 fn builtin_group(rt: &ResourceType) -> bool {
-    rt.group.is_empty() || rt.group.ends_with(".k8s.io") || rt.group == "apps" || rt.group.ends_with(".kcp.io")
+    rt.group.is_empty()
+        || rt.group.ends_with(".k8s.io")
+        || rt.group == "apps"
+        || rt.group.ends_with(".kcp.io")
 }
 
 /// Discovery, version, health and OpenAPI documents.
@@ -303,9 +346,15 @@ fn non_resource(
                 .and_then(|v| v.to_str().ok())
                 .is_some_and(|a| a.contains("protobuf"));
             if wants_proto {
-                Ok(Some(full(StatusCode::OK, "application/octet-stream", Bytes::new())))
+                Ok(Some(full(
+                    StatusCode::OK,
+                    "application/octet-stream",
+                    Bytes::new(),
+                )))
             } else {
-                ok(json!({"swagger": "2.0", "info": {"title": "kcp-sim", "version": "v1.33.3"}, "paths": {}, "definitions": {}}))
+                ok(
+                    json!({"swagger": "2.0", "info": {"title": "kcp-sim", "version": "v1.33.3"}, "paths": {}, "definitions": {}}),
+                )
             }
         }
         ["api"] => ok(sim.registry(endpoint)?.api_versions()),
@@ -318,7 +367,8 @@ fn non_resource(
             Some(doc) => ok(doc),
             None => Err(ApiError::path_not_found()),
         },
-        ["apis", group, version] => match sim.registry(endpoint)?.api_resource_list(group, version) {
+        ["apis", group, version] => match sim.registry(endpoint)?.api_resource_list(group, version)
+        {
             Some(doc) => ok(doc),
             None => Err(ApiError::path_not_found()),
         },
@@ -340,8 +390,9 @@ fn decode_body(body: &[u8], content_type: &str) -> ApiResult<Value> {
             let text = std::str::from_utf8(body)
                 .map_err(|_| ApiError::bad_request("the request body is not UTF-8"))?;
             if yaml_ok {
-                serde_saphyr::from_str::<Value>(text)
-                    .map_err(|e| ApiError::bad_request(format!("the request body is not valid YAML: {e}")))
+                serde_saphyr::from_str::<Value>(text).map_err(|e| {
+                    ApiError::bad_request(format!("the request body is not valid YAML: {e}"))
+                })
             } else {
                 Err(ApiError::bad_request(format!(
                     "the request body is not valid JSON: {json_err}"
@@ -401,7 +452,12 @@ fn filter_of(query: &Query) -> ApiResult<Filter> {
     })
 }
 
-fn object_response(status: StatusCode, rt: &ResourceType, version: &str, obj: &Stored) -> Response<Body> {
+fn object_response(
+    status: StatusCode,
+    rt: &ResourceType,
+    version: &str,
+    obj: &Stored,
+) -> Response<Body> {
     full(status, "application/json", render(rt, version, obj))
 }
 
@@ -451,9 +507,18 @@ async fn list(sim: &Sim, target: &Target, query: &Query) -> ApiResult<Response<B
         })
         .transpose()?;
     let (rt, page) = sim
-        .list(target, filter, limit, query.get("continue").filter(|c| !c.is_empty()))
+        .list(
+            target,
+            filter,
+            limit,
+            query.get("continue").filter(|c| !c.is_empty()),
+        )
         .await?;
-    let items: Vec<Bytes> = page.items.iter().map(|o| render(&rt, &target.version, o)).collect();
+    let items: Vec<Bytes> = page
+        .items
+        .iter()
+        .map(|o| render(&rt, &target.version, o))
+        .collect();
     Ok(list_body(
         &rt,
         &target.version,
@@ -566,7 +631,9 @@ async fn watch(
     let filter = filter_of(query)?;
     let mut drops = sim.faults.watch_drops();
     drops.mark_unchanged();
-    let start = sim.watch(target, filter, query.get("resourceVersion")).await?;
+    let start = sim
+        .watch(target, filter, query.get("resourceVersion"))
+        .await?;
     let timeout = query
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
@@ -629,7 +696,9 @@ mod tests {
     fn initializing_views_carry_their_initializer() {
         let (e, skip) = endpoint_of(
             Flavor::Kcp,
-            &segs("/services/initializingworkspaces/root:t/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters"),
+            &segs(
+                "/services/initializingworkspaces/root:t/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters",
+            ),
         );
         assert_eq!(skip, 5);
         assert_eq!(
@@ -644,7 +713,10 @@ mod tests {
 
     #[test]
     fn percent_encoded_segments_are_decoded() {
-        assert_eq!(segs("/clusters/root%3Aorg/api"), ["clusters", "root:org", "api"]);
+        assert_eq!(
+            segs("/clusters/root%3Aorg/api"),
+            ["clusters", "root:org", "api"]
+        );
     }
 
     #[test]

@@ -44,9 +44,7 @@ pub fn stamp_cluster(state: &State, cluster: &str, obj: &mut Value) -> ApiResult
         .get_mut("metadata")
         .and_then(Value::as_object_mut)
         .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
-    let annotations = meta
-        .entry("annotations")
-        .or_insert_with(|| json!({}));
+    let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
     if !annotations.is_object() {
         *annotations = json!({});
     }
@@ -84,17 +82,23 @@ pub fn schedule_workspace(state: &State, cluster: &str, ws: &mut Value) -> ApiRe
     let type_ref = ws
         .pointer("/spec/type")
         .cloned()
-        .filter(|t| t.get("name").and_then(Value::as_str).is_some_and(|n| !n.is_empty()))
+        .filter(|t| {
+            t.get("name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty())
+        })
         .unwrap_or_else(|| json!({"name": "universal", "path": ROOT}));
     let type_name = type_ref["name"].as_str().unwrap_or_default().to_string();
-    let type_path = type_ref.get("path").and_then(Value::as_str).map(String::from);
+    let type_path = type_ref
+        .get("path")
+        .and_then(Value::as_str)
+        .map(String::from);
     let type_cluster = match type_path.as_deref() {
         Some(p) => state.resolve_cluster(p).map(String::from),
         None => Some(cluster.to_string()),
     };
-    let invalid = |why: String| {
-        ApiError::invalid("tenancy.kcp.io", "Workspace", &name, "spec.type", &why)
-    };
+    let invalid =
+        |why: String| ApiError::invalid("tenancy.kcp.io", "Workspace", &name, "spec.type", &why);
     let Some(type_cluster) = type_cluster else {
         return Err(invalid(format!(
             "Invalid value: workspace {:?} of the type does not exist",
@@ -102,12 +106,25 @@ pub fn schedule_workspace(state: &State, cluster: &str, ws: &mut Value) -> ApiRe
         )));
     };
     let mut initializers = Vec::new();
-    collect_initializers(state, &type_cluster, &type_name, &mut initializers, &mut BTreeSet::new())
-        .map_err(invalid)?;
+    collect_initializers(
+        state,
+        &type_cluster,
+        &type_name,
+        &mut initializers,
+        &mut BTreeSet::new(),
+    )
+    .map_err(invalid)?;
     let lc = random_cluster_name();
     let path = format!("{parent_path}:{name}");
-    let url = format!("{}/clusters/{path}", state.shard_urls.first().map(String::as_str).unwrap_or(""));
-    let phase = if initializers.is_empty() { "Ready" } else { "Initializing" };
+    let url = format!(
+        "{}/clusters/{path}",
+        state.shard_urls.first().map(String::as_str).unwrap_or("")
+    );
+    let phase = if initializers.is_empty() {
+        "Ready"
+    } else {
+        "Initializing"
+    };
     let resolved_path = state
         .clusters
         .get(&type_cluster)
@@ -189,10 +206,9 @@ pub fn publish_virtual_workspaces(state: &State, cluster: &str, wt: &mut Value) 
             urls.push(json!({"url": format!("{shard}/services/terminatingworkspaces/{init}")}));
         }
     }
-    let conditions = wt
-        .pointer("/status/conditions")
-        .cloned()
-        .unwrap_or_else(|| json!([{"type": "Ready", "status": "True", "lastTransitionTime": now()}]));
+    let conditions = wt.pointer("/status/conditions").cloned().unwrap_or_else(
+        || json!([{"type": "Ready", "status": "True", "lastTransitionTime": now()}]),
+    );
     wt["status"] = json!({"virtualWorkspaces": urls, "conditions": conditions});
 }
 
@@ -201,12 +217,25 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
     let Some(lc) = ws.pointer("/spec/cluster").and_then(Value::as_str) else {
         return Ok(());
     };
-    let name = ws.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default();
-    let parent_path = state.clusters.get(parent).map(|c| c.path.clone()).unwrap_or_default();
+    let name = ws
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let parent_path = state
+        .clusters
+        .get(parent)
+        .map(|c| c.path.clone())
+        .unwrap_or_default();
     let path = format!("{parent_path}:{name}");
     state.add_cluster(lc, &path);
-    let initializers = ws.pointer("/status/initializers").cloned().unwrap_or_else(|| json!([]));
-    let phase = ws.pointer("/status/phase").cloned().unwrap_or_else(|| json!("Ready"));
+    let initializers = ws
+        .pointer("/status/initializers")
+        .cloned()
+        .unwrap_or_else(|| json!([]));
+    let phase = ws
+        .pointer("/status/phase")
+        .cloned()
+        .unwrap_or_else(|| json!("Ready"));
     let url = ws.pointer("/spec/URL").cloned().unwrap_or(Value::Null);
     let rv = state.next_rv();
     let obj = json!({
@@ -245,14 +274,23 @@ pub fn logical_cluster_changed(state: &mut State, cluster: &str, lc: &Value) -> 
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
-    let phase = lc.pointer("/status/phase").and_then(Value::as_str).unwrap_or_default();
+    let phase = lc
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if initializers.is_empty() && phase == "Initializing" {
         let mut ready = lc.clone();
         ready["status"]["phase"] = json!("Ready");
         let rv = state.next_rv();
         ready["metadata"]["resourceVersion"] = json!(rv.to_string());
         let stored = Stored::encode(&ready, rv)?;
-        state.put(cluster, &logical_clusters(), "", LOGICAL_CLUSTER_NAME, stored)?;
+        state.put(
+            cluster,
+            &logical_clusters(),
+            "",
+            LOGICAL_CLUSTER_NAME,
+            stored,
+        )?;
         return mirror_on_workspace(state, &ready);
     }
     mirror_on_workspace(state, lc)
@@ -275,7 +313,10 @@ fn mirror_on_workspace(state: &mut State, lc: &Value) -> ApiResult<()> {
     };
     let mut ws = ws.value()?;
     let phase = lc.pointer("/status/phase").cloned().unwrap_or(Value::Null);
-    let initializers = lc.pointer("/status/initializers").cloned().unwrap_or_else(|| json!([]));
+    let initializers = lc
+        .pointer("/status/initializers")
+        .cloned()
+        .unwrap_or_else(|| json!([]));
     if ws.pointer("/status/phase") == Some(&phase)
         && ws.pointer("/status/initializers") == Some(&initializers)
     {
@@ -294,7 +335,11 @@ fn mirror_on_workspace(state: &mut State, lc: &Value) -> ApiResult<()> {
 fn initializers_of(lc: &Value) -> Vec<String> {
     lc.pointer("/status/initializers")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|i| i.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|i| i.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -424,7 +469,13 @@ pub fn bootstrap(state: &mut State) -> ApiResult<()> {
         "spec": {},
         "status": {"phase": "Ready", "URL": url},
     });
-    state.put(ROOT, &logical_clusters(), "", LOGICAL_CLUSTER_NAME, Stored::encode(&root_lc, rv)?)?;
+    state.put(
+        ROOT,
+        &logical_clusters(),
+        "",
+        LOGICAL_CLUSTER_NAME,
+        Stored::encode(&root_lc, rv)?,
+    )?;
     for name in BUILTIN_WORKSPACE_TYPES {
         let rv = state.next_rv();
         let mut wt = json!({

@@ -71,20 +71,20 @@ impl Filter {
     }
 
     fn matches_value(&self, value: &Value) -> bool {
-        if let Some(labels) = &self.labels {
-            if !labels.matches_object(value) {
-                return false;
-            }
+        if let Some(labels) = &self.labels
+            && !labels.matches_object(value)
+        {
+            return false;
         }
-        if let Some(fields) = &self.fields {
-            if !fields.matches_object(value) {
-                return false;
-            }
+        if let Some(fields) = &self.fields
+            && !fields.matches_object(value)
+        {
+            return false;
         }
-        if let Some(init) = &self.initializer {
-            if !kcp::carries_initializer(value, init) {
-                return false;
-            }
+        if let Some(init) = &self.initializer
+            && !kcp::carries_initializer(value, init)
+        {
+            return false;
         }
         true
     }
@@ -141,10 +141,10 @@ pub fn list(
         if !scope.includes_cluster(cluster_name, cluster.shard) {
             continue;
         }
-        if let Some((_, c, _)) = &start {
-            if cluster_name < c {
-                continue;
-            }
+        if let Some((_, c, _)) = &start
+            && cluster_name < c
+        {
+            continue;
         }
         let Some(objects) = cluster.objects.get(gr) else {
             continue;
@@ -155,10 +155,10 @@ pub fn list(
             _ => std::ops::Bound::Unbounded,
         };
         for (key, obj) in objects.range((lower, std::ops::Bound::Unbounded)) {
-            if let Some(p) = &prefix {
-                if !key.starts_with(p.as_str()) {
-                    break;
-                }
+            if let Some(p) = &prefix
+                && !key.starts_with(p.as_str())
+            {
+                break;
             }
             if !filter.matches(obj) {
                 continue;
@@ -200,13 +200,15 @@ impl WatchFilter {
     /// What a watcher sees of a change: an event type and object, or nothing. An object that
     /// starts matching is ADDED and one that stops matching is DELETED, as with the real server.
     pub fn view(&self, change: &Change) -> Option<(ChangeKind, Arc<Stored>)> {
-        if change.resource != self.resource || !self.scope.includes_cluster(&change.cluster, change.shard) {
+        if change.resource != self.resource
+            || !self.scope.includes_cluster(&change.cluster, change.shard)
+        {
             return None;
         }
-        if let Some(ns) = &self.filter.namespace {
-            if &*change.namespace != ns.as_str() {
-                return None;
-            }
+        if let Some(ns) = &self.filter.namespace
+            && &*change.namespace != ns.as_str()
+        {
+            return None;
         }
         let now = self.filter.matches(&change.object);
         if !self.filter.needs_body() {
@@ -251,7 +253,12 @@ mod tests {
     fn names(page: &Page) -> Vec<String> {
         page.items
             .iter()
-            .map(|o| o.value().unwrap()["metadata"]["name"].as_str().unwrap().to_string())
+            .map(|o| {
+                o.value().unwrap()["metadata"]["name"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
             .collect()
     }
 
@@ -266,7 +273,15 @@ mod tests {
         let token = first.continue_token.unwrap();
         let second = list(&s, &scope, &gr, &Filter::default(), Some(2), Some(&token)).unwrap();
         assert_eq!(names(&second), ["b1", "b2"]);
-        let third = list(&s, &scope, &gr, &Filter::default(), Some(2), second.continue_token.as_deref()).unwrap();
+        let third = list(
+            &s,
+            &scope,
+            &gr,
+            &Filter::default(),
+            Some(2),
+            second.continue_token.as_deref(),
+        )
+        .unwrap();
         assert_eq!(names(&third), ["b3"]);
         assert!(third.continue_token.is_none());
     }
@@ -287,7 +302,15 @@ mod tests {
     fn a_garbled_continue_token_is_a_bad_request() {
         let s = state_with(&["a1"]);
         let gr = GroupResource::new("", "configmaps");
-        let err = list(&s, &ClusterScope::All, &gr, &Filter::default(), None, Some("zz")).unwrap_err();
+        let err = list(
+            &s,
+            &ClusterScope::All,
+            &gr,
+            &Filter::default(),
+            None,
+            Some("zz"),
+        )
+        .unwrap_err();
         assert_eq!(err.code, 400);
     }
 }

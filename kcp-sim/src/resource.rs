@@ -118,29 +118,173 @@ fn builtin(
 /// The builtin kinds of a cluster of this flavor.
 pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
     let mut types = vec![
-        builtin("", "v1", "Namespace", "namespaces", false, true, &["ns"], &[]),
-        builtin("", "v1", "ConfigMap", "configmaps", true, false, &["cm"], &[]),
+        builtin(
+            "",
+            "v1",
+            "Namespace",
+            "namespaces",
+            false,
+            true,
+            &["ns"],
+            &[],
+        ),
+        builtin(
+            "",
+            "v1",
+            "ConfigMap",
+            "configmaps",
+            true,
+            false,
+            &["cm"],
+            &[],
+        ),
         builtin("", "v1", "Secret", "secrets", true, false, &[], &[]),
-        builtin("", "v1", "ServiceAccount", "serviceaccounts", true, false, &["sa"], &[]),
-        builtin("", "v1", "Service", "services", true, true, &["svc"], &["all"]),
+        builtin(
+            "",
+            "v1",
+            "ServiceAccount",
+            "serviceaccounts",
+            true,
+            false,
+            &["sa"],
+            &[],
+        ),
+        builtin(
+            "",
+            "v1",
+            "Service",
+            "services",
+            true,
+            true,
+            &["svc"],
+            &["all"],
+        ),
         builtin("", "v1", "Event", "events", true, false, &["ev"], &[]),
-        builtin("events.k8s.io", "v1", "Event", "events", true, false, &["ev"], &[]),
-        builtin("coordination.k8s.io", "v1", "Lease", "leases", true, false, &[], &[]),
-        builtin("apps", "v1", "Deployment", "deployments", true, true, &["deploy"], &["all"]),
-        builtin("rbac.authorization.k8s.io", "v1", "Role", "roles", true, false, &[], &[]),
-        builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings", true, false, &[], &[]),
-        builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false, false, &[], &[]),
-        builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false, false, &[], &[]),
-        builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions", false, true, &["crd", "crds"], &["api-extensions"]),
+        builtin(
+            "events.k8s.io",
+            "v1",
+            "Event",
+            "events",
+            true,
+            false,
+            &["ev"],
+            &[],
+        ),
+        builtin(
+            "coordination.k8s.io",
+            "v1",
+            "Lease",
+            "leases",
+            true,
+            false,
+            &[],
+            &[],
+        ),
+        builtin(
+            "apps",
+            "v1",
+            "Deployment",
+            "deployments",
+            true,
+            true,
+            &["deploy"],
+            &["all"],
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "Role",
+            "roles",
+            true,
+            false,
+            &[],
+            &[],
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+            "rolebindings",
+            true,
+            false,
+            &[],
+            &[],
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRole",
+            "clusterroles",
+            false,
+            false,
+            &[],
+            &[],
+        ),
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "ClusterRoleBinding",
+            "clusterrolebindings",
+            false,
+            false,
+            &[],
+            &[],
+        ),
+        builtin(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            false,
+            true,
+            &["crd", "crds"],
+            &["api-extensions"],
+        ),
     ];
     match flavor {
         Flavor::Kubernetes => {
-            types.push(builtin("", "v1", "Node", "nodes", false, true, &["no"], &[]));
+            types.push(builtin(
+                "",
+                "v1",
+                "Node",
+                "nodes",
+                false,
+                true,
+                &["no"],
+                &[],
+            ));
         }
         Flavor::Kcp => {
-            types.push(builtin("tenancy.kcp.io", "v1alpha1", "Workspace", "workspaces", false, true, &["ws"], &["kcp"]));
-            types.push(builtin("tenancy.kcp.io", "v1alpha1", "WorkspaceType", "workspacetypes", false, true, &[], &["kcp"]));
-            types.push(builtin("core.kcp.io", "v1alpha1", "LogicalCluster", "logicalclusters", false, true, &[], &["kcp"]));
+            types.push(builtin(
+                "tenancy.kcp.io",
+                "v1alpha1",
+                "Workspace",
+                "workspaces",
+                false,
+                true,
+                &["ws"],
+                &["kcp"],
+            ));
+            types.push(builtin(
+                "tenancy.kcp.io",
+                "v1alpha1",
+                "WorkspaceType",
+                "workspacetypes",
+                false,
+                true,
+                &[],
+                &["kcp"],
+            ));
+            types.push(builtin(
+                "core.kcp.io",
+                "v1alpha1",
+                "LogicalCluster",
+                "logicalclusters",
+                false,
+                true,
+                &[],
+                &["kcp"],
+            ));
         }
     }
     types
@@ -172,7 +316,9 @@ pub fn type_of_crd(crd: &Value) -> Result<ResourceType, (String, String)> {
         other => {
             return Err((
                 "spec.scope".to_string(),
-                format!("Unsupported value: \"{other}\": supported values: \"Cluster\", \"Namespaced\""),
+                format!(
+                    "Unsupported value: \"{other}\": supported values: \"Cluster\", \"Namespaced\""
+                ),
             ));
         }
     };
@@ -194,10 +340,12 @@ pub fn type_of_crd(crd: &Value) -> Result<ResourceType, (String, String)> {
     let mut served = Vec::new();
     let mut status = false;
     for (i, v) in versions.iter().enumerate() {
-        let vname = v
-            .get("name")
-            .and_then(Value::as_str)
-            .ok_or_else(|| (format!("spec.versions[{i}].name"), "Required value".to_string()))?;
+        let vname = v.get("name").and_then(Value::as_str).ok_or_else(|| {
+            (
+                format!("spec.versions[{i}].name"),
+                "Required value".to_string(),
+            )
+        })?;
         if v.get("served").and_then(Value::as_bool) != Some(true) {
             continue;
         }
@@ -220,7 +368,11 @@ pub fn type_of_crd(crd: &Value) -> Result<ResourceType, (String, String)> {
     let strings = |key: &str| -> Vec<String> {
         spec.pointer(&format!("/names/{key}"))
             .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default()
     };
     Ok(ResourceType {
@@ -263,7 +415,12 @@ impl Registry {
     }
 
     /// The type served under `group`/`version` with this plural.
-    pub fn by_plural(&self, group: &str, version: &str, plural: &str) -> Option<&Arc<ResourceType>> {
+    pub fn by_plural(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<&Arc<ResourceType>> {
         self.by_resource
             .get(&GroupResource::new(group, plural))
             .filter(|t| t.serves(version))
@@ -433,7 +590,15 @@ mod tests {
 
     #[test]
     fn kcp_clusters_serve_the_tenancy_group_and_plain_clusters_do_not() {
-        assert!(Registry::with_builtins(Flavor::Kcp).api_group("tenancy.kcp.io").is_some());
-        assert!(Registry::with_builtins(Flavor::Kubernetes).api_group("tenancy.kcp.io").is_none());
+        assert!(
+            Registry::with_builtins(Flavor::Kcp)
+                .api_group("tenancy.kcp.io")
+                .is_some()
+        );
+        assert!(
+            Registry::with_builtins(Flavor::Kubernetes)
+                .api_group("tenancy.kcp.io")
+                .is_none()
+        );
     }
 }

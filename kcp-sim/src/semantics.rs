@@ -278,7 +278,11 @@ fn check_type(rt: &ResourceType, version: &str, obj: &mut Value) -> ApiResult<()
 }
 
 /// The namespace an object is written to: the URL's, which the body may repeat but not contradict.
-fn check_namespace(rt: &ResourceType, url_namespace: Option<&str>, obj: &mut Value) -> ApiResult<String> {
+fn check_namespace(
+    rt: &ResourceType,
+    url_namespace: Option<&str>,
+    obj: &mut Value,
+) -> ApiResult<String> {
     let body_ns = meta_str(obj, "namespace").map(String::from);
     let meta = meta_mut(obj)?;
     if !rt.namespaced {
@@ -307,10 +311,7 @@ fn check_namespace(rt: &ResourceType, url_namespace: Option<&str>, obj: &mut Val
 /// Checks that a namespace exists and accepts new objects.
 fn namespace_accepts_objects(state: &State, cluster: &str, ns: &str) -> ApiResult<()> {
     let gr = GroupResource::new("", "namespaces");
-    let found = state
-        .clusters
-        .get(cluster)
-        .and_then(|c| c.get(&gr, "", ns));
+    let found = state.clusters.get(cluster).and_then(|c| c.get(&gr, "", ns));
     let Some(found) = found else {
         return Err(ApiError::not_found("", "namespaces", ns));
     };
@@ -376,10 +377,10 @@ pub fn create(
     let ns = check_namespace(rt, url_namespace, &mut obj)?;
     let generate = meta_str(&obj, "generateName").map(String::from);
     let mut name = meta_str(&obj, "name").unwrap_or_default().to_string();
-    if name.is_empty() {
-        if let Some(prefix) = generate.as_deref().filter(|p| !p.is_empty()) {
-            name = format!("{prefix}{}", generated_suffix());
-        }
+    if name.is_empty()
+        && let Some(prefix) = generate.as_deref().filter(|p| !p.is_empty())
+    {
+        name = format!("{prefix}{}", generated_suffix());
     }
     if let Err(why) = validate_name(&name) {
         let field = if generate.is_some() {
@@ -418,10 +419,10 @@ pub fn create(
             meta.remove("generation");
         }
     }
-    if rt.status {
-        if let Some(root) = obj.as_object_mut() {
-            root.remove("status");
-        }
+    if rt.status
+        && let Some(root) = obj.as_object_mut()
+    {
+        root.remove("status");
     }
     let who = FieldManager {
         manager: opts.manager(),
@@ -525,15 +526,15 @@ pub fn update(
     }
     check_namespace(rt, (!namespace.is_empty()).then_some(namespace), &mut obj)?;
     let current = get(state, cluster, rt, namespace, name)?;
-    if let Some(rv) = meta_str(&obj, "resourceVersion").filter(|rv| !rv.is_empty()) {
-        if rv != current.rv.to_string() {
-            return Err(ApiError::conflict(
-                &rt.group,
-                &rt.plural,
-                name,
-                "the object has been modified; please apply your changes to the latest version and try again",
-            ));
-        }
+    if let Some(rv) = meta_str(&obj, "resourceVersion").filter(|rv| !rv.is_empty())
+        && rv != current.rv.to_string()
+    {
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
     }
     let old = current.value()?;
     write_update(
@@ -568,10 +569,8 @@ fn write_update(
                 }
             }
         }
-        if applied {
-            if let Some(mf) = requested.pointer("/metadata/managedFields") {
-                meta_mut(&mut merged)?.insert("managedFields".into(), mf.clone());
-            }
+        if applied && let Some(mf) = requested.pointer("/metadata/managedFields") {
+            meta_mut(&mut merged)?.insert("managedFields".into(), mf.clone());
         }
         merged
     } else {
@@ -592,7 +591,15 @@ fn write_update(
     {
         let old_meta = meta(&old).cloned().unwrap_or_default();
         let meta = meta_mut(&mut new)?;
-        for key in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation", "name", "namespace"] {
+        for key in [
+            "uid",
+            "creationTimestamp",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "generation",
+            "name",
+            "namespace",
+        ] {
             match old_meta.get(key) {
                 Some(v) => meta.insert(key.into(), v.clone()),
                 None => meta.remove(key),
@@ -606,7 +613,10 @@ fn write_update(
         }
         meta.insert(
             "resourceVersion".into(),
-            old_meta.get("resourceVersion").cloned().unwrap_or(Value::Null),
+            old_meta
+                .get("resourceVersion")
+                .cloned()
+                .unwrap_or(Value::Null),
         );
     }
     if old.pointer("/metadata/deletionTimestamp").is_some() {
@@ -632,7 +642,12 @@ fn write_update(
             created: false,
         });
     }
-    if old.get("metadata").and_then(|m| m.get("generation")).is_some() && spec_changed(&old, &new) {
+    if old
+        .get("metadata")
+        .and_then(|m| m.get("generation"))
+        .is_some()
+        && spec_changed(&old, &new)
+    {
         let generation = old
             .pointer("/metadata/generation")
             .and_then(Value::as_i64)
@@ -701,7 +716,9 @@ pub fn patch(
         .and_then(|c| c.get(&rt.group_resource(), namespace, name))
         .cloned();
     if kind == PatchKind::Apply {
-        return apply(state, cluster, rt, version, namespace, name, status, current, body, opts);
+        return apply(
+            state, cluster, rt, version, namespace, name, status, current, body, opts,
+        );
     }
     let current = current.ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     let old = current.value()?;
@@ -714,15 +731,17 @@ pub fn patch(
         PatchKind::Apply => {}
     }
     // A resourceVersion in the patch is a precondition.
-    if let Some(rv) = body.pointer("/metadata/resourceVersion").and_then(Value::as_str) {
-        if rv != current.rv.to_string() {
-            return Err(ApiError::conflict(
-                &rt.group,
-                &rt.plural,
-                name,
-                "the object has been modified; please apply your changes to the latest version and try again",
-            ));
-        }
+    if let Some(rv) = body
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        && rv != current.rv.to_string()
+    {
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        ));
     }
     check_type(rt, version, &mut new)?;
     write_update(
@@ -760,10 +779,22 @@ fn apply(
             "the name of the object ({body_name}) does not match the name on the URL ({name})"
         )));
     }
-    check_namespace(rt, (!namespace.is_empty()).then_some(namespace), &mut applied)?;
+    check_namespace(
+        rt,
+        (!namespace.is_empty()).then_some(namespace),
+        &mut applied,
+    )?;
     {
         let meta = meta_mut(&mut applied)?;
-        for key in ["managedFields", "resourceVersion", "uid", "creationTimestamp", "generation", "deletionTimestamp", "selfLink"] {
+        for key in [
+            "managedFields",
+            "resourceVersion",
+            "uid",
+            "creationTimestamp",
+            "generation",
+            "deletionTimestamp",
+            "selfLink",
+        ] {
             meta.remove(key);
         }
     }
@@ -795,12 +826,19 @@ fn apply(
                 return Err(ApiError::not_found(&rt.group, &rt.plural, name));
             }
             if let Err(why) = validate_name(name) {
-                return Err(ApiError::invalid(&rt.group, &rt.kind, name, "metadata.name", &why));
+                return Err(ApiError::invalid(
+                    &rt.group,
+                    &rt.kind,
+                    name,
+                    "metadata.name",
+                    &why,
+                ));
             }
             if rt.namespaced {
                 namespace_accepts_objects(state, cluster, namespace)?;
             }
-            let mut obj = managed_fields::apply(None, &applied, &who, opts.force).map_err(conflict)?;
+            let mut obj =
+                managed_fields::apply(None, &applied, &who, opts.force).map_err(conflict)?;
             let meta = meta_mut(&mut obj)?;
             meta.insert("uid".into(), json!(new_uid()));
             meta.insert("creationTimestamp".into(), json!(now));
@@ -811,7 +849,8 @@ fn apply(
         }
         Some(current) => {
             let old = current.value()?;
-            let new = managed_fields::apply(Some(&old), &applied, &who, opts.force).map_err(conflict)?;
+            let new =
+                managed_fields::apply(Some(&old), &applied, &who, opts.force).map_err(conflict)?;
             write_update(
                 state, cluster, rt, version, namespace, name, status, old, new, opts, true,
             )
@@ -830,31 +869,31 @@ pub fn delete(
     req: &DeleteRequest,
 ) -> ApiResult<Arc<Stored>> {
     let current = get(state, cluster, rt, namespace, name)?;
-    if let Some(uid) = req.precondition_uid.as_deref() {
-        if uid != &*current.uid {
-            return Err(ApiError::conflict(
-                &rt.group,
-                &rt.plural,
-                name,
-                &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    current.uid
-                ),
-            ));
-        }
+    if let Some(uid) = req.precondition_uid.as_deref()
+        && uid != &*current.uid
+    {
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                current.uid
+            ),
+        ));
     }
-    if let Some(rv) = req.precondition_resource_version.as_deref() {
-        if rv != current.rv.to_string() {
-            return Err(ApiError::conflict(
-                &rt.group,
-                &rt.plural,
-                name,
-                &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    current.rv
-                ),
-            ));
-        }
+    if let Some(rv) = req.precondition_resource_version.as_deref()
+        && rv != current.rv.to_string()
+    {
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                current.rv
+            ),
+        ));
     }
     kcp::check_delete(rt, name)?;
     if req.dry_run {
@@ -931,12 +970,17 @@ pub(crate) fn remove_now(
         return Ok(None);
     };
     // The namespace or CRD this object was holding up may finish terminating now.
-    if rt.namespaced {
-        if let Some(ns_type) = type_in(state, cluster, "", "namespaces") {
-            try_finish_termination(state, cluster, &ns_type, "", namespace)?;
-        }
+    if rt.namespaced
+        && let Some(ns_type) = type_in(state, cluster, "", "namespaces")
+    {
+        try_finish_termination(state, cluster, &ns_type, "", namespace)?;
     }
-    if let Some(crd_type) = type_in(state, cluster, "apiextensions.k8s.io", "customresourcedefinitions") {
+    if let Some(crd_type) = type_in(
+        state,
+        cluster,
+        "apiextensions.k8s.io",
+        "customresourcedefinitions",
+    ) {
         let crd_name = format!("{}.{}", rt.plural, rt.group);
         if state
             .clusters
@@ -952,7 +996,10 @@ pub(crate) fn remove_now(
     }
     // Owners in foreground deletion waiting for this dependent.
     let value = removed.value()?;
-    if let Some(refs) = value.pointer("/metadata/ownerReferences").and_then(Value::as_array) {
+    if let Some(refs) = value
+        .pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+    {
         let owner_uids: Vec<String> = refs
             .iter()
             .filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from))
@@ -1093,9 +1140,11 @@ fn dependents(state: &State, cluster: &str, uid: &str) -> Vec<(ResourceType, Str
 
 fn has_dependents(state: &State, cluster: &str, uid: &str) -> bool {
     state.clusters.get(cluster).is_some_and(|c| {
-        c.objects
-            .values()
-            .any(|objects| objects.values().any(|o| o.owners.iter().any(|x| &**x == uid)))
+        c.objects.values().any(|objects| {
+            objects
+                .values()
+                .any(|o| o.owners.iter().any(|x| &**x == uid))
+        })
     })
 }
 
@@ -1184,10 +1233,10 @@ fn drop_owner_reference(
         .and_then(Value::as_array_mut)
     {
         refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
-        if refs.is_empty() {
-            if let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-                m.remove("ownerReferences");
-            }
+        if refs.is_empty()
+            && let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut)
+        {
+            m.remove("ownerReferences");
         }
     }
     let rv = state.next_rv();

@@ -17,7 +17,14 @@ pub struct ApiError {
     pub reason: &'static str,
     /// Human-readable message, worded like the real server's.
     pub message: String,
-    /// `details.name`: the object the error is about, when there is one.
+    /// `details`, when the error is about one object or asks the client to wait.
+    pub details: Option<Box<StatusDetails>>,
+}
+
+/// The `details` of a `Status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusDetails {
+    /// `details.name`: the object the error is about.
     pub name: Option<String>,
     /// `details.group`.
     pub group: Option<String>,
@@ -34,18 +41,41 @@ impl ApiError {
             code,
             reason,
             message: message.into(),
-            name: None,
-            group: None,
-            kind: None,
-            retry_after_seconds: None,
+            details: None,
         }
+    }
+
+    fn details_mut(&mut self) -> &mut StatusDetails {
+        self.details.get_or_insert_with(Box::default)
+    }
+
+    /// Sets `details.retryAfterSeconds`.
+    pub fn retry_after(mut self, seconds: u32) -> Self {
+        self.details_mut().retry_after_seconds = Some(seconds);
+        self
+    }
+
+    /// `details.retryAfterSeconds`, if set.
+    pub fn retry_after_seconds(&self) -> Option<u32> {
+        self.details.as_ref()?.retry_after_seconds
+    }
+
+    /// `details.kind`, if set.
+    pub fn details_kind(&self) -> Option<&str> {
+        self.details.as_ref()?.kind.as_deref()
+    }
+
+    /// `details.name`, if set.
+    pub fn details_name(&self) -> Option<&str> {
+        self.details.as_ref()?.name.as_deref()
     }
 
     /// Attaches the object the error is about (`details.name`, `details.group`, `details.kind`).
     pub fn about(mut self, group: &str, resource: &str, name: &str) -> Self {
-        self.group = Some(group.to_string());
-        self.kind = Some(resource.to_string());
-        self.name = Some(name.to_string());
+        let details = self.details_mut();
+        details.group = Some(group.to_string());
+        details.kind = Some(resource.to_string());
+        details.name = Some(name.to_string());
         self
     }
 
@@ -84,18 +114,15 @@ impl ApiError {
 
     /// `422 Invalid`: `<Kind>[.<group>] "<name>" is invalid: <field>: <reason>`.
     pub fn invalid(group: &str, kind: &str, name: &str, field: &str, why: &str) -> Self {
-        let mut err = Self::new(
+        Self::new(
             422,
             "Invalid",
             format!(
                 "{} \"{name}\" is invalid: {field}: {why}",
                 qualified(group, kind)
             ),
-        );
-        err.group = Some(group.to_string());
-        err.kind = Some(kind.to_string());
-        err.name = Some(name.to_string());
-        err
+        )
+        .about(group, kind, name)
     }
 
     /// `400 BadRequest`.
@@ -123,7 +150,9 @@ impl ApiError {
         Self::new(
             415,
             "UnsupportedMediaType",
-            format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml; got {content_type:?}"),
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/merge-patch+json, application/json-patch+json, application/strategic-merge-patch+json, application/apply-patch+yaml; got {content_type:?}"
+            ),
         )
     }
 
@@ -134,7 +163,11 @@ impl ApiError {
 
     /// A bare 404 for a URL that names no known resource (the real server's text).
     pub fn path_not_found() -> Self {
-        Self::new(404, "NotFound", "the server could not find the requested resource")
+        Self::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
     }
 
     /// The reason the real server uses for a code (for injected faults).
@@ -167,20 +200,20 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
-        let mut details = serde_json::Map::new();
-        if let Some(name) = &self.name {
-            details.insert("name".into(), json!(name));
-        }
-        if let Some(group) = &self.group {
-            details.insert("group".into(), json!(group));
-        }
-        if let Some(kind) = &self.kind {
-            details.insert("kind".into(), json!(kind));
-        }
-        if let Some(secs) = self.retry_after_seconds {
-            details.insert("retryAfterSeconds".into(), json!(secs));
-        }
-        if !details.is_empty() {
+        if let Some(d) = &self.details {
+            let mut details = serde_json::Map::new();
+            if let Some(name) = &d.name {
+                details.insert("name".into(), json!(name));
+            }
+            if let Some(group) = &d.group {
+                details.insert("group".into(), json!(group));
+            }
+            if let Some(kind) = &d.kind {
+                details.insert("kind".into(), json!(kind));
+            }
+            if let Some(secs) = d.retry_after_seconds {
+                details.insert("retryAfterSeconds".into(), json!(secs));
+            }
             status["details"] = Value::Object(details);
         }
         status

@@ -110,6 +110,9 @@ pub struct Change {
     pub previous: Option<Arc<Stored>>,
 }
 
+/// A receiver of every change published after it was created.
+pub type ChangeReceiver = broadcast::Receiver<Arc<Change>>;
+
 /// Objects of one resource in one cluster, keyed `namespace/name` (so they list in etcd order).
 pub type ObjectMap = BTreeMap<String, Arc<Stored>>;
 
@@ -201,8 +204,10 @@ impl State {
         let flavor = self.flavor;
         let shard = self.clusters_added % self.shard_urls.len().max(1);
         self.clusters_added += 1;
-        self.clusters
-            .insert(name.to_string(), ClusterData::new(name, path, flavor, shard));
+        self.clusters.insert(
+            name.to_string(),
+            ClusterData::new(name, path, flavor, shard),
+        );
         if !path.is_empty() {
             self.paths.insert(path.to_string(), name.to_string());
         }
@@ -331,10 +336,10 @@ impl State {
 
     fn publish(&mut self, change: Change) {
         let change = Arc::new(change);
-        if self.history.len() == self.history_limit {
-            if let Some(dropped) = self.history.pop_front() {
-                self.oldest_watchable = dropped.rv;
-            }
+        if self.history.len() == self.history_limit
+            && let Some(dropped) = self.history.pop_front()
+        {
+            self.oldest_watchable = dropped.rv;
         }
         self.history.push_back(change.clone());
         // No receivers is fine: nobody is watching.
@@ -343,22 +348,14 @@ impl State {
 
     /// Starts a watch from `rv`: the changes after it that are still in the history, and a
     /// receiver for every later one. `410 Gone` when `rv` is older than the history.
-    pub fn watch_from(
-        &self,
-        rv: u64,
-    ) -> ApiResult<(Vec<Arc<Change>>, broadcast::Receiver<Arc<Change>>)> {
+    pub fn watch_from(&self, rv: u64) -> ApiResult<(Vec<Arc<Change>>, ChangeReceiver)> {
         if rv < self.oldest_watchable {
             return Err(ApiError::gone(format!(
                 "too old resource version: {rv} ({})",
                 self.oldest_watchable
             )));
         }
-        let replay = self
-            .history
-            .iter()
-            .filter(|c| c.rv > rv)
-            .cloned()
-            .collect();
+        let replay = self.history.iter().filter(|c| c.rv > rv).cloned().collect();
         Ok((replay, self.events.subscribe()))
     }
 

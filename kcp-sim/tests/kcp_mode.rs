@@ -25,11 +25,17 @@ async fn create_type(sim: &Server, name: &str, spec: serde_json::Value) -> Works
     let api: Api<WorkspaceType> = Api::all(sim.client("root").unwrap());
     let wt: WorkspaceType = serde_json::from_value(json!({
         "apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "WorkspaceType",
-        "metadata": {"name": name}, "spec": spec})).unwrap();
+        "metadata": {"name": name}, "spec": spec}))
+    .unwrap();
     api.create(&PostParams::default(), &wt).await.unwrap()
 }
 
-async fn create_workspace(sim: &Server, parent: &str, name: &str, type_name: Option<&str>) -> Workspace {
+async fn create_workspace(
+    sim: &Server,
+    parent: &str,
+    name: &str,
+    type_name: Option<&str>,
+) -> Workspace {
     let api: Api<Workspace> = Api::all(sim.client(parent).unwrap());
     let mut body = json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
         "metadata": {"name": name}, "spec": {}});
@@ -66,11 +72,20 @@ async fn a_workspace_gets_a_logical_cluster_reachable_by_path_and_by_name() {
     let name = ws.spec.cluster.clone().unwrap();
     assert_ne!(name, "org", "logical cluster names are generated");
     assert_eq!(ws.status.unwrap().phase.as_deref(), Some("Ready"));
-    assert_eq!(sim.logical_cluster("root:org").as_deref(), Some(name.as_str()));
+    assert_eq!(
+        sim.logical_cluster("root:org").as_deref(),
+        Some(name.as_str())
+    );
 
     let by_path: Api<ConfigMap> = Api::namespaced(sim.client("root:org").unwrap(), "default");
-    let created = by_path.create(&PostParams::default(), &cm("a")).await.unwrap();
-    assert_eq!(created.metadata.annotations.unwrap()["kcp.io/cluster"], name);
+    let created = by_path
+        .create(&PostParams::default(), &cm("a"))
+        .await
+        .unwrap();
+    assert_eq!(
+        created.metadata.annotations.unwrap()["kcp.io/cluster"],
+        name
+    );
     let by_name: Api<ConfigMap> = Api::namespaced(sim.client(&name).unwrap(), "default");
     assert!(by_name.get_opt("a").await.unwrap().is_some());
 
@@ -109,7 +124,9 @@ async fn a_wildcard_list_and_watch_span_every_cluster_with_cluster_annotations()
     create_workspace(&sim, "root", "b", None).await;
     for ws in ["root:a", "root:b"] {
         let api: Api<ConfigMap> = Api::namespaced(sim.client(ws).unwrap(), "default");
-        api.create(&PostParams::default(), &cm("same")).await.unwrap();
+        api.create(&PostParams::default(), &cm("same"))
+            .await
+            .unwrap();
     }
     let all: Api<ConfigMap> = Api::all(sim.client("*").unwrap());
     let list = all.list(&ListParams::default()).await.unwrap();
@@ -150,7 +167,10 @@ async fn a_wildcard_list_and_watch_span_every_cluster_with_cluster_annotations()
 async fn writes_to_the_wildcard_are_refused() {
     let sim = kcp().await;
     let all: Api<ConfigMap> = Api::namespaced(sim.client("*").unwrap(), "default");
-    let err = all.create(&PostParams::default(), &cm("a")).await.unwrap_err();
+    let err = all
+        .create(&PostParams::default(), &cm("a"))
+        .await
+        .unwrap_err();
     assert!(matches!(err, kube::Error::Api(s) if s.code == 405));
 }
 
@@ -168,7 +188,10 @@ async fn a_workspace_type_with_an_initializer_keeps_new_workspaces_initializing(
         .collect();
     assert_eq!(
         urls,
-        [format!("{}/services/initializingworkspaces/root:example", sim.url())]
+        [format!(
+            "{}/services/initializingworkspaces/root:example",
+            sim.url()
+        )]
     );
     let ws = create_workspace(&sim, "root", "w1", Some("example")).await;
     let status = ws.status.unwrap();
@@ -183,7 +206,12 @@ async fn a_workspace_type_with_an_initializer_keeps_new_workspaces_initializing(
 async fn initializers_are_inherited_through_extend_with() {
     let sim = kcp().await;
     create_type(&sim, "base", json!({"initializer": true})).await;
-    create_type(&sim, "derived", json!({"initializer": true, "extend": {"with": [{"name": "base", "path": "root"}]}})).await;
+    create_type(
+        &sim,
+        "derived",
+        json!({"initializer": true, "extend": {"with": [{"name": "base", "path": "root"}]}}),
+    )
+    .await;
     let ws = create_workspace(&sim, "root", "w", Some("derived")).await;
     assert_eq!(
         ws.status.unwrap().initializers.unwrap(),
@@ -199,7 +227,10 @@ async fn a_workspace_of_a_missing_type_is_invalid() {
         "kind": "Workspace", "metadata": {"name": "w"}, "spec": {"type": {"name": "nope", "path": "root"}}}))
     .unwrap();
     let err = api.create(&PostParams::default(), &ws).await.unwrap_err();
-    assert!(matches!(&err, kube::Error::Api(s) if s.code == 422 && s.message.contains("spec.type")), "{err:?}");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 422 && s.message.contains("spec.type")),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]
@@ -215,7 +246,10 @@ async fn the_initializing_view_lists_and_watches_only_clusters_carrying_the_init
     let listed = view.list(&ListParams::default()).await.unwrap();
     assert_eq!(listed.items.len(), 1);
     let w1 = sim.logical_cluster("root:w1").unwrap();
-    assert_eq!(listed.items[0].metadata.annotations.as_ref().unwrap()["kcp.io/cluster"], w1);
+    assert_eq!(
+        listed.items[0].metadata.annotations.as_ref().unwrap()["kcp.io/cluster"],
+        w1
+    );
 
     // Finishing the initialization makes the cluster leave the view: the watch sees it deleted.
     let mut events = watcher(view, watcher::Config::default()).boxed();
@@ -250,38 +284,66 @@ async fn a_cluster_is_reachable_through_the_view_only_while_it_initializes() {
     let w1 = sim.logical_cluster("root:w1").unwrap();
     let plain = sim.logical_cluster("root:plain").unwrap();
 
-    let inside: Api<ConfigMap> = Api::namespaced(client_at(&format!("{vw}/clusters/{w1}")), "default");
-    inside.create(&PostParams::default(), &cm("seeded")).await.unwrap();
+    let inside: Api<ConfigMap> =
+        Api::namespaced(client_at(&format!("{vw}/clusters/{w1}")), "default");
+    inside
+        .create(&PostParams::default(), &cm("seeded"))
+        .await
+        .unwrap();
 
-    let outside: Api<ConfigMap> = Api::namespaced(client_at(&format!("{vw}/clusters/{plain}")), "default");
+    let outside: Api<ConfigMap> =
+        Api::namespaced(client_at(&format!("{vw}/clusters/{plain}")), "default");
     let err = outside.list(&ListParams::default()).await.unwrap_err();
     assert!(matches!(err, kube::Error::Api(s) if s.code == 403));
 
     let lc: Api<LogicalCluster> = Api::all(client_at(&format!("{vw}/clusters/{w1}")));
-    lc.patch_status("cluster", &PatchParams::default(), &Patch::Merge(json!({"status": {"initializers": []}})))
-        .await
-        .unwrap();
+    lc.patch_status(
+        "cluster",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"initializers": []}})),
+    )
+    .await
+    .unwrap();
     let err = inside.list(&ListParams::default()).await.unwrap_err();
-    assert!(matches!(err, kube::Error::Api(s) if s.code == 403), "closed once initialized");
+    assert!(
+        matches!(err, kube::Error::Api(s) if s.code == 403),
+        "closed once initialized"
+    );
 }
 
 #[tokio::test]
 async fn an_initializer_may_remove_only_its_own_initializer() {
     let sim = kcp().await;
     create_type(&sim, "base", json!({"initializer": true})).await;
-    create_type(&sim, "derived", json!({"initializer": true, "extend": {"with": [{"name": "base"}]}})).await;
+    create_type(
+        &sim,
+        "derived",
+        json!({"initializer": true, "extend": {"with": [{"name": "base"}]}}),
+    )
+    .await;
     create_workspace(&sim, "root", "w", Some("derived")).await;
     let lc_name = sim.logical_cluster("root:w").unwrap();
-    let vw = format!("{}/services/initializingworkspaces/root:derived/clusters/{lc_name}", sim.url());
+    let vw = format!(
+        "{}/services/initializingworkspaces/root:derived/clusters/{lc_name}",
+        sim.url()
+    );
     let lc: Api<LogicalCluster> = Api::all(client_at(&vw));
     let err = lc
-        .patch_status("cluster", &PatchParams::default(), &Patch::Merge(json!({"status": {"initializers": ["root:derived"]}})))
+        .patch_status(
+            "cluster",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"initializers": ["root:derived"]}})),
+        )
         .await
         .unwrap_err();
     assert!(matches!(err, kube::Error::Api(s) if s.code == 403));
-    lc.patch_status("cluster", &PatchParams::default(), &Patch::Merge(json!({"status": {"initializers": ["root:base"]}})))
-        .await
-        .unwrap();
+    lc.patch_status(
+        "cluster",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"initializers": ["root:base"]}})),
+    )
+    .await
+    .unwrap();
     let ws: Api<Workspace> = Api::all(sim.client("root").unwrap());
     let ws = ws.get("w").await.unwrap().status.unwrap();
     assert_eq!(ws.phase.as_deref(), Some("Initializing"));
@@ -294,7 +356,10 @@ async fn removing_the_last_initializer_makes_cluster_and_workspace_ready() {
     create_type(&sim, "example", json!({"initializer": true})).await;
     create_workspace(&sim, "root", "w", Some("example")).await;
     let lc_name = sim.logical_cluster("root:w").unwrap();
-    let vw = format!("{}/services/initializingworkspaces/root:example/clusters/{lc_name}", sim.url());
+    let vw = format!(
+        "{}/services/initializingworkspaces/root:example/clusters/{lc_name}",
+        sim.url()
+    );
     let lc: Api<LogicalCluster> = Api::all(client_at(&vw));
     let current = lc.get("cluster").await.unwrap();
     let mut updated = current.clone();
@@ -304,9 +369,21 @@ async fn removing_the_last_initializer_makes_cluster_and_workspace_ready() {
         .await
         .unwrap();
     let lcs: Api<LogicalCluster> = Api::all(sim.client("root:w").unwrap());
-    assert_eq!(lcs.get("cluster").await.unwrap().status.unwrap().phase.as_deref(), Some("Ready"));
+    assert_eq!(
+        lcs.get("cluster")
+            .await
+            .unwrap()
+            .status
+            .unwrap()
+            .phase
+            .as_deref(),
+        Some("Ready")
+    );
     let ws: Api<Workspace> = Api::all(sim.client("root").unwrap());
-    assert_eq!(ws.get("w").await.unwrap().status.unwrap().phase.as_deref(), Some("Ready"));
+    assert_eq!(
+        ws.get("w").await.unwrap().status.unwrap().phase.as_deref(),
+        Some("Ready")
+    );
 
     // The stale copy cannot write back the removed initializer.
     let err = lc

@@ -8,13 +8,13 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
+use kcp_sim::{Config, Server};
 use kube::api::{
     Api, ApiResource, DeleteParams, DynamicObject, GroupVersionKind, ListParams, Patch,
     PatchParams, PostParams,
 };
 use kube::runtime::controller::{Action, Controller};
 use kube::runtime::{WatchStreamExt, reflector, watcher};
-use kcp_sim::{Config, Server};
 use serde_json::json;
 
 async fn sim() -> Server {
@@ -61,13 +61,19 @@ async fn typed_config_maps_round_trip_through_create_get_list_replace_and_delete
     assert_eq!(fetched.data.as_ref().unwrap()["k"], "v");
 
     fetched.data = Some([("k".to_string(), "w".to_string())].into());
-    let replaced = api.replace("a", &PostParams::default(), &fetched).await.unwrap();
+    let replaced = api
+        .replace("a", &PostParams::default(), &fetched)
+        .await
+        .unwrap();
     assert_ne!(
         replaced.metadata.resource_version,
         created.metadata.resource_version
     );
 
-    let listed = api.list(&ListParams::default().labels("app=demo")).await.unwrap();
+    let listed = api
+        .list(&ListParams::default().labels("app=demo"))
+        .await
+        .unwrap();
     assert_eq!(listed.items.len(), 1);
 
     api.delete("a", &DeleteParams::default()).await.unwrap();
@@ -81,13 +87,20 @@ async fn a_stale_replace_is_a_conflict() {
     let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
     let first = api.create(&PostParams::default(), &cm("a")).await.unwrap();
     let mut second = first.clone();
-    api.replace("a", &PostParams::default(), &first).await.unwrap();
+    api.replace("a", &PostParams::default(), &first)
+        .await
+        .unwrap();
     second.data = Some([("k".to_string(), "stale".to_string())].into());
     // `first` was unchanged, so that replace did not bump the version; change something first.
     let mut bumped = api.get("a").await.unwrap();
     bumped.data = Some([("k".to_string(), "new".to_string())].into());
-    api.replace("a", &PostParams::default(), &bumped).await.unwrap();
-    let err = api.replace("a", &PostParams::default(), &second).await.unwrap_err();
+    api.replace("a", &PostParams::default(), &bumped)
+        .await
+        .unwrap();
+    let err = api
+        .replace("a", &PostParams::default(), &second)
+        .await
+        .unwrap_err();
     assert!(matches!(err, kube::Error::Api(s) if s.code == 409 && s.reason == "Conflict"));
 }
 
@@ -95,7 +108,10 @@ async fn a_stale_replace_is_a_conflict() {
 async fn creating_in_a_missing_namespace_is_not_found_naming_the_namespace() {
     let sim = sim().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "nope");
-    let err = api.create(&PostParams::default(), &cm("a")).await.unwrap_err();
+    let err = api
+        .create(&PostParams::default(), &cm("a"))
+        .await
+        .unwrap_err();
     let kube::Error::Api(status) = err else {
         panic!("{err:?}")
     };
@@ -118,15 +134,23 @@ async fn server_side_apply_creates_then_updates_and_reports_conflicts() {
         .patch("a", &PatchParams::apply("two"), &Patch::Apply(&other))
         .await
         .unwrap_err();
-    assert!(matches!(&err, kube::Error::Api(s) if s.code == 409), "{err:?}");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 409),
+        "{err:?}"
+    );
     let forced = api
-        .patch("a", &PatchParams::apply("two").force(), &Patch::Apply(&other))
+        .patch(
+            "a",
+            &PatchParams::apply("two").force(),
+            &Patch::Apply(&other),
+        )
         .await
         .unwrap();
     assert_eq!(forced.data.unwrap()["x"], "changed");
 
     // "one" drops y from its intent: the field goes.
-    let shrunk = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {}});
+    let shrunk =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a"}, "data": {}});
     let after = api
         .patch("a", &PatchParams::apply("one"), &Patch::Apply(&shrunk))
         .await
@@ -150,7 +174,11 @@ async fn a_crd_becomes_served_and_its_custom_resources_have_a_status_subresource
     let crd: DynamicObject = serde_json::from_str(WIDGET_CRD).unwrap();
     let created = crds.create(&PostParams::default(), &crd).await.unwrap();
     let conditions = created.data["status"]["conditions"].as_array().unwrap();
-    assert!(conditions.iter().any(|c| c["type"] == "Established" && c["status"] == "True"));
+    assert!(
+        conditions
+            .iter()
+            .any(|c| c["type"] == "Established" && c["status"] == "True")
+    );
 
     let discovery = kube::Discovery::new(client.clone()).run().await.unwrap();
     let (ar, caps) = discovery
@@ -165,11 +193,18 @@ async fn a_crd_becomes_served_and_its_custom_resources_have_a_status_subresource
         "status": {"ignored": true}}))
     .unwrap();
     let w = widgets.create(&PostParams::default(), &w).await.unwrap();
-    assert!(w.data.get("status").is_none(), "status is ignored on create");
+    assert!(
+        w.data.get("status").is_none(),
+        "status is ignored on create"
+    );
     assert_eq!(w.metadata.generation, Some(1));
 
     let s = widgets
-        .patch_status("w1", &PatchParams::default(), &Patch::Merge(json!({"status": {"ready": true}, "spec": {"size": 9}})))
+        .patch_status(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"status": {"ready": true}, "spec": {"size": 9}})),
+        )
         .await
         .unwrap();
     assert_eq!(s.data["status"]["ready"], true);
@@ -177,10 +212,18 @@ async fn a_crd_becomes_served_and_its_custom_resources_have_a_status_subresource
     assert_eq!(s.metadata.generation, Some(1));
 
     let p = widgets
-        .patch("w1", &PatchParams::default(), &Patch::Merge(json!({"spec": {"size": 2}})))
+        .patch(
+            "w1",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 2}})),
+        )
         .await
         .unwrap();
-    assert_eq!(p.metadata.generation, Some(2), "a spec change bumps the generation");
+    assert_eq!(
+        p.metadata.generation,
+        Some(2),
+        "a spec change bumps the generation"
+    );
 }
 
 #[tokio::test]
@@ -262,7 +305,10 @@ async fn a_controller_reconciles_every_config_map() {
     let task = tokio::spawn(controller);
     let check = Api::<ConfigMap>::namespaced(client, "default");
     for _ in 0..200 {
-        let list = check.list(&ListParams::default().labels("app=demo")).await.unwrap();
+        let list = check
+            .list(&ListParams::default().labels("app=demo"))
+            .await
+            .unwrap();
         if list.items.iter().all(|c| {
             c.metadata
                 .annotations
@@ -284,11 +330,17 @@ async fn deleting_a_namespace_removes_its_contents_and_then_itself() {
     let client = sim.client("").unwrap();
     let namespaces: Api<Namespace> = Api::all(client.clone());
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": "team"}})).unwrap();
-    let ns = namespaces.create(&PostParams::default(), &ns).await.unwrap();
+    let ns = namespaces
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
     assert_eq!(ns.status.unwrap().phase.as_deref(), Some("Active"));
     let cms: Api<ConfigMap> = Api::namespaced(client, "team");
     cms.create(&PostParams::default(), &cm("a")).await.unwrap();
-    namespaces.delete("team", &DeleteParams::default()).await.unwrap();
+    namespaces
+        .delete("team", &DeleteParams::default())
+        .await
+        .unwrap();
     assert!(cms.get_opt("a").await.unwrap().is_none());
     assert!(namespaces.get_opt("team").await.unwrap().is_none());
 }
@@ -317,14 +369,21 @@ async fn finalizers_hold_an_object_until_the_last_one_is_removed() {
 async fn owned_objects_are_garbage_collected_with_their_owner() {
     let sim = sim().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
-    let owner = api.create(&PostParams::default(), &cm("owner")).await.unwrap();
+    let owner = api
+        .create(&PostParams::default(), &cm("owner"))
+        .await
+        .unwrap();
     let mut child = cm("child");
-    child.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+    child.metadata.owner_references = Some(vec![
+        serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
         "uid": owner.metadata.uid.unwrap()}))
-    .unwrap()]);
+        .unwrap(),
+    ]);
     api.create(&PostParams::default(), &child).await.unwrap();
-    api.delete("owner", &DeleteParams::background()).await.unwrap();
+    api.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
     assert!(api.get_opt("child").await.unwrap().is_none());
 }
 
@@ -332,12 +391,17 @@ async fn owned_objects_are_garbage_collected_with_their_owner() {
 async fn orphan_propagation_keeps_dependents_without_the_owner_reference() {
     let sim = sim().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
-    let owner = api.create(&PostParams::default(), &cm("owner")).await.unwrap();
+    let owner = api
+        .create(&PostParams::default(), &cm("owner"))
+        .await
+        .unwrap();
     let mut child = cm("child");
-    child.metadata.owner_references = Some(vec![serde_json::from_value(json!({
+    child.metadata.owner_references = Some(vec![
+        serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
         "uid": owner.metadata.uid.unwrap()}))
-    .unwrap()]);
+        .unwrap(),
+    ]);
     api.create(&PostParams::default(), &child).await.unwrap();
     api.delete("owner", &DeleteParams::orphan()).await.unwrap();
     let child = api.get("child").await.unwrap();
@@ -363,7 +427,9 @@ async fn list_pages_with_limit_and_continue() {
     let sim = sim().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
     for i in 0..5 {
-        api.create(&PostParams::default(), &cm(&format!("c{i}"))).await.unwrap();
+        api.create(&PostParams::default(), &cm(&format!("c{i}")))
+            .await
+            .unwrap();
     }
     let first = api.list(&ListParams::default().limit(2)).await.unwrap();
     assert_eq!(first.items.len(), 2);

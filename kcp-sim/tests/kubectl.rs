@@ -74,11 +74,17 @@ impl Kubectl {
             .await
             .unwrap()
             .unwrap_or_else(|e| {
-                panic!("cannot run {}: {e} (install kubectl or set KUBECTL)", kubectl_binary())
+                panic!(
+                    "cannot run {}: {e} (install kubectl or set KUBECTL)",
+                    kubectl_binary()
+                )
             });
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "kubectl {shown} failed: {stderr}\n{stdout}");
+        assert!(
+            out.status.success(),
+            "kubectl {shown} failed: {stderr}\n{stdout}"
+        );
         stdout
     }
 
@@ -159,7 +165,11 @@ async fn kubectl_creates_and_reads_objects_as_json() {
     let sim = sim().await;
     let k = Kubectl::new(&sim);
     let file = k.file("cm.yaml", CONFIG_MAP);
-    assert!(k.run(&["create", "-f", path(&file)]).await.contains("configmap/settings created"));
+    assert!(
+        k.run(&["create", "-f", path(&file)])
+            .await
+            .contains("configmap/settings created")
+    );
     let got = k.json(&["get", "configmap", "settings"]).await;
     assert_eq!(got["data"]["color"], "blue");
     assert!(got["metadata"]["uid"].is_string());
@@ -174,12 +184,25 @@ async fn kubectl_client_side_apply_updates_a_deployment_and_bumps_its_generation
     let v1 = k.file("d1.yaml", &DEPLOYMENT.replace("IMAGE", "nginx:1"));
     let v2 = k.file("d2.yaml", &DEPLOYMENT.replace("IMAGE", "nginx:2"));
     assert!(k.run(&["apply", "-f", path(&v1)]).await.contains("created"));
-    assert!(k.run(&["apply", "-f", path(&v2)]).await.contains("configured"));
+    assert!(
+        k.run(&["apply", "-f", path(&v2)])
+            .await
+            .contains("configured")
+    );
     let d = k.json(&["get", "deployment", "web"]).await;
-    assert_eq!(d["spec"]["template"]["spec"]["containers"][0]["image"], "nginx:2");
+    assert_eq!(
+        d["spec"]["template"]["spec"]["containers"][0]["image"],
+        "nginx:2"
+    );
     assert_eq!(d["metadata"]["generation"], 2);
-    let containers = d["spec"]["template"]["spec"]["containers"].as_array().unwrap();
-    assert_eq!(containers.len(), 1, "the strategic patch merged the container by name");
+    let containers = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .unwrap();
+    assert_eq!(
+        containers.len(),
+        1,
+        "the strategic patch merged the container by name"
+    );
     let annotations = d["metadata"]["annotations"].as_object().unwrap();
     assert!(annotations.contains_key("kubectl.kubernetes.io/last-applied-configuration"));
     assert!(
@@ -193,7 +216,11 @@ async fn kubectl_server_side_apply_records_its_field_manager_and_detects_conflic
     let sim = sim().await;
     let k = Kubectl::new(&sim);
     let file = k.file("cm.yaml", CONFIG_MAP);
-    assert!(k.run(&["apply", "--server-side", "-f", path(&file)]).await.contains("serverside-applied"));
+    assert!(
+        k.run(&["apply", "--server-side", "-f", path(&file)])
+            .await
+            .contains("serverside-applied")
+    );
     // kubectl hides managedFields from its output since 1.21: read them with kube-rs.
     let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> =
         kube::Api::namespaced(sim.client("").unwrap(), "default");
@@ -206,11 +233,28 @@ async fn kubectl_server_side_apply_records_its_field_manager_and_detects_conflic
         .map(|m| m.manager.unwrap())
         .collect();
     assert_eq!(managers, ["kubectl"]);
-    k.run(&["patch", "configmap", "settings", "--type", "merge", "-p", r#"{"data":{"color":"red"}}"#])
+    k.run(&[
+        "patch",
+        "configmap",
+        "settings",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"color":"red"}}"#,
+    ])
+    .await;
+    let err = k
+        .fails(&["apply", "--server-side", "-f", path(&file)])
         .await;
-    let err = k.fails(&["apply", "--server-side", "-f", path(&file)]).await;
     assert!(err.contains("conflict"), "{err}");
-    k.run(&["apply", "--server-side", "--force-conflicts", "-f", path(&file)]).await;
+    k.run(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "-f",
+        path(&file),
+    ])
+    .await;
     let got = k.json(&["get", "configmap", "settings"]).await;
     assert_eq!(got["data"]["color"], "blue");
 }
@@ -221,10 +265,23 @@ async fn kubectl_merge_and_json_patches_change_data() {
     let k = Kubectl::new(&sim);
     let file = k.file("cm.yaml", CONFIG_MAP);
     k.run(&["create", "-f", path(&file)]).await;
-    k.run(&["patch", "configmap", "settings", "--type", "merge", "-p", r#"{"data":{"size":"L"}}"#])
-        .await;
     k.run(&[
-        "patch", "configmap", "settings", "--type", "json", "-p",
+        "patch",
+        "configmap",
+        "settings",
+        "--type",
+        "merge",
+        "-p",
+        r#"{"data":{"size":"L"}}"#,
+    ])
+    .await;
+    k.run(&[
+        "patch",
+        "configmap",
+        "settings",
+        "--type",
+        "json",
+        "-p",
         r#"[{"op":"replace","path":"/data/color","value":"green"}]"#,
     ])
     .await;
@@ -232,7 +289,15 @@ async fn kubectl_merge_and_json_patches_change_data() {
     assert_eq!(got["data"]["size"], "L");
     assert_eq!(got["data"]["color"], "green");
     let err = k
-        .fails(&["patch", "configmap", "settings", "--type", "json", "-p", r#"[{"op":"test","path":"/data/color","value":"blue"}]"#])
+        .fails(&[
+            "patch",
+            "configmap",
+            "settings",
+            "--type",
+            "json",
+            "-p",
+            r#"[{"op":"test","path":"/data/color","value":"blue"}]"#,
+        ])
         .await;
     assert!(err.contains("Invalid") || err.contains("invalid"), "{err}");
 }
@@ -243,7 +308,12 @@ async fn kubectl_label_selectors_choose_objects() {
     let k = Kubectl::new(&sim);
     let file = k.file("cm.yaml", CONFIG_MAP);
     k.run(&["create", "-f", path(&file)]).await;
-    let other = k.file("other.yaml", &CONFIG_MAP.replace("settings", "other").replace("tier: front", "tier: back"));
+    let other = k.file(
+        "other.yaml",
+        &CONFIG_MAP
+            .replace("settings", "other")
+            .replace("tier: front", "tier: back"),
+    );
     k.run(&["create", "-f", path(&other)]).await;
     k.run(&["label", "configmap", "other", "extra=yes"]).await;
     let names = |v: Value| -> Vec<String> {
@@ -254,10 +324,25 @@ async fn kubectl_label_selectors_choose_objects() {
             .map(|i| i["metadata"]["name"].as_str().unwrap().to_string())
             .collect()
     };
-    assert_eq!(names(k.json(&["get", "cm", "-l", "tier=front"]).await), ["settings"]);
-    assert_eq!(names(k.json(&["get", "cm", "-l", "tier in (front,back),extra"]).await), ["other"]);
-    assert_eq!(names(k.json(&["get", "cm", "-l", "app=web,tier!=back"]).await), ["settings"]);
-    assert_eq!(names(k.json(&["get", "cm", "-l", "!extra,app"]).await), ["settings"]);
+    assert_eq!(
+        names(k.json(&["get", "cm", "-l", "tier=front"]).await),
+        ["settings"]
+    );
+    assert_eq!(
+        names(
+            k.json(&["get", "cm", "-l", "tier in (front,back),extra"])
+                .await
+        ),
+        ["other"]
+    );
+    assert_eq!(
+        names(k.json(&["get", "cm", "-l", "app=web,tier!=back"]).await),
+        ["settings"]
+    );
+    assert_eq!(
+        names(k.json(&["get", "cm", "-l", "!extra,app"]).await),
+        ["settings"]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -280,7 +365,10 @@ async fn kubectl_get_watch_sees_a_new_object() {
         .unwrap()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(stdout.contains("configmap/settings"), "watch printed: {stdout:?}");
+    assert!(
+        stdout.contains("configmap/settings"),
+        "watch printed: {stdout:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -290,7 +378,12 @@ async fn kubectl_creates_a_crd_waits_for_it_and_uses_the_new_resource() {
     let crd = k.file("crd.yaml", CRD);
     k.run(&["apply", "-f", path(&crd)]).await;
     let waited = k
-        .run(&["wait", "--for=condition=established", "--timeout=20s", "crd/widgets.example.io"])
+        .run(&[
+            "wait",
+            "--for=condition=established",
+            "--timeout=20s",
+            "crd/widgets.example.io",
+        ])
         .await;
     assert!(waited.contains("condition met"), "{waited}");
     let widget = k.file("w.yaml", WIDGET);
@@ -310,8 +403,16 @@ async fn kubectl_delete_of_an_object_with_a_finalizer_waits_for_its_removal() {
     k.run(&["delete", "widget", "w1", "--wait=false"]).await;
     let held = k.json(&["get", "widget", "w1"]).await;
     assert!(held["metadata"]["deletionTimestamp"].is_string());
-    k.run(&["patch", "widget", "w1", "--type", "json", "-p", r#"[{"op":"remove","path":"/metadata/finalizers"}]"#])
-        .await;
+    k.run(&[
+        "patch",
+        "widget",
+        "w1",
+        "--type",
+        "json",
+        "-p",
+        r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+    ])
+    .await;
     let err = k.fails(&["get", "widget", "w1"]).await;
     assert!(err.contains("NotFound"), "{err}");
 }
@@ -320,7 +421,10 @@ async fn kubectl_delete_of_an_object_with_a_finalizer_waits_for_its_removal() {
 async fn kubectl_namespace_deletion_removes_its_contents() {
     let sim = sim().await;
     let k = Kubectl::new(&sim);
-    let ns = k.file("ns.yaml", "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n");
+    let ns = k.file(
+        "ns.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n",
+    );
     k.run(&["create", "-f", path(&ns)]).await;
     let file = k.file("cm.yaml", CONFIG_MAP);
     k.run(&["-n", "team", "create", "-f", path(&file)]).await;
