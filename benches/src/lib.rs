@@ -65,3 +65,44 @@ pub fn mixed_objects(n: usize) -> Vec<DynamicObject> {
     }
     out
 }
+
+/// A ConfigMap whose JSON is about `size` bytes (one data entry fills it up).
+pub fn config_map(namespace: &str, name: &str, size: usize) -> DynamicObject {
+    let resource = kcp_core::kube::api::ApiResource {
+        group: String::new(),
+        version: "v1".into(),
+        api_version: "v1".into(),
+        kind: "ConfigMap".into(),
+        plural: "configmaps".into(),
+    };
+    let skeleton = DynamicObject::new(name, &resource)
+        .within(namespace)
+        .data(json!({"data": {"payload": ""}}));
+    let used = serde_json::to_string(&skeleton)
+        .map(|s| s.len())
+        .unwrap_or(0);
+    let filler = "x".repeat(size.saturating_sub(used));
+    skeleton.data(json!({"data": {"payload": filler}}))
+}
+
+/// Resident memory of this process in bytes (Linux `/proc/self/statm`), or 0 where unknown.
+pub fn resident_bytes() -> u64 {
+    let Ok(statm) = std::fs::read_to_string("/proc/self/statm") else {
+        return 0;
+    };
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    pages * 4096
+}
+
+/// The `q`-quantile (0..=1) of sorted samples.
+pub fn quantile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let idx = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[idx.min(sorted.len() - 1)]
+}

@@ -170,28 +170,50 @@ impl Sim {
 
     /// The registry that answers discovery at an endpoint.
     pub fn registry(&self, endpoint: &Endpoint) -> ApiResult<Registry> {
+        self.with_registry(endpoint, |r| r.clone())
+    }
+
+    /// Looks up the type served for a group, version and kind at an endpoint.
+    pub fn type_of_kind(
+        &self,
+        endpoint: &Endpoint,
+        group: &str,
+        version: &str,
+        kind: &str,
+    ) -> ApiResult<Option<Arc<ResourceType>>> {
+        self.with_registry(endpoint, |r| r.by_kind(group, version, kind).cloned())
+    }
+
+    fn with_registry<T>(
+        &self,
+        endpoint: &Endpoint,
+        f: impl FnOnce(&Registry) -> T,
+    ) -> ApiResult<T> {
         let state = self.read();
         let cluster = match endpoint {
-            Endpoint::Plain => PLAIN_CLUSTER.to_string(),
-            Endpoint::Cluster(c) => concrete(&state, c)?.to_string(),
-            Endpoint::Wildcard | Endpoint::Initializing { cluster: None, .. } => {
-                state.clusters.keys().next().cloned().unwrap_or_default()
-            }
+            Endpoint::Plain => PLAIN_CLUSTER,
+            Endpoint::Cluster(c) => concrete(&state, c)?,
+            Endpoint::Wildcard | Endpoint::Initializing { cluster: None, .. } => state
+                .clusters
+                .keys()
+                .next()
+                .map(String::as_str)
+                .unwrap_or_default(),
             Endpoint::Initializing {
                 initializer,
                 cluster: Some(c),
                 shard,
             } => {
-                let name = concrete(&state, c)?.to_string();
-                kcp::initializing_with(&state, &name, initializer, *shard)?;
+                let name = concrete(&state, c)?;
+                kcp::initializing_with(&state, name, initializer, *shard)?;
                 name
             }
         };
         state
             .clusters
-            .get(&cluster)
-            .map(|c| c.registry.clone())
-            .ok_or_else(|| cluster_not_found(&cluster))
+            .get(cluster)
+            .map(|c| f(&c.registry))
+            .ok_or_else(|| cluster_not_found(cluster))
     }
 
     /// Resolves a target.

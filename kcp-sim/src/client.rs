@@ -44,13 +44,9 @@ impl SimClient {
     }
 
     fn lookup(&self, gvk: &GroupVersionKind) -> Result<Arc<ResourceType>> {
-        let registry = self
-            .sim
-            .registry(&self.endpoint)
-            .map_err(|e| api_error("discover", gvk_text(gvk), e))?;
-        registry
-            .by_kind(&gvk.group, &gvk.version, &gvk.kind)
-            .cloned()
+        self.sim
+            .type_of_kind(&self.endpoint, &gvk.group, &gvk.version, &gvk.kind)
+            .map_err(|e| api_error("discover", gvk_text(gvk), e))?
             .ok_or_else(|| Error::KindNotServed { gvk: gvk.clone() })
     }
 

@@ -76,15 +76,24 @@ async fn get_of_a_missing_object_is_none_and_delete_reports_its_outcome() {
     client.create(&cm("default", "free")).await.unwrap();
     let opts = DeleteOptions::default();
     assert!(matches!(
-        client.delete(&cm_ref("default", "held"), &opts).await.unwrap(),
+        client
+            .delete(&cm_ref("default", "held"), &opts)
+            .await
+            .unwrap(),
         DeleteOutcome::Terminating(_)
     ));
     assert_eq!(
-        client.delete(&cm_ref("default", "free"), &opts).await.unwrap(),
+        client
+            .delete(&cm_ref("default", "free"), &opts)
+            .await
+            .unwrap(),
         DeleteOutcome::Deleted
     );
     assert_eq!(
-        client.delete(&cm_ref("default", "free"), &opts).await.unwrap(),
+        client
+            .delete(&cm_ref("default", "free"), &opts)
+            .await
+            .unwrap(),
         DeleteOutcome::AlreadyGone
     );
 }
@@ -107,14 +116,20 @@ async fn lists_honour_label_selectors_in_process() {
         .list(&gvk, None, &ListOptions::labels("tier in (db"))
         .await
         .unwrap_err();
-    assert!(matches!(err, Error::InvalidObject { ref field, .. } if field == "labelSelector"), "{err}");
+    assert!(
+        matches!(err, Error::InvalidObject { ref field, .. } if field == "labelSelector"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
 async fn injected_faults_apply_to_the_in_process_client_too() {
     let sim = Server::start(Config::default()).await.unwrap();
-    sim.faults()
-        .add_error(ErrorRule::new(503, 1.0).verbs([Verb::Create]).resources(["configmaps"]));
+    sim.faults().add_error(
+        ErrorRule::new(503, 1.0)
+            .verbs([Verb::Create])
+            .resources(["configmaps"]),
+    );
     let client = sim.object_client("");
     let err = client.create(&cm("default", "a")).await.unwrap_err();
     assert!(matches!(err, Error::Api { code: 503, .. }));
@@ -155,9 +170,16 @@ metadata: {name: team}
     let report = applier.apply(&plan).await;
     assert!(report.is_complete(), "{report}");
     assert_eq!(report.applied().count(), 4);
-    let widget = ObjectRef::namespaced(GroupVersionKind::gvk("example.io", "v1", "Widget"), "team", "w");
+    let widget = ObjectRef::namespaced(
+        GroupVersionKind::gvk("example.io", "v1", "Widget"),
+        "team",
+        "w",
+    );
     let stored = client.get(&widget).await.unwrap().unwrap();
-    assert_eq!(stored.metadata.annotations.unwrap()["kcp.io/cluster"], "root");
+    assert_eq!(
+        stored.metadata.annotations.unwrap()["kcp.io/cluster"],
+        "root"
+    );
 
     let again = applier.apply(&plan).await;
     assert_eq!(again.unchanged().count(), 4, "{again}");
@@ -168,13 +190,31 @@ async fn server_side_apply_in_process_honours_ownership() {
     let sim = Server::start(Config::default()).await.unwrap();
     let client = sim.object_client("");
     let mine = cm("default", "shared");
-    client.apply(&mine, &PatchOptions { field_manager: Some("me".into()), force: false }).await.unwrap();
+    client
+        .apply(
+            &mine,
+            &PatchOptions {
+                field_manager: Some("me".into()),
+                force: false,
+            },
+        )
+        .await
+        .unwrap();
     let theirs = obj(json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "shared", "namespace": "default"}, "data": {"k": "other"}}));
     let err = client
-        .apply(&theirs, &PatchOptions { field_manager: Some("them".into()), force: false })
+        .apply(
+            &theirs,
+            &PatchOptions {
+                field_manager: Some("them".into()),
+                force: false,
+            },
+        )
         .await
         .unwrap_err();
     assert!(err.is_conflict(), "{err}");
-    client.apply(&theirs, &PatchOptions::apply("them")).await.unwrap();
+    client
+        .apply(&theirs, &PatchOptions::apply("them"))
+        .await
+        .unwrap();
 }
