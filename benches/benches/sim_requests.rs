@@ -45,24 +45,29 @@ fn requests(c: &mut Criterion) {
     group.measurement_time(Duration::from_secs(10));
 
     let local = sim.object_client("");
-    group.bench_function("create_in_process_1k", |b| {
-        b.to_async(&rt).iter_custom(|iters| {
-            let local = local.clone();
-            let objects: Vec<_> = (0..iters * BATCH)
-                .map(|_| config_map("default", &next_name(), 1024))
-                .collect();
-            async move {
-                let start = Instant::now();
-                for obj in &objects {
-                    local
-                        .create(obj)
-                        .await
-                        .unwrap_or_else(|e| panic!("create: {e}"));
+    for (label, size) in [
+        ("create_in_process_1k_small", 256),
+        ("create_in_process_1k", 1024),
+    ] {
+        group.bench_function(label, |b| {
+            b.to_async(&rt).iter_custom(|iters| {
+                let local = local.clone();
+                let objects: Vec<_> = (0..iters * BATCH)
+                    .map(|_| config_map("default", &next_name(), size))
+                    .collect();
+                async move {
+                    let start = Instant::now();
+                    for obj in &objects {
+                        local
+                            .create(obj)
+                            .await
+                            .unwrap_or_else(|e| panic!("create: {e}"));
+                    }
+                    start.elapsed()
                 }
-                start.elapsed()
-            }
-        })
-    });
+            })
+        });
+    }
 
     let client = sim.client("").unwrap_or_else(|e| panic!("client: {e}"));
     let api: Api<ConfigMap> = Api::namespaced(client, "default");

@@ -331,7 +331,7 @@ impl Sim {
         let page = query::list(
             &state,
             &r.scope,
-            &r.rt.group_resource(),
+            r.rt.group_resource(),
             &filter,
             limit,
             continue_token,
@@ -361,7 +361,7 @@ impl Sim {
         }
         let watch_filter = WatchFilter {
             scope: r.scope.clone(),
-            resource: r.rt.group_resource(),
+            resource: r.rt.group_resource().clone(),
             filter: filter.clone(),
         };
         let from = resource_version.filter(|rv| !rv.is_empty() && *rv != "0");
@@ -385,7 +385,7 @@ impl Sim {
                 let page = query::list(
                     &state,
                     &r.scope,
-                    &r.rt.group_resource(),
+                    r.rt.group_resource(),
                     &filter,
                     None,
                     None,
@@ -532,7 +532,7 @@ impl Sim {
         let page = query::list(
             &state,
             &r.scope,
-            &r.rt.group_resource(),
+            r.rt.group_resource(),
             &filter,
             None,
             None,

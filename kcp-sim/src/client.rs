@@ -124,17 +124,69 @@ fn write_error(verb: &'static str, r: &ObjectRef, e: ApiError) -> Error {
 }
 
 fn decode(rt: &ResourceType, version: &str, obj: &Stored, context: &str) -> Result<DynamicObject> {
-    serde_json::from_slice(&render(rt, version, obj)).map_err(|source| Error::Serialization {
+    let failed = |source| Error::Serialization {
         context: format!("decoding {context}"),
         source,
+    };
+    let value: Value = serde_json::from_slice(&render(rt, version, obj)).map_err(failed)?;
+    dynamic_from_value(value).map_err(failed)
+}
+
+/// A `DynamicObject` from a JSON object, field by field: serde's `flatten` (which
+/// `DynamicObject` uses for its data) buffers the whole object first and costs twice as much.
+fn dynamic_from_value(value: Value) -> serde_json::Result<DynamicObject> {
+    let Value::Object(mut map) = value else {
+        return serde_json::from_value(value);
+    };
+    let metadata = map
+        .remove("metadata")
+        .map(serde_json::from_value)
+        .transpose()?
+        .unwrap_or_default();
+    let api_version = map.remove("apiVersion");
+    let kind = map.remove("kind");
+    let types = match (api_version, kind) {
+        (Some(Value::String(api_version)), Some(Value::String(kind))) => {
+            Some(kube::api::TypeMeta { api_version, kind })
+        }
+        _ => None,
+    };
+    Ok(DynamicObject {
+        types,
+        metadata,
+        data: Value::Object(map),
     })
 }
 
+/// The JSON of a `DynamicObject`, built field by field (see [`dynamic_from_value`]).
 fn encode(obj: &DynamicObject, r: &ObjectRef) -> Result<Value> {
-    serde_json::to_value(obj).map_err(|source| Error::Serialization {
+    let failed = |source| Error::Serialization {
         context: format!("encoding {r}"),
         source,
-    })
+    };
+    let mut map = match &obj.data {
+        Value::Object(data) => data.clone(),
+        Value::Null => serde_json::Map::new(),
+        other => {
+            return Err(Error::InvalidObject {
+                object: r.to_string(),
+                field: "data".into(),
+                reason: format!("the object's fields must be a JSON object, not {other}"),
+            });
+        }
+    };
+    if let Some(types) = &obj.types {
+        map.insert(
+            "apiVersion".into(),
+            Value::String(types.api_version.clone()),
+        );
+        map.insert("kind".into(), Value::String(types.kind.clone()));
+    }
+    map.insert(
+        "metadata".into(),
+        serde_json::to_value(&obj.metadata).map_err(failed)?,
+    );
+    Ok(Value::Object(map))
 }
 
 fn write_options(manager: Option<&str>, force: bool) -> WriteOptions {
@@ -342,5 +394,26 @@ impl ObjectClient for SimClient {
             Err(e) if e.code == 404 => Ok(DeleteOutcome::AlreadyGone),
             Err(e) => Err(api_error("delete", target.to_string(), e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn dynamic_objects_convert_like_serde_does() {
+        let v = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "a", "namespace": "b", "labels": {"x": "y"}},
+            "data": {"k": "v"}});
+        let manual = dynamic_from_value(v.clone()).unwrap();
+        let derived: DynamicObject = serde_json::from_value(v.clone()).unwrap();
+        assert_eq!(manual, derived);
+        let r = ObjectRef::from_object(&manual).unwrap();
+        assert_eq!(
+            encode(&manual, &r).unwrap(),
+            serde_json::to_value(&derived).unwrap()
+        );
     }
 }

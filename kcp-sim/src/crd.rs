@@ -30,7 +30,7 @@ pub fn establish(state: &State, cluster: &str, crd: &mut Value) -> ApiResult<()>
     })?;
     // A CRD may not take over a builtin resource (a CRD's own resource is keyed by its name).
     let cluster_data = state.clusters.get(cluster);
-    let served = cluster_data.is_some_and(|c| c.registry.get(&t.group_resource()).is_some());
+    let served = cluster_data.is_some_and(|c| c.registry.get(t.group_resource()).is_some());
     let own = cluster_data.is_some_and(|c| {
         c.get(
             &GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions"),
@@ -113,8 +113,8 @@ pub fn unserve(state: &mut State, cluster: &str, crd: &Value) {
     };
     if let Some(c) = state.clusters.get_mut(cluster) {
         let gr = t.group_resource();
-        c.registry.remove(&gr);
-        c.objects.remove(&gr);
+        c.registry.remove(gr);
+        c.objects.remove(gr);
     }
 }
 
@@ -126,7 +126,7 @@ pub fn has_custom_resources(state: &State, cluster: &str, crd: &Value) -> bool {
     state
         .clusters
         .get(cluster)
-        .and_then(|c| c.objects.get(&t.group_resource()))
+        .and_then(|c| c.objects.get(t.group_resource()))
         .is_some_and(|m| !m.is_empty())
 }
 
@@ -138,7 +138,7 @@ pub fn delete_custom_resources(state: &mut State, cluster: &str, crd: &Value) ->
     let keys: Vec<String> = state
         .clusters
         .get(cluster)
-        .and_then(|c| c.objects.get(&t.group_resource()))
+        .and_then(|c| c.objects.get(t.group_resource()))
         .map(|m| m.keys().cloned().collect())
         .unwrap_or_default();
     for key in keys {

@@ -27,15 +27,14 @@ pub struct ResourceType {
     pub short_names: Vec<String>,
     /// Categories for kubectl (`all`).
     pub categories: Vec<String>,
+    /// Group and plural, kept so lookups need no allocation.
+    key: GroupResource,
 }
 
 impl ResourceType {
     /// The group and plural that key this type's storage.
-    pub fn group_resource(&self) -> GroupResource {
-        GroupResource {
-            group: self.group.clone(),
-            resource: self.plural.clone(),
-        }
+    pub fn group_resource(&self) -> &GroupResource {
+        &self.key
     }
 
     /// `group/version` (or `version` for core) of a served version.
@@ -103,6 +102,7 @@ fn builtin(
     categories: &[&str],
 ) -> ResourceType {
     ResourceType {
+        key: GroupResource::new(group, plural),
         group: group.to_string(),
         versions: vec![version.to_string()],
         kind: kind.to_string(),
@@ -376,6 +376,7 @@ pub fn type_of_crd(crd: &Value) -> Result<ResourceType, (String, String)> {
             .unwrap_or_default()
     };
     Ok(ResourceType {
+        key: GroupResource::new(&group, &plural),
         group,
         versions: served,
         kind,
@@ -406,7 +407,7 @@ impl Registry {
 
     /// Serves a type (replacing an earlier one with the same group and plural).
     pub fn insert(&mut self, t: ResourceType) {
-        self.by_resource.insert(t.group_resource(), Arc::new(t));
+        self.by_resource.insert(t.group_resource().clone(), Arc::new(t));
     }
 
     /// Stops serving a type.

@@ -315,8 +315,7 @@ fn namespace_accepts_objects(state: &State, cluster: &str, ns: &str) -> ApiResul
     let Some(found) = found else {
         return Err(ApiError::not_found("", "namespaces", ns));
     };
-    let value = found.value()?;
-    if meta(&value).is_some_and(|m| m.contains_key("deletionTimestamp")) {
+    if found.terminating {
         return Err(ApiError::forbidden(format!(
             "unable to create new content in namespace {ns} because it is being terminated"
         ))
@@ -358,7 +357,7 @@ pub fn get(
     state
         .clusters
         .get(cluster)
-        .and_then(|c| c.get(&rt.group_resource(), namespace, name))
+        .and_then(|c| c.get(rt.group_resource(), namespace, name))
         .cloned()
         .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
 }
@@ -398,7 +397,7 @@ pub fn create(
         .clusters
         .get(cluster)
         .ok_or_else(|| ApiError::not_found("core.kcp.io", "logicalclusters", cluster))?
-        .get(&gr, &ns, &name)
+        .get(gr, &ns, &name)
         .is_some();
     if exists {
         return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
@@ -456,7 +455,7 @@ fn finish_create(
         });
     }
     let gr = rt.group_resource();
-    let object = state.put(cluster, &gr, ns, name, stored)?;
+    let object = state.put(cluster, gr, ns, name, stored)?;
     after_write(state, cluster, rt, None, &obj)?;
     Ok(Written {
         object,
@@ -680,7 +679,7 @@ fn write_update(
         });
     }
     let gr = rt.group_resource();
-    let object = state.put(cluster, &gr, namespace, name, stored)?;
+    let object = state.put(cluster, gr, namespace, name, stored)?;
     after_write(state, cluster, rt, Some(&old), &new)?;
     if new.pointer("/metadata/deletionTimestamp").is_some() && finalizers(&new).is_empty() {
         // The last finalizer went: the object goes.
@@ -713,7 +712,7 @@ pub fn patch(
     let current = state
         .clusters
         .get(cluster)
-        .and_then(|c| c.get(&rt.group_resource(), namespace, name))
+        .and_then(|c| c.get(rt.group_resource(), namespace, name))
         .cloned();
     if kind == PatchKind::Apply {
         return apply(
@@ -936,7 +935,7 @@ pub fn delete(
         let rv = state.next_rv();
         meta_mut(&mut obj)?.insert("resourceVersion".into(), json!(rv.to_string()));
         let stored = Stored::encode(&obj, rv)?;
-        state.put(cluster, &rt.group_resource(), namespace, name, stored)?;
+        state.put(cluster, rt.group_resource(), namespace, name, stored)?;
     }
     if is_namespace {
         delete_namespace_contents(state, cluster, name)?;
@@ -951,7 +950,7 @@ pub fn delete(
     Ok(state
         .clusters
         .get(cluster)
-        .and_then(|c| c.get(&rt.group_resource(), namespace, name))
+        .and_then(|c| c.get(rt.group_resource(), namespace, name))
         .cloned()
         .unwrap_or(current))
 }
@@ -965,7 +964,7 @@ pub(crate) fn remove_now(
     name: &str,
 ) -> ApiResult<Option<Arc<Stored>>> {
     let gr = rt.group_resource();
-    let removed = state.remove(cluster, &gr, namespace, name)?;
+    let removed = state.remove(cluster, gr, namespace, name)?;
     let Some(removed) = removed else {
         return Ok(None);
     };
@@ -985,7 +984,7 @@ pub(crate) fn remove_now(
         if state
             .clusters
             .get(cluster)
-            .and_then(|c| c.get(&crd_type.group_resource(), "", &crd_name))
+            .and_then(|c| c.get(crd_type.group_resource(), "", &crd_name))
             .is_some()
         {
             try_finish_termination(state, cluster, &crd_type, "", &crd_name)?;
@@ -1034,7 +1033,7 @@ fn try_finish_termination(
     let Some(current) = state
         .clusters
         .get(cluster)
-        .and_then(|c| c.get(&rt.group_resource(), namespace, name))
+        .and_then(|c| c.get(rt.group_resource(), namespace, name))
         .cloned()
     else {
         return Ok(());
@@ -1062,7 +1061,7 @@ fn try_finish_termination(
             let rv = state.next_rv();
             meta_mut(&mut obj)?.insert("resourceVersion".into(), json!(rv.to_string()));
             let stored = Stored::encode(&obj, rv)?;
-            state.put(cluster, &rt.group_resource(), namespace, name, stored)?;
+            state.put(cluster, rt.group_resource(), namespace, name, stored)?;
             return Ok(());
         }
     }
@@ -1169,7 +1168,7 @@ fn collect_dependents(state: &mut State, cluster: &str, uid: &str) -> ApiResult<
         let Some(dep) = state
             .clusters
             .get(cluster)
-            .and_then(|c| c.get(&rt.group_resource(), &ns, &name))
+            .and_then(|c| c.get(rt.group_resource(), &ns, &name))
             .cloned()
         else {
             continue;
@@ -1199,9 +1198,8 @@ fn is_gone_or_terminating(state: &State, cluster: &str, uid: &str) -> bool {
     state
         .clusters
         .get(cluster)
-        .and_then(|c| c.get(&rt.group_resource(), &ns, &name))
-        .and_then(|s| s.value().ok())
-        .is_some_and(|v| v.pointer("/metadata/deletionTimestamp").is_some())
+        .and_then(|c| c.get(rt.group_resource(), &ns, &name))
+        .is_none_or(|s| s.terminating)
 }
 
 fn orphan_dependents(state: &mut State, cluster: &str, uid: &str) -> ApiResult<()> {
@@ -1222,7 +1220,7 @@ fn drop_owner_reference(
     let Some(dep) = state
         .clusters
         .get(cluster)
-        .and_then(|c| c.get(&rt.group_resource(), ns, name))
+        .and_then(|c| c.get(rt.group_resource(), ns, name))
         .cloned()
     else {
         return Ok(());
@@ -1242,7 +1240,7 @@ fn drop_owner_reference(
     let rv = state.next_rv();
     meta_mut(&mut value)?.insert("resourceVersion".into(), json!(rv.to_string()));
     let stored = Stored::encode(&value, rv)?;
-    state.put(cluster, &rt.group_resource(), ns, name, stored)?;
+    state.put(cluster, rt.group_resource(), ns, name, stored)?;
     Ok(())
 }
 

@@ -28,6 +28,8 @@ pub struct Stored {
     pub owners: Vec<Box<str>>,
     /// Its uid.
     pub uid: Box<str>,
+    /// Whether it has a deletionTimestamp (it is being deleted).
+    pub terminating: bool,
 }
 
 impl Stored {
@@ -35,6 +37,8 @@ impl Stored {
     pub fn encode(obj: &Value, rv: u64) -> ApiResult<Self> {
         let json = serde_json::to_vec(obj)
             .map_err(|e| ApiError::internal(format!("encoding object: {e}")))?;
+        // The serializer's buffer grows by doubling; keep only what the object needs.
+        let json = json.into_boxed_slice();
         let owners = obj
             .pointer("/metadata/ownerReferences")
             .and_then(Value::as_array)
@@ -50,11 +54,13 @@ impl Stored {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .into();
+        let terminating = obj.pointer("/metadata/deletionTimestamp").is_some();
         Ok(Self {
             json: Bytes::from(json),
             rv,
             owners,
             uid,
+            terminating,
         })
     }
 
