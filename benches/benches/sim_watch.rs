@@ -45,6 +45,7 @@ fn watch(c: &mut Criterion) {
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
+    let _entered = rt.enter();
     let sim = rt
         .block_on(Server::start(Config::default()))
         .unwrap_or_else(|e| panic!("kcp-sim: {e}"));

@@ -382,14 +382,8 @@ impl Sim {
                 })
             }
             None => {
-                let page = query::list(
-                    &state,
-                    &r.scope,
-                    r.rt.group_resource(),
-                    &filter,
-                    None,
-                    None,
-                )?;
+                let page =
+                    query::list(&state, &r.scope, r.rt.group_resource(), &filter, None, None)?;
                 Ok(WatchStart {
                     rt: r.rt,
                     initial: page
@@ -529,14 +523,7 @@ impl Sim {
         let r = self.resolve(&state, target)?;
         let cluster = r.cluster()?.to_string();
         filter.namespace = target.namespace.clone().filter(|_| r.rt.namespaced);
-        let page = query::list(
-            &state,
-            &r.scope,
-            r.rt.group_resource(),
-            &filter,
-            None,
-            None,
-        )?;
+        let page = query::list(&state, &r.scope, r.rt.group_resource(), &filter, None, None)?;
         let mut deleted = Vec::new();
         for obj in page.items {
             let value = obj.value()?;

@@ -407,7 +407,8 @@ impl Registry {
 
     /// Serves a type (replacing an earlier one with the same group and plural).
     pub fn insert(&mut self, t: ResourceType) {
-        self.by_resource.insert(t.group_resource().clone(), Arc::new(t));
+        self.by_resource
+            .insert(t.group_resource().clone(), Arc::new(t));
     }
 
     /// Stops serving a type.
