@@ -631,9 +631,23 @@ async fn watch(
     let filter = filter_of(query)?;
     let mut drops = sim.faults.watch_drops();
     drops.mark_unchanged();
-    let start = sim
+    let start = match sim
         .watch(target, filter, query.get("resourceVersion"))
-        .await?;
+        .await
+    {
+        Ok(start) => start,
+        // Like the real server: a watch from an expired version starts, and its one event is an
+        // ERROR carrying the 410 Status (client-go and kube-rs both re-list on it).
+        Err(err) if err.code == 410 => {
+            let body = serde_json::to_vec(&err.to_status()).unwrap_or_default();
+            return Ok(full(
+                StatusCode::OK,
+                "application/json",
+                event_line("ERROR", &body),
+            ));
+        }
+        Err(err) => return Err(err),
+    };
     let timeout = query
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())

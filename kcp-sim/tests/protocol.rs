@@ -1,0 +1,265 @@
+//! More of the Kubernetes protocol over HTTP with kube-rs: field selectors, bookmarks, delete
+//! preconditions, foreground deletion, the builtin kinds, latency faults and shutdown.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Event, Node};
+use k8s_openapi::api::events::v1::Event as EventV1;
+use kcp_sim::{Config, FaultConfig, Server};
+use kube::api::{
+    Api, DeleteParams, ListParams, PostParams, Preconditions, WatchEvent, WatchParams,
+};
+use serde_json::json;
+
+fn cm(name: &str) -> ConfigMap {
+    serde_json::from_value(json!({"metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
+}
+
+#[tokio::test]
+async fn field_selectors_match_name_and_namespace() {
+    let sim = Server::start(Config::default()).await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
+    for n in ["a", "b"] {
+        api.create(&PostParams::default(), &cm(n)).await.unwrap();
+    }
+    let list = api
+        .list(&ListParams::default().fields("metadata.name=b"))
+        .await
+        .unwrap();
+    assert_eq!(list.items.len(), 1);
+    let all: Api<ConfigMap> = Api::all(sim.client("").unwrap());
+    let other = all
+        .list(&ListParams::default().fields("metadata.namespace!=default"))
+        .await
+        .unwrap();
+    assert!(other.items.is_empty());
+}
+
+#[tokio::test]
+async fn watches_that_allow_bookmarks_receive_them() {
+    let sim = Server::start(Config {
+        bookmark_interval: Duration::from_millis(100),
+        ..Config::default()
+    })
+    .await
+    .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
+    let rv = api
+        .create(&PostParams::default(), &cm("a"))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    let mut stream = api
+        .watch(
+            &WatchParams {
+                bookmarks: true,
+                ..WatchParams::default().timeout(10)
+            },
+            &rv,
+        )
+        .await
+        .unwrap()
+        .boxed();
+    let event = tokio::time::timeout(Duration::from_secs(5), stream.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let WatchEvent::Bookmark(b) = event else {
+        panic!("expected a bookmark, got {event:?}")
+    };
+    assert!(b.metadata.resource_version.parse::<u64>().unwrap() >= rv.parse::<u64>().unwrap());
+}
+
+#[tokio::test]
+async fn a_watch_from_a_compacted_version_is_gone() {
+    let sim = Server::start(Config::default()).await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
+    let rv = api
+        .create(&PostParams::default(), &cm("a"))
+        .await
+        .unwrap()
+        .metadata
+        .resource_version
+        .unwrap();
+    api.create(&PostParams::default(), &cm("b")).await.unwrap();
+    sim.compact();
+    let mut stream = api
+        .watch(&WatchParams::default(), &rv)
+        .await
+        .unwrap()
+        .boxed();
+    // The watch starts and its one event is the 410 Status; kube-rs surfaces it as an error.
+    let event = stream.try_next().await;
+    let gone = match &event {
+        Ok(Some(WatchEvent::Error(e))) => e.code == 410,
+        Err(kube::Error::Api(s)) => s.code == 410,
+        _ => false,
+    };
+    assert!(gone, "{event:?}");
+}
+
+#[tokio::test]
+async fn a_delete_with_a_stale_precondition_is_a_conflict() {
+    let sim = Server::start(Config::default()).await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
+    api.create(&PostParams::default(), &cm("a")).await.unwrap();
+    let dp = DeleteParams {
+        preconditions: Some(Preconditions {
+            uid: Some("not-the-uid".into()),
+            resource_version: None,
+        }),
+        ..DeleteParams::default()
+    };
+    let err = api.delete("a", &dp).await.unwrap_err();
+    assert!(matches!(err, kube::Error::Api(s) if s.code == 409));
+    assert!(api.get_opt("a").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn foreground_deletion_removes_dependents_before_the_owner() {
+    let sim = Server::start(Config::default()).await.unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
+    let owner = api
+        .create(&PostParams::default(), &cm("owner"))
+        .await
+        .unwrap();
+    let mut child = cm("child");
+    child.metadata.finalizers = Some(vec!["example.io/hold".into()]);
+    child.metadata.owner_references = Some(vec![
+        serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+        "uid": owner.metadata.uid.unwrap()}))
+        .unwrap(),
+    ]);
+    api.create(&PostParams::default(), &child).await.unwrap();
+    api.delete("owner", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    // The dependent holds on, so the owner waits with the foregroundDeletion finalizer.
+    let waiting = api.get("owner").await.unwrap();
+    assert!(
+        waiting
+            .metadata
+            .finalizers
+            .unwrap()
+            .contains(&"foregroundDeletion".to_string())
+    );
+    api.patch(
+        "child",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+    assert!(api.get_opt("child").await.unwrap().is_none());
+    assert!(api.get_opt("owner").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn events_of_both_groups_leases_and_nodes_are_served() {
+    let sim = Server::start(Config::default()).await.unwrap();
+    let client = sim.client("").unwrap();
+    let core: Api<Event> = Api::namespaced(client.clone(), "default");
+    core.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+        "metadata": {"name": "e1"}, "involvedObject": {"kind": "ConfigMap", "name": "a"},
+        "reason": "Test", "message": "hello", "type": "Normal"}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let v1: Api<EventV1> = Api::namespaced(client.clone(), "default");
+    v1.create(
+        &PostParams::default(),
+        &serde_json::from_value(json!({
+        "metadata": {"name": "e2"}, "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "test", "reportingInstance": "test-1",
+        "action": "Testing", "reason": "Test", "type": "Warning", "note": "hi"}))
+        .unwrap(),
+    )
+    .await
+    .unwrap();
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "kube-system");
+    leases
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+        "metadata": {"name": "leader"}, "spec": {"holderIdentity": "me"}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    let nodes: Api<Node> = Api::all(client);
+    nodes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+        "metadata": {"name": "n1"}}))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        core.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
+    assert_eq!(
+        v1.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn injected_latency_delays_every_request() {
+    let sim = Server::start(Config {
+        faults: FaultConfig {
+            latency: Duration::from_millis(50),
+            ..FaultConfig::default()
+        },
+        ..Config::default()
+    })
+    .await
+    .unwrap();
+    let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
+    let start = Instant::now();
+    api.get_opt("a").await.unwrap();
+    assert!(start.elapsed() >= Duration::from_millis(50));
+    sim.faults().set_latency(Duration::ZERO, Duration::ZERO);
+    assert_eq!(sim.faults().config(), FaultConfig::default());
+}
+
+#[tokio::test]
+async fn shutdown_ends_open_watches_and_closes_the_port() {
+    let sim = Server::start(Config::default()).await.unwrap();
+    let url = sim.url().to_string();
+    let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
+    let mut stream = api
+        .watch(&WatchParams::default(), "0")
+        .await
+        .unwrap()
+        .boxed();
+    sim.shutdown().await;
+    let end = tokio::time::timeout(Duration::from_secs(5), stream.try_next())
+        .await
+        .unwrap();
+    assert!(matches!(end, Ok(None) | Err(_)), "{end:?}");
+    let addr = url.trim_start_matches("http://");
+    assert!(tokio::net::TcpStream::connect(addr).await.is_err());
+}
+
+#[tokio::test]
+async fn the_kubeconfig_names_every_requested_cluster() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let config = sim.kubeconfig(&["root", "root:org"]);
+    assert!(config.contains(&format!("server: {}/clusters/root:org", sim.url())));
+    assert!(config.contains("current-context: root\n"));
+    let parsed = kube::config::Kubeconfig::from_yaml(&config).unwrap();
+    assert_eq!(parsed.contexts.len(), 2);
+}
