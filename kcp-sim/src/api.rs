@@ -399,6 +399,23 @@ impl Sim {
         }
     }
 
+    /// Runs a write against the one cluster a target addresses, after the faults of `verb`.
+    async fn write_op<T>(
+        &self,
+        verb: Verb,
+        target: &Target,
+        op: impl FnOnce(&mut State, &Resolved, &str) -> ApiResult<T>,
+    ) -> ApiResult<(Arc<ResourceType>, T)> {
+        self.faults
+            .before(verb, &target.group, &target.plural)
+            .await?;
+        let mut state = self.write();
+        let r = self.resolve(&state, target)?;
+        let cluster = r.cluster()?.to_string();
+        let out = op(&mut state, &r, &cluster)?;
+        Ok((r.rt, out))
+    }
+
     /// POST: create.
     pub async fn create(
         &self,
@@ -406,28 +423,18 @@ impl Sim {
         body: Value,
         opts: &WriteOptions,
     ) -> ApiResult<(Arc<ResourceType>, Written)> {
-        self.faults
-            .before(Verb::Create, &target.group, &target.plural)
-            .await?;
-        let mut state = self.write();
-        let r = self.resolve(&state, target)?;
-        let cluster = r.cluster()?.to_string();
-        let written = semantics::create(
-            &mut state,
-            &cluster,
-            &r.rt,
-            &target.version,
-            target.namespace.as_deref(),
-            body,
-            &self.options(opts, &r),
-        )?;
-        Ok((r.rt, written))
-    }
-
-    fn options(&self, opts: &WriteOptions, r: &Resolved) -> WriteOptions {
-        let mut opts = opts.clone();
-        opts.initializer = r.initializer.clone();
-        opts
+        self.write_op(Verb::Create, target, |state, r, cluster| {
+            semantics::create(
+                state,
+                cluster,
+                &r.rt,
+                &target.version,
+                target.namespace.as_deref(),
+                body,
+                &with_initializer(opts, r),
+            )
+        })
+        .await
     }
 
     /// PUT: replace an object or its status.
@@ -437,24 +444,21 @@ impl Sim {
         body: Value,
         opts: &WriteOptions,
     ) -> ApiResult<(Arc<ResourceType>, Written)> {
-        self.faults
-            .before(Verb::Update, &target.group, &target.plural)
-            .await?;
-        let mut state = self.write();
-        let r = self.resolve(&state, target)?;
-        let cluster = r.cluster()?.to_string();
-        let written = semantics::update(
-            &mut state,
-            &cluster,
-            &r.rt,
-            &target.version,
-            target.namespace.as_deref().unwrap_or(""),
-            Self::name(target)?,
-            target.subresource.is_some(),
-            body,
-            &self.options(opts, &r),
-        )?;
-        Ok((r.rt, written))
+        let name = Self::name(target)?;
+        self.write_op(Verb::Update, target, |state, r, cluster| {
+            semantics::update(
+                state,
+                cluster,
+                &r.rt,
+                &target.version,
+                target.namespace.as_deref().unwrap_or(""),
+                name,
+                target.subresource.is_some(),
+                body,
+                &with_initializer(opts, r),
+            )
+        })
+        .await
     }
 
     /// PATCH (merge, JSON, strategic or apply).
@@ -465,25 +469,22 @@ impl Sim {
         body: &Value,
         opts: &WriteOptions,
     ) -> ApiResult<(Arc<ResourceType>, Written)> {
-        self.faults
-            .before(Verb::Patch, &target.group, &target.plural)
-            .await?;
-        let mut state = self.write();
-        let r = self.resolve(&state, target)?;
-        let cluster = r.cluster()?.to_string();
-        let written = semantics::patch(
-            &mut state,
-            &cluster,
-            &r.rt,
-            &target.version,
-            target.namespace.as_deref().unwrap_or(""),
-            Self::name(target)?,
-            target.subresource.is_some(),
-            kind,
-            body,
-            &self.options(opts, &r),
-        )?;
-        Ok((r.rt, written))
+        let name = Self::name(target)?;
+        self.write_op(Verb::Patch, target, |state, r, cluster| {
+            semantics::patch(
+                state,
+                cluster,
+                &r.rt,
+                &target.version,
+                target.namespace.as_deref().unwrap_or(""),
+                name,
+                target.subresource.is_some(),
+                kind,
+                body,
+                &with_initializer(opts, r),
+            )
+        })
+        .await
     }
 
     /// DELETE one object.
@@ -492,21 +493,18 @@ impl Sim {
         target: &Target,
         req: &DeleteRequest,
     ) -> ApiResult<(Arc<ResourceType>, Arc<Stored>)> {
-        self.faults
-            .before(Verb::Delete, &target.group, &target.plural)
-            .await?;
-        let mut state = self.write();
-        let r = self.resolve(&state, target)?;
-        let cluster = r.cluster()?.to_string();
-        let obj = semantics::delete(
-            &mut state,
-            &cluster,
-            &r.rt,
-            target.namespace.as_deref().unwrap_or(""),
-            Self::name(target)?,
-            req,
-        )?;
-        Ok((r.rt, obj))
+        let name = Self::name(target)?;
+        self.write_op(Verb::Delete, target, |state, r, cluster| {
+            semantics::delete(
+                state,
+                cluster,
+                &r.rt,
+                target.namespace.as_deref().unwrap_or(""),
+                name,
+                req,
+            )
+        })
+        .await
     }
 
     /// DELETE a collection: every object the filter selects.
@@ -516,35 +514,43 @@ impl Sim {
         mut filter: Filter,
         req: &DeleteRequest,
     ) -> ApiResult<(Arc<ResourceType>, Vec<Arc<Stored>>)> {
-        self.faults
-            .before(Verb::Delete, &target.group, &target.plural)
-            .await?;
-        let mut state = self.write();
-        let r = self.resolve(&state, target)?;
-        let cluster = r.cluster()?.to_string();
-        filter.namespace = target.namespace.clone().filter(|_| r.rt.namespaced);
-        let page = query::list(&state, &r.scope, r.rt.group_resource(), &filter, None, None)?;
-        let mut deleted = Vec::new();
-        for obj in page.items {
-            let value = obj.value()?;
-            let ns = value
-                .pointer("/metadata/namespace")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            let name = value
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string();
-            match semantics::delete(&mut state, &cluster, &r.rt, &ns, &name, req) {
-                Ok(o) => deleted.push(o),
-                Err(e) if e.code == 404 => {}
-                Err(e) => return Err(e),
+        self.write_op(Verb::Delete, target, |state, r, cluster| {
+            filter.namespace = target.namespace.clone().filter(|_| r.rt.namespaced);
+            let page = query::list(state, &r.scope, r.rt.group_resource(), &filter, None, None)?;
+            let mut deleted = Vec::new();
+            for obj in page.items {
+                let value = obj.value()?;
+                let field = |f: &str| {
+                    value
+                        .pointer(&format!("/metadata/{f}"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_string()
+                };
+                match semantics::delete(
+                    state,
+                    cluster,
+                    &r.rt,
+                    &field("namespace"),
+                    &field("name"),
+                    req,
+                ) {
+                    Ok(o) => deleted.push(o),
+                    Err(e) if e.code == 404 => {}
+                    Err(e) => return Err(e),
+                }
             }
-        }
-        Ok((r.rt, deleted))
+            Ok(deleted)
+        })
+        .await
     }
+}
+
+/// Write options with the initializer of the virtual workspace a request came through.
+fn with_initializer(opts: &WriteOptions, r: &Resolved) -> WriteOptions {
+    let mut opts = opts.clone();
+    opts.initializer = r.initializer.clone();
+    opts
 }
 
 fn cluster_not_found(cluster: &str) -> ApiError {

@@ -281,9 +281,7 @@ pub fn logical_cluster_changed(state: &mut State, cluster: &str, lc: &Value) -> 
     if initializers.is_empty() && phase == "Initializing" {
         let mut ready = lc.clone();
         ready["status"]["phase"] = json!("Ready");
-        let rv = state.next_rv();
-        ready["metadata"]["resourceVersion"] = json!(rv.to_string());
-        let stored = Stored::encode(&ready, rv)?;
+        let stored = state.encode_next(&mut ready)?;
         state.put(
             cluster,
             &logical_clusters(),
@@ -303,12 +301,7 @@ fn mirror_on_workspace(state: &mut State, lc: &Value) -> ApiResult<()> {
     ) else {
         return Ok(());
     };
-    let Some(ws) = state
-        .clusters
-        .get(owner_cluster)
-        .and_then(|c| c.get(&workspaces(), "", owner_name))
-        .cloned()
-    else {
+    let Some(ws) = state.lookup(owner_cluster, &workspaces(), "", owner_name) else {
         return Ok(());
     };
     let mut ws = ws.value()?;
@@ -324,9 +317,7 @@ fn mirror_on_workspace(state: &mut State, lc: &Value) -> ApiResult<()> {
     }
     ws["status"]["phase"] = phase;
     ws["status"]["initializers"] = initializers;
-    let rv = state.next_rv();
-    ws["metadata"]["resourceVersion"] = json!(rv.to_string());
-    let stored = Stored::encode(&ws, rv)?;
+    let stored = state.encode_next(&mut ws)?;
     let (owner_cluster, owner_name) = (owner_cluster.to_string(), owner_name.to_string());
     state.put(&owner_cluster, &workspaces(), "", &owner_name, stored)?;
     Ok(())

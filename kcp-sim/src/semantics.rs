@@ -355,10 +355,7 @@ pub fn get(
     name: &str,
 ) -> ApiResult<Arc<Stored>> {
     state
-        .clusters
-        .get(cluster)
-        .and_then(|c| c.get(rt.group_resource(), namespace, name))
-        .cloned()
+        .lookup(cluster, rt.group_resource(), namespace, name)
         .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
 }
 
@@ -445,9 +442,7 @@ fn finish_create(
 ) -> ApiResult<Written> {
     default_on_create(state, cluster, rt, &mut obj)?;
     kcp::stamp_cluster(state, cluster, &mut obj)?;
-    let rv = state.next_rv();
-    meta_mut(&mut obj)?.insert("resourceVersion".into(), json!(rv.to_string()));
-    let stored = Stored::encode(&obj, rv)?;
+    let stored = state.encode_next(&mut obj)?;
     if dry_run {
         return Ok(Written {
             object: Arc::new(stored),
@@ -669,9 +664,7 @@ fn write_update(
     if rt.kind == "WorkspaceType" && rt.group == "tenancy.kcp.io" && !status {
         kcp::publish_virtual_workspaces(state, cluster, &mut new);
     }
-    let rv = state.next_rv();
-    meta_mut(&mut new)?.insert("resourceVersion".into(), json!(rv.to_string()));
-    let stored = Stored::encode(&new, rv)?;
+    let stored = state.encode_next(&mut new)?;
     if opts.dry_run {
         return Ok(Written {
             object: Arc::new(stored),
@@ -709,11 +702,7 @@ pub fn patch(
     body: &Value,
     opts: &WriteOptions,
 ) -> ApiResult<Written> {
-    let current = state
-        .clusters
-        .get(cluster)
-        .and_then(|c| c.get(rt.group_resource(), namespace, name))
-        .cloned();
+    let current = state.lookup(cluster, rt.group_resource(), namespace, name);
     if kind == PatchKind::Apply {
         return apply(
             state, cluster, rt, version, namespace, name, status, current, body, opts,
@@ -932,10 +921,7 @@ pub fn delete(
         if is_namespace {
             obj["status"]["phase"] = json!("Terminating");
         }
-        let rv = state.next_rv();
-        meta_mut(&mut obj)?.insert("resourceVersion".into(), json!(rv.to_string()));
-        let stored = Stored::encode(&obj, rv)?;
-        state.put(cluster, rt.group_resource(), namespace, name, stored)?;
+        state.store(cluster, rt.group_resource(), namespace, name, &mut obj)?;
     }
     if is_namespace {
         delete_namespace_contents(state, cluster, name)?;
@@ -948,10 +934,7 @@ pub fn delete(
     }
     try_finish_termination(state, cluster, rt, namespace, name)?;
     Ok(state
-        .clusters
-        .get(cluster)
-        .and_then(|c| c.get(rt.group_resource(), namespace, name))
-        .cloned()
+        .lookup(cluster, rt.group_resource(), namespace, name)
         .unwrap_or(current))
 }
 
@@ -1030,12 +1013,7 @@ fn try_finish_termination(
     namespace: &str,
     name: &str,
 ) -> ApiResult<()> {
-    let Some(current) = state
-        .clusters
-        .get(cluster)
-        .and_then(|c| c.get(rt.group_resource(), namespace, name))
-        .cloned()
-    else {
+    let Some(current) = state.lookup(cluster, rt.group_resource(), namespace, name) else {
         return Ok(());
     };
     let mut obj = current.value()?;
@@ -1058,10 +1036,7 @@ fn try_finish_termination(
         fins.retain(|f| f != "foregroundDeletion");
         if !fins.is_empty() {
             meta_mut(&mut obj)?.insert("finalizers".into(), json!(fins));
-            let rv = state.next_rv();
-            meta_mut(&mut obj)?.insert("resourceVersion".into(), json!(rv.to_string()));
-            let stored = Stored::encode(&obj, rv)?;
-            state.put(cluster, rt.group_resource(), namespace, name, stored)?;
+            state.store(cluster, rt.group_resource(), namespace, name, &mut obj)?;
             return Ok(());
         }
     }
@@ -1165,12 +1140,7 @@ fn find_by_uid(state: &State, cluster: &str, uid: &str) -> Option<(ResourceType,
 /// with another owner left only lose the reference.
 fn collect_dependents(state: &mut State, cluster: &str, uid: &str) -> ApiResult<()> {
     for (rt, ns, name) in dependents(state, cluster, uid) {
-        let Some(dep) = state
-            .clusters
-            .get(cluster)
-            .and_then(|c| c.get(rt.group_resource(), &ns, &name))
-            .cloned()
-        else {
+        let Some(dep) = state.lookup(cluster, rt.group_resource(), &ns, &name) else {
             continue;
         };
         let others_alive = dep
@@ -1217,12 +1187,7 @@ fn drop_owner_reference(
     name: &str,
     uid: &str,
 ) -> ApiResult<()> {
-    let Some(dep) = state
-        .clusters
-        .get(cluster)
-        .and_then(|c| c.get(rt.group_resource(), ns, name))
-        .cloned()
-    else {
+    let Some(dep) = state.lookup(cluster, rt.group_resource(), ns, name) else {
         return Ok(());
     };
     let mut value = dep.value()?;
@@ -1237,10 +1202,7 @@ fn drop_owner_reference(
             m.remove("ownerReferences");
         }
     }
-    let rv = state.next_rv();
-    meta_mut(&mut value)?.insert("resourceVersion".into(), json!(rv.to_string()));
-    let stored = Stored::encode(&value, rv)?;
-    state.put(cluster, rt.group_resource(), ns, name, stored)?;
+    state.store(cluster, rt.group_resource(), ns, name, &mut value)?;
     Ok(())
 }
 

@@ -258,6 +258,44 @@ impl State {
         self.rv + 1
     }
 
+    /// Encodes an object at the next resourceVersion (setting `metadata.resourceVersion`),
+    /// without storing it.
+    pub fn encode_next(&self, obj: &mut Value) -> ApiResult<Stored> {
+        let rv = self.next_rv();
+        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+        }
+        Stored::encode(obj, rv)
+    }
+
+    /// Stores an object at the next resourceVersion (setting `metadata.resourceVersion`) and
+    /// publishes the change.
+    pub fn store(
+        &mut self,
+        cluster: &str,
+        gr: &GroupResource,
+        namespace: &str,
+        name: &str,
+        obj: &mut Value,
+    ) -> ApiResult<Arc<Stored>> {
+        let stored = self.encode_next(obj)?;
+        self.put(cluster, gr, namespace, name, stored)
+    }
+
+    /// Reads one object.
+    pub fn lookup(
+        &self,
+        cluster: &str,
+        gr: &GroupResource,
+        namespace: &str,
+        name: &str,
+    ) -> Option<Arc<Stored>> {
+        self.clusters
+            .get(cluster)?
+            .get(gr, namespace, name)
+            .cloned()
+    }
+
     /// Stores an object already encoded at [`Self::next_rv`], and publishes the change.
     pub fn put(
         &mut self,
