@@ -1,0 +1,1 @@
+//! Process glue shared by the kcp-rs binaries.
