@@ -1,0 +1,311 @@
+//! Initializing one logical cluster: read the InitTarget fresh, render every source, build one
+//! apply plan across all of them, apply it wave by wave with server-side apply, and remove the
+//! initializer only when every object is in place.
+//!
+//! This is I/O over [`ObjectClient`]s and nothing else: the caller decides when to call it
+//! again (see [`crate::controller`]), from the [`ClusterOutcome`] it returns.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
+use kcp_core::kcp::{LOGICAL_CLUSTER_NAME, LogicalCluster};
+use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
+use kcp_core::{ObjectClient, ObjectClientExt, ObjectRef, TemplateEngine};
+use serde_json::{Value, json};
+
+use crate::api::{InitTarget, InitTemplate};
+use crate::error::Error;
+use crate::render::{TemplateContext, render_sources};
+
+/// The field manager of everything the agent writes.
+pub const FIELD_MANAGER: &str = "kcp-init-agent";
+
+/// The reason of the Warning Events the agent records on a LogicalCluster it cannot initialize.
+pub const EVENT_REASON: &str = "InitializationFailed";
+
+/// Everything one cluster's initialization needs besides the cluster.
+pub struct InitContext<'a> {
+    /// Client of the config workspace (InitTargets and InitTemplates).
+    pub config: &'a dyn ObjectClient,
+    /// Name of the InitTarget this agent runs for.
+    pub target: &'a str,
+    /// The initializer this target removes (`<type cluster>:<type name>`).
+    pub initializer: &'a str,
+    /// Name of the WorkspaceType.
+    pub workspace_type_name: &'a str,
+    /// Path (or cluster name) of the WorkspaceType's workspace.
+    pub workspace_type_path: &'a str,
+    /// Template engine (with its parse cache).
+    pub engine: &'a TemplateEngine,
+    /// Applier settings (field manager, concurrency, readiness timeouts).
+    pub applier: &'a ApplierConfig,
+}
+
+/// What became of one attempt.
+#[derive(Debug)]
+pub enum ClusterOutcome {
+    /// Every object is applied and the initializer was removed.
+    Initialized {
+        /// How many objects were applied.
+        objects: usize,
+        /// Time the attempt took.
+        took: Duration,
+    },
+    /// Nothing to do: the cluster is gone or no longer carries the initializer.
+    NotOurs,
+    /// Not done yet for a reason that passes (a kind not served yet, a 409/429/5xx): try again.
+    Pending(String),
+    /// Not possible as things are (a template error, an invalid object, a 403): the Event and the
+    /// InitTarget condition say why; trying again only helps once something is changed.
+    Failed(Error),
+}
+
+fn logical_cluster_ref() -> ObjectRef {
+    ObjectRef::cluster_scoped(
+        GroupVersionKind::gvk("core.kcp.io", "v1alpha1", "LogicalCluster"),
+        LOGICAL_CLUSTER_NAME,
+    )
+}
+
+fn carries(lc: &LogicalCluster, initializer: &str) -> bool {
+    lc.status
+        .as_ref()
+        .and_then(|s| s.initializers.as_ref())
+        .is_some_and(|i| i.iter().any(|x| x == initializer))
+}
+
+/// Initializes the cluster `cluster` reached through `vw` (a client of
+/// `<virtual workspace>/clusters/<cluster>`).
+pub async fn initialize_cluster(
+    ctx: &InitContext<'_>,
+    cluster: &str,
+    vw: &dyn ObjectClient,
+) -> ClusterOutcome {
+    let started = Instant::now();
+    match attempt(ctx, cluster, vw).await {
+        Ok(Some(objects)) => ClusterOutcome::Initialized {
+            objects,
+            took: started.elapsed(),
+        },
+        Ok(None) => ClusterOutcome::NotOurs,
+        Err(Attempt::Pending(reason)) => ClusterOutcome::Pending(reason),
+        Err(Attempt::Failed(err)) => {
+            record_warning(vw, cluster, &err).await;
+            ClusterOutcome::Failed(err)
+        }
+    }
+}
+
+enum Attempt {
+    Pending(String),
+    Failed(Error),
+}
+
+impl From<kcp_core::Error> for Attempt {
+    fn from(err: kcp_core::Error) -> Self {
+        if err.is_transient() {
+            Attempt::Pending(err.to_string())
+        } else {
+            Attempt::Failed(Error::Core(err))
+        }
+    }
+}
+
+impl From<Error> for Attempt {
+    fn from(err: Error) -> Self {
+        match err {
+            Error::Core(core) => core.into(),
+            other => Attempt::Failed(other),
+        }
+    }
+}
+
+async fn attempt(
+    ctx: &InitContext<'_>,
+    cluster: &str,
+    vw: &dyn ObjectClient,
+) -> Result<Option<usize>, Attempt> {
+    let lc_ref = logical_cluster_ref();
+    let lc: Option<LogicalCluster> = match vw.get_typed(&lc_ref).await {
+        Ok(lc) => lc,
+        // The view answers 403 once the cluster is initialized: nothing left to do.
+        Err(kcp_core::Error::Api { code: 403, .. }) => return Ok(None),
+        Err(err) => return Err(err.into()),
+    };
+    let Some(lc) = lc else { return Ok(None) };
+    if !carries(&lc, ctx.initializer) {
+        return Ok(None);
+    }
+    // The InitTarget is read fresh on every attempt, so source changes apply at once.
+    let target_ref = ObjectRef::cluster_scoped(
+        GroupVersionKind::gvk("initialization.kcp.io", "v1alpha1", "InitTarget"),
+        ctx.target,
+    );
+    let Some(target) = ctx.config.get_typed::<InitTarget>(&target_ref).await? else {
+        return Ok(None);
+    };
+    let mut sources = Vec::with_capacity(target.spec.sources.len());
+    for (index, source) in target.spec.sources.iter().enumerate() {
+        let Some(template) = &source.template else {
+            return Err(Attempt::Failed(Error::Source {
+                target: ctx.target.to_string(),
+                index,
+                reason: "no known source configured (only `template` sources exist)".into(),
+            }));
+        };
+        let template_ref = ObjectRef::cluster_scoped(
+            GroupVersionKind::gvk("initialization.kcp.io", "v1alpha1", "InitTemplate"),
+            &template.name,
+        );
+        let Some(found) = ctx.config.get_typed::<InitTemplate>(&template_ref).await? else {
+            return Err(Attempt::Failed(Error::Source {
+                target: ctx.target.to_string(),
+                index,
+                reason: format!("InitTemplate {:?} does not exist", template.name),
+            }));
+        };
+        sources.push((template.name.clone(), found.spec.template));
+    }
+    let context =
+        TemplateContext::from_logical_cluster(&lc, ctx.workspace_type_name, ctx.workspace_type_path)?;
+    let mut objects = render_sources(ctx.engine, &sources, &context)?;
+    default_namespaces(vw, &mut objects).await?;
+    let count = objects.len();
+    let plan = ApplyPlan::build(objects, &RuleSet::default()).map_err(Error::Core)?;
+    let report = Applier::new(vw, ctx.applier.clone()).apply(&plan).await;
+    if let Some((object, err)) = report.failed().next() {
+        return Err(Attempt::Failed(Error::Apply {
+            cluster: cluster.to_string(),
+            object: object.object.to_string(),
+            reason: err.to_string(),
+        }));
+    }
+    if let Some((object, reason)) = report.pending().next() {
+        return Err(Attempt::Pending(format!("{}: {reason}", object.object)));
+    }
+    remove_initializer(vw, ctx.initializer).await?;
+    tracing::info!(cluster, objects = count, "cluster initialized");
+    Ok(Some(count))
+}
+
+/// Namespaced objects written without a namespace go to `default`. The scope of a kind comes
+/// from a CRD among the objects, or else from discovery; a kind nobody serves yet is left alone
+/// (the apply reports it pending).
+async fn default_namespaces(vw: &dyn ObjectClient, objects: &mut [DynamicObject]) -> Result<(), Attempt> {
+    let mut crd_scopes: BTreeMap<(String, String), bool> = BTreeMap::new();
+    for obj in objects.iter() {
+        let is_crd = obj
+            .types
+            .as_ref()
+            .is_some_and(|t| t.kind == "CustomResourceDefinition" && t.api_version.starts_with("apiextensions.k8s.io/"));
+        if !is_crd {
+            continue;
+        }
+        let spec = obj.data.get("spec");
+        let group = spec.and_then(|s| s.get("group")).and_then(Value::as_str);
+        let kind = spec.and_then(|s| s.pointer("/names/kind")).and_then(Value::as_str);
+        let scope = spec.and_then(|s| s.get("scope")).and_then(Value::as_str);
+        if let (Some(g), Some(k), Some(s)) = (group, kind, scope) {
+            crd_scopes.insert((g.to_string(), k.to_string()), s == "Namespaced");
+        }
+    }
+    for obj in objects.iter_mut() {
+        if obj.metadata.namespace.as_deref().is_some_and(|n| !n.is_empty()) {
+            continue;
+        }
+        let Ok(gvk) = kcp_core::client::gvk_of(obj) else {
+            continue;
+        };
+        let namespaced = match crd_scopes.get(&(gvk.group.clone(), gvk.kind.clone())) {
+            Some(n) => *n,
+            None => match vw.resolve(&gvk).await {
+                Ok(info) => info.namespaced,
+                Err(kcp_core::Error::KindNotServed { .. }) => continue,
+                Err(err) => return Err(err.into()),
+            },
+        };
+        if namespaced {
+            obj.metadata.namespace = Some("default".to_string());
+        }
+    }
+    Ok(())
+}
+
+/// Removes this initializer from `status.initializers` with an optimistic-concurrency update:
+/// a concurrent removal by another initializer makes the write fail with 409, and the next
+/// try starts from the fresh list, so it is never restored.
+async fn remove_initializer(vw: &dyn ObjectClient, initializer: &str) -> Result<(), Attempt> {
+    let lc_ref = logical_cluster_ref();
+    for _ in 0..5 {
+        let Some(mut lc) = vw.get(&lc_ref).await? else {
+            return Ok(());
+        };
+        let Some(list) = lc
+            .data
+            .pointer_mut("/status/initializers")
+            .and_then(Value::as_array_mut)
+        else {
+            return Ok(());
+        };
+        let before = list.len();
+        list.retain(|i| i.as_str() != Some(initializer));
+        if list.len() == before {
+            return Ok(());
+        }
+        // `replace` carries the resourceVersion just read: a stale copy is refused with 409.
+        match vw.update_status(&lc).await {
+            Ok(_) => return Ok(()),
+            Err(err) if err.is_conflict() => continue,
+            Err(err) => return Err(err.into()),
+        }
+    }
+    Err(Attempt::Pending(
+        "the LogicalCluster kept changing while removing the initializer".to_string(),
+    ))
+}
+
+/// Records a Warning Event on the cluster's LogicalCluster (best effort: the failure is also on
+/// the InitTarget's condition).
+async fn record_warning(vw: &dyn ObjectClient, cluster: &str, err: &Error) {
+    let now = now();
+    let event = json!({
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"generateName": "cluster.", "namespace": "default"},
+        "involvedObject": {"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster",
+            "name": LOGICAL_CLUSTER_NAME},
+        "reason": EVENT_REASON,
+        "message": format!("Failed to initialize cluster: {err}."),
+        "type": "Warning",
+        "source": {"component": FIELD_MANAGER},
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    });
+    let Ok(event) = serde_json::from_value::<DynamicObject>(event) else {
+        return;
+    };
+    if let Err(record_err) = vw.create(&event).await {
+        tracing::debug!(cluster, error = %record_err, "could not record the Warning event");
+    }
+}
+
+/// The current UTC time as the API server writes timestamps.
+fn now() -> String {
+    jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_seconds_in_utc() {
+        let t = now();
+        assert_eq!(t.len(), 20);
+        assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
+    }
+}
