@@ -1,0 +1,177 @@
+//! The error type of kcp-init.
+//!
+//! Every variant carries the context needed to act on it from a log line or a status
+//! condition alone: the object or template concerned, and where in it things went wrong.
+//! [`Error::reason`] gives a short machine-readable reason for condition `reason` fields.
+
+/// A `Result` with kcp-init's [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in kcp-init.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An object lacks an annotation kcp-init needs (upstream panics in this case).
+    #[error("{object}: annotation {annotation:?} is missing")]
+    MissingAnnotation {
+        /// The object, e.g. `LogicalCluster "cluster" in logical cluster "abc"`.
+        object: String,
+        /// The missing annotation key.
+        annotation: String,
+    },
+
+    /// A template failed to parse or render.
+    #[error("template {template:?}{}: {message}", display_position(*.line, *.column))]
+    Template {
+        /// The template's name (the InitTemplate's name).
+        template: String,
+        /// 1-based line in the template source, when known.
+        line: Option<usize>,
+        /// 1-based column in the template source, when known.
+        column: Option<usize>,
+        /// What went wrong.
+        message: String,
+    },
+
+    /// The output of a template is not a valid manifest stream.
+    #[error(
+        "template {template:?} rendered invalid manifests: document {document} (line {line}): {message}"
+    )]
+    Manifest {
+        /// The template's name.
+        template: String,
+        /// 0-based index of the document in the rendered stream.
+        document: usize,
+        /// 1-based line of the rendered output where the document (or the error) starts.
+        line: usize,
+        /// What went wrong.
+        message: String,
+    },
+
+    /// Rendering one source of an InitTarget failed.
+    #[error("source #{index} (InitTemplate {template:?}): {source}")]
+    Source {
+        /// 0-based position of the source in `spec.sources`.
+        index: usize,
+        /// The name of the InitTemplate the source refers to.
+        template: String,
+        /// What went wrong with it.
+        #[source]
+        source: Box<Error>,
+    },
+
+    /// A value could not be serialized.
+    #[error("{context}: {message}")]
+    Serialization {
+        /// What was serialized.
+        context: String,
+        /// The serializer's message.
+        message: String,
+    },
+
+    /// Any other kcp-core error, with what was being done.
+    #[error("{context}: {source}")]
+    Core {
+        /// What was attempted.
+        context: String,
+        /// The underlying error.
+        #[source]
+        source: kcp_core::Error,
+    },
+}
+
+impl Error {
+    /// The short reason, suitable for a condition or Event `reason` field.
+    ///
+    /// Template and manifest errors (also inside [`Error::Source`]) are `TemplateError`, to
+    /// match the InitTarget condition type of the same name.
+    pub fn reason(&self) -> &str {
+        match self {
+            Error::MissingAnnotation { .. } => "MissingAnnotation",
+            Error::Template { .. } | Error::Manifest { .. } => "TemplateError",
+            Error::Source { source, .. } => source.reason(),
+            Error::Serialization { .. } => "SerializationError",
+            Error::Core { source, .. } => source.reason(),
+        }
+    }
+
+    /// Converts a kcp-core error raised while rendering or parsing `template`, keeping its
+    /// position information in structured fields.
+    pub(crate) fn from_core(template: &str, err: kcp_core::Error) -> Self {
+        match err {
+            kcp_core::Error::Template {
+                line,
+                column,
+                message,
+                ..
+            } => Error::Template {
+                template: template.to_owned(),
+                line,
+                column,
+                message,
+            },
+            kcp_core::Error::Manifest {
+                document,
+                line,
+                message,
+                ..
+            } => Error::Manifest {
+                template: template.to_owned(),
+                document,
+                line,
+                message,
+            },
+            other => Error::Core {
+                context: format!("template {template:?}"),
+                source: other,
+            },
+        }
+    }
+}
+
+fn display_position(line: Option<usize>, column: Option<usize>) -> String {
+    match (line, column) {
+        (Some(l), Some(c)) => format!(" at line {l}, column {c}"),
+        (Some(l), None) => format!(" at line {l}"),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn template_error_names_template_and_position() {
+        let err = Error::from_core(
+            "t",
+            kcp_core::Error::Template {
+                template: "ignored".into(),
+                line: Some(2),
+                column: Some(7),
+                message: "boom".into(),
+            },
+        );
+        assert_eq!(err.to_string(), "template \"t\" at line 2, column 7: boom");
+    }
+
+    #[test]
+    fn source_error_names_index_and_template_and_keeps_reason() {
+        let inner = Error::Template {
+            template: "t".into(),
+            line: None,
+            column: None,
+            message: "boom".into(),
+        };
+        let err = Error::Source {
+            index: 3,
+            template: "t".into(),
+            source: Box::new(inner),
+        };
+        assert_eq!(
+            err.to_string(),
+            "source #3 (InitTemplate \"t\"): template \"t\": boom"
+        );
+        assert_eq!(err.reason(), "TemplateError");
+    }
+}
