@@ -159,10 +159,12 @@ pub async fn serve_http(
     routes: Vec<(&'static str, Endpoint)>,
     mut stop: watch::Receiver<bool>,
 ) -> Result<SocketAddr, Error> {
-    let listener = TcpListener::bind(addr).await.map_err(|source| Error::Bind {
-        address: addr.to_string(),
-        source,
-    })?;
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| Error::Bind {
+            address: addr.to_string(),
+            source,
+        })?;
     let bound = listener.local_addr().map_err(|source| Error::Bind {
         address: addr.to_string(),
         source,
@@ -241,7 +243,10 @@ impl LeaderElection {
         let api: Api<Lease> = Api::namespaced(client.clone(), &self.namespace);
         let now = jiff_now();
         let micro_now = now.to_string();
-        let current = api.get_opt(&self.name).await.map_err(|e| self.error(e.to_string()))?;
+        let current = api
+            .get_opt(&self.name)
+            .await
+            .map_err(|e| self.error(e.to_string()))?;
         let spec = json!({
             "holderIdentity": self.identity,
             "leaseDurationSeconds": self.lease_duration.as_secs(),
@@ -289,7 +294,10 @@ impl LeaderElection {
                     new_spec.lease_transitions = spec_now.lease_transitions;
                 }
                 lease.spec = Some(new_spec);
-                match api.replace(&self.name, &kube::api::PostParams::default(), &lease).await {
+                match api
+                    .replace(&self.name, &kube::api::PostParams::default(), &lease)
+                    .await
+                {
                     Ok(_) => Ok(true),
                     Err(kube::Error::Api(s)) if s.code == 409 => Ok(false),
                     Err(e) => Err(self.error(e.to_string())),

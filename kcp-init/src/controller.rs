@@ -99,7 +99,10 @@ impl Shared {
 }
 
 /// Runs the agent until `shutdown` completes, then lets in-flight initializations finish.
-pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()> + Send) -> Result<(), Error> {
+pub async fn run(
+    config: AgentConfig,
+    shutdown: impl Future<Output = ()> + Send,
+) -> Result<(), Error> {
     let base_url = strip_cluster_suffix(&config.kube.cluster_url.to_string()).to_string();
     let mut base = config.kube.clone();
     base.cluster_url = base_url.parse().map_err(|e| Error::Config {
@@ -109,11 +112,11 @@ pub async fn run(config: AgentConfig, shutdown: impl Future<Output = ()> + Send)
         base,
         base_url: base_url.clone(),
         config_workspace: config.config_workspace.clone(),
-        config: Arc::new(KubeObjectClient::new(kube::Client::try_from(config.kube.clone()).map_err(
-            |e| Error::Config {
+        config: Arc::new(KubeObjectClient::new(
+            kube::Client::try_from(config.kube.clone()).map_err(|e| Error::Config {
                 message: format!("building a client: {e}"),
-            },
-        )?)),
+            })?,
+        )),
         config_kube: kube::Client::try_from(config.kube.clone()).map_err(|e| Error::Config {
             message: format!("building a client: {e}"),
         })?,
@@ -261,7 +264,9 @@ impl Supervisor {
         for ((path, name), mut members) in groups {
             members.sort_by(|a, b| {
                 let age = |t: &InitTarget| t.metadata.creation_timestamp.clone();
-                age(a).cmp(&age(b)).then(a.metadata.name.cmp(&b.metadata.name))
+                age(a)
+                    .cmp(&age(b))
+                    .then(a.metadata.name.cmp(&b.metadata.name))
             });
             if members.len() > 1 {
                 let names: Vec<String> = members
@@ -286,7 +291,12 @@ impl Supervisor {
                 }
             }
         }
-        for name in self.conflicted.difference(&conflicted).cloned().collect::<Vec<_>>() {
+        for name in self
+            .conflicted
+            .difference(&conflicted)
+            .cloned()
+            .collect::<Vec<_>>()
+        {
             if self.known.contains_key(&name) {
                 set_conflict(&self.shared, &name, None).await;
             }
@@ -378,8 +388,12 @@ async fn stop_runner(runner: Runner) {
 
 async fn set_conflict(shared: &Shared, target: &str, message: Option<&str>) {
     let condition = match message {
-        Some(m) => json!({"type": "Conflict", "status": "True", "reason": "SameWorkspaceType", "message": m}),
-        None => json!({"type": "Conflict", "status": "False", "reason": "NoConflict", "message": ""}),
+        Some(m) => {
+            json!({"type": "Conflict", "status": "True", "reason": "SameWorkspaceType", "message": m})
+        }
+        None => {
+            json!({"type": "Conflict", "status": "False", "reason": "NoConflict", "message": ""})
+        }
     };
     patch_status(shared, target, json!({"conditions": [condition]})).await;
 }
@@ -395,7 +409,9 @@ async fn patch_status(shared: &Shared, target: &str, update: serde_json::Value) 
         .as_ref()
         .and_then(|s| serde_json::to_value(s).ok())
         .unwrap_or_else(|| json!({}));
-    let now = jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let now = jiff::Timestamp::now()
+        .strftime("%Y-%m-%dT%H:%M:%SZ")
+        .to_string();
     if let Some(update) = update.as_object() {
         for (key, value) in update {
             if key != "conditions" {
@@ -429,7 +445,10 @@ async fn patch_status(shared: &Shared, target: &str, update: serde_json::Value) 
         }
     }
     status["observedGeneration"] = json!(current.metadata.generation);
-    let before = current.status.as_ref().and_then(|s| serde_json::to_value(s).ok());
+    let before = current
+        .status
+        .as_ref()
+        .and_then(|s| serde_json::to_value(s).ok());
     if before.as_ref() == Some(&status) {
         return;
     }
@@ -520,7 +539,14 @@ async fn run_target(
     let type_kube = match shared.kube_at(&type_url) {
         Ok(c) => c,
         Err(err) => {
-            set_ready(&shared, &target, false, "InvalidWorkspaceTypeRef", &err.to_string()).await;
+            set_ready(
+                &shared,
+                &target,
+                false,
+                "InvalidWorkspaceTypeRef",
+                &err.to_string(),
+            )
+            .await;
             return;
         }
     };
@@ -540,7 +566,7 @@ async fn run_target(
         let delay = shared.backoff.delay(failures);
         failures = failures.saturating_add(1);
         tokio::select! {
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stopped(&mut stop) => return,
             _ = tokio::time::sleep(delay) => {}
         }
     };
@@ -569,26 +595,38 @@ async fn run_target(
     }
     // One LogicalCluster watch per virtual workspace URL, following the WorkspaceType.
     let mut watches: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
-    let mut sync_urls = |urls: Vec<String>, watches: &mut BTreeMap<String, tokio::task::JoinHandle<()>>| {
-        let wanted: BTreeSet<String> = urls.into_iter().collect();
-        for (url, task) in std::mem::take(watches) {
-            if wanted.contains(&url) {
-                watches.insert(url, task);
-            } else {
-                task.abort();
-                let gone: Vec<ClusterKey> = queue.lock().pending.iter().filter(|k| k.url == url).cloned().collect();
-                for key in gone {
-                    queue.forget(&key);
+    let sync_urls =
+        |urls: Vec<String>, watches: &mut BTreeMap<String, tokio::task::JoinHandle<()>>| {
+            let wanted: BTreeSet<String> = urls.into_iter().collect();
+            for (url, task) in std::mem::take(watches) {
+                if wanted.contains(&url) {
+                    watches.insert(url, task);
+                } else {
+                    task.abort();
+                    let gone: Vec<ClusterKey> = queue
+                        .lock()
+                        .pending
+                        .iter()
+                        .filter(|k| k.url == url)
+                        .cloned()
+                        .collect();
+                    for key in gone {
+                        queue.forget(&key);
+                    }
                 }
             }
-        }
-        for url in wanted {
-            if !watches.contains_key(&url) {
-                let task = tokio::spawn(watch_url(shared.clone(), queue.clone(), url.clone(), initializer.clone()));
-                watches.insert(url, task);
+            for url in wanted {
+                if !watches.contains_key(&url) {
+                    let task = tokio::spawn(watch_url(
+                        shared.clone(),
+                        queue.clone(),
+                        url.clone(),
+                        initializer.clone(),
+                    ));
+                    watches.insert(url, task);
+                }
             }
-        }
-    };
+        };
     sync_urls(urls.clone(), &mut watches);
     let mut current_urls = urls;
     set_running(&shared, &target, &initializer, &current_urls).await;
@@ -605,7 +643,7 @@ async fn run_target(
     let mut last_counts = None;
     loop {
         tokio::select! {
-            _ = stop.wait_for(|s| *s) => break,
+            _ = stopped(&mut stop) => break,
             updated = type_watch.try_next() => {
                 if let Ok(Some(wt)) = updated {
                     let urls = initializing_urls(&wt);
@@ -651,6 +689,11 @@ async fn run_target(
     while workers.join_next().await.is_some() {}
 }
 
+/// Resolves once `stop` turns true (or its sender is gone).
+async fn stopped(stop: &mut watch::Receiver<bool>) {
+    let _ = stop.wait_for(|s| *s).await;
+}
+
 fn initializing_urls(wt: &WorkspaceType) -> Vec<String> {
     let mut urls: Vec<String> = initializing_workspace_urls(wt)
         .into_iter()
@@ -671,7 +714,9 @@ async fn watch_url(shared: Arc<Shared>, queue: Arc<Queue>, url: String, initiali
         }
     };
     let api: Api<LogicalCluster> = Api::all(kube);
-    let mut events = watcher(api, watcher::Config::default()).default_backoff().boxed();
+    let mut events = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
     let mut seen: BTreeSet<ClusterKey> = BTreeSet::new();
     let mut relisted: BTreeSet<ClusterKey> = BTreeSet::new();
     while let Some(event) = events.next().await {
@@ -743,7 +788,7 @@ async fn worker(
     let mut clients: HashMap<ClusterKey, Arc<KubeObjectClient>> = HashMap::new();
     loop {
         let key = tokio::select! {
-            _ = stop.wait_for(|s| *s) => return,
+            _ = stopped(&mut stop) => return,
             key = async { rx.lock().await.recv().await } => match key {
                 Some(k) => k,
                 None => return,
@@ -819,7 +864,11 @@ async fn worker(
                     shared.metrics.failed(&target);
                     tracing::warn!(cluster = %key.cluster, error = %err, "initialization failed");
                     s.failing.insert(key.clone(), err.to_string());
-                    Some(if dirty { Duration::ZERO } else { shared.backoff.max })
+                    Some(if dirty {
+                        Duration::ZERO
+                    } else {
+                        shared.backoff.max
+                    })
                 }
             }
         };
@@ -842,7 +891,8 @@ async fn set_ready(shared: &Shared, target: &str, ready: bool, reason: &str, mes
 
 async fn set_running(shared: &Shared, target: &str, initializer: &str, urls: &[String]) {
     let message = if urls.is_empty() {
-        "the WorkspaceType publishes no initializingworkspaces URL (is spec.initializer true?)".to_string()
+        "the WorkspaceType publishes no initializingworkspaces URL (is spec.initializer true?)"
+            .to_string()
     } else {
         format!("watching {} virtual workspace URL(s)", urls.len())
     };
@@ -866,9 +916,13 @@ async fn report_counts(
 ) {
     shared.metrics.set_pending(target, *pending as u64);
     let template_error = match failing.iter().next() {
-        Some((key, reason)) => json!({"type": "TemplateError", "status": "True", "reason": "InitializationFailed",
-            "message": format!("cluster {}: {reason}", key.cluster)}),
-        None => json!({"type": "TemplateError", "status": "False", "reason": "NoErrors", "message": ""}),
+        Some((key, reason)) => {
+            json!({"type": "TemplateError", "status": "True", "reason": "InitializationFailed",
+            "message": format!("cluster {}: {reason}", key.cluster)})
+        }
+        None => {
+            json!({"type": "TemplateError", "status": "False", "reason": "NoErrors", "message": ""})
+        }
     };
     patch_status(
         shared,

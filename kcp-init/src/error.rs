@@ -69,6 +69,35 @@ pub enum Error {
         message: String,
     },
 
+    /// A source of an InitTarget cannot be used (no variant set, its InitTemplate missing).
+    #[error("InitTarget {target:?} source #{index}: {reason}")]
+    InvalidSource {
+        /// The InitTarget.
+        target: String,
+        /// 0-based position of the source in `spec.sources`.
+        index: usize,
+        /// Why.
+        reason: String,
+    },
+
+    /// An object could not be applied in a cluster for a reason that will not pass by itself.
+    #[error("cluster {cluster:?}: {object}: {reason}")]
+    Apply {
+        /// The logical cluster.
+        cluster: String,
+        /// The object.
+        object: String,
+        /// Why (the server's answer).
+        reason: String,
+    },
+
+    /// The agent's configuration is unusable (bad URL, client set-up).
+    #[error("configuration: {message}")]
+    Config {
+        /// What is wrong.
+        message: String,
+    },
+
     /// Any other kcp-core error, with what was being done.
     #[error("{context}: {source}")]
     Core {
@@ -91,6 +120,9 @@ impl Error {
             Error::Template { .. } | Error::Manifest { .. } => "TemplateError",
             Error::Source { source, .. } => source.reason(),
             Error::Serialization { .. } => "SerializationError",
+            Error::InvalidSource { .. } => "InvalidSource",
+            Error::Apply { .. } => "ApplyFailed",
+            Error::Config { .. } => "InvalidConfiguration",
             Error::Core { source, .. } => source.reason(),
         }
     }

@@ -74,13 +74,14 @@ impl Metrics {
             Err(poisoned) => poisoned.into_inner().clone(),
         };
         let mut out = String::new();
-        let mut family = |name: &str, kind: &str, help: &str, value: &dyn Fn(&TargetMetrics) -> u64| {
-            let _ = writeln!(out, "# HELP {name} {help}");
-            let _ = writeln!(out, "# TYPE {name} {kind}");
-            for (target, m) in &targets {
-                let _ = writeln!(out, "{name}{{target=\"{}\"}} {}", escape(target), value(m));
-            }
-        };
+        let mut family =
+            |name: &str, kind: &str, help: &str, value: &dyn Fn(&TargetMetrics) -> u64| {
+                let _ = writeln!(out, "# HELP {name} {help}");
+                let _ = writeln!(out, "# TYPE {name} {kind}");
+                for (target, m) in &targets {
+                    let _ = writeln!(out, "{name}{{target=\"{}\"}} {}", escape(target), value(m));
+                }
+            };
         family(
             "kcp_init_clusters_initialized_total",
             "counter",
@@ -100,14 +101,25 @@ impl Metrics {
             &|m| m.pending,
         );
         let name = "kcp_init_initialization_duration_seconds";
-        let _ = writeln!(out, "# HELP {name} Time from the first attempt to the removal of the initializer.");
+        let _ = writeln!(
+            out,
+            "# HELP {name} Time from the first attempt to the removal of the initializer."
+        );
         let _ = writeln!(out, "# TYPE {name} histogram");
         for (target, m) in &targets {
             let t = escape(target);
             for (i, bound) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(out, "{name}_bucket{{target=\"{t}\",le=\"{bound}\"}} {}", m.bucket_counts[i]);
+                let _ = writeln!(
+                    out,
+                    "{name}_bucket{{target=\"{t}\",le=\"{bound}\"}} {}",
+                    m.bucket_counts[i]
+                );
             }
-            let _ = writeln!(out, "{name}_bucket{{target=\"{t}\",le=\"+Inf\"}} {}", m.initialized);
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{target=\"{t}\",le=\"+Inf\"}} {}",
+                m.initialized
+            );
             let _ = writeln!(out, "{name}_sum{{target=\"{t}\"}} {}", m.duration_sum);
             let _ = writeln!(out, "{name}_count{{target=\"{t}\"}} {}", m.initialized);
         }
@@ -132,9 +144,16 @@ mod tests {
         let m = Metrics::new();
         m.initialized("t", Duration::from_millis(300));
         let text = m.render();
-        assert!(text.contains("kcp_init_clusters_initialized_total{target=\"t\"} 1"), "{text}");
-        assert!(text.contains("kcp_init_initialization_duration_seconds_bucket{target=\"t\",le=\"0.25\"} 0"));
-        assert!(text.contains("kcp_init_initialization_duration_seconds_bucket{target=\"t\",le=\"0.5\"} 1"));
+        assert!(
+            text.contains("kcp_init_clusters_initialized_total{target=\"t\"} 1"),
+            "{text}"
+        );
+        assert!(text.contains(
+            "kcp_init_initialization_duration_seconds_bucket{target=\"t\",le=\"0.25\"} 0"
+        ));
+        assert!(text.contains(
+            "kcp_init_initialization_duration_seconds_bucket{target=\"t\",le=\"0.5\"} 1"
+        ));
     }
 
     #[test]
@@ -142,6 +161,9 @@ mod tests {
         let m = Metrics::new();
         m.set_pending("t", 3);
         m.set_pending("t", 1);
-        assert!(m.render().contains("kcp_init_clusters_pending{target=\"t\"} 1"));
+        assert!(
+            m.render()
+                .contains("kcp_init_clusters_pending{target=\"t\"} 1")
+        );
     }
 }

@@ -107,7 +107,10 @@ impl From<kcp_core::Error> for Attempt {
         if err.is_transient() {
             Attempt::Pending(err.to_string())
         } else {
-            Attempt::Failed(Error::Core(err))
+            Attempt::Failed(Error::Core {
+                context: "initializing".into(),
+                source: err,
+            })
         }
     }
 }
@@ -115,7 +118,9 @@ impl From<kcp_core::Error> for Attempt {
 impl From<Error> for Attempt {
     fn from(err: Error) -> Self {
         match err {
-            Error::Core(core) => core.into(),
+            Error::Core { source, context } if source.is_transient() => {
+                Attempt::Pending(format!("{context}: {source}"))
+            }
             other => Attempt::Failed(other),
         }
     }
@@ -126,8 +131,7 @@ async fn attempt(
     cluster: &str,
     vw: &dyn ObjectClient,
 ) -> Result<Option<usize>, Attempt> {
-    let lc_ref = logical_cluster_ref();
-    let lc: Option<LogicalCluster> = match vw.get_typed(&lc_ref).await {
+    let lc: Option<LogicalCluster> = match vw.get_typed(None, LOGICAL_CLUSTER_NAME).await {
         Ok(lc) => lc,
         // The view answers 403 once the cluster is initialized: nothing left to do.
         Err(kcp_core::Error::Api { code: 403, .. }) => return Ok(None),
@@ -138,28 +142,20 @@ async fn attempt(
         return Ok(None);
     }
     // The InitTarget is read fresh on every attempt, so source changes apply at once.
-    let target_ref = ObjectRef::cluster_scoped(
-        GroupVersionKind::gvk("initialization.kcp.io", "v1alpha1", "InitTarget"),
-        ctx.target,
-    );
-    let Some(target) = ctx.config.get_typed::<InitTarget>(&target_ref).await? else {
+    let Some(target) = ctx.config.get_typed::<InitTarget>(None, ctx.target).await? else {
         return Ok(None);
     };
     let mut sources = Vec::with_capacity(target.spec.sources.len());
     for (index, source) in target.spec.sources.iter().enumerate() {
         let Some(template) = &source.template else {
-            return Err(Attempt::Failed(Error::Source {
+            return Err(Attempt::Failed(Error::InvalidSource {
                 target: ctx.target.to_string(),
                 index,
                 reason: "no known source configured (only `template` sources exist)".into(),
             }));
         };
-        let template_ref = ObjectRef::cluster_scoped(
-            GroupVersionKind::gvk("initialization.kcp.io", "v1alpha1", "InitTemplate"),
-            &template.name,
-        );
-        let Some(found) = ctx.config.get_typed::<InitTemplate>(&template_ref).await? else {
-            return Err(Attempt::Failed(Error::Source {
+        let Some(found) = ctx.config.get_typed::<InitTemplate>(None, &template.name).await? else {
+            return Err(Attempt::Failed(Error::InvalidSource {
                 target: ctx.target.to_string(),
                 index,
                 reason: format!("InitTemplate {:?} does not exist", template.name),
@@ -167,12 +163,18 @@ async fn attempt(
         };
         sources.push((template.name.clone(), found.spec.template));
     }
-    let context =
-        TemplateContext::from_logical_cluster(&lc, ctx.workspace_type_name, ctx.workspace_type_path)?;
+    let context = TemplateContext::from_logical_cluster(
+        &lc,
+        ctx.workspace_type_name,
+        ctx.workspace_type_path,
+    )?;
     let mut objects = render_sources(ctx.engine, &sources, &context)?;
     default_namespaces(vw, &mut objects).await?;
     let count = objects.len();
-    let plan = ApplyPlan::build(objects, &RuleSet::default()).map_err(Error::Core)?;
+    let plan = ApplyPlan::build(objects, &RuleSet::default()).map_err(|source| Error::Core {
+        context: format!("planning the objects for cluster {cluster:?}"),
+        source,
+    })?;
     let report = Applier::new(vw, ctx.applier.clone()).apply(&plan).await;
     if let Some((object, err)) = report.failed().next() {
         return Err(Attempt::Failed(Error::Apply {
@@ -192,26 +194,36 @@ async fn attempt(
 /// Namespaced objects written without a namespace go to `default`. The scope of a kind comes
 /// from a CRD among the objects, or else from discovery; a kind nobody serves yet is left alone
 /// (the apply reports it pending).
-async fn default_namespaces(vw: &dyn ObjectClient, objects: &mut [DynamicObject]) -> Result<(), Attempt> {
+async fn default_namespaces(
+    vw: &dyn ObjectClient,
+    objects: &mut [DynamicObject],
+) -> Result<(), Attempt> {
     let mut crd_scopes: BTreeMap<(String, String), bool> = BTreeMap::new();
     for obj in objects.iter() {
-        let is_crd = obj
-            .types
-            .as_ref()
-            .is_some_and(|t| t.kind == "CustomResourceDefinition" && t.api_version.starts_with("apiextensions.k8s.io/"));
+        let is_crd = obj.types.as_ref().is_some_and(|t| {
+            t.kind == "CustomResourceDefinition"
+                && t.api_version.starts_with("apiextensions.k8s.io/")
+        });
         if !is_crd {
             continue;
         }
         let spec = obj.data.get("spec");
         let group = spec.and_then(|s| s.get("group")).and_then(Value::as_str);
-        let kind = spec.and_then(|s| s.pointer("/names/kind")).and_then(Value::as_str);
+        let kind = spec
+            .and_then(|s| s.pointer("/names/kind"))
+            .and_then(Value::as_str);
         let scope = spec.and_then(|s| s.get("scope")).and_then(Value::as_str);
         if let (Some(g), Some(k), Some(s)) = (group, kind, scope) {
             crd_scopes.insert((g.to_string(), k.to_string()), s == "Namespaced");
         }
     }
     for obj in objects.iter_mut() {
-        if obj.metadata.namespace.as_deref().is_some_and(|n| !n.is_empty()) {
+        if obj
+            .metadata
+            .namespace
+            .as_deref()
+            .is_some_and(|n| !n.is_empty())
+        {
             continue;
         }
         let Ok(gvk) = kcp_core::client::gvk_of(obj) else {

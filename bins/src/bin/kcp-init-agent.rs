@@ -7,12 +7,19 @@ use std::sync::atomic::Ordering;
 
 use clap::{Parser, Subcommand};
 use http::StatusCode;
-use kcp_bins::{Endpoint, LeaderElection, LogFormat, init_logging, listen_address, load_kube_config, serve_http, shutdown_signal};
+use kcp_bins::{
+    Endpoint, LeaderElection, LogFormat, init_logging, listen_address, load_kube_config,
+    serve_http, shutdown_signal,
+};
 use kcp_init::{AgentConfig, run};
 use tokio::sync::watch;
 
 #[derive(Debug, Parser)]
-#[command(name = "kcp-init-agent", version, about = "Initializes new kcp workspaces of a WorkspaceType from InitTargets and InitTemplates.")]
+#[command(
+    name = "kcp-init-agent",
+    version,
+    about = "Initializes new kcp workspaces of a WorkspaceType from InitTargets and InitTemplates."
+)]
 struct Flags {
     /// Kubeconfig for kcp (default: $KUBECONFIG, in-cluster, ~/.kube/config).
     #[arg(long, global = true)]
@@ -58,7 +65,13 @@ enum Command {
 async fn main() {
     let flags = Flags::parse();
     if let Some(Command::Crds) = flags.command {
-        print!("{}", kcp_init::api::crds_yaml());
+        match kcp_init::api::crds_yaml() {
+            Ok(yaml) => print!("{yaml}"),
+            Err(err) => {
+                eprintln!("kcp-init-agent: {err}");
+                std::process::exit(1);
+            }
+        }
         return;
     }
     init_logging(flags.log_format, flags.log_debug);
@@ -74,9 +87,8 @@ async fn agent(flags: Flags) -> Result<(), Box<dyn std::error::Error>> {
         return Err("--config-workspace is required".into());
     };
     if !flags.init_target_selector.is_empty() {
-        kcp_sim::selector::LabelSelector::parse(&flags.init_target_selector).map_err(|e| {
-            format!("invalid --init-target-selector: {e}")
-        })?;
+        kcp_sim::selector::LabelSelector::parse(&flags.init_target_selector)
+            .map_err(|e| format!("invalid --init-target-selector: {e}"))?;
     }
     let kube = load_kube_config(flags.kubeconfig.as_deref()).await?;
     let mut config = AgentConfig::new(kube.clone(), config_workspace.clone());
@@ -98,20 +110,30 @@ async fn agent(flags: Flags) -> Result<(), Box<dyn std::error::Error>> {
             if ready.load(Ordering::SeqCst) {
                 (StatusCode::OK, "ok\n".into())
             } else {
-                (StatusCode::SERVICE_UNAVAILABLE, "watches not synced\n".into())
+                (
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "watches not synced\n".into(),
+                )
             }
         });
-        let bound = serve_http(addr, vec![("/healthz", healthz), ("/readyz", readyz)], stop_rx.clone()).await?;
+        let bound = serve_http(
+            addr,
+            vec![("/healthz", healthz), ("/readyz", readyz)],
+            stop_rx.clone(),
+        )
+        .await?;
         tracing::info!(address = %bound, "serving health checks");
     }
 
     let mut lost = None;
     if flags.enable_leader_election {
         let mut lease_config = kube.clone();
-        let base = kcp_core::kcp::urls::strip_cluster_suffix(&kube.cluster_url.to_string()).to_string();
+        let base =
+            kcp_core::kcp::urls::strip_cluster_suffix(&kube.cluster_url.to_string()).to_string();
         lease_config.cluster_url = format!("{base}/clusters/{config_workspace}").parse()?;
         let client = kube::Client::try_from(lease_config)?;
-        let election = LeaderElection::new(&flags.leader_election_namespace, &flags.leader_election_id);
+        let election =
+            LeaderElection::new(&flags.leader_election_namespace, &flags.leader_election_id);
         tracing::info!(lease = %election.name, namespace = %election.namespace, "waiting for leadership");
         let acquired = tokio::select! {
             acquired = election.acquire(client) => acquired?,

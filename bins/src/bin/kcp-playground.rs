@@ -26,7 +26,11 @@ const INIT: &str = include_str!("../../../examples/playground/02-init.yaml");
 const WORKSPACES: &str = include_str!("../../../examples/playground/03-workspaces.yaml");
 
 #[derive(Debug, Parser)]
-#[command(name = "kcp-playground", version, about = "kcp-sim + kcp-init-agent + example workspaces, converging.")]
+#[command(
+    name = "kcp-playground",
+    version,
+    about = "kcp-sim + kcp-init-agent + example workspaces, converging."
+)]
 struct Flags {
     /// Where to write the kubeconfig for kubectl.
     #[arg(long, default_value = "kcp-playground.kubeconfig")]
@@ -101,16 +105,35 @@ async fn playground(flags: Flags) -> Result<(), Box<dyn std::error::Error>> {
     }));
     println!("kcp-init-agent running against root (config workspace root)");
 
-    apply_stream(&root, "01-workspace-type.yaml", parse_manifests("01-workspace-type.yaml", WORKSPACE_TYPE)?).await?;
-    apply_stream(&root, "02-init.yaml", parse_manifests("02-init.yaml", INIT)?).await?;
-    apply_stream(&root, "03-workspaces.yaml", parse_manifests("03-workspaces.yaml", WORKSPACES)?).await?;
+    apply_stream(
+        &root,
+        "01-workspace-type.yaml",
+        parse_manifests("01-workspace-type.yaml", WORKSPACE_TYPE)?,
+    )
+    .await?;
+    apply_stream(
+        &root,
+        "02-init.yaml",
+        parse_manifests("02-init.yaml", INIT)?,
+    )
+    .await?;
+    apply_stream(
+        &root,
+        "03-workspaces.yaml",
+        parse_manifests("03-workspaces.yaml", WORKSPACES)?,
+    )
+    .await?;
 
     let started = Instant::now();
     let deadline = started + Duration::from_secs(flags.timeout_seconds);
     let mut last = String::new();
     let workspaces = loop {
         let list: Vec<Workspace> = root.list_typed(None, &ListOptions::default()).await?;
-        let table = status_table(&list, started.elapsed(), ready.load(std::sync::atomic::Ordering::SeqCst));
+        let table = status_table(
+            &list,
+            started.elapsed(),
+            ready.load(std::sync::atomic::Ordering::SeqCst),
+        );
         if table != last {
             print!("{table}");
             last = table;
@@ -168,7 +191,9 @@ async fn playground(flags: Flags) -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "  {path:<12} cluster={:<18} workspace-hash={} path-segments={} sandbox={}",
             data.get("cluster").map(String::as_str).unwrap_or("-"),
-            data.get("workspace-hash").map(String::as_str).unwrap_or("-"),
+            data.get("workspace-hash")
+                .map(String::as_str)
+                .unwrap_or("-"),
             data.get("path-segments").map(String::as_str).unwrap_or("-"),
             if sandbox { "yes" } else { "no" },
         );
