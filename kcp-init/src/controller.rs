@@ -285,10 +285,10 @@ impl Supervisor {
                     }
                 }
             }
-            if let Some(first) = members.first() {
-                if let Some(n) = &first.metadata.name {
-                    active.insert(n.clone(), (*first).clone());
-                }
+            if let Some(first) = members.first()
+                && let Some(n) = &first.metadata.name
+            {
+                active.insert(n.clone(), (*first).clone());
             }
         }
         for name in self
@@ -616,15 +616,14 @@ async fn run_target(
                 }
             }
             for url in wanted {
-                if !watches.contains_key(&url) {
-                    let task = tokio::spawn(watch_url(
+                watches.entry(url.clone()).or_insert_with(|| {
+                    tokio::spawn(watch_url(
                         shared.clone(),
                         queue.clone(),
-                        url.clone(),
+                        url,
                         initializer.clone(),
-                    ));
-                    watches.insert(url, task);
-                }
+                    ))
+                });
             }
         };
     sync_urls(urls.clone(), &mut watches);
@@ -739,11 +738,11 @@ async fn watch_url(shared: Arc<Shared>, queue: Arc<Queue>, url: String, initiali
         match event {
             Ok(watcher::Event::Init) => relisted.clear(),
             Ok(watcher::Event::InitApply(lc)) => {
-                if let Some(key) = key_of(&lc) {
-                    if carries(&lc) {
-                        relisted.insert(key.clone());
-                        queue.add(key);
-                    }
+                if let Some(key) = key_of(&lc)
+                    && carries(&lc)
+                {
+                    relisted.insert(key.clone());
+                    queue.add(key);
                 }
             }
             Ok(watcher::Event::InitDone) => {

@@ -154,7 +154,11 @@ async fn attempt(
                 reason: "no known source configured (only `template` sources exist)".into(),
             }));
         };
-        let Some(found) = ctx.config.get_typed::<InitTemplate>(None, &template.name).await? else {
+        let Some(found) = ctx
+            .config
+            .get_typed::<InitTemplate>(None, &template.name)
+            .await?
+        else {
             return Err(Attempt::Failed(Error::InvalidSource {
                 target: ctx.target.to_string(),
                 index,

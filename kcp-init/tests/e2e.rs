@@ -1,0 +1,443 @@
+//! The init-agent end to end over HTTP against kcp-sim, through the library's `run`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
+use kcp_core::kcp::{LogicalCluster, Workspace};
+use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
+use kcp_core::{Backoff, ListOptions, ObjectClient, ObjectClientExt, ObjectRef, parse_manifests};
+use kcp_init::api::InitTarget;
+use kcp_init::{AgentConfig, Metrics, run};
+use kcp_sim::{Config, ErrorRule, Server, SimClient};
+use tokio::sync::watch;
+
+const WORKSPACE_TYPE: &str = include_str!("../../examples/playground/01-workspace-type.yaml");
+const INIT: &str = include_str!("../../examples/playground/02-init.yaml");
+
+struct Agent {
+    stop: watch::Sender<bool>,
+    task: tokio::task::JoinHandle<Result<(), kcp_init::Error>>,
+    metrics: Arc<Metrics>,
+}
+
+impl Agent {
+    async fn stop(self) {
+        let _ = self.stop.send(true);
+        tokio::time::timeout(Duration::from_secs(30), self.task)
+            .await
+            .expect("the agent drains and stops")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+async fn apply(client: &dyn ObjectClient, yaml: &str) {
+    let objects = parse_manifests("test.yaml", yaml).unwrap();
+    apply_objects(client, objects).await;
+}
+
+async fn apply_objects(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
+    let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap();
+    let report = Applier::new(client, ApplierConfig::new("test"))
+        .apply(&plan)
+        .await;
+    assert!(report.is_complete(), "{report}");
+}
+
+async fn install_crds(root: &SimClient) {
+    let crds = kcp_init::api::crds()
+        .into_iter()
+        .map(|c| serde_json::from_value(serde_json::to_value(c).unwrap()).unwrap())
+        .collect();
+    apply_objects(root, crds).await;
+}
+
+fn start_agent(sim: &Server) -> Agent {
+    let mut config = AgentConfig::new(sim.kube_config("root").unwrap(), "root");
+    config.backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(500));
+    let metrics = config.metrics.clone();
+    let (stop, mut rx) = watch::channel(false);
+    let task = tokio::spawn(run(config, async move {
+        let _ = rx.wait_for(|s| *s).await;
+    }));
+    Agent {
+        stop,
+        task,
+        metrics,
+    }
+}
+
+async fn create_workspaces(root: &SimClient, names: &[&str]) {
+    let docs: Vec<String> = names
+        .iter()
+        .map(|n| {
+            format!(
+                "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {n}}}\nspec:\n  type: {{name: dev-environment, path: root}}\n"
+            )
+        })
+        .collect();
+    apply(root, &docs.join("---\n")).await;
+}
+
+async fn phase_of(root: &SimClient, name: &str) -> Option<String> {
+    let ws: Option<Workspace> = root.get_typed(None, name).await.unwrap();
+    ws.and_then(|w| w.status).and_then(|s| s.phase)
+}
+
+async fn wait_ready(root: &SimClient, names: &[&str], within: Duration) {
+    let deadline = Instant::now() + within;
+    loop {
+        let mut all = true;
+        for n in names {
+            all &= phase_of(root, n).await.as_deref() == Some("Ready");
+        }
+        if all {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "workspaces {names:?} not Ready in time"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn until<F, Fut>(what: &str, within: Duration, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + within;
+    while !f().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+fn cm_ref(ns: &str, name: &str) -> ObjectRef {
+    ObjectRef::namespaced(GroupVersionKind::gvk("", "v1", "ConfigMap"), ns, name)
+}
+
+/// Every object the playground template renders exists in the workspace.
+async fn assert_initialized(sim: &Server, workspace: &str) {
+    let client = sim.object_client(&format!("root:{workspace}"));
+    let cm = client.get(&cm_ref("team", "cluster-info")).await.unwrap();
+    let cm = cm.unwrap_or_else(|| panic!("ConfigMap team/cluster-info missing in {workspace}"));
+    let cluster = sim.logical_cluster(&format!("root:{workspace}")).unwrap();
+    assert_eq!(cm.data["data"]["cluster"], cluster.as_str());
+    assert_eq!(cm.data["data"]["workspace"], format!("root:{workspace}"));
+    let sandbox = ObjectRef::namespaced(
+        GroupVersionKind::gvk("example.kcp-rs.io", "v1", "Sandbox"),
+        "team",
+        "default-sandbox",
+    );
+    assert!(
+        client.get(&sandbox).await.unwrap().is_some(),
+        "Sandbox missing in {workspace}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_workspaces_become_ready_with_their_objects_in_any_listed_order() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let root = sim.object_client("root");
+    install_crds(&root).await;
+    let agent = start_agent(&sim);
+    apply(&root, WORKSPACE_TYPE).await;
+    apply(&root, INIT).await;
+    create_workspaces(&root, &["alpha", "beta", "gamma"]).await;
+    wait_ready(&root, &["alpha", "beta", "gamma"], Duration::from_secs(30)).await;
+    for ws in ["alpha", "beta", "gamma"] {
+        assert_initialized(&sim, ws).await;
+    }
+    assert_eq!(agent.metrics.initialized_count("init-dev-environment"), 3);
+    let target: InitTarget = root
+        .get_typed(None, "init-dev-environment")
+        .await
+        .unwrap()
+        .unwrap();
+    let status = target.status.unwrap();
+    assert_eq!(status.initializer.as_deref(), Some("root:dev-environment"));
+    assert_eq!(status.virtual_workspaces.len(), 1);
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_shard_url_is_watched() {
+    let sim = Server::start(Config {
+        shards: 3,
+        ..Config::kcp()
+    })
+    .await
+    .unwrap();
+    let root = sim.object_client("root");
+    install_crds(&root).await;
+    let agent = start_agent(&sim);
+    apply(&root, WORKSPACE_TYPE).await;
+    apply(&root, INIT).await;
+    let names = ["s1", "s2", "s3", "s4", "s5", "s6"];
+    create_workspaces(&root, &names).await;
+    wait_ready(&root, &names, Duration::from_secs(30)).await;
+    let target: InitTarget = root
+        .get_typed(None, "init-dev-environment")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(target.status.unwrap().virtual_workspaces.len(), 3);
+    agent.stop().await;
+}
+
+const BROKEN_TEMPLATE: &str = "apiVersion: initialization.kcp.io/v1alpha1
+kind: InitTemplate
+metadata:
+  name: dev-environment-basics
+spec:
+  template: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: cluster-info
+      namespace: default
+    data:
+      cluster: \"{{ .NoSuchField }}\"
+";
+
+const FIXED_TEMPLATE: &str = "apiVersion: initialization.kcp.io/v1alpha1
+kind: InitTemplate
+metadata:
+  name: dev-environment-basics
+spec:
+  template: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata:
+      name: cluster-info
+    data:
+      cluster: \"{{ .ClusterName }}\"
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_error_holds_the_workspace_until_the_template_is_fixed() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let root = sim.object_client("root");
+    install_crds(&root).await;
+    let agent = start_agent(&sim);
+    apply(&root, WORKSPACE_TYPE).await;
+    apply(&root, INIT).await;
+    apply(&root, BROKEN_TEMPLATE).await;
+    create_workspaces(&root, &["broken"]).await;
+    let cluster = sim.logical_cluster("root:broken").unwrap();
+
+    // The InitTarget names the cluster and the reason.
+    until(
+        "a TemplateError condition",
+        Duration::from_secs(20),
+        || async {
+            let t: InitTarget = root
+                .get_typed(None, "init-dev-environment")
+                .await
+                .unwrap()
+                .unwrap();
+            t.status
+                .and_then(|s| s.condition("TemplateError").cloned())
+                .is_some_and(|c| {
+                    c.status == "True"
+                        && c.message
+                            .as_deref()
+                            .is_some_and(|m| m.contains(&cluster) && m.contains("NoSuchField"))
+                })
+        },
+    )
+    .await;
+    // A Warning Event sits on the LogicalCluster.
+    let inside = sim.object_client(&cluster);
+    let events = inside
+        .list(
+            &GroupVersionKind::gvk("", "v1", "Event"),
+            Some("default"),
+            &ListOptions::default(),
+        )
+        .await
+        .unwrap();
+    let warning = events
+        .items
+        .iter()
+        .find(|e| e.data["reason"] == "InitializationFailed")
+        .expect("a Warning event");
+    assert_eq!(warning.data["type"], "Warning");
+    assert_eq!(warning.data["involvedObject"]["kind"], "LogicalCluster");
+    assert_eq!(
+        phase_of(&root, "broken").await.as_deref(),
+        Some("Initializing")
+    );
+
+    // Fixing the template completes it; the ConfigMap without a namespace went to `default`.
+    apply(&root, FIXED_TEMPLATE).await;
+    wait_ready(&root, &["broken"], Duration::from_secs(20)).await;
+    let cm = inside
+        .get(&cm_ref("default", "cluster-info"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(cm.data["data"]["cluster"], cluster.as_str());
+    until(
+        "the TemplateError condition to clear",
+        Duration::from_secs(10),
+        || async {
+            let t: InitTarget = root
+                .get_typed(None, "init-dev-environment")
+                .await
+                .unwrap()
+                .unwrap();
+            t.status
+                .and_then(|s| s.condition("TemplateError").cloned())
+                .is_some_and(|c| c.status == "False")
+        },
+    )
+    .await;
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deleting_the_init_target_stops_its_machinery() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let root = sim.object_client("root");
+    install_crds(&root).await;
+    let agent = start_agent(&sim);
+    apply(&root, WORKSPACE_TYPE).await;
+    apply(&root, INIT).await;
+    create_workspaces(&root, &["first"]).await;
+    wait_ready(&root, &["first"], Duration::from_secs(20)).await;
+
+    let target = ObjectRef::cluster_scoped(
+        GroupVersionKind::gvk("initialization.kcp.io", "v1alpha1", "InitTarget"),
+        "init-dev-environment",
+    );
+    root.delete(&target, &Default::default()).await.unwrap();
+    // Give the agent time to see the deletion, then a new workspace stays waiting.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    create_workspaces(&root, &["second"]).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        phase_of(&root, "second").await.as_deref(),
+        Some("Initializing")
+    );
+    assert_eq!(agent.metrics.initialized_count("init-dev-environment"), 1);
+
+    // Re-creating the target starts it again and the waiting workspace completes.
+    apply(&root, INIT).await;
+    wait_ready(&root, &["second"], Duration::from_secs(20)).await;
+    agent.stop().await;
+}
+
+const SECOND_TARGET: &str = "apiVersion: initialization.kcp.io/v1alpha1
+kind: InitTarget
+metadata:
+  name: a-later-target
+spec:
+  workspaceTypeRef: {path: root, name: dev-environment}
+  sources:
+  - template: {name: dev-environment-basics}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_targets_for_one_workspace_type_conflict_and_only_the_oldest_acts() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let root = sim.object_client("root");
+    install_crds(&root).await;
+    apply(&root, WORKSPACE_TYPE).await;
+    apply(&root, INIT).await;
+    // Created a second later, so the playground target is the oldest.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    apply(&root, SECOND_TARGET).await;
+    let agent = start_agent(&sim);
+    for name in ["init-dev-environment", "a-later-target"] {
+        until("a Conflict condition", Duration::from_secs(20), || async {
+            let t: InitTarget = root.get_typed(None, name).await.unwrap().unwrap();
+            t.status
+                .and_then(|s| s.condition("Conflict").cloned())
+                .is_some_and(|c| c.status == "True")
+        })
+        .await;
+    }
+    create_workspaces(&root, &["only-once"]).await;
+    wait_ready(&root, &["only-once"], Duration::from_secs(20)).await;
+    assert_eq!(agent.metrics.initialized_count("init-dev-environment"), 1);
+    assert_eq!(agent.metrics.initialized_count("a-later-target"), 0);
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_injected_503s_and_dropped_watches_every_workspace_initializes_exactly_once() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let root = sim.object_client("root");
+    install_crds(&root).await;
+    apply(&root, WORKSPACE_TYPE).await;
+    apply(&root, INIT).await;
+    let agent = start_agent(&sim);
+    sim.faults().add_error(ErrorRule::new(503, 0.10));
+    let names: Vec<String> = (0..8).map(|i| format!("flaky-{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    // The test's own in-process writes suffer the faults too: retry until applied.
+    for name in &refs {
+        loop {
+            let doc = format!(
+                "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec:\n  type: {{name: dev-environment, path: root}}\n"
+            );
+            let objects = parse_manifests("ws.yaml", &doc).unwrap();
+            let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap();
+            if Applier::new(&root, ApplierConfig::new("test"))
+                .apply(&plan)
+                .await
+                .is_complete()
+            {
+                break;
+            }
+        }
+    }
+    // Drop every watch a few times while the agent works.
+    for _ in 0..5 {
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        sim.faults().drop_watches();
+    }
+    // No initializer goes early: whenever a workspace is Ready, its objects are all there.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        sim.faults().clear();
+        let mut ready = 0;
+        for name in &refs {
+            if phase_of(&root, name).await.as_deref() == Some("Ready") {
+                assert_initialized(&sim, name).await;
+                ready += 1;
+            }
+        }
+        if ready == refs.len() {
+            break;
+        }
+        sim.faults().add_error(ErrorRule::new(503, 0.10));
+        assert!(
+            Instant::now() < deadline,
+            "only {ready} of {} workspaces Ready",
+            refs.len()
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    sim.faults().clear();
+    assert_eq!(
+        agent.metrics.initialized_count("init-dev-environment"),
+        refs.len() as u64,
+        "each workspace was initialized exactly once"
+    );
+    for name in &refs {
+        let lc: LogicalCluster = sim
+            .object_client(&format!("root:{name}"))
+            .get_typed(None, "cluster")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(lc.status.unwrap().phase.as_deref(), Some("Ready"));
+    }
+    agent.stop().await;
+}
