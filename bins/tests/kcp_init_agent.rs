@@ -1,0 +1,295 @@
+//! The `kcp-init-agent` and `kcp-playground` binaries, run as processes against kcp-sim.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
+use kcp_core::kcp::Workspace;
+use kcp_core::kube::api::DynamicObject;
+use kcp_core::{ObjectClient, ObjectClientExt, parse_manifests};
+use kcp_sim::{Config, Server, SimClient};
+
+const AGENT: &str = env!("CARGO_BIN_EXE_kcp-init-agent");
+const PLAYGROUND: &str = env!("CARGO_BIN_EXE_kcp-playground");
+const WORKSPACE_TYPE: &str = include_str!("../../examples/playground/01-workspace-type.yaml");
+const INIT: &str = include_str!("../../examples/playground/02-init.yaml");
+const WORKSPACES: &str = include_str!("../../examples/playground/03-workspaces.yaml");
+
+fn temp_path(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "kcp-bins-{}-{}-{name}",
+        std::process::id(),
+        fastrand_u64()
+    ))
+}
+
+fn fastrand_u64() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0)
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A plain HTTP GET: (status code, body), or None when nothing listens.
+fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let code = answer.split_whitespace().nth(1)?.parse().ok()?;
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+    Some((code, body))
+}
+
+async fn apply(client: &dyn ObjectClient, yaml: &str) {
+    let objects = parse_manifests("test.yaml", yaml).unwrap();
+    apply_objects(client, objects).await;
+}
+
+async fn apply_objects(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
+    let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap();
+    let report = Applier::new(client, ApplierConfig::new("test"))
+        .apply(&plan)
+        .await;
+    assert!(report.is_complete(), "{report}");
+}
+
+async fn prepared_sim() -> (Server, SimClient, PathBuf) {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let root = sim.object_client("root");
+    let crds = kcp_init::api::crds()
+        .into_iter()
+        .map(|c| serde_json::from_value(serde_json::to_value(c).unwrap()).unwrap())
+        .collect();
+    apply_objects(&root, crds).await;
+    apply(&root, WORKSPACE_TYPE).await;
+    apply(&root, INIT).await;
+    let kubeconfig = temp_path("kubeconfig");
+    sim.write_kubeconfig(&kubeconfig, &["root"]).unwrap();
+    (sim, root, kubeconfig)
+}
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn agent(kubeconfig: &PathBuf, extra: &[&str]) -> Running {
+    let child = Command::new(AGENT)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .args(["--config-workspace", "root", "--log-format", "console"])
+        .args(extra)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("kcp-init-agent starts");
+    Running(child)
+}
+
+async fn wait_for<F: FnMut() -> bool>(what: &str, within: Duration, mut f: F) {
+    let deadline = Instant::now() + within;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn all_ready(root: &SimClient) -> bool {
+    let list: Vec<Workspace> = root.list_typed(None, &Default::default()).await.unwrap();
+    !list.is_empty()
+        && list
+            .iter()
+            .all(|w| w.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Ready"))
+}
+
+#[test]
+fn the_crds_subcommand_prints_the_generated_crds_kept_in_deploy() {
+    let out = Command::new(AGENT).arg("crds").output().unwrap();
+    assert!(out.status.success());
+    let printed = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(printed, kcp_init::api::crds_yaml().unwrap());
+    let kept = include_str!("../../deploy/kcp-init-agent/crds.yaml");
+    assert_eq!(
+        printed, kept,
+        "regenerate with: kcp-init-agent crds > deploy/kcp-init-agent/crds.yaml"
+    );
+}
+
+#[test]
+fn a_missing_config_workspace_is_a_clear_error() {
+    let out = Command::new(AGENT)
+        .args(["--log-format", "console"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--config-workspace is required"));
+}
+
+#[test]
+fn an_invalid_selector_is_refused_at_start() {
+    let out = Command::new(AGENT)
+        .args([
+            "--config-workspace",
+            "root",
+            "--init-target-selector",
+            "a in (b",
+        ])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--init-target-selector"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agent_binary_is_ready_after_sync_initializes_serves_metrics_and_drains_on_sigterm() {
+    let (sim, root, kubeconfig) = prepared_sim().await;
+    let (metrics, health) = (free_port(), free_port());
+    let mut running = agent(
+        &kubeconfig,
+        &[
+            "--metrics-address",
+            &format!("127.0.0.1:{metrics}"),
+            "--health-address",
+            &format!("127.0.0.1:{health}"),
+        ],
+    );
+    wait_for("/readyz", Duration::from_secs(20), || {
+        http_get(health, "/readyz").is_some_and(|(code, _)| code == 200)
+    })
+    .await;
+    assert_eq!(http_get(health, "/healthz").map(|(c, _)| c), Some(200));
+    apply(&root, WORKSPACES).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !all_ready(&root).await {
+        assert!(Instant::now() < deadline, "workspaces not Ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let (_, text) = http_get(metrics, "/metrics").unwrap();
+    assert!(
+        text.contains("kcp_init_clusters_initialized_total{target=\"init-dev-environment\"} 3"),
+        "{text}"
+    );
+    assert!(text.contains(
+        "kcp_init_initialization_duration_seconds_count{target=\"init-dev-environment\"} 3"
+    ));
+
+    let pid = running.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let status = loop {
+        if let Some(status) = running.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the agent did not exit after SIGTERM"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(status.success(), "{status:?}");
+    drop(sim);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_leader_election_only_one_of_two_agents_acts() {
+    let (_sim, root, kubeconfig) = prepared_sim().await;
+    let (m1, m2) = (free_port(), free_port());
+    let _a = agent(
+        &kubeconfig,
+        &[
+            "--enable-leader-election",
+            "--metrics-address",
+            &format!("127.0.0.1:{m1}"),
+        ],
+    );
+    let _b = agent(
+        &kubeconfig,
+        &[
+            "--enable-leader-election",
+            "--metrics-address",
+            &format!("127.0.0.1:{m2}"),
+        ],
+    );
+    apply(&root, WORKSPACES).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !all_ready(&root).await {
+        assert!(Instant::now() < deadline, "workspaces not Ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let count = |port| {
+        http_get(port, "/metrics")
+            .map(|(_, text)| {
+                text.lines()
+                    .find(|l| {
+                        l.starts_with(
+                            "kcp_init_clusters_initialized_total{target=\"init-dev-environment\"}",
+                        )
+                    })
+                    .and_then(|l| l.rsplit(' ').next())
+                    .and_then(|n| n.parse::<u64>().ok())
+                    .unwrap_or(0)
+            })
+            .unwrap_or(0)
+    };
+    let (a, b) = (count(m1), count(m2));
+    assert_eq!(a + b, 3, "a={a} b={b}");
+    assert!(a == 0 || b == 0, "both agents acted: a={a} b={b}");
+    let lease: Option<k8s_openapi::api::coordination::v1::Lease> = root
+        .get_typed(Some("default"), "kcp-init-agent")
+        .await
+        .unwrap();
+    assert!(lease.unwrap().spec.unwrap().holder_identity.is_some());
+}
+
+#[test]
+fn the_playground_converges_and_exits_when_ready() {
+    let kubeconfig = temp_path("playground.kubeconfig");
+    let out = Command::new(PLAYGROUND)
+        .args([
+            "--exit-when-ready",
+            "--timeout-seconds",
+            "60",
+            "--kubeconfig",
+        ])
+        .arg(&kubeconfig)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("all 3 workspaces Ready"), "{stdout}");
+    assert!(stdout.contains("sandbox=yes"), "{stdout}");
+    assert!(
+        std::fs::read_to_string(&kubeconfig)
+            .unwrap()
+            .contains("/clusters/root")
+    );
+    let _ = std::fs::remove_file(kubeconfig);
+}
