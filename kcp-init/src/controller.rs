@@ -31,9 +31,12 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::api::{InitTarget, InitTemplate};
+use crate::cluster_clients::ClusterClients;
 use crate::error::Error;
 use crate::metrics::Metrics;
-use crate::reconcile::{ClusterOutcome, FIELD_MANAGER, InitContext, initialize_cluster};
+use crate::reconcile::{
+    ClusterOutcome, FIELD_MANAGER, InitContext, TemplateCache, initialize_cluster,
+};
 
 /// How the agent runs.
 #[derive(Clone)]
@@ -74,8 +77,8 @@ impl AgentConfig {
 
 /// What every runner shares.
 struct Shared {
-    base: kube::Config,
     base_url: String,
+    clients: ClusterClients,
     config_workspace: String,
     config: Arc<KubeObjectClient>,
     config_kube: kube::Client,
@@ -84,18 +87,7 @@ struct Shared {
     backoff: Backoff,
     workers: usize,
     metrics: Arc<Metrics>,
-}
-
-impl Shared {
-    fn kube_at(&self, url: &str) -> Result<kube::Client, Error> {
-        let mut config = self.base.clone();
-        config.cluster_url = url.parse().map_err(|e| Error::Config {
-            message: format!("{url} is not a valid URL: {e}"),
-        })?;
-        kube::Client::try_from(config).map_err(|e| Error::Config {
-            message: format!("building a client for {url}: {e}"),
-        })
-    }
+    templates: TemplateCache,
 }
 
 /// Runs the agent until `shutdown` completes, then lets in-flight initializations finish.
@@ -104,31 +96,21 @@ pub async fn run(
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
     let base_url = strip_cluster_suffix(&config.kube.cluster_url.to_string()).to_string();
-    let mut base = config.kube.clone();
-    base.cluster_url = base_url.parse().map_err(|e| Error::Config {
-        message: format!("{base_url} is not a valid URL: {e}"),
-    })?;
-    let mut shared = Shared {
-        base,
+    let clients = ClusterClients::new(config.kube.clone());
+    let config_kube = clients.cluster(&base_url, &config.config_workspace)?;
+    let shared = Shared {
         base_url: base_url.clone(),
+        clients,
         config_workspace: config.config_workspace.clone(),
-        config: Arc::new(KubeObjectClient::new(
-            kube::Client::try_from(config.kube.clone()).map_err(|e| Error::Config {
-                message: format!("building a client: {e}"),
-            })?,
-        )),
-        config_kube: kube::Client::try_from(config.kube.clone()).map_err(|e| Error::Config {
-            message: format!("building a client: {e}"),
-        })?,
+        config: Arc::new(KubeObjectClient::new(config_kube.clone())),
+        config_kube,
         engine: TemplateEngine::new(),
         applier: config.applier.clone(),
         backoff: config.backoff,
         workers: config.workers.max(1),
         metrics: config.metrics.clone(),
+        templates: TemplateCache::new(),
     };
-    let config_url = format!("{base_url}/clusters/{}", config.config_workspace);
-    shared.config_kube = shared.kube_at(&config_url)?;
-    shared.config = Arc::new(KubeObjectClient::new(shared.config_kube.clone()));
     let shared = Arc::new(shared);
     tracing::info!(
         config_workspace = %config.config_workspace,
@@ -151,6 +133,7 @@ pub async fn run(
     let mut targets_synced = false;
     let mut templates_synced = false;
     let mut initial: BTreeMap<String, InitTarget> = BTreeMap::new();
+    let mut relisted_templates: BTreeMap<String, String> = BTreeMap::new();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -183,13 +166,28 @@ pub async fn run(
                 Err(err) => tracing::warn!(error = %err, "InitTarget watch failed; retrying"),
             },
             event = templates.try_next() => match event {
-                Ok(Some(watcher::Event::InitDone)) => templates_synced = true,
-                Ok(Some(watcher::Event::Apply(t) | watcher::Event::Delete(t))) => {
+                Ok(Some(watcher::Event::Init)) => relisted_templates.clear(),
+                Ok(Some(watcher::Event::InitApply(t))) => {
+                    if let Some(name) = t.metadata.name.clone() {
+                        relisted_templates.insert(name, t.spec.template);
+                    }
+                }
+                Ok(Some(watcher::Event::InitDone)) => {
+                    shared.templates.replace_all(std::mem::take(&mut relisted_templates));
+                    templates_synced = true;
+                }
+                Ok(Some(watcher::Event::Apply(t))) => {
                     if let Some(name) = t.metadata.name.as_deref() {
+                        shared.templates.insert(name, &t.spec.template);
                         supervisor.template_changed(name);
                     }
                 }
-                Ok(Some(_)) => {}
+                Ok(Some(watcher::Event::Delete(t))) => {
+                    if let Some(name) = t.metadata.name.as_deref() {
+                        shared.templates.remove(name);
+                        supervisor.template_changed(name);
+                    }
+                }
                 Ok(None) => break,
                 Err(err) => tracing::warn!(error = %err, "InitTemplate watch failed; retrying"),
             },
@@ -535,8 +533,7 @@ async fn run_target(
     mut templates: watch::Receiver<u64>,
 ) {
     // Resolve the WorkspaceType and its initializer, retrying until it exists.
-    let type_url = format!("{}/clusters/{type_path}", shared.base_url);
-    let type_kube = match shared.kube_at(&type_url) {
+    let type_kube = match shared.clients.cluster(&shared.base_url, &type_path) {
         Ok(c) => c,
         Err(err) => {
             set_ready(
@@ -705,7 +702,7 @@ fn initializing_urls(wt: &WorkspaceType) -> Vec<String> {
 
 /// Watches the LogicalClusters carrying the initializer through one virtual workspace URL.
 async fn watch_url(shared: Arc<Shared>, queue: Arc<Queue>, url: String, initializer: String) {
-    let kube = match shared.kube_at(&format!("{url}/clusters/*")) {
+    let kube = match shared.clients.cluster(&url, "*") {
         Ok(k) => k,
         Err(err) => {
             tracing::error!(%url, error = %err, "cannot watch virtual workspace");
@@ -803,7 +800,7 @@ async fn worker(
         }
         let client = match clients.get(&key) {
             Some(c) => c.clone(),
-            None => match shared.kube_at(&format!("{}/clusters/{}", key.url, key.cluster)) {
+            None => match shared.clients.cluster(&key.url, &key.cluster) {
                 Ok(k) => {
                     let c = Arc::new(KubeObjectClient::new(k));
                     clients.insert(key.clone(), c.clone());
@@ -825,6 +822,7 @@ async fn worker(
             workspace_type_path: &type_path,
             engine: &shared.engine,
             applier: &shared.applier,
+            templates: Some(&shared.templates),
         };
         let outcome = tracing::Instrument::instrument(
             initialize_cluster(&ctx, &key.cluster, client.as_ref()),

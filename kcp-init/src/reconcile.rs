@@ -40,6 +40,48 @@ pub struct InitContext<'a> {
     pub engine: &'a TemplateEngine,
     /// Applier settings (field manager, concurrency, readiness timeouts).
     pub applier: &'a ApplierConfig,
+    /// InitTemplate sources kept current by a watch; a template not found there is read
+    /// from the config workspace.
+    pub templates: Option<&'a TemplateCache>,
+}
+
+/// InitTemplate sources by name, kept current by the agent's InitTemplate watch.
+#[derive(Debug, Default)]
+pub struct TemplateCache {
+    sources: std::sync::RwLock<BTreeMap<String, String>>,
+}
+
+impl TemplateCache {
+    /// An empty cache.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records the current source of a template.
+    pub fn insert(&self, name: &str, source: &str) {
+        if let Ok(mut map) = self.sources.write() {
+            map.insert(name.to_string(), source.to_string());
+        }
+    }
+
+    /// Replaces every entry (after the watch listed all templates again).
+    pub fn replace_all(&self, sources: BTreeMap<String, String>) {
+        if let Ok(mut map) = self.sources.write() {
+            *map = sources;
+        }
+    }
+
+    /// Forgets a deleted template.
+    pub fn remove(&self, name: &str) {
+        if let Ok(mut map) = self.sources.write() {
+            map.remove(name);
+        }
+    }
+
+    /// The source of a template, if known.
+    pub fn get(&self, name: &str) -> Option<String> {
+        self.sources.read().ok()?.get(name).cloned()
+    }
 }
 
 /// What became of one attempt.
@@ -131,18 +173,32 @@ async fn attempt(
     cluster: &str,
     vw: &dyn ObjectClient,
 ) -> Result<Option<usize>, Attempt> {
-    let lc: Option<LogicalCluster> = match vw.get_typed(None, LOGICAL_CLUSTER_NAME).await {
+    let raw = match vw.get(&logical_cluster_ref()).await {
         Ok(lc) => lc,
         // The view answers 403 once the cluster is initialized: nothing left to do.
         Err(kcp_core::Error::Api { code: 403, .. }) => return Ok(None),
         Err(err) => return Err(err.into()),
     };
-    let Some(lc) = lc else { return Ok(None) };
+    let Some(raw) = raw else { return Ok(None) };
+    let lc: LogicalCluster = serde_json::to_value(&raw)
+        .and_then(serde_json::from_value)
+        .map_err(|e| {
+            Attempt::Failed(Error::Serialization {
+                context: format!("reading LogicalCluster \"cluster\" of {cluster:?}"),
+                message: e.to_string(),
+            })
+        })?;
     if !carries(&lc, ctx.initializer) {
         return Ok(None);
     }
-    // The InitTarget is read fresh on every attempt, so source changes apply at once.
-    let Some(target) = ctx.config.get_typed::<InitTarget>(None, ctx.target).await? else {
+    // The InitTarget is read fresh on every attempt, so source changes apply at once. The
+    // cluster's core discovery, which applying will need, is fetched at the same time.
+    let core = GroupVersionKind::gvk("", "v1", "Namespace");
+    let (target, _) = tokio::join!(
+        ctx.config.get_typed::<InitTarget>(None, ctx.target),
+        vw.resolve(&core)
+    );
+    let Some(target) = target? else {
         return Ok(None);
     };
     let mut sources = Vec::with_capacity(target.spec.sources.len());
@@ -154,18 +210,25 @@ async fn attempt(
                 reason: "no known source configured (only `template` sources exist)".into(),
             }));
         };
-        let Some(found) = ctx
-            .config
-            .get_typed::<InitTemplate>(None, &template.name)
-            .await?
-        else {
-            return Err(Attempt::Failed(Error::InvalidSource {
-                target: ctx.target.to_string(),
-                index,
-                reason: format!("InitTemplate {:?} does not exist", template.name),
-            }));
+        let cached = ctx.templates.and_then(|c| c.get(&template.name));
+        let source = match cached {
+            Some(source) => source,
+            None => match ctx
+                .config
+                .get_typed::<InitTemplate>(None, &template.name)
+                .await?
+            {
+                Some(found) => found.spec.template,
+                None => {
+                    return Err(Attempt::Failed(Error::InvalidSource {
+                        target: ctx.target.to_string(),
+                        index,
+                        reason: format!("InitTemplate {:?} does not exist", template.name),
+                    }));
+                }
+            },
         };
-        sources.push((template.name.clone(), found.spec.template));
+        sources.push((template.name.clone(), source));
     }
     let context = TemplateContext::from_logical_cluster(
         &lc,
@@ -190,7 +253,7 @@ async fn attempt(
     if let Some((object, reason)) = report.pending().next() {
         return Err(Attempt::Pending(format!("{}: {reason}", object.object)));
     }
-    remove_initializer(vw, ctx.initializer).await?;
+    remove_initializer(vw, ctx.initializer, raw).await?;
     tracing::info!(cluster, objects = count, "cluster initialized");
     Ok(Some(count))
 }
@@ -251,11 +314,21 @@ async fn default_namespaces(
 /// Removes this initializer from `status.initializers` with an optimistic-concurrency update:
 /// a concurrent removal by another initializer makes the write fail with 409, and the next
 /// try starts from the fresh list, so it is never restored.
-async fn remove_initializer(vw: &dyn ObjectClient, initializer: &str) -> Result<(), Attempt> {
+async fn remove_initializer(
+    vw: &dyn ObjectClient,
+    initializer: &str,
+    read_at_start: DynamicObject,
+) -> Result<(), Attempt> {
     let lc_ref = logical_cluster_ref();
+    // First try with the copy read at the start of the attempt; after a conflict, read again.
+    let mut current = Some(read_at_start);
     for _ in 0..5 {
-        let Some(mut lc) = vw.get(&lc_ref).await? else {
-            return Ok(());
+        let mut lc = match current.take() {
+            Some(lc) => lc,
+            None => match vw.get(&lc_ref).await? {
+                Some(lc) => lc,
+                None => return Ok(()),
+            },
         };
         let Some(list) = lc
             .data
@@ -269,7 +342,7 @@ async fn remove_initializer(vw: &dyn ObjectClient, initializer: &str) -> Result<
         if list.len() == before {
             return Ok(());
         }
-        // `replace` carries the resourceVersion just read: a stale copy is refused with 409.
+        // `replace` carries the resourceVersion read: a stale copy is refused with 409.
         match vw.update_status(&lc).await {
             Ok(_) => return Ok(()),
             Err(err) if err.is_conflict() => continue,
