@@ -22,7 +22,8 @@ use std::time::Duration;
 use futures::{StreamExt, TryStreamExt};
 use kcp_core::apply::ApplierConfig;
 use kcp_core::kcp::urls::{initializing_workspace_urls, strip_cluster_suffix};
-use kcp_core::kcp::{InitializerName, LogicalCluster, WorkspaceType};
+use kcp_core::kcp::{CLUSTER_ANNOTATION, InitializerName, WorkspaceType};
+use kcp_core::kube::api::{ApiResource, DynamicObject};
 use kcp_core::kube::runtime::{WatchStreamExt, watcher};
 use kcp_core::kube::{self, Api};
 use kcp_core::{Backoff, KubeObjectClient, ObjectClient, TemplateEngine};
@@ -475,6 +476,8 @@ struct QueueState {
     pending: BTreeSet<ClusterKey>,
     /// Clusters whose last attempt failed permanently, with the reason.
     failing: BTreeMap<ClusterKey, String>,
+    /// The LogicalCluster of each pending cluster as its watch last delivered it.
+    latest: BTreeMap<ClusterKey, DynamicObject>,
     initialized: u32,
 }
 
@@ -495,12 +498,23 @@ impl Queue {
     fn add(&self, key: ClusterKey) {
         let mut s = self.lock();
         s.pending.insert(key.clone());
+        self.enqueue(&mut s, key);
+    }
+
+    /// Records the latest LogicalCluster of a cluster and queues it.
+    fn seen(&self, key: ClusterKey, lc: DynamicObject) {
+        let mut s = self.lock();
+        s.pending.insert(key.clone());
+        s.latest.insert(key.clone(), lc);
+        self.enqueue(&mut s, key);
+    }
+
+    fn enqueue(&self, s: &mut QueueState, key: ClusterKey) {
         if s.in_flight.contains(&key) {
             s.dirty.insert(key);
         } else if s.queued.insert(key.clone()) {
             let _ = self.tx.send(key);
         }
-        drop(s);
         self.changed.send_modify(|n| *n += 1);
     }
 
@@ -509,6 +523,7 @@ impl Queue {
         s.pending.remove(key);
         s.failing.remove(key);
         s.failures.remove(key);
+        s.latest.remove(key);
         drop(s);
         self.changed.send_modify(|n| *n += 1);
     }
@@ -709,29 +724,38 @@ async fn watch_url(shared: Arc<Shared>, queue: Arc<Queue>, url: String, initiali
             return;
         }
     };
-    let api: Api<LogicalCluster> = Api::all(kube);
+    // Read as DynamicObject, so nothing this agent does not model is lost when the copy is
+    // written back to remove the initializer.
+    let resource = ApiResource {
+        group: "core.kcp.io".into(),
+        version: "v1alpha1".into(),
+        api_version: "core.kcp.io/v1alpha1".into(),
+        kind: "LogicalCluster".into(),
+        plural: "logicalclusters".into(),
+    };
+    let api: Api<DynamicObject> = Api::all_with(kube, &resource);
     let mut events = watcher(api, watcher::Config::default())
         .default_backoff()
         .boxed();
     let mut seen: BTreeSet<ClusterKey> = BTreeSet::new();
     let mut relisted: BTreeSet<ClusterKey> = BTreeSet::new();
+    let key_of = |lc: &DynamicObject| {
+        lc.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(CLUSTER_ANNOTATION))
+            .map(|cluster| ClusterKey {
+                url: url.clone(),
+                cluster: cluster.clone(),
+            })
+    };
+    let carries = |lc: &DynamicObject| {
+        lc.data
+            .pointer("/status/initializers")
+            .and_then(|i| i.as_array())
+            .is_some_and(|i| i.iter().any(|x| x.as_str() == Some(initializer.as_str())))
+    };
     while let Some(event) = events.next().await {
-        let key_of = |lc: &LogicalCluster| {
-            lc.metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(kcp_core::kcp::CLUSTER_ANNOTATION))
-                .map(|cluster| ClusterKey {
-                    url: url.clone(),
-                    cluster: cluster.clone(),
-                })
-        };
-        let carries = |lc: &LogicalCluster| {
-            lc.status
-                .as_ref()
-                .and_then(|s| s.initializers.as_ref())
-                .is_some_and(|i| i.contains(&initializer))
-        };
         match event {
             Ok(watcher::Event::Init) => relisted.clear(),
             Ok(watcher::Event::InitApply(lc)) => {
@@ -739,7 +763,7 @@ async fn watch_url(shared: Arc<Shared>, queue: Arc<Queue>, url: String, initiali
                     && carries(&lc)
                 {
                     relisted.insert(key.clone());
-                    queue.add(key);
+                    queue.seen(key, lc);
                 }
             }
             Ok(watcher::Event::InitDone) => {
@@ -752,7 +776,7 @@ async fn watch_url(shared: Arc<Shared>, queue: Arc<Queue>, url: String, initiali
                 if let Some(key) = key_of(&lc) {
                     if carries(&lc) {
                         seen.insert(key.clone());
-                        queue.add(key);
+                        queue.seen(key, lc);
                     } else {
                         seen.remove(&key);
                         queue.forget(&key);
@@ -790,14 +814,20 @@ async fn worker(
                 None => return,
             },
         };
-        {
+        let seen = {
             let mut s = queue.lock();
             s.queued.remove(&key);
             if !s.pending.contains(&key) {
                 continue;
             }
             s.in_flight.insert(key.clone());
-        }
+            // Only a first attempt uses the watched copy; retries read afresh.
+            if s.failures.contains_key(&key) || s.failing.contains_key(&key) {
+                None
+            } else {
+                s.latest.remove(&key)
+            }
+        };
         let client = match clients.get(&key) {
             Some(c) => c.clone(),
             None => match shared.clients.cluster(&key.url, &key.cluster) {
@@ -825,7 +855,7 @@ async fn worker(
             templates: Some(&shared.templates),
         };
         let outcome = tracing::Instrument::instrument(
-            initialize_cluster(&ctx, &key.cluster, client.as_ref()),
+            initialize_cluster(&ctx, &key.cluster, client.as_ref(), seen),
             span,
         )
         .await;

@@ -119,13 +119,18 @@ fn carries(lc: &LogicalCluster, initializer: &str) -> bool {
 
 /// Initializes the cluster `cluster` reached through `vw` (a client of
 /// `<virtual workspace>/clusters/<cluster>`).
+///
+/// `seen` is the cluster's LogicalCluster as a watch last delivered it, if the caller has one:
+/// it saves a read, and the initializer's removal still uses its resourceVersion, so a stale
+/// copy only costs a retry.
 pub async fn initialize_cluster(
     ctx: &InitContext<'_>,
     cluster: &str,
     vw: &dyn ObjectClient,
+    seen: Option<DynamicObject>,
 ) -> ClusterOutcome {
     let started = Instant::now();
-    match attempt(ctx, cluster, vw).await {
+    match attempt(ctx, cluster, vw, seen).await {
         Ok(Some(objects)) => ClusterOutcome::Initialized {
             objects,
             took: started.elapsed(),
@@ -172,12 +177,16 @@ async fn attempt(
     ctx: &InitContext<'_>,
     cluster: &str,
     vw: &dyn ObjectClient,
+    seen: Option<DynamicObject>,
 ) -> Result<Option<usize>, Attempt> {
-    let raw = match vw.get(&logical_cluster_ref()).await {
-        Ok(lc) => lc,
-        // The view answers 403 once the cluster is initialized: nothing left to do.
-        Err(kcp_core::Error::Api { code: 403, .. }) => return Ok(None),
-        Err(err) => return Err(err.into()),
+    let raw = match seen {
+        Some(lc) => Some(lc),
+        None => match vw.get(&logical_cluster_ref()).await {
+            Ok(lc) => lc,
+            // The view answers 403 once the cluster is initialized: nothing left to do.
+            Err(kcp_core::Error::Api { code: 403, .. }) => return Ok(None),
+            Err(err) => return Err(err.into()),
+        },
     };
     let Some(raw) = raw else { return Ok(None) };
     let lc: LogicalCluster = serde_json::to_value(&raw)
