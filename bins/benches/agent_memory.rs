@@ -1,0 +1,135 @@
+//! Resident memory of an idle `kcp-init-agent` process (target: <= 25 MiB).
+//!
+//! Starts kcp-sim in-process, installs the playground (WorkspaceType, InitTemplate, InitTarget,
+//! three workspaces), runs the release `kcp-init-agent` binary against it until the workspaces
+//! are Ready and it has idled for two seconds, then prints `idle agent RSS` from
+//! `/proc/<pid>/status`. Criterion times the agent from process start to `/readyz` answering 200.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
+use kcp_core::kube::api::DynamicObject;
+use kcp_core::{ObjectClient, parse_manifests};
+use kcp_sim::{Config, Server};
+
+const AGENT: &str = env!("CARGO_BIN_EXE_kcp-init-agent");
+const SETUP: [&str; 3] = [
+    include_str!("../../examples/playground/01-workspace-type.yaml"),
+    include_str!("../../examples/playground/02-init.yaml"),
+    include_str!("../../examples/playground/03-workspaces.yaml"),
+];
+
+static PRINTED: AtomicBool = AtomicBool::new(false);
+
+async fn apply(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
+    let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap_or_else(|e| panic!("{e}"));
+    let report = Applier::new(client, ApplierConfig::new("bench"))
+        .apply(&plan)
+        .await;
+    assert!(report.is_complete(), "{report}");
+}
+
+fn ready(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = write!(stream, "GET /readyz HTTP/1.0\r\n\r\n");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
+}
+
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|n| n.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+async fn run_agent_once() -> Duration {
+    let sim = Server::start(Config::kcp())
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let root = sim.object_client("root");
+    let crds = kcp_init::api::crds()
+        .into_iter()
+        .map(|c| serde_json::to_value(c).and_then(serde_json::from_value))
+        .collect::<Result<Vec<DynamicObject>, _>>()
+        .unwrap_or_else(|e| panic!("{e}"));
+    apply(&root, crds).await;
+    for doc in SETUP {
+        apply(
+            &root,
+            parse_manifests("setup.yaml", doc).unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await;
+    }
+    let kubeconfig =
+        std::env::temp_dir().join(format!("agent-memory-{}.kubeconfig", std::process::id()));
+    sim.write_kubeconfig(&kubeconfig, &["root"])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("{e}"));
+    let start = Instant::now();
+    let mut child = Command::new(AGENT)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--config-workspace", "root", "--metrics-address", "0"])
+        .args(["--health-address", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    while !ready(port) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let took = start.elapsed();
+    if !PRINTED.swap(true, Ordering::SeqCst) {
+        // Let it initialize the workspaces, then idle.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        eprintln!(
+            "idle agent RSS: {:.1} MiB (after initializing 3 workspaces and idling)",
+            rss_kib(child.id()) as f64 / 1024.0
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_file(kubeconfig);
+    sim.shutdown().await;
+    took
+}
+
+fn agent_memory(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
+    let mut group = c.benchmark_group("kcp_init_agent_process");
+    group.sample_size(10);
+    group.bench_function("start_to_ready", |b| {
+        b.to_async(&rt).iter_custom(|iters| async move {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                total += run_agent_once().await;
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, agent_memory);
+criterion_main!(benches);
