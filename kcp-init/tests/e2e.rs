@@ -441,3 +441,120 @@ async fn with_injected_503s_and_dropped_watches_every_workspace_initializes_exac
     }
     agent.stop().await;
 }
+
+fn start_agent_with_selector(sim: &Server, selector: &str) -> Agent {
+    let mut config = AgentConfig::new(sim.kube_config("root").unwrap(), "root");
+    config.backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(500));
+    config.selector = Some(selector.to_string());
+    let metrics = config.metrics.clone();
+    let (stop, mut rx) = watch::channel(false);
+    let task = tokio::spawn(run(config, async move {
+        let _ = rx.wait_for(|s| *s).await;
+    }));
+    Agent {
+        stop,
+        task,
+        metrics,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn only_targets_matching_the_selector_act_and_labels_can_start_and_stop_them() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let root = sim.object_client("root");
+    install_crds(&root).await;
+    apply(&root, WORKSPACE_TYPE).await;
+    apply(&root, INIT).await;
+    let agent = start_agent_with_selector(&sim, "agent=blue");
+    create_workspaces(&root, &["unlabelled"]).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        phase_of(&root, "unlabelled").await.as_deref(),
+        Some("Initializing")
+    );
+
+    // Labelling the target brings it into the agent's selection: it starts.
+    let target = ObjectRef::cluster_scoped(
+        GroupVersionKind::gvk("initialization.kcp.io", "v1alpha1", "InitTarget"),
+        "init-dev-environment",
+    );
+    let label = |value: &str| {
+        kcp_core::ObjectPatch::Merge(serde_json::json!({"metadata": {"labels": {"agent": value}}}))
+    };
+    root.patch(
+        &target,
+        Default::default(),
+        &label("blue"),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    wait_ready(&root, &["unlabelled"], Duration::from_secs(20)).await;
+
+    // Relabelling takes it out again: it stops.
+    root.patch(
+        &target,
+        Default::default(),
+        &label("green"),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    create_workspaces(&root, &["after-relabel"]).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        phase_of(&root, "after-relabel").await.as_deref(),
+        Some("Initializing")
+    );
+    agent.stop().await;
+}
+
+const OTHER_TYPE: &str = "apiVersion: tenancy.kcp.io/v1alpha1
+kind: WorkspaceType
+metadata:
+  name: other-environment
+spec:
+  initializer: true
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changing_the_workspace_type_ref_restarts_the_target_on_the_new_type() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let root = sim.object_client("root");
+    install_crds(&root).await;
+    apply(&root, WORKSPACE_TYPE).await;
+    apply(&root, OTHER_TYPE).await;
+    apply(&root, INIT).await;
+    let agent = start_agent(&sim);
+    let target = ObjectRef::cluster_scoped(
+        GroupVersionKind::gvk("initialization.kcp.io", "v1alpha1", "InitTarget"),
+        "init-dev-environment",
+    );
+    let retarget = kcp_core::ObjectPatch::Merge(
+        serde_json::json!({"spec": {"workspaceTypeRef": {"name": "other-environment"}}}),
+    );
+    root.patch(&target, Default::default(), &retarget, &Default::default())
+        .await
+        .unwrap();
+    apply(
+        &root,
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {name: other}\nspec:\n  type: {name: other-environment, path: root}\n",
+    )
+    .await;
+    wait_ready(&root, &["other"], Duration::from_secs(20)).await;
+    until(
+        "the new initializer in the status",
+        Duration::from_secs(10),
+        || async {
+            let t: InitTarget = root
+                .get_typed(None, "init-dev-environment")
+                .await
+                .unwrap()
+                .unwrap();
+            t.status.and_then(|s| s.initializer).as_deref() == Some("root:other-environment")
+        },
+    )
+    .await;
+    agent.stop().await;
+}
