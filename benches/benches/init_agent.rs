@@ -91,11 +91,7 @@ async fn initialize(
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let root = sim.object_client("root");
-    let crds = kcp_init::api::crds()
-        .into_iter()
-        .map(|c| serde_json::to_value(c).and_then(serde_json::from_value))
-        .collect::<Result<Vec<DynamicObject>, _>>()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let crds = kcp_init::api::crd_objects().unwrap_or_else(|e| panic!("{e}"));
     apply(&root, crds).await;
     let setup = format!("{WORKSPACE_TYPE}---\n{}---\n{TARGET}", template(objects, 4));
     apply(

@@ -61,11 +61,7 @@ async fn run_agent_once() -> Duration {
         .await
         .unwrap_or_else(|e| panic!("{e}"));
     let root = sim.object_client("root");
-    let crds = kcp_init::api::crds()
-        .into_iter()
-        .map(|c| serde_json::to_value(c).and_then(serde_json::from_value))
-        .collect::<Result<Vec<DynamicObject>, _>>()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let crds = kcp_init::api::crd_objects().unwrap_or_else(|e| panic!("{e}"));
     apply(&root, crds).await;
     for doc in SETUP {
         apply(

@@ -70,10 +70,7 @@ async fn apply_objects(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
 async fn prepared_sim() -> (Server, SimClient, PathBuf) {
     let sim = Server::start(Config::kcp()).await.unwrap();
     let root = sim.object_client("root");
-    let crds = kcp_init::api::crds()
-        .into_iter()
-        .map(|c| serde_json::from_value(serde_json::to_value(c).unwrap()).unwrap())
-        .collect();
+    let crds = kcp_init::api::crd_objects().unwrap();
     apply_objects(&root, crds).await;
     apply(&root, WORKSPACE_TYPE).await;
     apply(&root, INIT).await;

@@ -222,6 +222,21 @@ pub fn crds_yaml() -> Result<String> {
     })
 }
 
+/// [`crds`] as `DynamicObject`s, ready for an `ApplyPlan` or an `ObjectClient`.
+pub fn crd_objects() -> Result<Vec<kcp_core::kube::api::DynamicObject>> {
+    crds()
+        .into_iter()
+        .map(|crd| {
+            serde_json::to_value(crd)
+                .and_then(serde_json::from_value)
+                .map_err(|err| Error::Serialization {
+                    context: "converting a CustomResourceDefinition".to_owned(),
+                    message: err.to_string(),
+                })
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -47,10 +47,7 @@ async fn apply_objects(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
 }
 
 async fn install_crds(root: &SimClient) {
-    let crds = kcp_init::api::crds()
-        .into_iter()
-        .map(|c| serde_json::from_value(serde_json::to_value(c).unwrap()).unwrap())
-        .collect();
+    let crds = kcp_init::api::crd_objects().unwrap();
     apply_objects(root, crds).await;
 }
 
@@ -556,5 +553,63 @@ async fn changing_the_workspace_type_ref_restarts_the_target_on_the_new_type() {
         },
     )
     .await;
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn virtual_workspace_urls_removed_and_added_at_runtime_are_followed() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let root = sim.object_client("root");
+    install_crds(&root).await;
+    apply(&root, WORKSPACE_TYPE).await;
+    apply(&root, INIT).await;
+    let agent = start_agent(&sim);
+    let wst = ObjectRef::cluster_scoped(
+        GroupVersionKind::gvk("tenancy.kcp.io", "v1alpha1", "WorkspaceType"),
+        "dev-environment",
+    );
+    let published =
+        root.get(&wst).await.unwrap().unwrap().data["status"]["virtualWorkspaces"].clone();
+    assert_eq!(published.as_array().unwrap().len(), 1);
+    let set_urls = |urls: serde_json::Value| {
+        kcp_core::ObjectPatch::Merge(serde_json::json!({"status": {"virtualWorkspaces": urls}}))
+    };
+    until(
+        "the agent to follow the type",
+        Duration::from_secs(10),
+        || async {
+            let t: InitTarget = root
+                .get_typed(None, "init-dev-environment")
+                .await
+                .unwrap()
+                .unwrap();
+            t.status.is_some_and(|s| s.virtual_workspaces.len() == 1)
+        },
+    )
+    .await;
+
+    // The shard's URL goes away: the agent stops watching it and new workspaces wait.
+    root.patch_status(&wst, &set_urls(serde_json::json!([])))
+        .await
+        .unwrap();
+    until("the URL to be dropped", Duration::from_secs(10), || async {
+        let t: InitTarget = root
+            .get_typed(None, "init-dev-environment")
+            .await
+            .unwrap()
+            .unwrap();
+        t.status.is_some_and(|s| s.virtual_workspaces.is_empty())
+    })
+    .await;
+    create_workspaces(&root, &["waiting"]).await;
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    assert_eq!(
+        phase_of(&root, "waiting").await.as_deref(),
+        Some("Initializing")
+    );
+
+    // It comes back: the agent watches it again and the workspace completes.
+    root.patch_status(&wst, &set_urls(published)).await.unwrap();
+    wait_ready(&root, &["waiting"], Duration::from_secs(20)).await;
     agent.stop().await;
 }

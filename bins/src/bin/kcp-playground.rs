@@ -90,10 +90,7 @@ async fn playground(flags: Flags) -> Result<(), Box<dyn std::error::Error>> {
     println!("kubeconfig written to {}", flags.kubeconfig.display());
 
     let root = sim.object_client("root");
-    let crds = kcp_init::api::crds()
-        .into_iter()
-        .map(|crd| serde_json::from_value::<DynamicObject>(serde_json::to_value(crd)?))
-        .collect::<Result<Vec<_>, _>>()?;
+    let crds = kcp_init::api::crd_objects()?;
     apply_stream(&root, "the InitTarget and InitTemplate CRDs", crds).await?;
 
     let (stop_tx, stop_rx) = watch::channel(false);
