@@ -141,12 +141,17 @@ async fn agent(flags: Flags) -> Result<(), Box<dyn std::error::Error>> {
         };
         lost = Some(acquired);
     }
+    let leadership_lost = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let lost_flag = leadership_lost.clone();
     let shutdown = async move {
         match lost {
             Some(mut lost) => {
                 tokio::select! {
                     _ = shutdown_signal() => {}
-                    _ = lost.wait_for(|l| *l) => tracing::error!("leadership lost; stopping"),
+                    _ = lost.wait_for(|l| *l) => {
+                        tracing::error!("leadership lost; stopping");
+                        lost_flag.store(true, Ordering::SeqCst);
+                    }
                 }
             }
             None => shutdown_signal().await,
@@ -154,5 +159,10 @@ async fn agent(flags: Flags) -> Result<(), Box<dyn std::error::Error>> {
     };
     let result = run(config, shutdown).await;
     let _ = stop_tx.send(true);
-    result.map_err(Into::into)
+    result?;
+    if leadership_lost.load(Ordering::SeqCst) {
+        // Exit non-zero so the orchestrator restarts the process as a candidate again.
+        return Err("lost the leader-election lease".into());
+    }
+    Ok(())
 }
