@@ -52,8 +52,13 @@ async fn install_crds(root: &SimClient) {
 }
 
 fn start_agent(sim: &Server) -> Agent {
+    start_agent_with(sim, None)
+}
+
+fn start_agent_with(sim: &Server, selector: Option<&str>) -> Agent {
     let mut config = AgentConfig::new(sim.kube_config("root").unwrap(), "root");
     config.backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(500));
+    config.selector = selector.map(String::from);
     let metrics = config.metrics.clone();
     let (stop, mut rx) = watch::channel(false);
     let task = tokio::spawn(run(config, async move {
@@ -440,19 +445,7 @@ async fn with_injected_503s_and_dropped_watches_every_workspace_initializes_exac
 }
 
 fn start_agent_with_selector(sim: &Server, selector: &str) -> Agent {
-    let mut config = AgentConfig::new(sim.kube_config("root").unwrap(), "root");
-    config.backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(500));
-    config.selector = Some(selector.to_string());
-    let metrics = config.metrics.clone();
-    let (stop, mut rx) = watch::channel(false);
-    let task = tokio::spawn(run(config, async move {
-        let _ = rx.wait_for(|s| *s).await;
-    }));
-    Agent {
-        stop,
-        task,
-        metrics,
-    }
+    start_agent_with(sim, Some(selector))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
