@@ -118,6 +118,14 @@ where
     }
 }
 
+/// The InitTarget of the playground manifests.
+fn playground_target() -> ObjectRef {
+    ObjectRef::cluster_scoped(
+        GroupVersionKind::gvk("initialization.kcp.io", "v1alpha1", "InitTarget"),
+        "init-dev-environment",
+    )
+}
+
 fn cm_ref(ns: &str, name: &str) -> ObjectRef {
     ObjectRef::namespaced(GroupVersionKind::gvk("", "v1", "ConfigMap"), ns, name)
 }
@@ -313,10 +321,7 @@ async fn deleting_the_init_target_stops_its_machinery() {
     create_workspaces(&root, &["first"]).await;
     wait_ready(&root, &["first"], Duration::from_secs(20)).await;
 
-    let target = ObjectRef::cluster_scoped(
-        GroupVersionKind::gvk("initialization.kcp.io", "v1alpha1", "InitTarget"),
-        "init-dev-environment",
-    );
+    let target = playground_target();
     root.delete(&target, &Default::default()).await.unwrap();
     // Give the agent time to see the deletion, then a new workspace stays waiting.
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -464,10 +469,7 @@ async fn only_targets_matching_the_selector_act_and_labels_can_start_and_stop_th
     );
 
     // Labelling the target brings it into the agent's selection: it starts.
-    let target = ObjectRef::cluster_scoped(
-        GroupVersionKind::gvk("initialization.kcp.io", "v1alpha1", "InitTarget"),
-        "init-dev-environment",
-    );
+    let target = playground_target();
     let label = |value: &str| {
         kcp_core::ObjectPatch::Merge(serde_json::json!({"metadata": {"labels": {"agent": value}}}))
     };
@@ -517,10 +519,7 @@ async fn changing_the_workspace_type_ref_restarts_the_target_on_the_new_type() {
     apply(&root, OTHER_TYPE).await;
     apply(&root, INIT).await;
     let agent = start_agent(&sim);
-    let target = ObjectRef::cluster_scoped(
-        GroupVersionKind::gvk("initialization.kcp.io", "v1alpha1", "InitTarget"),
-        "init-dev-environment",
-    );
+    let target = playground_target();
     let retarget = kcp_core::ObjectPatch::Merge(
         serde_json::json!({"spec": {"workspaceTypeRef": {"name": "other-environment"}}}),
     );

@@ -365,6 +365,16 @@ async fn finalizers_hold_an_object_until_the_last_one_is_removed() {
     assert!(api.get_opt("held").await.unwrap().is_none());
 }
 
+/// Makes `child` a dependent of `owner` (a ConfigMap named "owner").
+fn owned_by(child: &mut ConfigMap, owner: &ConfigMap) {
+    child.metadata.owner_references = Some(vec![
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+            "uid": owner.metadata.uid.clone().unwrap()}))
+        .unwrap(),
+    ]);
+}
+
 #[tokio::test]
 async fn owned_objects_are_garbage_collected_with_their_owner() {
     let sim = sim().await;
@@ -374,12 +384,7 @@ async fn owned_objects_are_garbage_collected_with_their_owner() {
         .await
         .unwrap();
     let mut child = cm("child");
-    child.metadata.owner_references = Some(vec![
-        serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
-        "uid": owner.metadata.uid.unwrap()}))
-        .unwrap(),
-    ]);
+    owned_by(&mut child, &owner);
     api.create(&PostParams::default(), &child).await.unwrap();
     api.delete("owner", &DeleteParams::background())
         .await
@@ -396,12 +401,7 @@ async fn orphan_propagation_keeps_dependents_without_the_owner_reference() {
         .await
         .unwrap();
     let mut child = cm("child");
-    child.metadata.owner_references = Some(vec![
-        serde_json::from_value(json!({
-        "apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
-        "uid": owner.metadata.uid.unwrap()}))
-        .unwrap(),
-    ]);
+    owned_by(&mut child, &owner);
     api.create(&PostParams::default(), &child).await.unwrap();
     api.delete("owner", &DeleteParams::orphan()).await.unwrap();
     let child = api.get("child").await.unwrap();
