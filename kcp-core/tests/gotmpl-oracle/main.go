@@ -5,6 +5,8 @@
 //
 //	request: {"template": "...", "data": {...}, "yaml": false}
 //	answer:  {"output": "..."} or {"error": "..."}; with "yaml": true also {"json": "..."}
+//	request: {"list_functions": true}
+//	answer:  {"functions": ["abbrev", ...]} (the names in sprig.TxtFuncMap())
 //
 // Templates run on text/template with sprig.TxtFuncMap() plus the functions api-syncagent adds
 // (sha3sum, sha3short, shortHash) and helm-style toYaml. Numbers in the data are decoded as
@@ -12,9 +14,16 @@
 // the rendered text is also converted YAML-to-JSON with ghodss/yaml (YAML 1.1 scalars, as
 // sigs.k8s.io/yaml reads manifests) and the compact JSON is returned.
 //
-// Build offline against Debian's Go packages:
+// The template is named "template", as in the upstream init-agent and in kcp-core.
 //
-//	GOPATH=/usr/share/gocode GO111MODULE=off go build -o gotmpl-oracle .
+// Build offline against Debian's Go packages (golang-go, golang-github-masterminds-sprig-dev,
+// golang-github-ghodss-yaml-dev). Debian installs sprig v3 and semver v3 without their /v3
+// import-path suffix, so a small GOPATH overlay adds it (this is what the Rust test does):
+//
+//	mkdir -p $O/src/github.com/Masterminds/sprig $O/src/github.com/Masterminds/semver
+//	ln -s /usr/share/gocode/src/github.com/Masterminds/sprig $O/src/github.com/Masterminds/sprig/v3
+//	ln -s /usr/share/gocode/src/github.com/Masterminds/semver $O/src/github.com/Masterminds/semver/v3
+//	GOPATH=$O:/usr/share/gocode GO111MODULE=off go build -o gotmpl-oracle .
 package main
 
 import (
@@ -25,6 +34,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"text/template"
 
@@ -34,15 +44,17 @@ import (
 )
 
 type request struct {
-	Template string          `json:"template"`
-	Data     json.RawMessage `json:"data"`
-	YAML     bool            `json:"yaml"`
+	Template      string          `json:"template"`
+	Data          json.RawMessage `json:"data"`
+	YAML          bool            `json:"yaml"`
+	ListFunctions bool            `json:"list_functions"`
 }
 
 type answer struct {
-	Output *string `json:"output,omitempty"`
-	Error  *string `json:"error,omitempty"`
-	JSON   *string `json:"json,omitempty"`
+	Output    *string  `json:"output,omitempty"`
+	Error     *string  `json:"error,omitempty"`
+	JSON      *string  `json:"json,omitempty"`
+	Functions []string `json:"functions,omitempty"`
 }
 
 func sha3sum(input string) string {
@@ -115,6 +127,15 @@ func normalize(v interface{}) interface{} {
 	}
 }
 
+func functionNames() answer {
+	var names []string
+	for name := range sprig.TxtFuncMap() {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return answer{Functions: names}
+}
+
 func render(req request) (a answer) {
 	defer func() {
 		if r := recover(); r != nil {
@@ -132,7 +153,7 @@ func render(req request) (a answer) {
 		}
 		data = normalize(data)
 	}
-	tmpl, err := template.New("t").Funcs(funcs()).Parse(req.Template)
+	tmpl, err := template.New("template").Funcs(funcs()).Parse(req.Template)
 	if err != nil {
 		msg := err.Error()
 		return answer{Error: &msg}
@@ -169,6 +190,8 @@ func main() {
 		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
 			msg := "bad request: " + err.Error()
 			a = answer{Error: &msg}
+		} else if req.ListFunctions {
+			a = functionNames()
 		} else {
 			a = render(req)
 		}
