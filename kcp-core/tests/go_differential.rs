@@ -39,8 +39,14 @@ struct Case {
 /// What rendering a case gave.
 #[derive(Debug, PartialEq)]
 enum Outcome {
-    Output { text: String, json: Option<Value> },
-    Error { line: Option<usize>, message: String },
+    Output {
+        text: String,
+        json: Option<Value>,
+    },
+    Error {
+        line: Option<usize>,
+        message: String,
+    },
 }
 
 fn cases() -> Vec<Case> {
@@ -51,10 +57,12 @@ fn cases() -> Vec<Case> {
 fn render_ours(engine: &TemplateEngine, case: &Case) -> Outcome {
     match engine.render(&case.name, &case.template, &case.data) {
         Ok(text) => {
-            let json = case.yaml.then(|| match kcp_core::parse_manifests(&case.name, &text) {
-                Ok(objects) => serde_json::to_value(&objects[0]).unwrap(),
-                Err(err) => Value::String(format!("manifest error: {err}")),
-            });
+            let json = case
+                .yaml
+                .then(|| match kcp_core::parse_manifests(&case.name, &text) {
+                    Ok(objects) => serde_json::to_value(&objects[0]).unwrap(),
+                    Err(err) => Value::String(format!("manifest error: {err}")),
+                });
             Outcome::Output { text, json }
         }
         Err(Error::Template { line, message, .. }) => Outcome::Error { line, message },
@@ -72,14 +80,31 @@ fn go_error_line(message: &str) -> Option<usize> {
 }
 
 /// Compares kcp-core's outcome with Go's; `None` when they agree.
-fn compare(case: &Case, ours: &Outcome, output: Option<&str>, json: Option<&str>, error: Option<&str>) -> Option<String> {
+fn compare(
+    case: &Case,
+    ours: &Outcome,
+    output: Option<&str>,
+    json: Option<&str>,
+    error: Option<&str>,
+) -> Option<String> {
     match (ours, output, error) {
-        (Outcome::Output { text, json: our_json }, Some(expected), None) => {
+        (
+            Outcome::Output {
+                text,
+                json: our_json,
+            },
+            Some(expected),
+            None,
+        ) => {
             if text != expected {
-                return Some(format!("output differs\n  go:   {expected:?}\n  ours: {text:?}"));
+                return Some(format!(
+                    "output differs\n  go:   {expected:?}\n  ours: {text:?}"
+                ));
             }
             if case.yaml {
-                let go_json: Value = json.map(|j| serde_json::from_str(j).unwrap()).unwrap_or(Value::Null);
+                let go_json: Value = json
+                    .map(|j| serde_json::from_str(j).unwrap())
+                    .unwrap_or(Value::Null);
                 if our_json.as_ref() != Some(&go_json) {
                     return Some(format!(
                         "manifest differs\n  go:   {go_json}\n  ours: {}",
@@ -126,8 +151,14 @@ fn every_case_renders_as_go_rendered_it() {
         .iter()
         .filter_map(|case| {
             let ours = render_ours(&engine, case);
-            compare(case, &ours, case.output.as_deref(), case.json.as_deref(), case.error.as_deref())
-                .map(|why| format!("case {:?} ({:?}): {why}", case.name, case.template))
+            compare(
+                case,
+                &ours,
+                case.output.as_deref(),
+                case.json.as_deref(),
+                case.error.as_deref(),
+            )
+            .map(|why| format!("case {:?} ({:?}): {why}", case.name, case.template))
         })
         .collect();
     println!(
@@ -135,7 +166,12 @@ fn every_case_renders_as_go_rendered_it() {
         cases.len() - failures.len(),
         cases.len()
     );
-    assert!(failures.is_empty(), "{} cases differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// The Go renderer, built from `gotmpl-oracle/` against Debian's Go packages, or why not.
@@ -259,7 +295,12 @@ fn every_case_renders_as_go_renders_it_live() {
         cases.len() - failures.len(),
         cases.len()
     );
-    assert!(failures.is_empty(), "{} cases differ:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} cases differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 #[test]

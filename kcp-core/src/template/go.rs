@@ -10,7 +10,9 @@
 //! failing function, key or template in the source, which is exact unless that name is used
 //! more than once.
 
-use gotmpl::parse::{Expr, ListNode, Node, PipeNode, Pos};
+use std::sync::Arc;
+
+use gotmpl::parse::{CommandNode, Expr, ListNode, Node, PipeNode, Pos, SmolStr};
 use gotmpl::{FuncMap, MissingKey, TemplateError, Value};
 
 use super::options::{Budget, Escaping, MissingKeys, TemplateOptions};
@@ -20,6 +22,12 @@ use crate::error::{Error, Result};
 /// The name every Go template is parsed under (as in the upstream init-agent), so that a
 /// cached template behaves the same whatever name the caller gives it.
 const INTERNAL_NAME: &str = "template";
+
+/// The function every printing action ends with (see [`print_like_go`]).
+const PRINT: &str = "kcp.print";
+
+/// The function that gives `{{ template "x" }}` its nil data.
+const NIL: &str = "kcp.nil";
 
 /// Go's builtin functions (sprig's `slice` replaces the builtin one).
 const BUILTINS: &[&str] = &[
@@ -36,6 +44,9 @@ enum Parsed {
 pub(crate) struct GoTemplate {
     parsed: Parsed,
     source: String,
+    /// Whether the main template has actions (and so was rewritten under its name); an
+    /// empty or text-only template executes its original tree.
+    has_main: bool,
 }
 
 fn template_error(name: &str, position: Option<(usize, usize)>, message: String) -> Error {
@@ -69,27 +80,71 @@ impl GoTemplate {
             MissingKeys::NoValue => MissingKey::Invalid,
             MissingKeys::Error => MissingKey::Error,
         };
+        let mut all = funcs.clone();
+        all.insert(PRINT.to_owned(), Arc::new(print_like_go));
+        all.insert(NIL.to_owned(), Arc::new(|_: &[Value]| Ok(Value::Nil)));
         let parsed = match options.escaping {
             Escaping::Text => gotmpl::Template::new(INTERNAL_NAME)
-                .funcs(funcs.clone())
+                .funcs(all)
                 .missing_key(missing)
                 .max_range_iters(budget.max_range_iterations)
                 .parse(source)
                 .map(Parsed::Text),
             Escaping::Html => gotmpl::html::Template::new(INTERNAL_NAME)
-                .funcs(funcs.clone())
+                .funcs(all)
                 .missing_key(missing)
                 .max_range_iters(budget.max_range_iterations)
                 .parse(source)
                 .map(Parsed::Html),
         }
         .map_err(|e| parse_error(name, e))?;
-        let template = Self {
+        let mut template = Self {
             parsed,
             source: source.to_owned(),
+            has_main: false,
         };
         template.check_functions(name, funcs)?;
+        check_blocks_closed(name, source)?;
+        template.rewrite().map_err(|e| parse_error(name, e))?;
         Ok(template)
+    }
+
+    /// Rewrites every tree so that gotmpl executes it the way Go does: printing actions
+    /// format their value with Go's `fmt` rules (gotmpl prints floats in Rust's format),
+    /// and `{{ template "x" }}` without data passes nil (gotmpl passes dot).
+    fn rewrite(&mut self) -> std::result::Result<(), TemplateError> {
+        let names: Vec<String> = match &self.parsed {
+            Parsed::Text(t) => t.templates().iter().map(|n| (*n).to_owned()).collect(),
+            Parsed::Html(t) => t.templates().iter().map(|n| (*n).to_owned()).collect(),
+        };
+        let mut rewritten = Vec::with_capacity(names.len());
+        for n in names {
+            let tree = match &self.parsed {
+                Parsed::Text(t) => t.lookup(&n).cloned(),
+                Parsed::Html(t) => t.lookup(&n).cloned(),
+            };
+            if let Some(mut tree) = tree {
+                rewrite_list(&mut tree);
+                rewritten.push((n, tree));
+            }
+        }
+        self.has_main = rewritten.iter().any(|(n, _)| n == INTERNAL_NAME);
+        let placeholder = Parsed::Text(gotmpl::Template::new(INTERNAL_NAME));
+        self.parsed = match std::mem::replace(&mut self.parsed, placeholder) {
+            Parsed::Text(mut t) => {
+                for (n, tree) in rewritten {
+                    t = t.add_parse_tree(&n, tree);
+                }
+                Parsed::Text(t)
+            }
+            Parsed::Html(mut t) => {
+                for (n, tree) in rewritten {
+                    t = t.add_parse_tree(&n, tree)?;
+                }
+                Parsed::Html(t)
+            }
+        };
+        Ok(())
     }
 
     fn trees(&self) -> Vec<&ListNode> {
@@ -139,9 +194,11 @@ impl GoTemplate {
             limit: budget.max_output_bytes,
             exceeded: false,
         };
-        let result = match &self.parsed {
-            Parsed::Text(t) => t.execute_fmt(&mut out, data),
-            Parsed::Html(t) => t.execute_fmt(&mut out, data),
+        let result = match (&self.parsed, self.has_main) {
+            (Parsed::Text(t), true) => t.execute_template_fmt(&mut out, INTERNAL_NAME, data),
+            (Parsed::Text(t), false) => t.execute_fmt(&mut out, data),
+            (Parsed::Html(t), true) => t.execute_template_fmt(&mut out, INTERNAL_NAME, data),
+            (Parsed::Html(t), false) => t.execute_fmt(&mut out, data),
         };
         match result {
             Ok(()) => Ok(out.text),
@@ -163,7 +220,8 @@ impl GoTemplate {
                 let anchor = message
                     .strip_prefix("error calling ")
                     .and_then(|rest| rest.split(':').next())
-                    .map(|f| Anchor::Function(f.to_owned()));
+                    .map(|f| Anchor::Function(f.to_owned()))
+                    .or_else(|| builtin_anchor(&message));
                 (message, anchor)
             }
             TemplateError::MissingKey { key } => (
@@ -177,6 +235,10 @@ impl GoTemplate {
             TemplateError::UndefinedFunction(f) => (
                 format!("function {f:?} not defined"),
                 Some(Anchor::Function(f)),
+            ),
+            TemplateError::UndefinedVariable(v) => (
+                format!("undefined variable {v:?}"),
+                Some(Anchor::Variable(v)),
             ),
             TemplateError::ArgCount {
                 name: f,
@@ -199,7 +261,15 @@ impl GoTemplate {
                 ),
                 None,
             ),
-            other => (other.to_string(), None),
+            TemplateError::IndexOutOfRange { index } => (
+                format!("error calling index: index out of range: {index}"),
+                Some(Anchor::AnyFunction(&["index"])),
+            ),
+            other => {
+                let message = other.to_string();
+                let anchor = builtin_anchor(&message);
+                (message, anchor)
+            }
         };
         let position = anchor
             .and_then(|a| self.find(&a))
@@ -228,6 +298,14 @@ impl GoTemplate {
                 (Anchor::Function(f), Expr::Identifier(pos, ident)) if ident.as_str() == f => {
                     consider(*pos);
                 }
+                (Anchor::AnyFunction(names), Expr::Identifier(pos, ident))
+                    if names.contains(&ident.as_str()) =>
+                {
+                    consider(*pos);
+                }
+                (Anchor::Variable(v), Expr::Variable(pos, name, _)) if name.as_str() == v => {
+                    consider(*pos);
+                }
                 (Anchor::Key(k), Expr::Field(pos, fields))
                 | (Anchor::Key(k), Expr::Variable(pos, _, fields))
                 | (Anchor::Key(k), Expr::Chain(pos, _, fields))
@@ -243,9 +321,32 @@ impl GoTemplate {
 }
 
 enum Anchor {
+    Variable(String),
+    AnyFunction(&'static [&'static str]),
     Function(String),
     Key(String),
     Template(String),
+}
+
+/// The builtin function an execution error without a function name most likely comes from
+/// (gotmpl does not prefix builtin errors with "error calling NAME").
+fn builtin_anchor(message: &str) -> Option<Anchor> {
+    const COMPARISONS: &[&str] = &["eq", "ne", "lt", "le", "gt", "ge"];
+    let names: &'static [&'static str] =
+        if message.contains("comparison") || message.contains("incompatible types") {
+            COMPARISONS
+        } else if message.contains("len") || message.contains("length") {
+            &["len"]
+        } else if message.contains("call") {
+            &["call"]
+        } else if message.contains("index") {
+            &["index", "slice"]
+        } else if message.contains("printf") || message.contains("format") {
+            &["printf"]
+        } else {
+            return None;
+        };
+    Some(Anchor::AnyFunction(names))
 }
 
 fn parse_error(name: &str, err: TemplateError) -> Error {
@@ -339,4 +440,133 @@ fn collect_template_calls(list: &ListNode, f: &mut dyn FnMut(Pos, &str)) {
             _ => {}
         }
     }
+}
+
+/// Go's `printValue`: what an action prints for its value.
+fn print_like_go(args: &[Value]) -> gotmpl::Result<Value> {
+    Ok(match args.last() {
+        None | Some(Value::Nil) => Value::String(Arc::from("<no value>")),
+        Some(Value::String(s)) => Value::String(s.clone()),
+        Some(other) => Value::String(Arc::from(crate::template::go_value::format_v(other))),
+    })
+}
+
+fn rewrite_list(list: &mut ListNode) {
+    for node in &mut list.nodes {
+        match node {
+            Node::List(inner) => rewrite_list(inner),
+            Node::Action(action) if action.pipe.decl.is_empty() => {
+                let pos = action.pipe.pos;
+                action.pipe.commands.push(CommandNode {
+                    pos,
+                    args: vec![Expr::Identifier(pos, SmolStr::new(PRINT))],
+                });
+            }
+            Node::If(b) | Node::Range(b) | Node::With(b) => {
+                rewrite_list(&mut b.body);
+                if let Some(e) = &mut b.else_body {
+                    rewrite_list(e);
+                }
+            }
+            Node::Template(t) if t.pipe.is_none() => {
+                let pos = t.pos;
+                t.pipe = Some(PipeNode {
+                    pos,
+                    decl: Vec::new(),
+                    commands: vec![CommandNode {
+                        pos,
+                        args: vec![Expr::Identifier(pos, SmolStr::new(NIL))],
+                    }],
+                    is_assign: false,
+                });
+            }
+            Node::Define(d) => rewrite_list(&mut d.body),
+            _ => {}
+        }
+    }
+}
+
+/// Go rejects a template whose `if`, `range`, `with`, `define` or `block` is never closed
+/// ("unexpected EOF"); gotmpl closes it silently at the end. Counts the block keywords that
+/// start actions against the `end`s.
+fn check_blocks_closed(name: &str, source: &str) -> Result<()> {
+    let mut open: usize = 0;
+    let mut rest = source;
+    while let Some(start) = rest.find("{{") {
+        let after = &rest[start + 2..];
+        let body = after.strip_prefix('-').map_or(after, |b| {
+            if b.starts_with([' ', '\t', '\r', '\n']) {
+                b
+            } else {
+                after
+            }
+        });
+        let body = body.trim_start();
+        let word: String = body
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        match word.as_str() {
+            "if" | "range" | "with" | "define" | "block" => open += 1,
+            "end" => open = open.saturating_sub(1),
+            _ => {}
+        }
+        // Skip to the end of this action, jumping over quoted strings and comments.
+        let Some(end) = action_end(after) else {
+            break;
+        };
+        rest = &after[end..];
+    }
+    if open > 0 {
+        let line = source.lines().count().max(1);
+        return Err(template_error(
+            name,
+            Some((line, 1)),
+            "unexpected EOF".to_owned(),
+        ));
+    }
+    Ok(())
+}
+
+/// Byte offset just past the `}}` closing the action that `text` (after its `{{`) starts.
+fn action_end(text: &str) -> Option<usize> {
+    if let Some(comment) = text.trim_start_matches('-').trim_start().strip_prefix("/*") {
+        let close = comment.find("*/")?;
+        let consumed = text.len() - comment.len() + close + 2;
+        return text[consumed..].find("}}").map(|i| consumed + i + 2);
+    }
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'"' {
+                    if bytes[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'`' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'`' {
+                    i += 1;
+                }
+            }
+            b'\'' => {
+                i += 1;
+                while i < bytes.len() && bytes[i] != b'\'' {
+                    if bytes[i] == b'\\' {
+                        i += 1;
+                    }
+                    i += 1;
+                }
+            }
+            b'}' if bytes.get(i + 1) == Some(&b'}') => return Some(i + 2),
+            _ => {}
+        }
+        i += 1;
+    }
+    None
 }
