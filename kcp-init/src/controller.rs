@@ -38,6 +38,7 @@ use crate::metrics::Metrics;
 use crate::reconcile::{
     ClusterOutcome, FIELD_MANAGER, InitContext, TemplateCache, initialize_cluster,
 };
+use crate::render::TemplateSource;
 
 /// How the agent runs.
 #[derive(Clone)]
@@ -134,7 +135,7 @@ pub async fn run(
     let mut targets_synced = false;
     let mut templates_synced = false;
     let mut initial: BTreeMap<String, InitTarget> = BTreeMap::new();
-    let mut relisted_templates: BTreeMap<String, String> = BTreeMap::new();
+    let mut relisted_templates: BTreeMap<String, TemplateSource> = BTreeMap::new();
     tokio::pin!(shutdown);
     loop {
         tokio::select! {
@@ -170,7 +171,7 @@ pub async fn run(
                 Ok(Some(watcher::Event::Init)) => relisted_templates.clear(),
                 Ok(Some(watcher::Event::InitApply(t))) => {
                     if let Some(name) = t.metadata.name.clone() {
-                        relisted_templates.insert(name, t.spec.template);
+                        relisted_templates.insert(name, TemplateSource::of(&t));
                     }
                 }
                 Ok(Some(watcher::Event::InitDone)) => {
@@ -179,7 +180,7 @@ pub async fn run(
                 }
                 Ok(Some(watcher::Event::Apply(t))) => {
                     if let Some(name) = t.metadata.name.as_deref() {
-                        shared.templates.insert(name, &t.spec.template);
+                        shared.templates.insert(name, TemplateSource::of(&t));
                         supervisor.template_changed(name);
                     }
                 }
