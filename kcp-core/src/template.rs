@@ -104,8 +104,8 @@ pub const DEFAULT_CACHE_CAPACITY: usize = 512;
 
 /// A parsed template, ready to render.
 enum Compiled {
-    Go(GoTemplate),
-    Tera(TeraTemplate),
+    Go(Box<GoTemplate>),
+    Tera(Box<TeraTemplate>),
 }
 
 struct CacheEntry {
@@ -274,16 +274,18 @@ impl TemplateEngine {
         // Parse outside the lock: two threads may parse the same source, which is harmless.
         self.parses.fetch_add(1, Ordering::Relaxed);
         let compiled = Arc::new(match options.syntax {
-            TemplateSyntax::Go => Compiled::Go(GoTemplate::parse(
+            TemplateSyntax::Go => Compiled::Go(Box::new(GoTemplate::parse(
                 name,
                 source,
                 options,
                 &self.funcs,
                 &self.budget,
-            )?),
-            TemplateSyntax::Tera => {
-                Compiled::Tera(TeraTemplate::parse(&self.tera_base, name, source)?)
-            }
+            )?)),
+            TemplateSyntax::Tera => Compiled::Tera(Box::new(TeraTemplate::parse(
+                &self.tera_base,
+                name,
+                source,
+            )?)),
         });
 
         let mut cache = self.lock_cache();

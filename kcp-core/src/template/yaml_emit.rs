@@ -181,10 +181,8 @@ impl Emitter {
         if key && analysis.multiline {
             style = Style::Double;
         }
-        if style == Style::Plain {
-            if !analysis.block_plain_allowed || (s.is_empty() && key) {
-                style = Style::Single;
-            }
+        if style == Style::Plain && (!analysis.block_plain_allowed || (s.is_empty() && key)) {
+            style = Style::Single;
         }
         if style == Style::Single && !analysis.single_quoted_allowed {
             style = Style::Double;

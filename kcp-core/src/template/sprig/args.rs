@@ -175,7 +175,9 @@ pub(crate) fn to_int64(v: &Value) -> i64 {
 /// Go's `int64(f)` conversion on amd64: truncation; NaN and out-of-range values give
 /// `math.MinInt64`.
 pub(crate) fn go_float_to_int(f: f64) -> i64 {
-    if f.is_nan() || f >= 9.223_372_036_854_775_807e18 || f < -9.223_372_036_854_775_808e18 {
+    // 2^63 is exactly representable; everything from there up, and below -2^63, is out of range.
+    const LIMIT: f64 = 9_223_372_036_854_775_808.0;
+    if f.is_nan() || !(-LIMIT..LIMIT).contains(&f) {
         i64::MIN
     } else {
         f.trunc() as i64

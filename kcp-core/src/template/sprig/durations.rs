@@ -102,7 +102,7 @@ fn parse_go_duration(s: &str) -> Option<i64> {
         rest = &rest[unit_end..];
         total += value * scale;
     }
-    if total > 9.223_372_036_854_775_807e18 {
+    if total >= 9_223_372_036_854_775_808.0 {
         return None;
     }
     let ns = total.round() as i64;

@@ -197,7 +197,7 @@ fn check(c: &Constraint, v: &Version) -> bool {
         if v.major != con.major {
             return false;
         }
-        !(v.minor != con.minor && !c.minor_dirty)
+        v.minor == con.minor || c.minor_dirty
     };
     match c.op.as_str() {
         "" | "=" => {
