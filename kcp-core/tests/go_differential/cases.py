@@ -1,3 +1,5 @@
+# The differential cases: (name, template, data, yaml?) written from the Go text/template
+# and sprig documentation. regenerate.py renders them with Go into cases.json.
 # Case list for the differential test: (name, template, data) or with yaml flag.
 D = {"ClusterName": "34hg2j4gh24jdfgf", "ClusterPath": "root:org:ws", "n": 42, "f": 1.5, "neg": -7,
      "b": True, "s": "Hello World", "empty": "", "list": [1, 2, 3], "strs": ["b", "a", "c"],
