@@ -30,7 +30,8 @@
 //! go-yaml v2): `yes`/`no`/`on`/`off`/`y`/`n` are booleans, `0644` is the octal 420, `0x1F`
 //! is 31, `1_000` is 1000, dates stay strings. As in Go's YAML-to-JSON conversion, a float with
 //! no fractional part (`1e3`) becomes the integer `1000`. Quote such values when a string is
-//! meant.
+//! meant. Mapping keys always stay strings (go-yaml would turn a key `y:` or `on:` into
+//! `"true"`), and `Yes`-style spellings are matched without regard to case.
 
 use kube::api::DynamicObject;
 use serde_json::Value;

@@ -32,6 +32,14 @@
 //! - **Errors** ([`Error::Template`]) carry the caller's template name and, for parse
 //!   errors and most execution errors, the line and column (1-based, in characters).
 //!
+//! Differences from Go that remain (besides those of the sprig functions, listed in
+//! [`sprig`]): `printf` verbs other than `%v`/`%s` applied to a list or dict (`%q` of a
+//! list) print a `%!q(...)` marker instead of formatting each item; `%#v` prints like `%v`;
+//! a pipeline ending in `|` (`{{ .x | }}`) is an error (Go 1.19 ignores the `|`); the
+//! position of an execution error is that of the first use of the failing function, field
+//! or template in the source, which is Go's position unless the name is used more than
+//! once.
+//!
 //! # tera
 //! tera 2 is the second syntax, chosen explicitly ([`TemplateSyntax::Tera`], or the
 //! annotation [`SYNTAX_ANNOTATION`]`: tera` on an object holding a template); the syntax is

@@ -5,7 +5,8 @@
 //! 3.2.3 produced for it. Every case is rendered with kcp-core and compared byte for byte
 //! with that expected output; for an expected error, kcp-core must fail too, on the same
 //! line when Go names one. Cases marked `yaml` also compare the rendered manifest as
-//! Kubernetes reads it (YAML 1.1, converted to JSON) with what Go's ghodss/yaml made of it.
+//! Kubernetes reads it (YAML 1.1, converted to JSON) with what Go's ghodss/yaml made of it;
+//! cases marked `html` render with [`Escaping::Html`] against Go's `html/template`.
 //!
 //! When Go and Debian's sprig and ghodss/yaml packages are installed (`apt-get install
 //! golang-go golang-github-masterminds-sprig-dev golang-github-ghodss-yaml-dev`), the test
@@ -20,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use kcp_core::Error;
-use kcp_core::template::TemplateEngine;
+use kcp_core::template::{Escaping, TemplateEngine, TemplateOptions};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -31,6 +32,8 @@ struct Case {
     data: Value,
     #[serde(default)]
     yaml: bool,
+    #[serde(default)]
+    html: bool,
     output: Option<String>,
     json: Option<String>,
     error: Option<String>,
@@ -55,7 +58,13 @@ fn cases() -> Vec<Case> {
 }
 
 fn render_ours(engine: &TemplateEngine, case: &Case) -> Outcome {
-    match engine.render(&case.name, &case.template, &case.data) {
+    let escaping = if case.html {
+        Escaping::Html
+    } else {
+        Escaping::Text
+    };
+    let options = TemplateOptions::go().with_escaping(escaping);
+    match engine.render_with(&case.name, &case.template, &options, &case.data) {
         Ok(text) => {
             let json = case
                 .yaml
@@ -263,7 +272,9 @@ fn every_case_renders_as_go_renders_it_live() {
     let cases = cases();
     let requests: Vec<Value> = cases
         .iter()
-        .map(|c| serde_json::json!({"template": c.template, "data": c.data, "yaml": c.yaml}))
+        .map(|c| {
+            serde_json::json!({"template": c.template, "data": c.data, "yaml": c.yaml, "html": c.html})
+        })
         .collect();
     let answers = ask_oracle(&oracle, &requests);
     assert_eq!(answers.len(), cases.len());

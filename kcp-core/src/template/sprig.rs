@@ -11,7 +11,8 @@
 //! - Integers are one type here: `typeOf 3` is `int64` (Go: `int`), `duration 90` with a
 //!   literal counts seconds (Go: `0s`, since a literal is not an `int64`), and functions
 //!   taking Go `int` parameters accept any integer, including `int64` results of `add`
-//!   that Go would refuse.
+//!   that Go would refuse. For the same reason `has 1 .list`, `without` and `uniq` treat a
+//!   literal `1` and a data integer `1` as equal (Go: an `int` never equals an `int64`).
 //! - `set`, `unset`, `merge`, `mergeOverwrite` return the changed dict but do not change
 //!   their argument in place: assign the result (`{{ $d = set $d "k" "v" }}`).
 //! - `keys` and `values` come in key order (Go: random order).

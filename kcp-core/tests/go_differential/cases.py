@@ -6,8 +6,8 @@ D = {"ClusterName": "34hg2j4gh24jdfgf", "ClusterPath": "root:org:ws", "n": 42, "
      "m": {"a": 1, "b": "two", "c": [1, 2]}, "nil": None, "zero": 0,
      "Object": {"metadata": {"name": "my-obj", "namespace": "ns1", "labels": {"app": "web"}}, "spec": {"replicas": 3}}}
 C = []
-def case(name, tpl, data=D, yaml=False):
-    C.append({"name": name, "template": tpl, "data": data, "yaml": yaml})
+def case(name, tpl, data=D, yaml=False, html=False):
+    C.append({"name": name, "template": tpl, "data": data, "yaml": yaml, "html": html})
 
 # --- the five templates of issue 14
 case("issue14 printf", '{{ printf "%s-admin" .ClusterName }}')
@@ -230,3 +230,12 @@ case("yaml 1.1 scalars", 'apiVersion: v1\nkind: X\nmetadata:\n  name: x\na: yes\
 case("yaml nested manifest", 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Object.metadata.name }}\n  labels:\n    app: web\nspec:\n  enabled: on\ndata:\n  count: "3"\n  raw: {{ .n }}\n', yaml=True)
 case("yaml block list", 'apiVersion: v1\nkind: X\nmetadata:\n  name: x\nitems:\n- 1\n- two\n- 3.0\n- null\n', yaml=True)
 case("yaml toYaml roundtrip", 'apiVersion: v1\nkind: X\nmetadata:\n  name: x\nspec:\n{{ toYaml .Object | indent 2 }}\n', yaml=True)
+# --- html/template mode (Escaping::Html), as the upstream init-agent renders
+case("html quote", '{{ .ClusterPath | quote }}', html=True)
+case("html special characters", '{{ "<b> & \' +" }}{{ printf "%q" "x" }}', html=True)
+case("html attribute", '<a title="{{ .s }}" href="/x?q={{ .s }}">{{ .s }}</a>', html=True)
+case("html unsafe url", '<a href="{{ .ClusterPath }}">x</a>', html=True)
+case("html comment dropped", 'a<!-- c -->b {{ .n }}', html=True)
+case("html toJson mangled", '{{ toJson .m }}', html=True)
+case("html yaml manifest", 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  path: {{ .ClusterPath | quote }}\n  hash: "{{ .ClusterName | sha256sum | trunc 8 }}"\n', html=True)
+case("html range and if", '{{ range .strs }}<li>{{ . }}</li>{{ end }}{{ if .b }}<p>{{ .s }}</p>{{ end }}', html=True)

@@ -20,7 +20,8 @@ from cases import C  # noqa: E402
 
 def main(oracle):
     requests = "".join(
-        json.dumps({"template": c["template"], "data": c["data"], "yaml": c["yaml"]}) + "\n"
+        json.dumps({"template": c["template"], "data": c["data"], "yaml": c["yaml"], "html": c["html"]})
+        + "\n"
         for c in C
     )
     answers = subprocess.run(
@@ -35,6 +36,8 @@ def main(oracle):
         entry = {"name": c["name"], "template": c["template"], "data": c["data"]}
         if c["yaml"]:
             entry["yaml"] = True
+        if c["html"]:
+            entry["html"] = True
         if "error" in answer:
             entry["error"] = answer["error"]
         else:

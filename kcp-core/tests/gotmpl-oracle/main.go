@@ -3,13 +3,14 @@
 //
 // It reads one JSON request per line on stdin and writes one JSON answer per line on stdout:
 //
-//	request: {"template": "...", "data": {...}, "yaml": false}
+//	request: {"template": "...", "data": {...}, "yaml": false, "html": false}
 //	answer:  {"output": "..."} or {"error": "..."}; with "yaml": true also {"json": "..."}
 //	request: {"list_functions": true}
 //	answer:  {"functions": ["abbrev", ...]} (the names in sprig.TxtFuncMap())
 //
 // Templates run on text/template with sprig.TxtFuncMap() plus the functions api-syncagent adds
-// (sha3sum, sha3short, shortHash) and helm-style toYaml. Numbers in the data are decoded as
+// (sha3sum, sha3short, shortHash) and helm-style toYaml; with "html", on html/template (as the
+// upstream init-agent renders). Numbers in the data are decoded as
 // Kubernetes' unstructured decoder does: int64 when integral, float64 otherwise. With "yaml",
 // the rendered text is also converted YAML-to-JSON with ghodss/yaml (YAML 1.1 scalars, as
 // sigs.k8s.io/yaml reads manifests) and the compact JSON is returned.
@@ -33,6 +34,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	htmltemplate "html/template"
 	"os"
 	"sort"
 	"strings"
@@ -47,6 +49,7 @@ type request struct {
 	Template      string          `json:"template"`
 	Data          json.RawMessage `json:"data"`
 	YAML          bool            `json:"yaml"`
+	HTML          bool            `json:"html"`
 	ListFunctions bool            `json:"list_functions"`
 }
 
@@ -153,15 +156,28 @@ func render(req request) (a answer) {
 		}
 		data = normalize(data)
 	}
-	tmpl, err := template.New("template").Funcs(funcs()).Parse(req.Template)
-	if err != nil {
-		msg := err.Error()
-		return answer{Error: &msg}
-	}
 	var buf bytes.Buffer
-	if err := tmpl.Execute(&buf, data); err != nil {
-		msg := err.Error()
-		return answer{Error: &msg}
+	if req.HTML {
+		// The upstream init-agent: html/template with sprig's text function map.
+		tmpl, err := htmltemplate.New("template").Funcs(htmltemplate.FuncMap(funcs())).Parse(req.Template)
+		if err != nil {
+			msg := err.Error()
+			return answer{Error: &msg}
+		}
+		if err := tmpl.Execute(&buf, data); err != nil {
+			msg := err.Error()
+			return answer{Error: &msg}
+		}
+	} else {
+		tmpl, err := template.New("template").Funcs(funcs()).Parse(req.Template)
+		if err != nil {
+			msg := err.Error()
+			return answer{Error: &msg}
+		}
+		if err := tmpl.Execute(&buf, data); err != nil {
+			msg := err.Error()
+			return answer{Error: &msg}
+		}
 	}
 	out := buf.String()
 	a.Output = &out
