@@ -215,7 +215,6 @@ fn build_oracle() -> Result<PathBuf, String> {
         .current_dir(&source)
         .env("GOPATH", format!("{}:/usr/share/gocode", overlay.display()))
         .env("GO111MODULE", "off")
-        .env("GOFLAGS", "-mod=mod")
         .env("GOFLAGS", "")
         .env("GOCACHE", tmp.join("gocache"))
         .env("GOTOOLCHAIN", "local")
