@@ -3,6 +3,8 @@
 //! Target: at least 50,000 renders per second on one core (parse cached, data converted
 //! from JSON on every render as callers do).
 
+#![allow(clippy::expect_used)]
+
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use kcp_core::template::TemplateEngine;
 use serde_json::json;
