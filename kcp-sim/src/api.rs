@@ -668,10 +668,10 @@ pub fn render(rt: &ResourceType, version: &str, obj: &Stored) -> Bytes {
     let Ok(mut value) = serde_json::from_slice::<Value>(&obj.json) else {
         return obj.json.clone();
     };
-    conversion::to_version(rt, version, &mut value);
     if value.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str()) {
         return obj.json.clone();
     }
+    conversion::to_version(rt, version, &mut value);
     value["apiVersion"] = Value::String(api_version);
     serde_json::to_vec(&value)
         .map(Bytes::from)
