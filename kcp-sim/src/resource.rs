@@ -521,11 +521,14 @@ impl Registry {
         groups
     }
 
-    /// `GET /api`: the core versions.
+    /// `GET /api`: the core versions (none when no core resource is served, as in a virtual
+    /// workspace that serves only custom resources).
     pub fn api_versions(&self) -> Value {
+        let core = self.by_resource.values().any(|t| t.group.is_empty());
+        let versions: &[&str] = if core { &["v1"] } else { &[] };
         json!({
             "kind": "APIVersions",
-            "versions": ["v1"],
+            "versions": versions,
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
         })
     }
