@@ -40,15 +40,6 @@ pub struct Stored {
 }
 
 impl Stored {
-    /// Whether the virtual workspace `key` sees this object.
-    pub fn seen_by(&self, key: &str) -> bool {
-        self.audience
-            .as_ref()
-            .is_some_and(|a| a.iter().any(|k| &**k == key))
-    }
-}
-
-impl Stored {
     /// Encodes an object, whose resourceVersion the caller has set to `rv`.
     pub fn encode(obj: &Value, rv: u64) -> ApiResult<Self> {
         let json = serde_json::to_vec(obj)
@@ -85,6 +76,13 @@ impl Stored {
     pub fn value(&self) -> ApiResult<Value> {
         serde_json::from_slice(&self.json)
             .map_err(|e| ApiError::internal(format!("decoding stored object: {e}")))
+    }
+
+    /// Whether the virtual workspace `key` sees this object.
+    pub fn seen_by(&self, key: &str) -> bool {
+        self.audience
+            .as_ref()
+            .is_some_and(|a| a.iter().any(|k| &**k == key))
     }
 }
 

@@ -8,7 +8,7 @@
 //! and with the claimed verbs, APIBindings of the export read-only; everything else is `403`
 //! (unknown resources `404`).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
@@ -67,13 +67,13 @@ pub fn registry(state: &State, export: &Export) -> Registry {
             reg.insert(t);
         }
     }
-    let builtins = Registry::with_builtins(Flavor::Kcp);
+    let builtins = kcp_builtins();
     for claim in &export.claims {
         for gr in claimed_resources(claim) {
             if reg.get(&gr).is_some() {
                 continue;
             }
-            if let Some(t) = claimed_type(state, &builtins, claim, &gr) {
+            if let Some(t) = claimed_type(state, builtins, claim, &gr) {
                 reg.insert(t);
             }
         }
@@ -82,6 +82,12 @@ pub fn registry(state: &State, export: &Export) -> Registry {
         reg.insert((**t).clone());
     }
     reg
+}
+
+/// The builtin kinds of a kcp logical cluster, built once.
+fn kcp_builtins() -> &'static Registry {
+    static BUILTINS: OnceLock<Registry> = OnceLock::new();
+    BUILTINS.get_or_init(|| Registry::with_builtins(Flavor::Kcp))
 }
 
 /// The resources a claim makes available: Events in both groups for either.
