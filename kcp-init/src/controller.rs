@@ -32,7 +32,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::api::{InitTarget, InitTemplate};
-use crate::cluster_clients::ClusterClients;
+use kcp_core::cluster::ClusterClients;
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::reconcile::{
@@ -98,7 +98,12 @@ pub async fn run(
 ) -> Result<(), Error> {
     let base_url = strip_cluster_suffix(&config.kube.cluster_url.to_string()).to_string();
     let clients = ClusterClients::new(config.kube.clone());
-    let config_kube = clients.cluster(&base_url, &config.config_workspace)?;
+    let config_kube = clients
+        .cluster(&base_url, &config.config_workspace)
+        .map_err(|source| Error::Core {
+            context: "connecting to the config workspace".into(),
+            source,
+        })?;
     let shared = Shared {
         base_url: base_url.clone(),
         clients,

@@ -19,7 +19,6 @@
 //! [`metrics`].
 
 pub mod api;
-pub mod cluster_clients;
 pub mod controller;
 pub mod error;
 pub mod metrics;
