@@ -32,12 +32,12 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::api::{InitTarget, InitTemplate};
-use kcp_core::cluster::ClusterClients;
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::reconcile::{
     ClusterOutcome, FIELD_MANAGER, InitContext, TemplateCache, initialize_cluster,
 };
+use kcp_core::cluster::ClusterClients;
 
 /// How the agent runs.
 #[derive(Clone)]

@@ -32,9 +32,18 @@ use crate::runtime::TaskSet;
 
 /// What one URL's LogicalCluster watch saw.
 enum ViewEvent {
-    Seen { url: String, lc: DynamicObject },
-    Gone { url: String, cluster: String },
-    Relisted { url: String, lcs: Vec<DynamicObject> },
+    Seen {
+        url: String,
+        lc: DynamicObject,
+    },
+    Gone {
+        url: String,
+        cluster: String,
+    },
+    Relisted {
+        url: String,
+        lcs: Vec<DynamicObject>,
+    },
 }
 
 /// The clusters of a WorkspaceType waiting for its initializer (see the
@@ -74,10 +83,18 @@ impl InitializingWorkspaces {
         lc.data
             .pointer("/status/initializers")
             .and_then(|i| i.as_array())
-            .is_some_and(|i| i.iter().any(|x| x.as_str() == Some(self.initializer.as_str())))
+            .is_some_and(|i| {
+                i.iter()
+                    .any(|x| x.as_str() == Some(self.initializer.as_str()))
+            })
     }
 
-    fn engaged_cluster(&self, url: &str, name: ClusterName, lc: DynamicObject) -> Result<EngagedCluster> {
+    fn engaged_cluster(
+        &self,
+        url: &str,
+        name: ClusterName,
+        lc: DynamicObject,
+    ) -> Result<EngagedCluster> {
         let kube = self.clients.cluster(url, name.as_str())?;
         let client = Arc::new(KubeObjectClient::new(kube.clone()));
         Ok(EngagedCluster::new(name, client)
@@ -108,7 +125,12 @@ impl Run<'_> {
 
     async fn set_urls(&mut self, urls: Vec<String>) -> bool {
         let wanted: BTreeSet<String> = urls.iter().cloned().collect();
-        let gone: Vec<String> = self.per_url.keys().filter(|u| !wanted.contains(*u)).cloned().collect();
+        let gone: Vec<String> = self
+            .per_url
+            .keys()
+            .filter(|u| !wanted.contains(*u))
+            .cloned()
+            .collect();
         for url in gone {
             self.views.stop(&url);
             for name in self.per_url.remove(&url).unwrap_or_default() {
@@ -134,8 +156,12 @@ impl Run<'_> {
     }
 
     async fn seen(&mut self, url: String, lc: DynamicObject) -> bool {
-        let Some(name) = cluster_of(&lc) else { return true };
-        let Some(members) = self.per_url.get_mut(&url) else { return true };
+        let Some(name) = cluster_of(&lc) else {
+            return true;
+        };
+        let Some(members) = self.per_url.get_mut(&url) else {
+            return true;
+        };
         if !self.provider.carries(&lc) {
             members.remove(&name);
             let event = self.engagements.disengage(&name);
@@ -158,7 +184,9 @@ impl Run<'_> {
     }
 
     async fn gone(&mut self, url: &str, cluster: &str) -> bool {
-        let Ok(name) = ClusterName::new(cluster) else { return true };
+        let Ok(name) = ClusterName::new(cluster) else {
+            return true;
+        };
         if let Some(members) = self.per_url.get_mut(url)
             && members.remove(&name)
         {
@@ -169,7 +197,9 @@ impl Run<'_> {
     }
 
     async fn relisted(&mut self, url: String, lcs: Vec<DynamicObject>) -> bool {
-        let Some(members) = self.per_url.get(&url) else { return true };
+        let Some(members) = self.per_url.get(&url) else {
+            return true;
+        };
         let present: BTreeSet<ClusterName> = lcs
             .iter()
             .filter(|lc| self.provider.carries(lc))
@@ -196,7 +226,10 @@ fn cluster_of(lc: &DynamicObject) -> Option<ClusterName> {
 }
 
 fn sorted_urls(wt: &WorkspaceType) -> Vec<String> {
-    let mut urls: Vec<String> = initializing_workspace_urls(wt).into_iter().map(String::from).collect();
+    let mut urls: Vec<String> = initializing_workspace_urls(wt)
+        .into_iter()
+        .map(String::from)
+        .collect();
     urls.sort();
     urls.dedup();
     urls
@@ -214,8 +247,11 @@ impl ClusterProvider for InitializingWorkspaces {
             views: TaskSet::new(),
             view_tx,
         };
-        let config = watcher::Config::default().fields(&format!("metadata.name={}", self.type_name));
-        let mut types = watcher(self.types.clone(), config).default_backoff().boxed();
+        let config =
+            watcher::Config::default().fields(&format!("metadata.name={}", self.type_name));
+        let mut types = watcher(self.types.clone(), config)
+            .default_backoff()
+            .boxed();
         let mut relisted_type = None;
         loop {
             let open = tokio::select! {
@@ -274,7 +310,9 @@ async fn watch_view(
         plural: "logicalclusters".into(),
     };
     let api: Api<DynamicObject> = Api::all_with(kube, &resource);
-    let mut stream = watcher(api, watcher::Config::default()).default_backoff().boxed();
+    let mut stream = watcher(api, watcher::Config::default())
+        .default_backoff()
+        .boxed();
     let mut relisting = Vec::new();
     loop {
         let event = tokio::select! {
@@ -295,7 +333,10 @@ async fn watch_view(
                 url: url.clone(),
                 lcs: std::mem::take(&mut relisting),
             },
-            Some(Ok(watcher::Event::Apply(lc))) => ViewEvent::Seen { url: url.clone(), lc },
+            Some(Ok(watcher::Event::Apply(lc))) => ViewEvent::Seen {
+                url: url.clone(),
+                lc,
+            },
             Some(Ok(watcher::Event::Delete(lc))) => match cluster_of(&lc) {
                 Some(cluster) => ViewEvent::Gone {
                     url: url.clone(),
