@@ -33,7 +33,7 @@ pub mod status;
 pub mod tasks;
 pub mod workers;
 
-pub use conditions::{ConditionUpdate, set_condition};
+pub use conditions::{ConditionStatus, ConditionUpdate, StatusCondition, set_condition};
 pub use error_policy::ErrorPolicy;
 pub use events::{EventRecorder, EventType};
 pub use metrics::{ControllerMetrics, ReconcileResult};

@@ -79,50 +79,117 @@ impl ConditionUpdate {
     }
 }
 
+/// A condition type [`set_condition`] can maintain: `metav1.Condition`, and kcp's condition
+/// shape ([`crate::kcp::Condition`], with `severity` and no `observedGeneration`).
+pub trait StatusCondition {
+    /// The condition type.
+    fn condition_type(&self) -> &str;
+    /// Whether it already says what `update` says.
+    fn matches(&self, update: &ConditionUpdate) -> bool;
+    /// Takes over `update`; `transition` is the new `lastTransitionTime` when the status changed.
+    fn assign(&mut self, update: ConditionUpdate, transition: Option<Time>);
+    /// A new condition from `update`.
+    fn create(update: ConditionUpdate, now: Time) -> Self;
+    /// The status string.
+    fn status(&self) -> &str;
+}
+
+impl StatusCondition for Condition {
+    fn condition_type(&self) -> &str {
+        &self.type_
+    }
+    fn matches(&self, u: &ConditionUpdate) -> bool {
+        self.status == u.status.as_str()
+            && self.reason == u.reason
+            && self.message == u.message
+            && self.observed_generation == u.observed_generation
+    }
+    fn assign(&mut self, u: ConditionUpdate, transition: Option<Time>) {
+        if let Some(t) = transition {
+            self.last_transition_time = t;
+        }
+        self.status = u.status.as_str().to_string();
+        self.reason = u.reason;
+        self.message = u.message;
+        self.observed_generation = u.observed_generation;
+    }
+    fn create(u: ConditionUpdate, now: Time) -> Self {
+        Condition {
+            type_: u.type_,
+            status: u.status.as_str().to_string(),
+            reason: u.reason,
+            message: u.message,
+            observed_generation: u.observed_generation,
+            last_transition_time: now,
+        }
+    }
+    fn status(&self) -> &str {
+        &self.status
+    }
+}
+
+impl StatusCondition for crate::kcp::Condition {
+    fn condition_type(&self) -> &str {
+        &self.type_
+    }
+    fn matches(&self, u: &ConditionUpdate) -> bool {
+        self.status == u.status.as_str()
+            && self.reason.as_deref() == Some(u.reason.as_str())
+            && self.message.as_deref().unwrap_or_default() == u.message
+    }
+    fn assign(&mut self, u: ConditionUpdate, transition: Option<Time>) {
+        if let Some(t) = transition {
+            self.last_transition_time = Some(t.0.to_string());
+        }
+        self.status = u.status.as_str().to_string();
+        self.reason = Some(u.reason);
+        self.message = Some(u.message);
+    }
+    fn create(u: ConditionUpdate, now: Time) -> Self {
+        let mut c = crate::kcp::Condition {
+            type_: u.type_.clone(),
+            ..Default::default()
+        };
+        c.assign(u, Some(now));
+        c
+    }
+    fn status(&self) -> &str {
+        &self.status
+    }
+}
+
 /// Sets a condition in `conditions`; returns whether anything changed. `now` becomes
 /// `lastTransitionTime` when the condition is new or its status changed.
-pub fn set_condition(conditions: &mut Vec<Condition>, update: ConditionUpdate, now: Time) -> bool {
-    let status = update.status.as_str();
-    match conditions.iter_mut().find(|c| c.type_ == update.type_) {
+pub fn set_condition<C: StatusCondition>(
+    conditions: &mut Vec<C>,
+    update: ConditionUpdate,
+    now: Time,
+) -> bool {
+    match conditions
+        .iter_mut()
+        .find(|c| c.condition_type() == update.type_)
+    {
+        Some(existing) if existing.matches(&update) => false,
         Some(existing) => {
-            let unchanged = existing.status == status
-                && existing.reason == update.reason
-                && existing.message == update.message
-                && existing.observed_generation == update.observed_generation;
-            if unchanged {
-                return false;
-            }
-            if existing.status != status {
-                existing.last_transition_time = now;
-            }
-            existing.status = status.to_string();
-            existing.reason = update.reason;
-            existing.message = update.message;
-            existing.observed_generation = update.observed_generation;
+            let transition = (existing.status() != update.status.as_str()).then_some(now);
+            existing.assign(update, transition);
             true
         }
         None => {
-            conditions.push(Condition {
-                type_: update.type_,
-                status: status.to_string(),
-                reason: update.reason,
-                message: update.message,
-                observed_generation: update.observed_generation,
-                last_transition_time: now,
-            });
+            conditions.push(C::create(update, now));
             true
         }
     }
 }
 
 /// The condition of `type_`, if present.
-pub fn find_condition<'a>(conditions: &'a [Condition], type_: &str) -> Option<&'a Condition> {
-    conditions.iter().find(|c| c.type_ == type_)
+pub fn find_condition<'a, C: StatusCondition>(conditions: &'a [C], type_: &str) -> Option<&'a C> {
+    conditions.iter().find(|c| c.condition_type() == type_)
 }
 
 /// Whether the condition of `type_` is present and `True`.
-pub fn is_true(conditions: &[Condition], type_: &str) -> bool {
-    find_condition(conditions, type_).is_some_and(|c| c.status == "True")
+pub fn is_true<C: StatusCondition>(conditions: &[C], type_: &str) -> bool {
+    find_condition(conditions, type_).is_some_and(|c| c.status() == "True")
 }
 
 /// The current time, as a condition timestamp (whole seconds, as the API server stores it).
@@ -141,7 +208,7 @@ mod tests {
 
     #[test]
     fn a_new_condition_is_added_with_the_transition_time() {
-        let mut conditions = vec![];
+        let mut conditions: Vec<Condition> = vec![];
         let changed = set_condition(
             &mut conditions,
             ConditionUpdate::new("Ready", true, "Running").generation(Some(3)),
@@ -155,7 +222,7 @@ mod tests {
 
     #[test]
     fn the_same_condition_again_changes_nothing() {
-        let mut conditions = vec![];
+        let mut conditions: Vec<Condition> = vec![];
         set_condition(
             &mut conditions,
             ConditionUpdate::new("Ready", true, "Running"),
@@ -171,7 +238,7 @@ mod tests {
 
     #[test]
     fn a_new_message_keeps_the_transition_time() {
-        let mut conditions = vec![];
+        let mut conditions: Vec<Condition> = vec![];
         set_condition(
             &mut conditions,
             ConditionUpdate::new("Ready", true, "Running"),
@@ -189,7 +256,7 @@ mod tests {
 
     #[test]
     fn a_status_change_moves_the_transition_time() {
-        let mut conditions = vec![];
+        let mut conditions: Vec<Condition> = vec![];
         set_condition(
             &mut conditions,
             ConditionUpdate::new("Ready", true, "Running"),
@@ -206,7 +273,7 @@ mod tests {
 
     #[test]
     fn conditions_of_other_types_are_left_alone() {
-        let mut conditions = vec![];
+        let mut conditions: Vec<Condition> = vec![];
         set_condition(
             &mut conditions,
             ConditionUpdate::new("Conflict", false, "NoConflict"),
@@ -224,8 +291,29 @@ mod tests {
     }
 
     #[test]
+    fn kcp_shaped_conditions_follow_the_same_rule() {
+        let mut conditions: Vec<crate::kcp::Condition> = vec![];
+        set_condition(
+            &mut conditions,
+            ConditionUpdate::new("Ready", true, "R"),
+            at(10),
+        );
+        set_condition(
+            &mut conditions,
+            ConditionUpdate::new("Ready", true, "R").message("m"),
+            at(20),
+        );
+        assert_eq!(
+            conditions[0].last_transition_time.as_deref(),
+            Some("1970-01-01T00:00:10Z")
+        );
+        assert_eq!(conditions[0].message.as_deref(), Some("m"));
+        assert!(is_true(&conditions, "Ready"));
+    }
+
+    #[test]
     fn a_new_observed_generation_is_a_change() {
-        let mut conditions = vec![];
+        let mut conditions: Vec<Condition> = vec![];
         set_condition(
             &mut conditions,
             ConditionUpdate::new("Ready", true, "R").generation(Some(1)),
