@@ -37,12 +37,14 @@ enum Command {
     Crds,
 }
 
-/// Upstream's defaults: metrics on 127.0.0.1:8085, and the Lease upstream hard-codes, so a Go
-/// agent and this one exclude each other during a migration.
+/// Upstream's metrics default (127.0.0.1:8085). Upstream hard-codes the Lease `TODO` in
+/// `le-ns-todo`, which the API server refuses ("TODO" is not a valid object name), so upstream's
+/// leader election never works and there is no Lease to share: ours defaults to
+/// `default/kcp-init-agent` in the config workspace and is configurable.
 fn defaults() -> Defaults {
     Defaults::new("kcp-init-agent")
         .metrics_address("127.0.0.1:8085")
-        .lease("le-ns-todo", "TODO")
+        .lease("default", "kcp-init-agent")
 }
 
 #[tokio::main]
