@@ -34,7 +34,7 @@ use crate::runtime::TaskSet;
 enum ViewEvent {
     Seen {
         url: String,
-        lc: DynamicObject,
+        lc: Box<DynamicObject>,
     },
     Gone {
         url: String,
@@ -272,7 +272,7 @@ impl ClusterProvider for InitializingWorkspaces {
                     None => false,
                 },
                 Some(view) = view_rx.recv() => match view {
-                    ViewEvent::Seen { url, lc } => run.seen(url, lc).await,
+                    ViewEvent::Seen { url, lc } => run.seen(url, *lc).await,
                     ViewEvent::Gone { url, cluster } => run.gone(&url, &cluster).await,
                     ViewEvent::Relisted { url, lcs } => run.relisted(url, lcs).await,
                 },
@@ -335,7 +335,7 @@ async fn watch_view(
             },
             Some(Ok(watcher::Event::Apply(lc))) => ViewEvent::Seen {
                 url: url.clone(),
-                lc,
+                lc: Box::new(lc),
             },
             Some(Ok(watcher::Event::Delete(lc))) => match cluster_of(&lc) {
                 Some(cluster) => ViewEvent::Gone {
