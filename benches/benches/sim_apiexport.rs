@@ -58,8 +58,11 @@ async fn create(client: &SimClient, body: Value) {
 
 /// The provider workspace with the export `widgets`; answers its logical cluster name.
 async fn provider(sim: &Server) -> String {
-    create(&sim.object_client("root"), json!({"apiVersion": "tenancy.kcp.io/v1alpha1",
-        "kind": "Workspace", "metadata": {"name": "provider"}, "spec": {}}))
+    create(
+        &sim.object_client("root"),
+        json!({"apiVersion": "tenancy.kcp.io/v1alpha1",
+        "kind": "Workspace", "metadata": {"name": "provider"}, "spec": {}}),
+    )
     .await;
     let provider = sim.object_client("root:provider");
     create(&provider, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIResourceSchema",
@@ -79,13 +82,19 @@ async fn provider(sim: &Server) -> String {
 /// A bound consumer workspace holding its first objects; answers its in-process client.
 async fn consumer(sim: &Server, i: usize) -> SimClient {
     let name = format!("consumer-{i}");
-    create(&sim.object_client("root"), json!({"apiVersion": "tenancy.kcp.io/v1alpha1",
-        "kind": "Workspace", "metadata": {"name": name}, "spec": {}}))
+    create(
+        &sim.object_client("root"),
+        json!({"apiVersion": "tenancy.kcp.io/v1alpha1",
+        "kind": "Workspace", "metadata": {"name": name}, "spec": {}}),
+    )
     .await;
     let client = sim.object_client(&format!("root:{name}"));
-    create(&client, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding",
+    create(
+        &client,
+        json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding",
         "metadata": {"name": "widgets"},
-        "spec": {"reference": {"export": {"path": "root:provider", "name": "widgets"}}}}))
+        "spec": {"reference": {"export": {"path": "root:provider", "name": "widgets"}}}}),
+    )
     .await;
     for j in 0..OBJECTS_PER_CONSUMER {
         client
