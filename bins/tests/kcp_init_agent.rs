@@ -254,22 +254,7 @@ async fn with_leader_election_only_one_of_two_agents_acts() {
         assert!(Instant::now() < deadline, "workspaces not Ready");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let count = |port| {
-        http_get(port, "/metrics")
-            .map(|(_, text)| {
-                text.lines()
-                    .find(|l| {
-                        l.starts_with(
-                            "kcp_init_clusters_initialized_total{target=\"init-dev-environment\"}",
-                        )
-                    })
-                    .and_then(|l| l.rsplit(' ').next())
-                    .and_then(|n| n.parse::<u64>().ok())
-                    .unwrap_or(0)
-            })
-            .unwrap_or(0)
-    };
-    let (a, b) = (count(m1), count(m2));
+    let (a, b) = (initialized_by(m1), initialized_by(m2));
     assert_eq!(a + b, 3, "a={a} b={b}");
     assert!(a == 0 || b == 0, "both agents acted: a={a} b={b}");
     let lease: Option<k8s_openapi::api::coordination::v1::Lease> = root
