@@ -36,7 +36,8 @@ pub mod managed_fields;
 pub mod patch;
 pub mod query;
 pub mod resource;
-pub mod selector;
+/// Label and field selectors (kept in kcp-core, shared with controllers).
+pub use kcp_core::selector;
 pub mod semantics;
 pub mod server;
 pub mod status;

@@ -768,7 +768,15 @@ fn apply(
     let mut applied = body.clone();
     check_type(rt, version, &mut applied)?;
     let body_name = meta_str(&applied, "name").unwrap_or_default();
-    if body_name != name {
+    if body_name.is_empty() {
+        // As kube-apiserver: an apply body without a name takes the URL's (kube-lease-manager
+        // and other clients send only the fields they own).
+        if let Some(meta) = applied.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("name".into(), Value::String(name.to_string()));
+        } else if let Some(obj) = applied.as_object_mut() {
+            obj.insert("metadata".into(), serde_json::json!({ "name": name }));
+        }
+    } else if body_name != name {
         return Err(ApiError::bad_request(format!(
             "the name of the object ({body_name}) does not match the name on the URL ({name})"
         )));
