@@ -271,44 +271,7 @@ impl Sim {
         if let Some(at) = target.endpoint.apiexport_at() {
             return resolve_in_view(state, &at, target, verb);
         }
-        let (cluster, scope, initializer) = match &target.endpoint {
-            Endpoint::Plain => (
-                Some(PLAIN_CLUSTER.to_string()),
-                ClusterScope::One(PLAIN_CLUSTER.to_string()),
-                None,
-            ),
-            Endpoint::Cluster(c) => {
-                let name = concrete(state, c)?.to_string();
-                (Some(name.clone()), ClusterScope::One(name), None)
-            }
-            Endpoint::Wildcard => (None, ClusterScope::All, None),
-            Endpoint::Initializing {
-                initializer,
-                cluster: None,
-                shard,
-            } => (
-                None,
-                ClusterScope::Initializing {
-                    initializer: initializer.clone(),
-                    shard: *shard,
-                },
-                Some(initializer.clone()),
-            ),
-            Endpoint::Initializing {
-                initializer,
-                cluster: Some(c),
-                shard,
-            } => {
-                let name = concrete(state, c)?.to_string();
-                kcp::initializing_with(state, &name, initializer, *shard)?;
-                (
-                    Some(name.clone()),
-                    ClusterScope::One(name),
-                    Some(initializer.clone()),
-                )
-            }
-            Endpoint::ApiExport { .. } => return Err(ApiError::path_not_found()),
-        };
+        let (cluster, scope, initializer) = addressed(state, &target.endpoint)?;
         let lookup = |c: &str| {
             state
                 .clusters
@@ -612,6 +575,53 @@ fn concrete<'a>(state: &'a State, name_or_path: &str) -> ApiResult<&'a str> {
     state
         .resolve_cluster(name_or_path)
         .ok_or_else(|| cluster_not_found(name_or_path))
+}
+
+/// The cluster a request on a plain, cluster, wildcard or initializingworkspaces endpoint
+/// addresses (none for wildcards), the clusters it sees, and the initializer of its view.
+fn addressed(
+    state: &State,
+    endpoint: &Endpoint,
+) -> ApiResult<(Option<String>, ClusterScope, Option<String>)> {
+    let addressed = match endpoint {
+        Endpoint::Plain => (
+            Some(PLAIN_CLUSTER.to_string()),
+            ClusterScope::One(PLAIN_CLUSTER.to_string()),
+            None,
+        ),
+        Endpoint::Cluster(c) => {
+            let name = concrete(state, c)?.to_string();
+            (Some(name.clone()), ClusterScope::One(name), None)
+        }
+        Endpoint::Wildcard => (None, ClusterScope::All, None),
+        Endpoint::Initializing {
+            initializer,
+            cluster: None,
+            shard,
+        } => (
+            None,
+            ClusterScope::Initializing {
+                initializer: initializer.clone(),
+                shard: *shard,
+            },
+            Some(initializer.clone()),
+        ),
+        Endpoint::Initializing {
+            initializer,
+            cluster: Some(c),
+            shard,
+        } => {
+            let name = concrete(state, c)?.to_string();
+            kcp::initializing_with(state, &name, initializer, *shard)?;
+            (
+                Some(name.clone()),
+                ClusterScope::One(name),
+                Some(initializer.clone()),
+            )
+        }
+        Endpoint::ApiExport { .. } => return Err(ApiError::path_not_found()),
+    };
+    Ok(addressed)
 }
 
 /// Rejects subresources that are not served and named requests for namespaced resources

@@ -937,3 +937,176 @@ async fn faults_apply_to_the_virtual_workspace() {
         500
     );
 }
+
+#[tokio::test]
+async fn an_accepted_logical_cluster_claim_lets_the_provider_read_the_consumer_path() {
+    let sim = kcp().await;
+    let claim = json!([{"group": "core.kcp.io", "resource": "logicalclusters", "all": true}]);
+    let provider_lc = provider(&sim, claim).await;
+    let accepted = json!([{"group": "core.kcp.io", "resource": "logicalclusters", "all": true, "state": "Accepted"}]);
+    let lc = consumer(&sim, "consumer", accepted).await;
+    let inside: Api<kcp_core::kcp::LogicalCluster> = Api::all(client_at(&format!(
+        "{}/clusters/{lc}",
+        vw_url(&sim, &provider_lc)
+    )));
+    let cluster = inside.get("cluster").await.unwrap();
+    assert_eq!(
+        cluster.metadata.annotations.unwrap()["kcp.io/path"],
+        "root:consumer"
+    );
+}
+
+#[tokio::test]
+async fn an_accepted_events_claim_covers_both_event_groups() {
+    let sim = kcp().await;
+    let provider_lc = provider(
+        &sim,
+        json!([{"group": "", "resource": "events", "all": true}]),
+    )
+    .await;
+    let accepted = json!([{"group": "", "resource": "events", "all": true, "state": "Accepted"}]);
+    let lc = consumer(&sim, "consumer", accepted).await;
+    let client = client_at(&format!("{}/clusters/{lc}", vw_url(&sim, &provider_lc)));
+    let core: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), "default");
+    assert!(core.list(&ListParams::default()).await.is_ok());
+    let new: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client, "default");
+    assert!(new.list(&ListParams::default()).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_claim_with_fewer_verbs_allows_only_those() {
+    let sim = kcp().await;
+    let lc_provider = workspace(&sim, "provider").await;
+    create_schema(
+        &sim,
+        "root:provider",
+        "v1.widgets.example.io",
+        "widgets",
+        "Widget",
+    )
+    .await;
+    let v2: Api<DynamicObject> =
+        Api::all_with(sim.client("root:provider").unwrap(), &export_v1alpha2());
+    let export: DynamicObject = serde_json::from_value(json!({"apiVersion": "apis.kcp.io/v1alpha2",
+        "kind": "APIExport", "metadata": {"name": "widgets"},
+        "spec": {"resources": [{"group": "example.io", "name": "widgets", "schema": "v1.widgets.example.io", "storage": {"crd": {}}}],
+            "permissionClaims": [{"group": "", "resource": "configmaps", "verbs": ["get", "list"]}]}}))
+    .unwrap();
+    v2.create(&PostParams::default(), &export).await.unwrap();
+    let accepted = json!([{"group": "", "resource": "configmaps", "state": "Accepted"}]);
+    let lc = consumer(&sim, "consumer", accepted).await;
+    let inside: Api<ConfigMap> = Api::namespaced(
+        client_at(&format!("{}/clusters/{lc}", vw_url(&sim, &lc_provider))),
+        "default",
+    );
+    assert!(inside.list(&ListParams::default()).await.is_ok());
+    let err = inside
+        .create(&PostParams::default(), &cm("nope"))
+        .await
+        .unwrap_err();
+    assert_eq!(code_of(err), 403);
+}
+
+#[tokio::test]
+async fn a_claim_on_another_exports_resource_uses_its_identity_hash() {
+    let sim = kcp().await;
+    provider(&sim, json!([])).await;
+    let widgets_export: Api<APIExport> = Api::all(sim.client("root:provider").unwrap());
+    let identity = widgets_export
+        .get("widgets")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .identity_hash
+        .unwrap();
+    let auditor_lc = workspace(&sim, "auditor").await;
+    let exports: Api<APIExport> = Api::all(sim.client("root:auditor").unwrap());
+    let claim = json!({"group": "example.io", "resource": "widgets", "identityHash": identity, "all": true});
+    let audit = serde_json::from_value(
+        json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport",
+        "metadata": {"name": "audit"}, "spec": {"permissionClaims": [claim]}}),
+    )
+    .unwrap();
+    exports
+        .create(&PostParams::default(), &audit)
+        .await
+        .unwrap();
+
+    let lc = consumer(&sim, "consumer", json!([])).await;
+    let bindings: Api<APIBinding> = Api::all(sim.client("root:consumer").unwrap());
+    let mut accepted = claim.clone();
+    accepted["state"] = json!("Accepted");
+    let binding = serde_json::from_value(
+        json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding",
+        "metadata": {"name": "audit"},
+        "spec": {"reference": {"export": {"path": "root:auditor", "name": "audit"}},
+            "permissionClaims": [accepted]}}),
+    )
+    .unwrap();
+    bindings
+        .create(&PostParams::default(), &binding)
+        .await
+        .unwrap();
+    widgets(sim.client("root:consumer").unwrap())
+        .create(&PostParams::default(), &widget("w1"))
+        .await
+        .unwrap();
+    let url = format!(
+        "{}/services/apiexport/{auditor_lc}/audit/clusters/*",
+        sim.url()
+    );
+    let seen = Api::<DynamicObject>::all_with(client_at(&url), &widget_resource())
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(seen.len(), 1);
+    assert_eq!(cluster_of(&seen[0]), lc);
+}
+
+#[tokio::test]
+async fn deleting_an_export_invalidates_its_bindings_and_removes_its_slice() {
+    let sim = kcp().await;
+    provider(&sim, json!([])).await;
+    consumer(&sim, "consumer", json!([])).await;
+    let exports: Api<APIExport> = Api::all(sim.client("root:provider").unwrap());
+    exports
+        .delete("widgets", &DeleteParams::default())
+        .await
+        .unwrap();
+    let slices: Api<APIExportEndpointSlice> = Api::all(sim.client("root:provider").unwrap());
+    assert!(slices.get_opt("widgets").await.unwrap().is_none());
+    let bindings: Api<APIBinding> = Api::all(sim.client("root:consumer").unwrap());
+    let conditions = bindings
+        .get("widgets")
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .conditions
+        .unwrap();
+    let valid = conditions
+        .iter()
+        .find(|c| c.type_ == "APIExportValid")
+        .unwrap();
+    assert_eq!(valid.reason.as_deref(), Some("APIExportNotFound"));
+}
+
+#[tokio::test]
+async fn the_in_process_client_reaches_the_virtual_workspace_too() {
+    use kcp_core::ObjectClient;
+    let sim = kcp().await;
+    let provider_lc = provider(&sim, json!([])).await;
+    let lc = consumer(&sim, "consumer", json!([])).await;
+    let inside = sim.object_client_at(kcp_sim::Endpoint::ApiExport {
+        export_cluster: provider_lc,
+        export: "widgets".into(),
+        cluster: Some(lc.clone()),
+        shard: None,
+    });
+    let mut obj = widget("w1");
+    obj.metadata.namespace = Some("default".into());
+    let created = inside.create(&obj).await.unwrap();
+    assert_eq!(cluster_of(&created), lc);
+}
