@@ -95,7 +95,16 @@ fn agent(kubeconfig: &PathBuf, extra: &[&str]) -> Running {
         .args(["--config-workspace", "root", "--log-format", "console"])
         .args(extra)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(match std::env::var_os("AGENT_LOG") {
+            Some(path) => Stdio::from(
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .unwrap(),
+            ),
+            None => Stdio::null(),
+        })
         .spawn()
         .expect("kcp-init-agent starts");
     Running(child)
@@ -137,7 +146,11 @@ fn a_missing_config_workspace_is_a_clear_error() {
         .output()
         .unwrap();
     assert!(!out.status.success());
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--config-workspace is required"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--config-workspace") && stderr.contains("required"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -219,6 +232,8 @@ async fn with_leader_election_only_one_of_two_agents_acts() {
         &kubeconfig,
         &[
             "--enable-leader-election",
+            "--leader-election-namespace=default",
+            "--leader-election-id=kcp-init-agent",
             "--metrics-address",
             &format!("127.0.0.1:{m1}"),
         ],
@@ -227,6 +242,8 @@ async fn with_leader_election_only_one_of_two_agents_acts() {
         &kubeconfig,
         &[
             "--enable-leader-election",
+            "--leader-election-namespace=default",
+            "--leader-election-id=kcp-init-agent",
             "--metrics-address",
             &format!("127.0.0.1:{m2}"),
         ],
@@ -237,22 +254,7 @@ async fn with_leader_election_only_one_of_two_agents_acts() {
         assert!(Instant::now() < deadline, "workspaces not Ready");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let count = |port| {
-        http_get(port, "/metrics")
-            .map(|(_, text)| {
-                text.lines()
-                    .find(|l| {
-                        l.starts_with(
-                            "kcp_init_clusters_initialized_total{target=\"init-dev-environment\"}",
-                        )
-                    })
-                    .and_then(|l| l.rsplit(' ').next())
-                    .and_then(|n| n.parse::<u64>().ok())
-                    .unwrap_or(0)
-            })
-            .unwrap_or(0)
-    };
-    let (a, b) = (count(m1), count(m2));
+    let (a, b) = (initialized_by(m1), initialized_by(m2));
     assert_eq!(a + b, 3, "a={a} b={b}");
     assert!(a == 0 || b == 0, "both agents acted: a={a} b={b}");
     let lease: Option<k8s_openapi::api::coordination::v1::Lease> = root
@@ -289,4 +291,88 @@ fn the_playground_converges_and_exits_when_ready() {
             .contains("/clusters/root")
     );
     let _ = std::fs::remove_file(kubeconfig);
+}
+
+/// Reads one agent's `kcp_init_clusters_initialized_total` for the playground's InitTarget.
+fn initialized_by(port: u16) -> u64 {
+    http_get(port, "/metrics")
+        .and_then(|(_, text)| {
+            text.lines()
+                .find(|l| {
+                    l.starts_with(
+                        "kcp_init_clusters_initialized_total{target=\"init-dev-environment\"}",
+                    )
+                })
+                .and_then(|l| l.rsplit(' ').next())
+                .and_then(|n| n.parse::<u64>().ok())
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_replicas_are_ready_and_a_killed_leader_hands_over_within_the_lease_duration() {
+    let (_sim, root, kubeconfig) = prepared_sim().await;
+    let ports: Vec<(u16, u16)> = (0..2).map(|_| (free_port(), free_port())).collect();
+    let mut agents: Vec<Running> = ports
+        .iter()
+        .map(|(metrics, health)| {
+            agent(
+                &kubeconfig,
+                &[
+                    "--enable-leader-election",
+                    "--leader-election-namespace=default",
+                    "--leader-election-lease-duration=3",
+                    "--leader-election-renew-grace=1",
+                    &format!("--metrics-address=127.0.0.1:{metrics}"),
+                    &format!("--health-address=127.0.0.1:{health}"),
+                ],
+            )
+        })
+        .collect();
+    wait_for(
+        "both replicas Ready (leader synced, standby waiting)",
+        Duration::from_secs(20),
+        || {
+            let answers: Vec<_> = ports
+                .iter()
+                .map(|(_, health)| http_get(*health, "/readyz"))
+                .collect();
+            answers
+                .iter()
+                .all(|a| a.as_ref().is_some_and(|(code, _)| *code == 200))
+        },
+    )
+    .await;
+    apply(&root, WORKSPACES).await;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !all_ready(&root).await {
+        assert!(Instant::now() < deadline, "workspaces not Ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let counts: Vec<u64> = ports.iter().map(|(m, _)| initialized_by(*m)).collect();
+    let leader = counts
+        .iter()
+        .position(|c| *c == 3)
+        .expect("one agent initialized all three");
+    let standby = 1 - leader;
+    // SIGKILL: the leader cannot release the Lease; the standby must wait for it to expire.
+    let _ = agents[leader].0.kill();
+    let _ = agents[leader].0.wait();
+    let killed_at = Instant::now();
+    let more = "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: after-handover\nspec:\n  type:\n    name: dev-environment\n    path: root\n";
+    apply(&root, more).await;
+    wait_for(
+        "the standby to initialize the new workspace",
+        Duration::from_secs(20),
+        || initialized_by(ports[standby].0) == 1,
+    )
+    .await;
+    let took = killed_at.elapsed();
+    assert!(took < Duration::from_secs(3 + 5), "handover took {took:?}");
+    assert_eq!(
+        initialized_by(ports[standby].0),
+        1,
+        "no workspace was initialized twice"
+    );
+    agents.clear();
 }

@@ -19,11 +19,18 @@
 //!   sent.
 //! * Sending blocks when the channel is full: the consumer paces the provider.
 
+pub mod clients;
+pub mod initializing;
+
+pub use clients::ClusterClients;
+pub use initializing::InitializingWorkspaces;
+
 use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use kube::api::DynamicObject;
 use tokio::sync::mpsc;
 
 use crate::client::ObjectClient;
@@ -43,6 +50,9 @@ pub struct EngagedCluster {
     /// The cluster-scoped base URL the clients talk to, when there is one; for logs and for
     /// building further clients.
     pub base_url: Option<String>,
+    /// The object that announced the cluster, as the provider last saw it (the LogicalCluster
+    /// in an initializing view, the APIBinding of an APIExport view), when there is one.
+    pub announced_by: Option<Arc<DynamicObject>>,
 }
 
 impl EngagedCluster {
@@ -53,7 +63,14 @@ impl EngagedCluster {
             client,
             kube: None,
             base_url: None,
+            announced_by: None,
         }
+    }
+
+    /// Records the object that announced the cluster.
+    pub fn with_announcement(mut self, object: DynamicObject) -> Self {
+        self.announced_by = Some(Arc::new(object));
+        self
     }
 
     /// Adds a `kube::Client` scoped to this cluster, for watches.

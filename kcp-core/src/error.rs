@@ -47,6 +47,16 @@ pub enum Error {
         message: String,
     },
 
+    /// A server-side apply without `force` touched fields another field manager owns. Retrying
+    /// cannot help: the other manager, or this one's intent, has to change.
+    #[error("{object}: field ownership conflict: {message}")]
+    FieldConflict {
+        /// The object applied.
+        object: String,
+        /// The server's message, naming each field and the manager that owns it.
+        message: String,
+    },
+
     /// An object is malformed: a required field is missing or has the wrong shape.
     #[error("invalid object {object}: field {field}: {reason}")]
     InvalidObject {
@@ -140,6 +150,7 @@ impl Error {
             | Error::Transport { .. } => true,
             Error::Api { code, .. } => matches!(*code, 409 | 410 | 429 | 500..=599),
             Error::InvalidObject { .. }
+            | Error::FieldConflict { .. }
             | Error::Template { .. }
             | Error::Manifest { .. }
             | Error::DependencyCycle { .. }
@@ -175,6 +186,7 @@ impl Error {
             Error::NamespaceNotFound { .. } => "NamespaceNotFound",
             Error::Api { reason, .. } => reason,
             Error::InvalidObject { .. } => "InvalidObject",
+            Error::FieldConflict { .. } => "FieldConflict",
             Error::Template { .. } => "TemplateError",
             Error::Manifest { .. } => "ManifestError",
             Error::DependencyCycle { .. } => "DependencyCycle",

@@ -5,8 +5,9 @@
 //! `kube::Client` ([`KubeObjectClient`]), one error type with a transient/permanent
 //! classification ([`Error::is_transient`]) and one retry policy ([`retry::Backoff`]), a
 //! dependency-ordered apply engine ([`apply`]), hermetic templates ([`template`]), manifest
-//! parsing ([`manifest`]), kcp API types and URL helpers ([`kcp`]), and multi-cluster plumbing
-//! ([`cluster`]).
+//! parsing ([`manifest`]), kcp API types and URL helpers ([`kcp`]), multi-cluster plumbing
+//! ([`cluster`]), label and field [`selector`]s, and the controller [`runtime`] every component
+//! runs on.
 //!
 //! ## Choosing the Kubernetes API version
 //! kcp-core depends on `k8s-openapi` without a `v1_*` version feature, as a library must. The
@@ -22,6 +23,8 @@ pub mod kcp;
 pub mod kube_client;
 pub mod manifest;
 pub mod retry;
+pub mod runtime;
+pub mod selector;
 pub mod template;
 pub mod typed;
 

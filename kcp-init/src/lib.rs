@@ -15,16 +15,20 @@
 //! ```
 //!
 //! Layers: [`api`] (CRD types), [`render`] (pure template rendering), [`reconcile`] (one
-//! cluster's initialization over `ObjectClient`s), [`controller`] (watches, runners, queues),
-//! [`metrics`].
+//! cluster's initialization over `ObjectClient`s), [`objects`] (duplicates, `generateName`),
+//! [`targets`] (which InitTargets act), [`runner`] (one InitTarget on kcp-core's runtime),
+//! [`status`], [`controller`] (wiring), [`metrics`].
 
 pub mod api;
-pub mod cluster_clients;
 pub mod controller;
 pub mod error;
 pub mod metrics;
+pub mod objects;
 pub mod reconcile;
 pub mod render;
+pub mod runner;
+pub mod status;
+pub mod targets;
 
 pub use controller::{AgentConfig, run};
 pub use metrics::Metrics;

@@ -1,138 +1,139 @@
-//! Agent metrics per InitTarget, rendered in the Prometheus text format: clusters initialized,
-//! failed attempts, clusters pending, and how long initializations took.
+//! The agent's own metrics per InitTarget, in the process's `prometheus-client` registry:
+//! `kcp_init_clusters_initialized_total`, `kcp_init_cluster_failures_total`,
+//! `kcp_init_clusters_pending` and `kcp_init_initialization_duration_seconds`. The runtime's
+//! per-controller series (`controller_runtime_reconcile_total{controller="inittarget/<name>"}`,
+//! ...) come from [`kcp_core::runtime::ControllerMetrics`] in the same registry.
 
-use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::sync::Mutex;
 use std::time::Duration;
+
+use kcp_core::runtime::ControllerMetrics;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
 
 /// Upper bounds (seconds) of the initialization-duration histogram buckets.
 const BUCKETS: [f64; 10] = [0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0];
 
-#[derive(Debug, Default, Clone)]
-struct TargetMetrics {
-    initialized: u64,
-    failed: u64,
-    pending: u64,
-    bucket_counts: [u64; BUCKETS.len()],
-    duration_sum: f64,
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct TargetLabels {
+    target: String,
 }
 
-/// The metrics of one agent process.
-#[derive(Debug, Default)]
+fn target(name: &str) -> TargetLabels {
+    TargetLabels {
+        target: name.to_string(),
+    }
+}
+
+fn duration_histogram() -> Histogram {
+    Histogram::new(BUCKETS)
+}
+
+/// The metrics of one agent.
+#[derive(Debug)]
 pub struct Metrics {
-    targets: Mutex<BTreeMap<String, TargetMetrics>>,
+    initialized: Family<TargetLabels, Counter>,
+    failures: Family<TargetLabels, Counter>,
+    pending: Family<TargetLabels, Gauge>,
+    duration: Family<TargetLabels, Histogram, fn() -> Histogram>,
+    controllers: ControllerMetrics,
+    /// Where the series live when the agent was not given a registry (tests, benches).
+    own: Option<Mutex<Registry>>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Metrics {
-    /// Empty metrics.
+    /// Metrics in a registry of their own (see [`Metrics::render`]).
     pub fn new() -> Self {
-        Self::default()
+        let mut registry = Registry::default();
+        let mut metrics = Self::register(&mut registry);
+        metrics.own = Some(Mutex::new(registry));
+        metrics
     }
 
-    fn with<T>(&self, target: &str, f: impl FnOnce(&mut TargetMetrics) -> T) -> T {
-        let mut targets = match self.targets.lock() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
+    /// Metrics registered in the process's `registry`.
+    pub fn register(registry: &mut Registry) -> Self {
+        let metrics = Metrics {
+            initialized: Family::default(),
+            failures: Family::default(),
+            pending: Family::default(),
+            duration: Family::new_with_constructor(duration_histogram),
+            controllers: ControllerMetrics::register(registry),
+            own: None,
         };
-        f(targets.entry(target.to_string()).or_default())
+        registry.register(
+            "kcp_init_clusters_initialized",
+            "Logical clusters initialized (initializer removed)",
+            metrics.initialized.clone(),
+        );
+        registry.register(
+            "kcp_init_cluster_failures",
+            "Initialization attempts that failed permanently (template, invalid object, forbidden)",
+            metrics.failures.clone(),
+        );
+        registry.register(
+            "kcp_init_clusters_pending",
+            "Logical clusters that still carry the initializer",
+            metrics.pending.clone(),
+        );
+        registry.register(
+            "kcp_init_initialization_duration_seconds",
+            "Time of the attempt that removed the initializer",
+            metrics.duration.clone(),
+        );
+        metrics
+    }
+
+    /// The runtime's per-controller series.
+    pub fn controllers(&self) -> &ControllerMetrics {
+        &self.controllers
     }
 
     /// A cluster of `target` finished initializing after `took`.
-    pub fn initialized(&self, target: &str, took: Duration) {
-        let secs = took.as_secs_f64();
-        self.with(target, |m| {
-            m.initialized += 1;
-            m.duration_sum += secs;
-            for (i, bound) in BUCKETS.iter().enumerate() {
-                if secs <= *bound {
-                    m.bucket_counts[i] += 1;
-                }
-            }
-        });
+    pub fn initialized(&self, target_name: &str, took: Duration) {
+        self.initialized.get_or_create(&target(target_name)).inc();
+        self.duration
+            .get_or_create(&target(target_name))
+            .observe(took.as_secs_f64());
     }
 
     /// An attempt for a cluster of `target` failed permanently.
-    pub fn failed(&self, target: &str) {
-        self.with(target, |m| m.failed += 1);
+    pub fn failed(&self, target_name: &str) {
+        self.failures.get_or_create(&target(target_name)).inc();
     }
 
     /// How many clusters of `target` wait for initialization.
-    pub fn set_pending(&self, target: &str, pending: u64) {
-        self.with(target, |m| m.pending = pending);
+    pub fn set_pending(&self, target_name: &str, pending: u64) {
+        self.pending
+            .get_or_create(&target(target_name))
+            .set(i64::try_from(pending).unwrap_or(i64::MAX));
     }
 
     /// Clusters of `target` initialized so far by this process.
-    pub fn initialized_count(&self, target: &str) -> u64 {
-        self.with(target, |m| m.initialized)
+    pub fn initialized_count(&self, target_name: &str) -> u64 {
+        self.initialized.get_or_create(&target(target_name)).get()
     }
 
-    /// The Prometheus text exposition of every metric.
+    /// The text exposition of metrics created by [`Metrics::new`]; empty for metrics
+    /// registered in a process registry (that registry is served instead).
     pub fn render(&self) -> String {
-        let targets = match self.targets.lock() {
-            Ok(g) => g.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        };
-        let mut out = String::new();
-        let mut family =
-            |name: &str, kind: &str, help: &str, value: &dyn Fn(&TargetMetrics) -> u64| {
-                let _ = writeln!(out, "# HELP {name} {help}");
-                let _ = writeln!(out, "# TYPE {name} {kind}");
-                for (target, m) in &targets {
-                    let _ = writeln!(out, "{name}{{target=\"{}\"}} {}", escape(target), value(m));
-                }
-            };
-        family(
-            "kcp_init_clusters_initialized_total",
-            "counter",
-            "Logical clusters initialized (initializer removed).",
-            &|m| m.initialized,
-        );
-        family(
-            "kcp_init_cluster_failures_total",
-            "counter",
-            "Initialization attempts that failed permanently (template, invalid object, forbidden).",
-            &|m| m.failed,
-        );
-        family(
-            "kcp_init_clusters_pending",
-            "gauge",
-            "Logical clusters that still carry the initializer.",
-            &|m| m.pending,
-        );
-        let name = "kcp_init_initialization_duration_seconds";
-        let _ = writeln!(
-            out,
-            "# HELP {name} Time from the first attempt to the removal of the initializer."
-        );
-        let _ = writeln!(out, "# TYPE {name} histogram");
-        for (target, m) in &targets {
-            let t = escape(target);
-            for (i, bound) in BUCKETS.iter().enumerate() {
-                let _ = writeln!(
-                    out,
-                    "{name}_bucket{{target=\"{t}\",le=\"{bound}\"}} {}",
-                    m.bucket_counts[i]
-                );
-            }
-            let _ = writeln!(
-                out,
-                "{name}_bucket{{target=\"{t}\",le=\"+Inf\"}} {}",
-                m.initialized
-            );
-            let _ = writeln!(out, "{name}_sum{{target=\"{t}\"}} {}", m.duration_sum);
-            let _ = writeln!(out, "{name}_count{{target=\"{t}\"}} {}", m.initialized);
+        match &self.own {
+            Some(registry) => match registry.lock() {
+                Ok(g) => kcp_core::runtime::metrics::encode(&g),
+                Err(poisoned) => kcp_core::runtime::metrics::encode(&poisoned.into_inner()),
+            },
+            None => String::new(),
         }
-        out
     }
-}
-
-/// Escapes a label value for the text format.
-fn escape(value: &str) -> String {
-    value
-        .replace('\\', "\\\\")
-        .replace('"', "\\\"")
-        .replace('\n', "\\n")
 }
 
 #[cfg(test)]
@@ -148,11 +149,14 @@ mod tests {
             text.contains("kcp_init_clusters_initialized_total{target=\"t\"} 1"),
             "{text}"
         );
+        assert!(
+            text.contains(
+                "kcp_init_initialization_duration_seconds_bucket{le=\"0.25\",target=\"t\"} 0"
+            ),
+            "{text}"
+        );
         assert!(text.contains(
-            "kcp_init_initialization_duration_seconds_bucket{target=\"t\",le=\"0.25\"} 0"
-        ));
-        assert!(text.contains(
-            "kcp_init_initialization_duration_seconds_bucket{target=\"t\",le=\"0.5\"} 1"
+            "kcp_init_initialization_duration_seconds_bucket{le=\"0.5\",target=\"t\"} 1"
         ));
     }
 
@@ -164,6 +168,16 @@ mod tests {
         assert!(
             m.render()
                 .contains("kcp_init_clusters_pending{target=\"t\"} 1")
+        );
+    }
+
+    #[test]
+    fn failures_are_counted_per_target() {
+        let m = Metrics::new();
+        m.failed("a");
+        assert!(
+            m.render()
+                .contains("kcp_init_cluster_failures_total{target=\"a\"} 1")
         );
     }
 }

@@ -12,17 +12,19 @@ use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kcp::{LOGICAL_CLUSTER_NAME, LogicalCluster};
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::{ObjectClient, ObjectClientExt, ObjectRef, TemplateEngine};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::api::{InitTarget, InitTemplate};
 use crate::error::Error;
+use crate::objects::{Duplicate, GENERATED_ID_LABEL, first_source_wins, split_generated};
 use crate::render::{TemplateContext, TemplateSource, render_sources};
 
 /// The field manager of everything the agent writes.
 pub const FIELD_MANAGER: &str = "kcp-init-agent";
 
-/// The reason of the Warning Events the agent records on a LogicalCluster it cannot initialize.
-pub const EVENT_REASON: &str = "InitializationFailed";
+/// The reason of the Warning Events the agent records on a LogicalCluster it cannot initialize
+/// (upstream's reason, so alerts written for the Go agent keep matching).
+pub const EVENT_REASON: &str = "ReconcilingFailed";
 
 /// Everything one cluster's initialization needs besides the cluster.
 pub struct InitContext<'a> {
@@ -93,6 +95,8 @@ pub enum ClusterOutcome {
         objects: usize,
         /// Time the attempt took.
         took: Duration,
+        /// Objects two sources rendered differently (the first source's was applied).
+        duplicates: Vec<Duplicate>,
     },
     /// Nothing to do: the cluster is gone or no longer carries the initializer.
     NotOurs,
@@ -131,16 +135,14 @@ pub async fn initialize_cluster(
 ) -> ClusterOutcome {
     let started = Instant::now();
     match attempt(ctx, cluster, vw, seen).await {
-        Ok(Some(objects)) => ClusterOutcome::Initialized {
+        Ok(Some((objects, duplicates))) => ClusterOutcome::Initialized {
             objects,
             took: started.elapsed(),
+            duplicates,
         },
         Ok(None) => ClusterOutcome::NotOurs,
         Err(Attempt::Pending(reason)) => ClusterOutcome::Pending(reason),
-        Err(Attempt::Failed(err)) => {
-            record_warning(vw, cluster, &err).await;
-            ClusterOutcome::Failed(err)
-        }
+        Err(Attempt::Failed(err)) => ClusterOutcome::Failed(err),
     }
 }
 
@@ -178,7 +180,7 @@ async fn attempt(
     cluster: &str,
     vw: &dyn ObjectClient,
     seen: Option<DynamicObject>,
-) -> Result<Option<usize>, Attempt> {
+) -> Result<Option<(usize, Vec<Duplicate>)>, Attempt> {
     let raw = match seen {
         Some(lc) => Some(lc),
         None => match vw.get(&logical_cluster_ref()).await {
@@ -250,9 +252,28 @@ async fn attempt(
         ctx.workspace_type_name,
         ctx.workspace_type_path,
     )?;
-    let mut objects = render_sources(ctx.engine, &sources, &context)?;
+    let mut rendered = Vec::with_capacity(sources.len());
+    for (index, source) in sources.iter().enumerate() {
+        let objects =
+            render_sources(ctx.engine, std::slice::from_ref(source), &context).map_err(|err| {
+                match err {
+                    Error::Source {
+                        template, source, ..
+                    } => Error::Source {
+                        index,
+                        template,
+                        source,
+                    },
+                    other => other,
+                }
+            })?;
+        rendered.push((source.name.clone(), objects));
+    }
+    let (objects, duplicates) = first_source_wins(rendered);
+    let (mut objects, mut generated) = split_generated(ctx.target, objects);
     default_namespaces(vw, &mut objects).await?;
-    let count = objects.len();
+    default_namespaces(vw, &mut generated).await?;
+    let count = objects.len() + generated.len();
     let plan = ApplyPlan::build(objects, &RuleSet::default()).map_err(|source| Error::Core {
         context: format!("planning the objects for cluster {cluster:?}"),
         source,
@@ -268,9 +289,33 @@ async fn attempt(
     if let Some((object, reason)) = report.pending().next() {
         return Err(Attempt::Pending(format!("{}: {reason}", object.object)));
     }
+    create_generated(vw, &generated).await?;
     remove_initializer(vw, ctx.initializer, raw).await?;
     tracing::info!(cluster, objects = count, "cluster initialized");
-    Ok(Some(count))
+    Ok(Some((count, duplicates)))
+}
+
+/// Creates each `generateName` object unless one with its generated-id label exists already
+/// (an earlier attempt created it), so every one is created exactly once per cluster.
+async fn create_generated(vw: &dyn ObjectClient, objects: &[DynamicObject]) -> Result<(), Attempt> {
+    for obj in objects {
+        let gvk = kcp_core::client::gvk_of(obj)?;
+        let id = obj
+            .metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(GENERATED_ID_LABEL))
+            .cloned()
+            .unwrap_or_default();
+        let selector = kcp_core::ListOptions::labels(format!("{GENERATED_ID_LABEL}={id}"));
+        let existing = vw
+            .list(&gvk, obj.metadata.namespace.as_deref(), &selector)
+            .await?;
+        if existing.items.is_empty() {
+            vw.create(obj).await?;
+        }
+    }
+    Ok(())
 }
 
 /// Namespaced objects written without a namespace go to `default`. The scope of a kind comes
@@ -367,49 +412,4 @@ async fn remove_initializer(
     Err(Attempt::Pending(
         "the LogicalCluster kept changing while removing the initializer".to_string(),
     ))
-}
-
-/// Records a Warning Event on the cluster's LogicalCluster (best effort: the failure is also on
-/// the InitTarget's condition).
-async fn record_warning(vw: &dyn ObjectClient, cluster: &str, err: &Error) {
-    let now = now();
-    let event = json!({
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"generateName": "cluster.", "namespace": "default"},
-        "involvedObject": {"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster",
-            "name": LOGICAL_CLUSTER_NAME},
-        "reason": EVENT_REASON,
-        "message": format!("Failed to initialize cluster: {err}."),
-        "type": "Warning",
-        "source": {"component": FIELD_MANAGER},
-        "firstTimestamp": now,
-        "lastTimestamp": now,
-        "count": 1,
-    });
-    let Ok(event) = serde_json::from_value::<DynamicObject>(event) else {
-        return;
-    };
-    if let Err(record_err) = vw.create(&event).await {
-        tracing::debug!(cluster, error = %record_err, "could not record the Warning event");
-    }
-}
-
-/// The current UTC time as the API server writes timestamps.
-fn now() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timestamps_are_rfc3339_seconds_in_utc() {
-        let t = now();
-        assert_eq!(t.len(), 20);
-        assert!(t.ends_with('Z') && t.as_bytes()[10] == b'T', "{t}");
-    }
 }

@@ -274,9 +274,16 @@ async fn a_template_error_holds_the_workspace_until_the_template_is_fixed() {
     let warning = events
         .items
         .iter()
-        .find(|e| e.data["reason"] == "InitializationFailed")
-        .expect("a Warning event");
+        .find(|e| e.data["reason"] == "ReconcilingFailed")
+        .expect("a Warning event with upstream's reason");
     assert_eq!(warning.data["type"], "Warning");
+    assert!(
+        warning.data["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("Failed to initialize cluster: ") && m.ends_with('.')),
+        "{}",
+        warning.data["message"]
+    );
     assert_eq!(warning.data["involvedObject"]["kind"], "LogicalCluster");
     assert_eq!(
         phase_of(&root, "broken").await.as_deref(),

@@ -1,6 +1,7 @@
 //! The request layer shared by the HTTP server and the in-process client: where a request goes
-//! (plain cluster, `/clusters/<x>`, `/clusters/*`, an initializingworkspaces view), which faults
-//! it suffers, and which operation of [`crate::semantics`] or [`crate::query`] answers it.
+//! (plain cluster, `/clusters/<x>`, `/clusters/*`, an initializingworkspaces or apiexport
+//! view), which faults it suffers, and which operation of [`crate::semantics`] or
+//! [`crate::query`] answers it.
 
 use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -8,9 +9,10 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
+use crate::apiexport::{self, conversion};
 use crate::faults::{Faults, Verb};
 use crate::kcp;
-use crate::query::{self, ClusterScope, Filter, Page, WatchFilter};
+use crate::query::{self, ClusterScope, Filter, Page, Visibility, WatchFilter};
 use crate::resource::{Flavor, Registry, ResourceType};
 use crate::semantics::{self, DeleteRequest, PatchKind, WriteOptions, Written};
 use crate::status::{ApiError, ApiResult};
@@ -38,6 +40,37 @@ pub enum Endpoint {
         /// sees every shard.
         shard: Option<usize>,
     },
+    /// `/services/apiexport/<export cluster>/<export name>/clusters/<cluster or *>`.
+    ApiExport {
+        /// Logical cluster name of the APIExport.
+        export_cluster: String,
+        /// Name of the APIExport.
+        export: String,
+        /// A consumer cluster, or `None` for `*`.
+        cluster: Option<String>,
+        /// The shard whose URL was called (its view holds that shard's consumers only); `None`
+        /// sees every shard.
+        shard: Option<usize>,
+    },
+}
+
+impl Endpoint {
+    fn apiexport_at(&self) -> Option<apiexport::view::At<'_>> {
+        match self {
+            Endpoint::ApiExport {
+                export_cluster,
+                export,
+                cluster,
+                shard,
+            } => Some(apiexport::view::At {
+                export_cluster,
+                export,
+                cluster: cluster.as_deref(),
+                shard: *shard,
+            }),
+            _ => None,
+        }
+    }
 }
 
 /// A resource request: endpoint, resource, and optionally namespace, name and subresource.
@@ -70,9 +103,21 @@ pub struct Resolved {
     pub scope: ClusterScope,
     /// The initializer of an initializingworkspaces view.
     pub initializer: Option<String>,
+    /// What an apiexport view sees.
+    pub visibility: Option<Visibility>,
 }
 
 impl Resolved {
+    /// Narrows a read's filter to what the target and the view select: the namespace, the
+    /// initializer of an initializingworkspaces view, the visibility of an apiexport view.
+    fn narrow(&self, filter: &mut Filter, target: &Target) {
+        filter.namespace = target.namespace.clone().filter(|_| self.rt.namespaced);
+        if let ClusterScope::Initializing { initializer, .. } = &self.scope {
+            filter.initializer = Some(initializer.clone());
+        }
+        filter.visibility = self.visibility.clone();
+    }
+
     fn cluster(&self) -> ApiResult<&str> {
         self.cluster.as_deref().ok_or_else(|| {
             ApiError::method_not_allowed(
@@ -190,6 +235,10 @@ impl Sim {
         f: impl FnOnce(&Registry) -> T,
     ) -> ApiResult<T> {
         let state = self.read();
+        if let Some(at) = endpoint.apiexport_at() {
+            let export = apiexport::view::export_at(&state, &at)?;
+            return Ok(f(&apiexport::view::registry(&state, &export)));
+        }
         let cluster = match endpoint {
             Endpoint::Plain => PLAIN_CLUSTER,
             Endpoint::Cluster(c) => concrete(&state, c)?,
@@ -208,6 +257,7 @@ impl Sim {
                 kcp::initializing_with(&state, name, initializer, *shard)?;
                 name
             }
+            Endpoint::ApiExport { .. } => return Err(ApiError::path_not_found()),
         };
         state
             .clusters
@@ -216,45 +266,12 @@ impl Sim {
             .ok_or_else(|| cluster_not_found(cluster))
     }
 
-    /// Resolves a target.
-    pub fn resolve(&self, state: &State, target: &Target) -> ApiResult<Resolved> {
-        let (cluster, scope, initializer) = match &target.endpoint {
-            Endpoint::Plain => (
-                Some(PLAIN_CLUSTER.to_string()),
-                ClusterScope::One(PLAIN_CLUSTER.to_string()),
-                None,
-            ),
-            Endpoint::Cluster(c) => {
-                let name = concrete(state, c)?.to_string();
-                (Some(name.clone()), ClusterScope::One(name), None)
-            }
-            Endpoint::Wildcard => (None, ClusterScope::All, None),
-            Endpoint::Initializing {
-                initializer,
-                cluster: None,
-                shard,
-            } => (
-                None,
-                ClusterScope::Initializing {
-                    initializer: initializer.clone(),
-                    shard: *shard,
-                },
-                Some(initializer.clone()),
-            ),
-            Endpoint::Initializing {
-                initializer,
-                cluster: Some(c),
-                shard,
-            } => {
-                let name = concrete(state, c)?.to_string();
-                kcp::initializing_with(state, &name, initializer, *shard)?;
-                (
-                    Some(name.clone()),
-                    ClusterScope::One(name),
-                    Some(initializer.clone()),
-                )
-            }
-        };
+    /// Resolves a target for a verb (the apiexport view allows verbs per resource).
+    pub fn resolve(&self, state: &State, target: &Target, verb: Verb) -> ApiResult<Resolved> {
+        if let Some(at) = target.endpoint.apiexport_at() {
+            return resolve_in_view(state, &at, target, verb);
+        }
+        let (cluster, scope, initializer) = addressed(state, &target.endpoint)?;
         let lookup = |c: &str| {
             state
                 .clusters
@@ -275,19 +292,13 @@ impl Sim {
         {
             return Err(ApiError::path_not_found());
         }
-        if let Some(sub) = &target.subresource
-            && (sub != "status" || !rt.status)
-        {
-            return Err(ApiError::path_not_found());
-        }
-        if rt.namespaced && target.name.is_some() && target.namespace.is_none() {
-            return Err(ApiError::path_not_found());
-        }
+        check_shape(&rt, target)?;
         Ok(Resolved {
             rt,
             cluster,
             scope,
             initializer,
+            visibility: None,
         })
     }
 
@@ -304,10 +315,17 @@ impl Sim {
             .before(Verb::Get, &target.group, &target.plural)
             .await?;
         let state = self.read();
-        let r = self.resolve(&state, target)?;
+        let r = self.resolve(&state, target, Verb::Get)?;
         let name = Self::name(target)?;
         let ns = target.namespace.as_deref().unwrap_or("");
         let obj = semantics::get(&state, r.cluster()?, &r.rt, ns, name)?;
+        let filter = Filter {
+            visibility: r.visibility.clone(),
+            ..Filter::default()
+        };
+        if !filter.matches(&obj) {
+            return Err(ApiError::not_found(&r.rt.group, &r.rt.plural, name));
+        }
         Ok((r.rt, obj))
     }
 
@@ -323,11 +341,8 @@ impl Sim {
             .before(Verb::List, &target.group, &target.plural)
             .await?;
         let state = self.read();
-        let r = self.resolve(&state, target)?;
-        filter.namespace = target.namespace.clone().filter(|_| r.rt.namespaced);
-        if let ClusterScope::Initializing { initializer, .. } = &r.scope {
-            filter.initializer = Some(initializer.clone());
-        }
+        let r = self.resolve(&state, target, Verb::List)?;
+        r.narrow(&mut filter, target);
         let page = query::list(
             &state,
             &r.scope,
@@ -354,11 +369,8 @@ impl Sim {
             return Err(ApiError::gone("too old resource version (injected fault)"));
         }
         let state = self.read();
-        let r = self.resolve(&state, target)?;
-        filter.namespace = target.namespace.clone().filter(|_| r.rt.namespaced);
-        if let ClusterScope::Initializing { initializer, .. } = &r.scope {
-            filter.initializer = Some(initializer.clone());
-        }
+        let r = self.resolve(&state, target, Verb::Watch)?;
+        r.narrow(&mut filter, target);
         let watch_filter = WatchFilter {
             scope: r.scope.clone(),
             resource: r.rt.group_resource().clone(),
@@ -410,7 +422,7 @@ impl Sim {
             .before(verb, &target.group, &target.plural)
             .await?;
         let mut state = self.write();
-        let r = self.resolve(&state, target)?;
+        let r = self.resolve(&state, target, verb)?;
         let cluster = r.cluster()?.to_string();
         let out = op(&mut state, &r, &cluster)?;
         Ok((r.rt, out))
@@ -515,7 +527,7 @@ impl Sim {
         req: &DeleteRequest,
     ) -> ApiResult<(Arc<ResourceType>, Vec<Arc<Stored>>)> {
         self.write_op(Verb::Delete, target, |state, r, cluster| {
-            filter.namespace = target.namespace.clone().filter(|_| r.rt.namespaced);
+            r.narrow(&mut filter, target);
             let page = query::list(state, &r.scope, r.rt.group_resource(), &filter, None, None)?;
             let mut deleted = Vec::new();
             for obj in page.items {
@@ -565,8 +577,99 @@ fn concrete<'a>(state: &'a State, name_or_path: &str) -> ApiResult<&'a str> {
         .ok_or_else(|| cluster_not_found(name_or_path))
 }
 
+/// The cluster a request on a plain, cluster, wildcard or initializingworkspaces endpoint
+/// addresses (none for wildcards), the clusters it sees, and the initializer of its view.
+fn addressed(
+    state: &State,
+    endpoint: &Endpoint,
+) -> ApiResult<(Option<String>, ClusterScope, Option<String>)> {
+    let addressed = match endpoint {
+        Endpoint::Plain => (
+            Some(PLAIN_CLUSTER.to_string()),
+            ClusterScope::One(PLAIN_CLUSTER.to_string()),
+            None,
+        ),
+        Endpoint::Cluster(c) => {
+            let name = concrete(state, c)?.to_string();
+            (Some(name.clone()), ClusterScope::One(name), None)
+        }
+        Endpoint::Wildcard => (None, ClusterScope::All, None),
+        Endpoint::Initializing {
+            initializer,
+            cluster: None,
+            shard,
+        } => (
+            None,
+            ClusterScope::Initializing {
+                initializer: initializer.clone(),
+                shard: *shard,
+            },
+            Some(initializer.clone()),
+        ),
+        Endpoint::Initializing {
+            initializer,
+            cluster: Some(c),
+            shard,
+        } => {
+            let name = concrete(state, c)?.to_string();
+            kcp::initializing_with(state, &name, initializer, *shard)?;
+            (
+                Some(name.clone()),
+                ClusterScope::One(name),
+                Some(initializer.clone()),
+            )
+        }
+        Endpoint::ApiExport { .. } => return Err(ApiError::path_not_found()),
+    };
+    Ok(addressed)
+}
+
+/// Rejects subresources that are not served and named requests for namespaced resources
+/// without a namespace.
+fn check_shape(rt: &ResourceType, target: &Target) -> ApiResult<()> {
+    if let Some(sub) = &target.subresource
+        && (sub != "status" || !rt.status)
+    {
+        return Err(ApiError::path_not_found());
+    }
+    if rt.namespaced && target.name.is_some() && target.namespace.is_none() {
+        return Err(ApiError::path_not_found());
+    }
+    Ok(())
+}
+
+/// Resolves a target inside an apiexport virtual workspace.
+fn resolve_in_view(
+    state: &State,
+    at: &apiexport::view::At<'_>,
+    target: &Target,
+    verb: Verb,
+) -> ApiResult<Resolved> {
+    let verb = match (verb, &target.name) {
+        (Verb::Delete, None) => "deletecollection",
+        (v, _) => v.as_str(),
+    };
+    let t = apiexport::view::resolve(
+        state,
+        at,
+        &target.group,
+        &target.version,
+        &target.plural,
+        verb,
+    )?;
+    check_shape(&t.rt, target)?;
+    Ok(Resolved {
+        rt: t.rt,
+        cluster: t.cluster,
+        scope: t.scope,
+        initializer: None,
+        visibility: Some(t.visibility),
+    })
+}
+
 /// The JSON of an object as served at `version`: objects of a CRD with several versions are
-/// stored once and read under any served version (no conversion, as with strategy `None`).
+/// stored once and read under any served version (no conversion, as with strategy `None`);
+/// APIExports are converted as kcp converts them.
 pub fn render(rt: &ResourceType, version: &str, obj: &Stored) -> Bytes {
     if rt.versions.len() < 2 {
         return obj.json.clone();
@@ -578,6 +681,7 @@ pub fn render(rt: &ResourceType, version: &str, obj: &Stored) -> Bytes {
     if value.get("apiVersion").and_then(Value::as_str) == Some(api_version.as_str()) {
         return obj.json.clone();
     }
+    conversion::to_version(rt, version, &mut value);
     value["apiVersion"] = Value::String(api_version);
     serde_json::to_vec(&value)
         .map(Bytes::from)

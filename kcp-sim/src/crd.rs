@@ -6,7 +6,7 @@
 
 use serde_json::{Value, json};
 
-use crate::resource::{GroupResource, type_of_crd};
+use crate::resource::{GroupResource, ResourceType, type_of_crd};
 use crate::semantics::now;
 use crate::status::{ApiError, ApiResult};
 use crate::store::State;
@@ -135,6 +135,12 @@ pub fn delete_custom_resources(state: &mut State, cluster: &str, crd: &Value) ->
     let Ok(t) = type_of_crd(crd) else {
         return Ok(());
     };
+    delete_objects_of(state, cluster, &t)
+}
+
+/// Deletes every object of a resource in a cluster (finalizers are honoured): what a CRD or an
+/// APIBinding going away does to the resource it served.
+pub fn delete_objects_of(state: &mut State, cluster: &str, t: &ResourceType) -> ApiResult<()> {
     let keys: Vec<String> = state
         .clusters
         .get(cluster)
@@ -146,7 +152,7 @@ pub fn delete_custom_resources(state: &mut State, cluster: &str, crd: &Value) ->
         match crate::semantics::delete(
             state,
             cluster,
-            &t,
+            t,
             ns,
             name,
             &crate::semantics::DeleteRequest::default(),

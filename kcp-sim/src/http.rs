@@ -141,6 +141,21 @@ fn endpoint_of(flavor: Flavor, segments: &[String]) -> (Endpoint, usize) {
                 5,
             );
         }
+        if seg(0) == Some("services")
+            && seg(1) == Some("apiexport")
+            && seg(4) == Some("clusters")
+            && let (Some(export_cluster), Some(export), Some(c)) = (seg(2), seg(3), seg(5))
+        {
+            return (
+                Endpoint::ApiExport {
+                    export_cluster: export_cluster.to_string(),
+                    export: export.to_string(),
+                    cluster: (c != "*").then(|| c.to_string()),
+                    shard: None,
+                },
+                6,
+            );
+        }
         // kcp serves the root workspace without a prefix.
         return (Endpoint::Cluster(crate::kcp::ROOT.to_string()), 0);
     }
@@ -162,6 +177,17 @@ async fn route(
             ..
         } => Endpoint::Initializing {
             initializer,
+            cluster,
+            shard: Some(settings.shard),
+        },
+        Endpoint::ApiExport {
+            export_cluster,
+            export,
+            cluster,
+            ..
+        } => Endpoint::ApiExport {
+            export_cluster,
+            export,
             cluster,
             shard: Some(settings.shard),
         },
@@ -268,7 +294,7 @@ async fn route(
             let patch = decode_body(&body, &content_type)?;
             if kind == PatchKind::Strategic {
                 let state = sim.read();
-                let r = sim.resolve(&state, &target)?;
+                let r = sim.resolve(&state, &target, crate::faults::Verb::Patch)?;
                 if !builtin_group(&r.rt) {
                     return Err(ApiError::unsupported_media_type(&content_type));
                 }

@@ -412,11 +412,16 @@ pub fn workspace_removed(state: &mut State, ws: &Stored) -> ApiResult<()> {
         .filter(|c| c.path.starts_with(&nested_prefix))
         .map(|c| c.name.to_string())
         .collect();
-    for name in nested {
-        state.remove_cluster(&name);
+    let mut gone_bindings = Vec::new();
+    for name in nested.iter().map(String::as_str).chain([lc]) {
+        gone_bindings.extend(crate::apiexport::objects_of(
+            state,
+            name,
+            &crate::apiexport::bindings(),
+        ));
+        state.remove_cluster(name);
     }
-    state.remove_cluster(lc);
-    Ok(())
+    crate::apiexport::hooks::clusters_removed(state, &gone_bindings)
 }
 
 /// Whether a cluster may be reached through the initializingworkspaces virtual workspace of

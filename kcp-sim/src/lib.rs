@@ -18,13 +18,14 @@
 //! ```
 //!
 //! Layers, bottom up: [`store`] (objects, resourceVersions, change history, watch fan-out),
-//! [`semantics`] (Kubernetes write rules), [`crd`], [`kcp`], [`query`] (lists and watch
+//! [`semantics`] (Kubernetes write rules), [`crd`], [`kcp`], [`apiexport`], [`query`] (lists and watch
 //! filters), [`api`] (addressing and faults, shared by HTTP and in-process calls), [`http`],
 //! [`server`]. [`selector`], [`patch`] and [`managed_fields`] are the pure pieces underneath.
 //!
 //! Known differences from the real servers are listed in the crate README.
 
 pub mod api;
+pub mod apiexport;
 pub mod client;
 pub mod crd;
 pub mod error;
@@ -35,7 +36,8 @@ pub mod managed_fields;
 pub mod patch;
 pub mod query;
 pub mod resource;
-pub mod selector;
+/// Label and field selectors (kept in kcp-core, shared with controllers).
+pub use kcp_core::selector;
 pub mod semantics;
 pub mod server;
 pub mod status;

@@ -1,11 +1,12 @@
-//! Reading many objects: which clusters a request sees (one, all, or the ones an initializer
-//! still initializes), LIST with selectors and pagination, and the filter a WATCH applies to
-//! the change stream.
+//! Reading many objects: which clusters a request sees (one, all, the ones an initializer
+//! still initializes, or the consumers of an APIExport), LIST with selectors and pagination, and
+//! the filter a WATCH applies to the change stream.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use crate::apiexport as kcp_apis;
 use crate::kcp;
 use crate::resource::GroupResource;
 use crate::selector::{FieldSelector, LabelSelector};
@@ -27,6 +28,12 @@ pub enum ClusterScope {
         /// Only clusters of this shard (the shard whose URL was called); `None` for all.
         shard: Option<usize>,
     },
+    /// Every consumer of an APIExport: `/services/apiexport/<cluster>/<export>/clusters/*`
+    /// (which objects it sees is a [`Visibility`]).
+    Export {
+        /// Only clusters of this shard (the shard whose URL was called); `None` for all.
+        shard: Option<usize>,
+    },
 }
 
 impl ClusterScope {
@@ -34,7 +41,35 @@ impl ClusterScope {
         match self {
             ClusterScope::One(c) => c == cluster,
             ClusterScope::All => true,
-            ClusterScope::Initializing { shard, .. } => shard.is_none_or(|s| s == cluster_shard),
+            ClusterScope::Initializing { shard, .. } | ClusterScope::Export { shard } => {
+                shard.is_none_or(|s| s == cluster_shard)
+            }
+        }
+    }
+}
+
+/// Which objects an apiexport virtual workspace sees.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Visibility {
+    /// Objects whose [`Stored::audience`] holds this virtual workspace key (bound resources and
+    /// resources of accepted permission claims).
+    Audience(Arc<str>),
+    /// APIBindings of this APIExport (by logical cluster name and export name).
+    BindingsOf {
+        /// Logical cluster of the APIExport.
+        cluster: String,
+        /// Name of the APIExport.
+        name: String,
+    },
+}
+
+impl Visibility {
+    fn sees(&self, obj: &Stored, value: Option<&Value>) -> bool {
+        match self {
+            Visibility::Audience(key) => obj.seen_by(key),
+            Visibility::BindingsOf { cluster, name } => {
+                value.is_some_and(|v| kcp_apis::binds_export(v, cluster, name))
+            }
         }
     }
 }
@@ -50,6 +85,8 @@ pub struct Filter {
     pub fields: Option<FieldSelector>,
     /// Only LogicalClusters carrying this initializer (the initializingworkspaces view).
     pub initializer: Option<String>,
+    /// Only what an apiexport virtual workspace sees.
+    pub visibility: Option<Visibility>,
 }
 
 impl Filter {
@@ -57,17 +94,26 @@ impl Filter {
         self.labels.as_ref().is_some_and(|l| !l.is_empty())
             || self.fields.is_some()
             || self.initializer.is_some()
+            || matches!(self.visibility, Some(Visibility::BindingsOf { .. }))
+    }
+
+    /// Whether the filter can drop objects at all.
+    fn selective(&self) -> bool {
+        self.needs_body() || self.visibility.is_some()
     }
 
     /// Whether an object passes the filter (the namespace is checked by the caller).
     pub fn matches(&self, obj: &Stored) -> bool {
         if !self.needs_body() {
-            return true;
+            return self.visibility.as_ref().is_none_or(|v| v.sees(obj, None));
         }
         let Ok(value) = serde_json::from_slice::<Value>(&obj.json) else {
             return false;
         };
-        self.matches_value(&value)
+        self.visibility
+            .as_ref()
+            .is_none_or(|v| v.sees(obj, Some(&value)))
+            && self.matches_value(&value)
     }
 
     fn matches_value(&self, value: &Value) -> bool {
@@ -211,7 +257,7 @@ impl WatchFilter {
             return None;
         }
         let now = self.filter.matches(&change.object);
-        if !self.filter.needs_body() {
+        if !self.filter.selective() {
             return Some((change.kind, change.object.clone()));
         }
         let before = change

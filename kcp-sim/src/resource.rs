@@ -285,9 +285,45 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                 &[],
                 &["kcp"],
             ));
+            types.extend(apis_types());
         }
     }
     types
+}
+
+/// The `apis.kcp.io` kinds of a kcp logical cluster. APIExport is stored as v1alpha2 and also
+/// served as v1alpha1 (see [`crate::apiexport::conversion`]).
+fn apis_types() -> Vec<ResourceType> {
+    let kinds = [
+        ("APIExport", "apiexports", true),
+        ("APIBinding", "apibindings", true),
+        ("APIResourceSchema", "apiresourceschemas", false),
+        ("APIExportEndpointSlice", "apiexportendpointslices", true),
+    ];
+    kinds
+        .into_iter()
+        .map(|(kind, plural, status)| {
+            let version = if kind == "APIExport" {
+                "v1alpha2"
+            } else {
+                "v1alpha1"
+            };
+            let mut t = builtin(
+                "apis.kcp.io",
+                version,
+                kind,
+                plural,
+                false,
+                status,
+                &[],
+                &["kcp"],
+            );
+            if kind == "APIExport" {
+                t.versions.push("v1alpha1".to_string());
+            }
+            t
+        })
+        .collect()
 }
 
 /// The resource type a CustomResourceDefinition object defines, or why it cannot be served.
@@ -295,6 +331,30 @@ pub fn type_of_crd(crd: &Value) -> Result<ResourceType, (String, String)> {
     let spec = crd
         .get("spec")
         .ok_or_else(|| ("spec".to_string(), "Required value".to_string()))?;
+    if spec
+        .get("group")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+    {
+        return Err(("spec.group".to_string(), "Required value".to_string()));
+    }
+    let t = type_of_spec(spec)?;
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if name != format!("{}.{}", t.plural, t.group) {
+        return Err((
+            "metadata.name".to_string(),
+            format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
+        ));
+    }
+    Ok(t)
+}
+
+/// The resource type a CRD-shaped spec (a CRD's or an APIResourceSchema's: group, names, scope,
+/// versions) defines, or the field that is wrong and why.
+pub fn type_of_spec(spec: &Value) -> Result<ResourceType, (String, String)> {
     let field = |path: &str| -> Result<String, (String, String)> {
         let mut cur = spec;
         for part in path.split('.') {
@@ -305,7 +365,11 @@ pub fn type_of_crd(crd: &Value) -> Result<ResourceType, (String, String)> {
             _ => Err((format!("spec.{path}"), "Required value".to_string())),
         }
     };
-    let group = field("group")?;
+    let group = spec
+        .get("group")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     let kind = field("names.kind")?;
     let plural = field("names.plural")?;
     let singular = field("names.singular").unwrap_or_else(|_| kind.to_ascii_lowercase());
@@ -322,16 +386,34 @@ pub fn type_of_crd(crd: &Value) -> Result<ResourceType, (String, String)> {
             ));
         }
     };
-    let name = crd
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if name != format!("{plural}.{group}") {
-        return Err((
-            "metadata.name".to_string(),
-            format!("Invalid value: \"{name}\": must be spec.names.plural+\".\"+spec.group"),
-        ));
-    }
+    let (served, status) = served_versions(spec)?;
+    let strings = |key: &str| -> Vec<String> {
+        spec.pointer(&format!("/names/{key}"))
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Ok(ResourceType {
+        key: GroupResource::new(&group, &plural),
+        group,
+        versions: served,
+        kind,
+        plural,
+        singular,
+        namespaced,
+        status,
+        short_names: strings("shortNames"),
+        categories: strings("categories"),
+    })
+}
+
+/// The served versions of a CRD-shaped spec, the storage version first, and whether any has a
+/// status subresource.
+fn served_versions(spec: &Value) -> Result<(Vec<String>, bool), (String, String)> {
     let versions = spec
         .get("versions")
         .and_then(Value::as_array)
@@ -365,28 +447,7 @@ pub fn type_of_crd(crd: &Value) -> Result<ResourceType, (String, String)> {
             "Invalid value: must have at least one served version".to_string(),
         ));
     }
-    let strings = |key: &str| -> Vec<String> {
-        spec.pointer(&format!("/names/{key}"))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    Ok(ResourceType {
-        key: GroupResource::new(&group, &plural),
-        group,
-        versions: served,
-        kind,
-        plural,
-        singular,
-        namespaced,
-        status,
-        short_names: strings("shortNames"),
-        categories: strings("categories"),
-    })
+    Ok((served, status))
 }
 
 /// The resource types one cluster serves, looked up by group+plural or group+version+kind.
@@ -460,11 +521,14 @@ impl Registry {
         groups
     }
 
-    /// `GET /api`: the core versions.
+    /// `GET /api`: the core versions (none when no core resource is served, as in a virtual
+    /// workspace that serves only custom resources).
     pub fn api_versions(&self) -> Value {
+        let core = self.by_resource.values().any(|t| t.group.is_empty());
+        let versions: &[&str] = if core { &["v1"] } else { &[] };
         json!({
             "kind": "APIVersions",
-            "versions": ["v1"],
+            "versions": versions,
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
         })
     }

@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use crate::apiexport::{self, conversion, hooks as apis};
 use crate::managed_fields::{self, FieldManager};
 use crate::patch;
 use crate::resource::{GroupResource, ResourceType};
@@ -370,6 +371,7 @@ pub fn create(
     opts: &WriteOptions,
 ) -> ApiResult<Written> {
     check_type(rt, version, &mut obj)?;
+    conversion::to_storage(rt, version, &mut obj)?;
     let ns = check_namespace(rt, url_namespace, &mut obj)?;
     let generate = meta_str(&obj, "generateName").map(String::from);
     let mut name = meta_str(&obj, "name").unwrap_or_default().to_string();
@@ -475,7 +477,7 @@ fn default_on_create(
         }
         ("tenancy.kcp.io", "Workspace") => kcp::schedule_workspace(state, cluster, obj)?,
         ("tenancy.kcp.io", "WorkspaceType") => kcp::publish_virtual_workspaces(state, cluster, obj),
-        _ => {}
+        _ => apis::on_create(rt, obj)?,
     }
     Ok(())
 }
@@ -494,7 +496,7 @@ fn after_write(
             kcp::create_logical_cluster(state, cluster, new)
         }
         ("core.kcp.io", "LogicalCluster") => kcp::logical_cluster_changed(state, cluster, new),
-        _ => Ok(()),
+        _ => apis::after_write(state, cluster, rt, old, new),
     }
 }
 
@@ -512,6 +514,7 @@ pub fn update(
     opts: &WriteOptions,
 ) -> ApiResult<Written> {
     check_type(rt, version, &mut obj)?;
+    conversion::to_storage(rt, version, &mut obj)?;
     let body_name = meta_str(&obj, "name").unwrap_or_default();
     if !body_name.is_empty() && body_name != name {
         return Err(ApiError::bad_request(format!(
@@ -629,6 +632,7 @@ fn write_update(
     }
     kcp::stamp_cluster(state, cluster, &mut new)?;
     kcp::check_update(rt, &old, &new, opts.initializer.as_deref())?;
+    apis::check_update(rt, &old, &new)?;
     if same_object(&old, &new) {
         let object = get(state, cluster, rt, namespace, name)?;
         return Ok(Written {
@@ -711,6 +715,7 @@ pub fn patch(
     let current = current.ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     let old = current.value()?;
     let mut new = old.clone();
+    conversion::to_version(rt, version, &mut new);
     let invalid = |e: patch::PatchError| ApiError::new(422, "Invalid", e.to_string());
     match kind {
         PatchKind::Merge => patch::merge_patch(&mut new, body),
@@ -732,6 +737,7 @@ pub fn patch(
         ));
     }
     check_type(rt, version, &mut new)?;
+    conversion::to_storage(rt, version, &mut new)?;
     write_update(
         state, cluster, rt, version, namespace, name, status, old, new, opts, false,
     )
@@ -762,7 +768,15 @@ fn apply(
     let mut applied = body.clone();
     check_type(rt, version, &mut applied)?;
     let body_name = meta_str(&applied, "name").unwrap_or_default();
-    if body_name != name {
+    if body_name.is_empty() {
+        // As kube-apiserver: an apply body without a name takes the URL's (kube-lease-manager
+        // and other clients send only the fields they own).
+        if let Some(meta) = applied.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.insert("name".into(), Value::String(name.to_string()));
+        } else if let Some(obj) = applied.as_object_mut() {
+            obj.insert("metadata".into(), serde_json::json!({ "name": name }));
+        }
+    } else if body_name != name {
         return Err(ApiError::bad_request(format!(
             "the name of the object ({body_name}) does not match the name on the URL ({name})"
         )));
@@ -827,6 +841,7 @@ fn apply(
             }
             let mut obj =
                 managed_fields::apply(None, &applied, &who, opts.force).map_err(conflict)?;
+            conversion::to_storage(rt, version, &mut obj)?;
             let meta = meta_mut(&mut obj)?;
             meta.insert("uid".into(), json!(new_uid()));
             meta.insert("creationTimestamp".into(), json!(now));
@@ -837,8 +852,11 @@ fn apply(
         }
         Some(current) => {
             let old = current.value()?;
-            let new =
-                managed_fields::apply(Some(&old), &applied, &who, opts.force).map_err(conflict)?;
+            let mut seen = old.clone();
+            conversion::to_version(rt, version, &mut seen);
+            let mut new =
+                managed_fields::apply(Some(&seen), &applied, &who, opts.force).map_err(conflict)?;
+            conversion::to_storage(rt, version, &mut new)?;
             write_update(
                 state, cluster, rt, version, namespace, name, status, old, new, opts, true,
             )
@@ -896,6 +914,7 @@ pub fn delete(
     }
     let is_namespace = rt.group.is_empty() && rt.kind == "Namespace";
     let is_crd = rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition";
+    let is_binding = apis::is_binding(rt);
     let mut fins = finalizers(&obj);
     if policy == "Foreground" && !fins.iter().any(|f| f == "foregroundDeletion") {
         fins.push("foregroundDeletion".to_string());
@@ -903,7 +922,7 @@ pub fn delete(
     if policy == "Orphan" {
         orphan_dependents(state, cluster, &current.uid)?;
     }
-    let needs_cleanup = is_namespace || is_crd;
+    let needs_cleanup = is_namespace || is_crd || is_binding;
     if fins.is_empty() && !needs_cleanup {
         let removed = remove_now(state, cluster, rt, namespace, name)?;
         if policy == "Background" {
@@ -928,6 +947,9 @@ pub fn delete(
     }
     if is_crd {
         crd::delete_custom_resources(state, cluster, &obj)?;
+    }
+    if is_binding {
+        apiexport::binding::delete_bound_objects(state, cluster, &obj)?;
     }
     if policy == "Foreground" || fins.iter().any(|f| f == "foregroundDeletion") {
         collect_dependents(state, cluster, &current.uid)?;
@@ -976,8 +998,15 @@ pub(crate) fn remove_now(
     if rt.group == "tenancy.kcp.io" && rt.kind == "Workspace" {
         kcp::workspace_removed(state, &removed)?;
     }
-    // Owners in foreground deletion waiting for this dependent.
     let value = removed.value()?;
+    apis::removed(state, cluster, rt, &value)?;
+    if let Some(binding) =
+        apiexport::binding::terminating_binding_of(state, cluster, rt.group_resource())
+        && let Some(binding_type) = type_in(state, cluster, apiexport::GROUP, "apibindings")
+    {
+        try_finish_termination(state, cluster, &binding_type, "", &binding)?;
+    }
+    // Owners in foreground deletion waiting for this dependent.
     if let Some(refs) = value
         .pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
@@ -1026,6 +1055,9 @@ fn try_finish_termination(
         return Ok(());
     }
     if is_crd && crd::has_custom_resources(state, cluster, &obj) {
+        return Ok(());
+    }
+    if apis::is_binding(rt) && apiexport::binding::has_bound_objects(state, cluster, &obj) {
         return Ok(());
     }
     let mut fins = finalizers(&obj);

@@ -17,6 +17,11 @@ use tokio::sync::broadcast;
 use crate::resource::{Flavor, GroupResource, Registry};
 use crate::status::{ApiError, ApiResult};
 
+/// The virtual workspaces, by key, that see an object besides its own logical cluster (kcp's
+/// apiexport views of bound and claimed resources). Kept per object so that a watcher decides
+/// from the change alone whether it saw the object before and after a write.
+pub type Audience = Arc<[Arc<str>]>;
+
 /// One stored object: its JSON (with `metadata.resourceVersion` set) and what the store indexes.
 #[derive(Debug)]
 pub struct Stored {
@@ -30,6 +35,8 @@ pub struct Stored {
     pub uid: Box<str>,
     /// Whether it has a deletionTimestamp (it is being deleted).
     pub terminating: bool,
+    /// Who else sees it, as its cluster's [`ClusterData::audiences`] said when it was stored.
+    pub audience: Option<Audience>,
 }
 
 impl Stored {
@@ -61,6 +68,7 @@ impl Stored {
             owners,
             uid,
             terminating,
+            audience: None,
         })
     }
 
@@ -68,6 +76,13 @@ impl Stored {
     pub fn value(&self) -> ApiResult<Value> {
         serde_json::from_slice(&self.json)
             .map_err(|e| ApiError::internal(format!("decoding stored object: {e}")))
+    }
+
+    /// Whether the virtual workspace `key` sees this object.
+    pub fn seen_by(&self, key: &str) -> bool {
+        self.audience
+            .as_ref()
+            .is_some_and(|a| a.iter().any(|k| &**k == key))
     }
 }
 
@@ -144,6 +159,8 @@ pub struct ClusterData {
     pub registry: Registry,
     /// Objects per resource.
     pub objects: HashMap<GroupResource, ObjectMap>,
+    /// Per resource, the virtual workspaces that see its objects (see [`Audience`]).
+    pub audiences: HashMap<GroupResource, Audience>,
 }
 
 impl ClusterData {
@@ -155,6 +172,7 @@ impl ClusterData {
             shard,
             registry: Registry::with_builtins(flavor),
             objects: HashMap::new(),
+            audiences: HashMap::new(),
         }
     }
 
@@ -303,7 +321,7 @@ impl State {
         gr: &GroupResource,
         namespace: &str,
         name: &str,
-        stored: Stored,
+        mut stored: Stored,
     ) -> ApiResult<Arc<Stored>> {
         let data = self
             .clusters
@@ -311,6 +329,7 @@ impl State {
             .ok_or_else(|| ApiError::not_found("core.kcp.io", "logicalclusters", cluster))?;
         debug_assert_eq!(stored.rv, self.rv + 1);
         self.rv = stored.rv;
+        stored.audience = data.audiences.get(gr).cloned();
         let stored = Arc::new(stored);
         let previous = data
             .objects
@@ -362,7 +381,9 @@ impl State {
         if let Some(meta) = last.get_mut("metadata").and_then(Value::as_object_mut) {
             meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
         }
-        let stored = Arc::new(Stored::encode(&last, rv)?);
+        let mut stored = Stored::encode(&last, rv)?;
+        stored.audience = previous.audience.clone();
+        let stored = Arc::new(stored);
         self.rv = rv;
         self.publish(Change {
             rv,

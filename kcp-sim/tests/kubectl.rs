@@ -1,6 +1,7 @@
 //! kubectl against kcp-sim: create, client-side and server-side apply, `get -o json`, `get -w`,
 //! label selectors, merge and JSON patches, a CRD and its resource, `wait --for`, a finalizer,
-//! and namespace deletion.
+//! namespace deletion, and kcp's API exports (binding, serving, the apiexport virtual
+//! workspace's wildcard view).
 //!
 //! Needs `kubectl` on PATH (or `KUBECTL=/path/to/kubectl`); `.ci/run` installs Debian's
 //! `kubernetes-client` when none is there. Works with kubectl 1.20 to 1.33.
@@ -48,6 +49,28 @@ impl Kubectl {
         let dir = TempDir::new();
         let kubeconfig = dir.0.join("kubeconfig");
         sim.write_kubeconfig(&kubeconfig, &[]).unwrap();
+        Kubectl {
+            kubeconfig,
+            _dir: dir,
+        }
+    }
+
+    /// kubectl with one context per `(name, server URL)`; the first is the current one.
+    fn with_contexts(contexts: &[(&str, &str)]) -> Self {
+        let dir = TempDir::new();
+        let kubeconfig = dir.0.join("kubeconfig");
+        let mut doc = String::from("apiVersion: v1\nkind: Config\nclusters:\n");
+        for (name, url) in contexts {
+            doc.push_str(&format!("- name: {name}\n  cluster:\n    server: {url}\n"));
+        }
+        doc.push_str("users:\n- name: u\n  user:\n    token: t\ncontexts:\n");
+        for (name, _) in contexts {
+            doc.push_str(&format!(
+                "- name: {name}\n  context:\n    cluster: {name}\n    user: u\n"
+            ));
+        }
+        doc.push_str(&format!("current-context: {}\n", contexts[0].0));
+        std::fs::write(&kubeconfig, doc).unwrap();
         Kubectl {
             kubeconfig,
             _dir: dir,
@@ -433,4 +456,160 @@ async fn kubectl_namespace_deletion_removes_its_contents() {
     assert_eq!(left["items"].as_array().unwrap().len(), 0);
     let err = k.fails(&["get", "namespace", "team"]).await;
     assert!(err.contains("NotFound"), "{err}");
+}
+
+const WORKSPACES: &str = "apiVersion: tenancy.kcp.io/v1alpha1
+kind: Workspace
+metadata: {name: provider}
+---
+apiVersion: tenancy.kcp.io/v1alpha1
+kind: Workspace
+metadata: {name: consumer-a}
+---
+apiVersion: tenancy.kcp.io/v1alpha1
+kind: Workspace
+metadata: {name: consumer-b}
+";
+
+const EXPORT: &str = "apiVersion: apis.kcp.io/v1alpha1
+kind: APIResourceSchema
+metadata: {name: v1.widgets.example.io}
+spec:
+  group: example.io
+  scope: Namespaced
+  names: {kind: Widget, plural: widgets, singular: widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+    subresources: {status: {}}
+---
+apiVersion: apis.kcp.io/v1alpha1
+kind: APIExport
+metadata: {name: widgets}
+spec:
+  latestResourceSchemas: [v1.widgets.example.io]
+";
+
+const BINDING: &str = "apiVersion: apis.kcp.io/v1alpha1
+kind: APIBinding
+metadata: {name: widgets}
+spec:
+  reference:
+    export: {path: root:provider, name: widgets}
+";
+
+/// kcp-sim with a provider exporting widgets, bound in two consumers, each holding widget
+/// `w1`; kubectl with the contexts `root`, `provider`, `consumer-a` and `consumer-b`.
+async fn bound_widgets() -> (Server, Kubectl) {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let url = |ws: &str| sim.cluster_url(ws);
+    let k = Kubectl::with_contexts(&[
+        ("root", &url("root")),
+        ("provider", &url("root:provider")),
+        ("consumer-a", &url("root:consumer-a")),
+        ("consumer-b", &url("root:consumer-b")),
+    ]);
+    let workspaces = k.file("ws.yaml", WORKSPACES);
+    k.run(&["create", "-f", path(&workspaces)]).await;
+    let export = k.file("export.yaml", EXPORT);
+    k.run(&["--context", "provider", "apply", "-f", path(&export)])
+        .await;
+    let binding = k.file("binding.yaml", BINDING);
+    let widget = k.file("w.yaml", WIDGET);
+    for ctx in ["consumer-a", "consumer-b"] {
+        k.run(&["--context", ctx, "apply", "-f", path(&binding)])
+            .await;
+        k.run(&["--context", ctx, "apply", "-f", path(&widget)])
+            .await;
+    }
+    (sim, k)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_binds_an_export_and_waits_for_the_binding_to_be_bound() {
+    let (_sim, k) = bound_widgets().await;
+    let waited = k
+        .run(&[
+            "--context",
+            "consumer-a",
+            "wait",
+            "--for=jsonpath={.status.phase}=Bound",
+            "--timeout=20s",
+            "apibinding/widgets",
+        ])
+        .await;
+    assert!(waited.contains("condition met"), "{waited}");
+    let binding = k
+        .json(&["--context", "consumer-a", "get", "apibinding", "widgets"])
+        .await;
+    assert_eq!(
+        binding["status"]["boundResources"][0]["resource"],
+        "widgets"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_uses_a_bound_resource_in_the_consumer() {
+    let (_sim, k) = bound_widgets().await;
+    let got = k
+        .json(&["--context", "consumer-a", "get", "widget", "w1"])
+        .await;
+    assert_eq!(got["spec"]["size"], 3);
+    let resources = k
+        .run(&[
+            "--context",
+            "consumer-a",
+            "api-resources",
+            "--api-group",
+            "example.io",
+        ])
+        .await;
+    assert!(resources.contains("widgets"), "{resources}");
+    let err = k.fails(&["--context", "provider", "get", "widgets"]).await;
+    assert!(
+        err.contains("the server doesn't have a resource type"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_lists_every_consumer_through_the_wildcard_view() {
+    let (sim, k) = bound_widgets().await;
+    let slice = k
+        .json(&[
+            "--context",
+            "provider",
+            "get",
+            "apiexportendpointslice",
+            "widgets",
+        ])
+        .await;
+    let vw = slice["status"]["endpoints"][0]["url"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let view = Kubectl::with_contexts(&[("view", &format!("{vw}/clusters/*"))]);
+    let listed = view.json(&["get", "widgets", "--all-namespaces"]).await;
+    let mut clusters: Vec<String> = listed["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| {
+            w["metadata"]["annotations"]["kcp.io/cluster"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    clusters.sort();
+    let mut expected = vec![
+        sim.logical_cluster("root:consumer-a").unwrap(),
+        sim.logical_cluster("root:consumer-b").unwrap(),
+    ];
+    expected.sort();
+    assert_eq!(clusters, expected);
+    let bindings = view.json(&["get", "apibindings"]).await;
+    assert_eq!(bindings["items"].as_array().unwrap().len(), 2);
 }

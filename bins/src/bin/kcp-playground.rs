@@ -205,7 +205,7 @@ async fn playground(flags: Flags) -> Result<(), Box<dyn std::error::Error>> {
     );
     if !flags.exit_when_ready {
         println!("\nserving until Ctrl-C");
-        kcp_bins::shutdown_signal().await;
+        kcp_manager::shutdown_signal().await;
     }
     let _ = stop_tx.send(true);
     let _ = tokio::time::timeout(Duration::from_secs(10), agent).await;

@@ -173,6 +173,17 @@ impl<'c, C: ObjectClient + ?Sized> Applier<'c, C> {
             }
             Err(e) => {
                 debug!(object = %target, error = %e, "apply failed");
+                // Without force, a 409 to an apply is a field-ownership conflict (an apply
+                // carries no resourceVersion), which no retry resolves.
+                let e = match e {
+                    Error::Api {
+                        code: 409, message, ..
+                    } if !self.config.force => Error::FieldConflict {
+                        object: target.to_string(),
+                        message,
+                    },
+                    other => other,
+                };
                 (outcome_of_error(e), None)
             }
         }

@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use http::{Request, Response, Uri};
-use kcp_core::kube;
-use kcp_core::kube::client::Body;
+use kube::client::Body;
 
 use crate::error::Error;
 
-/// Per-base-URL clients, shared by every cluster under that URL.
+/// Per-base-URL clients, shared by every cluster under that URL. Cheap to share behind an
+/// `Arc`; the first request for a base URL builds its client.
 pub struct ClusterClients {
     config: kube::Config,
     bases: Mutex<BTreeMap<String, kube::Client>>,
@@ -42,19 +42,19 @@ impl ClusterClients {
             return Ok(client.clone());
         }
         let mut config = self.config.clone();
-        config.cluster_url = base.parse().map_err(|e| Error::Config {
-            message: format!("{base} is not a valid URL: {e}"),
-        })?;
-        let client = kube::Client::try_from(config).map_err(|e| Error::Config {
-            message: format!("building a client for {base}: {e}"),
-        })?;
+        config.cluster_url = base
+            .parse()
+            .map_err(|e| Error::Config(format!("{base} is not a valid URL: {e}")))?;
+        let client = kube::Client::try_from(config)
+            .map_err(|e| Error::Config(format!("building a client for {base}: {e}")))?;
         bases.insert(base.to_string(), client.clone());
         Ok(client)
     }
 
-    /// A client of `<base>/clusters/<cluster>` (`*` for the wildcard) over the base's client.
+    /// A client of `<base>/clusters/<cluster>` (`*` for the wildcard) over the base's client;
+    /// a `/clusters/<x>` suffix of `base` itself is dropped first.
     pub fn cluster(&self, base: &str, cluster: &str) -> Result<kube::Client, Error> {
-        let inner = self.base(base)?;
+        let inner = self.base(crate::kcp::urls::strip_cluster_suffix(base))?;
         let service = PrefixedService {
             inner,
             prefix: Arc::from(format!("/clusters/{cluster}")),

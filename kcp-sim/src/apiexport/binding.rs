@@ -1,0 +1,312 @@
+//! APIBindings: a binding serves its export's resources in the consumer workspace (discovery,
+//! CRUD, watch, status, as for a CRD) and reports it in its status (`phase: Bound`,
+//! `boundResources`, `apiExportClusterName`, conditions, the export's and the accepted permission
+//! claims). A resource already served in the workspace (builtin, CRD or another binding) is a
+//! naming conflict: it is not bound and the binding is not Bound. Resources added to the export
+//! later are bound when the export changes.
+//!
+//! Deleting a binding deletes the objects of its resources first (finalizers are honoured, the
+//! binding waits in Terminating), then stops serving them.
+
+use serde_json::{Value, json};
+
+use super::audience::{self, bound_resources};
+use super::conditions::{self, Condition};
+use super::export::Export;
+use super::{GROUP, bindings, endpoints, objects_of, schema, str_at};
+use crate::resource::{GroupResource, ResourceType};
+use crate::status::{ApiError, ApiResult};
+use crate::store::State;
+
+/// The condition saying whether the referenced export exists.
+pub const APIEXPORT_VALID: &str = "APIExportValid";
+/// The condition saying whether the first binding of every resource succeeded.
+pub const INITIAL_BINDING_COMPLETED: &str = "InitialBindingCompleted";
+/// The condition saying whether every resource of the export is bound.
+pub const BINDING_UP_TO_DATE: &str = "BindingUpToDate";
+/// The condition saying whether the accepted claims are claims of the export.
+pub const PERMISSION_CLAIMS_VALID: &str = "PermissionClaimsValid";
+/// The condition saying whether the accepted claims are in effect.
+pub const PERMISSION_CLAIMS_APPLIED: &str = "PermissionClaimsApplied";
+
+fn invalid(name: &str, field: &str, why: &str) -> ApiError {
+    ApiError::invalid(GROUP, "APIBinding", name, field, why)
+}
+
+/// Validates a new binding: it names an export.
+pub fn validate(binding: &Value) -> ApiResult<()> {
+    if str_at(binding, "/spec/reference/export/name").is_empty() {
+        return Err(invalid(
+            str_at(binding, "/metadata/name"),
+            "spec.reference.export.name",
+            "Required value",
+        ));
+    }
+    Ok(())
+}
+
+/// The export a binding refers to cannot change.
+pub fn check_update(old: &Value, new: &Value) -> ApiResult<()> {
+    if old.pointer("/spec/reference") != new.pointer("/spec/reference") {
+        return Err(invalid(
+            str_at(new, "/metadata/name"),
+            "spec.reference",
+            "Invalid value: APIExport reference must not be changed",
+        ));
+    }
+    Ok(())
+}
+
+/// The workspace (path or cluster name) of the export a binding in `cluster` refers to.
+fn export_path(binding: &Value, cluster: &str) -> String {
+    match str_at(binding, "/spec/reference/export/path") {
+        "" => cluster.to_string(),
+        path => path.to_string(),
+    }
+}
+
+/// Brings a binding up to date with its export: serves the export's resources and writes the
+/// status; then the audiences of the cluster and the endpoints of the export follow.
+pub fn reconcile(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> {
+    let Some(stored) = state.lookup(cluster, &bindings(), "", name) else {
+        return Ok(());
+    };
+    let mut binding = stored.value()?;
+    if binding.pointer("/metadata/deletionTimestamp").is_some() {
+        return Ok(());
+    }
+    let before = binding.get("status").cloned();
+    if str_at(&binding, "/status/phase").is_empty() {
+        binding["status"]["phase"] = json!("Binding");
+    }
+    let path = export_path(&binding, cluster);
+    let export_name = str_at(&binding, "/spec/reference/export/name").to_string();
+    let previous_export = str_at(&binding, "/status/apiExportClusterName").to_string();
+    match Export::find(state, &path, &export_name) {
+        Some(export) => bind(state, cluster, &export, &mut binding),
+        None => {
+            let why = format!("APIExport {path}|{export_name} not found");
+            conditions::set(
+                &mut binding,
+                Condition::failed(APIEXPORT_VALID, "APIExportNotFound", &why),
+            );
+        }
+    }
+    if binding.get("status") != before.as_ref() {
+        state.store(cluster, &bindings(), "", name, &mut binding)?;
+    }
+    audience::refresh(state, cluster)?;
+    let export_cluster = str_at(&binding, "/status/apiExportClusterName").to_string();
+    if !export_cluster.is_empty() {
+        endpoints::refresh_for_export(state, &export_cluster, &export_name)?;
+    }
+    if !previous_export.is_empty() && previous_export != export_cluster {
+        endpoints::refresh_for_export(state, &previous_export, &export_name)?;
+    }
+    Ok(())
+}
+
+/// Binds every resource of the export that does not conflict, and sets phase and conditions.
+fn bind(state: &mut State, cluster: &str, export: &Export, binding: &mut Value) {
+    binding["status"]["apiExportClusterName"] = json!(export.cluster);
+    conditions::set(binding, Condition::ok(APIEXPORT_VALID));
+    let mut bound: Vec<Value> = binding
+        .pointer("/status/boundResources")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut conflicts = Vec::new();
+    let mut missing = Vec::new();
+    for r in &export.resources {
+        let Some((schema, t)) = schema::load(state, &export.cluster, &r.schema)
+            .and_then(|s| schema::type_of(&s).map(|t| (s, t)))
+        else {
+            missing.push(r.schema.clone());
+            continue;
+        };
+        let gr = t.group_resource().clone();
+        let mine = bound
+            .iter()
+            .any(|b| str_at(b, "/group") == gr.group && str_at(b, "/resource") == gr.resource);
+        let served = state
+            .clusters
+            .get(cluster)
+            .is_some_and(|c| c.registry.get(&gr).is_some());
+        if served && !mine {
+            conflicts.push(gr.to_string());
+            continue;
+        }
+        let entry = bound_entry(&schema, &t, &export.identity_hash);
+        bound.retain(|b| str_at(b, "/group") != gr.group || str_at(b, "/resource") != gr.resource);
+        bound.push(entry);
+        if let Some(c) = state.clusters.get_mut(cluster) {
+            c.registry.insert(t);
+        }
+    }
+    if !bound.is_empty() {
+        binding["status"]["boundResources"] = Value::Array(bound);
+    }
+    claims_status(export, binding);
+    set_phase(binding, &missing, &conflicts);
+}
+
+fn bound_entry(schema: &Value, t: &ResourceType, identity_hash: &str) -> Value {
+    json!({
+        "group": t.group,
+        "resource": t.plural,
+        "schema": {
+            "name": str_at(schema, "/metadata/name"),
+            "UID": str_at(schema, "/metadata/uid"),
+            "identityHash": identity_hash,
+        },
+        "storageVersions": [t.versions.first().cloned().unwrap_or_default()],
+    })
+}
+
+/// Phase and binding conditions from what could not be bound.
+fn set_phase(binding: &mut Value, missing: &[String], conflicts: &[String]) {
+    let initial_done = conditions::is_true(binding, INITIAL_BINDING_COMPLETED);
+    let (reason, why) = if !missing.is_empty() {
+        (
+            "APIResourceSchemaInvalid",
+            format!("APIResourceSchemas not found: {missing:?}"),
+        )
+    } else if !conflicts.is_empty() {
+        (
+            "NamingConflicts",
+            format!(
+                "Unable to bind APIs because they are bound by other APIBindings or CRDs: {conflicts:?}"
+            ),
+        )
+    } else {
+        conditions::set(binding, Condition::ok(INITIAL_BINDING_COMPLETED));
+        conditions::set(binding, Condition::ok(BINDING_UP_TO_DATE));
+        binding["status"]["phase"] = json!("Bound");
+        return;
+    };
+    conditions::set(binding, Condition::failed(BINDING_UP_TO_DATE, reason, &why));
+    if !initial_done {
+        conditions::set(
+            binding,
+            Condition::failed(INITIAL_BINDING_COMPLETED, reason, &why),
+        );
+    }
+}
+
+/// `exportPermissionClaims`, `appliedPermissionClaims` and the claim conditions.
+fn claims_status(export: &Export, binding: &mut Value) {
+    let as_v1alpha1 = |group: &str, resource: &str, identity: &str| {
+        let mut c = json!({"group": group, "resource": resource});
+        if !identity.is_empty() {
+            c["identityHash"] = json!(identity);
+        }
+        c
+    };
+    let offered: Vec<Value> = export
+        .claims
+        .iter()
+        .map(|c| as_v1alpha1(&c.group, &c.resource, &c.identity_hash))
+        .collect();
+    let accepted = super::view::accepted_claims(binding);
+    let (applied, unknown): (Vec<_>, Vec<_>) = accepted
+        .iter()
+        .partition(|a| export.claims.iter().any(|c| c.same_resource(a)));
+    let applied: Vec<Value> = applied
+        .iter()
+        .map(|c| as_v1alpha1(&c.group, &c.resource, &c.identity_hash))
+        .collect();
+    binding["status"]["exportPermissionClaims"] = Value::Array(offered);
+    binding["status"]["appliedPermissionClaims"] = Value::Array(applied);
+    if unknown.is_empty() {
+        conditions::set(binding, Condition::ok(PERMISSION_CLAIMS_VALID));
+    } else {
+        let names: Vec<String> = unknown
+            .iter()
+            .map(|c| GroupResource::new(&c.group, &c.resource).to_string())
+            .collect();
+        let why = format!("claims not offered by the APIExport: {names:?}");
+        conditions::set(
+            binding,
+            Condition::failed(PERMISSION_CLAIMS_VALID, "InvalidPermissionClaims", &why),
+        );
+    }
+    conditions::set(binding, Condition::ok(PERMISSION_CLAIMS_APPLIED));
+}
+
+/// Reconciles every binding (in any cluster) that refers to the export `name` in `cluster`.
+pub fn reconcile_bindings_of(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> {
+    let gr = bindings();
+    let mut found = Vec::new();
+    for (consumer, data) in &state.clusters {
+        for obj in data.objects.get(&gr).into_iter().flat_map(|m| m.values()) {
+            let Ok(binding) = obj.value() else { continue };
+            if str_at(&binding, "/spec/reference/export/name") != name {
+                continue;
+            }
+            let path = export_path(&binding, consumer);
+            if state.resolve_cluster(&path) == Some(cluster) {
+                found.push((
+                    consumer.clone(),
+                    str_at(&binding, "/metadata/name").to_string(),
+                ));
+            }
+        }
+    }
+    for (consumer, binding) in found {
+        reconcile(state, &consumer, &binding)?;
+    }
+    Ok(())
+}
+
+/// The terminating binding that bound a resource in a cluster, if one waits for its objects.
+pub fn terminating_binding_of(state: &State, cluster: &str, gr: &GroupResource) -> Option<String> {
+    objects_of(state, cluster, &bindings())
+        .into_iter()
+        .filter(|b| b.pointer("/metadata/deletionTimestamp").is_some())
+        .find(|b| bound_resources(b).contains(gr))
+        .map(|b| str_at(&b, "/metadata/name").to_string())
+}
+
+/// Whether objects of a binding's resources are left in the cluster.
+pub fn has_bound_objects(state: &State, cluster: &str, binding: &Value) -> bool {
+    let Some(data) = state.clusters.get(cluster) else {
+        return false;
+    };
+    bound_resources(binding)
+        .iter()
+        .any(|gr| data.objects.get(gr).is_some_and(|m| !m.is_empty()))
+}
+
+/// Deletes every object of a terminating binding's resources (finalizers are honoured).
+pub fn delete_bound_objects(state: &mut State, cluster: &str, binding: &Value) -> ApiResult<()> {
+    for gr in bound_resources(binding) {
+        let Some(rt) = state
+            .clusters
+            .get(cluster)
+            .and_then(|c| c.registry.get(&gr))
+            .map(|t| (**t).clone())
+        else {
+            continue;
+        };
+        crate::crd::delete_objects_of(state, cluster, &rt)?;
+    }
+    Ok(())
+}
+
+/// After a binding is gone: its resources are no longer served, and audiences and endpoints
+/// follow.
+pub fn removed(state: &mut State, cluster: &str, binding: &Value) -> ApiResult<()> {
+    if let Some(data) = state.clusters.get_mut(cluster) {
+        for gr in bound_resources(binding) {
+            data.registry.remove(&gr);
+            data.objects.remove(&gr);
+        }
+    }
+    audience::refresh(state, cluster)?;
+    let export_cluster = str_at(binding, "/status/apiExportClusterName");
+    if !export_cluster.is_empty() {
+        let name = str_at(binding, "/spec/reference/export/name");
+        endpoints::refresh_for_export(state, export_cluster, name)?;
+    }
+    Ok(())
+}

@@ -1,0 +1,152 @@
+//! Where the export machinery joins the write path of [`crate::semantics`]: validation of new
+//! objects, update rules, and what a stored or removed object sets off.
+
+use serde_json::Value;
+
+use super::{GROUP, binding, endpoints, exports, identity, schema, str_at};
+use crate::resource::ResourceType;
+use crate::status::{ApiError, ApiResult};
+use crate::store::State;
+
+fn kind(rt: &ResourceType) -> Option<&str> {
+    (rt.group == GROUP).then_some(rt.kind.as_str())
+}
+
+/// Whether `rt` is APIBinding.
+pub fn is_binding(rt: &ResourceType) -> bool {
+    kind(rt) == Some("APIBinding")
+}
+
+/// Validates a new object of the export machinery (in its stored version).
+pub fn on_create(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    match kind(rt) {
+        Some("APIResourceSchema") => schema::validate(obj),
+        Some("APIBinding") => binding::validate(obj),
+        Some("APIExport") => validate_export(obj),
+        _ => Ok(()),
+    }
+}
+
+/// v1alpha2 permission claims need verbs (v1alpha1 ones were given `*` by the conversion).
+fn validate_export(export: &Value) -> ApiResult<()> {
+    let claims = export
+        .pointer("/spec/permissionClaims")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    for (i, claim) in claims.iter().enumerate() {
+        let has_verbs = claim
+            .get("verbs")
+            .and_then(Value::as_array)
+            .is_some_and(|v| !v.is_empty());
+        if !has_verbs {
+            return Err(ApiError::invalid(
+                GROUP,
+                "APIExport",
+                str_at(export, "/metadata/name"),
+                &format!("spec.permissionClaims[{i}].verbs"),
+                "Required value",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The update rules: a schema's spec and a binding's reference do not change.
+pub fn check_update(rt: &ResourceType, old: &Value, new: &Value) -> ApiResult<()> {
+    match kind(rt) {
+        Some("APIResourceSchema") => schema::check_update(old, new),
+        Some("APIBinding") => binding::check_update(old, new),
+        Some("APIExport") => validate_export(new),
+        _ => Ok(()),
+    }
+}
+
+/// What a stored write of the export machinery sets off.
+pub fn after_write(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    old: Option<&Value>,
+    new: &Value,
+) -> ApiResult<()> {
+    let name = str_at(new, "/metadata/name");
+    match kind(rt) {
+        Some("APIExport") => export_written(state, cluster, old, new),
+        Some("APIBinding") => binding::reconcile(state, cluster, name),
+        Some("APIExportEndpointSlice") => endpoints::refresh(state, cluster, name),
+        Some("APIResourceSchema") if old.is_none() => schema_created(state, cluster, name),
+        _ => Ok(()),
+    }
+}
+
+/// An export got written: it gets its identity and endpoint slice, and its bindings follow a
+/// change of its resources, claims or identity.
+fn export_written(
+    state: &mut State,
+    cluster: &str,
+    old: Option<&Value>,
+    new: &Value,
+) -> ApiResult<()> {
+    if new.pointer("/metadata/deletionTimestamp").is_some() {
+        return Ok(());
+    }
+    let name = str_at(new, "/metadata/name").to_string();
+    let mut export = new.clone();
+    identity::ensure(state, cluster, &mut export)?;
+    if export != *new {
+        state.store(cluster, &exports(), "", &name, &mut export)?;
+    }
+    endpoints::ensure_default(state, cluster, &export)?;
+    let changed = |pointer: &str| old.and_then(|o| o.pointer(pointer)) != export.pointer(pointer);
+    if old.is_none() || changed("/spec") || changed("/status/identityHash") {
+        binding::reconcile_bindings_of(state, cluster, &name)?;
+    }
+    if old.is_none() {
+        endpoints::refresh_for_export(state, cluster, &name)?;
+    }
+    Ok(())
+}
+
+/// A new schema may be what bindings of an export in its cluster were waiting for.
+fn schema_created(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> {
+    let waiting: Vec<String> = super::objects_of(state, cluster, &exports())
+        .iter()
+        .filter(|e| {
+            e.pointer("/spec/resources")
+                .and_then(Value::as_array)
+                .is_some_and(|r| r.iter().any(|r| str_at(r, "/schema") == name))
+        })
+        .map(|e| str_at(e, "/metadata/name").to_string())
+        .collect();
+    for export in waiting {
+        binding::reconcile_bindings_of(state, cluster, &export)?;
+    }
+    Ok(())
+}
+
+/// What the removal of an object of the export machinery sets off.
+pub fn removed(state: &mut State, cluster: &str, rt: &ResourceType, gone: &Value) -> ApiResult<()> {
+    let name = str_at(gone, "/metadata/name");
+    match kind(rt) {
+        Some("APIExport") => {
+            binding::reconcile_bindings_of(state, cluster, name)?;
+            endpoints::refresh_for_export(state, cluster, name)
+        }
+        Some("APIBinding") => binding::removed(state, cluster, gone),
+        _ => Ok(()),
+    }
+}
+
+/// After logical clusters went away with their workspace: the endpoints of the exports their
+/// bindings referred to follow.
+pub fn clusters_removed(state: &mut State, bindings: &[Value]) -> ApiResult<()> {
+    for b in bindings {
+        let export_cluster = str_at(b, "/status/apiExportClusterName");
+        if !export_cluster.is_empty() {
+            let name = str_at(b, "/spec/reference/export/name");
+            endpoints::refresh_for_export(state, export_cluster, name)?;
+        }
+    }
+    Ok(())
+}
