@@ -39,7 +39,7 @@ pub use kcp::{ClusterName, ClusterPath, InitializerName};
 pub use kube_client::KubeObjectClient;
 pub use manifest::parse_manifests;
 pub use retry::Backoff;
-pub use template::{TemplateEngine, TemplateSyntax};
+pub use template::{TemplateEngine, TemplateOptions, TemplateSyntax};
 pub use typed::ObjectClientExt;
 
 /// Re-exported so that users name the same `kube` and `k8s-openapi` kcp-core was built with.

@@ -26,8 +26,12 @@
 //! 1-based line: the precise line of a YAML or JSON syntax error, otherwise the first line of
 //! the document's content.
 //!
-//! YAML scalars are resolved by `serde-saphyr` with YAML 1.2 core-schema rules; quote values
-//! such as `yes`, `on` or `0777` when a string is meant.
+//! YAML scalars are resolved with the YAML 1.1 rules Kubernetes uses (`sigs.k8s.io/yaml`, i.e.
+//! go-yaml v2): `yes`/`no`/`on`/`off`/`y`/`n` are booleans, `0644` is the octal 420, `0x1F`
+//! is 31, `1_000` is 1000, dates stay strings. As in Go's YAML-to-JSON conversion, a float with
+//! no fractional part (`1e3`) becomes the integer `1000`. Quote such values when a string is
+//! meant. Mapping keys always stay strings (go-yaml would turn a key `y:` or `on:` into
+//! `"true"`), and `Yes`-style spellings are matched without regard to case.
 
 use kube::api::DynamicObject;
 use serde_json::Value;
@@ -325,7 +329,8 @@ fn split_yaml(source_name: &str, text: &str) -> Result<Vec<Document>> {
             });
             continue;
         };
-        let value: Value = serde_saphyr::from_str(chunk.text)
+        let value: Value = serde_saphyr::from_str_with_options(chunk.text, yaml11_options())
+            .map(integral_floats_as_integers)
             .map_err(|err| yaml_error(source_name, index, &chunk, line, &err))?;
         if value.is_array() {
             return Err(manifest_error(
@@ -338,6 +343,37 @@ fn split_yaml(source_name: &str, text: &str) -> Result<Vec<Document>> {
         documents.push(Document { index, line, value });
     }
     Ok(documents)
+}
+
+/// serde-saphyr's options for YAML 1.1 scalars (its booleans already include `yes`/`on`).
+fn yaml11_options() -> serde_saphyr::Options {
+    let mut options = serde_saphyr::Options::default();
+    options.legacy_octal_numbers = true;
+    options
+}
+
+/// Go's JSON encoder writes a float without a fractional part (below 1e21) as an integer, so
+/// YAML read by Kubernetes never yields `1000.0` where `1e3` was written.
+fn integral_floats_as_integers(value: Value) -> Value {
+    match value {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            if f.fract() == 0.0 && f.abs() < 9.2e18 {
+                Value::from(f as i64)
+            } else {
+                Value::Number(n)
+            }
+        }
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(integral_floats_as_integers).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, integral_floats_as_integers(v)))
+                .collect(),
+        ),
+        other => other,
+    }
 }
 
 /// Whether a chunk counts as a document: anything opened by `---`, otherwise only when it has

@@ -1,26 +1,60 @@
-//! Hermetic templates: tera 2 with sprig-named filters, plus a Go `text/template` translator.
+//! Hermetic templates: Go `text/template` with the sprig library (the default), or tera.
 //!
 //! Controllers render manifests and names from templates written by users or copied from
-//! upstream kcp tooling. [`TemplateEngine`] renders them so that the result depends only on the
-//! template and the context given:
+//! upstream kcp tooling. [`TemplateEngine`] renders them so that the result depends only on
+//! the template and the data given.
 //!
-//! - **Hermetic.** No template can read environment variables, files, the clock or randomness.
-//!   tera 2 ships no such function (its only builtin functions are the deterministic `range`
-//!   and `throw`), the `glob_fs` feature is off, and every template is parsed into its own tera
-//!   instance, so `{% include %}`, `{% extends %}` and `{% import %}` cannot reach another
-//!   template (let alone a file): they fail with [`Error::Template`].
-//! - **No autoescaping.** The output is YAML, not HTML: `{{ x }}` prints `x` as is.
-//! - **Strict undefined.** Printing an undefined variable or a missing field is an error naming
-//!   it, with the line and column. `{{ x | default(value="y") }}` still works when `x` or the
-//!   *last* field of a path (`{{ obj.missing | default(value="y") }}`) is missing; a missing
-//!   field in the middle of a path (`obj.missing.deeper`) is an error even under `default`.
-//!   `{% if x is defined %}` tests presence without failing.
-//! - **Cached.** Parsed templates are cached by the SHA-256 of their source, so rendering the
-//!   same source again does not parse it again. The cache keeps at most
-//!   [`DEFAULT_CACHE_CAPACITY`] templates (see [`TemplateEngine::with_capacity`]) and evicts the
-//!   least recently used one when full.
+//! # Go templates (the default)
+//! Go templates run on [`gotmpl`], a port of Go's `text/template` (full syntax: pipelines,
+//! `if`/`else if`, `range` with `else`/`break`/`continue`, `with`, `define`/`template`/
+//! `block`, variables and `$`, `{{-`/`-}}` trimming, comments, the builtins `and or not eq
+//! ne lt le gt ge len index print printf println html js urlquery call`). Functions are
+//! sprig v3's hermetic set plus kcp's `sha3sum`, `sha3short`, `shortHash` and `toYaml`;
+//! [`sprig`] lists every sprig function, supported or excluded and why. Data is JSON:
+//! integers are `int64`, other numbers `float64`, objects `map[string]interface{}`, as
+//! Kubernetes' unstructured decoder types them.
 //!
-//! # Filters
+//! - **Hermetic.** No function reads the clock, randomness, the environment, files or the
+//!   network. Using an excluded sprig function (`now`, `env`, `randAlpha`, `uuidv4`,
+//!   `genPrivateKey`, ...) fails when the template is parsed, with an error naming the
+//!   function and why it is not allowed; an unknown function fails as in Go (`function
+//!   "x" not defined`).
+//! - **Escaping.** Action output is plain text by default ([`Escaping::Text`], Go's
+//!   `text/template`, what api-syncagent uses): `{{ .ClusterPath | quote }}` prints
+//!   `"root:a"`. The upstream init-agent renders with `html/template`, which prints
+//!   `&#34;root:a&#34;`; [`Escaping::Html`] reproduces that byte for byte for whoever needs
+//!   it, but manifests are YAML, not HTML, so text is the sane default.
+//! - **Missing keys** print `<no value>` ([`MissingKeys::NoValue`], Go's default) or fail
+//!   ([`MissingKeys::Error`]).
+//! - **Bounded.** A [`Budget`] caps range iterations, output size and the size of strings
+//!   and lists functions build; nesting (`template` recursion) is capped at 200 levels.
+//!   A runaway template stops with an error saying which budget it exhausted.
+//! - **Errors** ([`Error::Template`]) carry the caller's template name and, for parse
+//!   errors and most execution errors, the line and column (1-based, in characters).
+//!
+//! Differences from Go that remain (besides those of the sprig functions, listed in
+//! [`sprig`]): `printf` verbs other than `%v`/`%s` applied to a list or dict (`%q` of a
+//! list) print a `%!q(...)` marker instead of formatting each item; `%#v` prints like `%v`;
+//! a pipeline ending in `|` (`{{ .x | }}`) is an error (Go 1.19 ignores the `|`); the
+//! position of an execution error is that of the first use of the failing function, field
+//! or template in the source, which is Go's position unless the name is used more than
+//! once.
+//!
+//! # tera
+//! tera 2 is the second syntax, chosen explicitly ([`TemplateSyntax::Tera`], or the
+//! annotation [`SYNTAX_ANNOTATION`]`: tera` on an object holding a template); the syntax is
+//! never guessed from the text. Autoescape is off, undefined variables are errors
+//! (`{{ x | default(value="y") }}` and `{% if x is defined %}` still work), and each template
+//! lives in its own tera instance, so `include`, `extends` and `import` cannot reach files or
+//! other templates.
+//!
+//! # Caching
+//! Parsed templates are cached by the SHA-256 of their options and source, so rendering the
+//! same source again does not parse it again. The cache keeps at most
+//! [`DEFAULT_CACHE_CAPACITY`] templates (see [`TemplateEngine::with_capacity`]) and evicts
+//! the least recently used one when full.
+//!
+//! # tera filters
 //! Besides tera's builtin filters, these sprig-named filters are available (sprig's positional
 //! arguments become the keyword arguments listed; the piped value is the filter input). String
 //! filters also accept numbers and booleans, and fail on undefined values, `none`, arrays and
@@ -48,100 +82,38 @@
 //! `default`, `replace`, `lower`, `upper`, `indent` and `trim` replace tera's builtins of the
 //! same name, so that tera and Go templates behave alike.
 //!
-//! # Go templates
-//! [`translate_go_template`] turns the subset of Go `text/template` used by kcp tools into tera
-//! source; [`TemplateEngine::render_with`] with [`TemplateSyntax::Go`] translates and renders in
-//! one step, reporting errors at positions of the Go source.
 
 mod filters;
-mod go_syntax;
+mod go;
+pub(crate) mod go_value;
+mod options;
+pub mod sprig;
+mod tera;
+pub(crate) mod yaml11;
+mod yaml_emit;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
+use gotmpl::FuncMap;
 use sha2::{Digest as _, Sha256};
 
-pub use go_syntax::translate_go_template;
+pub use options::{
+    Budget, Escaping, MissingKeys, SYNTAX_ANNOTATION, TemplateOptions, TemplateSyntax,
+};
 
 use crate::error::{Error, Result};
-use go_syntax::Translation;
+use go::GoTemplate;
+use tera::TeraTemplate;
 
 /// Number of parsed templates a [`TemplateEngine::new`] engine keeps.
 pub const DEFAULT_CACHE_CAPACITY: usize = 512;
 
-/// Name every template is registered under in its private tera instance.
-const TERA_NAME: &str = "template";
-
-/// The syntax a template source is written in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TemplateSyntax {
-    /// tera 2 (Jinja2-like) syntax: `{{ name | upper }}`, `{% if %}`.
-    Tera,
-    /// The Go `text/template` subset described in [`translate_go_template`]:
-    /// `{{ .Name | upper }}`, `{{ if eq .A "b" }}`.
-    Go,
-}
-
-/// Go words that, first in an action, mark a Go template.
-const GO_ACTION_WORDS: &[&str] = &[
-    "if", "else", "end", "range", "with", "define", "template", "block", "break", "continue", "eq",
-    "ne", "and", "or", "not", "nil",
-];
-
-impl TemplateSyntax {
-    /// Guesses the syntax of `source`.
-    ///
-    /// The rule: a source containing a tera tag or comment opener (`{%` or `{#`) is
-    /// [`Tera`](Self::Tera). Otherwise it is [`Go`](Self::Go) when at least one `{{` action,
-    /// after an optional `- ` trim marker and white space, starts with `.`, `$`, `/*`, a Go
-    /// keyword (`if`, `else`, `end`, `range`, `with`, `define`, `template`, `block`, `break`,
-    /// `continue`), a Go comparison/logic function (`eq`, `ne`, `and`, `or`, `not`), `nil`, or
-    /// the name of a sprig filter followed by white space or `(` (a function call such as
-    /// `trunc 8 (...)`). Everything else, including a source without actions, is tera.
-    pub fn detect(source: &str) -> TemplateSyntax {
-        if source.contains("{%") || source.contains("{#") {
-            return TemplateSyntax::Tera;
-        }
-        let mut rest = source;
-        while let Some(idx) = rest.find("{{") {
-            rest = &rest[idx + 2..];
-            let mut body = rest;
-            if let Some(after) = body.strip_prefix('-') {
-                body = after;
-            }
-            let body = body.trim_start();
-            if body.starts_with('.') || body.starts_with('$') || body.starts_with("/*") {
-                return TemplateSyntax::Go;
-            }
-            let word_len = body
-                .find(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .unwrap_or(body.len());
-            let (word, after) = body.split_at(word_len);
-            let followed_by_space_or_paren = after
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_whitespace() || c == '(');
-            let is_go_word = GO_ACTION_WORDS.contains(&word);
-            let is_sprig_call = followed_by_space_or_paren
-                && !after.trim_start().starts_with('|')
-                && !after.trim_start().starts_with("}}")
-                && !after.trim_start().starts_with("-}}")
-                && filters::KWARG_NAMES.iter().any(|(n, _)| *n == word);
-            if (is_go_word && !word.is_empty()) || is_sprig_call {
-                return TemplateSyntax::Go;
-            }
-        }
-        TemplateSyntax::Tera
-    }
-}
-
 /// A parsed template, ready to render.
-struct Compiled {
-    /// A tera instance holding only this template.
-    tera: tera::Tera,
-    /// For Go templates, how to map tera positions back to the Go source.
-    translation: Option<Translation>,
+enum Compiled {
+    Go(Box<GoTemplate>),
+    Tera(Box<TeraTemplate>),
 }
 
 struct CacheEntry {
@@ -160,8 +132,11 @@ struct Cache {
 /// `Send + Sync`: share one engine (for example in an `Arc`) between all reconcilers so they
 /// share its cache.
 pub struct TemplateEngine {
-    /// A tera instance with the filters registered and no templates, cloned for each template.
-    base: tera::Tera,
+    /// A tera instance with the filters registered and no templates, cloned per template.
+    tera_base: ::tera::Tera,
+    /// The Go function map (sprig and kcp functions).
+    funcs: FuncMap,
+    budget: Budget,
     cache: Mutex<Cache>,
     capacity: usize,
     parses: AtomicUsize,
@@ -172,6 +147,7 @@ impl std::fmt::Debug for TemplateEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TemplateEngine")
             .field("capacity", &self.capacity)
+            .field("budget", &self.budget)
             .field("cached_templates", &self.cached_templates())
             .field("parse_count", &self.parse_count())
             .finish_non_exhaustive()
@@ -185,7 +161,8 @@ impl Default for TemplateEngine {
 }
 
 impl TemplateEngine {
-    /// An engine caching up to [`DEFAULT_CACHE_CAPACITY`] parsed templates.
+    /// An engine caching up to [`DEFAULT_CACHE_CAPACITY`] parsed templates, with the
+    /// default [`Budget`].
     pub fn new() -> Self {
         Self::with_capacity(DEFAULT_CACHE_CAPACITY)
     }
@@ -193,11 +170,11 @@ impl TemplateEngine {
     /// An engine caching up to `capacity` parsed templates (at least 1); when full, the least
     /// recently used template is evicted.
     pub fn with_capacity(capacity: usize) -> Self {
-        let mut base = tera::Tera::new();
-        base.autoescape_on(Vec::<&'static str>::new());
-        filters::register(&mut base);
+        let budget = Budget::default();
         Self {
-            base,
+            tera_base: tera::base(),
+            funcs: sprig::function_map(limits(&budget)),
+            budget,
             cache: Mutex::new(Cache::default()),
             capacity: capacity.max(1),
             parses: AtomicUsize::new(0),
@@ -205,43 +182,57 @@ impl TemplateEngine {
         }
     }
 
-    /// Renders a tera template. `name` is used in errors only; `context` must be a JSON object
-    /// (its keys are the template's variables) or `null` (no variables).
-    pub fn render(&self, name: &str, source: &str, context: &serde_json::Value) -> Result<String> {
-        self.render_with(name, source, TemplateSyntax::Tera, context)
+    /// The same engine with another execution budget (for Go templates). Templates parsed
+    /// before keep their range budget; set the budget before rendering.
+    pub fn with_budget(mut self, budget: Budget) -> Self {
+        self.funcs = sprig::function_map(limits(&budget));
+        self.budget = budget;
+        self.lock_cache().entries.clear();
+        self
     }
 
-    /// Renders a template written in `syntax`; use [`TemplateSyntax::detect`] when the syntax
-    /// is not known. Go templates are translated first (see [`translate_go_template`]) and
-    /// errors point into the Go source: at the offending action for rendering errors.
+    /// The execution budget.
+    pub fn budget(&self) -> Budget {
+        self.budget
+    }
+
+    /// Renders a Go template with the default options (text output, `<no value>` for
+    /// missing keys). `name` is used in errors only; `context` must be a JSON object (its
+    /// keys are the template's fields) or `null`.
+    pub fn render(&self, name: &str, source: &str, context: &serde_json::Value) -> Result<String> {
+        self.render_with(name, source, &TemplateOptions::default(), context)
+    }
+
+    /// Renders a template with the given options.
     pub fn render_with(
         &self,
         name: &str,
         source: &str,
-        syntax: TemplateSyntax,
+        options: &TemplateOptions,
         context: &serde_json::Value,
     ) -> Result<String> {
-        let compiled = self.compiled(name, source, syntax)?;
-        let ctx = match context {
-            serde_json::Value::Null => tera::Context::new(),
-            serde_json::Value::Object(_) => tera::Context::from_serialize(context)
-                .map_err(|e| template_error(name, None, None, e.to_string()))?,
-            other => {
-                return Err(template_error(
-                    name,
-                    None,
-                    None,
-                    format!(
-                        "the context must be a JSON object, got {}",
-                        json_type_name(other)
-                    ),
-                ));
-            }
-        };
-        compiled
-            .tera
-            .render(TERA_NAME, &ctx)
-            .map_err(|e| convert_error(name, &e, compiled.translation.as_ref()))
+        if !matches!(
+            context,
+            serde_json::Value::Object(_) | serde_json::Value::Null
+        ) {
+            return Err(Error::Template {
+                template: name.to_owned(),
+                line: None,
+                column: None,
+                message: "the context must be a JSON object".to_owned(),
+            });
+        }
+        let compiled = self.compiled(name, source, options)?;
+        match &*compiled {
+            Compiled::Go(t) => t.render(name, &go_value::from_json(context), &self.budget),
+            Compiled::Tera(t) => t.render(name, context),
+        }
+    }
+
+    /// Parses a template without rendering it (and caches it), to report syntax errors,
+    /// unknown and excluded functions early.
+    pub fn check(&self, name: &str, source: &str, options: &TemplateOptions) -> Result<()> {
+        self.compiled(name, source, options).map(|_| ())
     }
 
     /// How many parsed templates the cache holds.
@@ -266,12 +257,14 @@ impl TemplateEngine {
         self.cache.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn compiled(&self, name: &str, source: &str, syntax: TemplateSyntax) -> Result<Arc<Compiled>> {
+    fn compiled(
+        &self,
+        name: &str,
+        source: &str,
+        options: &TemplateOptions,
+    ) -> Result<Arc<Compiled>> {
         let mut hasher = Sha256::new();
-        hasher.update(match syntax {
-            TemplateSyntax::Tera => b"tera\0",
-            TemplateSyntax::Go => b"go\0\0\0",
-        });
+        hasher.update(format!("{options:?}\0").as_bytes());
         hasher.update(source.as_bytes());
         let key: [u8; 32] = hasher.finalize().into();
 
@@ -288,7 +281,20 @@ impl TemplateEngine {
 
         // Parse outside the lock: two threads may parse the same source, which is harmless.
         self.parses.fetch_add(1, Ordering::Relaxed);
-        let compiled = Arc::new(self.parse(name, source, syntax)?);
+        let compiled = Arc::new(match options.syntax {
+            TemplateSyntax::Go => Compiled::Go(Box::new(GoTemplate::parse(
+                name,
+                source,
+                options,
+                &self.funcs,
+                &self.budget,
+            )?)),
+            TemplateSyntax::Tera => Compiled::Tera(Box::new(TeraTemplate::parse(
+                &self.tera_base,
+                name,
+                source,
+            )?)),
+        });
 
         let mut cache = self.lock_cache();
         if cache.entries.len() >= self.capacity
@@ -312,119 +318,13 @@ impl TemplateEngine {
         );
         Ok(compiled)
     }
+}
 
-    fn parse(&self, name: &str, source: &str, syntax: TemplateSyntax) -> Result<Compiled> {
-        let translation = match syntax {
-            TemplateSyntax::Tera => None,
-            TemplateSyntax::Go => Some(go_syntax::translate(name, source)?),
-        };
-        let tera_source = translation.as_ref().map_or(source, |t| t.tera.as_str());
-        let mut tera = self.base.clone();
-        tera.add_raw_template(TERA_NAME, tera_source)
-            .map_err(|e| convert_error(name, &e, translation.as_ref()))?;
-        Ok(Compiled { tera, translation })
+fn limits(budget: &Budget) -> sprig::Limits {
+    sprig::Limits {
+        max_string_bytes: budget.max_output_bytes,
+        max_list_items: budget.max_list_items,
     }
-}
-
-fn json_type_name(v: &serde_json::Value) -> &'static str {
-    match v {
-        serde_json::Value::Null => "null",
-        serde_json::Value::Bool(_) => "a boolean",
-        serde_json::Value::Number(_) => "a number",
-        serde_json::Value::String(_) => "a string",
-        serde_json::Value::Array(_) => "an array",
-        serde_json::Value::Object(_) => "an object",
-    }
-}
-
-fn template_error(
-    name: &str,
-    line: Option<usize>,
-    column: Option<usize>,
-    message: String,
-) -> Error {
-    Error::Template {
-        template: name.to_owned(),
-        line,
-        column,
-        message,
-    }
-}
-
-/// Converts a tera error into [`Error::Template`], with positions mapped back to the Go source
-/// for translated templates.
-fn convert_error(name: &str, err: &tera::Error, translation: Option<&Translation>) -> Error {
-    // (message, 1-based line, 1-based column, byte offset in the tera source)
-    let (message, position): (String, Option<(usize, usize, Option<usize>)>) = match err.kind() {
-        tera::ErrorKind::SyntaxError(report) | tera::ErrorKind::RenderingError(report) => {
-            let span = report.span();
-            (
-                report.message().to_owned(),
-                Some((span.start_line, span.start_col + 1, Some(span.range.start))),
-            )
-        }
-        tera::ErrorKind::Msg(text) => match parse_report(text) {
-            Some((message, line, column)) => (message, Some((line, column, None))),
-            None => (text.clone(), None),
-        },
-        tera::ErrorKind::CircularInclude { .. } | tera::ErrorKind::TemplateNotFound(_) => (
-            "`{% include %}` is not available: templates are hermetic and cannot include others"
-                .to_owned(),
-            None,
-        ),
-        tera::ErrorKind::MissingParent { .. } | tera::ErrorKind::CircularExtend { .. } => (
-            "`{% extends %}` is not available: templates are hermetic and cannot extend others"
-                .to_owned(),
-            None,
-        ),
-        other => (other.to_string(), None),
-    };
-    let message = message.replace(&format!("`{TERA_NAME}`"), "this template");
-    let Some((line, column, offset)) = position else {
-        return template_error(name, None, None, message);
-    };
-    match translation {
-        None => template_error(name, Some(line), Some(column), message),
-        Some(t) => {
-            let offset = offset.unwrap_or_else(|| offset_of(&t.tera, line, column));
-            match t.origin_of(offset) {
-                Some(origin) => {
-                    template_error(name, Some(origin.line), Some(origin.column), message)
-                }
-                None => template_error(name, None, None, message),
-            }
-        }
-    }
-}
-
-/// Extracts message, line and column from a tera report (`error: msg\n --> name:line:col`),
-/// which tera produces as plain text for unknown filters/functions/templates.
-fn parse_report(text: &str) -> Option<(String, usize, usize)> {
-    let mut lines = text.lines();
-    let message = lines.next()?.strip_prefix("error: ")?.to_owned();
-    let locus = lines.next()?.trim_start().strip_prefix("--> ")?;
-    let mut parts = locus.rsplitn(3, ':');
-    let column = parts.next()?.parse().ok()?;
-    let line = parts.next()?.parse().ok()?;
-    Some((message, line, column))
-}
-
-/// Byte offset of a 1-based line and column (in characters) in `source`.
-fn offset_of(source: &str, line: usize, column: usize) -> usize {
-    let line_start = if line <= 1 {
-        0
-    } else {
-        source
-            .match_indices('\n')
-            .nth(line - 2)
-            .map_or(source.len(), |(i, _)| i + 1)
-    };
-    let rest = source.get(line_start..).unwrap_or("");
-    line_start
-        + rest
-            .char_indices()
-            .nth(column.saturating_sub(1))
-            .map_or(rest.len(), |(i, _)| i)
 }
 
 #[cfg(test)]
@@ -433,8 +333,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn render(src: &str, ctx: serde_json::Value) -> Result<String> {
+    fn go(src: &str, ctx: serde_json::Value) -> Result<String> {
         TemplateEngine::new().render("t", src, &ctx)
+    }
+
+    fn tera(src: &str, ctx: serde_json::Value) -> Result<String> {
+        TemplateEngine::new().render_with("t", src, &TemplateOptions::tera(), &ctx)
     }
 
     fn position(err: &Error) -> (Option<usize>, Option<usize>, &str) {
@@ -457,7 +361,7 @@ mod tests {
         let handles: Vec<_> = (0..4)
             .map(|i| {
                 let engine = engine.clone();
-                std::thread::spawn(move || engine.render("t", "{{ i }}", &json!({ "i": i })))
+                std::thread::spawn(move || engine.render("t", "{{ .i }}", &json!({ "i": i })))
             })
             .collect();
         for (i, h) in handles.into_iter().enumerate() {
@@ -466,30 +370,37 @@ mod tests {
     }
 
     #[test]
-    fn renders_variables_and_nested_fields() {
-        let out = render(
-            "name: {{ obj.metadata.name }}\nns: {{ ns }}\n",
-            json!({"obj": {"metadata": {"name": "a"}}, "ns": "b"}),
-        )
-        .unwrap();
-        assert_eq!(out, "name: a\nns: b\n");
+    fn go_is_the_default_syntax() {
+        assert_eq!(
+            go("{{ .a.b }}-{{ .c }}", json!({"a": {"b": "x"}, "c": 1})).unwrap(),
+            "x-1"
+        );
     }
 
     #[test]
-    fn same_source_is_parsed_once() {
+    fn same_source_is_parsed_once_per_options() {
         let engine = TemplateEngine::new();
         for i in 0..3 {
-            let out = engine.render("t", "x={{ x }}", &json!({ "x": i })).unwrap();
+            let out = engine
+                .render("t", "x={{ .x }}", &json!({ "x": i }))
+                .unwrap();
             assert_eq!(out, format!("x={i}"));
         }
         // A different name does not matter: the cache key is the content.
         engine
-            .render("other", "x={{ x }}", &json!({"x": 1}))
+            .render("other", "x={{ .x }}", &json!({"x": 1}))
             .unwrap();
         assert_eq!(engine.parse_count(), 1);
         assert_eq!(engine.cache_hits(), 3);
-        assert_eq!(engine.cached_templates(), 1);
-        engine.render("t", "y={{ x }}", &json!({"x": 1})).unwrap();
+        // Other options are another template.
+        engine
+            .render_with(
+                "t",
+                "x={{ .x }}",
+                &TemplateOptions::go().with_escaping(Escaping::Html),
+                &json!({"x": 1}),
+            )
+            .unwrap();
         assert_eq!(engine.parse_count(), 2);
         assert_eq!(engine.cached_templates(), 2);
     }
@@ -508,224 +419,198 @@ mod tests {
         assert_eq!(engine.parse_count(), 3, "a stayed cached");
         engine.render("t", "b", &ctx).unwrap();
         assert_eq!(engine.parse_count(), 4, "b was evicted");
-        assert_eq!(engine.cached_templates(), 2);
     }
 
     #[test]
     fn failed_parses_are_not_cached() {
         let engine = TemplateEngine::new();
-        assert!(engine.render("t", "{{ x", &json!({})).is_err());
+        assert!(engine.render("t", "{{ .x", &json!({})).is_err());
         assert_eq!(engine.cached_templates(), 0);
     }
 
     #[test]
-    fn autoescape_is_off() {
-        let out = render("{{ x }}", json!({"x": "a\"b<&>'"})).unwrap();
-        assert_eq!(out, "a\"b<&>'");
-        // Even for names that tera would autoescape by suffix.
-        let out = TemplateEngine::new()
-            .render("page.html", "{{ x }}", &json!({"x": "<b>"}))
-            .unwrap();
-        assert_eq!(out, "<b>");
+    fn excluded_function_is_refused_at_parse_time_by_name() {
+        let engine = TemplateEngine::new();
+        for (src, name) in [
+            ("a\n{{ now }}", "now"),
+            ("{{ env \"HOME\" }}", "env"),
+            (
+                "{{ if false }}{{ randAlphaNum 5 }}{{ end }}",
+                "randAlphaNum",
+            ),
+            ("{{ uuidv4 }}", "uuidv4"),
+            ("{{ genPrivateKey \"rsa\" }}", "genPrivateKey"),
+            ("{{ getHostByName \"x\" }}", "getHostByName"),
+        ] {
+            let err = engine.check("t", src, &TemplateOptions::go()).unwrap_err();
+            let (line, column, message) = position(&err);
+            assert!(line.is_some() && column.is_some(), "{src}: {err}");
+            assert!(
+                message.contains(&format!("function {name:?} is not allowed")),
+                "{src}: {message}"
+            );
+        }
+        let err = engine
+            .check("t", "x\n  {{ now }}", &TemplateOptions::go())
+            .unwrap_err();
+        assert_eq!(position(&err).0, Some(2));
+        assert_eq!(position(&err).1, Some(6));
     }
 
     #[test]
-    fn undefined_variable_is_an_error_naming_it_and_its_position() {
-        let err = render("a: b\nc: {{ missing }}", json!({"x": 1})).unwrap_err();
+    fn unknown_function_is_not_defined_at_parse_time() {
+        let err = go("{{ if false }}{{ nope 1 }}{{ end }}", json!({})).unwrap_err();
+        assert!(position(&err).2.contains("function \"nope\" not defined"));
+    }
+
+    #[test]
+    fn missing_keys_print_no_value_or_fail_as_chosen() {
+        assert_eq!(go("{{ .missing }}", json!({})).unwrap(), "<no value>");
+        let err = TemplateEngine::new()
+            .render_with(
+                "t",
+                "a\nb {{ .Missing }}",
+                &TemplateOptions::go().with_missing_keys(MissingKeys::Error),
+                &json!({}),
+            )
+            .unwrap_err();
+        let (line, column, message) = position(&err);
+        assert_eq!((line, column), (Some(2), Some(6)));
+        assert!(message.contains("Missing"), "{message}");
+    }
+
+    #[test]
+    fn function_errors_name_the_function_and_its_position() {
+        let err = go("ok\n{{ fail \"stop here\" }}", json!({})).unwrap_err();
+        let (line, column, message) = position(&err);
+        assert_eq!((line, column), (Some(2), Some(4)));
+        assert_eq!(message, "error calling fail: stop here");
+    }
+
+    #[test]
+    fn text_output_is_not_escaped_and_html_output_is() {
+        let ctx = json!({"ClusterPath": "root:a"});
+        assert_eq!(
+            go("{{ .ClusterPath | quote }}", ctx.clone()).unwrap(),
+            "\"root:a\""
+        );
+        let html = TemplateEngine::new()
+            .render_with(
+                "t",
+                "{{ .ClusterPath | quote }}",
+                &TemplateOptions::go().with_escaping(Escaping::Html),
+                &ctx,
+            )
+            .unwrap();
+        assert_eq!(html, "&#34;root:a&#34;");
+    }
+
+    #[test]
+    fn runaway_range_stops_with_a_budget_error() {
+        let err = go("{{ range until 100000000 }}x{{ end }}", json!({})).unwrap_err();
+        assert!(
+            position(&err).2.contains("execution budget exhausted"),
+            "{err}"
+        );
+        let err = go(
+            "{{ range $i := until 1000 }}{{ range until 1000 }}{{ range until 10 }}{{ end }}{{ end }}{{ end }}",
+            json!({}),
+        )
+        .unwrap_err();
+        assert!(position(&err).2.contains("range iterations"), "{err}");
+    }
+
+    #[test]
+    fn unbounded_template_recursion_stops_with_a_budget_error() {
+        let err = go(
+            "{{ define \"loop\" }}{{ template \"loop\" . }}{{ end }}{{ template \"loop\" . }}",
+            json!({}),
+        )
+        .unwrap_err();
+        assert!(position(&err).2.contains("nested too deeply"), "{err}");
+    }
+
+    #[test]
+    fn output_is_bounded() {
+        let engine = TemplateEngine::new().with_budget(Budget {
+            max_output_bytes: 1000,
+            ..Budget::default()
+        });
+        let err = engine
+            .render("t", "{{ range until 500 }}xyz{{ end }}", &json!({}))
+            .unwrap_err();
+        assert!(position(&err).2.contains("larger than 1000 bytes"), "{err}");
+        let err = engine
+            .render("t", "{{ repeat 2000 \"x\" }}", &json!({}))
+            .unwrap_err();
+        assert!(
+            position(&err).2.contains("execution budget exhausted"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn tera_renders_with_filters_and_strict_undefined() {
+        assert_eq!(
+            tera("{{ name | upper }}", json!({"name": "a"})).unwrap(),
+            "A"
+        );
+        let err = tera("a: b\nc: {{ missing }}", json!({})).unwrap_err();
         let (line, column, message) = position(&err);
         assert_eq!((line, column), (Some(2), Some(7)));
         assert!(message.contains("`missing`"), "{message}");
-        assert!(
-            err.to_string()
-                .starts_with("template t at line 2, column 7:")
-        );
     }
 
     #[test]
-    fn missing_field_is_an_error_naming_it() {
-        let err = render("{{ obj.nope }}", json!({"obj": {"a": 1}})).unwrap_err();
-        let (line, column, message) = position(&err);
-        assert_eq!(line, Some(1));
-        assert!(column.is_some());
-        assert!(message.contains("`nope`"), "{message}");
-    }
-
-    #[test]
-    fn default_fills_missing_variable_and_missing_last_field() {
-        let ctx = json!({"obj": {"a": 1}});
-        assert_eq!(
-            render("{{ x | default(value=\"y\") }}", ctx.clone()).unwrap(),
-            "y"
-        );
-        assert_eq!(
-            render("{{ obj.b | default(value=\"y\") }}", ctx.clone()).unwrap(),
-            "y"
-        );
-        assert_eq!(
-            render("{{ obj.a | default(value=\"y\") }}", ctx.clone()).unwrap(),
-            "1"
-        );
-        // A missing field in the middle of the path stays an error.
-        assert!(render("{{ obj.b.c | default(value=\"y\") }}", ctx).is_err());
-    }
-
-    #[test]
-    fn defined_test_checks_presence_without_error() {
-        let out = render("{% if x is defined %}yes{% else %}no{% endif %}", json!({})).unwrap();
-        assert_eq!(out, "no");
-    }
-
-    #[test]
-    fn syntax_error_has_position() {
-        let err = render("ok\n{{ x ", json!({"x": 1})).unwrap_err();
-        let (line, column, _) = position(&err);
-        assert_eq!(line, Some(2));
-        assert!(column.is_some());
-    }
-
-    #[test]
-    fn unknown_filter_is_an_error_with_position() {
-        let err = render("{{ x | nope }}", json!({"x": 1})).unwrap_err();
-        let (line, column, message) = position(&err);
-        assert_eq!((line, column), (Some(1), Some(8)));
-        assert!(message.contains("nope"), "{message}");
-    }
-
-    #[test]
-    fn no_environment_clock_or_randomness_functions() {
-        for src in [
-            "{{ get_env(name=\"HOME\") }}",
-            "{{ env(name=\"HOME\") }}",
-            "{{ now() }}",
-            "{{ now(timestamp=true) }}",
-            "{{ get_random(end=10) }}",
-            "{{ random() }}",
-            "{{ read_file(path=\"/etc/passwd\") }}",
-            "{{ load_data(path=\"/etc/passwd\") }}",
-        ] {
-            let err = render(src, json!({})).unwrap_err();
-            assert!(
-                matches!(err, Error::Template { .. }),
-                "{src} should fail, got {err:?}"
-            );
-        }
-        for src in ["{{ \"x\" | date }}", "{{ \"x\" | filesizeformat }}"] {
-            assert!(render(src, json!({})).is_err(), "{src} should fail");
-        }
-    }
-
-    #[test]
-    fn include_extends_and_import_cannot_reach_files_or_other_templates() {
+    fn tera_cannot_reach_files_or_other_templates() {
         let engine = TemplateEngine::new();
-        // Another cached template is not visible by any name.
-        engine.render("other", "secret", &json!({})).unwrap();
+        engine
+            .render_with("other", "secret", &TemplateOptions::tera(), &json!({}))
+            .unwrap();
         for src in [
             "{% include \"/etc/passwd\" %}",
             "{% include \"other\" %}",
-            "{% include \"template\" %}",
             "{% extends \"/etc/passwd\" %}",
             "{% import \"/etc/passwd\" as m %}",
+            "{{ get_env(name=\"HOME\") }}",
+            "{{ now() }}",
         ] {
-            let err = engine.render("t", src, &json!({})).unwrap_err();
+            let err = engine
+                .render_with("t", src, &TemplateOptions::tera(), &json!({}))
+                .unwrap_err();
             assert!(matches!(err, Error::Template { .. }), "{src}: {err:?}");
         }
     }
 
     #[test]
+    fn go_and_tera_with_the_same_source_are_distinct_templates() {
+        let engine = TemplateEngine::new();
+        let src = "{% raw %}";
+        assert!(
+            engine
+                .render_with("t", src, &TemplateOptions::tera(), &json!({}))
+                .is_err()
+        );
+        assert_eq!(engine.render("t", src, &json!({})).unwrap(), "{% raw %}");
+    }
+
+    #[test]
     fn context_must_be_an_object_or_null() {
-        assert_eq!(render("plain", serde_json::Value::Null).unwrap(), "plain");
-        let err = render("plain", json!([1])).unwrap_err();
+        assert_eq!(go("plain", serde_json::Value::Null).unwrap(), "plain");
+        let err = go("plain", json!([1])).unwrap_err();
         assert!(position(&err).2.contains("JSON object"));
     }
 
     #[test]
-    fn detect_recognises_go_and_tera() {
-        use TemplateSyntax::{Go, Tera};
-        for (src, want) in [
-            ("{{ .ClusterName }}", Go),
-            ("{{- .X -}}", Go),
-            ("{{/* c */}}x", Go),
-            ("{{ if eq .A \"b\" }}x{{ end }}", Go),
-            ("{{ trunc 8 (sha256sum .X) }}", Go),
-            ("{{ $x := 1 }}", Go),
-            ("{{ name }}", Tera),
-            ("{{ name | upper }}", Tera),
-            ("{{ x | default(value=\"y\") }}", Tera),
-            ("{% if x %}{{ .X }}{% endif %}", Tera),
-            ("no actions", Tera),
-            ("{{ lower }}", Tera),
-        ] {
-            assert_eq!(TemplateSyntax::detect(src), want, "{src}");
-        }
-    }
-
-    #[test]
-    fn go_render_with_matches_upstream_sha256_trunc() {
-        let name = "34hg2j4gh24jdfgf";
-        let out = TemplateEngine::new()
-            .render_with(
-                "t",
-                "{{ .ClusterName | sha256sum | trunc 8 }}",
-                TemplateSyntax::Go,
-                &json!({ "ClusterName": name }),
-            )
-            .unwrap();
-        let expected = hex::encode(Sha256::digest(name.as_bytes()));
-        assert_eq!(out, expected[..8]);
-    }
-
-    #[test]
-    fn go_render_with_replace_takes_piped_value_last() {
-        let out = TemplateEngine::new()
-            .render_with(
-                "t",
-                "{{ .ClusterPath | replace \":\" \",\" }}",
-                TemplateSyntax::Go,
-                &json!({ "ClusterPath": "root:customer:projectx" }),
-            )
-            .unwrap();
-        assert_eq!(out, "root,customer,projectx");
-    }
-
-    #[test]
-    fn go_render_errors_point_into_the_go_source() {
-        let err = TemplateEngine::new()
-            .render_with(
-                "go",
-                "a: b\nc: {{ .Missing | upper }}\n",
-                TemplateSyntax::Go,
-                &json!({}),
-            )
-            .unwrap_err();
-        let (line, column, _) = position(&err);
-        assert_eq!((line, column), (Some(2), Some(4)));
-        let err = TemplateEngine::new()
-            .render_with("go", "x\n  {{ range .X }}", TemplateSyntax::Go, &json!({}))
-            .unwrap_err();
-        assert_eq!(position(&err).0, Some(2));
-        assert_eq!(position(&err).1, Some(3));
-        match err {
-            Error::Template { template, .. } => assert_eq!(template, "go"),
-            other => panic!("{other:?}"),
-        }
-    }
-
-    #[test]
-    fn go_and_tera_caches_are_distinct() {
-        let engine = TemplateEngine::new();
-        let ctx = json!({"x": 1});
-        // Valid in both syntaxes with different meanings: must not share a cache entry.
-        let src = "{% raw %}";
-        assert!(
-            engine
-                .render_with("t", src, TemplateSyntax::Tera, &ctx)
-                .is_err()
+    fn syntax_annotation_chooses_tera_explicitly() {
+        assert_eq!(
+            TemplateSyntax::from_annotation("t", None).unwrap(),
+            TemplateSyntax::Go
         );
         assert_eq!(
-            engine
-                .render_with("t", src, TemplateSyntax::Go, &ctx)
-                .unwrap(),
-            "{% raw %}"
+            TemplateSyntax::from_annotation("t", Some("tera")).unwrap(),
+            TemplateSyntax::Tera
         );
+        assert!(TemplateSyntax::from_annotation("t", Some("jinja")).is_err());
     }
 }

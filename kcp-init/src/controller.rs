@@ -29,6 +29,7 @@ use crate::api::{InitTarget, InitTemplate};
 use crate::error::Error;
 use crate::metrics::Metrics;
 use crate::reconcile::{FIELD_MANAGER, TemplateCache};
+use crate::render::TemplateSource;
 use crate::runner::run_target;
 use crate::status::set_conditions;
 use crate::targets::{TypeIdentity, TypeRef, plan_targets};
@@ -149,13 +150,13 @@ pub async fn run(
             },
             event = templates.try_next() => match event {
                 Ok(Some(watcher::Event::Init)) => relisted_templates.clear(),
-                Ok(Some(watcher::Event::InitApply(t))) => { relisted_templates.insert(name_of(&t), t.spec.template); }
+                Ok(Some(watcher::Event::InitApply(t))) => { relisted_templates.insert(name_of(&t), TemplateSource::of(&t)); }
                 Ok(Some(watcher::Event::InitDone)) => {
                     shared.templates.replace_all(std::mem::take(&mut relisted_templates));
                     templates_synced = true;
                 }
                 Ok(Some(watcher::Event::Apply(t))) => {
-                    shared.templates.insert(&name_of(&t), &t.spec.template);
+                    shared.templates.insert(&name_of(&t), TemplateSource::of(&t));
                     supervisor.template_changed(&name_of(&t));
                 }
                 Ok(Some(watcher::Event::Delete(t))) => {

@@ -17,7 +17,7 @@ use serde_json::Value;
 use crate::api::{InitTarget, InitTemplate};
 use crate::error::Error;
 use crate::objects::{Duplicate, GENERATED_ID_LABEL, first_source_wins, split_generated};
-use crate::render::{TemplateContext, render_sources};
+use crate::render::{TemplateContext, TemplateSource, render_sources};
 
 /// The field manager of everything the agent writes.
 pub const FIELD_MANAGER: &str = "kcp-init-agent";
@@ -50,7 +50,7 @@ pub struct InitContext<'a> {
 /// InitTemplate sources by name, kept current by the agent's InitTemplate watch.
 #[derive(Debug, Default)]
 pub struct TemplateCache {
-    sources: std::sync::RwLock<BTreeMap<String, String>>,
+    sources: std::sync::RwLock<BTreeMap<String, TemplateSource>>,
 }
 
 impl TemplateCache {
@@ -59,15 +59,15 @@ impl TemplateCache {
         Self::default()
     }
 
-    /// Records the current source of a template.
-    pub fn insert(&self, name: &str, source: &str) {
+    /// Records the current source of a template ([`TemplateSource::of`] an InitTemplate).
+    pub fn insert(&self, name: &str, source: TemplateSource) {
         if let Ok(mut map) = self.sources.write() {
-            map.insert(name.to_string(), source.to_string());
+            map.insert(name.to_string(), source);
         }
     }
 
     /// Replaces every entry (after the watch listed all templates again).
-    pub fn replace_all(&self, sources: BTreeMap<String, String>) {
+    pub fn replace_all(&self, sources: BTreeMap<String, TemplateSource>) {
         if let Ok(mut map) = self.sources.write() {
             *map = sources;
         }
@@ -81,7 +81,7 @@ impl TemplateCache {
     }
 
     /// The source of a template, if known.
-    pub fn get(&self, name: &str) -> Option<String> {
+    pub fn get(&self, name: &str) -> Option<TemplateSource> {
         self.sources.read().ok()?.get(name).cloned()
     }
 }
@@ -229,7 +229,10 @@ async fn attempt(
                 .get_typed::<InitTemplate>(None, &template.name)
                 .await?
             {
-                Some(found) => found.spec.template,
+                Some(found) => TemplateSource {
+                    name: template.name.clone(),
+                    ..TemplateSource::of(&found)
+                },
                 None => {
                     return Err(Attempt::Failed(Error::InvalidSource {
                         target: ctx.target.to_string(),
@@ -239,7 +242,10 @@ async fn attempt(
                 }
             },
         };
-        sources.push((template.name.clone(), source));
+        sources.push(TemplateSource {
+            name: template.name.clone(),
+            ..source
+        });
     }
     let context = TemplateContext::from_logical_cluster(
         &lc,
@@ -261,7 +267,7 @@ async fn attempt(
                     other => other,
                 }
             })?;
-        rendered.push((source.0.clone(), objects));
+        rendered.push((source.name.clone(), objects));
     }
     let (objects, duplicates) = first_source_wins(rendered);
     let (mut objects, mut generated) = split_generated(ctx.target, objects);

@@ -21,11 +21,12 @@
 //! Go templates write `{{ .ClusterName }}`, tera templates `{{ ClusterName }}`.
 //!
 //! # Syntax
-//! The syntax of each template is detected with [`TemplateSyntax::detect`]: a template
-//! containing `{%` or `{#` is tera, one whose actions look like Go (`{{ .X }}`, `{{ if ... }}`,
-//! `{{ trunc 8 ... }}`) is a Go template, and anything else is tera. Upstream templates are Go
-//! templates and render unchanged, within the subset documented on
-//! [`kcp_core::template::translate_go_template`].
+//! InitTemplates are Go templates (`text/template` with sprig, as upstream), rendered by
+//! [`kcp_core::template`]. The annotation `templates.kcp-rs.io/syntax: tera`
+//! ([`kcp_core::template::SYNTAX_ANNOTATION`]) selects tera instead; the syntax is never
+//! guessed from the text, so a ConfigMap holding `${#ARGS[@]}` or `{% raw %}` stays a Go
+//! template. A field that does not exist in the data (`{{ .Nope }}`) is an error, as it is
+//! for upstream's struct.
 //!
 //! # Differences from upstream
 //! - **No HTML escaping.** Upstream renders with Go's `html/template`, which escapes
@@ -34,24 +35,63 @@
 //!   `"root:x"`. Only templates that print those characters render differently; cluster names
 //!   and paths never contain them.
 //! - **Hermetic.** Upstream registers all of sprig, including `env`, `expandenv`, `now` and
-//!   random functions. kcp-init templates cannot read the environment, files, the clock or
-//!   randomness (see [`kcp_core::template`]), so rendering is repeatable and cannot leak the
-//!   agent's credentials.
+//!   random functions. kcp-init templates cannot use them (the template fails to parse, naming
+//!   the function; see [`kcp_core::template::sprig`]), so rendering is repeatable and cannot
+//!   leak the agent's credentials.
 //! - **No panic** when `kcp.io/path` (or `kcp.io/cluster`) is missing: it is an
 //!   [`Error::MissingAnnotation`].
 //! - **Manifest parsing** follows [`kcp_core::manifest`]: as upstream, the output is a JSON
 //!   stream when it starts with `{` and a `---`-separated YAML stream otherwise, empty documents
 //!   are skipped, and every object needs `apiVersion` and `kind`. In addition, `kind: List`
-//!   documents and top-level JSON arrays are expanded into their items, and YAML scalars follow
-//!   YAML 1.2 (quote `yes`, `on` or `0777` when a string is meant).
+//!   documents and top-level JSON arrays are expanded into their items. YAML scalars follow
+//!   YAML 1.1 as upstream (`defaultMode: 0644` is 420, `yes` is true).
 
 use std::collections::BTreeMap;
 
 use kcp_core::kcp::{CLUSTER_ANNOTATION, LogicalCluster, PATH_ANNOTATION};
+use kcp_core::template::{MissingKeys, SYNTAX_ANNOTATION, TemplateOptions};
 use kcp_core::{TemplateEngine, TemplateSyntax};
 use kube::api::DynamicObject;
 
+use crate::api::InitTemplate;
 use crate::error::{Error, Result};
+
+/// An InitTemplate's source and the syntax it asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TemplateSource {
+    /// The InitTemplate's name (used in errors).
+    pub name: String,
+    /// `spec.template`.
+    pub source: String,
+    /// The value of the [`SYNTAX_ANNOTATION`] annotation, if any (`go` or `tera`; checked
+    /// when rendering).
+    pub syntax: Option<String>,
+}
+
+impl TemplateSource {
+    /// A Go template (no syntax annotation).
+    pub fn go(name: impl Into<String>, source: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            source: source.into(),
+            syntax: None,
+        }
+    }
+
+    /// The source of an InitTemplate.
+    pub fn of(template: &InitTemplate) -> Self {
+        Self {
+            name: template.metadata.name.clone().unwrap_or_default(),
+            source: template.spec.template.clone(),
+            syntax: template
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(SYNTAX_ANNOTATION))
+                .cloned(),
+        }
+    }
+}
 
 /// The data a template is rendered with, for one logical cluster.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -133,38 +173,41 @@ fn describe_logical_cluster(lc: &LogicalCluster) -> String {
 
 /// Renders one template and parses its output into objects, in output order.
 ///
-/// The syntax is detected (see the [module documentation](self)). `template_name` appears in
-/// errors: [`Error::Template`] with the line and column in `source`, or [`Error::Manifest`]
-/// with the document index and line in the rendered output.
+/// The syntax comes from `template.syntax` (see the [module documentation](self)). The
+/// template's name appears in errors: [`Error::Template`] with the line and column in the
+/// source, or [`Error::Manifest`] with the document index and line in the rendered output.
 pub fn render_template(
     engine: &TemplateEngine,
-    template_name: &str,
-    source: &str,
+    template: &TemplateSource,
     ctx: &TemplateContext,
 ) -> Result<Vec<DynamicObject>> {
-    let syntax = TemplateSyntax::detect(source);
+    let name = template.name.as_str();
+    let syntax = TemplateSyntax::from_annotation(name, template.syntax.as_deref())
+        .map_err(|err| Error::from_core(name, err))?;
+    let options = TemplateOptions::default()
+        .with_syntax(syntax)
+        .with_missing_keys(MissingKeys::Error);
     let text = engine
-        .render_with(template_name, source, syntax, &ctx.to_value())
-        .map_err(|err| Error::from_core(template_name, err))?;
-    kcp_core::parse_manifests(template_name, &text)
-        .map_err(|err| Error::from_core(template_name, err))
+        .render_with(name, &template.source, &options, &ctx.to_value())
+        .map_err(|err| Error::from_core(name, err))?;
+    kcp_core::parse_manifests(name, &text).map_err(|err| Error::from_core(name, err))
 }
 
-/// Renders every source (`(template name, template source)` pairs, in `spec.sources` order)
-/// and concatenates the objects in source order.
+/// Renders every source (in `spec.sources` order) and concatenates the objects in source
+/// order.
 ///
 /// The first failure stops rendering and is returned as [`Error::Source`] with the source's
 /// index and template name.
 pub fn render_sources(
     engine: &TemplateEngine,
-    templates: &[(String, String)],
+    templates: &[TemplateSource],
     ctx: &TemplateContext,
 ) -> Result<Vec<DynamicObject>> {
     let mut objects = Vec::new();
-    for (index, (name, source)) in templates.iter().enumerate() {
-        let rendered = render_template(engine, name, source, ctx).map_err(|err| Error::Source {
+    for (index, template) in templates.iter().enumerate() {
+        let rendered = render_template(engine, template, ctx).map_err(|err| Error::Source {
             index,
-            template: name.clone(),
+            template: template.name.clone(),
             source: Box::new(err),
         })?;
         objects.extend(rendered);
@@ -207,7 +250,19 @@ metadata:
     }
 
     fn render(source: &str) -> Result<Vec<DynamicObject>> {
-        render_template(&TemplateEngine::new(), "tmpl", source, &ctx())
+        render_template(
+            &TemplateEngine::new(),
+            &TemplateSource::go("tmpl", source),
+            &ctx(),
+        )
+    }
+
+    fn render_tera(source: &str) -> Result<Vec<DynamicObject>> {
+        let template = TemplateSource {
+            syntax: Some("tera".into()),
+            ..TemplateSource::go("tmpl", source)
+        };
+        render_template(&TemplateEngine::new(), &template, &ctx())
     }
 
     /// Renders a ConfigMap whose `data.value` is `value_template` and returns that value.
@@ -340,10 +395,67 @@ metadata:
     }
 
     #[test]
-    fn tera_template_renders() {
-        let source = "{% if WorkspaceTypeName == \"dev-environment\" %}{{ ClusterPath | upper }}\
-                      {% endif %}-{{ Annotations[\"kcp.io/path\"] }}";
-        assert_eq!(render_value(source), "ROOT:ORG:TEAM-root:org:team");
+    fn tera_template_renders_when_the_annotation_asks_for_it() {
+        let source = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  value: '{% if WorkspaceTypeName == \"dev-environment\" %}{{ ClusterPath | upper }}{% endif %}-{{ Annotations[\"kcp.io/path\"] }}'\n";
+        let objects = render_tera(source).unwrap();
+        assert_eq!(
+            objects[0].data["data"]["value"],
+            "ROOT:ORG:TEAM-root:org:team"
+        );
+    }
+
+    #[test]
+    fn tera_looking_text_stays_a_go_template_without_the_annotation() {
+        let source = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  run.sh: 'echo ${#ARGS[@]} {% raw %} {{ .ClusterName }}'\n";
+        let objects = render(source).unwrap();
+        assert_eq!(
+            objects[0].data["data"]["run.sh"],
+            format!("echo ${{#ARGS[@]}} {{% raw %}} {CLUSTER}")
+        );
+    }
+
+    #[test]
+    fn unknown_syntax_annotation_is_a_template_error() {
+        let template = TemplateSource {
+            syntax: Some("jinja".into()),
+            ..TemplateSource::go("tmpl", "x: y")
+        };
+        let err = render_template(&TemplateEngine::new(), &template, &ctx()).unwrap_err();
+        assert_eq!(err.reason(), "TemplateError");
+        assert!(err.to_string().contains("jinja"), "{err}");
+    }
+
+    #[test]
+    fn syntax_comes_from_the_init_template_annotation() {
+        let mut t = InitTemplate::new(
+            "t",
+            crate::api::InitTemplateSpec {
+                template: "x".into(),
+            },
+        );
+        assert_eq!(TemplateSource::of(&t), TemplateSource::go("t", "x"));
+        t.metadata.annotations = Some(BTreeMap::from([(
+            SYNTAX_ANNOTATION.to_owned(),
+            "tera".to_owned(),
+        )]));
+        assert_eq!(TemplateSource::of(&t).syntax.as_deref(), Some("tera"));
+    }
+
+    #[test]
+    fn default_mode_0644_is_octal_as_upstream_reads_it() {
+        let source =
+            "apiVersion: v1\nkind: Secret\nmetadata:\n  name: x\nspec:\n  defaultMode: 0644\n";
+        let objects = render(source).unwrap();
+        assert_eq!(objects[0].data["spec"]["defaultMode"], 420);
+    }
+
+    #[test]
+    fn excluded_function_is_refused_by_name() {
+        let err = render("x: {{ env \"HOME\" }}").unwrap_err();
+        assert!(
+            err.to_string().contains("function \"env\" is not allowed"),
+            "{err}"
+        );
     }
 
     #[test]
@@ -393,7 +505,11 @@ metadata:
                 message,
             } => {
                 assert_eq!(template, "tmpl");
-                assert_eq!((*line, *column), (Some(1), Some(4)));
+                assert_eq!(
+                    (*line, *column),
+                    (Some(1), Some(7)),
+                    "at the field, as Go reports it"
+                );
                 assert!(message.contains("NoSuchField"), "{message}");
             }
             other => panic!("expected a template error, got {other:?}"),
@@ -422,11 +538,11 @@ metadata:
     #[test]
     fn sources_are_concatenated_in_source_order() {
         let templates = vec![
-            (
-                "second-in-name".to_owned(),
-                "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n".to_owned(),
+            TemplateSource::go(
+                "second-in-name",
+                "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n",
             ),
-            ("info".to_owned(), UPSTREAM_EXAMPLE.to_owned()),
+            TemplateSource::go("info", UPSTREAM_EXAMPLE),
         ];
         let objects = render_sources(&TemplateEngine::new(), &templates, &ctx()).unwrap();
         let names: Vec<_> = objects
@@ -439,8 +555,8 @@ metadata:
     #[test]
     fn source_error_names_source_index_and_template() {
         let templates = vec![
-            ("ok".to_owned(), UPSTREAM_EXAMPLE.to_owned()),
-            ("broken".to_owned(), "x: {{ .Nope }}".to_owned()),
+            TemplateSource::go("ok", UPSTREAM_EXAMPLE),
+            TemplateSource::go("broken", "x: {{ .Nope }}"),
         ];
         let err = render_sources(&TemplateEngine::new(), &templates, &ctx()).unwrap_err();
         assert!(matches!(

@@ -3,9 +3,8 @@
 //! Each filter keeps the name and the semantics of the [sprig] function of the same name, so that
 //! templates ported from Go tooling render the same bytes. Sprig passes the piped value as the
 //! *last* positional argument; in tera the piped value is the filter input and the other
-//! arguments are keyword arguments, whose names are listed per filter in
-//! [`super::TemplateEngine`]'s documentation and in [`KWARG_NAMES`] (which the Go translator
-//! uses to turn positional arguments into keyword arguments).
+//! arguments are keyword arguments, whose names are listed per filter in the
+//! [template module documentation](super).
 //!
 //! String filters accept strings, numbers and booleans (the latter two are formatted the way
 //! tera prints them); `undefined`, `none`, arrays and maps are an error, because silently hashing
@@ -27,29 +26,6 @@ const SHA3_HEX_LEN: usize = 64;
 const SHORT_HASH_LEN: usize = 20;
 /// Largest indentation `indent`/`nindent` accept, to keep output size proportional to input.
 const MAX_INDENT: i64 = 1000;
-
-/// Keyword-argument names of each filter, in sprig's positional order (the piped value, sprig's
-/// last argument, is not listed). Used by the Go-template translator.
-pub(crate) const KWARG_NAMES: &[(&str, &[&str])] = &[
-    ("sha1sum", &[]),
-    ("sha256sum", &[]),
-    ("sha3sum", &[]),
-    ("sha3short", &["length"]),
-    ("shortHash", &[]),
-    ("trunc", &["length"]),
-    ("replace", &["old", "new"]),
-    ("lower", &[]),
-    ("upper", &[]),
-    ("quote", &[]),
-    ("b64enc", &[]),
-    ("b64dec", &[]),
-    ("default", &["value"]),
-    ("toJson", &[]),
-    ("toYaml", &[]),
-    ("indent", &["width"]),
-    ("nindent", &["width"]),
-    ("trim", &[]),
-];
 
 /// Registers every filter of this module on `tera`, replacing tera's builtins of the same name
 /// (`default`, `replace`, `lower`, `upper`, `indent`, `trim`).
@@ -369,12 +345,12 @@ pub(crate) fn trim(value: &Value, _: Kwargs, _: &State) -> TeraResult<String> {
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
-    use crate::template::TemplateEngine;
+    use crate::template::{TemplateEngine, TemplateOptions};
     use serde_json::{Value as Json, json};
     use sha1::Digest as _;
 
     fn render(src: &str, ctx: Json) -> crate::Result<String> {
-        TemplateEngine::new().render("t", src, &ctx)
+        TemplateEngine::new().render_with("t", src, &TemplateOptions::tera(), &ctx)
     }
 
     fn ok(src: &str, ctx: Json) -> String {
