@@ -182,41 +182,8 @@ pub(crate) fn upper(value: &Value, _: Kwargs, _: &State) -> TeraResult<String> {
     Ok(text(value, "upper")?.to_uppercase())
 }
 
-/// Quotes `s` the way Go's `strconv.Quote` (and so `%q`) does.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{07}' => out.push_str("\\a"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{0b}' => out.push_str("\\v"),
-            c if is_go_printable(c) => out.push(c),
-            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// An approximation of Go's `unicode.IsPrint`: no control characters, and no white space
-/// other than the ASCII space, no format characters commonly met in text.
-fn is_go_printable(c: char) -> bool {
-    if c == ' ' {
-        return true;
-    }
-    !(c.is_control()
-        || c.is_whitespace()
-        || matches!(c, '\u{ad}' | '\u{200b}'..='\u{200f}' | '\u{2060}'..='\u{206f}' | '\u{feff}'))
-}
+/// Quotes `s` the way Go's `strconv.Quote` (and so `%q`) does: one implementation, sprig's.
+pub(crate) use super::sprig::strings::go_quote;
 
 /// `quote`: wraps in double quotes, escaping like Go's `%q`.
 pub(crate) fn quote(value: &Value, _: Kwargs, _: &State) -> TeraResult<String> {

@@ -248,7 +248,7 @@ mod paths;
 mod reflection;
 mod regex;
 mod semver;
-mod strings;
+pub(crate) mod strings;
 mod unicode;
 mod urls;
 
