@@ -41,6 +41,7 @@ pub mod hash;
 pub mod metadata;
 pub mod naming;
 
+pub mod schema;
 pub mod state;
 
 pub use error::{Error, Result};
