@@ -36,6 +36,7 @@
 
 pub mod api;
 pub mod error;
+pub mod export;
 
 pub mod hash;
 pub mod metadata;

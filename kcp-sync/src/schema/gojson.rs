@@ -98,7 +98,10 @@ const SCHEMA: &[(&str, Field)] = &[
     ("x-kubernetes-list-map-keys", Field::OmitEmpty(Ty::List)),
     ("x-kubernetes-list-type", Field::Ptr(Ty::Str)),
     ("x-kubernetes-map-type", Field::Ptr(Ty::Str)),
-    ("x-kubernetes-validations", Field::OmitEmpty(Ty::StructList(VALIDATION_RULE))),
+    (
+        "x-kubernetes-validations",
+        Field::OmitEmpty(Ty::StructList(VALIDATION_RULE)),
+    ),
 ];
 
 const EXTERNAL_DOCS: &[(&str, Field)] = &[
@@ -251,9 +254,11 @@ fn write_typed(out: &mut String, ty: Ty, value: Option<&Value>) {
 
 fn write_or_array(out: &mut String, value: Option<&Value>) {
     match value {
-        Some(Value::Array(items)) if !items.is_empty() => write_list(out, &Value::Array(items.clone()), |out, item| {
-            write_struct(out, item.as_object(), SCHEMA)
-        }),
+        Some(Value::Array(items)) if !items.is_empty() => {
+            write_list(out, &Value::Array(items.clone()), |out, item| {
+                write_struct(out, item.as_object(), SCHEMA)
+            })
+        }
         Some(schema @ Value::Object(_)) => write_struct(out, schema.as_object(), SCHEMA),
         _ => out.push_str("null"),
     }

@@ -170,7 +170,11 @@ fn project_versions(pr: &PublishedResource, versions: &mut [Value]) -> Result<()
         versions[0]["name"] = json!(projection.version);
     } else if !projection.versions.is_empty() {
         for v in versions.iter_mut() {
-            if let Some(new) = projection.versions.get(version_name(v)).filter(|n| !n.is_empty()) {
+            if let Some(new) = projection
+                .versions
+                .get(version_name(v))
+                .filter(|n| !n.is_empty())
+            {
                 v["name"] = json!(new);
             }
         }
@@ -214,12 +218,19 @@ fn project_names(pr: &PublishedResource, crd: &mut Value) {
             spec["names"]["shortNames"] = json!(short_names);
         }
     }
-    let name = format!("{}.{}", str_at(crd, "/spec/names/plural"), str_at(crd, "/spec/group"));
+    let name = format!(
+        "{}.{}",
+        str_at(crd, "/spec/names/plural"),
+        str_at(crd, "/spec/group")
+    );
     crd["metadata"]["name"] = json!(name);
 }
 
 fn str_at<'a>(value: &'a Value, pointer: &str) -> &'a str {
-    value.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+    value
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 /// Kubernetes' version priority order (`CompareKubeAwareVersionStrings`), ascending:
@@ -265,7 +276,10 @@ fn parse_kube_version(v: &str) -> Option<(u64, u8, u64)> {
 /// The APIResourceSchema name for a projected CRD: `v` + the first 8 hex characters of SHA-1
 /// over the Go JSON of its spec without `conversion` (plus a newline) + `.<plural>.<group>`.
 pub fn schema_name(projected_crd: &Value) -> String {
-    let mut spec = projected_crd.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let mut spec = projected_crd
+        .get("spec")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     if let Some(map) = spec.as_object_mut() {
         map.remove("conversion");
     }
@@ -304,7 +318,10 @@ pub fn render_api_resource_schema(
 ) -> Result<APIResourceSchema> {
     let crd_name = str_at(projected_crd, "/metadata/name").to_owned();
     let names = serde_json::from_value(
-        projected_crd.pointer("/spec/names").cloned().unwrap_or_else(|| json!({})),
+        projected_crd
+            .pointer("/spec/names")
+            .cloned()
+            .unwrap_or_else(|| json!({})),
     )
     .map_err(|err| Error::InvalidCrd {
         crd: crd_name.clone(),
@@ -328,7 +345,10 @@ pub fn render_api_resource_schema(
     );
     schema.metadata = ObjectMeta {
         name: Some(name.to_owned()),
-        labels: Some(BTreeMap::from([(AGENT_NAME_LABEL.to_owned(), agent.to_owned())])),
+        labels: Some(BTreeMap::from([(
+            AGENT_NAME_LABEL.to_owned(),
+            agent.to_owned(),
+        )])),
         annotations: Some(BTreeMap::from([
             (AGENT_NAME_ANNOTATION.to_owned(), agent.to_owned()),
             (

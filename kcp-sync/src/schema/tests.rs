@@ -1,5 +1,7 @@
 use super::*;
-use crate::api::{PublishedResourceSpec, ResourceProjection, ResourceScope, SourceResourceDescriptor};
+use crate::api::{
+    PublishedResourceSpec, ResourceProjection, ResourceScope, SourceResourceDescriptor,
+};
 
 fn crd() -> Value {
     let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {
@@ -24,7 +26,10 @@ fn crd() -> Value {
     })
 }
 
-fn pr(resource: SourceResourceDescriptor, projection: Option<ResourceProjection>) -> PublishedResource {
+fn pr(
+    resource: SourceResourceDescriptor,
+    projection: Option<ResourceProjection>,
+) -> PublishedResource {
     PublishedResource::new(
         "pr",
         PublishedResourceSpec {
@@ -54,7 +59,10 @@ fn version_names(crd: &Value) -> Vec<(String, bool)> {
 #[test]
 fn no_projection_keeps_every_version() {
     let out = project_crd(&pr(source(&[]), None), &crd()).unwrap();
-    assert_eq!(version_names(&out), [("v1".into(), true), ("v2".into(), false)]);
+    assert_eq!(
+        version_names(&out),
+        [("v1".into(), true), ("v2".into(), false)]
+    );
     assert_eq!(out["metadata"]["name"], "crontabs.example.com");
 }
 
@@ -82,7 +90,9 @@ fn version_and_versions_together_are_an_error() {
 
 #[test]
 fn an_unknown_version_is_an_error_naming_the_field() {
-    let err = project_crd(&pr(source(&["v9"]), None), &crd()).unwrap_err().to_string();
+    let err = project_crd(&pr(source(&["v9"]), None), &crd())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("spec.resource.versions"), "{err}");
     assert!(err.contains("v9"), "{err}");
 }
@@ -91,7 +101,9 @@ fn an_unknown_version_is_an_error_naming_the_field() {
 fn no_served_version_is_an_error() {
     let mut c = crd();
     c["spec"]["versions"][1]["served"] = json!(false);
-    let err = project_crd(&pr(source(&["v2"]), None), &c).unwrap_err().to_string();
+    let err = project_crd(&pr(source(&["v2"]), None), &c)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("served"), "{err}");
 }
 
@@ -103,40 +115,62 @@ fn the_last_served_version_becomes_storage_when_none_is_selected() {
 
 #[test]
 fn deprecated_single_version_projection_renames_it() {
-    let projection = ResourceProjection { version: "v6".into(), ..Default::default() };
+    let projection = ResourceProjection {
+        version: "v6".into(),
+        ..Default::default()
+    };
     let out = project_crd(&pr(source(&["v1"]), Some(projection)), &crd()).unwrap();
     assert_eq!(version_names(&out), [("v6".into(), true)]);
 }
 
 #[test]
 fn single_version_projection_of_two_versions_is_an_error() {
-    let projection = ResourceProjection { version: "v6".into(), ..Default::default() };
+    let projection = ResourceProjection {
+        version: "v6".into(),
+        ..Default::default()
+    };
     assert!(project_crd(&pr(source(&[]), Some(projection)), &crd()).is_err());
 }
 
 #[test]
 fn versions_map_renames_and_sorts_by_kube_priority() {
     let projection = ResourceProjection {
-        versions: [("v1".to_owned(), "v1beta1".to_owned()), ("v2".to_owned(), "v1alpha1".to_owned())].into(),
+        versions: [
+            ("v1".to_owned(), "v1beta1".to_owned()),
+            ("v2".to_owned(), "v1alpha1".to_owned()),
+        ]
+        .into(),
         ..Default::default()
     };
     let out = project_crd(&pr(source(&[]), Some(projection)), &crd()).unwrap();
-    assert_eq!(version_names(&out), [("v1alpha1".into(), false), ("v1beta1".into(), true)]);
+    assert_eq!(
+        version_names(&out),
+        [("v1alpha1".into(), false), ("v1beta1".into(), true)]
+    );
 }
 
 #[test]
 fn two_versions_mapped_to_one_name_are_an_error() {
     let projection = ResourceProjection {
-        versions: [("v1".to_owned(), "v3".to_owned()), ("v2".to_owned(), "v3".to_owned())].into(),
+        versions: [
+            ("v1".to_owned(), "v3".to_owned()),
+            ("v2".to_owned(), "v3".to_owned()),
+        ]
+        .into(),
         ..Default::default()
     };
-    let err = project_crd(&pr(source(&[]), Some(projection)), &crd()).unwrap_err().to_string();
+    let err = project_crd(&pr(source(&[]), Some(projection)), &crd())
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("spec.projection.versions"), "{err}");
 }
 
 #[test]
 fn kind_projection_derives_list_kind_singular_and_plural() {
-    let projection = ResourceProjection { kind: "Sertifikat".into(), ..Default::default() };
+    let projection = ResourceProjection {
+        kind: "Sertifikat".into(),
+        ..Default::default()
+    };
     let out = project_crd(&pr(source(&[]), Some(projection)), &crd()).unwrap();
     assert_eq!(
         out["spec"]["names"],
@@ -162,7 +196,11 @@ fn explicit_plural_group_and_scope_win_and_rename_the_crd() {
 
 #[test]
 fn short_names_and_categories_are_kept_when_absent_and_cleared_when_empty() {
-    let keep = project_crd(&pr(source(&[]), Some(ResourceProjection::default())), &crd()).unwrap();
+    let keep = project_crd(
+        &pr(source(&[]), Some(ResourceProjection::default())),
+        &crd(),
+    )
+    .unwrap();
     assert_eq!(keep["spec"]["names"]["shortNames"], json!(["ct"]));
     let projection = ResourceProjection {
         short_names: Some(vec![]),
@@ -178,7 +216,10 @@ fn short_names_and_categories_are_kept_when_absent_and_cleared_when_empty() {
 fn kube_version_order_puts_other_strings_first_then_alpha_beta_ga() {
     let mut versions = vec!["v2", "v1", "v1beta1", "v2alpha1", "v1alpha1", "foo", "bar"];
     versions.sort_by(|a, b| compare_kube_versions(a, b));
-    assert_eq!(versions, ["foo", "bar", "v1alpha1", "v2alpha1", "v1beta1", "v1", "v2"]);
+    assert_eq!(
+        versions,
+        ["foo", "bar", "v1alpha1", "v2alpha1", "v1beta1", "v1", "v2"]
+    );
 }
 
 #[test]
@@ -195,7 +236,10 @@ fn prepared_crd_keeps_only_name_generation_and_approval_and_sets_conversion_none
 #[test]
 fn non_structural_crds_get_a_preserving_schema_for_versions_without_one() {
     let mut c = crd();
-    c["spec"]["versions"][1].as_object_mut().unwrap().remove("schema");
+    c["spec"]["versions"][1]
+        .as_object_mut()
+        .unwrap()
+        .remove("schema");
     c["status"]["conditions"] = json!([{"type": "NonStructuralSchema", "status": "True"}]);
     let prepared = prepare_source_crd(&c);
     assert_eq!(
@@ -208,10 +252,16 @@ fn non_structural_crds_get_a_preserving_schema_for_versions_without_one() {
 fn schema_name_is_v_hash_plural_group_and_ignores_conversion() {
     let projected = project_crd(&pr(source(&[]), None), &prepare_source_crd(&crd())).unwrap();
     let name = schema_name(&projected);
-    assert!(name.starts_with('v') && name.ends_with(".crontabs.example.com"), "{name}");
+    assert!(
+        name.starts_with('v') && name.ends_with(".crontabs.example.com"),
+        "{name}"
+    );
     assert_eq!(name.len(), "v12345678.crontabs.example.com".len());
     let mut without = projected.clone();
-    without["spec"].as_object_mut().unwrap().remove("conversion");
+    without["spec"]
+        .as_object_mut()
+        .unwrap()
+        .remove("conversion");
     assert_eq!(schema_name(&without), name);
 }
 
@@ -225,7 +275,10 @@ fn schema_name_matches_the_sha1_of_the_go_json_of_the_spec() {
         r#""subresources":{"status":{}}}]}"#,
         "\n"
     );
-    assert_eq!(schema_name(&projected), format!("v{}.crontabs.example.com", &sha1_hex(go)[..8]));
+    assert_eq!(
+        schema_name(&projected),
+        format!("v{}.crontabs.example.com", &sha1_hex(go)[..8])
+    );
 }
 
 #[test]
@@ -239,11 +292,19 @@ fn a_spec_change_gives_a_new_schema_name() {
 
 #[test]
 fn storage_gvk_reads_the_storage_version() {
-    let projection = ResourceProjection { group: "g.io".into(), kind: "Tab".into(), ..Default::default() };
+    let projection = ResourceProjection {
+        group: "g.io".into(),
+        kind: "Tab".into(),
+        ..Default::default()
+    };
     let out = project_crd(&pr(source(&[]), Some(projection)), &crd()).unwrap();
     assert_eq!(
         storage_gvk(&out),
-        Some(Gvk { group: "g.io".into(), version: "v1".into(), kind: "Tab".into() })
+        Some(Gvk {
+            group: "g.io".into(),
+            version: "v1".into(),
+            kind: "Tab".into()
+        })
     );
 }
 
@@ -265,8 +326,16 @@ fn a_single_version_schema_has_no_conversion() {
 #[test]
 fn a_version_without_schema_cannot_be_published() {
     let mut c = crd();
-    c["spec"]["versions"][0].as_object_mut().unwrap().remove("schema");
+    c["spec"]["versions"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("schema");
     let projected = project_crd(&pr(source(&["v1"]), None), &c).unwrap();
-    let err = render_api_resource_schema(&projected, "n", "a", 1).unwrap_err().to_string();
-    assert!(err.contains("crontabs.example.com") && err.contains("openAPIV3Schema"), "{err}");
+    let err = render_api_resource_schema(&projected, "n", "a", 1)
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("crontabs.example.com") && err.contains("openAPIV3Schema"),
+        "{err}"
+    );
 }
