@@ -40,7 +40,9 @@ pub mod export;
 
 pub mod hash;
 pub mod metadata;
+pub mod mutation;
 pub mod naming;
+pub mod path;
 
 pub mod schema;
 pub mod state;
