@@ -37,6 +37,7 @@
 pub mod api;
 pub mod error;
 pub mod export;
+pub mod filter;
 
 pub mod hash;
 pub mod metadata;
