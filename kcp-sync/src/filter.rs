@@ -58,7 +58,12 @@ pub fn accepts(pr: &PublishedResource, object: &Value, namespace: Option<&Value>
         return Ok(true);
     };
     if let Some(selector) = &filter.resource
-        && !matches(pr.name(), "spec.filter.resource", selector, labels_of(object))?
+        && !matches(
+            pr.name(),
+            "spec.filter.resource",
+            selector,
+            labels_of(object),
+        )?
     {
         return Ok(false);
     }
@@ -71,7 +76,10 @@ pub fn accepts(pr: &PublishedResource, object: &Value, namespace: Option<&Value>
 
 /// Whether a namespace filter is set (the reconciler then reads the object's Namespace).
 pub fn needs_namespace(pr: &PublishedResource) -> bool {
-    pr.spec.filter.as_ref().is_some_and(|f| f.namespace.is_some())
+    pr.spec
+        .filter
+        .as_ref()
+        .is_some_and(|f| f.namespace.is_some())
 }
 
 #[cfg(test)]
@@ -82,8 +90,12 @@ mod tests {
 
     fn selector(labels: &[(&str, &str)], exprs: &[(&str, &str, &[&str])]) -> LabelSelector {
         LabelSelector {
-            match_labels: (!labels.is_empty())
-                .then(|| labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()),
+            match_labels: (!labels.is_empty()).then(|| {
+                labels
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect()
+            }),
             match_expressions: (!exprs.is_empty()).then(|| {
                 exprs
                     .iter()
@@ -105,7 +117,10 @@ mod tests {
         PublishedResource::new(
             "pr",
             PublishedResourceSpec {
-                filter: Some(ResourceFilter { namespace, resource }),
+                filter: Some(ResourceFilter {
+                    namespace,
+                    resource,
+                }),
                 ..Default::default()
             },
         )
@@ -149,7 +164,12 @@ mod tests {
     #[test]
     fn unknown_operators_are_an_error_naming_the_field() {
         let s = selector(&[], &[("a", "Near", &[])]);
-        let err = matches("pr", "spec.filter.resource", &s, None).unwrap_err().to_string();
-        assert!(err.contains("spec.filter.resource.matchExpressions[0].operator"), "{err}");
+        let err = matches("pr", "spec.filter.resource", &s, None)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("spec.filter.resource.matchExpressions[0].operator"),
+            "{err}"
+        );
     }
 }

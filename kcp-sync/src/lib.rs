@@ -44,6 +44,7 @@ pub mod metadata;
 pub mod mutation;
 pub mod naming;
 pub mod path;
+pub mod reconcile;
 
 pub mod schema;
 pub mod state;

@@ -56,13 +56,13 @@ pub fn prepare_source_crd(crd: &Value) -> Value {
     }
     let mut spec = crd.get("spec").cloned().unwrap_or_else(|| json!({}));
     spec["conversion"] = json!({"strategy": "None"});
-    if is_non_structural(crd) {
-        if let Some(versions) = spec.get_mut("versions").and_then(Value::as_array_mut) {
-            for version in versions.iter_mut().filter(|v| v.get("schema").is_none()) {
-                version["schema"] = json!({"openAPIV3Schema": {
-                    "type": "object", "x-kubernetes-preserve-unknown-fields": true,
-                }});
-            }
+    if is_non_structural(crd)
+        && let Some(versions) = spec.get_mut("versions").and_then(Value::as_array_mut)
+    {
+        for version in versions.iter_mut().filter(|v| v.get("schema").is_none()) {
+            version["schema"] = json!({"openAPIV3Schema": {
+                "type": "object", "x-kubernetes-preserve-unknown-fields": true,
+            }});
         }
     }
     json!({
