@@ -40,6 +40,7 @@ pub mod export;
 pub mod filter;
 
 pub mod hash;
+pub mod merge;
 pub mod metadata;
 pub mod mutation;
 pub mod naming;

@@ -7,6 +7,8 @@
 
 pub mod export;
 pub mod schema;
+pub mod state_store;
+pub mod sync;
 
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::{ObjectClient, ObjectRef};
