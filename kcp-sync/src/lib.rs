@@ -35,6 +35,7 @@
 //! APIResourceSchema), [`export`] (the APIExport merge).
 
 pub mod api;
+pub mod controller;
 pub mod error;
 pub mod export;
 pub mod filter;

@@ -1,0 +1,277 @@
+//! One sync controller per PublishedResource (the "syncmanager" of upstream §4.1), over the
+//! engaged consumer clusters.
+//!
+//! A controller watches the projected kind in every engaged cluster (keys: cluster,
+//! namespace, name) and the local copies on the service cluster (mapped back through their
+//! link metadata), and runs [`sync_object`] on kcp-core's work queue. Clusters engaged after
+//! the controller started are picked up from the shared [`Clusters`] registry (upstream bug
+//! #99 was missing exactly that).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt as _;
+use kcp_core::cluster::{ClusterEvent, EngagedCluster};
+use kcp_core::kube::api::{ApiResource, DynamicObject};
+use kcp_core::kube::runtime::{WatchStreamExt as _, watcher};
+use kcp_core::runtime::{
+    ObjectKey, Outcome, Reconciler, TaskSet, WorkQueue, WorkerConfig, run_workers,
+};
+use kcp_core::{Backoff, ObjectClient, TemplateEngine};
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::Error;
+use crate::metadata::{AGENT_NAME_LABEL, RemoteObjectKey};
+use crate::reconcile::sync::{PrimarySync, Sides, Step, SyncConfig, SyncContext, sync_object};
+
+/// The engaged consumer clusters, shared by every sync controller, with a feed of changes.
+#[derive(Clone)]
+pub struct Clusters {
+    engaged: Arc<RwLock<BTreeMap<String, EngagedCluster>>>,
+    changes: broadcast::Sender<ClusterEvent>,
+}
+
+impl Default for Clusters {
+    fn default() -> Self {
+        Self {
+            engaged: Arc::default(),
+            changes: broadcast::channel(1024).0,
+        }
+    }
+}
+
+impl Clusters {
+    /// Records a provider event and tells the running controllers.
+    pub fn apply(&self, event: ClusterEvent) {
+        if let Ok(mut engaged) = self.engaged.write() {
+            match &event {
+                ClusterEvent::Engaged(c) => {
+                    engaged.insert(c.name.as_str().to_owned(), c.clone());
+                }
+                ClusterEvent::Disengaged(name) => {
+                    engaged.remove(name.as_str());
+                }
+            }
+        }
+        let _ = self.changes.send(event);
+    }
+
+    /// The engaged cluster `name`.
+    pub fn get(&self, name: &str) -> Option<EngagedCluster> {
+        self.engaged.read().ok()?.get(name).cloned()
+    }
+
+    /// Every engaged cluster.
+    pub fn all(&self) -> Vec<EngagedCluster> {
+        self.engaged
+            .read()
+            .map(|e| e.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// How many clusters are engaged.
+    pub fn len(&self) -> usize {
+        self.engaged.read().map(|e| e.len()).unwrap_or_default()
+    }
+
+    /// Whether no cluster is engaged.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn subscribe(&self) -> broadcast::Receiver<ClusterEvent> {
+        self.changes.subscribe()
+    }
+}
+
+/// What every sync controller shares.
+#[derive(Clone)]
+pub struct SyncShared {
+    /// Agent settings.
+    pub config: Arc<SyncConfig>,
+    /// The service cluster.
+    pub service: Arc<dyn ObjectClient>,
+    /// The service cluster, for watches.
+    pub service_kube: Option<kube::Client>,
+    /// The engaged consumer clusters.
+    pub clusters: Clusters,
+    /// The shared template engine.
+    pub engine: Arc<TemplateEngine>,
+    /// Workers per controller (upstream: 4).
+    pub workers: usize,
+}
+
+struct ObjectReconciler {
+    shared: SyncShared,
+    target: PrimarySync,
+}
+
+#[async_trait]
+impl Reconciler<ObjectKey> for ObjectReconciler {
+    type Error = Error;
+
+    async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, Error> {
+        let Some(cluster) = self.shared.clusters.get(&key.cluster) else {
+            return Ok(Outcome::Done);
+        };
+        let ctx = SyncContext {
+            config: &self.shared.config,
+            engine: &self.shared.engine,
+            recorder: None,
+            sides: Sides {
+                kcp: cluster.client.as_ref(),
+                service: self.shared.service.as_ref(),
+                cluster: &key.cluster,
+            },
+        };
+        match sync_object(&ctx, &self.target, key.namespace.as_deref(), &key.name).await? {
+            Step::Done => Ok(Outcome::Done),
+            Step::Again => Ok(Outcome::RequeueAfter(Duration::ZERO)),
+        }
+    }
+}
+
+impl kcp_core::runtime::Classify for Error {
+    fn is_transient(&self) -> bool {
+        Error::is_transient(self)
+    }
+
+    fn reason(&self) -> &str {
+        Error::reason(self)
+    }
+}
+
+/// Runs the sync controller of `target` until `token` is cancelled.
+pub async fn run_sync_controller(
+    shared: SyncShared,
+    target: PrimarySync,
+    remote: ApiResource,
+    local: ApiResource,
+    token: CancellationToken,
+) {
+    let queue = WorkQueue::new(Backoff::default());
+    let mut watches: TaskSet<String> = TaskSet::new();
+    let mut changes = shared.clusters.subscribe();
+    for cluster in shared.clusters.all() {
+        watch_cluster(&mut watches, &queue, &remote, cluster);
+    }
+    if let Some(kube) = shared.service_kube.clone() {
+        watches.ensure(String::new(), "local", |t| {
+            watch_local(kube, local, shared.config.agent.clone(), queue.clone(), t)
+        });
+    }
+    let name = format!("sync-{}", target.pr.name());
+    let reconciler = Arc::new(ObjectReconciler {
+        shared: shared.clone(),
+        target,
+    });
+    let workers = tokio::spawn(run_workers(
+        queue.clone(),
+        reconciler,
+        WorkerConfig::new(name, shared.workers),
+    ));
+    loop {
+        tokio::select! {
+            () = token.cancelled() => break,
+            change = changes.recv() => match change {
+                Ok(ClusterEvent::Engaged(cluster)) => watch_cluster(&mut watches, &queue, &remote, cluster),
+                Ok(ClusterEvent::Disengaged(name)) => { watches.stop(&name.as_str().to_owned()); }
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    for cluster in shared.clusters.all() {
+                        watch_cluster(&mut watches, &queue, &remote, cluster);
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => break,
+            },
+        }
+    }
+    watches.retain(|_| false);
+    queue.shutdown();
+    let _ = workers.await;
+}
+
+fn watch_cluster(
+    watches: &mut TaskSet<String>,
+    queue: &WorkQueue<ObjectKey>,
+    remote: &ApiResource,
+    cluster: EngagedCluster,
+) {
+    let Some(kube) = cluster.kube.clone() else {
+        return;
+    };
+    let name = cluster.name.as_str().to_owned();
+    let fingerprint = cluster.base_url.clone().unwrap_or_default();
+    let (queue, remote) = (queue.clone(), remote.clone());
+    watches.ensure(name.clone(), &fingerprint, move |token| async move {
+        let api = kube::Api::<DynamicObject>::all_with(kube, &remote);
+        let stream = watcher(api, watcher::Config::default()).default_backoff();
+        futures::pin_mut!(stream);
+        loop {
+            tokio::select! {
+                () = token.cancelled() => return,
+                event = stream.next() => match event {
+                    Some(Ok(event)) => enqueue_remote(&queue, &name, event),
+                    Some(Err(e)) => tracing::debug!(error = %e, cluster = %name, "watch error"),
+                    None => return,
+                },
+            }
+        }
+    });
+}
+
+fn enqueue_remote(
+    queue: &WorkQueue<ObjectKey>,
+    cluster: &str,
+    event: watcher::Event<DynamicObject>,
+) {
+    let objects: Vec<DynamicObject> = match event {
+        watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o) => {
+            vec![o]
+        }
+        watcher::Event::Init | watcher::Event::InitDone => vec![],
+    };
+    for obj in objects {
+        let name = obj.metadata.name.clone().unwrap_or_default();
+        let key = match obj.metadata.namespace.clone() {
+            Some(ns) => ObjectKey::namespaced(cluster, ns, name),
+            None => ObjectKey::cluster_scoped(cluster, name),
+        };
+        queue.add(key);
+    }
+}
+
+async fn watch_local(
+    kube: kube::Client,
+    local: ApiResource,
+    agent: String,
+    queue: WorkQueue<ObjectKey>,
+    token: CancellationToken,
+) {
+    let api = kube::Api::<DynamicObject>::all_with(kube, &local);
+    let config = watcher::Config::default().labels(&format!("{AGENT_NAME_LABEL}={agent}"));
+    let stream = watcher(api, config).default_backoff();
+    futures::pin_mut!(stream);
+    loop {
+        tokio::select! {
+            () = token.cancelled() => return,
+            event = stream.next() => match event {
+                Some(Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o))) => {
+                    let value = serde_json::to_value(&o).unwrap_or_default();
+                    if let Some(key) = RemoteObjectKey::from_local(&value) {
+                        queue.add(if key.namespace.is_empty() {
+                            ObjectKey::cluster_scoped(key.cluster, key.name)
+                        } else {
+                            ObjectKey::namespaced(key.cluster, key.namespace, key.name)
+                        });
+                    }
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => tracing::debug!(error = %e, "local watch error"),
+                None => return,
+            },
+        }
+    }
+}

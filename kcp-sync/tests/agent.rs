@@ -1,0 +1,158 @@
+//! The whole agent (publish, export and sync controllers, the APIExportEndpointSlice
+//! provider) over HTTP against two kcp-sim servers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Env, create, crontab_pr};
+use kcp_core::cluster::{ApiExportConsumers, ClusterClients};
+use kcp_core::kube::api::GroupVersionKind;
+use kcp_core::{ListOptions, ObjectClient, ObjectRef};
+use kcp_sim::PLAIN_CLUSTER;
+use kcp_sync::controller::{Agent, Metrics, run};
+use kcp_sync::reconcile::sync::SyncConfig;
+use serde_json::{Value, json};
+
+const STATE_NS: &str = "kcp-system";
+
+/// Polls `check` every 20 ms for up to 15 s.
+async fn eventually<F, Fut>(what: &str, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..750 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn agent(env: &Env) -> Agent {
+    let clients = Arc::new(ClusterClients::new(
+        env.kcp_sim.kube_config("root:provider").unwrap(),
+    ));
+    let provider = ApiExportConsumers::from_endpoint_slice(
+        clients,
+        env.kcp_sim.client("root:provider").unwrap(),
+        "crontabs",
+    );
+    Agent {
+        sync: SyncConfig::new("agent", STATE_NS),
+        export_name: "crontabs".into(),
+        selector: String::new(),
+        disabled: Default::default(),
+        service: Arc::new(env.service_sim.object_client(PLAIN_CLUSTER)),
+        service_kube: Some(env.service_sim.client(PLAIN_CLUSTER).unwrap()),
+        kcp: Arc::new(env.kcp_sim.object_client("root:provider")),
+        provider: Arc::new(provider),
+        resync: Duration::from_secs(300),
+        workers: 2,
+        metrics: Metrics::default(),
+    }
+}
+
+async fn export_resources(env: &Env) -> Value {
+    let gvk = GroupVersionKind::gvk("apis.kcp.io", "v1alpha2", "APIExport");
+    let export = env
+        .provider
+        .get(&ObjectRef::cluster_scoped(gvk, "crontabs"))
+        .await
+        .unwrap()
+        .unwrap();
+    export.data["spec"]["resources"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_object_is_synced_down_and_its_status_up_by_the_running_agent() {
+    let env = Env::start().await;
+    create(
+        &env.service,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STATE_NS}}),
+    )
+    .await;
+    // kcp (and kcp-sim) create the endpoint slice of the same name as the export.
+    env.publish(&crontab_pr("crontabs")).await;
+    let metrics = Metrics::default();
+    let mut config = agent(&env);
+    config.metrics = metrics.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run(config, async {
+        let _ = stopped.await;
+    }));
+
+    eventually("the schema in the export", || async {
+        export_resources(&env)
+            .await
+            .as_array()
+            .is_some_and(|r| r.len() == 1)
+    })
+    .await;
+    assert_eq!(metrics.published_resources.get(), 1);
+
+    let root = env.kcp_sim.object_client("root");
+    create(&root, json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "team-1"}, "spec": {}})).await;
+    let team = env.kcp_sim.object_client("root:team-1");
+    let claims: Vec<Value> = ["events", "namespaces"]
+        .iter()
+        .map(|r| json!({"group": "", "resource": r, "all": true, "state": "Accepted"}))
+        .collect();
+    create(&team, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
+        "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}, "permissionClaims": claims}})).await;
+    create(&team, json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "my-crontab", "namespace": "default"}, "spec": {"cronSpec": "* * * *"}})).await;
+
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    eventually("the local copy", || async {
+        env.service
+            .list(&gvk, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+            == 1
+    })
+    .await;
+    let mut local = env
+        .service
+        .list(&gvk, None, &ListOptions::default())
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    assert_eq!(local.data["spec"], json!({"cronSpec": "* * * *"}));
+    local.data["status"] = json!({"phase": "Running"});
+    env.service
+        .replace(&local, kcp_core::Subresource::Status)
+        .await
+        .unwrap();
+    let remote = ObjectRef::namespaced(gvk.clone(), "default", "my-crontab");
+    eventually("the status in kcp", || async {
+        team.get(&remote)
+            .await
+            .unwrap()
+            .is_some_and(|o| o.data["status"]["phase"] == "Running")
+    })
+    .await;
+
+    team.delete(&remote, &Default::default()).await.unwrap();
+    eventually("the deletion in kcp and of the local copy", || async {
+        team.get(&remote).await.unwrap().is_none()
+            && env
+                .service
+                .list(&gvk, None, &ListOptions::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+    })
+    .await;
+
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
