@@ -49,6 +49,7 @@ pub mod path;
 pub mod reconcile;
 
 pub mod schema;
+pub mod startup;
 pub mod state;
 
 pub use error::{Error, Result};

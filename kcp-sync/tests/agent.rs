@@ -54,6 +54,7 @@ fn agent(env: &Env) -> Agent {
         resync: Duration::from_secs(300),
         workers: 2,
         metrics: Metrics::default(),
+        ready: Default::default(),
     }
 }
 

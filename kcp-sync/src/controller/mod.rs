@@ -14,6 +14,7 @@
 pub mod sync;
 
 use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -110,6 +111,8 @@ pub struct Agent {
     pub workers: usize,
     /// Metrics.
     pub metrics: Metrics,
+    /// Set once the first export reconcile succeeded (`/readyz`).
+    pub ready: Arc<AtomicBool>,
 }
 
 struct Publisher {
@@ -266,6 +269,7 @@ impl Publisher {
             .published_resources
             .set(i64::try_from(prs.len()).unwrap_or(i64::MAX));
         if agent.disabled.contains(&ControllerName::ApiExport) {
+            agent.ready.store(true, Ordering::Relaxed);
             return Ok(Outcome::Done);
         }
         let ready: BTreeSet<String> = prs
@@ -282,6 +286,7 @@ impl Publisher {
             &ready,
         )
         .await?;
+        agent.ready.store(true, Ordering::Relaxed);
         Ok(Outcome::RequeueAfter(agent.resync))
     }
 }
