@@ -47,6 +47,7 @@ pub mod mutation;
 pub mod naming;
 pub mod path;
 pub mod reconcile;
+pub mod related;
 
 pub mod schema;
 pub mod startup;
