@@ -15,7 +15,9 @@ use kcp_core::{
 };
 use kcp_sim::{Endpoint, SimClient};
 use kcp_sync::api::{
-    PublishedResource, ResourceMutation, ResourceMutationSpec, ResourceRegexMutation,
+    PublishedResource, RelatedResourceKind, RelatedResourceObject, RelatedResourceObjectReference,
+    RelatedResourceObjectSpec, RelatedResourceOrigin, RelatedResourceSpec, ResourceMutation,
+    ResourceMutationSpec, ResourceRegexMutation,
 };
 use kcp_sync::reconcile::export::reconcile_export;
 use kcp_sync::reconcile::schema::reconcile_schema;
@@ -74,7 +76,8 @@ impl Harness {
         )
         .await
         .unwrap();
-        let target = PrimarySync::new(&pr, &projected).unwrap();
+        let mut target = PrimarySync::new(&pr, &projected).unwrap();
+        target.resolve_related(&env.service).await.unwrap();
         Harness {
             env,
             target,
@@ -94,7 +97,7 @@ impl Harness {
         let path = format!("root:{name}");
         let cluster = self.env.kcp_sim.logical_cluster(&path).unwrap();
         let user = self.env.kcp_sim.object_client(&path);
-        let claims: Vec<Value> = ["events", "namespaces"]
+        let claims: Vec<Value> = ["events", "namespaces", "secrets", "configmaps"]
             .iter()
             .map(|r| json!({"group": "", "resource": r, "all": true, "state": "Accepted"}))
             .collect();
@@ -492,4 +495,210 @@ async fn a_missing_kcp_object_needs_nothing() {
         .await
         .unwrap();
     assert_eq!(step, Step::Done);
+}
+
+fn related(
+    origin: RelatedResourceOrigin,
+    kind: RelatedResourceKind,
+    path: &str,
+    cleanup: bool,
+) -> RelatedResourceSpec {
+    RelatedResourceSpec {
+        identifier: "creds".into(),
+        origin,
+        group: String::new(),
+        version: String::new(),
+        resource: String::new(),
+        kind: Some(kind),
+        identity_hash: String::new(),
+        cleanup,
+        projection: None,
+        object: RelatedResourceObject {
+            spec: RelatedResourceObjectSpec {
+                reference: Some(RelatedResourceObjectReference {
+                    path: path.into(),
+                    regex: None,
+                }),
+                ..Default::default()
+            },
+            namespace: None,
+        },
+        mutation: None,
+        watch: None,
+        sync_status: false,
+    }
+}
+
+fn pr_with(related: RelatedResourceSpec) -> PublishedResource {
+    let mut pr = crontab_pr("crontabs");
+    pr.spec.related = Some(vec![related]);
+    pr
+}
+
+fn secret_gvk() -> GroupVersionKind {
+    GroupVersionKind::gvk("", "v1", "Secret")
+}
+
+#[tokio::test]
+async fn a_service_side_secret_is_copied_to_kcp_and_announced_on_the_primary() {
+    let h = Harness::start(pr_with(related(
+        RelatedResourceOrigin::Service,
+        RelatedResourceKind::Secret,
+        "spec.secretName",
+        false,
+    )))
+    .await;
+    let c = h.consumer("team-1").await;
+    crontab(&c, "db", json!({"secretName": "db-creds"})).await;
+    h.sync(&c, "db").await;
+    let local_ns = h.local().await.metadata.namespace.unwrap();
+    create(
+        &h.env.service,
+        json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "db-creds", "namespace": local_ns}, "data": {"password": "c2VjcmV0"}}),
+    )
+    .await;
+    h.sync(&c, "db").await;
+    let copy = c
+        .user
+        .get(&ObjectRef::namespaced(secret_gvk(), "default", "db-creds"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(copy.data["data"], json!({"password": "c2VjcmV0"}));
+    let annotations = remote(&c, "db")
+        .await
+        .unwrap()
+        .metadata
+        .annotations
+        .unwrap();
+    assert_eq!(
+        annotations["related-resources.syncagent.kcp.io/creds.0"],
+        r#"{"namespace":"default","name":"db-creds","apiVersion":"v1","kind":"Secret"}"#
+    );
+}
+
+#[tokio::test]
+async fn a_kcp_side_configmap_is_copied_to_the_service_cluster_with_a_finalizer_on_the_original() {
+    let h = Harness::start(pr_with(related(
+        RelatedResourceOrigin::Kcp,
+        RelatedResourceKind::ConfigMap,
+        "spec.configName",
+        false,
+    )))
+    .await;
+    let c = h.consumer("team-1").await;
+    create(&c.user, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "default"}, "data": {"k": "v"}})).await;
+    crontab(&c, "db", json!({"configName": "settings"})).await;
+    h.sync(&c, "db").await;
+    let local_ns = h.local().await.metadata.namespace.unwrap();
+    let gvk = GroupVersionKind::gvk("", "v1", "ConfigMap");
+    let copy = h
+        .env
+        .service
+        .get(&ObjectRef::namespaced(gvk.clone(), &local_ns, "settings"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(copy.data["data"], json!({"k": "v"}));
+    let original = c
+        .user
+        .get(&ObjectRef::namespaced(gvk, "default", "settings"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        original.metadata.finalizers,
+        Some(vec!["syncagent.kcp.io/cleanup".to_owned()])
+    );
+}
+
+#[tokio::test]
+async fn deleting_the_primary_removes_kcp_originals_copies_and_their_finalizers() {
+    let h = Harness::start(pr_with(related(
+        RelatedResourceOrigin::Kcp,
+        RelatedResourceKind::ConfigMap,
+        "spec.configName",
+        false,
+    )))
+    .await;
+    let c = h.consumer("team-1").await;
+    create(&c.user, json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "default"}, "data": {"k": "v"}})).await;
+    crontab(&c, "db", json!({"configName": "settings"})).await;
+    h.sync(&c, "db").await;
+    let local_ns = h.local().await.metadata.namespace.unwrap();
+    c.user
+        .delete(
+            &ObjectRef::namespaced(crontab_gvk(), "default", "db"),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+    h.sync(&c, "db").await;
+    let gvk = GroupVersionKind::gvk("", "v1", "ConfigMap");
+    assert!(
+        h.env
+            .service
+            .get(&ObjectRef::namespaced(gvk.clone(), &local_ns, "settings"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let original = c
+        .user
+        .get(&ObjectRef::namespaced(gvk, "default", "settings"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        original.metadata.finalizers.unwrap_or_default().is_empty(),
+        "the kcp original stays, without finalizer"
+    );
+    assert!(remote(&c, "db").await.is_none());
+}
+
+#[tokio::test]
+async fn with_cleanup_the_kcp_copy_of_a_service_secret_goes_with_the_primary() {
+    let h = Harness::start(pr_with(related(
+        RelatedResourceOrigin::Service,
+        RelatedResourceKind::Secret,
+        "spec.secretName",
+        true,
+    )))
+    .await;
+    let c = h.consumer("team-1").await;
+    crontab(&c, "db", json!({"secretName": "db-creds"})).await;
+    h.sync(&c, "db").await;
+    let local_ns = h.local().await.metadata.namespace.unwrap();
+    create(
+        &h.env.service,
+        json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "db-creds", "namespace": local_ns}, "data": {"p": "eA=="}}),
+    )
+    .await;
+    h.sync(&c, "db").await;
+    c.user
+        .delete(
+            &ObjectRef::namespaced(crontab_gvk(), "default", "db"),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+    h.sync(&c, "db").await;
+    assert!(
+        c.user
+            .get(&ObjectRef::namespaced(secret_gvk(), "default", "db-creds"))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        h.env
+            .service
+            .get(&ObjectRef::namespaced(secret_gvk(), &local_ns, "db-creds"))
+            .await
+            .unwrap()
+            .is_some(),
+        "the service original stays"
+    );
 }

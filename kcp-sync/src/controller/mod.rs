@@ -155,8 +155,13 @@ impl Publisher {
     }
 
     /// Starts (or keeps) the sync controller of `pr`.
-    fn ensure_controller(&self, pr: &PublishedResource, projected: &Projected) -> Result<bool> {
-        let target = PrimarySync::new(pr, projected)?;
+    async fn ensure_controller(
+        &self,
+        pr: &PublishedResource,
+        projected: &Projected,
+    ) -> Result<bool> {
+        let mut target = PrimarySync::new(pr, projected)?;
+        target.resolve_related(self.agent.service.as_ref()).await?;
         let fingerprint = format!(
             "{}/{}/{}",
             pr.metadata.uid.as_deref().unwrap_or_default(),
@@ -218,7 +223,7 @@ impl Reconciler<String> for Publisher {
         };
         let syncing = !agent.disabled.contains(&ControllerName::Sync) && pr.sync_enabled();
         if syncing {
-            self.ensure_controller(&pr, &projected)?;
+            self.ensure_controller(&pr, &projected).await?;
         } else {
             self.stop(name);
         }

@@ -30,6 +30,7 @@ use kcp_core::{
 };
 use serde_json::{Value, json};
 
+use super::related::{RelatedSides, RelatedSync, sync_related};
 use super::schema::Projected;
 use super::state_store::StateStore;
 use super::{from_json, get_json, to_json};
@@ -89,6 +90,8 @@ pub struct PrimarySync {
     pub subresources: Vec<&'static str>,
     /// The compiled `spec.mutation`.
     pub mutator: Mutator,
+    /// The related resources, resolved ([`PrimarySync::resolve_related`]).
+    pub related: Vec<RelatedSync>,
 }
 
 impl PrimarySync {
@@ -124,7 +127,18 @@ impl PrimarySync {
             local_namespaced: projected.source.pointer("/spec/scope") == Some(&json!("Namespaced")),
             subresources,
             mutator: Mutator::new(pr.name(), "spec.mutation", pr.spec.mutation.as_ref())?,
+            related: Vec::new(),
         })
+    }
+
+    /// Resolves the kinds of the related resources (through the service cluster's CRDs).
+    pub async fn resolve_related(&mut self, service: &dyn ObjectClient) -> Result<()> {
+        let mut related = Vec::new();
+        for (index, spec) in self.pr.related().iter().enumerate() {
+            related.push(RelatedSync::new(service, self.pr.name(), index, spec).await?);
+        }
+        self.related = related;
+        Ok(())
     }
 }
 
@@ -342,6 +356,9 @@ async fn handle_deletion(
         return Ok(Step::Done);
     }
     if let Some(local) = &pair.local {
+        if related_step(ctx, target, &pair.remote, local, &pair.key, store, true).await? {
+            return Ok(Step::Again);
+        }
         if !is_deleting(local) {
             let local_ref = object_ref(
                 &target.local_gvk,
@@ -439,7 +456,40 @@ async fn sync_live(
         return Ok(Step::Again);
     }
     sync_status_back(ctx, target, remote_ref, &pair.remote, &source, &local).await?;
+    if related_step(ctx, target, &pair.remote, &local, &pair.key, store, false).await? {
+        return Ok(Step::Again);
+    }
     Ok(Step::Done)
+}
+
+/// Runs every related resource of the pair; whether any wrote.
+async fn related_step(
+    ctx: &SyncContext<'_>,
+    target: &PrimarySync,
+    remote: &Value,
+    local: &Value,
+    key: &RemoteObjectKey,
+    store: &StateStore<'_>,
+    deleting: bool,
+) -> Result<bool> {
+    let sides = RelatedSides {
+        kcp: ctx.sides.kcp,
+        service: ctx.sides.service,
+        primaries: crate::related::Primaries {
+            local,
+            remote,
+            cluster: ctx.sides.cluster,
+            path: key.workspace_path.as_deref().unwrap_or_default(),
+        },
+        store,
+        engine: ctx.engine,
+        finalizer: &ctx.config.finalizer,
+    };
+    let mut wrote = false;
+    for rel in &target.related {
+        wrote |= sync_related(&sides, rel, deleting).await?;
+    }
+    Ok(wrote)
 }
 
 fn state_key(key: &RemoteObjectKey) -> String {
@@ -523,7 +573,8 @@ async fn create_local(
     }
 }
 
-async fn ensure_namespace(service: &dyn ObjectClient, name: &str) -> Result<()> {
+/// Creates Namespace `name` unless it exists.
+pub(crate) async fn ensure_namespace(service: &dyn ObjectClient, name: &str) -> Result<()> {
     let found: Option<Namespace> = service
         .get_typed(None, name)
         .await
