@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::{Env, create, crontab_pr};
 use kcp_core::cluster::{ApiExportConsumers, ClusterClients};
 use kcp_core::kube::api::GroupVersionKind;
-use kcp_core::{ListOptions, ObjectClient, ObjectRef};
+use kcp_core::{ListOptions, ObjectClient, ObjectClientExt as _, ObjectRef};
 use kcp_sim::PLAIN_CLUSTER;
 use kcp_sync::controller::{Agent, Metrics, run};
 use kcp_sync::reconcile::sync::SyncConfig;
@@ -140,6 +140,34 @@ async fn a_consumer_object_is_synced_down_and_its_status_up_by_the_running_agent
             .is_some_and(|o| o.data["status"]["phase"] == "Running")
     })
     .await;
+
+    // A status-only update of the PublishedResource restarts nothing (upstream #182 starts a
+    // second controller and never stops the first).
+    let starts = metrics.sync_controller_starts.get();
+    let mut pr = env.pr("crontabs").await;
+    pr.status.get_or_insert_default().objects.pending = 7;
+    env.service
+        .replace(
+            &common::object(serde_json::to_value(&pr).unwrap()),
+            kcp_core::Subresource::Status,
+        )
+        .await
+        .unwrap();
+    // The agent's own status write (Syncing) and this one: give the publisher time to see them.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(metrics.sync_controller_starts.get(), starts);
+    // A spec change replaces the controller: one more start, still one running.
+    let mut pr = env.pr("crontabs").await;
+    pr.spec.naming = Some(kcp_sync::api::ResourceNaming {
+        namespace: String::new(),
+        name: "$remoteName".into(),
+    });
+    env.service.replace_typed(&pr).await.unwrap();
+    eventually("the controller restart", || async {
+        metrics.sync_controller_starts.get() == starts + 1
+    })
+    .await;
+    assert_eq!(metrics.sync_controllers.get(), 1);
 
     team.delete(&remote, &Default::default()).await.unwrap();
     eventually("the deletion in kcp and of the local copy", || async {

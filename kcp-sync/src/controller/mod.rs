@@ -29,6 +29,7 @@ use kcp_core::runtime::{
     run_workers, set_condition, write_status,
 };
 use kcp_core::{Backoff, ListOptions, ObjectClient, ObjectClientExt as _, TemplateEngine};
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use serde_json::Value;
@@ -72,6 +73,10 @@ impl std::str::FromStr for ControllerName {
 pub struct Metrics {
     /// `sync_agent_published_resource`: PublishedResources matching the selector.
     pub published_resources: Gauge,
+    /// `sync_agent_sync_controllers`: sync controllers running.
+    pub sync_controllers: Gauge,
+    /// `sync_agent_sync_controller_starts_total`: sync controllers started (a restart counts).
+    pub sync_controller_starts: Counter,
 }
 
 impl Metrics {
@@ -82,6 +87,16 @@ impl Metrics {
             "sync_agent_published_resource",
             "Number of PublishedResources handled by this agent",
             metrics.published_resources.clone(),
+        );
+        registry.register(
+            "sync_agent_sync_controllers",
+            "Number of running sync controllers (one per PublishedResource)",
+            metrics.sync_controllers.clone(),
+        );
+        registry.register(
+            "sync_agent_sync_controller_starts",
+            "Sync controllers started, restarts included",
+            metrics.sync_controller_starts.clone(),
         );
         metrics
     }
@@ -151,7 +166,16 @@ impl Publisher {
     fn stop(&self, name: &str) {
         if let Ok(mut controllers) = self.controllers.lock() {
             controllers.stop(&name.to_owned());
+            self.count_controllers(&controllers);
         }
+    }
+
+    fn count_controllers(&self, controllers: &TaskSet<String>) {
+        let running = controllers.keys().count();
+        self.agent
+            .metrics
+            .sync_controllers
+            .set(i64::try_from(running).unwrap_or(i64::MAX));
     }
 
     /// Starts (or keeps) the sync controller of `pr`.
@@ -176,11 +200,14 @@ impl Publisher {
             field: "sync controller".into(),
             reason: "controller registry poisoned".into(),
         })?;
-        Ok(
-            controllers.ensure(pr.name().to_owned(), &fingerprint, move |token| {
-                run_sync_controller(shared, target, remote, local, token)
-            }),
-        )
+        let started = controllers.ensure(pr.name().to_owned(), &fingerprint, move |token| {
+            run_sync_controller(shared, target, remote, local, token)
+        });
+        if started {
+            self.agent.metrics.sync_controller_starts.inc();
+        }
+        self.count_controllers(&controllers);
+        Ok(started)
     }
 }
 
