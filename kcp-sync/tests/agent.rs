@@ -127,6 +127,16 @@ async fn a_consumer_object_is_synced_down_and_its_status_up_by_the_running_agent
         .items
         .remove(0);
     assert_eq!(local.data["spec"], json!({"cronSpec": "* * * *"}));
+    let event_gvk = GroupVersionKind::gvk("", "v1", "Event");
+    eventually("the ObjectPlaced Event in kcp", || async {
+        let events = team
+            .list(&event_gvk, Some("default"), &ListOptions::default())
+            .await
+            .unwrap()
+            .items;
+        events.iter().any(|e| e.data["reason"] == "ObjectPlaced")
+    })
+    .await;
     local.data["status"] = json!({"phase": "Running"});
     env.service
         .replace(&local, kcp_core::Subresource::Status)

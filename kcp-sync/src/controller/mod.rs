@@ -334,6 +334,7 @@ pub async fn run(agent: Agent, shutdown: impl std::future::Future<Output = ()>) 
         clusters: clusters.clone(),
         engine: Arc::new(TemplateEngine::new()),
         workers: agent.workers,
+        recorder: EventRecorder::new("kcp-api-syncagent"),
     };
     let queue: WorkQueue<String> = WorkQueue::new(Backoff::default());
     let publisher = Arc::new(Publisher {

@@ -13,11 +13,13 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt as _;
+use k8s_openapi::api::core::v1::ObjectReference;
 use kcp_core::cluster::{ClusterEvent, EngagedCluster};
 use kcp_core::kube::api::{ApiResource, DynamicObject};
 use kcp_core::kube::runtime::{WatchStreamExt as _, watcher};
 use kcp_core::runtime::{
-    ObjectKey, Outcome, Reconciler, TaskSet, WorkQueue, WorkerConfig, run_workers,
+    EventRecorder, EventType, ObjectKey, Outcome, Reconciler, TaskSet, WorkQueue, WorkerConfig,
+    run_workers,
 };
 use kcp_core::{Backoff, ObjectClient, TemplateEngine};
 use tokio::sync::broadcast;
@@ -102,6 +104,8 @@ pub struct SyncShared {
     pub engine: Arc<TemplateEngine>,
     /// Workers per controller (upstream: 4).
     pub workers: usize,
+    /// Records Events on kcp objects.
+    pub recorder: EventRecorder,
 }
 
 struct ObjectReconciler {
@@ -120,7 +124,7 @@ impl Reconciler<ObjectKey> for ObjectReconciler {
         let ctx = SyncContext {
             config: &self.shared.config,
             engine: &self.shared.engine,
-            recorder: None,
+            recorder: Some(&self.shared.recorder),
             sides: Sides {
                 kcp: cluster.client.as_ref(),
                 service: self.shared.service.as_ref(),
@@ -130,6 +134,37 @@ impl Reconciler<ObjectKey> for ObjectReconciler {
         match sync_object(&ctx, &self.target, key.namespace.as_deref(), &key.name).await? {
             Step::Done => Ok(Outcome::Done),
             Step::Again => Ok(Outcome::RequeueAfter(Duration::ZERO)),
+        }
+    }
+
+    /// A Warning `ReconcilingError` on the kcp object with upstream's generic text (the real
+    /// error stays on the service side: logs and the PublishedResource status).
+    async fn failed(&self, key: &ObjectKey, error: &Error) {
+        tracing::warn!(error = %error, key = %key, "sync failed");
+        let Some(cluster) = self.shared.clusters.get(&key.cluster) else {
+            return;
+        };
+        let reference = ObjectReference {
+            api_version: Some(api_version(&self.target.remote_gvk)),
+            kind: Some(self.target.remote_gvk.kind.clone()),
+            name: Some(key.name.clone()),
+            namespace: key.namespace.clone(),
+            ..ObjectReference::default()
+        };
+        let message = "a provider-side issue has occurred";
+        if let Err(e) = self
+            .shared
+            .recorder
+            .record(
+                cluster.client.as_ref(),
+                &reference,
+                EventType::Warning,
+                "ReconcilingError",
+                message,
+            )
+            .await
+        {
+            tracing::debug!(error = %e, "recording ReconcilingError failed");
         }
     }
 }
@@ -273,5 +308,13 @@ async fn watch_local(
                 None => return,
             },
         }
+    }
+}
+
+fn api_version(gvk: &kcp_core::kube::api::GroupVersionKind) -> String {
+    if gvk.group.is_empty() {
+        gvk.version.clone()
+    } else {
+        format!("{}/{}", gvk.group, gvk.version)
     }
 }
