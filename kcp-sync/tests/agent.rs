@@ -55,6 +55,7 @@ fn agent(env: &Env) -> Agent {
         workers: 2,
         metrics: Metrics::default(),
         ready: Default::default(),
+        status_interval: Duration::from_millis(50),
     }
 }
 
@@ -127,6 +128,14 @@ async fn a_consumer_object_is_synced_down_and_its_status_up_by_the_running_agent
         .items
         .remove(0);
     assert_eq!(local.data["spec"], json!({"cronSpec": "* * * *"}));
+    eventually(
+        "the synced count and Ready on the PublishedResource",
+        || async {
+            let status = env.pr("crontabs").await.status.unwrap_or_default();
+            status.objects.synced == 1 && status.condition("Ready").is_some_and(|c| c.is_true())
+        },
+    )
+    .await;
     let event_gvk = GroupVersionKind::gvk("", "v1", "Event");
     eventually("the ObjectPlaced Event in kcp", || async {
         let events = team

@@ -136,7 +136,7 @@ impl Harness {
             let step = sync_object(&self.ctx(c), &self.target, Some("default"), name)
                 .await
                 .unwrap();
-            if step == Step::Done {
+            if step != Step::Again {
                 return;
             }
         }
@@ -494,7 +494,7 @@ async fn a_missing_kcp_object_needs_nothing() {
     let step = sync_object(&h.ctx(&c), &h.target, Some("default"), "absent")
         .await
         .unwrap();
-    assert_eq!(step, Step::Done);
+    assert_eq!(step, Step::Gone);
 }
 
 fn related(

@@ -256,6 +256,7 @@ async fn agent(flags: Flags) -> Result<(), Error> {
         workers: 4,
         metrics: manager.with_registry(Metrics::register),
         ready: manager.readiness().synced_flag(),
+        status_interval: Duration::from_secs(5),
     };
     manager
         .run(Some(service), |shutdown| async move {

@@ -11,6 +11,7 @@
 //! * Consumer clusters come from any [`ClusterProvider`] (the APIExportEndpointSlice provider
 //!   in the binary), through the shared [`sync::Clusters`] registry.
 
+pub mod progress;
 pub mod sync;
 
 use std::collections::BTreeSet;
@@ -128,6 +129,8 @@ pub struct Agent {
     pub metrics: Metrics,
     /// Set once the first export reconcile succeeded (`/readyz`).
     pub ready: Arc<AtomicBool>,
+    /// How often object counts are written to PublishedResource statuses (when changed).
+    pub status_interval: Duration,
 }
 
 struct Publisher {
@@ -335,6 +338,7 @@ pub async fn run(agent: Agent, shutdown: impl std::future::Future<Output = ()>) 
         engine: Arc::new(TemplateEngine::new()),
         workers: agent.workers,
         recorder: EventRecorder::new("kcp-api-syncagent"),
+        status_interval: agent.status_interval,
     };
     let queue: WorkQueue<String> = WorkQueue::new(Backoff::default());
     let publisher = Arc::new(Publisher {

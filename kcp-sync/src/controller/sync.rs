@@ -17,14 +17,17 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kcp_core::cluster::{ClusterEvent, EngagedCluster};
 use kcp_core::kube::api::{ApiResource, DynamicObject};
 use kcp_core::kube::runtime::{WatchStreamExt as _, watcher};
+use kcp_core::runtime::conditions::now;
 use kcp_core::runtime::{
-    EventRecorder, EventType, ObjectKey, Outcome, Reconciler, TaskSet, WorkQueue, WorkerConfig,
-    run_workers,
+    ConditionUpdate, EventRecorder, EventType, ObjectKey, Outcome, Reconciler, TaskSet, WorkQueue,
+    WorkerConfig, run_workers, set_condition, write_status,
 };
 use kcp_core::{Backoff, ObjectClient, TemplateEngine};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use super::progress::{Progress, Summary};
+use crate::api::{CONDITION_READY, PublishedResource, PublishedResourceStatus};
 use crate::error::Error;
 use crate::metadata::{AGENT_NAME_LABEL, RemoteObjectKey};
 use crate::reconcile::sync::{PrimarySync, Sides, Step, SyncConfig, SyncContext, sync_object};
@@ -106,11 +109,15 @@ pub struct SyncShared {
     pub workers: usize,
     /// Records Events on kcp objects.
     pub recorder: EventRecorder,
+    /// How often the PublishedResource's object counts and `Ready` condition are written
+    /// (when they changed).
+    pub status_interval: Duration,
 }
 
 struct ObjectReconciler {
     shared: SyncShared,
     target: PrimarySync,
+    progress: Arc<Progress>,
 }
 
 #[async_trait]
@@ -131,9 +138,24 @@ impl Reconciler<ObjectKey> for ObjectReconciler {
                 cluster: &key.cluster,
             },
         };
-        match sync_object(&ctx, &self.target, key.namespace.as_deref(), &key.name).await? {
-            Step::Done => Ok(Outcome::Done),
-            Step::Again => Ok(Outcome::RequeueAfter(Duration::ZERO)),
+        let result = sync_object(&ctx, &self.target, key.namespace.as_deref(), &key.name).await;
+        match result {
+            Ok(Step::Done) => {
+                self.progress.synced(key);
+                Ok(Outcome::Done)
+            }
+            Ok(Step::Gone) => {
+                self.progress.gone(key);
+                Ok(Outcome::Done)
+            }
+            Ok(Step::Again) => {
+                self.progress.pending(key);
+                Ok(Outcome::RequeueAfter(Duration::ZERO))
+            }
+            Err(e) => {
+                self.progress.failing(key, e.to_string());
+                Err(e)
+            }
         }
     }
 
@@ -199,9 +221,16 @@ pub async fn run_sync_controller(
         });
     }
     let name = format!("sync-{}", target.pr.name());
+    let progress = Arc::new(Progress::default());
+    let status = tokio::spawn(write_progress(
+        shared.clone(),
+        target.pr.name().to_owned(),
+        progress.clone(),
+    ));
     let reconciler = Arc::new(ObjectReconciler {
         shared: shared.clone(),
         target,
+        progress,
     });
     let workers = tokio::spawn(run_workers(
         queue.clone(),
@@ -224,6 +253,7 @@ pub async fn run_sync_controller(
         }
     }
     watches.retain(|_| false);
+    status.abort();
     queue.shutdown();
     let _ = workers.await;
 }
@@ -316,5 +346,43 @@ fn api_version(gvk: &kcp_core::kube::api::GroupVersionKind) -> String {
         gvk.version.clone()
     } else {
         format!("{}/{}", gvk.group, gvk.version)
+    }
+}
+
+/// Writes the object counts and the `Ready` condition of the PublishedResource whenever they
+/// changed, every `status_interval`.
+async fn write_progress(shared: SyncShared, pr: String, progress: Arc<Progress>) {
+    let mut last: Option<Summary> = None;
+    let mut tick = tokio::time::interval(shared.status_interval);
+    loop {
+        tick.tick().await;
+        let summary = progress.summary();
+        if last.as_ref() == Some(&summary) {
+            continue;
+        }
+        let update = match &summary.failure {
+            None => ConditionUpdate::new(CONDITION_READY, true, "ObjectsSynced")
+                .message(format!("{} objects synced", summary.counts.synced)),
+            Some((key, error)) => ConditionUpdate::new(CONDITION_READY, false, "ObjectsFailing")
+                .message(format!(
+                    "{} of {} objects failing; {key}: {error}",
+                    summary.counts.failing,
+                    summary.counts.synced + summary.counts.failing + summary.counts.pending
+                )),
+        };
+        let counts = summary.counts;
+        let result =
+            write_status::<PublishedResource, _>(shared.service.as_ref(), None, &pr, |obj| {
+                let status = obj
+                    .status
+                    .get_or_insert_with(PublishedResourceStatus::default);
+                status.objects = counts;
+                set_condition(&mut status.conditions, update.clone(), now());
+            })
+            .await;
+        match result {
+            Ok(_) => last = Some(summary),
+            Err(e) => tracing::debug!(error = %e, "writing the object counts failed"),
+        }
     }
 }

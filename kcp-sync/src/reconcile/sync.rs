@@ -159,6 +159,8 @@ pub enum Step {
     Done,
     /// Something was written; run another step at once.
     Again,
+    /// The kcp object does not exist (or was just released after its deletion).
+    Gone,
 }
 
 /// Everything one step needs.
@@ -191,7 +193,7 @@ pub async fn sync_object(
     let _guard = span.enter();
     let remote_ref = object_ref(&target.remote_gvk, namespace, name);
     let Some(remote) = get_json(ctx.sides.kcp, &remote_ref).await? else {
-        return Ok(Step::Done);
+        return Ok(Step::Gone);
     };
     if !accepted(ctx, target, &remote, namespace).await? {
         return release_filtered(ctx, &remote_ref, &remote).await;
@@ -397,7 +399,7 @@ async fn handle_deletion(
         "Object deletion has been completed, finalizer has been removed.",
     )
     .await;
-    Ok(Step::Done)
+    Ok(Step::Gone)
 }
 
 fn meta<'a>(obj: &'a Value, field: &str) -> &'a str {
