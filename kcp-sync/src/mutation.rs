@@ -15,8 +15,11 @@
 //!   `.LocalObject` (the object being mutated) and `.RemoteObject` (the other side, or nil);
 //!   the trimmed output is written as a string. Rendered as text: upstream renders with
 //!   `html/template`, which escapes `<`, `>`, `&`, quotes; kcp-sync does not.
-//! * `cel`: not available yet in kcp-sync; a PublishedResource with a CEL rule is refused
-//!   with an error naming the rule, rather than synced without it.
+//! * `cel`: a CEL expression (the `cel` crate, compiled once) over `self` (the object being
+//!   mutated), `other` (the other side, or null) and `value` (the current value, or null);
+//!   the result is written back with its type (`42` stays a number).
+
+use std::sync::Arc;
 
 use kcp_core::TemplateEngine;
 use regex::Regex;
@@ -27,7 +30,7 @@ use crate::error::{Error, Result};
 use crate::path;
 
 /// One compiled rule.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 enum Rule {
     Delete {
         path: String,
@@ -41,6 +44,21 @@ enum Rule {
         path: String,
         template: String,
     },
+    Cel {
+        path: String,
+        program: Arc<cel::Program>,
+    },
+}
+
+impl std::fmt::Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Rule::Delete { path } => write!(f, "delete {path}"),
+            Rule::Regex { path, .. } => write!(f, "regex {path}"),
+            Rule::Template { path, .. } => write!(f, "template {path}"),
+            Rule::Cel { path, .. } => write!(f, "cel {path}"),
+        }
+    }
 }
 
 /// A rule with where it came from (`spec.mutation.spec[2]`).
@@ -144,10 +162,15 @@ fn compile_rule(owner: &str, location: &str, rule: &ResourceMutation) -> Result<
             path: t.path.clone(),
             template: t.template.clone(),
         }
+    } else if let Some(c) = &rule.cel {
+        let program = cel::Program::compile(&c.expression)
+            .map_err(|e| invalid(format!("cel.expression: {e}")))?;
+        Rule::Cel {
+            path: c.path.clone(),
+            program: Arc::new(program),
+        }
     } else {
-        return Err(invalid(
-            "cel: CEL mutations are not supported by kcp-sync yet; use regex or template".into(),
-        ));
+        return Err(invalid("no rule set".into()));
     };
     Ok(Located {
         location: location.to_owned(),
@@ -196,6 +219,10 @@ fn apply_rule(
             };
             path::set(object, path, Value::String(new))
         }
+        Rule::Cel { path, program } => {
+            let result = eval_cel(program, object, other, path::get(object, path))?;
+            path::set(object, path, result)
+        }
         Rule::Template { path, template } => {
             let context = json!({
                 "Value": gjson_result(path::get(object, path)),
@@ -208,6 +235,22 @@ fn apply_rule(
             path::set(object, path, Value::String(rendered.trim().to_owned()))
         }
     }
+}
+
+/// Runs a CEL program with `self`, `other` and `value` bound; the result as JSON.
+fn eval_cel(
+    program: &cel::Program,
+    object: &Value,
+    other: Option<&Value>,
+    value: Option<Value>,
+) -> Result<Value, String> {
+    let mut context = cel::Context::default();
+    let bind = |v: &Value| cel::to_value(v).map_err(|e| e.to_string());
+    context.add_variable_from_value("self", bind(object)?);
+    context.add_variable_from_value("other", bind(other.unwrap_or(&Value::Null))?);
+    context.add_variable_from_value("value", bind(&value.unwrap_or(Value::Null))?);
+    let result = program.execute(&context).map_err(|e| e.to_string())?;
+    result.json().map_err(|e| e.to_string())
 }
 
 /// A value as the fields of a gjson `Result` a template can call.
@@ -411,17 +454,67 @@ mod tests {
         assert!(err.contains("regex.pattern"), "{err}");
     }
 
-    #[test]
-    fn cel_rules_are_refused_with_a_clear_error() {
-        let rule = ResourceMutation {
+    fn cel(path: &str, expression: &str) -> ResourceMutation {
+        ResourceMutation {
             cel: Some(ResourceCELMutation {
-                path: "spec.a".into(),
-                expression: "1".into(),
+                path: path.into(),
+                expression: expression.into(),
             }),
             ..Default::default()
+        }
+    }
+
+    #[test]
+    fn cel_sets_a_constant_of_the_same_type() {
+        let out = mutate(vec![cel("spec.image", "'busybox'")], thing()).unwrap();
+        assert_eq!(out["spec"]["image"], "busybox");
+    }
+
+    #[test]
+    fn cel_keeps_the_result_type() {
+        let out = mutate(vec![cel("spec.image", "42")], thing()).unwrap();
+        assert_eq!(out["spec"]["image"], 42);
+    }
+
+    #[test]
+    fn cel_sees_the_current_value() {
+        let out = mutate(vec![cel("spec.image", "value + 'foo'")], thing()).unwrap();
+        assert_eq!(out["spec"]["image"], "nginxfoo");
+    }
+
+    #[test]
+    fn cel_sees_the_other_object() {
+        let spec = ResourceMutationSpec {
+            spec: vec![cel("spec.image", "other.spec.image")],
+            status: vec![],
         };
-        let err = mutate(vec![rule], thing()).unwrap_err().to_string();
-        assert!(err.contains("CEL"), "{err}");
+        let m = Mutator::new("pr", "spec.mutation", Some(&spec)).unwrap();
+        let other = json!({"spec": {"image": "busybox"}});
+        let out = m
+            .mutate_spec(&TemplateEngine::new(), &thing(), Some(&other))
+            .unwrap();
+        assert_eq!(out["spec"]["image"], "busybox");
+    }
+
+    #[test]
+    fn cel_defaults_a_missing_value() {
+        let out = mutate(
+            vec![cel("spec.duration", "value == null ? '2160h' : value")],
+            thing(),
+        )
+        .unwrap();
+        assert_eq!(out["spec"]["duration"], "2160h");
+    }
+
+    #[test]
+    fn an_invalid_cel_expression_is_refused_when_compiling() {
+        let err = mutate(vec![cel("spec.a", "1 +")], thing())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("spec.mutation.spec[0]") && err.contains("cel.expression"),
+            "{err}"
+        );
     }
 
     #[test]
