@@ -204,3 +204,102 @@ async fn a_consumer_object_is_synced_down_and_its_status_up_by_the_running_agent
     let _ = stop.send(());
     task.await.unwrap().unwrap();
 }
+
+/// Starts the agent for `pr` and a bound consumer `root:team-1` (claims: events, namespaces,
+/// secrets); answers the consumer's client, the stop switch and the agent task.
+async fn agent_with_consumer(
+    env: &Env,
+    pr: kcp_sync::api::PublishedResource,
+) -> (
+    kcp_sim::SimClient,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<kcp_sync::Result<()>>,
+) {
+    create(
+        &env.service,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STATE_NS}}),
+    )
+    .await;
+    env.publish(&pr).await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run(agent(env), async {
+        let _ = stopped.await;
+    }));
+    eventually("the schema in the export", || async {
+        export_resources(env)
+            .await
+            .as_array()
+            .is_some_and(|r| r.len() == 1)
+    })
+    .await;
+    let root = env.kcp_sim.object_client("root");
+    create(&root, json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "team-1"}, "spec": {}})).await;
+    let team = env.kcp_sim.object_client("root:team-1");
+    let claims: Vec<Value> = ["events", "namespaces", "secrets"]
+        .iter()
+        .map(|r| json!({"group": "", "resource": r, "all": true, "state": "Accepted"}))
+        .collect();
+    create(&team, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
+        "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}, "permissionClaims": claims}})).await;
+    (team, stop, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_related_secret_created_later_reaches_kcp_through_its_owner_watch() {
+    let env = Env::start().await;
+    let mut pr = crontab_pr("crontabs");
+    pr.spec.related = Some(vec![
+        serde_json::from_value(json!({
+            "identifier": "creds", "origin": "service", "kind": "Secret",
+            "object": {"reference": {"path": "spec.secretName"}},
+            "watch": {"byOwner": {}},
+        }))
+        .unwrap(),
+    ]);
+    let (team, stop, task) = agent_with_consumer(&env, pr).await;
+    create(
+        &team,
+        json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "db", "namespace": "default"}, "spec": {"secretName": "db-creds"}}),
+    )
+    .await;
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    eventually("the local copy", || async {
+        env.service
+            .list(&gvk, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+            == 1
+    })
+    .await;
+    let local = env
+        .service
+        .list(&gvk, None, &ListOptions::default())
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    // The service-side controller creates the Secret later, owned by the local copy.
+    create(
+        &env.service,
+        json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "db-creds", "namespace": local.metadata.namespace,
+            "ownerReferences": [{"apiVersion": "example.com/v1", "kind": "CronTab",
+                "name": local.metadata.name, "uid": local.metadata.uid}]},
+        "data": {"password": "c2VjcmV0"}}),
+    )
+    .await;
+    let secret = ObjectRef::namespaced(
+        GroupVersionKind::gvk("", "v1", "Secret"),
+        "default",
+        "db-creds",
+    );
+    eventually("the Secret in kcp", || async {
+        team.get(&secret).await.unwrap().is_some()
+    })
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}

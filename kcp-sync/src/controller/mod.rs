@@ -12,6 +12,7 @@
 //!   in the binary), through the shared [`sync::Clusters`] registry.
 
 pub mod progress;
+pub mod related_watch;
 pub mod sync;
 
 use std::collections::BTreeSet;

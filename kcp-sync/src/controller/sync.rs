@@ -27,7 +27,10 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use super::progress::{Progress, Summary};
-use crate::api::{CONDITION_READY, PublishedResource, PublishedResourceStatus};
+use super::related_watch::{RelatedWatch, related_watches, run_related_watch};
+use crate::api::{
+    CONDITION_READY, PublishedResource, PublishedResourceStatus, RelatedResourceOrigin,
+};
 use crate::error::Error;
 use crate::metadata::{AGENT_NAME_LABEL, RemoteObjectKey};
 use crate::reconcile::sync::{PrimarySync, Sides, Step, SyncConfig, SyncContext, sync_object};
@@ -212,13 +215,39 @@ pub async fn run_sync_controller(
     let queue = WorkQueue::new(Backoff::default());
     let mut watches: TaskSet<String> = TaskSet::new();
     let mut changes = shared.clusters.subscribe();
+    let related = related_watches(&target);
+    let w = Watches {
+        queue: &queue,
+        remote: &remote,
+        related: &related,
+    };
     for cluster in shared.clusters.all() {
-        watch_cluster(&mut watches, &queue, &remote, cluster);
+        w.cluster(&mut watches, cluster);
     }
     if let Some(kube) = shared.service_kube.clone() {
         watches.ensure(String::new(), "local", |t| {
-            watch_local(kube, local, shared.config.agent.clone(), queue.clone(), t)
+            watch_local(
+                kube.clone(),
+                local,
+                shared.config.agent.clone(),
+                queue.clone(),
+                t,
+            )
         });
+        for rel in related
+            .iter()
+            .filter(|r| r.origin == RelatedResourceOrigin::Service)
+        {
+            let (kube, rel, service, queue) = (
+                kube.clone(),
+                rel.clone(),
+                shared.service.clone(),
+                queue.clone(),
+            );
+            watches.ensure(format!("#r{}", rel.index), "service", move |t| {
+                run_related_watch(kube, rel, service, None, queue, t)
+            });
+        }
     }
     let name = format!("sync-{}", target.pr.name());
     let progress = Arc::new(Progress::default());
@@ -241,11 +270,14 @@ pub async fn run_sync_controller(
         tokio::select! {
             () = token.cancelled() => break,
             change = changes.recv() => match change {
-                Ok(ClusterEvent::Engaged(cluster)) => watch_cluster(&mut watches, &queue, &remote, cluster),
-                Ok(ClusterEvent::Disengaged(name)) => { watches.stop(&name.as_str().to_owned()); }
+                Ok(ClusterEvent::Engaged(cluster)) => w.cluster(&mut watches, cluster),
+                Ok(ClusterEvent::Disengaged(name)) => {
+                    let prefix = format!("{}#", name.as_str());
+                    watches.retain(|k| k != name.as_str() && !k.starts_with(&prefix));
+                }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     for cluster in shared.clusters.all() {
-                        watch_cluster(&mut watches, &queue, &remote, cluster);
+                        w.cluster(&mut watches, cluster);
                     }
                 }
                 Err(broadcast::error::RecvError::Closed) => break,
@@ -258,17 +290,50 @@ pub async fn run_sync_controller(
     let _ = workers.await;
 }
 
+/// What a controller watches per engaged cluster.
+struct Watches<'a> {
+    queue: &'a WorkQueue<ObjectKey>,
+    remote: &'a ApiResource,
+    related: &'a [RelatedWatch],
+}
+
+impl Watches<'_> {
+    /// Starts (or keeps) the watches of `cluster`: the primary kind, and the kcp-origin
+    /// related kinds with a `watch`.
+    fn cluster(&self, watches: &mut TaskSet<String>, cluster: EngagedCluster) {
+        let Some(kube) = cluster.kube.clone() else {
+            return;
+        };
+        let name = cluster.name.as_str().to_owned();
+        let fingerprint = cluster.base_url.clone().unwrap_or_default();
+        for rel in self
+            .related
+            .iter()
+            .filter(|r| r.origin == RelatedResourceOrigin::Kcp)
+        {
+            let (kube, rel, client, queue) = (
+                kube.clone(),
+                rel.clone(),
+                cluster.client.clone(),
+                self.queue.clone(),
+            );
+            let cluster_name = Some(name.clone());
+            watches.ensure(format!("{name}#r{}", rel.index), &fingerprint, move |t| {
+                run_related_watch(kube, rel, client, cluster_name, queue, t)
+            });
+        }
+        watch_cluster(watches, self.queue, self.remote, name, fingerprint, kube);
+    }
+}
+
 fn watch_cluster(
     watches: &mut TaskSet<String>,
     queue: &WorkQueue<ObjectKey>,
     remote: &ApiResource,
-    cluster: EngagedCluster,
+    name: String,
+    fingerprint: String,
+    kube: kube::Client,
 ) {
-    let Some(kube) = cluster.kube.clone() else {
-        return;
-    };
-    let name = cluster.name.as_str().to_owned();
-    let fingerprint = cluster.base_url.clone().unwrap_or_default();
     let (queue, remote) = (queue.clone(), remote.clone());
     watches.ensure(name.clone(), &fingerprint, move |token| async move {
         let api = kube::Api::<DynamicObject>::all_with(kube, &remote);
