@@ -19,12 +19,21 @@ use serde_json::{Value, json};
 const STATE_NS: &str = "kcp-system";
 
 /// Polls `check` every 20 ms for up to 15 s.
-async fn eventually<F, Fut>(what: &str, mut check: F)
+async fn eventually<F, Fut>(what: &str, check: F)
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = bool>,
 {
-    for _ in 0..750 {
+    eventually_within(what, 750, check).await;
+}
+
+/// Polls `check` every 20 ms, `polls` times at most.
+async fn eventually_within<F, Fut>(what: &str, polls: usize, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..polls {
         if check().await {
             return;
         }
@@ -298,6 +307,94 @@ async fn a_related_secret_created_later_reaches_kcp_through_its_owner_watch() {
     );
     eventually("the Secret in kcp", || async {
         team.get(&secret).await.unwrap().is_some()
+    })
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_injected_500s_and_dropped_watches_every_object_converges_once() {
+    let env = Env::start().await;
+    let (team, stop, task) = agent_with_consumer(&env, crontab_pr("crontabs")).await;
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    for i in 0..20 {
+        create(
+            &team,
+            json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+            "metadata": {"name": format!("c{i}"), "namespace": "default"}, "spec": {"n": i}}),
+        )
+        .await;
+    }
+    for sim in [&env.service_sim, &env.kcp_sim] {
+        sim.faults().add_error(kcp_sim::ErrorRule::new(500, 0.1));
+    }
+    // Every 300 ms every watch of both servers is dropped; 10% of all requests fail with 500.
+    let mut converged = false;
+    for poll in 0..3000 {
+        if poll % 15 == 14 {
+            env.service_sim.faults().drop_watches();
+            env.kcp_sim.faults().drop_watches();
+        }
+        if let Ok(list) = env.service.list(&gvk, None, &ListOptions::default()).await {
+            let mut specs: Vec<i64> = list
+                .items
+                .iter()
+                .filter_map(|o| o.data["spec"]["n"].as_i64())
+                .collect();
+            specs.sort_unstable();
+            if specs == (0..20).collect::<Vec<_>>() {
+                converged = true;
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(converged, "20 local copies with their specs");
+    for sim in [&env.service_sim, &env.kcp_sim] {
+        sim.faults().clear();
+    }
+    let copies = env
+        .service
+        .list(&gvk, None, &ListOptions::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(copies.len(), 20, "every object exactly once");
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumers_on_two_shards_are_both_served() {
+    let env = Env::start_with(kcp_sim::Config {
+        shards: 2,
+        ..kcp_sim::Config::kcp()
+    })
+    .await;
+    let (team, stop, task) = agent_with_consumer(&env, crontab_pr("crontabs")).await;
+    let root = env.kcp_sim.object_client("root");
+    create(&root, json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "team-2"}, "spec": {}})).await;
+    let team2 = env.kcp_sim.object_client("root:team-2");
+    create(&team2, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
+        "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}}})).await;
+    for client in [&team, &team2] {
+        create(
+            client,
+            json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+            "metadata": {"name": "same", "namespace": "default"}, "spec": {}}),
+        )
+        .await;
+    }
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    eventually("a local copy per workspace", || async {
+        env.service
+            .list(&gvk, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+            == 2
     })
     .await;
     let _ = stop.send(());

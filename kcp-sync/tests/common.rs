@@ -65,8 +65,13 @@ impl Env {
     /// Starts both simulators: the PublishedResource and CronTab CRDs on the service
     /// cluster, `root:provider` with APIExport `crontabs` in kcp.
     pub async fn start() -> Env {
+        Self::start_with(Config::kcp()).await
+    }
+
+    /// [`Env::start`] with a kcp of this configuration (e.g. two shards).
+    pub async fn start_with(kcp: Config) -> Env {
         let service_sim = Server::start(Config::default()).await.unwrap();
-        let kcp_sim = Server::start(Config::kcp()).await.unwrap();
+        let kcp_sim = Server::start(kcp).await.unwrap();
         let service = service_sim.object_client(PLAIN_CLUSTER);
         for crd in kcp_sync::api::crds() {
             service.create_typed(&crd).await.unwrap();
