@@ -400,3 +400,73 @@ async fn consumers_on_two_shards_are_both_served() {
     let _ = stop.send(());
     task.await.unwrap().unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_agent_resumes_from_the_state_secrets_without_duplicates() {
+    let env = Env::start().await;
+    let (team, stop, task) = agent_with_consumer(&env, crontab_pr("crontabs")).await;
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    for i in 0..5 {
+        create(
+            &team,
+            json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+            "metadata": {"name": format!("c{i}"), "namespace": "default"}, "spec": {"n": i}}),
+        )
+        .await;
+    }
+    eventually("5 local copies", || async {
+        env.service
+            .list(&gvk, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+            == 5
+    })
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+    // While the agent is down, a local change and a kcp change to different fields.
+    let mut local = env
+        .service
+        .list(&gvk, None, &ListOptions::default())
+        .await
+        .unwrap()
+        .items;
+    local.sort_by_key(|o| o.data["spec"]["n"].as_i64());
+    let mut first = local.remove(0);
+    first.data["spec"]["local"] = json!(true);
+    env.service
+        .replace(&first, kcp_core::Subresource::Main)
+        .await
+        .unwrap();
+    let target = ObjectRef::namespaced(gvk.clone(), "default", "c0");
+    let mut remote = team.get(&target).await.unwrap().unwrap();
+    remote.data["spec"]["kcp"] = json!(true);
+    team.replace(&remote, kcp_core::Subresource::Main)
+        .await
+        .unwrap();
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run(agent(&env), async {
+        let _ = stopped.await;
+    }));
+    eventually(
+        "the kcp change on the local copy, the local change kept",
+        || async {
+            let list = env
+                .service
+                .list(&gvk, None, &ListOptions::default())
+                .await
+                .unwrap()
+                .items;
+            list.len() == 5
+                && list
+                    .iter()
+                    .any(|o| o.data["spec"] == json!({"n": 0, "local": true, "kcp": true}))
+        },
+    )
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
