@@ -93,8 +93,18 @@ pub struct Playground {
 impl Playground {
     /// Starts both servers and writes the kubeconfig.
     pub async fn start(kubeconfig: &Path) -> Result<Self, PlaygroundError> {
-        let kcp = Server::start(Config::kcp()).await?;
-        let kube = Server::start(Config::default()).await?;
+        // Workloads report ready as on a cluster with kubelets, so operators converge.
+        let workloads = Some(Duration::from_millis(300));
+        let kcp = Server::start(Config {
+            simulate_workloads: workloads,
+            ..Config::kcp()
+        })
+        .await?;
+        let kube = Server::start(Config {
+            simulate_workloads: workloads,
+            ..Config::default()
+        })
+        .await?;
         let text = kubeconfig::render(&kcp.cluster_url("root"), kube.url());
         std::fs::write(kubeconfig, text).map_err(|source| PlaygroundError::Kubeconfig {
             path: kubeconfig.display().to_string(),

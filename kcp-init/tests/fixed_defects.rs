@@ -133,12 +133,16 @@ async fn two_sources_rendering_one_object_differently_keep_the_first_and_report_
             .unwrap();
         assert_eq!(cm.data["data"]["from"], "first", "in {ws}");
     }
-    until("a DuplicateObjects condition", Duration::from_secs(20), || async {
-        condition_with(&root, "init-dev-environment", "DuplicateObjects", "True")
-            .await
-            .and_then(|c| c.message)
-            .is_some_and(|m| m.contains("shared") && m.contains("second-source"))
-    })
+    until(
+        "a DuplicateObjects condition",
+        Duration::from_secs(20),
+        || async {
+            condition_with(&root, "init-dev-environment", "DuplicateObjects", "True")
+                .await
+                .and_then(|c| c.message)
+                .is_some_and(|m| m.contains("shared") && m.contains("second-source"))
+        },
+    )
     .await;
     agent.stop().await;
 }

@@ -2,13 +2,13 @@
 //! api-syncagent serves them.
 //!
 //! kcp lists one apiexport virtual-workspace URL per shard in an APIExportEndpointSlice's
-//! `status.endpoints` (and, deprecated, in the APIExport's own `status.virtualWorkspaces`).
-//! This provider follows that object and keeps one APIBinding watch per URL
+//! `status.endpoints` (kcp creates one named after each APIExport, so an export's name also
+//! names its default slice). This provider follows the slice and keeps one APIBinding watch per URL
 //! (`<url>/clusters/*`): the virtual workspace shows the bindings to this export, and each
 //! announces its consumer cluster (the binding rides along as
 //! [`EngagedCluster::announced_by`](crate::cluster::EngagedCluster::announced_by)). A
 //! consumer is disengaged when its last binding is deleted or leaves a relist, or its URL
-//! disappears; deleting the followed object disengages everything. URLs added at runtime (a
+//! disappears; deleting the slice disengages everything. URLs added at runtime (a
 //! new shard) are followed.
 //!
 //! The engaged cluster's clients talk to `<url>/clusters/<consumer>`: the consumer's objects of
@@ -24,21 +24,13 @@ use tokio::sync::{mpsc, watch};
 use crate::cluster::views::{UrlSource, ViewSpec, follow, sorted};
 use crate::cluster::{ClusterClients, ClusterEvent, ClusterProvider};
 use crate::error::Result;
+use crate::kcp::APIExportEndpointSlice;
 use crate::kcp::urls::endpoint_slice_urls;
-use crate::kcp::{APIExport, APIExportEndpointSlice};
-
-/// Where the virtual-workspace URLs come from.
-enum Source {
-    /// `status.endpoints` of an APIExportEndpointSlice (kcp 0.27+, the default upstream).
-    Slice(Api<APIExportEndpointSlice>),
-    /// `status.virtualWorkspaces` of the APIExport itself (deprecated in kcp).
-    Export(Api<APIExport>),
-}
 
 /// The consumer clusters of one APIExport (see the [module documentation](self)).
 pub struct ApiExportConsumers {
     clients: Arc<ClusterClients>,
-    source: Source,
+    slices: Api<APIExportEndpointSlice>,
     name: String,
     urls: watch::Sender<Vec<String>>,
 }
@@ -51,23 +43,9 @@ impl ApiExportConsumers {
         workspace: kube::Client,
         name: impl Into<String>,
     ) -> Self {
-        Self::new(clients, Source::Slice(Api::all(workspace)), name)
-    }
-
-    /// Follows the deprecated `status.virtualWorkspaces` of APIExport `name`, read through
-    /// `workspace`.
-    pub fn from_export(
-        clients: Arc<ClusterClients>,
-        workspace: kube::Client,
-        name: impl Into<String>,
-    ) -> Self {
-        Self::new(clients, Source::Export(Api::all(workspace)), name)
-    }
-
-    fn new(clients: Arc<ClusterClients>, source: Source, name: impl Into<String>) -> Self {
         ApiExportConsumers {
             clients,
-            source,
+            slices: Api::all(workspace),
             name: name.into(),
             urls: watch::channel(Vec::new()).0,
         }
@@ -95,41 +73,21 @@ fn bindings_view() -> ViewSpec {
     }
 }
 
-/// The deprecated URL list of an APIExport.
-fn export_urls(export: &APIExport) -> Vec<String> {
-    let urls = export
-        .status
-        .as_ref()
-        .and_then(|s| s.virtual_workspaces.as_deref())
-        .unwrap_or_default()
-        .iter()
-        .map(|vw| vw.url.as_str())
-        .collect();
-    sorted(urls)
-}
-
 #[async_trait]
 impl ClusterProvider for ApiExportConsumers {
     async fn run(&self, events: mpsc::Sender<ClusterEvent>) -> Result<()> {
-        let clients = self.clients.clone();
-        let name = self.name.clone();
-        match &self.source {
-            Source::Slice(api) => {
-                let source = UrlSource {
-                    api: api.clone(),
-                    name,
-                    urls_of: |slice: &APIExportEndpointSlice| sorted(endpoint_slice_urls(slice)),
-                };
-                follow(source, bindings_view(), clients, &events, &self.urls).await
-            }
-            Source::Export(api) => {
-                let source = UrlSource {
-                    api: api.clone(),
-                    name,
-                    urls_of: export_urls,
-                };
-                follow(source, bindings_view(), clients, &events, &self.urls).await
-            }
-        }
+        let source = UrlSource {
+            api: self.slices.clone(),
+            name: self.name.clone(),
+            urls_of: |slice: &APIExportEndpointSlice| sorted(endpoint_slice_urls(slice)),
+        };
+        follow(
+            source,
+            bindings_view(),
+            self.clients.clone(),
+            &events,
+            &self.urls,
+        )
+        .await
     }
 }
