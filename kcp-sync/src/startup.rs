@@ -2,7 +2,7 @@
 //! (`.../clusters/<x>`); the APIExportEndpointSlice named by the agent is read there, and the
 //! client is retargeted to the workspace of the slice's APIExport. With `--apiexport-ref`
 //! (which upstream dropped but still documents) the APIExport is in the kubeconfig's own
-//! workspace and its deprecated URL list is followed instead of a slice.
+//! workspace and its default endpoint slice (the one of the same name kcp creates) is followed.
 
 use kcp_core::kcp::types::{APIExport, APIExportEndpointSlice};
 use kube::Api;

@@ -32,7 +32,7 @@ struct Flags {
     /// Name of the APIExportEndpointSlice (in the kcp kubeconfig's workspace).
     #[arg(long)]
     apiexportendpointslice_ref: Option<String>,
-    /// Name of the APIExport (in the kcp kubeconfig's workspace); follows its deprecated URLs.
+    /// Name of the APIExport (in the kcp kubeconfig's workspace); its default endpoint slice is followed.
     #[arg(long)]
     apiexport_ref: Option<String>,
     /// Namespace for the leader-election Lease and the object-state Secrets.
@@ -207,16 +207,14 @@ fn pem_certificates(pem: &[u8]) -> Vec<Vec<u8>> {
 
 fn provider(target: &KcpTarget) -> Arc<dyn ClusterProvider> {
     let clients = Arc::new(ClusterClients::new(target.export_config.clone()));
-    Arc::new(match &target.source {
-        ExportRef::EndpointSlice(name) => ApiExportConsumers::from_endpoint_slice(
-            clients,
-            target.source_client.clone(),
-            name.clone(),
-        ),
-        ExportRef::Export(name) => {
-            ApiExportConsumers::from_export(clients, target.source_client.clone(), name.clone())
-        }
-    })
+    // With --apiexport-ref the export's default endpoint slice (same name, kcp creates it) is
+    // followed.
+    let (ExportRef::EndpointSlice(name) | ExportRef::Export(name)) = &target.source;
+    Arc::new(ApiExportConsumers::from_endpoint_slice(
+        clients,
+        target.source_client.clone(),
+        name.clone(),
+    ))
 }
 
 async fn agent(flags: Flags) -> Result<(), Error> {
