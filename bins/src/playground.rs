@@ -12,6 +12,7 @@
 
 pub mod init;
 pub mod kubeconfig;
+pub mod sync;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -183,7 +184,10 @@ pub trait Section: Send {
 
 /// Every system the playground can run, in start order.
 pub fn sections() -> Vec<Box<dyn Section>> {
-    vec![Box::new(init::InitSection::default())]
+    vec![
+        Box::new(init::InitSection::default()),
+        Box::new(sync::SyncSection::default()),
+    ]
 }
 
 /// The sections `only` names (all when empty), in start order.
