@@ -152,6 +152,10 @@ async fn sync(workspaces: usize, objects: usize) -> Duration {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+    eprintln!(
+        "{workspaces} bindings serve Things; creating {} objects",
+        workspaces * objects
+    );
     let start = Instant::now();
     for consumer in &consumers {
         for j in 0..objects {
@@ -177,6 +181,13 @@ async fn sync(workspaces: usize, objects: usize) -> Duration {
         if done == workspaces * objects {
             break;
         }
+        if start.elapsed().as_secs() % 10 == 0 {
+            eprintln!(
+                "{done} of {} synced after {:.0?}",
+                workspaces * objects,
+                start.elapsed()
+            );
+        }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     let took = start.elapsed();
@@ -188,17 +199,29 @@ async fn sync(workspaces: usize, objects: usize) -> Duration {
     took
 }
 
+/// `KCP_SYNC_BENCH=<workspaces>x<objects>` (default `100x100`).
+fn sizes() -> (usize, usize) {
+    std::env::var("KCP_SYNC_BENCH")
+        .ok()
+        .and_then(|v| {
+            let (w, o) = v.split_once('x')?;
+            Some((w.parse().ok()?, o.parse().ok()?))
+        })
+        .unwrap_or((100, 100))
+}
+
 fn sync_agent(c: &mut Criterion) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
-    let took = rt.block_on(sync(100, 100));
+    let (workspaces, objects) = sizes();
+    let took = rt.block_on(sync(workspaces, objects));
     eprintln!(
-        "100 workspaces x 100 objects synced down and status back: {:.2} s, {:.0} objects/s",
+        "{workspaces} workspaces x {objects} objects synced down and status back: {:.2} s, {:.0} objects/s",
         took.as_secs_f64(),
-        10_000.0 / took.as_secs_f64()
+        (workspaces * objects) as f64 / took.as_secs_f64()
     );
     let mut group = c.benchmark_group("kcp_sync");
     group.sample_size(10);

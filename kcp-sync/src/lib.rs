@@ -29,10 +29,18 @@
 //! );
 //! ```
 //!
-//! Layers: [`api`] (the CRD types), [`hash`] (upstream's hashes), [`naming`] (local names),
-//! [`metadata`] (link labels and annotations, metadata stripping), [`state`] (the
-//! last-known-state store's Secret names and keys), [`schema`] (CRD projection and the
-//! APIResourceSchema), [`export`] (the APIExport merge).
+//! Running the whole agent is [`controller::run`] with an [`controller::Agent`]: the service
+//! cluster's clients, the APIExport workspace's client and a
+//! [`ClusterProvider`](kcp_core::ClusterProvider) for the consumer clusters (the binary uses
+//! kcp-core's `ApiExportConsumers` on the endpoint slice; [`startup`] resolves it).
+//!
+//! Layers, pure first: [`api`] (the CRD types), [`hash`] (upstream's hashes), [`naming`]
+//! (local names), [`metadata`] (link labels and annotations, metadata stripping), [`state`]
+//! (the last-known-state store's Secret names and keys), [`schema`] (CRD projection and the
+//! APIResourceSchema), [`export`] (the APIExport merge), [`filter`], [`path`] (gjson paths),
+//! [`mutation`], [`merge`] (merge patches), [`related`] (related-object locators); then
+//! [`reconcile`] (schema, export, object and related sync over `ObjectClient`s),
+//! [`controller`] (wiring on kcp-core's runtime) and [`startup`].
 
 pub mod api;
 pub mod controller;

@@ -122,6 +122,7 @@ impl Harness {
             config: &self.config,
             engine: &self.engine,
             recorder: None,
+            local_index: None,
             sides: Sides {
                 kcp: &c.agent,
                 service: &self.env.service,

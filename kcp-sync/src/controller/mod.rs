@@ -227,6 +227,30 @@ fn api_resource(crd: &Value, gvk: &kcp_core::kube::api::GroupVersionKind) -> Api
 impl Reconciler<String> for Publisher {
     type Error = Error;
 
+    /// A Warning `ReconcilingError` on the PublishedResource (service cluster), as upstream.
+    async fn failed(&self, name: &String, error: &Error) {
+        tracing::warn!(error = %error, key = %name, "publish reconcile failed");
+        if name == EXPORT_KEY {
+            return;
+        }
+        let reference = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some(format!("{}/{}", crate::api::GROUP, crate::api::VERSION)),
+            kind: Some("PublishedResource".into()),
+            name: Some(name.clone()),
+            ..Default::default()
+        };
+        let service = self.agent.service.as_ref();
+        let message = error.to_string();
+        let warning = kcp_core::runtime::EventType::Warning;
+        if let Err(e) = self
+            .recorder
+            .record(service, &reference, warning, "ReconcilingError", &message)
+            .await
+        {
+            tracing::debug!(error = %e, "recording ReconcilingError failed");
+        }
+    }
+
     async fn reconcile(&self, name: &String) -> Result<Outcome> {
         if name == EXPORT_KEY {
             return self.reconcile_export().await;

@@ -33,6 +33,7 @@ use crate::api::{
 };
 use crate::error::Error;
 use crate::metadata::{AGENT_NAME_LABEL, RemoteObjectKey};
+use crate::reconcile::local_index::LocalIndex;
 use crate::reconcile::sync::{PrimarySync, Sides, Step, SyncConfig, SyncContext, sync_object};
 
 /// The engaged consumer clusters, shared by every sync controller, with a feed of changes.
@@ -121,6 +122,7 @@ struct ObjectReconciler {
     shared: SyncShared,
     target: PrimarySync,
     progress: Arc<Progress>,
+    index: Arc<LocalIndex>,
 }
 
 #[async_trait]
@@ -135,6 +137,7 @@ impl Reconciler<ObjectKey> for ObjectReconciler {
             config: &self.shared.config,
             engine: &self.shared.engine,
             recorder: Some(&self.shared.recorder),
+            local_index: Some(&self.index),
             sides: Sides {
                 kcp: cluster.client.as_ref(),
                 service: self.shared.service.as_ref(),
@@ -216,6 +219,7 @@ pub async fn run_sync_controller(
     let mut watches: TaskSet<String> = TaskSet::new();
     let mut changes = shared.clusters.subscribe();
     let related = related_watches(&target);
+    let index = Arc::new(LocalIndex::default());
     let w = Watches {
         queue: &queue,
         remote: &remote,
@@ -225,14 +229,10 @@ pub async fn run_sync_controller(
         w.cluster(&mut watches, cluster);
     }
     if let Some(kube) = shared.service_kube.clone() {
+        let index = index.clone();
         watches.ensure(String::new(), "local", |t| {
-            watch_local(
-                kube.clone(),
-                local,
-                shared.config.agent.clone(),
-                queue.clone(),
-                t,
-            )
+            let agent = shared.config.agent.clone();
+            watch_local(kube.clone(), local, agent, queue.clone(), index, t)
         });
         for rel in related
             .iter()
@@ -260,6 +260,7 @@ pub async fn run_sync_controller(
         shared: shared.clone(),
         target,
         progress,
+        index,
     });
     let workers = tokio::spawn(run_workers(
         queue.clone(),
@@ -378,6 +379,7 @@ async fn watch_local(
     local: ApiResource,
     agent: String,
     queue: WorkQueue<ObjectKey>,
+    index: Arc<LocalIndex>,
     token: CancellationToken,
 ) {
     let api = kube::Api::<DynamicObject>::all_with(kube, &local);
@@ -385,24 +387,42 @@ async fn watch_local(
     let stream = watcher(api, config).default_backoff();
     futures::pin_mut!(stream);
     loop {
-        tokio::select! {
+        let event = tokio::select! {
             () = token.cancelled() => return,
-            event = stream.next() => match event {
-                Some(Ok(watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o))) => {
-                    let value = serde_json::to_value(&o).unwrap_or_default();
-                    if let Some(key) = RemoteObjectKey::from_local(&value) {
-                        queue.add(if key.namespace.is_empty() {
-                            ObjectKey::cluster_scoped(key.cluster, key.name)
-                        } else {
-                            ObjectKey::namespaced(key.cluster, key.namespace, key.name)
-                        });
-                    }
-                }
-                Some(Ok(_)) => {}
-                Some(Err(e)) => tracing::debug!(error = %e, "local watch error"),
-                None => return,
-            },
+            event = stream.next() => event,
+        };
+        let (object, deleted) = match event {
+            Some(Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o))) => (o, false),
+            Some(Ok(watcher::Event::Delete(o))) => (o, true),
+            Some(Ok(watcher::Event::Init)) => {
+                index.set_unsynced();
+                continue;
+            }
+            Some(Ok(watcher::Event::InitDone)) => {
+                index.set_synced();
+                continue;
+            }
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, "local watch error");
+                continue;
+            }
+            None => return,
+        };
+        let value = serde_json::to_value(&object).unwrap_or_default();
+        let Some(key) = RemoteObjectKey::from_local(&value) else {
+            continue;
+        };
+        if deleted {
+            index.remove(&key);
+        } else {
+            let name = object.metadata.name.clone().unwrap_or_default();
+            index.insert(&key, object.metadata.namespace.clone(), name);
         }
+        queue.add(if key.namespace.is_empty() {
+            ObjectKey::cluster_scoped(key.cluster, key.name)
+        } else {
+            ObjectKey::namespaced(key.cluster, key.namespace, key.name)
+        });
     }
 }
 

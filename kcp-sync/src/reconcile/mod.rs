@@ -6,6 +6,7 @@
 //! and tests call them directly against kcp-sim.
 
 pub mod export;
+pub mod local_index;
 pub mod related;
 pub mod schema;
 pub mod state_store;

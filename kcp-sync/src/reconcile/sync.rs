@@ -30,6 +30,7 @@ use kcp_core::{
 };
 use serde_json::{Value, json};
 
+use super::local_index::LocalIndex;
 use super::related::{RelatedSides, RelatedSync, sync_related};
 use super::schema::Projected;
 use super::state_store::StateStore;
@@ -173,6 +174,8 @@ pub struct SyncContext<'a> {
     pub recorder: Option<&'a EventRecorder>,
     /// The two sides.
     pub sides: Sides<'a>,
+    /// The local copies by kcp object, when a watch maintains one (else every lookup lists).
+    pub local_index: Option<&'a LocalIndex>,
 }
 
 /// The state of one step: the objects as read.
@@ -287,8 +290,39 @@ async fn workspace_path(ctx: &SyncContext<'_>, target: &PrimarySync) -> Result<O
         .and_then(|a| a.get(kcp_core::kcp::PATH_ANNOTATION).cloned()))
 }
 
-/// The local copy, found through its link labels (at most one may exist).
+/// The local copy: through the index when it is authoritative (one GET, the link labels
+/// checked), else through its link labels (at most one may exist).
 async fn find_local(
+    ctx: &SyncContext<'_>,
+    target: &PrimarySync,
+    key: &RemoteObjectKey,
+) -> Result<Option<Value>> {
+    let Some(index) = ctx.local_index.filter(|i| i.is_synced()) else {
+        return list_local(ctx, target, key).await;
+    };
+    let Some((namespace, name)) = index.get(key) else {
+        return Ok(None);
+    };
+    let found = get_json(
+        ctx.sides.service,
+        &object_ref(&target.local_gvk, namespace.as_deref(), &name),
+    )
+    .await?;
+    match found {
+        Some(local)
+            if RemoteObjectKey::from_local(&local).is_some_and(|k| {
+                k.cluster == key.cluster && k.namespace == key.namespace && k.name == key.name
+            }) =>
+        {
+            Ok(Some(local))
+        }
+        // Gone or relinked since the watch saw it: ask the server.
+        _ => list_local(ctx, target, key).await,
+    }
+}
+
+/// The local copy, found by listing with its link labels (at most one may exist).
+async fn list_local(
     ctx: &SyncContext<'_>,
     target: &PrimarySync,
     key: &RemoteObjectKey,
@@ -566,7 +600,13 @@ async fn create_local(
         ensure_namespace(ctx.sides.service, ns).await?;
     }
     match ctx.sides.service.create(&from_json(local.clone())?).await {
-        Ok(_) => Ok(true),
+        Ok(_) => {
+            if let Some(index) = ctx.local_index {
+                let namespace = meta_opt(&local, "namespace").map(str::to_owned);
+                index.insert(&pair.key, namespace, meta(&local, "name").to_owned());
+            }
+            Ok(true)
+        }
         Err(e) if e.is_already_exists() => adopt(ctx, target, pair, &local).await.map(|()| false),
         Err(e) => Err(Error::core(
             format!("creating the local copy of {}", pair.key),
