@@ -152,10 +152,6 @@ async fn sync(workspaces: usize, objects: usize) -> Duration {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
-    eprintln!(
-        "{workspaces} bindings serve Things; creating {} objects",
-        workspaces * objects
-    );
     let start = Instant::now();
     for consumer in &consumers {
         for j in 0..objects {
@@ -180,13 +176,6 @@ async fn sync(workspaces: usize, objects: usize) -> Duration {
         }
         if done == workspaces * objects {
             break;
-        }
-        if start.elapsed().as_secs() % 10 == 0 {
-            eprintln!(
-                "{done} of {} synced after {:.0?}",
-                workspaces * objects,
-                start.elapsed()
-            );
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
