@@ -9,7 +9,7 @@
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -113,7 +113,7 @@ async fn setup(workspaces: usize) -> (Server, Server, Vec<SimClient>, PathBuf, P
     (kube, kcp, consumers, service_kc, kcp_kc)
 }
 
-fn spawn(service_kc: &PathBuf, kcp_kc: &PathBuf, health: u16) -> Agent {
+fn spawn(service_kc: &Path, kcp_kc: &Path, health: u16) -> Agent {
     Agent(
         Command::new(AGENT)
             .arg(format!("--kubeconfig={}", service_kc.display()))
