@@ -59,7 +59,7 @@ pub enum Error {
         context: String,
         /// The underlying error.
         #[source]
-        source: kcp_core::Error,
+        source: Box<kcp_core::Error>,
     },
 }
 
@@ -73,7 +73,7 @@ impl Error {
         Error::Core {
             object: object.into(),
             context: context.into(),
-            source,
+            source: Box::new(source),
         }
     }
 

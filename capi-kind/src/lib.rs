@@ -25,12 +25,17 @@
 //! [`reconcile`] and [`controller`] (wiring on `kube::runtime::Controller`).
 
 pub mod api;
+pub mod controller;
+pub mod creations;
 pub mod error;
 pub mod kind_config;
+pub mod kinds;
 pub mod plan;
 pub mod provisioner;
+pub mod reconcile;
 pub mod secrets;
 pub mod status;
 
+pub use controller::{ControllerConfig, run};
 pub use error::{Error, Result};
 pub use provisioner::Provisioner;

@@ -7,7 +7,7 @@
 //! `failureReason`/`failureMessage`. The spec carries what users set most in a kind config:
 //! node counts, the Kubernetes version or node image, networking, feature gates and extra port
 //! mappings. Everything describing the kind cluster is immutable (CEL rules: kind cannot
-//! change a running cluster); `controlPlaneEndpoint` can be set once.
+//! change a running cluster); `controlPlaneEndpoint` is the provider's to write.
 
 use std::collections::BTreeMap;
 
@@ -86,9 +86,8 @@ pub struct KindClusterSpec {
     #[x_kube(validation = Rule::new("self == oldSelf").message("clusterName is immutable"))]
     pub cluster_name: Option<String>,
     /// Where the workload cluster's API server listens; set by the provider once the cluster
-    /// exists, and unchangeable after that.
+    /// exists (and again if it had to be recreated on another port).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("self == oldSelf").message("controlPlaneEndpoint cannot change once set"))]
     pub control_plane_endpoint: Option<ApiEndpoint>,
     /// The Kubernetes version (`v1.31.0`), giving the node image `kindest/node:<version>`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
