@@ -434,3 +434,63 @@ async fn an_invalid_cluster_name_fails_with_the_field_named() {
     assert_eq!(env.provisioner.creates(), 0);
     env.stop().await;
 }
+
+const CAPI_CLUSTER_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: clusters.cluster.x-k8s.io}
+spec:
+  group: cluster.x-k8s.io
+  names: {kind: Cluster, plural: clusters, singular: cluster, listKind: ClusterList}
+  scope: Namespaced
+  versions:
+  - name: v1beta2
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+"#;
+
+#[tokio::test]
+async fn a_paused_capi_cluster_pauses_its_kind_cluster_until_resumed() {
+    let env = Env::start().await;
+    let admin = env.sim.object_client("");
+    for object in kcp_core::parse_manifests("crd", CAPI_CLUSTER_CRD).unwrap() {
+        admin.create(&object).await.unwrap();
+    }
+    let cluster = kcp_core::parse_manifests(
+        "cluster",
+        "apiVersion: cluster.x-k8s.io/v1beta2\nkind: Cluster\nmetadata: {name: dev, namespace: default}\nspec: {paused: true}\n",
+    )
+    .unwrap()
+    .remove(0);
+    let cluster = admin.create(&cluster).await.unwrap();
+    let api = env.api::<KindCluster>();
+    env.create::<KindCluster>(&capi_cluster("dev", "", ""))
+        .await;
+    wait_for(&api, "dev", "Paused", |o| {
+        condition_reason(o, "Paused").as_deref() == Some("Paused")
+    })
+    .await;
+    let obj = api.get("dev").await.unwrap();
+    let paused = obj
+        .status
+        .unwrap()
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Paused")
+        .unwrap();
+    assert_eq!(paused.message, "Cluster \"dev\" has spec.paused");
+    assert_eq!(env.provisioner.creates(), 0);
+    let mut resumed = cluster.clone();
+    resumed.data["spec"]["paused"] = false.into();
+    admin
+        .replace(&resumed, kcp_core::Subresource::Main)
+        .await
+        .unwrap();
+    wait_for(&api, "dev", "Ready", |o| {
+        capi_phase(o) == Some(Phase::Ready)
+    })
+    .await;
+    env.stop().await;
+}
