@@ -6,6 +6,7 @@
 
 use kube::ResourceExt as _;
 
+use crate::api::upstream::KubernetesVersion;
 use crate::api::{KINDCluster, KindCluster};
 use crate::error::{Error, Result};
 use crate::kind_config::{KindConfig, KindNetworking, KindPortMapping};
@@ -92,7 +93,19 @@ pub fn plan_upstream(obj: &KINDCluster) -> Result<ClusterPlan> {
     let name = obj.spec.cluster_name.clone();
     validate_cluster_name(&object, "spec.clusterName", &name)?;
     let uid = owner_uid(&object, obj.metadata.uid.as_ref())?;
-    let image = obj.spec.kubernetes_version.node_image();
+    let version = KubernetesVersion::parse(&obj.spec.kubernetes_version).ok_or_else(|| {
+        let known: Vec<&str> = KubernetesVersion::ALL.iter().map(|v| v.as_str()).collect();
+        invalid(
+            &object,
+            "spec.kubernetesVersion",
+            format!(
+                "{:?} is not one of {}",
+                obj.spec.kubernetes_version,
+                known.join(", ")
+            ),
+        )
+    })?;
+    let image = version.node_image();
     Ok(ClusterPlan {
         config: KindConfig::new(&name, Some(image), 1, 0, &uid),
         object,
@@ -189,7 +202,6 @@ pub fn plan_capi(obj: &KindCluster) -> Result<ClusterPlan> {
 mod tests {
     use super::*;
     use crate::api::capi::{Networking, PortMapping};
-    use crate::api::upstream::KubernetesVersion;
     use crate::api::{KINDClusterSpec, KindClusterSpec};
 
     fn upstream(name: &str, version: KubernetesVersion) -> KINDCluster {
@@ -197,7 +209,7 @@ mod tests {
             "test-cluster-1",
             KINDClusterSpec {
                 cluster_name: name.into(),
-                kubernetes_version: version,
+                kubernetes_version: version.as_str().into(),
             },
         );
         obj.metadata.namespace = Some("default".into());
@@ -234,6 +246,17 @@ mod tests {
         let err = plan_upstream(&upstream(&"a".repeat(65), KubernetesVersion::V1_21)).unwrap_err();
         assert!(
             err.to_string().contains("65 characters, at most 64"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_unknown_upstream_version_is_refused_listing_the_known_ones() {
+        let mut obj = upstream("test", KubernetesVersion::V1_21);
+        obj.spec.kubernetes_version = "1.13".into();
+        let err = plan_upstream(&obj).unwrap_err().to_string();
+        assert!(
+            err.ends_with("spec.kubernetesVersion: \"1.13\" is not one of 1.22, 1.21, 1.20, 1.19, 1.18, 1.17, 1.16, 1.15, 1.14"),
             "{err}"
         );
     }

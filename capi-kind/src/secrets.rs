@@ -94,7 +94,6 @@ pub fn render_capi_kubeconfig_secret(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::upstream::KubernetesVersion;
     use crate::api::{KINDClusterSpec, KindClusterSpec};
 
     const KUBECONFIG: &str = "apiVersion: v1\nkind: Config\nclusters:\n- name: kind-dev\n  cluster:\n    server: https://127.0.0.1:40123\n";
@@ -105,7 +104,7 @@ mod tests {
             "test-cluster-1",
             KINDClusterSpec {
                 cluster_name: "test-1".into(),
-                kubernetes_version: KubernetesVersion::V1_21,
+                kubernetes_version: "1.21".into(),
             },
         );
         obj.metadata.namespace = Some("default".into());

@@ -494,3 +494,76 @@ async fn a_paused_capi_cluster_pauses_its_kind_cluster_until_resumed() {
     .await;
     env.stop().await;
 }
+
+/// Upstream's invalid samples, on a server that does not validate CRD schemas (kcp-sim today;
+/// a real API server refuses them, see the CRD schema tests): the reconciler refuses each with
+/// the field named, and the valid object next to them is still served.
+#[tokio::test]
+async fn upstream_invalid_samples_are_refused_without_breaking_the_others() {
+    let env = Env::start().await;
+    let api = env.api::<KINDCluster>();
+    env.create::<KINDCluster>(
+        "apiVersion: infrastructure.cluster-k8s.io/v1alpha1\nkind: KINDCluster\nmetadata: {name: non-named-cluster, namespace: default}\nspec: {}\n",
+    )
+    .await;
+    env.create::<KINDCluster>(
+        "apiVersion: infrastructure.cluster-k8s.io/v1alpha1\nkind: KINDCluster\nmetadata: {name: invalid-versioned-cluster, namespace: default}\nspec: {clusterName: test, kubernetesVersion: \"1.13\"}\n",
+    )
+    .await;
+    env.create::<KINDCluster>(TEST1).await;
+    for (name, field) in [
+        ("non-named-cluster", "spec.clusterName: must not be empty"),
+        (
+            "invalid-versioned-cluster",
+            "spec.kubernetesVersion: \"1.13\" is not one of",
+        ),
+    ] {
+        wait_for(&api, name, "Failed", |o| {
+            upstream_phase(o) == Some(Phase::Failed)
+        })
+        .await;
+        let status = api.get(name).await.unwrap().status.unwrap();
+        assert!(
+            status.failure_message.contains(field),
+            "{}",
+            status.failure_message
+        );
+    }
+    wait_for(&api, "test-cluster-1", "Ready", |o| {
+        upstream_phase(o) == Some(Phase::Ready)
+    })
+    .await;
+    assert_eq!(env.provisioner.list().await.unwrap(), ["test-1"]);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_kubeconfig_secret_changed_by_hand_is_restored() {
+    let env = Env::start().await;
+    let api = env.api::<KINDCluster>();
+    env.create::<KINDCluster>(TEST1).await;
+    wait_for(&api, "test-cluster-1", "Ready", |o| {
+        upstream_phase(o) == Some(Phase::Ready)
+    })
+    .await;
+    let secrets = env.api::<Secret>();
+    let mut secret = secrets.get("test-1-config").await.unwrap();
+    let original = secret.data.clone();
+    secret
+        .data
+        .as_mut()
+        .unwrap()
+        .insert("config".into(), k8s_openapi::ByteString(b"stale".to_vec()));
+    secrets
+        .replace("test-1-config", &PostParams::default(), &secret)
+        .await
+        .unwrap();
+    wait_for(
+        &secrets,
+        "test-1-config",
+        "the kubeconfig restored",
+        move |s: &Secret| s.data == original,
+    )
+    .await;
+    env.stop().await;
+}

@@ -90,7 +90,6 @@ pub fn crd_objects() -> Result<Vec<kube::api::DynamicObject>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::api::upstream::KubernetesVersion;
 
     fn version_schema(crd: &CustomResourceDefinition) -> serde_json::Value {
         let schema = serde_json::to_value(&crd.spec.versions[0].schema).unwrap();
@@ -133,6 +132,7 @@ mod tests {
         let spec = version_schema(&crds()[0])["properties"]["spec"].clone();
         assert_eq!(spec["required"], serde_json::json!(["clusterName"]));
         assert_eq!(spec["properties"]["clusterName"]["maxLength"], 64);
+        assert!(spec["properties"]["clusterName"].get("default").is_none());
         let version = &spec["properties"]["kubernetesVersion"];
         assert_eq!(version["default"], "1.21");
         let allowed = version["enum"].as_array().unwrap();
@@ -196,12 +196,20 @@ mod tests {
             "apiVersion: infrastructure.cluster-k8s.io/v1alpha1\nkind: KINDCluster\nmetadata:\n  name: test-cluster-2\nspec:\n  clusterName: test-2\n  kubernetesVersion: \"1.20\"\n",
         )
         .unwrap();
-        assert_eq!(sample.spec.kubernetes_version, KubernetesVersion::V1_20);
+        assert_eq!(sample.spec.kubernetes_version, "1.20");
         let defaulted: KINDCluster = serde_saphyr::from_str(
             "apiVersion: infrastructure.cluster-k8s.io/v1alpha1\nkind: KINDCluster\nmetadata:\n  name: test-cluster-1\nspec:\n  clusterName: test-1\n",
         )
         .unwrap();
-        assert_eq!(defaulted.spec.kubernetes_version, KubernetesVersion::V1_21);
+        assert_eq!(defaulted.spec.kubernetes_version, "1.21");
+        let nameless: KINDCluster = serde_saphyr::from_str(
+            "apiVersion: infrastructure.cluster-k8s.io/v1alpha1\nkind: KINDCluster\nmetadata:\n  name: non-named-cluster\nspec: {}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            nameless.spec.cluster_name, "",
+            "read, to be refused by the reconciler"
+        );
     }
 
     #[test]

@@ -60,53 +60,102 @@ pub const HISTORY_LIMIT: usize = 10;
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = require_cluster_name)]
 pub struct KINDClusterSpec {
     /// Specifies the cluster name, the KIND Cluster will be created with this name. Required,
     /// at most 64 characters, immutable.
+    #[serde(default)]
     #[schemars(length(max = 64))]
     #[x_kube(validation = Rule::new("self == oldSelf").message("clusterName is immutable"))]
     pub cluster_name: String,
     /// Specifies the kubernetes version, the KIND Cluster will be created with this version.
-    #[serde(default)]
-    pub kubernetes_version: KubernetesVersion,
+    #[serde(default = "default_version")]
+    #[schemars(extend("enum" = ["1.22", "1.21", "1.20", "1.19", "1.18", "1.17", "1.16", "1.15", "1.14"]))]
+    pub kubernetes_version: String,
+}
+
+// Both fields deserialize leniently (a missing name is empty, any version string is kept), so
+// an object the API server did not validate (written before the CRD, or on a server without
+// validation) still reaches the reconciler, which refuses it with a clear status, instead of
+// breaking the watch of every KINDCluster.
+
+/// Upstream's schema requires `clusterName` (it has no `omitempty`) and gives it no default,
+/// whatever serde accepts.
+fn require_cluster_name(schema: &mut schemars::Schema) {
+    if let Some(object) = schema.as_object_mut() {
+        object.insert("required".into(), serde_json::json!(["clusterName"]));
+        if let Some(name) = object
+            .get_mut("properties")
+            .and_then(|p| p.get_mut("clusterName"))
+            .and_then(|n| n.as_object_mut())
+        {
+            name.remove("default");
+        }
+    }
+}
+
+fn default_version() -> String {
+    KubernetesVersion::default().as_str().to_string()
 }
 
 /// The Kubernetes versions upstream offers, each with its kind node image.
-#[derive(
-    Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, schemars::JsonSchema,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum KubernetesVersion {
     /// `kindest/node:v1.22.0`
-    #[serde(rename = "1.22")]
     V1_22,
     /// `kindest/node:v1.21.1` (the default)
     #[default]
-    #[serde(rename = "1.21")]
     V1_21,
     /// `kindest/node:v1.20.7`
-    #[serde(rename = "1.20")]
     V1_20,
     /// `kindest/node:v1.19.11`
-    #[serde(rename = "1.19")]
     V1_19,
     /// `kindest/node:v1.18.19`
-    #[serde(rename = "1.18")]
     V1_18,
     /// `kindest/node:v1.17.17`
-    #[serde(rename = "1.17")]
     V1_17,
     /// `kindest/node:v1.16.15`
-    #[serde(rename = "1.16")]
     V1_16,
     /// `kindest/node:v1.15.12`
-    #[serde(rename = "1.15")]
     V1_15,
     /// `kindest/node:v1.14.10`
-    #[serde(rename = "1.14")]
     V1_14,
 }
 
 impl KubernetesVersion {
+    /// Every version, newest first (the CRD's enum order).
+    pub const ALL: [KubernetesVersion; 9] = [
+        KubernetesVersion::V1_22,
+        KubernetesVersion::V1_21,
+        KubernetesVersion::V1_20,
+        KubernetesVersion::V1_19,
+        KubernetesVersion::V1_18,
+        KubernetesVersion::V1_17,
+        KubernetesVersion::V1_16,
+        KubernetesVersion::V1_15,
+        KubernetesVersion::V1_14,
+    ];
+
+    /// The version as written in `spec.kubernetesVersion` (`1.21`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KubernetesVersion::V1_22 => "1.22",
+            KubernetesVersion::V1_21 => "1.21",
+            KubernetesVersion::V1_20 => "1.20",
+            KubernetesVersion::V1_19 => "1.19",
+            KubernetesVersion::V1_18 => "1.18",
+            KubernetesVersion::V1_17 => "1.17",
+            KubernetesVersion::V1_16 => "1.16",
+            KubernetesVersion::V1_15 => "1.15",
+            KubernetesVersion::V1_14 => "1.14",
+        }
+    }
+
+    /// The version written as `text`, if upstream offers it.
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|v| v.as_str() == text)
+    }
+
     /// The kind node image upstream maps this version to (a tag, no digest).
     pub fn node_image(self) -> &'static str {
         match self {
