@@ -38,13 +38,30 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn http_status(port: u16, path: &str) -> Option<u16> {
+fn http_answer(port: u16, path: &str) -> Option<String> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
     let mut answer = String::new();
     stream.read_to_string(&mut answer).ok()?;
-    answer.split_whitespace().nth(1)?.parse().ok()
+    Some(answer)
+}
+
+fn http_status(port: u16, path: &str) -> Option<u16> {
+    http_answer(port, path)?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn http_get(port: u16, path: &str) -> Option<String> {
+    Some(
+        http_answer(port, path)?
+            .split_once("\r\n\r\n")?
+            .1
+            .to_string(),
+    )
 }
 
 struct Running(Child);
@@ -194,14 +211,15 @@ async fn the_provider_becomes_ready_starts_creates_in_the_background_and_stops_o
     let kubeconfig = dir.join("kubeconfig");
     sim.write_kubeconfig(&kubeconfig, &[]).unwrap();
     let kind = slow_kind(&dir);
-    let health = free_port();
+    let (health, metrics) = (free_port(), free_port());
     let mut running = Running(
         Command::new(PROVIDER)
             .arg("--kubeconfig")
             .arg(&kubeconfig)
             .arg("--kind-binary")
             .arg(&kind)
-            .args(["--metrics-bind-address", "0", "--log-format", "console"])
+            .args(["--metrics-bind-address", &format!("127.0.0.1:{metrics}")])
+            .args(["--log-format", "console"])
             .args([
                 "--health-probe-bind-address",
                 &format!("127.0.0.1:{health}"),
@@ -240,6 +258,13 @@ async fn the_provider_becomes_ready_starts_creates_in_the_background_and_stops_o
         args.matches("create cluster").count(),
         2,
         "both creates run at once: {args}"
+    );
+    let text = http_get(metrics, "/metrics").unwrap();
+    assert!(
+        text.contains(
+            "controller_runtime_reconcile_total{controller=\"KINDCluster\",result=\"success\"}"
+        ),
+        "{text}"
     );
     let pid = running.0.id().to_string();
     assert!(

@@ -5,11 +5,11 @@
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use futures::channel::mpsc;
-use kcp_core::runtime::{Classify as _, ErrorPolicy};
+use kcp_core::runtime::{Classify as _, ControllerMetrics, ErrorPolicy, Outcome, ReconcileResult};
 use kcp_core::{Backoff, KubeObjectClient};
 use kube::runtime::controller::{Action, Config as ControllerSettings};
 use kube::runtime::reflector::ObjectRef;
@@ -36,6 +36,8 @@ pub struct ControllerConfig {
     pub namespace: Option<String>,
     /// Timings.
     pub settings: Settings,
+    /// Reconcile counts and durations (controller-runtime's series, per kind).
+    pub metrics: ControllerMetrics,
     /// Retry delays of failed reconciles (1 s doubling to 30 s by default).
     pub backoff: Backoff,
     /// Set once both controllers' caches are synced.
@@ -52,6 +54,7 @@ impl ControllerConfig {
             namespace: None,
             settings: Settings::default(),
             backoff: Backoff::default(),
+            metrics: ControllerMetrics::unregistered(),
             ready: Arc::new(AtomicBool::new(false)),
         }
     }
@@ -60,6 +63,7 @@ impl ControllerConfig {
 struct Shared {
     context: Context,
     errors: ErrorPolicy,
+    metrics: ControllerMetrics,
 }
 
 fn api<K>(config: &ControllerConfig) -> Api<K>
@@ -90,10 +94,17 @@ async fn reconcile_object<K: KindObject>(
         namespace = obj.namespace().unwrap_or_default(),
         name = obj.name_any()
     );
-    let outcome = reconcile(obj.as_ref(), &shared.context)
+    let started = Instant::now();
+    let result = reconcile(obj.as_ref(), &shared.context)
         .instrument(span)
-        .await?;
-    Ok(shared.errors.succeeded(obj.as_ref(), outcome))
+        .await;
+    let counted = match &result {
+        Ok(Outcome::Done) => ReconcileResult::Success,
+        Ok(Outcome::RequeueAfter(_)) => ReconcileResult::Requeue,
+        Err(_) => ReconcileResult::Error,
+    };
+    shared.metrics.observe(K::KIND, counted, started.elapsed());
+    Ok(shared.errors.succeeded(obj.as_ref(), result?))
 }
 
 fn error_policy<K: KindObject>(obj: Arc<K>, err: &Error, shared: Arc<Shared>) -> Action {
@@ -148,6 +159,7 @@ pub async fn run(
     let shared = Arc::new(Shared {
         context,
         errors: ErrorPolicy::new(config.backoff),
+        metrics: config.metrics.clone(),
     });
     let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
     let (upstream, upstream_store) = controller(

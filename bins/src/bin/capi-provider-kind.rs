@@ -13,6 +13,7 @@ use std::time::Duration;
 use capi_kind::provisioner::{KindCli, Provisioner};
 use capi_kind::{ControllerConfig, run};
 use clap::{Parser, Subcommand, ValueEnum};
+use kcp_core::runtime::ControllerMetrics;
 use kcp_manager::{CommonFlags, Defaults, Error, Manager, parse_flags, print_crds};
 
 #[derive(Debug, Parser)]
@@ -106,6 +107,7 @@ async fn provider(flags: Flags) -> Result<(), Error> {
     config.settings.create_wait = Duration::from_secs(flags.create_wait_seconds);
     config.namespace = Some(flags.namespace).filter(|n| !n.is_empty());
     config.ready = manager.readiness().synced_flag();
+    config.metrics = manager.with_registry(ControllerMetrics::register);
     manager
         .run(Some(client), |shutdown| async move {
             run(config, shutdown).await.map_err(Into::into)
