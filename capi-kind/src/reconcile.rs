@@ -380,23 +380,17 @@ async fn publish<K: KindObject>(
     name: &str,
     created_now: bool,
 ) -> Result<Outcome> {
-    let kubeconfig = ctx.provisioner.kubeconfig(name).await?;
-    let endpoint = endpoint_of_kubeconfig(name, &kubeconfig)?;
-    let capi_cluster = capi::cluster_owner(obj.meta()).map(|o| o.name.clone());
-    for secret in obj.kubeconfig_secrets(capi_cluster.as_deref(), &kubeconfig)? {
-        ensure_secret(ctx.client.as_ref(), &secret).await?;
-    }
-    let api_endpoint = ApiEndpoint {
-        host: endpoint.host.clone(),
-        port: i32::from(endpoint.port),
+    let endpoint = match export(obj, ctx, name).await {
+        Ok(endpoint) => endpoint,
+        Err(err) => {
+            // The cluster exists but is not usable yet: Provisioned, not Ready.
+            let obs = Observation::new(Phase::Provisioned, reason::PROVISIONED, err.to_string())
+                .cluster(name)
+                .kubeconfig(false);
+            observe(obj, ctx, obs).await?;
+            return Err(err);
+        }
     };
-    let mut with_endpoint = obj.clone();
-    if with_endpoint.set_endpoint(&api_endpoint) {
-        ctx.client
-            .replace_typed(&with_endpoint)
-            .await
-            .map_err(|e| Error::core(describe(obj), "recording spec.controlPlaneEndpoint", e))?;
-    }
     let message = format!(
         "kind cluster {name:?} is ready at {}:{}",
         endpoint.host, endpoint.port
@@ -410,6 +404,28 @@ async fn publish<K: KindObject>(
     }
     observe(obj, ctx, obs).await?;
     Ok(Outcome::RequeueAfter(ctx.settings.resync))
+}
+
+/// Exports the kubeconfig into the Secrets and records the endpoint.
+async fn export<K: KindObject>(obj: &K, ctx: &Context, name: &str) -> Result<ApiEndpoint> {
+    let kubeconfig = ctx.provisioner.kubeconfig(name).await?;
+    let endpoint = endpoint_of_kubeconfig(name, &kubeconfig)?;
+    let capi_cluster = capi::cluster_owner(obj.meta()).map(|o| o.name.clone());
+    for secret in obj.kubeconfig_secrets(capi_cluster.as_deref(), &kubeconfig)? {
+        ensure_secret(ctx.client.as_ref(), &secret).await?;
+    }
+    let api_endpoint = ApiEndpoint {
+        host: endpoint.host,
+        port: i32::from(endpoint.port),
+    };
+    let mut with_endpoint = obj.clone();
+    if with_endpoint.set_endpoint(&api_endpoint) {
+        ctx.client
+            .replace_typed(&with_endpoint)
+            .await
+            .map_err(|e| Error::core(describe(obj), "recording spec.controlPlaneEndpoint", e))?;
+    }
+    Ok(api_endpoint)
 }
 
 /// Creates or updates `secret` (server-side apply) unless it already holds the same data.

@@ -567,3 +567,46 @@ async fn a_kubeconfig_secret_changed_by_hand_is_restored() {
     .await;
     env.stop().await;
 }
+
+#[tokio::test]
+async fn a_kubeconfig_secret_controlled_by_someone_else_leaves_the_cluster_provisioned_not_ready() {
+    let env = Env::start().await;
+    let foreign: Secret = serde_json::from_value(serde_json::json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "dev-kubeconfig", "namespace": "default", "ownerReferences": [{
+            "apiVersion": "controlplane.cluster.x-k8s.io/v1beta2", "kind": "KubeadmControlPlane",
+            "name": "dev", "uid": "someone-else", "controller": true}]},
+        "data": {"value": "c3RhbGU="},
+    }))
+    .unwrap();
+    env.api::<Secret>()
+        .create(&PostParams::default(), &foreign)
+        .await
+        .unwrap();
+    let api = env.api::<KindCluster>();
+    env.create::<KindCluster>(&capi_cluster("dev", "", ""))
+        .await;
+    wait_for(&api, "dev", "Provisioned", |o| {
+        capi_phase(o) == Some(Phase::Provisioned)
+    })
+    .await;
+    let status = api.get("dev").await.unwrap().status.unwrap();
+    let kubeconfig = status
+        .conditions
+        .iter()
+        .find(|c| c.type_ == "KubeconfigReady")
+        .unwrap();
+    assert_eq!(kubeconfig.status, "False");
+    assert!(
+        kubeconfig.message.contains("controlled by another object"),
+        "{}",
+        kubeconfig.message
+    );
+    assert!(!status.ready);
+    let kept = env.api::<Secret>().get("dev-kubeconfig").await.unwrap();
+    assert_eq!(
+        kept.data, foreign.data,
+        "the foreign Secret is not overwritten"
+    );
+    env.stop().await;
+}
