@@ -252,14 +252,15 @@ async fn provision<K: KindObject>(obj: &K, ctx: &Context) -> Result<Outcome> {
     let plan = match obj.plan() {
         Ok(plan) => plan,
         Err(err @ Error::InvalidSpec { .. }) => {
-            let message = err.to_string();
-            observe(
+            refuse(
                 obj,
                 ctx,
-                Observation::new(Phase::Failed, reason::INVALID_SPEC, &message),
+                Phase::Failed,
+                reason::INVALID_SPEC,
+                err.to_string(),
+                None,
             )
             .await?;
-            event(obj, ctx, EventType::Warning, reason::INVALID_SPEC, &message).await;
             return Ok(Outcome::Done);
         }
         Err(err) => return Err(err),
@@ -267,23 +268,13 @@ async fn provision<K: KindObject>(obj: &K, ctx: &Context) -> Result<Outcome> {
     let name = plan.cluster_name.as_str();
     if let Err(holder) = ctx.claims.claim(name, &plan.owner_uid, &plan.object) {
         let message = format!("kind cluster {name:?} is already requested by {holder}");
-        observe(
-            obj,
-            ctx,
-            Observation::new(Phase::Pending, reason::NAME_IN_USE, &message),
-        )
-        .await?;
-        event(obj, ctx, EventType::Warning, reason::NAME_IN_USE, &message).await;
+        refuse(obj, ctx, Phase::Pending, reason::NAME_IN_USE, message, None).await?;
         return Ok(Outcome::RequeueAfter(ctx.settings.retry_refused));
     }
     if ctx.creations.running(name) {
         let message = format!("creating kind cluster {name:?}");
-        observe(
-            obj,
-            ctx,
-            Observation::new(Phase::Provisioning, reason::PROVISIONING, message).cluster(name),
-        )
-        .await?;
+        let obs = Observation::new(Phase::Provisioning, reason::PROVISIONING, message);
+        observe(obj, ctx, obs.cluster(name)).await?;
         return Ok(Outcome::Done);
     }
     let created_now = match ctx.creations.take_finished(name) {
@@ -291,8 +282,7 @@ async fn provision<K: KindObject>(obj: &K, ctx: &Context) -> Result<Outcome> {
         Some(Ok(())) => true,
         None => false,
     };
-    let exists = ctx.provisioner.list().await?.iter().any(|c| c == name);
-    if !exists {
+    if !ctx.provisioner.list().await?.iter().any(|c| c == name) {
         return start_creation(obj, ctx, &plan).await;
     }
     let owner = ctx.provisioner.owner(name).await?;
@@ -302,16 +292,36 @@ async fn provision<K: KindObject>(obj: &K, ctx: &Context) -> Result<Outcome> {
         let message = format!(
             "a kind cluster named {name:?} exists but was not created for this object; it is neither adopted nor deleted"
         );
-        observe(
+        refuse(
             obj,
             ctx,
-            Observation::new(Phase::Failed, reason::NOT_OWNED, &message).cluster(name),
+            Phase::Failed,
+            reason::NOT_OWNED,
+            message,
+            Some(name),
         )
         .await?;
-        event(obj, ctx, EventType::Warning, reason::NOT_OWNED, &message).await;
         return Ok(Outcome::RequeueAfter(ctx.settings.retry_refused));
     }
     publish(obj, ctx, name, created_now).await
+}
+
+/// Records a refusal: the status (`phase`, `reason`, `message`) and a Warning Event.
+async fn refuse<K: KindObject>(
+    obj: &K,
+    ctx: &Context,
+    phase: Phase,
+    reason: &'static str,
+    message: String,
+    cluster: Option<&str>,
+) -> Result<()> {
+    let mut obs = Observation::new(phase, reason, &message);
+    if let Some(cluster) = cluster {
+        obs = obs.cluster(cluster);
+    }
+    observe(obj, ctx, obs).await?;
+    event(obj, ctx, EventType::Warning, reason, &message).await;
+    Ok(())
 }
 
 async fn creation_failed<K: KindObject>(
