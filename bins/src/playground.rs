@@ -11,6 +11,7 @@
 //! stops with the playground. [`sections`] lists them; `--only` picks some.
 
 pub mod init;
+pub mod kind;
 pub mod kubeconfig;
 
 use std::future::Future;
@@ -183,7 +184,10 @@ pub trait Section: Send {
 
 /// Every system the playground can run, in start order.
 pub fn sections() -> Vec<Box<dyn Section>> {
-    vec![Box::new(init::InitSection::default())]
+    vec![
+        Box::new(init::InitSection::default()),
+        Box::new(kind::KindSection::default()),
+    ]
 }
 
 /// The sections `only` names (all when empty), in start order.

@@ -287,3 +287,40 @@ async fn the_provider_becomes_ready_starts_creates_in_the_background_and_stops_o
     };
     assert!(status.success(), "{status:?}");
 }
+
+#[test]
+fn the_playground_kind_section_converges_and_its_secrets_reach_the_workload_clusters() {
+    let dir = temp_dir("playground");
+    let out = Command::new(env!("CARGO_BIN_EXE_kcp-playground"))
+        .args([
+            "--exit-when-ready",
+            "--timeout-seconds",
+            "60",
+            "--only",
+            "kind",
+        ])
+        .arg("--kubeconfig")
+        .arg(dir.join("kubeconfig"))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        stdout.contains("Provisioning"),
+        "the table shows the phases: {stdout}"
+    );
+    for secret in ["default/test-1-config", "default/dev-kubeconfig"] {
+        let line = stdout
+            .lines()
+            .find(|l| l.contains(secret))
+            .unwrap_or_default();
+        assert!(
+            line.contains("namespaces: default, kube-public, kube-system"),
+            "{stdout}"
+        );
+    }
+}

@@ -128,7 +128,7 @@ pub async fn reconcile<K: KindObject>(obj: &K, ctx: &Context) -> Result<Outcome>
             }
             Ok(Outcome::Done)
         }
-        FinalizerState::CleanupDue => cleanup(obj, &dynamic, ctx).await,
+        FinalizerState::CleanupDue => cleanup(obj, ctx).await,
         FinalizerState::Missing | FinalizerState::Present => {
             if K::CAPI
                 && let Some(outcome) = gate(obj, ctx).await?
@@ -482,11 +482,7 @@ async fn ensure_secret(client: &dyn ObjectClient, secret: &Secret) -> Result<()>
 
 /// Deletion: wait for a running create, delete the cluster if it is ours, delete the Secrets,
 /// release the name, remove the finalizer.
-async fn cleanup<K: KindObject>(
-    obj: &K,
-    dynamic: &kube::api::DynamicObject,
-    ctx: &Context,
-) -> Result<Outcome> {
+async fn cleanup<K: KindObject>(obj: &K, ctx: &Context) -> Result<Outcome> {
     let object = describe(obj);
     let plan = obj.plan().ok();
     let cluster = plan.as_ref().map(|p| p.cluster_name.clone());
@@ -495,7 +491,10 @@ async fn cleanup<K: KindObject>(
         reason::DELETING,
         "deleting the kind cluster",
     );
-    observe(obj, ctx, deleting).await?;
+    // The finalizer is removed from the object as written here (its resourceVersion).
+    let Some(current) = observe(obj, ctx, deleting).await? else {
+        return Ok(Outcome::Done);
+    };
     if let Some(plan) = &plan {
         let name = plan.cluster_name.as_str();
         if ctx.creations.running(name) {
@@ -526,7 +525,8 @@ async fn cleanup<K: KindObject>(
     if let (Some(name), Some(uid)) = (cluster, obj.meta().uid.as_deref()) {
         ctx.claims.release(&name, uid);
     }
-    remove_finalizer(ctx.client.as_ref(), dynamic, K::FINALIZER)
+    let current = to_dynamic(&current).map_err(|e| Error::core(&object, "converting", e))?;
+    remove_finalizer(ctx.client.as_ref(), &current, K::FINALIZER)
         .await
         .map_err(|e| Error::core(&object, "removing the finalizer", e))?;
     Ok(Outcome::Done)
