@@ -34,6 +34,9 @@ pub struct ControllerConfig {
     pub max_concurrent_creates: usize,
     /// Watch only this namespace (all when `None`).
     pub namespace: Option<String>,
+    /// Serve only objects labelled `cluster.x-k8s.io/watch-filter=<value>` (CAPI's way of
+    /// running several instances); all objects when `None`.
+    pub watch_filter: Option<String>,
     /// Timings.
     pub settings: Settings,
     /// Reconcile counts and durations (controller-runtime's series, per kind).
@@ -52,6 +55,7 @@ impl ControllerConfig {
             provisioner,
             max_concurrent_creates: 4,
             namespace: None,
+            watch_filter: None,
             settings: Settings::default(),
             backoff: Backoff::default(),
             metrics: ControllerMetrics::unregistered(),
@@ -119,8 +123,21 @@ fn error_policy<K: KindObject>(obj: Arc<K>, err: &Error, shared: Arc<Shared>) ->
     shared.errors.failed(obj.as_ref(), err)
 }
 
+/// The watch of a kind: every object, or those carrying the watch-filter label.
+pub fn watch_config(watch_filter: Option<&str>) -> watcher::Config {
+    let config = watcher::Config::default().any_semantic();
+    match watch_filter.filter(|v| !v.is_empty()) {
+        Some(value) => config.labels(&format!("{WATCH_FILTER_LABEL}={value}")),
+        None => config,
+    }
+}
+
+/// CAPI's label selecting the objects of one provider instance.
+pub const WATCH_FILTER_LABEL: &str = "cluster.x-k8s.io/watch-filter";
+
 fn controller<K>(
     api: Api<K>,
+    watch: watcher::Config,
     wakeups: mpsc::UnboundedReceiver<ObjectRef<K>>,
     shared: Arc<Shared>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
@@ -128,7 +145,7 @@ fn controller<K>(
 where
     K: KindObject + kube::Resource<Scope = kube::core::NamespaceResourceScope>,
 {
-    let controller = Controller::new(api, watcher::Config::default().any_semantic())
+    let controller = Controller::new(api, watch)
         .with_config(ControllerSettings::default().debounce(Duration::from_millis(100)))
         .reconcile_on(wakeups)
         .graceful_shutdown_on(shutdown);
@@ -162,14 +179,21 @@ pub async fn run(
         metrics: config.metrics.clone(),
     });
     let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
+    let watch = watch_config(config.watch_filter.as_deref());
     let (upstream, upstream_store) = controller(
         api::<KINDCluster>(&config),
+        watch.clone(),
         upstream_wakeups,
         shared.clone(),
         shutdown.clone(),
     );
-    let (capi, capi_store) =
-        controller(api::<KindCluster>(&config), capi_wakeups, shared, shutdown);
+    let (capi, capi_store) = controller(
+        api::<KindCluster>(&config),
+        watch,
+        capi_wakeups,
+        shared,
+        shutdown,
+    );
     let ready = config.ready.clone();
     let readiness = async move {
         let synced = upstream_store.wait_until_ready().await.is_ok()
@@ -183,4 +207,20 @@ pub async fn run(
     futures::join!(upstream, capi, readiness);
     config.ready.store(false, Ordering::SeqCst);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watch_filter_selects_by_capis_label() {
+        let filtered = watch_config(Some("team-a"));
+        assert_eq!(
+            filtered.label_selector.as_deref(),
+            Some("cluster.x-k8s.io/watch-filter=team-a")
+        );
+        assert_eq!(watch_config(Some("")).label_selector, None);
+        assert_eq!(watch_config(None).label_selector, None);
+    }
 }

@@ -30,6 +30,13 @@ impl Env {
     }
 
     async fn start_with(provisioner: SimProvisioner) -> Env {
+        Env::start_configured(provisioner, |_| ()).await
+    }
+
+    async fn start_configured(
+        provisioner: SimProvisioner,
+        configure: impl FnOnce(&mut ControllerConfig),
+    ) -> Env {
         let sim = Server::start(Config::default()).await.unwrap();
         let admin = sim.object_client("");
         for crd in capi_kind::api::crd_objects().unwrap() {
@@ -43,6 +50,7 @@ impl Env {
             create_wait: Duration::from_secs(60),
             retry_refused: Duration::from_millis(500),
         };
+        configure(&mut config);
         let (stop, mut rx) = watch::channel(false);
         let task = tokio::spawn(run(config, async move {
             let _ = rx.wait_for(|s| *s).await;
@@ -608,5 +616,30 @@ async fn a_kubeconfig_secret_controlled_by_someone_else_leaves_the_cluster_provi
         kept.data, foreign.data,
         "the foreign Secret is not overwritten"
     );
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn with_a_watch_filter_only_labelled_objects_are_served() {
+    let env = Env::start_configured(SimProvisioner::new(), |c| {
+        c.watch_filter = Some("team-a".into())
+    })
+    .await;
+    let api = env.api::<KINDCluster>();
+    env.create::<KINDCluster>(TEST1).await;
+    env.create::<KINDCluster>(
+        "apiVersion: infrastructure.cluster-k8s.io/v1alpha1\nkind: KINDCluster\nmetadata:\n  name: mine\n  namespace: default\n  labels: {cluster.x-k8s.io/watch-filter: team-a}\nspec: {clusterName: mine}\n",
+    )
+    .await;
+    wait_for(&api, "mine", "Ready", |o| {
+        upstream_phase(o) == Some(Phase::Ready)
+    })
+    .await;
+    let other = api.get("test-cluster-1").await.unwrap();
+    assert!(
+        other.status.is_none() && other.metadata.finalizers.is_none(),
+        "{other:?}"
+    );
+    assert_eq!(env.provisioner.list().await.unwrap(), ["mine"]);
     env.stop().await;
 }

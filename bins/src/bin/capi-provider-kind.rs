@@ -41,6 +41,9 @@ struct Flags {
     /// Watch only this namespace (all namespaces when empty).
     #[arg(long, default_value = "")]
     namespace: String,
+    /// Serve only objects labelled cluster.x-k8s.io/watch-filter=<value> (all when empty).
+    #[arg(long, default_value = "")]
+    watch_filter: String,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -106,6 +109,7 @@ async fn provider(flags: Flags) -> Result<(), Error> {
     config.max_concurrent_creates = flags.max_concurrent_creates.max(1);
     config.settings.create_wait = Duration::from_secs(flags.create_wait_seconds);
     config.namespace = Some(flags.namespace).filter(|n| !n.is_empty());
+    config.watch_filter = Some(flags.watch_filter).filter(|f| !f.is_empty());
     config.ready = manager.readiness().synced_flag();
     config.metrics = manager.with_registry(ControllerMetrics::register);
     manager
