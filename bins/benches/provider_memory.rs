@@ -119,7 +119,10 @@ async fn run_provider_once() -> Duration {
             rss_kib(child.id()) as f64 / 1024.0
         );
     }
-    let _ = child.kill();
+    // SIGTERM, so the provider drains and its kind children are killed with it.
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
     let _ = child.wait();
     let _ = std::fs::remove_dir_all(dir);
     sim.shutdown().await;
