@@ -73,6 +73,11 @@ struct FakeKind {
 
 impl FakeKind {
     async fn new(test: &str) -> FakeKind {
+        let curl = std::process::Command::new("curl").arg("--version").output();
+        assert!(
+            curl.is_ok_and(|o| o.status.success()),
+            "the stand-in kind script needs curl on PATH"
+        );
         let dir = std::env::temp_dir().join(format!("capi-kind-{test}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
