@@ -42,6 +42,7 @@ pub mod semantics;
 pub mod server;
 pub mod status;
 pub mod store;
+pub mod table;
 pub mod workloads;
 
 pub use api::{Endpoint, PLAIN_CLUSTER};
