@@ -11,6 +11,7 @@
 //! stops with the playground. [`sections`] lists them; `--only` picks some.
 
 pub mod init;
+pub mod kind;
 pub mod kubeconfig;
 
 use std::future::Future;
@@ -183,7 +184,10 @@ pub trait Section: Send {
 
 /// Every system the playground can run, in start order.
 pub fn sections() -> Vec<Box<dyn Section>> {
-    vec![Box::new(init::InitSection::default())]
+    vec![
+        Box::new(init::InitSection::default()),
+        Box::new(kind::KindSection::default()),
+    ]
 }
 
 /// The sections `only` names (all when empty), in start order.
@@ -253,7 +257,7 @@ pub async fn converge(
     let started = Instant::now();
     let mut last = String::new();
     loop {
-        let mut table = format!("\n[{:>5.1}s]\n", started.elapsed().as_secs_f64());
+        let mut table = String::new();
         let mut converged = true;
         for section in sections.iter_mut() {
             let status = section.status(playground).await?;
@@ -263,8 +267,9 @@ pub async fn converge(
                 table.push('\n');
             }
         }
-        if table.split_once('\n').map(|(_, rest)| rest) != last.split_once('\n').map(|(_, r)| r) {
-            print!("{table}");
+        // Printed when it changed; the timestamp alone is no change.
+        if table != last {
+            print!("\n[{:>5.1}s]\n{table}", started.elapsed().as_secs_f64());
             last = table;
         }
         if converged {
