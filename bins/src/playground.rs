@@ -11,6 +11,7 @@
 //! stops with the playground. [`sections`] lists them; `--only` picks some.
 
 pub mod init;
+pub mod kind;
 pub mod kubeconfig;
 pub mod sync;
 
@@ -187,6 +188,7 @@ pub fn sections() -> Vec<Box<dyn Section>> {
     vec![
         Box::new(init::InitSection::default()),
         Box::new(sync::SyncSection::default()),
+        Box::new(kind::KindSection::default()),
     ]
 }
 
@@ -257,7 +259,7 @@ pub async fn converge(
     let started = Instant::now();
     let mut last = String::new();
     loop {
-        let mut table = format!("\n[{:>5.1}s]\n", started.elapsed().as_secs_f64());
+        let mut table = String::new();
         let mut converged = true;
         for section in sections.iter_mut() {
             let status = section.status(playground).await?;
@@ -267,8 +269,9 @@ pub async fn converge(
                 table.push('\n');
             }
         }
-        if table.split_once('\n').map(|(_, rest)| rest) != last.split_once('\n').map(|(_, r)| r) {
-            print!("{table}");
+        // Printed when it changed; the timestamp alone is no change.
+        if table != last {
+            print!("\n[{:>5.1}s]\n{table}", started.elapsed().as_secs_f64());
             last = table;
         }
         if converged {

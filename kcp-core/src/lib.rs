@@ -16,6 +16,7 @@
 //! `cargo check`, `clippy`, `test` and `doc`.
 
 pub mod apply;
+pub mod capi;
 pub mod client;
 pub mod cluster;
 pub mod error;

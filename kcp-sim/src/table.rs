@@ -445,7 +445,9 @@ fn bracket(inner: &str) -> Step {
         let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
         return Step::Filter(key.trim().to_string(), value.to_string());
     }
-    Step::Field(inner.trim_matches(|c| c == '\'' || c == '"').to_string())
+    // `['cluster\.x-k8s\.io/cluster-name']`: a quoted key, dots escaped as JSONPath allows.
+    let key = inner.trim_matches(|c| c == '\'' || c == '"');
+    Step::Field(key.replace("\\.", "."))
 }
 
 #[cfg(test)]
@@ -498,6 +500,14 @@ mod tests {
             [&json!("False")]
         );
         assert!(eval_path(&o, ".spec.missing").is_empty());
+        let labelled = json!({"metadata": {"labels": {"cluster.x-k8s.io/cluster-name": "c1"}}});
+        assert_eq!(
+            eval_path(
+                &labelled,
+                ".metadata.labels['cluster\\.x-k8s\\.io/cluster-name']"
+            ),
+            [&json!("c1")]
+        );
     }
 
     #[test]
