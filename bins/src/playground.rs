@@ -13,6 +13,7 @@
 pub mod init;
 pub mod kind;
 pub mod kubeconfig;
+pub mod sync;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
@@ -186,6 +187,7 @@ pub trait Section: Send {
 pub fn sections() -> Vec<Box<dyn Section>> {
     vec![
         Box::new(init::InitSection::default()),
+        Box::new(sync::SyncSection::default()),
         Box::new(kind::KindSection::default()),
     ]
 }

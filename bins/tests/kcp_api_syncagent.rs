@@ -1,0 +1,165 @@
+//! The `kcp-api-syncagent` binary, run as a process between two kcp-sim servers (a service
+//! cluster and kcp), configured with the upstream flags.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
+use kcp_core::kube::api::GroupVersionKind;
+use kcp_core::{ListOptions, ObjectClient, parse_manifests};
+use kcp_sim::{Config, PLAIN_CLUSTER, Server};
+
+const AGENT: &str = env!("CARGO_BIN_EXE_kcp-api-syncagent");
+const SERVICE: &str = include_str!("../../examples/playground/sync/01-service.yaml");
+const WORKSPACES: &str = include_str!("../../examples/playground/sync/02-provider.yaml");
+const EXPORT: &str = include_str!("../../examples/playground/sync/03-export.yaml");
+const CONSUMER: &str = include_str!("../../examples/playground/sync/04-consumer.yaml");
+const DATABASE: &str = include_str!("../../examples/playground/sync/05-database.yaml");
+
+fn temp_path(name: &str) -> PathBuf {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    std::env::temp_dir().join(format!(
+        "kcp-syncagent-{}-{nanos}-{name}",
+        std::process::id()
+    ))
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A plain HTTP GET: (status code, body), or None when nothing listens.
+fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).ok()?;
+    let code = answer.split_whitespace().nth(1)?.parse().ok()?;
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_string())?;
+    Some((code, body))
+}
+
+/// Applies a YAML stream; `false` when something stayed pending (not served yet).
+async fn apply(client: &dyn ObjectClient, yaml: &str) -> bool {
+    let objects = parse_manifests("test.yaml", yaml).unwrap();
+    let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap();
+    Applier::new(client, ApplierConfig::new("test"))
+        .apply(&plan)
+        .await
+        .is_complete()
+}
+
+struct Agent(Child);
+
+impl Drop for Agent {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+async fn wait_for<F, Fut>(what: &str, within: Duration, mut f: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = Instant::now() + within;
+    while !f().await {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[test]
+fn crds_prints_the_published_resource_crd() {
+    let out = Command::new(AGENT).arg("crds").output().unwrap();
+    assert!(out.status.success());
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("name: publishedresources.syncagent.kcp.io"));
+}
+
+#[test]
+fn missing_required_flags_are_reported_together() {
+    let out = Command::new(AGENT)
+        .args(["--log-format", "console"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    for flag in [
+        "--apiexportendpointslice-ref",
+        "--kcp-kubeconfig",
+        "--namespace",
+    ] {
+        assert!(stderr.contains(flag), "{flag} missing in {stderr}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_publishes_the_crd_and_syncs_a_consumer_object() {
+    let (kube, kcp) = (
+        Server::start(Config::default()).await.unwrap(),
+        Server::start(Config::kcp()).await.unwrap(),
+    );
+    let service = kube.object_client(PLAIN_CLUSTER);
+    assert!(apply(&service, &kcp_sync::api::crds_yaml().unwrap()).await);
+    assert!(apply(&service, SERVICE).await);
+    assert!(apply(&kcp.object_client("root"), WORKSPACES).await);
+    assert!(apply(&kcp.object_client("root:db-provider"), EXPORT).await);
+    let (service_kc, kcp_kc) = (temp_path("service"), temp_path("kcp"));
+    kube.write_kubeconfig(&service_kc, &[]).unwrap();
+    kcp.write_kubeconfig(&kcp_kc, &["root:db-provider"])
+        .unwrap();
+    let (health, metrics) = (free_port(), free_port());
+    let _agent = Agent(
+        Command::new(AGENT)
+            .arg(format!("--kubeconfig={}", service_kc.display()))
+            .arg(format!("--kcp-kubeconfig={}", kcp_kc.display()))
+            .args([
+                "--apiexportendpointslice-ref=databases",
+                "--namespace=kcp-api-syncagent",
+                "--log-format=console",
+            ])
+            .arg(format!("--health-address=127.0.0.1:{health}"))
+            .arg(format!("--metrics-address=127.0.0.1:{metrics}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("/readyz", Duration::from_secs(20), || async {
+        http_get(health, "/readyz").is_some_and(|(c, _)| c == 200)
+    })
+    .await;
+    let consumer = kcp.object_client("root:db-consumer");
+    assert!(apply(&consumer, CONSUMER).await);
+    wait_for("the Database applied", Duration::from_secs(20), || {
+        apply(&consumer, DATABASE)
+    })
+    .await;
+    let gvk = GroupVersionKind::gvk("db.example.com", "v1", "Database");
+    wait_for("the local copy", Duration::from_secs(20), || async {
+        service
+            .list(&gvk, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+            == 1
+    })
+    .await;
+    let (_, body) = http_get(metrics, "/metrics").unwrap();
+    assert!(body.contains("sync_agent_published_resource 1"), "{body}");
+}

@@ -1,0 +1,442 @@
+//! Wiring: which watches trigger which reconcile, on kcp-core's runtime.
+//!
+//! * PublishedResources and CRDs on the service cluster enqueue PublishedResource names; the
+//!   publish reconcile ensures the schema ([`crate::reconcile::schema`]), then starts, keeps or
+//!   stops the PublishedResource's sync controller and enqueues the export.
+//! * The export reconcile ([`crate::reconcile::export`]) runs on one key and sets the
+//!   `sync_agent_published_resource` gauge.
+//! * Sync controllers ([`sync`]) are keyed by PublishedResource name in a [`TaskSet`] with the
+//!   fingerprint `uid/generation/schema`: a spec or CRD change replaces the controller (the
+//!   old one is cancelled, upstream #182), a status-only update restarts nothing.
+//! * Consumer clusters come from any [`ClusterProvider`] (the APIExportEndpointSlice provider
+//!   in the binary), through the shared [`sync::Clusters`] registry.
+
+pub mod progress;
+pub mod related_watch;
+pub mod sync;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use futures::StreamExt as _;
+use kcp_core::cluster::{ClusterEvent, ClusterProvider};
+use kcp_core::kube::api::ApiResource;
+use kcp_core::kube::runtime::{WatchStreamExt as _, watcher};
+use kcp_core::runtime::conditions::now;
+use kcp_core::runtime::{
+    ConditionUpdate, EventRecorder, Outcome, Reconciler, TaskSet, WorkQueue, WorkerConfig,
+    run_workers, set_condition, write_status,
+};
+use kcp_core::{Backoff, ListOptions, ObjectClient, ObjectClientExt as _, TemplateEngine};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+use crate::api::{CONDITION_SYNCING, PublishedResource, PublishedResourceStatus};
+use crate::error::{Error, Result};
+use crate::reconcile::export::reconcile_export;
+use crate::reconcile::schema::{Projected, project, reconcile_schema};
+use crate::reconcile::sync::{PrimarySync, SyncConfig};
+use sync::{Clusters, SyncShared, run_sync_controller};
+
+/// The three controllers, for `--disabled-controllers`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ControllerName {
+    /// `apiexport`.
+    ApiExport,
+    /// `apiresourceschema`.
+    ApiResourceSchema,
+    /// `sync`.
+    Sync,
+}
+
+impl std::str::FromStr for ControllerName {
+    type Err = String;
+
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
+        match s {
+            "apiexport" => Ok(Self::ApiExport),
+            "apiresourceschema" => Ok(Self::ApiResourceSchema),
+            "sync" => Ok(Self::Sync),
+            other => Err(format!(
+                "unknown controller {other:?} (apiexport, apiresourceschema, sync)"
+            )),
+        }
+    }
+}
+
+/// The agent's metrics.
+#[derive(Clone, Default)]
+pub struct Metrics {
+    /// `sync_agent_published_resource`: PublishedResources matching the selector.
+    pub published_resources: Gauge,
+    /// `sync_agent_sync_controllers`: sync controllers running.
+    pub sync_controllers: Gauge,
+    /// `sync_agent_sync_controller_starts_total`: sync controllers started (a restart counts).
+    pub sync_controller_starts: Counter,
+}
+
+impl Metrics {
+    /// Registers the metrics in `registry`.
+    pub fn register(registry: &mut Registry) -> Self {
+        let metrics = Self::default();
+        registry.register(
+            "sync_agent_published_resource",
+            "Number of PublishedResources handled by this agent",
+            metrics.published_resources.clone(),
+        );
+        registry.register(
+            "sync_agent_sync_controllers",
+            "Number of running sync controllers (one per PublishedResource)",
+            metrics.sync_controllers.clone(),
+        );
+        registry.register(
+            "sync_agent_sync_controller_starts",
+            "Sync controllers started, restarts included",
+            metrics.sync_controller_starts.clone(),
+        );
+        metrics
+    }
+}
+
+/// Everything the agent runs with.
+pub struct Agent {
+    /// Object sync settings (agent name, state namespace, finalizer).
+    pub sync: SyncConfig,
+    /// Name of the APIExport in the export workspace.
+    pub export_name: String,
+    /// Label selector limiting the PublishedResources handled (empty: all).
+    pub selector: String,
+    /// Controllers not to run.
+    pub disabled: BTreeSet<ControllerName>,
+    /// The service cluster.
+    pub service: Arc<dyn ObjectClient>,
+    /// The service cluster for watches (`None`: no watches, periodic resync only).
+    pub service_kube: Option<kube::Client>,
+    /// The APIExport's workspace in kcp.
+    pub kcp: Arc<dyn ObjectClient>,
+    /// The consumer clusters.
+    pub provider: Arc<dyn ClusterProvider>,
+    /// How often every PublishedResource is reconciled without a trigger.
+    pub resync: Duration,
+    /// Workers per sync controller.
+    pub workers: usize,
+    /// Metrics.
+    pub metrics: Metrics,
+    /// Set once the first export reconcile succeeded (`/readyz`).
+    pub ready: Arc<AtomicBool>,
+    /// How often object counts are written to PublishedResource statuses (when changed).
+    pub status_interval: Duration,
+}
+
+struct Publisher {
+    agent: Arc<Agent>,
+    shared: SyncShared,
+    controllers: Mutex<TaskSet<String>>,
+    export_queue: WorkQueue<String>,
+    recorder: EventRecorder,
+}
+
+/// The export key: not a valid object name, so no PublishedResource collides with it.
+const EXPORT_KEY: &str = "/apiexport";
+
+impl Publisher {
+    async fn handled(&self, name: &str) -> Result<Option<PublishedResource>> {
+        let pr: Option<PublishedResource> = self
+            .agent
+            .service
+            .get_typed(None, name)
+            .await
+            .map_err(|e| Error::core(format!("reading PublishedResource {name:?}"), e))?;
+        let selector =
+            kcp_core::selector::LabelSelector::parse(&self.agent.selector).map_err(|e| {
+                Error::InvalidSpec {
+                    published_resource: name.to_owned(),
+                    field: "--published-resource-selector".into(),
+                    reason: e.to_string(),
+                }
+            })?;
+        Ok(pr.filter(|pr| {
+            let labels = serde_json::to_value(&pr.metadata.labels).unwrap_or(Value::Null);
+            pr.metadata.deletion_timestamp.is_none() && selector.matches(labels.as_object())
+        }))
+    }
+
+    fn stop(&self, name: &str) {
+        if let Ok(mut controllers) = self.controllers.lock() {
+            controllers.stop(&name.to_owned());
+            self.count_controllers(&controllers);
+        }
+    }
+
+    fn count_controllers(&self, controllers: &TaskSet<String>) {
+        let running = controllers.keys().count();
+        self.agent
+            .metrics
+            .sync_controllers
+            .set(i64::try_from(running).unwrap_or(i64::MAX));
+    }
+
+    /// Starts (or keeps) the sync controller of `pr`.
+    async fn ensure_controller(
+        &self,
+        pr: &PublishedResource,
+        projected: &Projected,
+    ) -> Result<bool> {
+        let mut target = PrimarySync::new(pr, projected)?;
+        target.resolve_related(self.agent.service.as_ref()).await?;
+        let fingerprint = format!(
+            "{}/{}/{}",
+            pr.metadata.uid.as_deref().unwrap_or_default(),
+            pr.metadata.generation.unwrap_or_default(),
+            projected.schema_name
+        );
+        let remote = api_resource(&projected.projected, &target.remote_gvk);
+        let local = api_resource(&projected.source, &target.local_gvk);
+        let shared = self.shared.clone();
+        let mut controllers = self.controllers.lock().map_err(|_| Error::InvalidObject {
+            object: pr.name().to_owned(),
+            field: "sync controller".into(),
+            reason: "controller registry poisoned".into(),
+        })?;
+        let started = controllers.ensure(pr.name().to_owned(), &fingerprint, move |token| {
+            run_sync_controller(shared, target, remote, local, token)
+        });
+        if started {
+            self.agent.metrics.sync_controller_starts.inc();
+        }
+        self.count_controllers(&controllers);
+        Ok(started)
+    }
+}
+
+fn api_resource(crd: &Value, gvk: &kcp_core::kube::api::GroupVersionKind) -> ApiResource {
+    let plural = crd
+        .pointer("/spec/names/plural")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    ApiResource::from_gvk_with_plural(gvk, plural)
+}
+
+#[async_trait]
+impl Reconciler<String> for Publisher {
+    type Error = Error;
+
+    /// A Warning `ReconcilingError` on the PublishedResource (service cluster), as upstream.
+    async fn failed(&self, name: &String, error: &Error) {
+        tracing::warn!(error = %error, key = %name, "publish reconcile failed");
+        if name == EXPORT_KEY {
+            return;
+        }
+        let reference = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some(format!("{}/{}", crate::api::GROUP, crate::api::VERSION)),
+            kind: Some("PublishedResource".into()),
+            name: Some(name.clone()),
+            ..Default::default()
+        };
+        let service = self.agent.service.as_ref();
+        let message = error.to_string();
+        let warning = kcp_core::runtime::EventType::Warning;
+        if let Err(e) = self
+            .recorder
+            .record(service, &reference, warning, "ReconcilingError", &message)
+            .await
+        {
+            tracing::debug!(error = %e, "recording ReconcilingError failed");
+        }
+    }
+
+    async fn reconcile(&self, name: &String) -> Result<Outcome> {
+        if name == EXPORT_KEY {
+            return self.reconcile_export().await;
+        }
+        let Some(pr) = self.handled(name).await? else {
+            self.stop(name);
+            self.export_queue.add(EXPORT_KEY.to_owned());
+            return Ok(Outcome::Done);
+        };
+        let agent = &self.agent;
+        let projected = if agent.disabled.contains(&ControllerName::ApiResourceSchema) {
+            Some(project(agent.service.as_ref(), &pr).await?)
+        } else {
+            reconcile_schema(
+                agent.service.as_ref(),
+                agent.kcp.as_ref(),
+                &agent.sync.agent,
+                &pr,
+            )
+            .await?
+        };
+        self.export_queue.add(EXPORT_KEY.to_owned());
+        let Some(projected) = projected else {
+            return Ok(Outcome::Done);
+        };
+        let syncing = !agent.disabled.contains(&ControllerName::Sync) && pr.sync_enabled();
+        if syncing {
+            self.ensure_controller(&pr, &projected).await?;
+        } else {
+            self.stop(name);
+        }
+        self.set_syncing(&pr, syncing).await;
+        Ok(Outcome::Done)
+    }
+}
+
+impl Publisher {
+    async fn set_syncing(&self, pr: &PublishedResource, syncing: bool) {
+        let reason = if syncing {
+            "ControllerRunning"
+        } else {
+            "SynchronizationDisabled"
+        };
+        let update = ConditionUpdate::new(CONDITION_SYNCING, syncing, reason)
+            .generation(pr.metadata.generation);
+        let result = write_status::<PublishedResource, _>(
+            self.agent.service.as_ref(),
+            None,
+            pr.name(),
+            |obj| {
+                let status = obj
+                    .status
+                    .get_or_insert_with(PublishedResourceStatus::default);
+                set_condition(&mut status.conditions, update.clone(), now());
+            },
+        )
+        .await;
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "writing the Syncing condition failed");
+        }
+    }
+
+    async fn reconcile_export(&self) -> Result<Outcome> {
+        let agent = &self.agent;
+        let prs: Vec<PublishedResource> = agent
+            .service
+            .list_typed(None, &ListOptions::labels(agent.selector.clone()))
+            .await
+            .map_err(|e| Error::core("listing PublishedResources", e))?;
+        let prs: Vec<PublishedResource> = prs
+            .into_iter()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .collect();
+        agent
+            .metrics
+            .published_resources
+            .set(i64::try_from(prs.len()).unwrap_or(i64::MAX));
+        if agent.disabled.contains(&ControllerName::ApiExport) {
+            agent.ready.store(true, Ordering::Relaxed);
+            return Ok(Outcome::Done);
+        }
+        let ready: BTreeSet<String> = prs
+            .iter()
+            .filter_map(|p| p.status.as_ref()?.resource_schema_name.clone())
+            .collect();
+        reconcile_export(
+            agent.kcp.as_ref(),
+            Some(&self.recorder),
+            &agent.sync.agent,
+            &agent.export_name,
+            &prs,
+            &ready,
+            &ready,
+        )
+        .await?;
+        agent.ready.store(true, Ordering::Relaxed);
+        Ok(Outcome::RequeueAfter(agent.resync))
+    }
+}
+
+/// Runs the agent until `shutdown` completes.
+pub async fn run(agent: Agent, shutdown: impl std::future::Future<Output = ()>) -> Result<()> {
+    let agent = Arc::new(agent);
+    let clusters = Clusters::default();
+    let shared = SyncShared {
+        config: Arc::new(agent.sync.clone()),
+        service: agent.service.clone(),
+        service_kube: agent.service_kube.clone(),
+        clusters: clusters.clone(),
+        engine: Arc::new(TemplateEngine::new()),
+        workers: agent.workers,
+        recorder: EventRecorder::new("kcp-api-syncagent"),
+        status_interval: agent.status_interval,
+    };
+    let queue: WorkQueue<String> = WorkQueue::new(Backoff::default());
+    let publisher = Arc::new(Publisher {
+        agent: agent.clone(),
+        shared,
+        controllers: Mutex::new(TaskSet::new()),
+        export_queue: queue.clone(),
+        recorder: EventRecorder::new("kcp-api-syncagent"),
+    });
+    let (tx, mut rx) = mpsc::channel::<ClusterEvent>(256);
+    let provider = agent.provider.clone();
+    let provider_task = tokio::spawn(async move { provider.run(tx).await });
+    let pump = tokio::spawn(async move {
+        while let Some(event) = rx.recv().await {
+            clusters.apply(event);
+        }
+    });
+    let triggers = tokio::spawn(triggers(agent.clone(), queue.clone()));
+    let workers = tokio::spawn(run_workers(
+        queue.clone(),
+        publisher.clone(),
+        WorkerConfig::new("publish", 4),
+    ));
+    shutdown.await;
+    triggers.abort();
+    provider_task.abort();
+    pump.abort();
+    queue.shutdown();
+    let _ = workers.await;
+    if let Ok(mut controllers) = publisher.controllers.lock() {
+        controllers.retain(|_| false);
+    }
+    Ok(())
+}
+
+/// Enqueues PublishedResources on changes (watches) and every `resync`.
+async fn triggers(agent: Arc<Agent>, queue: WorkQueue<String>) {
+    let enqueue_all = || {
+        let (agent, queue) = (agent.clone(), queue.clone());
+        async move {
+            match agent
+                .service
+                .list_typed::<PublishedResource>(None, &ListOptions::labels(agent.selector.clone()))
+                .await
+            {
+                Ok(prs) => prs.iter().for_each(|p| queue.add(p.name().to_owned())),
+                Err(e) => tracing::warn!(error = %e, "listing PublishedResources failed"),
+            }
+            queue.add(EXPORT_KEY.to_owned());
+        }
+    };
+    let Some(kube) = agent.service_kube.clone() else {
+        loop {
+            enqueue_all().await;
+            tokio::time::sleep(agent.resync).await;
+        }
+    };
+    let prs = kube::Api::<PublishedResource>::all(kube.clone());
+    let crds = kube::Api::<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>::all(kube);
+    let pr_events =
+        watcher(prs, watcher::Config::default().labels(&agent.selector)).default_backoff();
+    let crd_events = watcher(crds, watcher::Config::default()).default_backoff();
+    futures::pin_mut!(pr_events, crd_events);
+    let mut tick = tokio::time::interval(agent.resync);
+    loop {
+        tokio::select! {
+            Some(event) = pr_events.next() => {
+                if let Ok(watcher::Event::Apply(pr) | watcher::Event::InitApply(pr) | watcher::Event::Delete(pr)) = event {
+                    queue.add(pr.name().to_owned());
+                }
+            }
+            Some(_) = crd_events.next() => enqueue_all().await,
+            _ = tick.tick() => enqueue_all().await,
+        }
+    }
+}

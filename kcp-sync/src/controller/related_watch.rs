@@ -1,0 +1,189 @@
+//! Watches on related resources (`related[].watch`), so that a change of a related object
+//! re-examines its primary (upstream #118): `byOwner` follows the ownerReference of the
+//! primary's kind, `bySelector` re-examines every primary matching a label selector. kcp-origin
+//! objects are watched in every engaged cluster, service-origin ones on the service cluster
+//! (mapped back to the kcp object through the local copy's link metadata).
+
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use kcp_core::kube::api::{ApiResource, DynamicObject, GroupVersionKind};
+use kcp_core::kube::runtime::{WatchStreamExt as _, watcher};
+use kcp_core::runtime::{ObjectKey, WorkQueue};
+use kcp_core::{ListOptions, ObjectClient, ObjectRef};
+use tokio_util::sync::CancellationToken;
+
+use crate::api::RelatedResourceOrigin;
+use crate::metadata::RemoteObjectKey;
+use crate::reconcile::sync::PrimarySync;
+
+/// One related watch.
+#[derive(Debug, Clone)]
+pub struct RelatedWatch {
+    /// Position in `spec.related`.
+    pub index: usize,
+    /// Where the watched objects live.
+    pub origin: RelatedResourceOrigin,
+    /// The watched kind (origin side).
+    pub resource: ApiResource,
+    /// `byOwner`: follow ownerReferences of the primary's kind.
+    pub by_owner: bool,
+    /// `bySelector`: primaries matching this selector (`k=v,...`).
+    pub selector: Option<String>,
+    /// The primary's kind on the watched side.
+    pub primary: GroupVersionKind,
+}
+
+/// The watches `target`'s related resources ask for.
+pub fn related_watches(target: &PrimarySync) -> Vec<RelatedWatch> {
+    target
+        .related
+        .iter()
+        .filter_map(|rel| {
+            let watch = rel.spec.watch.as_ref()?;
+            let (_, _, plural) = rel.spec.origin_gvr();
+            let selector = watch.by_selector.as_ref().map(|s| {
+                let mut parts: Vec<String> = s
+                    .match_labels
+                    .iter()
+                    .flatten()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect();
+                for req in s.match_expressions.iter().flatten() {
+                    let values = req.values.clone().unwrap_or_default().join(",");
+                    parts.push(match req.operator.as_str() {
+                        "In" => format!("{} in ({values})", req.key),
+                        "NotIn" => format!("{} notin ({values})", req.key),
+                        "DoesNotExist" => format!("!{}", req.key),
+                        _ => req.key.clone(),
+                    });
+                }
+                parts.join(",")
+            });
+            let primary = match rel.spec.origin {
+                RelatedResourceOrigin::Kcp => target.remote_gvk.clone(),
+                RelatedResourceOrigin::Service => target.local_gvk.clone(),
+            };
+            Some(RelatedWatch {
+                index: rel.index,
+                origin: rel.spec.origin,
+                resource: ApiResource::from_gvk_with_plural(&rel.origin_gvk, &plural),
+                by_owner: watch.by_owner.is_some(),
+                selector,
+                primary,
+            })
+        })
+        .collect()
+}
+
+fn owner_of(obj: &DynamicObject, primary: &GroupVersionKind) -> Option<String> {
+    obj.metadata
+        .owner_references
+        .as_ref()?
+        .iter()
+        .find_map(|o| {
+            let group = o
+                .api_version
+                .split_once('/')
+                .map(|(g, _)| g)
+                .unwrap_or_default();
+            (o.kind == primary.kind && group == primary.group).then(|| o.name.clone())
+        })
+}
+
+fn key_of(cluster: &str, namespace: Option<&str>, name: &str) -> ObjectKey {
+    match namespace.filter(|n| !n.is_empty()) {
+        Some(ns) => ObjectKey::namespaced(cluster, ns, name),
+        None => ObjectKey::cluster_scoped(cluster, name),
+    }
+}
+
+/// The kcp objects a changed related object maps to. `cluster` is `None` on the service
+/// side (the local primaries lead back to their kcp objects).
+async fn primaries_of(
+    watch: &RelatedWatch,
+    obj: &DynamicObject,
+    client: &dyn ObjectClient,
+    cluster: Option<&str>,
+) -> Vec<ObjectKey> {
+    let mut locals = Vec::new();
+    if watch.by_owner
+        && let Some(owner) = owner_of(obj, &watch.primary)
+    {
+        let ns = obj.metadata.namespace.as_deref();
+        match cluster {
+            Some(c) => return vec![key_of(c, ns, &owner)],
+            None => {
+                let target = match ns {
+                    Some(ns) => ObjectRef::namespaced(watch.primary.clone(), ns, &owner),
+                    None => ObjectRef::cluster_scoped(watch.primary.clone(), &owner),
+                };
+                if let Ok(Some(local)) = client.get(&target).await {
+                    locals.push(local);
+                }
+            }
+        }
+    }
+    if let Some(selector) = &watch.selector {
+        let listed = client
+            .list(&watch.primary, None, &ListOptions::labels(selector.clone()))
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default();
+        match cluster {
+            Some(c) => {
+                return listed
+                    .iter()
+                    .map(|p| {
+                        key_of(
+                            c,
+                            p.metadata.namespace.as_deref(),
+                            p.metadata.name.as_deref().unwrap_or_default(),
+                        )
+                    })
+                    .collect();
+            }
+            None => locals.extend(listed),
+        }
+    }
+    locals
+        .iter()
+        .filter_map(|l| RemoteObjectKey::from_local(&serde_json::to_value(l).ok()?))
+        .map(|k| key_of(&k.cluster, Some(&k.namespace), &k.name))
+        .collect()
+}
+
+/// Watches `watch.resource` through `kube` until `token` is cancelled, enqueueing the
+/// primaries each change maps to (`cluster`: the kcp cluster, or `None` on the service side).
+pub async fn run_related_watch(
+    kube: kube::Client,
+    watch: RelatedWatch,
+    client: Arc<dyn ObjectClient>,
+    cluster: Option<String>,
+    queue: WorkQueue<ObjectKey>,
+    token: CancellationToken,
+) {
+    let api = kube::Api::<DynamicObject>::all_with(kube, &watch.resource);
+    let stream = watcher(api, watcher::Config::default()).default_backoff();
+    futures::pin_mut!(stream);
+    loop {
+        let event = tokio::select! {
+            () = token.cancelled() => return,
+            event = stream.next() => event,
+        };
+        match event {
+            Some(Ok(
+                watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o),
+            )) => {
+                for key in primaries_of(&watch, &o, client.as_ref(), cluster.as_deref()).await {
+                    queue.add(key);
+                }
+            }
+            Some(Ok(_)) => {}
+            Some(Err(e)) => {
+                tracing::debug!(error = %e, related = watch.index, "related watch error")
+            }
+            None => return,
+        }
+    }
+}

@@ -1,0 +1,250 @@
+use super::*;
+use crate::api::{
+    LabelSelector, PublishedResourceSpec, RelatedResourceKind, RelatedResourceObject,
+    RelatedResourceSpec, ResourceFilter,
+};
+use serde_json::json;
+
+fn pr(related: Vec<RelatedResourceSpec>, namespace_filter: bool, paths: bool) -> PublishedResource {
+    PublishedResource::new(
+        "pr",
+        PublishedResourceSpec {
+            related: (!related.is_empty()).then_some(related),
+            filter: namespace_filter.then(|| ResourceFilter {
+                namespace: Some(LabelSelector::default()),
+                resource: None,
+            }),
+            enable_workspace_paths: paths,
+            ..Default::default()
+        },
+    )
+}
+
+fn related(origin: RelatedResourceOrigin, kind: RelatedResourceKind) -> RelatedResourceSpec {
+    RelatedResourceSpec {
+        identifier: "x".into(),
+        origin,
+        group: String::new(),
+        version: String::new(),
+        resource: String::new(),
+        kind: Some(kind),
+        identity_hash: String::new(),
+        cleanup: false,
+        projection: None,
+        object: RelatedResourceObject::default(),
+        mutation: None,
+        watch: None,
+        sync_status: false,
+    }
+}
+
+fn names(claims: &BTreeMap<WantedClaim, BTreeSet<String>>) -> Vec<String> {
+    claims.keys().map(ToString::to_string).collect()
+}
+
+#[test]
+fn events_are_always_claimed() {
+    assert_eq!(
+        names(&wanted_claims(
+            &[pr(vec![], false, false)],
+            &BTreeSet::new()
+        )),
+        ["events"]
+    );
+}
+
+#[test]
+fn related_resources_claim_their_kcp_side_resource_and_namespaces() {
+    let prs = [pr(
+        vec![
+            related(RelatedResourceOrigin::Service, RelatedResourceKind::Secret),
+            related(RelatedResourceOrigin::Kcp, RelatedResourceKind::ConfigMap),
+        ],
+        false,
+        false,
+    )];
+    assert_eq!(
+        names(&wanted_claims(&prs, &BTreeSet::new())),
+        ["configmaps", "events", "namespaces", "secrets"]
+    );
+}
+
+#[test]
+fn namespace_filter_claims_namespaces_and_paths_claim_logicalclusters() {
+    let claims = wanted_claims(&[pr(vec![], true, true)], &BTreeSet::new());
+    assert_eq!(
+        names(&claims),
+        ["events", "namespaces", "core.kcp.io/logicalclusters"]
+    );
+}
+
+#[test]
+fn resources_of_the_export_itself_are_not_claimed() {
+    let mut r = related(RelatedResourceOrigin::Kcp, RelatedResourceKind::Secret);
+    r.kind = None;
+    r.group = "example.com".into();
+    r.version = "v1".into();
+    r.resource = "things".into();
+    let own = BTreeSet::from([("example.com".to_owned(), "things".to_owned())]);
+    assert_eq!(
+        names(&wanted_claims(&[pr(vec![r], false, false)], &own)),
+        ["events", "namespaces"]
+    );
+}
+
+#[test]
+fn only_the_verbs_used_are_claimed() {
+    let mut service = related(RelatedResourceOrigin::Service, RelatedResourceKind::Secret);
+    let claims = wanted_claims(&[pr(vec![service.clone()], false, false)], &BTreeSet::new());
+    let secrets = claims
+        .iter()
+        .find(|(c, _)| c.resource == "secrets")
+        .unwrap()
+        .1;
+    assert!(!secrets.contains("delete"));
+    service.cleanup = true;
+    let claims = wanted_claims(&[pr(vec![service], false, false)], &BTreeSet::new());
+    let secrets = claims
+        .iter()
+        .find(|(c, _)| c.resource == "secrets")
+        .unwrap()
+        .1;
+    assert!(secrets.contains("delete"));
+    let kcp = wanted_claims(
+        &[pr(
+            vec![related(
+                RelatedResourceOrigin::Kcp,
+                RelatedResourceKind::ConfigMap,
+            )],
+            false,
+            false,
+        )],
+        &BTreeSet::new(),
+    );
+    let configmaps = kcp
+        .iter()
+        .find(|(c, _)| c.resource == "configmaps")
+        .unwrap()
+        .1;
+    assert_eq!(
+        configmaps.iter().map(String::as_str).collect::<Vec<_>>(),
+        ["get", "list", "patch", "update", "watch"]
+    );
+}
+
+#[test]
+fn schema_names_split_on_the_first_two_dots() {
+    assert_eq!(
+        schema_group_resource("v1a2b3c4d.crontabs.example.com"),
+        ("example.com".to_owned(), "crontabs".to_owned())
+    );
+}
+
+#[test]
+fn merge_replaces_the_schema_of_the_same_resource_and_keeps_unmanaged_ones() {
+    let existing = vec![
+        json!({"name": "crontabs", "group": "example.com", "schema": "vold.crontabs.example.com", "storage": {"crd": {}}}),
+        json!({"name": "backups", "group": "eksempel.no", "schema": "vx.backups.eksempel.no", "storage": {"crd": {}}, "extra": 1}),
+    ];
+    let ready = BTreeSet::from([
+        "vnew.crontabs.example.com".to_owned(),
+        "va.apples.example.com".to_owned(),
+    ]);
+    let merged = merge_resources(&existing, &ready);
+    let schemas: Vec<&str> = merged
+        .iter()
+        .map(|r| r["schema"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        schemas,
+        [
+            "va.apples.example.com",
+            "vx.backups.eksempel.no",
+            "vnew.crontabs.example.com"
+        ]
+    );
+    assert_eq!(merged[1]["extra"], 1);
+    assert_eq!(
+        merged[2],
+        json!({"name": "crontabs", "group": "example.com", "schema": "vnew.crontabs.example.com", "storage": {"crd": {}}})
+    );
+}
+
+#[test]
+fn merging_the_same_schemas_again_changes_nothing() {
+    let ready = BTreeSet::from(["v1.things.example.com".to_owned()]);
+    let once = merge_resources(&[], &ready);
+    assert_eq!(merge_resources(&once, &ready), once);
+}
+
+#[test]
+fn claims_are_appended_with_verbs_and_existing_ones_kept_sorted() {
+    let existing = vec![json!({"group": "z.io", "resource": "zs", "verbs": ["get"]})];
+    let wanted = wanted_claims(&[pr(vec![], true, false)], &BTreeSet::new());
+    let (claims, added) = merge_claims(&existing, &wanted);
+    let order: Vec<String> = claims.iter().map(|c| claim_key(c).to_string()).collect();
+    assert_eq!(order, ["events", "namespaces", "z.io/zs"]);
+    assert_eq!(added.len(), 2);
+    assert_eq!(
+        claims[1],
+        json!({"resource": "namespaces", "verbs": ["create", "get", "list", "watch"]})
+    );
+}
+
+#[test]
+fn an_existing_claim_gains_missing_verbs_but_a_wildcard_stays() {
+    let wanted = wanted_claims(&[pr(vec![], true, false)], &BTreeSet::new());
+    let existing = vec![
+        json!({"resource": "events", "verbs": ["*"]}),
+        json!({"resource": "namespaces", "verbs": ["get"]}),
+    ];
+    let (claims, added) = merge_claims(&existing, &wanted);
+    assert!(added.is_empty());
+    assert_eq!(claims[0]["verbs"], json!(["*"]));
+    assert_eq!(
+        claims[1]["verbs"],
+        json!(["get", "create", "list", "watch"])
+    );
+}
+
+#[test]
+fn claims_are_never_removed() {
+    let existing = vec![json!({"group": "a.io", "resource": "as", "verbs": ["*"]})];
+    let (claims, _) = merge_claims(&existing, &BTreeMap::new());
+    assert_eq!(claims, existing);
+}
+
+#[test]
+fn schema_events_name_added_and_removed_schemas() {
+    let old = BTreeSet::from(["a".to_owned(), "b".to_owned()]);
+    let new = BTreeSet::from(["b".to_owned(), "c".to_owned()]);
+    assert_eq!(
+        schema_events(&old, &new),
+        [
+            (
+                true,
+                "AddingResourceSchemas",
+                "Added new resource schema(s) c.".to_owned()
+            ),
+            (
+                false,
+                "RemovingResourceSchemas",
+                "Removed resource schema(s) a.".to_owned()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn claims_event_lists_group_slash_resource() {
+    let added = [WantedClaim {
+        group: "core.kcp.io".into(),
+        resource: "logicalclusters".into(),
+        identity_hash: String::new(),
+    }];
+    assert_eq!(
+        claims_event(&added).as_deref(),
+        Some("Added new permission claim(s) for all core.kcp.io/logicalclusters.")
+    );
+    assert_eq!(claims_event(&[]), None);
+}

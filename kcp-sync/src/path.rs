@@ -1,0 +1,209 @@
+//! The gjson/sjson path syntax upstream uses in mutations and related-object references.
+//!
+//! A path is dot-separated, without a leading dot: `spec.secretName`, `spec.list.1`,
+//! `spec.items.#.name` (read only: the `name` of every element), `spec.items.#` (the length).
+//! `\.` escapes a dot inside a key. When writing, a numeric segment indexes an array (the
+//! index equal to the length, or `-1`, appends) and missing intermediate objects are created.
+
+use serde_json::{Map, Value};
+
+/// Splits a path into its segments, resolving `\.` escapes.
+pub fn parse(path: &str) -> Vec<String> {
+    let mut segments = Vec::new();
+    let mut current = String::new();
+    let mut chars = path.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                if let Some(next) = chars.next() {
+                    current.push(next);
+                }
+            }
+            '.' => segments.push(std::mem::take(&mut current)),
+            c => current.push(c),
+        }
+    }
+    segments.push(current);
+    segments
+}
+
+/// The value at `path`, `None` when it does not exist. `#` maps the rest of the path over an
+/// array (or gives its length when last).
+pub fn get(value: &Value, path: &str) -> Option<Value> {
+    get_segments(value, &parse(path))
+}
+
+fn get_segments(value: &Value, segments: &[String]) -> Option<Value> {
+    let Some((first, rest)) = segments.split_first() else {
+        return Some(value.clone());
+    };
+    if first == "#" {
+        let items = value.as_array()?;
+        if rest.is_empty() {
+            return Some(Value::from(items.len()));
+        }
+        let mapped: Vec<Value> = items
+            .iter()
+            .filter_map(|item| get_segments(item, rest))
+            .collect();
+        return Some(Value::Array(mapped));
+    }
+    let next = match value {
+        Value::Object(map) => map.get(first.as_str()),
+        Value::Array(items) => first.parse::<usize>().ok().and_then(|i| items.get(i)),
+        _ => None,
+    }?;
+    get_segments(next, rest)
+}
+
+/// The value at `path` as gjson's `Result.String()`: strings as they are, other values as
+/// their JSON text, missing values as `""`.
+pub fn get_string(value: &Value, path: &str) -> String {
+    match get(value, path) {
+        None | Some(Value::Null) => String::new(),
+        Some(Value::String(s)) => s,
+        Some(other) => other.to_string(),
+    }
+}
+
+/// Sets the value at `path`, creating missing objects on the way. Fails (returning the
+/// reason) when a segment runs into a scalar or an array index is out of range.
+pub fn set(value: &mut Value, path: &str, new: Value) -> Result<(), String> {
+    set_segments(value, &parse(path), new)
+}
+
+fn set_segments(value: &mut Value, segments: &[String], new: Value) -> Result<(), String> {
+    let Some((first, rest)) = segments.split_first() else {
+        *value = new;
+        return Ok(());
+    };
+    if value.is_null() {
+        *value = Value::Object(Map::new());
+    }
+    let slot = match value {
+        Value::Object(map) => map.entry(first.clone()).or_insert(Value::Null),
+        Value::Array(items) => {
+            let len = items.len();
+            let index = match first.as_str() {
+                "-1" => len,
+                s => s
+                    .parse::<usize>()
+                    .map_err(|_| format!("{first:?} is not an array index"))?,
+            };
+            if index > len {
+                return Err(format!("index {index} is out of range (length {len})"));
+            }
+            if index == len {
+                items.push(Value::Null);
+            }
+            &mut items[index]
+        }
+        _ => return Err(format!("cannot descend into a scalar at {first:?}")),
+    };
+    if rest.is_empty() {
+        *slot = new;
+        Ok(())
+    } else {
+        set_segments(slot, rest, new)
+    }
+}
+
+/// Removes the value at `path` (an object key or an array element); a missing path is not
+/// an error.
+pub fn delete(value: &mut Value, path: &str) {
+    let segments = parse(path);
+    let Some((last, parents)) = segments.split_last() else {
+        return;
+    };
+    let mut current = value;
+    for segment in parents {
+        let next = match current {
+            Value::Object(map) => map.get_mut(segment.as_str()),
+            Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get_mut(i)),
+            _ => None,
+        };
+        match next {
+            Some(v) => current = v,
+            None => return,
+        }
+    }
+    match current {
+        Value::Object(map) => {
+            map.remove(last.as_str());
+        }
+        Value::Array(items) => {
+            if let Some(i) = last.parse::<usize>().ok().filter(|i| *i < items.len()) {
+                items.remove(i);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn escaped_dots_stay_inside_a_key() {
+        assert_eq!(
+            parse(r"metadata.labels.app\.kubernetes\.io/name"),
+            ["metadata", "labels", "app.kubernetes.io/name"]
+        );
+    }
+
+    #[test]
+    fn get_reads_keys_and_array_indexes() {
+        let v = json!({"spec": {"list": [{"name": "a"}, {"name": "b"}]}});
+        assert_eq!(get(&v, "spec.list.1.name"), Some(json!("b")));
+        assert_eq!(get(&v, "spec.missing"), None);
+    }
+
+    #[test]
+    fn hash_maps_over_arrays_and_counts_when_last() {
+        let v = json!({"items": [{"name": "a"}, {"other": 1}, {"name": "c"}]});
+        assert_eq!(get(&v, "items.#.name"), Some(json!(["a", "c"])));
+        assert_eq!(get(&v, "items.#"), Some(json!(3)));
+    }
+
+    #[test]
+    fn get_string_stringifies_like_gjson() {
+        let v = json!({"n": 24, "s": "x", "o": {"a": 1}});
+        assert_eq!(get_string(&v, "n"), "24");
+        assert_eq!(get_string(&v, "s"), "x");
+        assert_eq!(get_string(&v, "o"), r#"{"a":1}"#);
+        assert_eq!(get_string(&v, "missing"), "");
+    }
+
+    #[test]
+    fn set_creates_missing_objects() {
+        let mut v = json!({});
+        set(&mut v, "spec.a.b", json!(1)).unwrap();
+        assert_eq!(v, json!({"spec": {"a": {"b": 1}}}));
+    }
+
+    #[test]
+    fn set_replaces_and_appends_array_elements() {
+        let mut v = json!({"l": [1, 2]});
+        set(&mut v, "l.0", json!(9)).unwrap();
+        set(&mut v, "l.-1", json!(3)).unwrap();
+        set(&mut v, "l.3", json!(4)).unwrap();
+        assert_eq!(v, json!({"l": [9, 2, 3, 4]}));
+    }
+
+    #[test]
+    fn set_into_a_scalar_is_an_error() {
+        let mut v = json!({"a": "x"});
+        assert!(set(&mut v, "a.b", json!(1)).is_err());
+    }
+
+    #[test]
+    fn delete_removes_keys_and_array_elements_and_ignores_missing_paths() {
+        let mut v = json!({"a": {"b": 1, "c": 2}, "l": [1, 2, 3]});
+        delete(&mut v, "a.b");
+        delete(&mut v, "l.1");
+        delete(&mut v, "x.y");
+        assert_eq!(v, json!({"a": {"c": 2}, "l": [1, 3]}));
+    }
+}

@@ -1,0 +1,571 @@
+//! Related resources (upstream §4.7), the I/O part: find the related objects of one primary
+//! pair on the origin side, copy them to the destination side, keep them in step (last-known
+//! state in the primary's state Secret, so local changes survive), forward their status with
+//! `syncStatus`, point the kcp primary at service-origin copies with the
+//! `related-resources.syncagent.kcp.io/<identifier>.<index>` annotation, and clean up on
+//! deletion (`cleanup`, or always for kcp originals: their local copies go, the originals
+//! stay and lose the finalizer).
+
+use std::collections::BTreeMap;
+
+use kcp_core::kube::api::GroupVersionKind;
+use kcp_core::{
+    DeleteOptions, ListOptions, ObjectClient, ObjectPatch, ObjectRef, PatchOptions, Subresource,
+    TemplateEngine,
+};
+use serde_json::{Value, json};
+
+use super::state_store::StateStore;
+use super::{crd_gvk, from_json, get_json, to_json};
+use crate::api::{RelatedResourceObjectSpec, RelatedResourceOrigin, RelatedResourceSpec};
+use crate::error::{Error, Result};
+use crate::merge::{create_merge_patch, is_empty_patch};
+use crate::metadata::{
+    finalizers, has_finalizer, is_deleting, meta_map_str, meta_str, strip_metadata,
+};
+use crate::mutation::Mutator;
+use crate::related::{
+    Primaries, annotation_key, annotation_value, reference_pairs, rewrite_name, selector_string,
+    template_pair,
+};
+use crate::state;
+
+/// One related resource of a PublishedResource, with both kinds resolved.
+#[derive(Debug, Clone)]
+pub struct RelatedSync {
+    /// The spec.
+    pub spec: RelatedResourceSpec,
+    /// Its position in `spec.related` (for errors and the annotation).
+    pub index: usize,
+    /// The kind on the origin side.
+    pub origin_gvk: GroupVersionKind,
+    /// The kind on the destination side.
+    pub dest_gvk: GroupVersionKind,
+    /// The compiled `mutation`.
+    pub mutator: Mutator,
+}
+
+/// Kinds of the core group a related resource may name.
+const CORE_KINDS: [(&str, &str); 8] = [
+    ("configmaps", "ConfigMap"),
+    ("secrets", "Secret"),
+    ("services", "Service"),
+    ("serviceaccounts", "ServiceAccount"),
+    ("persistentvolumeclaims", "PersistentVolumeClaim"),
+    ("pods", "Pod"),
+    ("namespaces", "Namespace"),
+    ("events", "Event"),
+];
+
+/// The kind of `group/version/resource`: core kinds from a table, other kinds from the CRD
+/// `<resource>.<group>` on the service cluster.
+pub async fn resolve_kind(
+    service: &dyn ObjectClient,
+    (group, version, resource): (&str, &str, &str),
+) -> Result<GroupVersionKind> {
+    if group.is_empty()
+        && let Some((_, kind)) = CORE_KINDS.iter().find(|(r, _)| *r == resource)
+    {
+        return Ok(GroupVersionKind::gvk("", version, kind));
+    }
+    let name = format!("{resource}.{group}");
+    let crd = get_json(service, &ObjectRef::cluster_scoped(crd_gvk(), &name)).await?;
+    let kind = crd
+        .as_ref()
+        .and_then(|c| c.pointer("/spec/names/kind"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| Error::InvalidObject {
+            object: format!("related resource {group}/{version}/{resource}"),
+            field: "resource".into(),
+            reason: format!(
+                "no CustomResourceDefinition {name:?} on the service cluster names its kind"
+            ),
+        })?;
+    Ok(GroupVersionKind::gvk(group, version, kind))
+}
+
+impl RelatedSync {
+    /// Resolves and compiles `spec.related[index]` of PublishedResource `owner`.
+    pub async fn new(
+        service: &dyn ObjectClient,
+        owner: &str,
+        index: usize,
+        spec: &RelatedResourceSpec,
+    ) -> Result<Self> {
+        let (og, ov, or) = spec.origin_gvr();
+        let (dg, dv, dr) = spec.destination_gvr();
+        Ok(Self {
+            origin_gvk: resolve_kind(service, (&og, &ov, &or)).await?,
+            dest_gvk: resolve_kind(service, (&dg, &dv, &dr)).await?,
+            mutator: Mutator::new(
+                owner,
+                &format!("spec.related[{index}].mutation"),
+                spec.mutation.as_ref(),
+            )?,
+            spec: spec.clone(),
+            index,
+        })
+    }
+
+    fn location(&self) -> String {
+        format!("spec.related[{}] ({})", self.index, self.spec.identifier)
+    }
+}
+
+/// The two sides of one related sync.
+pub struct RelatedSides<'a> {
+    /// The consumer cluster in kcp.
+    pub kcp: &'a dyn ObjectClient,
+    /// The service cluster.
+    pub service: &'a dyn ObjectClient,
+    /// The primaries.
+    pub primaries: Primaries<'a>,
+    /// The primary's state Secret.
+    pub store: &'a StateStore<'a>,
+    /// The template engine.
+    pub engine: &'a TemplateEngine,
+    /// The finalizer on kcp originals.
+    pub finalizer: &'a str,
+}
+
+impl RelatedSides<'_> {
+    fn clients(&self, origin: RelatedResourceOrigin) -> (&dyn ObjectClient, &dyn ObjectClient) {
+        match origin {
+            RelatedResourceOrigin::Kcp => (self.kcp, self.service),
+            RelatedResourceOrigin::Service => (self.service, self.kcp),
+        }
+    }
+}
+
+/// One origin object and where its copy goes.
+struct Located {
+    origin: Value,
+    dest_namespace: String,
+    dest_name: String,
+}
+
+/// Syncs every object of `rel` for the primary pair; `deleting` runs the deletion mode.
+/// Returns whether anything was written (the caller runs another step).
+pub async fn sync_related(
+    sides: &RelatedSides<'_>,
+    rel: &RelatedSync,
+    deleting: bool,
+) -> Result<bool> {
+    let located = locate(sides, rel).await?;
+    let mut wrote = false;
+    for (index, item) in located.iter().enumerate() {
+        wrote |= if deleting {
+            delete_copy(sides, rel, item).await?
+        } else {
+            sync_copy(sides, rel, item).await?
+        };
+        if !deleting && rel.spec.origin == RelatedResourceOrigin::Service {
+            wrote |= annotate_primary(sides, rel, index, item).await?;
+        }
+    }
+    Ok(wrote)
+}
+
+async fn locate(sides: &RelatedSides<'_>, rel: &RelatedSync) -> Result<Vec<Located>> {
+    let origin = rel.spec.origin;
+    let (origin_client, _) = sides.clients(origin);
+    let namespaces = namespace_pairs(sides, rel).await?;
+    let mut found = Vec::new();
+    for (origin_ns, dest_ns) in namespaces {
+        for (name, dest_name) in name_pairs(sides, rel, &origin_ns).await? {
+            let target = if origin_ns.is_empty() {
+                ObjectRef::cluster_scoped(rel.origin_gvk.clone(), &name)
+            } else {
+                ObjectRef::namespaced(rel.origin_gvk.clone(), &origin_ns, &name)
+            };
+            if let Some(obj) = get_json(origin_client, &target).await? {
+                found.push(Located {
+                    origin: obj,
+                    dest_namespace: dest_ns.clone(),
+                    dest_name,
+                });
+            }
+        }
+    }
+    found.sort_by(|a, b| {
+        (
+            meta_str(&a.origin, "namespace"),
+            meta_str(&a.origin, "name"),
+        )
+            .cmp(&(
+                meta_str(&b.origin, "namespace"),
+                meta_str(&b.origin, "name"),
+            ))
+    });
+    Ok(found)
+}
+
+async fn namespace_pairs(
+    sides: &RelatedSides<'_>,
+    rel: &RelatedSync,
+) -> Result<Vec<(String, String)>> {
+    let (origin_primary, dest_primary) = sides.primaries.by_origin(rel.spec.origin);
+    let location = format!("{}.object.namespace", rel.location());
+    let Some(spec) = &rel.spec.object.namespace else {
+        let (o, d) = (
+            meta_str(origin_primary, "namespace"),
+            meta_str(dest_primary, "namespace"),
+        );
+        if o.is_empty() || d.is_empty() {
+            return Err(Error::InvalidSpec {
+                published_resource: rel.location(),
+                field: "object.namespace".into(),
+                reason: "a cluster-scoped primary needs object.namespace".into(),
+            });
+        }
+        return Ok(vec![(o.to_owned(), d.to_owned())]);
+    };
+    locate_pairs(sides, rel, spec, &location, None).await
+}
+
+async fn name_pairs(
+    sides: &RelatedSides<'_>,
+    rel: &RelatedSync,
+    origin_ns: &str,
+) -> Result<Vec<(String, String)>> {
+    let location = format!("{}.object", rel.location());
+    locate_pairs(
+        sides,
+        rel,
+        &rel.spec.object.spec,
+        &location,
+        Some(origin_ns),
+    )
+    .await
+}
+
+/// Pairs from one locator; `namespace` is `Some` for names (the selector then lists the
+/// related kind in it) and `None` for namespaces (the selector lists Namespaces).
+async fn locate_pairs(
+    sides: &RelatedSides<'_>,
+    rel: &RelatedSync,
+    spec: &RelatedResourceObjectSpec,
+    location: &str,
+    namespace: Option<&str>,
+) -> Result<Vec<(String, String)>> {
+    let (origin_primary, dest_primary) = sides.primaries.by_origin(rel.spec.origin);
+    if let Some(reference) = &spec.reference {
+        return reference_pairs(location, reference, origin_primary, dest_primary);
+    }
+    if let Some(template) = &spec.template {
+        let pair = template_pair(
+            sides.engine,
+            location,
+            &template.template,
+            rel.spec.origin,
+            &sides.primaries,
+        )?;
+        return Ok(pair.into_iter().collect());
+    }
+    let Some(selector) = &spec.selector else {
+        return Err(Error::InvalidSpec {
+            published_resource: location.to_owned(),
+            field: "selector/reference/template".into(),
+            reason: "one locator must be set".into(),
+        });
+    };
+    let labels = selector_string(sides.engine, location, selector, &sides.primaries)?;
+    let (origin_client, _) = sides.clients(rel.spec.origin);
+    let (gvk, ns) = match namespace {
+        Some(ns) => (rel.origin_gvk.clone(), Some(ns).filter(|n| !n.is_empty())),
+        None => (GroupVersionKind::gvk("", "v1", "Namespace"), None),
+    };
+    let list = origin_client
+        .list(&gvk, ns, &ListOptions::labels(labels))
+        .await
+        .map_err(|e| Error::core(format!("{location}: listing {}", gvk.kind), e))?;
+    let mut pairs = Vec::new();
+    for item in &list.items {
+        let value = to_json(item)?;
+        let name = meta_str(&value, "name").to_owned();
+        let related = namespace.is_some().then_some(&value);
+        let dest = rewrite_name(
+            sides.engine,
+            location,
+            selector,
+            &name,
+            related,
+            &sides.primaries,
+        )?;
+        if !dest.is_empty() {
+            pairs.push((name, dest));
+        }
+    }
+    Ok(pairs)
+}
+
+fn dest_ref(rel: &RelatedSync, item: &Located) -> ObjectRef {
+    if item.dest_namespace.is_empty() {
+        ObjectRef::cluster_scoped(rel.dest_gvk.clone(), &item.dest_name)
+    } else {
+        ObjectRef::namespaced(rel.dest_gvk.clone(), &item.dest_namespace, &item.dest_name)
+    }
+}
+
+fn state_key(sides: &RelatedSides<'_>, rel: &RelatedSync, origin: &Value) -> String {
+    let cluster = match rel.spec.origin {
+        RelatedResourceOrigin::Kcp => sides.primaries.cluster,
+        RelatedResourceOrigin::Service => "",
+    };
+    state::object_key(
+        cluster,
+        meta_str(origin, "namespace"),
+        meta_str(origin, "name"),
+    )
+}
+
+fn subresources(rel: &RelatedSync) -> Vec<&'static str> {
+    if rel.spec.sync_status {
+        vec!["status"]
+    } else {
+        vec![]
+    }
+}
+
+async fn sync_copy(sides: &RelatedSides<'_>, rel: &RelatedSync, item: &Located) -> Result<bool> {
+    let (origin_client, dest_client) = sides.clients(rel.spec.origin);
+    if rel.spec.origin == RelatedResourceOrigin::Kcp
+        && !has_finalizer(&item.origin, sides.finalizer)
+    {
+        set_finalizer(
+            origin_client,
+            &rel.origin_gvk,
+            &item.origin,
+            sides.finalizer,
+            true,
+        )
+        .await?;
+        return Ok(true);
+    }
+    let target = dest_ref(rel, item);
+    // Any error reading the destination counts as "not found", as upstream.
+    let dest = get_json(dest_client, &target).await.unwrap_or_default();
+    let source = rel
+        .mutator
+        .mutate_spec(sides.engine, &item.origin, dest.as_ref())?;
+    let subs = subresources(rel);
+    let key = state_key(sides, rel, &item.origin);
+    let Some(dest) = dest else {
+        let mut copy = source.clone();
+        strip_metadata(&mut copy);
+        copy["apiVersion"] = json!(api_version(&rel.dest_gvk));
+        copy["kind"] = json!(rel.dest_gvk.kind);
+        copy["metadata"]["name"] = json!(item.dest_name);
+        if !item.dest_namespace.is_empty() {
+            copy["metadata"]["namespace"] = json!(item.dest_namespace);
+            super::sync::ensure_namespace(dest_client, &item.dest_namespace).await?;
+        }
+        dest_client
+            .create(&from_json(copy)?)
+            .await
+            .map_err(|e| Error::core(format!("{}: creating {target}", rel.location()), e))?;
+        sides.store.put(&key, &source, &subs).await?;
+        return Ok(true);
+    };
+    if is_deleting(&dest) {
+        return Ok(false);
+    }
+    let mut current = source.clone();
+    strip_metadata(&mut current);
+    let wrote = match sides.store.get(&key).await? {
+        Some(mut last) => {
+            last["apiVersion"] = current["apiVersion"].clone();
+            last["kind"] = current["kind"].clone();
+            let (mut base, mut revision) = (last, current.clone());
+            for s in &subs {
+                base.as_object_mut().map(|m| m.remove(*s));
+                revision.as_object_mut().map(|m| m.remove(*s));
+            }
+            let patch = create_merge_patch(&base, &revision);
+            let changed = !is_empty_patch(&patch);
+            if changed {
+                dest_client
+                    .patch(
+                        &target,
+                        Subresource::Main,
+                        &ObjectPatch::Merge(patch),
+                        &PatchOptions::default(),
+                    )
+                    .await
+                    .map_err(|e| {
+                        Error::core(format!("{}: patching {target}", rel.location()), e)
+                    })?;
+            }
+            changed
+        }
+        None => {
+            let mut updated = dest.clone();
+            for (k, v) in current.as_object().into_iter().flatten() {
+                if !["apiVersion", "kind", "metadata"].contains(&k.as_str())
+                    && !subs.contains(&k.as_str())
+                {
+                    updated[k] = v.clone();
+                }
+            }
+            dest_client
+                .replace(&from_json(updated)?, Subresource::Main)
+                .await
+                .map_err(|e| Error::core(format!("{}: updating {target}", rel.location()), e))?;
+            true
+        }
+    };
+    if wrote {
+        sides.store.put(&key, &current, &subs).await?;
+    }
+    if rel.spec.sync_status && source.get("status") != dest.get("status") && !wrote {
+        forward_status(dest_client, rel, &target, &source, &dest).await?;
+    }
+    Ok(wrote)
+}
+
+async fn forward_status(
+    dest_client: &dyn ObjectClient,
+    rel: &RelatedSync,
+    target: &ObjectRef,
+    source: &Value,
+    dest: &Value,
+) -> Result<()> {
+    let mut updated = dest.clone();
+    updated["status"] = source.get("status").cloned().unwrap_or(Value::Null);
+    match dest_client
+        .replace(&from_json(updated)?, Subresource::Status)
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.is_not_found() => {
+            tracing::warn!(related = %rel.location(), "the destination has no status subresource; status not synced");
+            Ok(())
+        }
+        Err(e) => Err(Error::core(
+            format!("{}: updating the status of {target}", rel.location()),
+            e,
+        )),
+    }
+}
+
+/// Deletion mode: forced objects (`cleanup`, or kcp originals) lose their destination copy,
+/// then the finalizer on the original.
+async fn delete_copy(sides: &RelatedSides<'_>, rel: &RelatedSync, item: &Located) -> Result<bool> {
+    let force = rel.spec.cleanup || rel.spec.origin == RelatedResourceOrigin::Kcp;
+    if !force {
+        return Ok(false);
+    }
+    let (origin_client, dest_client) = sides.clients(rel.spec.origin);
+    let target = dest_ref(rel, item);
+    if let Some(dest) = get_json(dest_client, &target).await? {
+        if !is_deleting(&dest) {
+            dest_client
+                .delete(&target, &DeleteOptions::default())
+                .await
+                .map_err(|e| Error::core(format!("{}: deleting {target}", rel.location()), e))?;
+        }
+        return Ok(true);
+    }
+    if has_finalizer(&item.origin, sides.finalizer) {
+        set_finalizer(
+            origin_client,
+            &rel.origin_gvk,
+            &item.origin,
+            sides.finalizer,
+            false,
+        )
+        .await?;
+        return Ok(true);
+    }
+    Ok(false)
+}
+
+async fn set_finalizer(
+    client: &dyn ObjectClient,
+    gvk: &GroupVersionKind,
+    obj: &Value,
+    finalizer: &str,
+    add: bool,
+) -> Result<()> {
+    let mut set: std::collections::BTreeSet<String> = finalizers(obj).into_iter().collect();
+    if add {
+        set.insert(finalizer.to_owned());
+    } else {
+        set.remove(finalizer);
+    }
+    let (ns, name) = (meta_str(obj, "namespace"), meta_str(obj, "name"));
+    let target = if ns.is_empty() {
+        ObjectRef::cluster_scoped(gvk.clone(), name)
+    } else {
+        ObjectRef::namespaced(gvk.clone(), ns, name)
+    };
+    let patch = json!({"metadata": {"finalizers": set, "resourceVersion": obj.pointer("/metadata/resourceVersion")}});
+    client
+        .patch(
+            &target,
+            Subresource::Main,
+            &ObjectPatch::Merge(patch),
+            &PatchOptions::default(),
+        )
+        .await
+        .map_err(|e| Error::core(format!("updating the finalizers of {target}"), e))?;
+    Ok(())
+}
+
+/// Points the kcp primary at a service-origin copy; returns whether it was patched.
+async fn annotate_primary(
+    sides: &RelatedSides<'_>,
+    rel: &RelatedSync,
+    index: usize,
+    item: &Located,
+) -> Result<bool> {
+    let remote = sides.primaries.remote;
+    let key = annotation_key(&rel.spec.identifier, index);
+    let origin_version = item
+        .origin
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let origin_kind = item
+        .origin
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let value = annotation_value(
+        &item.dest_namespace,
+        &item.dest_name,
+        origin_version,
+        origin_kind,
+    );
+    if meta_map_str(remote, "annotations", &key) == Some(value.as_str()) {
+        return Ok(false);
+    }
+    let gvk = kcp_core::gvk_of(&from_json(remote.clone())?)
+        .map_err(|e| Error::core("reading the kcp primary's kind", e))?;
+    let (ns, name) = (meta_str(remote, "namespace"), meta_str(remote, "name"));
+    let target = if ns.is_empty() {
+        ObjectRef::cluster_scoped(gvk, name)
+    } else {
+        ObjectRef::namespaced(gvk, ns, name)
+    };
+    let patch = json!({"metadata": {"annotations": BTreeMap::from([(key, value)])}});
+    sides
+        .kcp
+        .patch(
+            &target,
+            Subresource::Main,
+            &ObjectPatch::Merge(patch),
+            &PatchOptions::default(),
+        )
+        .await
+        .map_err(|e| Error::core(format!("annotating {target}"), e))?;
+    Ok(true)
+}
+
+fn api_version(gvk: &GroupVersionKind) -> String {
+    if gvk.group.is_empty() {
+        gvk.version.clone()
+    } else {
+        format!("{}/{}", gvk.group, gvk.version)
+    }
+}

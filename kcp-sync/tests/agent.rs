@@ -1,0 +1,472 @@
+//! The whole agent (publish, export and sync controllers, the APIExportEndpointSlice
+//! provider) over HTTP against two kcp-sim servers.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::{Env, create, crontab_pr};
+use kcp_core::cluster::{ApiExportConsumers, ClusterClients};
+use kcp_core::kube::api::GroupVersionKind;
+use kcp_core::{ListOptions, ObjectClient, ObjectClientExt as _, ObjectRef};
+use kcp_sim::PLAIN_CLUSTER;
+use kcp_sync::controller::{Agent, Metrics, run};
+use kcp_sync::reconcile::sync::SyncConfig;
+use serde_json::{Value, json};
+
+const STATE_NS: &str = "kcp-system";
+
+/// Polls `check` every 20 ms for up to 15 s.
+async fn eventually<F, Fut>(what: &str, check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    eventually_within(what, 750, check).await;
+}
+
+/// Polls `check` every 20 ms, `polls` times at most.
+async fn eventually_within<F, Fut>(what: &str, polls: usize, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..polls {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+fn agent(env: &Env) -> Agent {
+    let clients = Arc::new(ClusterClients::new(
+        env.kcp_sim.kube_config("root:provider").unwrap(),
+    ));
+    let provider = ApiExportConsumers::from_endpoint_slice(
+        clients,
+        env.kcp_sim.client("root:provider").unwrap(),
+        "crontabs",
+    );
+    Agent {
+        sync: SyncConfig::new("agent", STATE_NS),
+        export_name: "crontabs".into(),
+        selector: String::new(),
+        disabled: Default::default(),
+        service: Arc::new(env.service_sim.object_client(PLAIN_CLUSTER)),
+        service_kube: Some(env.service_sim.client(PLAIN_CLUSTER).unwrap()),
+        kcp: Arc::new(env.kcp_sim.object_client("root:provider")),
+        provider: Arc::new(provider),
+        resync: Duration::from_secs(300),
+        workers: 2,
+        metrics: Metrics::default(),
+        ready: Default::default(),
+        status_interval: Duration::from_millis(50),
+    }
+}
+
+async fn export_resources(env: &Env) -> Value {
+    let gvk = GroupVersionKind::gvk("apis.kcp.io", "v1alpha2", "APIExport");
+    let export = env
+        .provider
+        .get(&ObjectRef::cluster_scoped(gvk, "crontabs"))
+        .await
+        .unwrap()
+        .unwrap();
+    export.data["spec"]["resources"].clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_object_is_synced_down_and_its_status_up_by_the_running_agent() {
+    let env = Env::start().await;
+    create(
+        &env.service,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STATE_NS}}),
+    )
+    .await;
+    // kcp (and kcp-sim) create the endpoint slice of the same name as the export.
+    env.publish(&crontab_pr("crontabs")).await;
+    let metrics = Metrics::default();
+    let mut config = agent(&env);
+    config.metrics = metrics.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run(config, async {
+        let _ = stopped.await;
+    }));
+
+    eventually("the schema in the export", || async {
+        export_resources(&env)
+            .await
+            .as_array()
+            .is_some_and(|r| r.len() == 1)
+    })
+    .await;
+    assert_eq!(metrics.published_resources.get(), 1);
+
+    let root = env.kcp_sim.object_client("root");
+    create(&root, json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "team-1"}, "spec": {}})).await;
+    let team = env.kcp_sim.object_client("root:team-1");
+    let claims: Vec<Value> = ["events", "namespaces"]
+        .iter()
+        .map(|r| json!({"group": "", "resource": r, "all": true, "state": "Accepted"}))
+        .collect();
+    create(&team, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
+        "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}, "permissionClaims": claims}})).await;
+    create(&team, json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "my-crontab", "namespace": "default"}, "spec": {"cronSpec": "* * * *"}})).await;
+
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    eventually("the local copy", || async {
+        env.service
+            .list(&gvk, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+            == 1
+    })
+    .await;
+    let mut local = env
+        .service
+        .list(&gvk, None, &ListOptions::default())
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    assert_eq!(local.data["spec"], json!({"cronSpec": "* * * *"}));
+    eventually(
+        "the synced count and Ready on the PublishedResource",
+        || async {
+            let status = env.pr("crontabs").await.status.unwrap_or_default();
+            status.objects.synced == 1 && status.condition("Ready").is_some_and(|c| c.is_true())
+        },
+    )
+    .await;
+    let event_gvk = GroupVersionKind::gvk("", "v1", "Event");
+    eventually("the ObjectPlaced Event in kcp", || async {
+        let events = team
+            .list(&event_gvk, Some("default"), &ListOptions::default())
+            .await
+            .unwrap()
+            .items;
+        events.iter().any(|e| e.data["reason"] == "ObjectPlaced")
+    })
+    .await;
+    local.data["status"] = json!({"phase": "Running"});
+    env.service
+        .replace(&local, kcp_core::Subresource::Status)
+        .await
+        .unwrap();
+    let remote = ObjectRef::namespaced(gvk.clone(), "default", "my-crontab");
+    eventually("the status in kcp", || async {
+        team.get(&remote)
+            .await
+            .unwrap()
+            .is_some_and(|o| o.data["status"]["phase"] == "Running")
+    })
+    .await;
+
+    // A status-only update of the PublishedResource restarts nothing (upstream #182 starts a
+    // second controller and never stops the first).
+    let starts = metrics.sync_controller_starts.get();
+    let mut pr = env.pr("crontabs").await;
+    pr.status.get_or_insert_default().objects.pending = 7;
+    env.service
+        .replace(
+            &common::object(serde_json::to_value(&pr).unwrap()),
+            kcp_core::Subresource::Status,
+        )
+        .await
+        .unwrap();
+    // The agent's own status write (Syncing) and this one: give the publisher time to see them.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(metrics.sync_controller_starts.get(), starts);
+    // A spec change replaces the controller: one more start, still one running.
+    let mut pr = env.pr("crontabs").await;
+    pr.spec.naming = Some(kcp_sync::api::ResourceNaming {
+        namespace: String::new(),
+        name: "$remoteName".into(),
+    });
+    env.service.replace_typed(&pr).await.unwrap();
+    eventually("the controller restart", || async {
+        metrics.sync_controller_starts.get() == starts + 1
+    })
+    .await;
+    assert_eq!(metrics.sync_controllers.get(), 1);
+
+    team.delete(&remote, &Default::default()).await.unwrap();
+    eventually("the deletion in kcp and of the local copy", || async {
+        team.get(&remote).await.unwrap().is_none()
+            && env
+                .service
+                .list(&gvk, None, &ListOptions::default())
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+    })
+    .await;
+
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
+/// Starts the agent for `pr` and a bound consumer `root:team-1` (claims: events, namespaces,
+/// secrets); answers the consumer's client, the stop switch and the agent task.
+async fn agent_with_consumer(
+    env: &Env,
+    pr: kcp_sync::api::PublishedResource,
+) -> (
+    kcp_sim::SimClient,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<kcp_sync::Result<()>>,
+) {
+    create(
+        &env.service,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STATE_NS}}),
+    )
+    .await;
+    env.publish(&pr).await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run(agent(env), async {
+        let _ = stopped.await;
+    }));
+    eventually("the schema in the export", || async {
+        export_resources(env)
+            .await
+            .as_array()
+            .is_some_and(|r| r.len() == 1)
+    })
+    .await;
+    let root = env.kcp_sim.object_client("root");
+    create(&root, json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "team-1"}, "spec": {}})).await;
+    let team = env.kcp_sim.object_client("root:team-1");
+    let claims: Vec<Value> = ["events", "namespaces", "secrets"]
+        .iter()
+        .map(|r| json!({"group": "", "resource": r, "all": true, "state": "Accepted"}))
+        .collect();
+    create(&team, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
+        "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}, "permissionClaims": claims}})).await;
+    (team, stop, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_related_secret_created_later_reaches_kcp_through_its_owner_watch() {
+    let env = Env::start().await;
+    let mut pr = crontab_pr("crontabs");
+    pr.spec.related = Some(vec![
+        serde_json::from_value(json!({
+            "identifier": "creds", "origin": "service", "kind": "Secret",
+            "object": {"reference": {"path": "spec.secretName"}},
+            "watch": {"byOwner": {}},
+        }))
+        .unwrap(),
+    ]);
+    let (team, stop, task) = agent_with_consumer(&env, pr).await;
+    create(
+        &team,
+        json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "db", "namespace": "default"}, "spec": {"secretName": "db-creds"}}),
+    )
+    .await;
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    eventually("the local copy", || async {
+        env.service
+            .list(&gvk, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+            == 1
+    })
+    .await;
+    let local = env
+        .service
+        .list(&gvk, None, &ListOptions::default())
+        .await
+        .unwrap()
+        .items
+        .remove(0);
+    // The service-side controller creates the Secret later, owned by the local copy.
+    create(
+        &env.service,
+        json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "db-creds", "namespace": local.metadata.namespace,
+            "ownerReferences": [{"apiVersion": "example.com/v1", "kind": "CronTab",
+                "name": local.metadata.name, "uid": local.metadata.uid}]},
+        "data": {"password": "c2VjcmV0"}}),
+    )
+    .await;
+    let secret = ObjectRef::namespaced(
+        GroupVersionKind::gvk("", "v1", "Secret"),
+        "default",
+        "db-creds",
+    );
+    eventually("the Secret in kcp", || async {
+        team.get(&secret).await.unwrap().is_some()
+    })
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_injected_500s_and_dropped_watches_every_object_converges_once() {
+    let env = Env::start().await;
+    let (team, stop, task) = agent_with_consumer(&env, crontab_pr("crontabs")).await;
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    for i in 0..20 {
+        create(
+            &team,
+            json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+            "metadata": {"name": format!("c{i}"), "namespace": "default"}, "spec": {"n": i}}),
+        )
+        .await;
+    }
+    for sim in [&env.service_sim, &env.kcp_sim] {
+        sim.faults().add_error(kcp_sim::ErrorRule::new(500, 0.1));
+    }
+    // Every 300 ms every watch of both servers is dropped; 10% of all requests fail with 500.
+    let mut converged = false;
+    for poll in 0..3000 {
+        if poll % 15 == 14 {
+            env.service_sim.faults().drop_watches();
+            env.kcp_sim.faults().drop_watches();
+        }
+        if let Ok(list) = env.service.list(&gvk, None, &ListOptions::default()).await {
+            let mut specs: Vec<i64> = list
+                .items
+                .iter()
+                .filter_map(|o| o.data["spec"]["n"].as_i64())
+                .collect();
+            specs.sort_unstable();
+            if specs == (0..20).collect::<Vec<_>>() {
+                converged = true;
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(converged, "20 local copies with their specs");
+    for sim in [&env.service_sim, &env.kcp_sim] {
+        sim.faults().clear();
+    }
+    let copies = env
+        .service
+        .list(&gvk, None, &ListOptions::default())
+        .await
+        .unwrap()
+        .items;
+    assert_eq!(copies.len(), 20, "every object exactly once");
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumers_on_two_shards_are_both_served() {
+    let env = Env::start_with(kcp_sim::Config {
+        shards: 2,
+        ..kcp_sim::Config::kcp()
+    })
+    .await;
+    let (team, stop, task) = agent_with_consumer(&env, crontab_pr("crontabs")).await;
+    let root = env.kcp_sim.object_client("root");
+    create(&root, json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "team-2"}, "spec": {}})).await;
+    let team2 = env.kcp_sim.object_client("root:team-2");
+    create(&team2, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
+        "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}}})).await;
+    for client in [&team, &team2] {
+        create(
+            client,
+            json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+            "metadata": {"name": "same", "namespace": "default"}, "spec": {}}),
+        )
+        .await;
+    }
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    eventually("a local copy per workspace", || async {
+        env.service
+            .list(&gvk, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+            == 2
+    })
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_agent_resumes_from_the_state_secrets_without_duplicates() {
+    let env = Env::start().await;
+    let (team, stop, task) = agent_with_consumer(&env, crontab_pr("crontabs")).await;
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    for i in 0..5 {
+        create(
+            &team,
+            json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+            "metadata": {"name": format!("c{i}"), "namespace": "default"}, "spec": {"n": i}}),
+        )
+        .await;
+    }
+    eventually("5 local copies", || async {
+        env.service
+            .list(&gvk, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+            == 5
+    })
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+    // While the agent is down, a local change and a kcp change to different fields.
+    let mut local = env
+        .service
+        .list(&gvk, None, &ListOptions::default())
+        .await
+        .unwrap()
+        .items;
+    local.sort_by_key(|o| o.data["spec"]["n"].as_i64());
+    let mut first = local.remove(0);
+    first.data["spec"]["local"] = json!(true);
+    env.service
+        .replace(&first, kcp_core::Subresource::Main)
+        .await
+        .unwrap();
+    let target = ObjectRef::namespaced(gvk.clone(), "default", "c0");
+    let mut remote = team.get(&target).await.unwrap().unwrap();
+    remote.data["spec"]["kcp"] = json!(true);
+    team.replace(&remote, kcp_core::Subresource::Main)
+        .await
+        .unwrap();
+
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run(agent(&env), async {
+        let _ = stopped.await;
+    }));
+    eventually(
+        "the kcp change on the local copy, the local change kept",
+        || async {
+            let list = env
+                .service
+                .list(&gvk, None, &ListOptions::default())
+                .await
+                .unwrap()
+                .items;
+            list.len() == 5
+                && list
+                    .iter()
+                    .any(|o| o.data["spec"] == json!({"n": 0, "local": true, "kcp": true}))
+        },
+    )
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}

@@ -1,0 +1,113 @@
+//! Fixtures shared by the behaviour tests: a service cluster and a kcp, both kcp-sim.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use kcp_core::kube::api::DynamicObject;
+use kcp_core::{ObjectClient, ObjectClientExt as _};
+use kcp_sim::{Config, PLAIN_CLUSTER, Server, SimClient};
+use kcp_sync::api::{PublishedResource, PublishedResourceSpec, SourceResourceDescriptor};
+use serde_json::{Value, json};
+
+/// Both simulators and the clients the tests use.
+pub struct Env {
+    /// The service cluster (plain Kubernetes).
+    pub service_sim: Server,
+    /// kcp.
+    pub kcp_sim: Server,
+    /// The service cluster, in-process.
+    pub service: SimClient,
+    /// The provider workspace `root:provider` (APIExport `crontabs`).
+    pub provider: SimClient,
+    /// The provider workspace's logical cluster name.
+    pub provider_cluster: String,
+}
+
+/// JSON as a `DynamicObject`.
+pub fn object(value: Value) -> DynamicObject {
+    serde_json::from_value(value).unwrap()
+}
+
+/// The CronTab CRD (namespaced, status subresource) with one short name.
+pub fn crontab_crd(short_name: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "crontabs.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab", "listKind": "CronTabList", "shortNames": [short_name]},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                    "status": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}]}
+    })
+}
+
+/// A PublishedResource of CronTabs without projection.
+pub fn crontab_pr(name: &str) -> PublishedResource {
+    PublishedResource::new(
+        name,
+        PublishedResourceSpec {
+            resource: SourceResourceDescriptor {
+                api_group: "example.com".into(),
+                kind: "CronTab".into(),
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+    )
+}
+
+/// Creates an object from JSON.
+pub async fn create(client: &dyn ObjectClient, value: Value) -> DynamicObject {
+    client.create(&object(value)).await.unwrap()
+}
+
+impl Env {
+    /// Starts both simulators: the PublishedResource and CronTab CRDs on the service
+    /// cluster, `root:provider` with APIExport `crontabs` in kcp.
+    pub async fn start() -> Env {
+        Self::start_with(Config::kcp()).await
+    }
+
+    /// [`Env::start`] with a kcp of this configuration (e.g. two shards).
+    pub async fn start_with(kcp: Config) -> Env {
+        let service_sim = Server::start(Config::default()).await.unwrap();
+        let kcp_sim = Server::start(kcp).await.unwrap();
+        let service = service_sim.object_client(PLAIN_CLUSTER);
+        for crd in kcp_sync::api::crds() {
+            service.create_typed(&crd).await.unwrap();
+        }
+        create(&service, crontab_crd("ct")).await;
+        let root = kcp_sim.object_client("root");
+        create(
+            &root,
+            json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
+            "metadata": {"name": "provider"}, "spec": {}}),
+        )
+        .await;
+        let provider_cluster = kcp_sim.logical_cluster("root:provider").unwrap();
+        let provider = kcp_sim.object_client("root:provider");
+        create(
+            &provider,
+            json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport",
+            "metadata": {"name": "crontabs"}, "spec": {}}),
+        )
+        .await;
+        Env {
+            service_sim,
+            kcp_sim,
+            service,
+            provider,
+            provider_cluster,
+        }
+    }
+
+    /// Creates a PublishedResource.
+    pub async fn publish(&self, pr: &PublishedResource) -> PublishedResource {
+        self.service.create_typed(pr).await.unwrap()
+    }
+
+    /// Reads a PublishedResource.
+    pub async fn pr(&self, name: &str) -> PublishedResource {
+        self.service.get_typed(None, name).await.unwrap().unwrap()
+    }
+}
