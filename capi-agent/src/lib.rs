@@ -16,10 +16,15 @@
 pub mod api;
 pub mod binding;
 pub mod bootstrap;
+pub mod cluster;
 pub mod conditions;
+pub mod controller;
 pub mod deletion;
 pub mod error;
 pub mod foreign;
+pub mod machine;
+pub mod metrics;
+pub mod reconcile;
 pub mod render;
 pub mod select;
 

@@ -1,0 +1,235 @@
+//! Wiring: which watches trigger which reconcile, on `kube::runtime::Controller`.
+//!
+//! - `agentcluster-controller`: AgentClusters (polls what it does not watch every 5 s, as
+//!   upstream).
+//! - `agentmachine-controller`: AgentMachines; Machines (to the AgentMachine they own); Agents
+//!   (a bound Agent to its AgentMachine, by label and namespace annotation; a usable free Agent
+//!   to the unassigned AgentMachines whose selector it matches, instead of every one).
+//!
+//! One manager serves every restriction: `--namespace` scopes the AgentCluster, AgentMachine
+//! and Machine watches, `--agent-namespace` scopes the Agent watch, `--watch-filter` selects
+//! AgentClusters and AgentMachines by the `cluster.x-k8s.io/watch-filter` label (upstream starts
+//! a second manager for the Agent namespace).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
+
+use futures::StreamExt;
+use kcp_core::runtime::{ErrorPolicy, Outcome, ReconcileResult};
+use kcp_core::{KubeObjectClient, ObjectClient};
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
+use tokio_util::sync::CancellationToken;
+
+use crate::api::{
+    AGENT_MACHINE_REF_LABEL, AGENT_MACHINE_REF_NAMESPACE_ANNOTATION, AgentCluster, AgentMachine,
+    WATCH_FILTER_LABEL,
+};
+use crate::cluster::reconcile_agent_cluster;
+use crate::error::{Error, Result};
+use crate::foreign::{Agent, capi_gvk};
+use crate::machine::reconcile_agent_machine;
+use crate::metrics::Metrics;
+use crate::reconcile::{Context, ProviderConfig};
+use crate::select::{selector_matches, usable};
+
+/// Everything [`run`] needs.
+pub struct Options {
+    /// The management cluster.
+    pub client: kube::Client,
+    /// Provider settings (namespaces, timeouts, preferences).
+    pub config: ProviderConfig,
+    /// `--watch-filter`: only objects labelled `cluster.x-k8s.io/watch-filter=<value>`.
+    pub watch_filter: Option<String>,
+    /// Reconciles running at once per controller.
+    pub concurrency: u16,
+    /// The provider's metrics.
+    pub metrics: Arc<Metrics>,
+    /// Set once the caches are synced (for `/readyz`).
+    pub ready: Option<Arc<AtomicBool>>,
+}
+
+impl Options {
+    /// Options over `client` with default settings.
+    pub fn new(client: kube::Client) -> Self {
+        Options {
+            client,
+            config: ProviderConfig::default(),
+            watch_filter: None,
+            concurrency: 4,
+            metrics: Arc::new(Metrics::unregistered()),
+            ready: None,
+        }
+    }
+}
+
+struct Shared {
+    ctx: Context,
+    errors: ErrorPolicy,
+}
+
+fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>,
+{
+    match namespace {
+        Some(ns) => Api::namespaced(client.clone(), ns),
+        None => Api::all(client.clone()),
+    }
+}
+
+/// Runs the AgentCluster and AgentMachine controllers until `shutdown` completes, then drains.
+pub async fn run(options: Options, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
+    let object_client: Arc<dyn ObjectClient> = Arc::new(KubeObjectClient::new(options.client.clone()));
+    let machine_resource = machine_resource(object_client.as_ref()).await?;
+    let mut ctx = Context::new(object_client, options.config.clone());
+    ctx.metrics = options.metrics.clone();
+    let shared = Arc::new(Shared {
+        ctx,
+        errors: ErrorPolicy::default(),
+    });
+    let stop = CancellationToken::new();
+    let trigger = stop.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        trigger.cancel();
+    });
+    let filter = options
+        .watch_filter
+        .as_ref()
+        .map(|v| format!("{WATCH_FILTER_LABEL}={v}"));
+    let config = |wc: watcher::Config| match &filter {
+        Some(f) => wc.labels(f),
+        None => wc,
+    };
+    let namespace = options.config.namespace.as_deref();
+    let controller_config = ControllerConfig::default().concurrency(options.concurrency);
+
+    let clusters = Controller::new(api::<AgentCluster>(&options.client, namespace), config(watcher::Config::default()))
+        .with_config(controller_config.clone())
+        .graceful_shutdown_on(stop.clone().cancelled_owned());
+    let machines = Controller::new(api::<AgentMachine>(&options.client, namespace), config(watcher::Config::default()))
+        .with_config(controller_config);
+    let store = machines.store();
+    let machine_api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(options.client.clone(), ns, &machine_resource),
+        None => Api::all_with(options.client.clone(), &machine_resource),
+    };
+    let by_machine = store.clone();
+    let by_agent = store.clone();
+    let machines = machines
+        .watches_with(machine_api, machine_resource, watcher::Config::default(), move |m| owned_by(&by_machine, &m))
+        .watches(api::<Agent>(&options.client, options.config.agent_namespace.as_deref()), watcher::Config::default(), move |a| waiting_for(&by_agent, &a))
+        .graceful_shutdown_on(stop.cancelled_owned());
+    if let Some(ready) = options.ready.clone() {
+        tokio::spawn(async move {
+            if store.wait_until_ready().await.is_ok() {
+                ready.store(true, Ordering::SeqCst);
+            }
+        });
+    }
+    let clusters = clusters
+        .run(reconcile_cluster, error_policy_cluster, shared.clone())
+        .for_each(|_| async {});
+    let machines = machines
+        .run(reconcile_machine, error_policy_machine, shared)
+        .for_each(|_| async {});
+    tokio::join!(clusters, machines);
+    Ok(())
+}
+
+/// The Machine kind as served: v1beta2 when the server has it, else v1beta1.
+async fn machine_resource(client: &dyn ObjectClient) -> Result<ApiResource> {
+    let mut last = None;
+    for version in crate::foreign::CAPI_VERSIONS {
+        match client.resolve(&capi_gvk(version, "Machine")).await {
+            Ok(info) => return Ok(info.resource),
+            Err(err) => last = Some(err),
+        }
+    }
+    Err(Error::Client(last.unwrap_or_else(|| kcp_core::Error::Config("no CAPI version".into()))))
+}
+
+/// Machine -> the AgentMachine it owns (by owner reference).
+fn owned_by(store: &Store<AgentMachine>, machine: &DynamicObject) -> Vec<ObjectRef<AgentMachine>> {
+    let name = machine.metadata.name.as_deref().unwrap_or_default();
+    let namespace = machine.metadata.namespace.as_deref();
+    store
+        .state()
+        .iter()
+        .filter(|am| am.metadata.namespace.as_deref() == namespace)
+        .filter(|am| {
+            am.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|o| o.kind == "Machine" && o.api_version.starts_with("cluster.x-k8s.io/") && o.name == name)
+        })
+        .map(|am| ObjectRef::from_obj(am.as_ref()))
+        .collect()
+}
+
+/// Agent -> the AgentMachine it is bound to; or, for a usable free Agent, the unassigned
+/// AgentMachines whose selector it matches.
+fn waiting_for(store: &Store<AgentMachine>, agent: &Agent) -> Vec<ObjectRef<AgentMachine>> {
+    if let (Some(name), Some(ns)) = (agent.label(AGENT_MACHINE_REF_LABEL), agent.annotation(AGENT_MACHINE_REF_NAMESPACE_ANNOTATION)) {
+        return vec![ObjectRef::new(name).within(ns)];
+    }
+    if usable(agent).is_err() || agent.label(AGENT_MACHINE_REF_LABEL).is_some() {
+        return Vec::new();
+    }
+    store
+        .state()
+        .iter()
+        .filter(|am| am.status.as_ref().and_then(|s| s.agent_ref.as_ref()).is_none())
+        .filter(|am| {
+            am.spec
+                .agent_label_selector
+                .as_ref()
+                .is_none_or(|s| selector_matches(s, agent.metadata.labels.as_ref()))
+        })
+        .map(|am| ObjectRef::from_obj(am.as_ref()))
+        .collect()
+}
+
+fn names(meta: &kube::api::ObjectMeta) -> (String, String) {
+    (meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
+}
+
+fn observe(shared: &Shared, controller: &str, started: Instant, result: &Result<Outcome>) {
+    let result = match result {
+        Ok(Outcome::Done) => ReconcileResult::Success,
+        Ok(Outcome::RequeueAfter(_)) => ReconcileResult::Requeue,
+        Err(_) => ReconcileResult::Error,
+    };
+    shared.ctx.metrics.controllers.observe(controller, result, started.elapsed());
+}
+
+async fn reconcile_cluster(obj: Arc<AgentCluster>, shared: Arc<Shared>) -> Result<Action> {
+    let (namespace, name) = names(&obj.metadata);
+    let started = Instant::now();
+    let result = reconcile_agent_cluster(&shared.ctx, &namespace, &name).await;
+    observe(&shared, "agentcluster", started, &result);
+    Ok(shared.errors.succeeded(obj.as_ref(), result?))
+}
+
+async fn reconcile_machine(obj: Arc<AgentMachine>, shared: Arc<Shared>) -> Result<Action> {
+    let (namespace, name) = names(&obj.metadata);
+    let started = Instant::now();
+    let result = reconcile_agent_machine(&shared.ctx, &namespace, &name).await;
+    observe(&shared, "agentmachine", started, &result);
+    Ok(shared.errors.succeeded(obj.as_ref(), result?))
+}
+
+fn error_policy_cluster(obj: Arc<AgentCluster>, err: &Error, shared: Arc<Shared>) -> Action {
+    tracing::warn!(kind = "AgentCluster", object = ?obj.metadata.name, error = %err, "reconcile failed");
+    shared.errors.failed(obj.as_ref(), err)
+}
+
+fn error_policy_machine(obj: Arc<AgentMachine>, err: &Error, shared: Arc<Shared>) -> Action {
+    tracing::warn!(kind = "AgentMachine", object = ?obj.metadata.name, error = %err, "reconcile failed");
+    shared.errors.failed(obj.as_ref(), err)
+}
