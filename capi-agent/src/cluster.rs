@@ -11,12 +11,12 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::api::core::v1::Secret;
 use kcp_core::runtime::conditions::now;
 use kcp_core::runtime::finalizer::{add_finalizer, remove_finalizer};
 use kcp_core::runtime::{ConditionStatus, ConditionUpdate, Outcome, set_condition, write_status};
 use kcp_core::typed::{from_dynamic, object_ref_for, to_dynamic};
 use kcp_core::{ListOptions, ObjectClient, ObjectClientExt, Subresource};
-use k8s_openapi::api::core::v1::Secret;
 use serde::Serialize;
 use tracing::Instrument;
 
@@ -29,10 +29,12 @@ use crate::conditions::{
 use crate::error::{Error, Result};
 use crate::foreign::{AgentClusterInstall, Cluster, ClusterDeployment, ControlPlane};
 use crate::reconcile::{
-    CLUSTER_POLL, Context, LabelsPatch, capi_owner, cluster_paused, externally_managed, get_cluster,
-    merge_patch, paused_by_annotation, typed_ref, version_of,
+    CLUSTER_POLL, Context, LabelsPatch, capi_owner, cluster_paused, externally_managed,
+    get_cluster, merge_patch, paused_by_annotation, typed_ref, version_of,
 };
-use crate::render::{key, owner_reference, render_agent_cluster_install, render_cluster_deployment};
+use crate::render::{
+    key, owner_reference, render_agent_cluster_install, render_cluster_deployment,
+};
 
 /// What one reconcile found out, written to the status once at the end.
 #[derive(Debug, Default)]
@@ -43,7 +45,11 @@ struct Observed {
 }
 
 /// Reconciles the AgentCluster `namespace/name`.
-pub async fn reconcile_agent_cluster(ctx: &Context, namespace: &str, name: &str) -> Result<Outcome> {
+pub async fn reconcile_agent_cluster(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Outcome> {
     let span = tracing::info_span!("reconcile", kind = "AgentCluster", namespace, name);
     reconcile(ctx, namespace, name).instrument(span).await
 }
@@ -59,10 +65,19 @@ async fn reconcile(ctx: &Context, namespace: &str, name: &str) -> Result<Outcome
         return Ok(Outcome::Done);
     }
     let cluster = match capi_owner(ac.metadata.owner_references.as_ref(), "Cluster") {
-        Some(owner) => get_cluster(client, namespace, &owner.name, version_of(&owner.api_version)).await?,
+        Some(owner) => {
+            get_cluster(
+                client,
+                namespace,
+                &owner.name,
+                version_of(&owner.api_version),
+            )
+            .await?
+        }
         None => None,
     };
-    let paused = paused_by_annotation(ac.metadata.annotations.as_ref()) || cluster_paused(cluster.as_ref());
+    let paused =
+        paused_by_annotation(ac.metadata.annotations.as_ref()) || cluster_paused(cluster.as_ref());
     if ac.metadata.deletion_timestamp.is_some() {
         if paused {
             orphan_cluster_deployment(client, &ac).await?;
@@ -100,23 +115,34 @@ async fn converge(
     let Some(cd) = ensure_cluster_deployment(ctx, ac, cluster, observed).await? else {
         return Ok(Outcome::RequeueAfter(CLUSTER_POLL));
     };
-    observed
-        .conditions
-        .push(ConditionUpdate::new(CLUSTER_DEPLOYMENT_READY, true, "Created"));
-    ensure_agent_cluster_install(client, ac, cd.metadata.name.as_deref().unwrap_or_default()).await?;
-    observed
-        .conditions
-        .push(ConditionUpdate::new(AGENT_CLUSTER_INSTALL_READY, true, "Created"));
+    observed.conditions.push(ConditionUpdate::new(
+        CLUSTER_DEPLOYMENT_READY,
+        true,
+        "Created",
+    ));
+    ensure_agent_cluster_install(client, ac, cd.metadata.name.as_deref().unwrap_or_default())
+        .await?;
+    observed.conditions.push(ConditionUpdate::new(
+        AGENT_CLUSTER_INSTALL_READY,
+        true,
+        "Created",
+    ));
     if !ac.spec.control_plane_endpoint.is_valid() {
         observed.conditions.push(
-            ConditionUpdate::new(CONTROL_PLANE_ENDPOINT_READY, false, "WaitingForControlPlaneEndpoint")
-                .message("spec.controlPlaneEndpoint has no host or no port yet"),
+            ConditionUpdate::new(
+                CONTROL_PLANE_ENDPOINT_READY,
+                false,
+                "WaitingForControlPlaneEndpoint",
+            )
+            .message("spec.controlPlaneEndpoint has no host or no port yet"),
         );
         return Ok(Outcome::RequeueAfter(CLUSTER_POLL));
     }
-    observed
-        .conditions
-        .push(ConditionUpdate::new(CONTROL_PLANE_ENDPOINT_READY, true, "EndpointKnown"));
+    observed.conditions.push(ConditionUpdate::new(
+        CONTROL_PLANE_ENDPOINT_READY,
+        true,
+        "EndpointKnown",
+    ));
     observed.provisioned = true;
     Ok(Outcome::Done)
 }
@@ -132,10 +158,21 @@ async fn ensure_cluster_deployment(
     let client = ctx.client.as_ref();
     let namespace = ac.metadata.namespace.as_deref().unwrap_or_default();
     let name = ac.metadata.name.as_deref().unwrap_or_default();
-    let recorded = ac.status.as_ref().map(|s| s.cluster_deployment_ref.clone()).unwrap_or_default();
+    let recorded = ac
+        .status
+        .as_ref()
+        .map(|s| s.cluster_deployment_ref.clone())
+        .unwrap_or_default();
     if !recorded.name.is_empty() {
-        let ns = if recorded.namespace.is_empty() { namespace } else { &recorded.namespace };
-        if let Some(cd) = client.get_typed::<ClusterDeployment>(Some(ns), &recorded.name).await? {
+        let ns = if recorded.namespace.is_empty() {
+            namespace
+        } else {
+            &recorded.namespace
+        };
+        if let Some(cd) = client
+            .get_typed::<ClusterDeployment>(Some(ns), &recorded.name)
+            .await?
+        {
             adopt(client, ac, &cd).await?;
             observed.reference = Some(recorded);
             return Ok(Some(cd));
@@ -144,7 +181,10 @@ async fn ensure_cluster_deployment(
         observed.reference = Some(ClusterDeploymentReference::default());
     }
     let labelled: Vec<ClusterDeployment> = client
-        .list_typed(ctx.config.namespace.as_deref(), &ListOptions::labels(format!("{AGENT_CLUSTER_REF_LABEL}={name}")))
+        .list_typed(
+            ctx.config.namespace.as_deref(),
+            &ListOptions::labels(format!("{AGENT_CLUSTER_REF_LABEL}={name}")),
+        )
         .await?;
     if let Some(cd) = labelled.into_iter().next() {
         adopt(client, ac, &cd).await?;
@@ -181,11 +221,24 @@ async fn create_cluster_deployment(
     let namespace = ac.metadata.namespace.as_deref().unwrap_or_default();
     let Some(cluster) = cluster else {
         let has_owner = capi_owner(ac.metadata.owner_references.as_ref(), "Cluster").is_some();
-        let what = if has_owner { "the owner Cluster does not exist yet" } else { "no Cluster owner reference yet" };
+        let what = if has_owner {
+            "the owner Cluster does not exist yet"
+        } else {
+            "no Cluster owner reference yet"
+        };
         return Ok(waiting(observed, "WaitingForCluster", what.into()));
     };
-    let Some(cp_ref) = cluster.spec.control_plane_ref.clone().filter(|r| !r.name.is_empty()) else {
-        return Ok(waiting(observed, "WaitingForControlPlane", "Cluster.spec.controlPlaneRef is not set".into()));
+    let Some(cp_ref) = cluster
+        .spec
+        .control_plane_ref
+        .clone()
+        .filter(|r| !r.name.is_empty())
+    else {
+        return Ok(waiting(
+            observed,
+            "WaitingForControlPlane",
+            "Cluster.spec.controlPlaneRef is not set".into(),
+        ));
     };
     let Some(control_plane) = get_control_plane(client, namespace, &cp_ref).await? else {
         let message = format!("{} {} does not exist yet", cp_ref.kind, cp_ref.name);
@@ -194,14 +247,21 @@ async fn create_cluster_deployment(
     let cluster_uid = cluster.metadata.uid.clone().unwrap_or_default();
     let cd = match render_cluster_deployment(ac, &cluster_uid, &cp_ref.name, &control_plane) {
         Ok(cd) => cd,
-        Err(Error::Waiting { what, .. }) => return Ok(waiting(observed, "WaitingForControlPlane", what)),
+        Err(Error::Waiting { what, .. }) => {
+            return Ok(waiting(observed, "WaitingForControlPlane", what));
+        }
         Err(err) => return Err(err),
     };
     label_secrets_for_backup(client, namespace, &control_plane).await;
     match client.create_typed(&cd).await {
         Ok(created) => Ok(Some(created)),
         Err(err) if err.is_already_exists() => {
-            let existing = client.get_typed::<ClusterDeployment>(Some(namespace), cd.metadata.name.as_deref().unwrap_or_default()).await?;
+            let existing = client
+                .get_typed::<ClusterDeployment>(
+                    Some(namespace),
+                    cd.metadata.name.as_deref().unwrap_or_default(),
+                )
+                .await?;
             Ok(existing)
         }
         Err(err) => Err(err.into()),
@@ -214,15 +274,24 @@ async fn get_control_plane(
     namespace: &str,
     cp_ref: &crate::foreign::ContractRef,
 ) -> Result<Option<ControlPlane>> {
-    let cp_namespace = if cp_ref.namespace.is_empty() { namespace } else { &cp_ref.namespace };
+    let cp_namespace = if cp_ref.namespace.is_empty() {
+        namespace
+    } else {
+        &cp_ref.namespace
+    };
     for version in ["v1beta1", "v1beta2"] {
         let gvk = kube::api::GroupVersionKind::gvk(cp_ref.group(), version, &cp_ref.kind);
         let target = kcp_core::ObjectRef::namespaced(gvk, cp_namespace, &cp_ref.name);
         match client.get(&target).await {
             Ok(Some(obj)) => {
-                let value = serde_json::Value::Object(obj.data.as_object().cloned().unwrap_or_default());
+                let value =
+                    serde_json::Value::Object(obj.data.as_object().cloned().unwrap_or_default());
                 let cp = serde_json::from_value(value).map_err(|e| {
-                    Error::invalid(format!("{target}"), "spec/status", format!("not a HostedControlPlane shape: {e}"))
+                    Error::invalid(
+                        format!("{target}"),
+                        "spec/status",
+                        format!("not a HostedControlPlane shape: {e}"),
+                    )
                 })?;
                 return Ok(Some(cp));
             }
@@ -238,7 +307,10 @@ async fn label_secrets_for_backup(client: &dyn ObjectClient, namespace: &str, cp
     let names = [
         cp.spec.pull_secret.as_ref().map(|s| s.name.clone()),
         cp.status.kube_config.as_ref().map(|s| s.name.clone()),
-        cp.status.kubeadmin_password.as_ref().map(|s| s.name.clone()),
+        cp.status
+            .kubeadmin_password
+            .as_ref()
+            .map(|s| s.name.clone()),
     ];
     for name in names.into_iter().flatten().filter(|n| !n.is_empty()) {
         if let Err(err) = label_secret_for_backup(client, namespace, &name).await {
@@ -248,11 +320,20 @@ async fn label_secrets_for_backup(client: &dyn ObjectClient, namespace: &str, cp
 }
 
 /// Adds the backup label to Secret `namespace/name` when it exists and lacks it.
-pub async fn label_secret_for_backup(client: &dyn ObjectClient, namespace: &str, name: &str) -> Result<()> {
+pub async fn label_secret_for_backup(
+    client: &dyn ObjectClient,
+    namespace: &str,
+    name: &str,
+) -> Result<()> {
     let Some(secret) = client.get_typed::<Secret>(Some(namespace), name).await? else {
         return Ok(());
     };
-    ensure_backup_label(client, &typed_ref::<Secret>(namespace, name), secret.metadata.labels.as_ref()).await
+    ensure_backup_label(
+        client,
+        &typed_ref::<Secret>(namespace, name),
+        secret.metadata.labels.as_ref(),
+    )
+    .await
 }
 
 /// Adds the backup label to `target` when its `labels` lack it.
@@ -261,10 +342,19 @@ pub async fn ensure_backup_label(
     target: &kcp_core::ObjectRef,
     labels: Option<&BTreeMap<String, String>>,
 ) -> Result<()> {
-    if labels.and_then(|l| l.get(BACKUP_LABEL)).is_some_and(|v| v == "true") {
+    if labels
+        .and_then(|l| l.get(BACKUP_LABEL))
+        .is_some_and(|v| v == "true")
+    {
         return Ok(());
     }
-    merge_patch(client, target, Subresource::Main, &LabelsPatch::set(BACKUP_LABEL, "true")).await
+    merge_patch(
+        client,
+        target,
+        Subresource::Main,
+        &LabelsPatch::set(BACKUP_LABEL, "true"),
+    )
+    .await
 }
 
 #[derive(Serialize)]
@@ -287,7 +377,12 @@ async fn adopt(client: &dyn ObjectClient, ac: &AgentCluster, cd: &ClusterDeploym
     let name = ac.metadata.name.clone().unwrap_or_default();
     let mut owners = cd.metadata.owner_references.clone().unwrap_or_default();
     let owned = owners.iter().any(|o| o.uid == owner.uid);
-    let labelled = cd.metadata.labels.as_ref().and_then(|l| l.get(AGENT_CLUSTER_REF_LABEL)) == Some(&name);
+    let labelled = cd
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(AGENT_CLUSTER_REF_LABEL))
+        == Some(&name);
     if owned && labelled {
         return Ok(());
     }
@@ -311,7 +406,12 @@ async fn adopt(client: &dyn ObjectClient, ac: &AgentCluster, cd: &ClusterDeploym
 /// Removes `ac` from the owners of its ClusterDeployment (if it is one), so that deleting the
 /// AgentCluster while paused (backup/restore) keeps the ClusterDeployment.
 async fn orphan_cluster_deployment(client: &dyn ObjectClient, ac: &AgentCluster) -> Result<()> {
-    let Some(reference) = ac.status.as_ref().map(|s| &s.cluster_deployment_ref).filter(|r| !r.name.is_empty()) else {
+    let Some(reference) = ac
+        .status
+        .as_ref()
+        .map(|s| &s.cluster_deployment_ref)
+        .filter(|r| !r.name.is_empty())
+    else {
         return Ok(());
     };
     let namespace = if reference.namespace.is_empty() {
@@ -319,7 +419,10 @@ async fn orphan_cluster_deployment(client: &dyn ObjectClient, ac: &AgentCluster)
     } else {
         &reference.namespace
     };
-    let Some(cd) = client.get_typed::<ClusterDeployment>(Some(namespace), &reference.name).await? else {
+    let Some(cd) = client
+        .get_typed::<ClusterDeployment>(Some(namespace), &reference.name)
+        .await?
+    else {
         return Ok(());
     };
     let uid = ac.metadata.uid.clone().unwrap_or_default();
@@ -343,27 +446,46 @@ async fn orphan_cluster_deployment(client: &dyn ObjectClient, ac: &AgentCluster)
             owner_references: owners.into_iter().filter(|o| o.uid != uid).collect(),
         },
     };
-    merge_patch(client, &typed_ref::<ClusterDeployment>(namespace, &reference.name), Subresource::Main, &patch).await
+    merge_patch(
+        client,
+        &typed_ref::<ClusterDeployment>(namespace, &reference.name),
+        Subresource::Main,
+        &patch,
+    )
+    .await
 }
 
 /// Creates the AgentClusterInstall when missing; keeps its ignition endpoint in line with the
 /// AgentCluster when it exists (upstream freezes it at creation).
-async fn ensure_agent_cluster_install(client: &dyn ObjectClient, ac: &AgentCluster, name: &str) -> Result<()> {
+async fn ensure_agent_cluster_install(
+    client: &dyn ObjectClient,
+    ac: &AgentCluster,
+    name: &str,
+) -> Result<()> {
     let namespace = ac.metadata.namespace.as_deref().unwrap_or_default();
     let desired = render_agent_cluster_install(ac, name);
-    if let Some(ca) = desired.spec.ignition_endpoint.as_ref().and_then(|e| e.ca_certificate_reference.as_ref())
+    if let Some(ca) = desired
+        .spec
+        .ignition_endpoint
+        .as_ref()
+        .and_then(|e| e.ca_certificate_reference.as_ref())
         && let Err(err) = label_secret_for_backup(client, &ca.namespace, &ca.name).await
     {
         tracing::warn!(secret = %ca.name, error = %err, "could not add the backup label");
     }
-    let Some(existing) = client.get_typed::<AgentClusterInstall>(Some(namespace), name).await? else {
+    let Some(existing) = client
+        .get_typed::<AgentClusterInstall>(Some(namespace), name)
+        .await?
+    else {
         match client.create(&to_dynamic(&desired)?).await {
             Ok(_) => return Ok(()),
             Err(err) if err.is_already_exists() => return Ok(()),
             Err(err) => return Err(err.into()),
         }
     };
-    if existing.spec.ignition_endpoint == desired.spec.ignition_endpoint || desired.spec.ignition_endpoint.is_none() {
+    if existing.spec.ignition_endpoint == desired.spec.ignition_endpoint
+        || desired.spec.ignition_endpoint.is_none()
+    {
         return Ok(());
     }
     #[derive(Serialize)]
@@ -380,17 +502,30 @@ async fn ensure_agent_cluster_install(client: &dyn ObjectClient, ac: &AgentClust
             ignition_endpoint: desired.spec.ignition_endpoint,
         },
     };
-    merge_patch(client, &typed_ref::<AgentClusterInstall>(namespace, name), Subresource::Main, &patch).await
+    merge_patch(
+        client,
+        &typed_ref::<AgentClusterInstall>(namespace, name),
+        Subresource::Main,
+        &patch,
+    )
+    .await
 }
 
 async fn write(client: &dyn ObjectClient, ac: &AgentCluster, observed: Observed) -> Result<()> {
     let namespace = ac.metadata.namespace.as_deref().unwrap_or_default();
     let name = ac.metadata.name.as_deref().unwrap_or_default();
     let generation = ac.metadata.generation;
-    let paused = observed.conditions.iter().any(|c| c.type_ == PAUSED && c.status == ConditionStatus::True);
+    let paused = observed
+        .conditions
+        .iter()
+        .any(|c| c.type_ == PAUSED && c.status == ConditionStatus::True);
     let mut conditions = observed.conditions;
     if !paused {
-        let parts: Vec<_> = conditions.iter().filter(|c| c.type_ != PAUSED).cloned().collect();
+        let parts: Vec<_> = conditions
+            .iter()
+            .filter(|c| c.type_ != PAUSED)
+            .cloned()
+            .collect();
         let mut ready = summary(&parts);
         if !observed.provisioned && ready.status == ConditionStatus::True {
             ready = ConditionUpdate::new(READY, false, "Provisioning");
@@ -406,10 +541,16 @@ async fn write(client: &dyn ObjectClient, ac: &AgentCluster, observed: Observed)
         // `ready` never goes back to false: CAPI's v1beta1 contract treats it as one-way.
         if observed.provisioned {
             status.ready = true;
-            status.initialization = Some(Initialization { provisioned: Some(true) });
+            status.initialization = Some(Initialization {
+                provisioned: Some(true),
+            });
         }
         for c in &conditions {
-            set_condition(&mut status.conditions, c.clone().generation(generation), stamp.clone());
+            set_condition(
+                &mut status.conditions,
+                c.clone().generation(generation),
+                stamp.clone(),
+            );
         }
     })
     .await?;

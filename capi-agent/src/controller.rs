@@ -82,8 +82,12 @@ where
 }
 
 /// Runs the AgentCluster and AgentMachine controllers until `shutdown` completes, then drains.
-pub async fn run(options: Options, shutdown: impl Future<Output = ()> + Send + 'static) -> Result<()> {
-    let object_client: Arc<dyn ObjectClient> = Arc::new(KubeObjectClient::new(options.client.clone()));
+pub async fn run(
+    options: Options,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let object_client: Arc<dyn ObjectClient> =
+        Arc::new(KubeObjectClient::new(options.client.clone()));
     let machine_resource = machine_resource(object_client.as_ref()).await?;
     let mut ctx = Context::new(object_client, options.config.clone());
     ctx.metrics = options.metrics.clone();
@@ -108,11 +112,17 @@ pub async fn run(options: Options, shutdown: impl Future<Output = ()> + Send + '
     let namespace = options.config.namespace.as_deref();
     let controller_config = ControllerConfig::default().concurrency(options.concurrency);
 
-    let clusters = Controller::new(api::<AgentCluster>(&options.client, namespace), config(watcher::Config::default()))
-        .with_config(controller_config.clone())
-        .graceful_shutdown_on(stop.clone().cancelled_owned());
-    let machines = Controller::new(api::<AgentMachine>(&options.client, namespace), config(watcher::Config::default()))
-        .with_config(controller_config);
+    let clusters = Controller::new(
+        api::<AgentCluster>(&options.client, namespace),
+        config(watcher::Config::default()),
+    )
+    .with_config(controller_config.clone())
+    .graceful_shutdown_on(stop.clone().cancelled_owned());
+    let machines = Controller::new(
+        api::<AgentMachine>(&options.client, namespace),
+        config(watcher::Config::default()),
+    )
+    .with_config(controller_config);
     let store = machines.store();
     let machine_api: Api<DynamicObject> = match namespace {
         Some(ns) => Api::namespaced_with(options.client.clone(), ns, &machine_resource),
@@ -121,8 +131,17 @@ pub async fn run(options: Options, shutdown: impl Future<Output = ()> + Send + '
     let by_machine = store.clone();
     let by_agent = store.clone();
     let machines = machines
-        .watches_with(machine_api, machine_resource, watcher::Config::default(), move |m| owned_by(&by_machine, &m))
-        .watches(api::<Agent>(&options.client, options.config.agent_namespace.as_deref()), watcher::Config::default(), move |a| waiting_for(&by_agent, &a))
+        .watches_with(
+            machine_api,
+            machine_resource,
+            watcher::Config::default(),
+            move |m| owned_by(&by_machine, &m),
+        )
+        .watches(
+            api::<Agent>(&options.client, options.config.agent_namespace.as_deref()),
+            watcher::Config::default(),
+            move |a| waiting_for(&by_agent, &a),
+        )
         .graceful_shutdown_on(stop.cancelled_owned());
     if let Some(ready) = options.ready.clone() {
         tokio::spawn(async move {
@@ -150,7 +169,9 @@ async fn machine_resource(client: &dyn ObjectClient) -> Result<ApiResource> {
             Err(err) => last = Some(err),
         }
     }
-    Err(Error::Client(last.unwrap_or_else(|| kcp_core::Error::Config("no CAPI version".into()))))
+    Err(Error::Client(last.unwrap_or_else(|| {
+        kcp_core::Error::Config("no CAPI version".into())
+    })))
 }
 
 /// Machine -> the AgentMachine it owns (by owner reference).
@@ -162,11 +183,11 @@ fn owned_by(store: &Store<AgentMachine>, machine: &DynamicObject) -> Vec<ObjectR
         .iter()
         .filter(|am| am.metadata.namespace.as_deref() == namespace)
         .filter(|am| {
-            am.metadata
-                .owner_references
-                .iter()
-                .flatten()
-                .any(|o| o.kind == "Machine" && o.api_version.starts_with("cluster.x-k8s.io/") && o.name == name)
+            am.metadata.owner_references.iter().flatten().any(|o| {
+                o.kind == "Machine"
+                    && o.api_version.starts_with("cluster.x-k8s.io/")
+                    && o.name == name
+            })
         })
         .map(|am| ObjectRef::from_obj(am.as_ref()))
         .collect()
@@ -175,7 +196,10 @@ fn owned_by(store: &Store<AgentMachine>, machine: &DynamicObject) -> Vec<ObjectR
 /// Agent -> the AgentMachine it is bound to; or, for a usable free Agent, the unassigned
 /// AgentMachines whose selector it matches.
 fn waiting_for(store: &Store<AgentMachine>, agent: &Agent) -> Vec<ObjectRef<AgentMachine>> {
-    if let (Some(name), Some(ns)) = (agent.label(AGENT_MACHINE_REF_LABEL), agent.annotation(AGENT_MACHINE_REF_NAMESPACE_ANNOTATION)) {
+    if let (Some(name), Some(ns)) = (
+        agent.label(AGENT_MACHINE_REF_LABEL),
+        agent.annotation(AGENT_MACHINE_REF_NAMESPACE_ANNOTATION),
+    ) {
         return vec![ObjectRef::new(name).within(ns)];
     }
     if usable(agent).is_err() || agent.label(AGENT_MACHINE_REF_LABEL).is_some() {
@@ -184,7 +208,12 @@ fn waiting_for(store: &Store<AgentMachine>, agent: &Agent) -> Vec<ObjectRef<Agen
     store
         .state()
         .iter()
-        .filter(|am| am.status.as_ref().and_then(|s| s.agent_ref.as_ref()).is_none())
+        .filter(|am| {
+            am.status
+                .as_ref()
+                .and_then(|s| s.agent_ref.as_ref())
+                .is_none()
+        })
         .filter(|am| {
             am.spec
                 .agent_label_selector
@@ -196,7 +225,10 @@ fn waiting_for(store: &Store<AgentMachine>, agent: &Agent) -> Vec<ObjectRef<Agen
 }
 
 fn names(meta: &kube::api::ObjectMeta) -> (String, String) {
-    (meta.namespace.clone().unwrap_or_default(), meta.name.clone().unwrap_or_default())
+    (
+        meta.namespace.clone().unwrap_or_default(),
+        meta.name.clone().unwrap_or_default(),
+    )
 }
 
 fn observe(shared: &Shared, controller: &str, started: Instant, result: &Result<Outcome>) {
@@ -205,7 +237,11 @@ fn observe(shared: &Shared, controller: &str, started: Instant, result: &Result<
         Ok(Outcome::RequeueAfter(_)) => ReconcileResult::Requeue,
         Err(_) => ReconcileResult::Error,
     };
-    shared.ctx.metrics.controllers.observe(controller, result, started.elapsed());
+    shared
+        .ctx
+        .metrics
+        .controllers
+        .observe(controller, result, started.elapsed());
 }
 
 async fn reconcile_cluster(obj: Arc<AgentCluster>, shared: Arc<Shared>) -> Result<Action> {

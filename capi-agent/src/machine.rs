@@ -14,9 +14,13 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::core::v1::Secret;
 use kcp_core::runtime::conditions::now;
 use kcp_core::runtime::finalizer::{add_finalizer, remove_finalizer};
-use kcp_core::runtime::{ConditionStatus, ConditionUpdate, EventType, Outcome, set_condition, write_status};
+use kcp_core::runtime::{
+    ConditionStatus, ConditionUpdate, EventType, Outcome, set_condition, write_status,
+};
 use kcp_core::typed::{from_dynamic, object_ref_for};
-use kcp_core::{ListOptions, ObjectClient, ObjectClientExt, ObjectPatch, PatchOptions, Subresource};
+use kcp_core::{
+    ListOptions, ObjectClient, ObjectClientExt, ObjectPatch, PatchOptions, Subresource,
+};
 use kube::api::DynamicObject;
 use serde::Serialize;
 use tracing::Instrument;
@@ -26,17 +30,22 @@ use crate::api::{
     AGENT_MACHINE_FINALIZER, AGENT_MACHINE_REF_LABEL, AgentCluster, AgentMachine, AgentReference,
     CLUSTER_NAME_LABEL, MachineAddress, PRE_TERMINATE_HOOK,
 };
-use crate::binding::{Binding, IgnitionSettings, addresses, bind_patch, bound_to, label_patch, provider_id, sync_patch, unbind_patch};
+use crate::binding::{
+    Binding, IgnitionSettings, addresses, bind_patch, bound_to, label_patch, provider_id,
+    sync_patch, unbind_patch,
+};
 use crate::bootstrap;
 use crate::cluster::{ensure_backup_label, label_secret_for_backup};
 use crate::conditions::{BOOTSTRAP_DATA_READY, DELETING, PAUSED, Reservation, machine_conditions};
-use crate::deletion::{AgentView, HookPhase, Observed, ReleaseReason, Step, UNBIND_POLL, has_hook, hook_phase, step};
+use crate::deletion::{
+    AgentView, HookPhase, Observed, ReleaseReason, Step, UNBIND_POLL, has_hook, hook_phase, step,
+};
 use crate::error::{Error, Result};
 use crate::foreign::{Agent, Cluster, ClusterReference, Machine, SecretReference, capi_gvk};
 use crate::metrics::ClaimResult;
 use crate::reconcile::{
-    CLUSTER_POLL, Context, LabelsPatch, capi_owner, cluster_paused, externally_managed, get_cluster,
-    get_machine, merge_patch, paused_by_annotation, typed_ref, version_of,
+    CLUSTER_POLL, Context, LabelsPatch, capi_owner, cluster_paused, externally_managed,
+    get_cluster, get_machine, merge_patch, paused_by_annotation, typed_ref, version_of,
 };
 use crate::render::{key, render_token_secret, token_secret_name};
 use crate::select::{Request, rank};
@@ -51,14 +60,21 @@ struct StatusUpdate {
 }
 
 /// Reconciles the AgentMachine `namespace/name`.
-pub async fn reconcile_agent_machine(ctx: &Context, namespace: &str, name: &str) -> Result<Outcome> {
+pub async fn reconcile_agent_machine(
+    ctx: &Context,
+    namespace: &str,
+    name: &str,
+) -> Result<Outcome> {
     let span = tracing::info_span!("reconcile", kind = "AgentMachine", namespace, name);
     reconcile(ctx, namespace, name).instrument(span).await
 }
 
 async fn reconcile(ctx: &Context, namespace: &str, name: &str) -> Result<Outcome> {
     let client = ctx.client.as_ref();
-    let Some(raw) = client.get(&object_ref_for::<AgentMachine>(Some(namespace), name)).await? else {
+    let Some(raw) = client
+        .get(&object_ref_for::<AgentMachine>(Some(namespace), name))
+        .await?
+    else {
         return Ok(Outcome::Done);
     };
     let am: AgentMachine = from_dynamic(raw.clone())?;
@@ -75,12 +91,20 @@ async fn reconcile(ctx: &Context, namespace: &str, name: &str) -> Result<Outcome
         return Ok(Outcome::Done);
     };
     let machine = get_machine(client, namespace, &owner).await?;
-    let cluster = match machine.as_ref().and_then(|m| m.metadata.labels.as_ref()?.get(CLUSTER_NAME_LABEL)) {
-        Some(cluster) => get_cluster(client, namespace, cluster, version_of(&owner.api_version)).await?,
+    let cluster = match machine
+        .as_ref()
+        .and_then(|m| m.metadata.labels.as_ref()?.get(CLUSTER_NAME_LABEL))
+    {
+        Some(cluster) => {
+            get_cluster(client, namespace, cluster, version_of(&owner.api_version)).await?
+        }
         None => None,
     };
-    let paused = paused_by_annotation(am.metadata.annotations.as_ref()) || cluster_paused(cluster.as_ref());
-    if let Some(outcome) = deletion(ctx, &raw, &am, machine.as_ref(), &owner.api_version, paused).await? {
+    let paused =
+        paused_by_annotation(am.metadata.annotations.as_ref()) || cluster_paused(cluster.as_ref());
+    if let Some(outcome) =
+        deletion(ctx, &raw, &am, machine.as_ref(), &owner.api_version, paused).await?
+    {
         return Ok(outcome);
     }
     if paused {
@@ -108,28 +132,45 @@ fn not_reserved(error: Option<&str>) -> StatusUpdate {
 }
 
 /// Everything after deletion and pause: bootstrap data, binding, status.
-async fn provision(ctx: &Context, am: &AgentMachine, machine: &Machine, cluster: Option<&Cluster>) -> Result<Outcome> {
+async fn provision(
+    ctx: &Context,
+    am: &AgentMachine,
+    machine: &Machine,
+    cluster: Option<&Cluster>,
+) -> Result<Outcome> {
     let client = ctx.client.as_ref();
     let mut update = StatusUpdate::default();
-    update.conditions.push(ConditionUpdate::new(PAUSED, false, "NotPaused"));
+    update
+        .conditions
+        .push(ConditionUpdate::new(PAUSED, false, "NotPaused"));
     let ignition = match prepare_bootstrap(ctx, am, machine).await {
         Ok(Some(ignition)) => ignition,
         Ok(None) => {
             let waiting = "waiting for Machine.spec.bootstrap.dataSecretName";
             let mut update = not_reserved(Some(waiting));
-            update.conditions.push(ConditionUpdate::new(BOOTSTRAP_DATA_READY, false, "WaitingForBootstrapData").message(waiting));
+            update.conditions.push(
+                ConditionUpdate::new(BOOTSTRAP_DATA_READY, false, "WaitingForBootstrapData")
+                    .message(waiting),
+            );
             write(client, am, update).await?;
             return Ok(Outcome::Done);
         }
         Err(err @ Error::InvalidObject { .. }) => {
             let mut update = not_reserved(Some("the bootstrap data is invalid"));
-            update.conditions.push(ConditionUpdate::new(BOOTSTRAP_DATA_READY, false, "BootstrapDataInvalid").message(err.to_string()));
+            update.conditions.push(
+                ConditionUpdate::new(BOOTSTRAP_DATA_READY, false, "BootstrapDataInvalid")
+                    .message(err.to_string()),
+            );
             write(client, am, update).await?;
             return Err(err);
         }
         Err(err) => return Err(err),
     };
-    update.conditions.push(ConditionUpdate::new(BOOTSTRAP_DATA_READY, true, "TokenSecretWritten"));
+    update.conditions.push(ConditionUpdate::new(
+        BOOTSTRAP_DATA_READY,
+        true,
+        "TokenSecretWritten",
+    ));
     let bound = am.status.as_ref().and_then(|s| s.agent_ref.clone());
     let agent = match &bound {
         Some(reference) => refresh(ctx, am, reference, &ignition).await?,
@@ -145,7 +186,9 @@ async fn provision(ctx: &Context, am: &AgentMachine, machine: &Machine, cluster:
     match &agent {
         Some(agent) => {
             let conditions = machine_conditions(Reservation::Reserved(agent));
-            let ready = conditions.last().is_some_and(|c| c.status == ConditionStatus::True);
+            let ready = conditions
+                .last()
+                .is_some_and(|c| c.status == ConditionStatus::True);
             update.agent_ref = Some(AgentReference {
                 namespace: agent.metadata.namespace.clone().unwrap_or_default(),
                 name: agent.metadata.name.clone().unwrap_or_default(),
@@ -155,8 +198,15 @@ async fn provision(ctx: &Context, am: &AgentMachine, machine: &Machine, cluster:
             update.ready = Some(ready);
         }
         None => {
-            let gone = bound.map(|r| format!("the bound Agent {}/{} no longer exists", r.namespace, r.name));
-            update.conditions.extend(not_reserved(gone.as_deref()).conditions);
+            let gone = bound.map(|r| {
+                format!(
+                    "the bound Agent {}/{} no longer exists",
+                    r.namespace, r.name
+                )
+            });
+            update
+                .conditions
+                .extend(not_reserved(gone.as_deref()).conditions);
             update.ready = Some(false);
         }
     }
@@ -166,38 +216,77 @@ async fn provision(ctx: &Context, am: &AgentMachine, machine: &Machine, cluster:
 
 /// The ClusterDeployment the AgentMachine's cluster uses, from the AgentCluster named by
 /// `Cluster.spec.infrastructureRef`; `None` while it has none.
-async fn cluster_deployment(ctx: &Context, am: &AgentMachine, machine: &Machine, cluster: Option<&Cluster>) -> Result<Option<ClusterReference>> {
+async fn cluster_deployment(
+    ctx: &Context,
+    am: &AgentMachine,
+    machine: &Machine,
+    cluster: Option<&Cluster>,
+) -> Result<Option<ClusterReference>> {
     let namespace = am.metadata.namespace.as_deref().unwrap_or_default();
-    if machine.metadata.labels.as_ref().and_then(|l| l.get(CLUSTER_NAME_LABEL)).is_none() {
+    if machine
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(CLUSTER_NAME_LABEL))
+        .is_none()
+    {
         let machine_key = format!("Machine {}", key(&machine.metadata));
-        return Err(Error::invalid(machine_key, &format!("metadata.labels[{CLUSTER_NAME_LABEL}]"), "is required"));
+        return Err(Error::invalid(
+            machine_key,
+            &format!("metadata.labels[{CLUSTER_NAME_LABEL}]"),
+            "is required",
+        ));
     }
     let Some(infra) = cluster.and_then(|c| c.spec.infrastructure_ref.as_ref()) else {
         return Ok(None);
     };
-    let Some(ac) = ctx.client.get_typed::<AgentCluster>(Some(namespace), &infra.name).await? else {
+    let Some(ac) = ctx
+        .client
+        .get_typed::<AgentCluster>(Some(namespace), &infra.name)
+        .await?
+    else {
         return Ok(None);
     };
-    let reference = ac.status.map(|s| s.cluster_deployment_ref).unwrap_or_default();
+    let reference = ac
+        .status
+        .map(|s| s.cluster_deployment_ref)
+        .unwrap_or_default();
     if reference.name.is_empty() {
         return Ok(None);
     }
     Ok(Some(ClusterReference {
-        namespace: if reference.namespace.is_empty() { namespace.to_owned() } else { reference.namespace },
+        namespace: if reference.namespace.is_empty() {
+            namespace.to_owned()
+        } else {
+            reference.namespace
+        },
         name: reference.name,
     }))
 }
 
 /// Reads the bootstrap data and writes the token Secret; `None` while the Machine has no
 /// `dataSecretName`.
-async fn prepare_bootstrap(ctx: &Context, am: &AgentMachine, machine: &Machine) -> Result<Option<IgnitionSettings>> {
+async fn prepare_bootstrap(
+    ctx: &Context,
+    am: &AgentMachine,
+    machine: &Machine,
+) -> Result<Option<IgnitionSettings>> {
     let client = ctx.client.as_ref();
     let namespace = am.metadata.namespace.as_deref().unwrap_or_default();
-    let Some(data_secret) = machine.spec.bootstrap.data_secret_name.clone().filter(|d| !d.is_empty()) else {
+    let Some(data_secret) = machine
+        .spec
+        .bootstrap
+        .data_secret_name
+        .clone()
+        .filter(|d| !d.is_empty())
+    else {
         return Ok(None);
     };
     let secret_key = format!("{namespace}/{data_secret}");
-    let Some(secret) = client.get_typed::<Secret>(Some(namespace), &data_secret).await? else {
+    let Some(secret) = client
+        .get_typed::<Secret>(Some(namespace), &data_secret)
+        .await?
+    else {
         return Err(Error::Waiting {
             object: format!("AgentMachine {}", key(&am.metadata)),
             what: format!("bootstrap data Secret {secret_key}"),
@@ -210,7 +299,9 @@ async fn prepare_bootstrap(ctx: &Context, am: &AgentMachine, machine: &Machine) 
         .data
         .as_ref()
         .and_then(|d| d.get("value"))
-        .ok_or_else(|| Error::invalid(format!("Secret {secret_key}"), "data.value", "is missing"))?;
+        .ok_or_else(|| {
+            Error::invalid(format!("Secret {secret_key}"), "data.value", "is missing")
+        })?;
     let data = bootstrap::parse(&secret_key, &value.0)?;
     let token_ref = match &data.token {
         Some(token) => {
@@ -231,11 +322,19 @@ async fn prepare_bootstrap(ctx: &Context, am: &AgentMachine, machine: &Machine) 
 
 /// Creates the token Secret, or updates it when the token, labels or owners changed (token
 /// rotation). Other labels and owners on an existing Secret are kept.
-async fn write_token_secret(client: &dyn ObjectClient, am: &AgentMachine, data_secret: &str, token: &str) -> Result<()> {
+async fn write_token_secret(
+    client: &dyn ObjectClient,
+    am: &AgentMachine,
+    data_secret: &str,
+    token: &str,
+) -> Result<()> {
     let namespace = am.metadata.namespace.as_deref().unwrap_or_default();
     let name = token_secret_name(data_secret);
     let existing = client.get_typed::<Secret>(Some(namespace), &name).await?;
-    let owners = existing.as_ref().and_then(|s| s.metadata.owner_references.clone()).unwrap_or_default();
+    let owners = existing
+        .as_ref()
+        .and_then(|s| s.metadata.owner_references.clone())
+        .unwrap_or_default();
     let desired = render_token_secret(am, data_secret, token, &owners)?;
     let Some(mut existing) = existing else {
         // AlreadyExists (a concurrent AgentMachine of the same pool) is transient: the retry
@@ -259,21 +358,36 @@ async fn write_token_secret(client: &dyn ObjectClient, am: &AgentMachine, data_s
 }
 
 /// Recovers an Agent already labelled for this AgentMachine, or selects and claims one.
-async fn claim(ctx: &Context, am: &AgentMachine, machine: &Machine, cd: ClusterReference, ignition: IgnitionSettings) -> Result<Option<Agent>> {
+async fn claim(
+    ctx: &Context,
+    am: &AgentMachine,
+    machine: &Machine,
+    cd: ClusterReference,
+    ignition: IgnitionSettings,
+) -> Result<Option<Agent>> {
     let client = ctx.client.as_ref();
     let agent_ns = ctx.config.agent_namespace.as_deref();
     let namespace = am.metadata.namespace.clone().unwrap_or_default();
     let name = am.metadata.name.clone().unwrap_or_default();
     let labelled: Vec<Agent> = client
-        .list_typed(agent_ns, &ListOptions::labels(format!("{AGENT_MACHINE_REF_LABEL}={name}")))
+        .list_typed(
+            agent_ns,
+            &ListOptions::labels(format!("{AGENT_MACHINE_REF_LABEL}={name}")),
+        )
         .await?;
-    if let Some(agent) = labelled.into_iter().find(|a| bound_to(a, &namespace, &name)) {
+    if let Some(agent) = labelled
+        .into_iter()
+        .find(|a| bound_to(a, &namespace, &name))
+    {
         set_provider_id(client, am, &agent).await?;
         return Ok(Some(agent));
     }
     let started = Instant::now();
     let agents: Vec<Agent> = client
-        .list_typed(agent_ns, &ListOptions::labels(format!("!{AGENT_MACHINE_REF_LABEL}")))
+        .list_typed(
+            agent_ns,
+            &ListOptions::labels(format!("!{AGENT_MACHINE_REF_LABEL}")),
+        )
         .await?;
     let request = Request {
         selector: am.spec.agent_label_selector.as_ref(),
@@ -294,7 +408,9 @@ async fn claim(ctx: &Context, am: &AgentMachine, machine: &Machine, cd: ClusterR
                 set_provider_id(client, am, &agent).await?;
                 return Ok(Some(agent));
             }
-            Err(err) if err.is_conflict() || err.is_not_found() => ctx.metrics.claim(ClaimResult::Conflict),
+            Err(err) if err.is_conflict() || err.is_not_found() => {
+                ctx.metrics.claim(ClaimResult::Conflict)
+            }
             Err(err) => return Err(err),
         }
     }
@@ -303,13 +419,27 @@ async fn claim(ctx: &Context, am: &AgentMachine, machine: &Machine, cd: ClusterR
     Ok(None)
 }
 
-async fn patch_agent(client: &dyn ObjectClient, agent: &Agent, patch: &crate::binding::AgentPatch) -> Result<Agent> {
-    let target = typed_ref::<Agent>(agent.metadata.namespace.as_deref().unwrap_or_default(), agent.metadata.name.as_deref().unwrap_or_default());
+async fn patch_agent(
+    client: &dyn ObjectClient,
+    agent: &Agent,
+    patch: &crate::binding::AgentPatch,
+) -> Result<Agent> {
+    let target = typed_ref::<Agent>(
+        agent.metadata.namespace.as_deref().unwrap_or_default(),
+        agent.metadata.name.as_deref().unwrap_or_default(),
+    );
     let body = serde_json::to_value(patch).map_err(|e| Error::Serialization {
         context: format!("encoding a patch of {target}"),
         message: e.to_string(),
     })?;
-    let patched = client.patch(&target, Subresource::Main, &ObjectPatch::Merge(body), &PatchOptions::default()).await?;
+    let patched = client
+        .patch(
+            &target,
+            Subresource::Main,
+            &ObjectPatch::Merge(body),
+            &PatchOptions::default(),
+        )
+        .await?;
     Ok(from_dynamic(patched)?)
 }
 
@@ -324,20 +454,45 @@ struct ProviderIdSpec {
     provider_id: String,
 }
 
-async fn set_provider_id(client: &dyn ObjectClient, am: &AgentMachine, agent: &Agent) -> Result<()> {
+async fn set_provider_id(
+    client: &dyn ObjectClient,
+    am: &AgentMachine,
+    agent: &Agent,
+) -> Result<()> {
     let wanted = provider_id(agent.metadata.name.as_deref().unwrap_or_default());
     if am.spec.provider_id.as_deref() == Some(wanted.as_str()) {
         return Ok(());
     }
-    let target = typed_ref::<AgentMachine>(am.metadata.namespace.as_deref().unwrap_or_default(), am.metadata.name.as_deref().unwrap_or_default());
-    merge_patch(client, &target, Subresource::Main, &ProviderIdPatch { spec: ProviderIdSpec { provider_id: wanted } }).await
+    let target = typed_ref::<AgentMachine>(
+        am.metadata.namespace.as_deref().unwrap_or_default(),
+        am.metadata.name.as_deref().unwrap_or_default(),
+    );
+    merge_patch(
+        client,
+        &target,
+        Subresource::Main,
+        &ProviderIdPatch {
+            spec: ProviderIdSpec {
+                provider_id: wanted,
+            },
+        },
+    )
+    .await
 }
 
 /// The bound Agent, read fresh, with its label and ignition settings brought in line; `None`
 /// when it was deleted.
-async fn refresh(ctx: &Context, am: &AgentMachine, reference: &AgentReference, ignition: &IgnitionSettings) -> Result<Option<Agent>> {
+async fn refresh(
+    ctx: &Context,
+    am: &AgentMachine,
+    reference: &AgentReference,
+    ignition: &IgnitionSettings,
+) -> Result<Option<Agent>> {
     let client = ctx.client.as_ref();
-    let Some(mut agent) = client.get_typed::<Agent>(Some(&reference.namespace), &reference.name).await? else {
+    let Some(mut agent) = client
+        .get_typed::<Agent>(Some(&reference.namespace), &reference.name)
+        .await?
+    else {
         return Ok(None);
     };
     let namespace = am.metadata.namespace.as_deref().unwrap_or_default();
@@ -353,7 +508,14 @@ async fn refresh(ctx: &Context, am: &AgentMachine, reference: &AgentReference, i
 }
 
 /// Deletion handling; `Some(outcome)` when deletion is under way and the reconcile ends here.
-async fn deletion(ctx: &Context, raw: &DynamicObject, am: &AgentMachine, machine: Option<&Machine>, machine_api_version: &str, paused: bool) -> Result<Option<Outcome>> {
+async fn deletion(
+    ctx: &Context,
+    raw: &DynamicObject,
+    am: &AgentMachine,
+    machine: Option<&Machine>,
+    machine_api_version: &str,
+    paused: bool,
+) -> Result<Option<Outcome>> {
     let client = ctx.client.as_ref();
     let phase = hook_phase(machine);
     let am_deleting = am.metadata.deletion_timestamp.is_some();
@@ -366,7 +528,11 @@ async fn deletion(ctx: &Context, raw: &DynamicObject, am: &AgentMachine, machine
     }
     let agent_ref = am.status.as_ref().and_then(|s| s.agent_ref.clone());
     let agent = match &agent_ref {
-        Some(r) => client.get_typed::<Agent>(Some(&r.namespace), &r.name).await?,
+        Some(r) => {
+            client
+                .get_typed::<Agent>(Some(&r.namespace), &r.name)
+                .await?
+        }
         None => None,
     };
     let view = match (&agent_ref, &agent) {
@@ -375,7 +541,14 @@ async fn deletion(ctx: &Context, raw: &DynamicObject, am: &AgentMachine, machine
         (Some(_), Some(a)) => AgentView::Present(a),
     };
     let deleting_for = deleting_for(machine, am);
-    let observed = Observed { phase, agent_machine_deleting: am_deleting, paused, agent: view, deleting_for, timeout: ctx.config.unbind_timeout };
+    let observed = Observed {
+        phase,
+        agent_machine_deleting: am_deleting,
+        paused,
+        agent: view,
+        deleting_for,
+        timeout: ctx.config.unbind_timeout,
+    };
     let condition = |status: bool, reason: &str, message: String| StatusUpdate {
         conditions: vec![ConditionUpdate::new(DELETING, status, reason).message(message)],
         ..StatusUpdate::default()
@@ -383,53 +556,111 @@ async fn deletion(ctx: &Context, raw: &DynamicObject, am: &AgentMachine, machine
     match step(&observed) {
         Step::NotDeleting => Ok(None),
         Step::WaitForHook => {
-            write(client, am, condition(false, "WaitingForPreTerminateHook", "the Machine is draining".into())).await?;
+            write(
+                client,
+                am,
+                condition(
+                    false,
+                    "WaitingForPreTerminateHook",
+                    "the Machine is draining".into(),
+                ),
+            )
+            .await?;
             Ok(Some(Outcome::Done))
         }
         Step::Unbind => {
             if let Some(agent) = &agent {
                 patch_agent(client, agent, &unbind_patch(agent)).await?;
             }
-            write(client, am, condition(false, "UnbindingAgent", "the Agent was unbound; waiting for it to return to discovery".into())).await?;
+            write(
+                client,
+                am,
+                condition(
+                    false,
+                    "UnbindingAgent",
+                    "the Agent was unbound; waiting for it to return to discovery".into(),
+                ),
+            )
+            .await?;
             Ok(Some(Outcome::RequeueAfter(UNBIND_POLL)))
         }
         Step::WaitForUnbound => {
-            let state = agent.as_ref().map(|a| a.state().to_owned()).unwrap_or_default();
-            let message = format!("waiting {}s (at most {}s) for the Agent to return to discovery; host state {state:?}", deleting_for.as_secs(), ctx.config.unbind_timeout.as_secs());
-            write(client, am, condition(false, "WaitingForAgentUnbound", message)).await?;
+            let state = agent
+                .as_ref()
+                .map(|a| a.state().to_owned())
+                .unwrap_or_default();
+            let message = format!(
+                "waiting {}s (at most {}s) for the Agent to return to discovery; host state {state:?}",
+                deleting_for.as_secs(),
+                ctx.config.unbind_timeout.as_secs()
+            );
+            write(
+                client,
+                am,
+                condition(false, "WaitingForAgentUnbound", message),
+            )
+            .await?;
             Ok(Some(Outcome::RequeueAfter(UNBIND_POLL)))
         }
         Step::Release(reason) => {
-            release(ctx, raw, am, machine, machine_api_version, reason, deleting_for).await?;
+            release(
+                ctx,
+                raw,
+                am,
+                machine,
+                machine_api_version,
+                reason,
+                deleting_for,
+            )
+            .await?;
             Ok(Some(Outcome::Done))
         }
     }
 }
 
 fn deleting_for(machine: Option<&Machine>, am: &AgentMachine) -> Duration {
-    let since = [machine.and_then(|m| m.metadata.deletion_timestamp.as_ref()), am.metadata.deletion_timestamp.as_ref()]
-        .into_iter()
-        .flatten()
-        .map(|t| t.0)
-        .min();
+    let since = [
+        machine.and_then(|m| m.metadata.deletion_timestamp.as_ref()),
+        am.metadata.deletion_timestamp.as_ref(),
+    ]
+    .into_iter()
+    .flatten()
+    .map(|t| t.0)
+    .min();
     since
         .map(|t| jiff::Timestamp::now().duration_since(t))
         .and_then(|d| Duration::try_from(d).ok())
         .unwrap_or_default()
 }
 
-async fn release(ctx: &Context, raw: &DynamicObject, am: &AgentMachine, machine: Option<&Machine>, machine_api_version: &str, reason: ReleaseReason, deleting_for: Duration) -> Result<()> {
+async fn release(
+    ctx: &Context,
+    raw: &DynamicObject,
+    am: &AgentMachine,
+    machine: Option<&Machine>,
+    machine_api_version: &str,
+    reason: ReleaseReason,
+    deleting_for: Duration,
+) -> Result<()> {
     let client = ctx.client.as_ref();
     if let Some(machine) = machine.filter(|m| has_hook(m)) {
         set_hook(client, machine, machine_api_version, false).await?;
     }
-    if matches!(reason, ReleaseReason::AgentUnbound | ReleaseReason::TimedOut) {
+    if matches!(
+        reason,
+        ReleaseReason::AgentUnbound | ReleaseReason::TimedOut
+    ) {
         ctx.metrics.unbind(deleting_for);
     }
     if reason == ReleaseReason::TimedOut {
-        let message = format!("the Agent did not return to discovery within {}s; released the Machine anyway", ctx.config.unbind_timeout.as_secs());
+        let message = format!(
+            "the Agent did not return to discovery within {}s; released the Machine anyway",
+            ctx.config.unbind_timeout.as_secs()
+        );
         let update = StatusUpdate {
-            conditions: vec![ConditionUpdate::new(DELETING, false, "UnbindTimedOut").message(message.clone())],
+            conditions: vec![
+                ConditionUpdate::new(DELETING, false, "UnbindTimedOut").message(message.clone()),
+            ],
             ..StatusUpdate::default()
         };
         write(client, am, update).await?;
@@ -449,14 +680,23 @@ async fn record(ctx: &Context, am: &AgentMachine, kind: EventType, reason: &str,
         uid: am.metadata.uid.clone(),
         ..Default::default()
     };
-    if let Err(err) = ctx.events.record(ctx.client.as_ref(), &regarding, kind, reason, message).await {
+    if let Err(err) = ctx
+        .events
+        .record(ctx.client.as_ref(), &regarding, kind, reason, message)
+        .await
+    {
         tracing::warn!(error = %err, "could not record an Event");
     }
 }
 
 /// Adds or removes the pre-terminate hook annotation on the Machine (a merge patch of only
 /// that key).
-async fn set_hook(client: &dyn ObjectClient, machine: &Machine, api_version: &str, present: bool) -> Result<()> {
+async fn set_hook(
+    client: &dyn ObjectClient,
+    machine: &Machine,
+    api_version: &str,
+    present: bool,
+) -> Result<()> {
     let target = kcp_core::ObjectRef::namespaced(
         capi_gvk(version_of(api_version), "Machine"),
         machine.metadata.namespace.as_deref().unwrap_or_default(),
@@ -484,10 +724,16 @@ async fn write(client: &dyn ObjectClient, am: &AgentMachine, update: StatusUpdat
         }
         if let Some(ready) = update.ready {
             status.ready = ready;
-            status.initialization = Some(Initialization { provisioned: Some(ready) });
+            status.initialization = Some(Initialization {
+                provisioned: Some(ready),
+            });
         }
         for c in &update.conditions {
-            set_condition(&mut status.conditions, c.clone().generation(generation), stamp.clone());
+            set_condition(
+                &mut status.conditions,
+                c.clone().generation(generation),
+                stamp.clone(),
+            );
         }
     })
     .await?;

@@ -88,7 +88,12 @@ pub async fn merge_patch<P: Serialize>(
         message: e.to_string(),
     })?;
     client
-        .patch(target, subresource, &ObjectPatch::Merge(body), &PatchOptions::default())
+        .patch(
+            target,
+            subresource,
+            &ObjectPatch::Merge(body),
+            &PatchOptions::default(),
+        )
         .await?;
     Ok(())
 }
@@ -113,7 +118,10 @@ pub async fn get_as<K: DeserializeOwned + kube::Resource<DynamicType = ()>>(
 }
 
 /// The first owner reference of `kind` in CAPI's core group (v1beta2 or v1beta1).
-pub fn capi_owner<'a>(owners: Option<&'a Vec<OwnerReference>>, kind: &str) -> Option<&'a OwnerReference> {
+pub fn capi_owner<'a>(
+    owners: Option<&'a Vec<OwnerReference>>,
+    kind: &str,
+) -> Option<&'a OwnerReference> {
     owners?.iter().find(|o| {
         o.kind == kind
             && CAPI_VERSIONS
@@ -128,13 +136,22 @@ pub fn version_of(api_version: &str) -> &str {
 }
 
 /// Reads the Machine named by an owner reference, at the reference's version.
-pub async fn get_machine(client: &dyn ObjectClient, namespace: &str, owner: &OwnerReference) -> Result<Option<Machine>> {
+pub async fn get_machine(
+    client: &dyn ObjectClient,
+    namespace: &str,
+    owner: &OwnerReference,
+) -> Result<Option<Machine>> {
     let gvk = capi_gvk(version_of(&owner.api_version), "Machine");
     get_as(client, gvk, namespace, &owner.name).await
 }
 
 /// Reads a CAPI Cluster, at v1beta2 or (when that is not served) v1beta1.
-pub async fn get_cluster(client: &dyn ObjectClient, namespace: &str, name: &str, version: &str) -> Result<Option<Cluster>> {
+pub async fn get_cluster(
+    client: &dyn ObjectClient,
+    namespace: &str,
+    name: &str,
+    version: &str,
+) -> Result<Option<Cluster>> {
     match get_as(client, capi_gvk(version, "Cluster"), namespace, name).await {
         Err(Error::Client(kcp_core::Error::KindNotServed { .. })) if version != "v1beta1" => {
             get_as(client, capi_gvk("v1beta1", "Cluster"), namespace, name).await
@@ -144,20 +161,26 @@ pub async fn get_cluster(client: &dyn ObjectClient, namespace: &str, name: &str,
 }
 
 /// Whether `annotations` pause reconciliation (the value must be exactly `"true"`).
-pub fn paused_by_annotation(annotations: Option<&std::collections::BTreeMap<String, String>>) -> bool {
+pub fn paused_by_annotation(
+    annotations: Option<&std::collections::BTreeMap<String, String>>,
+) -> bool {
     annotations
         .and_then(|a| a.get(PAUSED_ANNOTATION))
         .is_some_and(|v| v == "true")
 }
 
 /// Whether the object is managed by someone else (`cluster.x-k8s.io/managed-by`).
-pub fn externally_managed(annotations: Option<&std::collections::BTreeMap<String, String>>) -> bool {
+pub fn externally_managed(
+    annotations: Option<&std::collections::BTreeMap<String, String>>,
+) -> bool {
     annotations.is_some_and(|a| a.contains_key(MANAGED_BY_ANNOTATION))
 }
 
 /// Whether the Cluster pauses its objects (`spec.paused` or the pause annotation).
 pub fn cluster_paused(cluster: Option<&Cluster>) -> bool {
-    cluster.is_some_and(|c| c.spec.paused == Some(true) || paused_by_annotation(c.metadata.annotations.as_ref()))
+    cluster.is_some_and(|c| {
+        c.spec.paused == Some(true) || paused_by_annotation(c.metadata.annotations.as_ref())
+    })
 }
 
 /// A merge patch of `metadata.labels` (and the resourceVersion precondition when given).
@@ -171,7 +194,10 @@ impl LabelsPatch {
     /// A patch setting one label, unconditionally.
     pub fn set(key: &str, value: &str) -> Self {
         let mut patch = LabelsPatch::default();
-        patch.metadata.labels.insert(key.to_owned(), Some(value.to_owned()));
+        patch
+            .metadata
+            .labels
+            .insert(key.to_owned(), Some(value.to_owned()));
         patch
     }
 
@@ -204,7 +230,10 @@ mod tests {
     fn capi_owners_are_found_at_both_core_versions() {
         for v in ["cluster.x-k8s.io/v1beta2", "cluster.x-k8s.io/v1beta1"] {
             let owners = vec![owner("apps/v1", "Machine"), owner(v, "Machine")];
-            assert_eq!(capi_owner(Some(&owners), "Machine").map(|o| o.api_version.as_str()), Some(v));
+            assert_eq!(
+                capi_owner(Some(&owners), "Machine").map(|o| o.api_version.as_str()),
+                Some(v)
+            );
         }
         let other = vec![owner("example.com/v1", "Machine")];
         assert!(capi_owner(Some(&other), "Machine").is_none());
