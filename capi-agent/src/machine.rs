@@ -667,7 +667,11 @@ async fn release(
         record(ctx, am, EventType::Warning, "UnbindTimedOut", &message).await;
     }
     tracing::info!(?reason, "released the pre-terminate hook and the finalizer");
-    remove_finalizer(client, raw, AGENT_MACHINE_FINALIZER).await?;
+    // The status write above moved the resourceVersion: remove the finalizer from a fresh copy.
+    let fresh = client.get(&kcp_core::ObjectRef::from_object(raw)?).await?;
+    if let Some(fresh) = fresh {
+        remove_finalizer(client, &fresh, AGENT_MACHINE_FINALIZER).await?;
+    }
     Ok(())
 }
 
