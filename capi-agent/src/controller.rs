@@ -17,7 +17,7 @@ use std::time::Instant;
 
 use futures::StreamExt;
 use kcp_core::runtime::{ErrorPolicy, Outcome, ReconcileResult};
-use kcp_core::{KubeObjectClient, ObjectClient};
+use kcp_core::{Backoff, KubeObjectClient, ObjectClient};
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -50,6 +50,8 @@ pub struct Options {
     pub metrics: Arc<Metrics>,
     /// Set once the caches are synced (for `/readyz`).
     pub ready: Option<Arc<AtomicBool>>,
+    /// Delays between retries of a failing object.
+    pub backoff: Backoff,
 }
 
 impl Options {
@@ -62,6 +64,7 @@ impl Options {
             concurrency: 4,
             metrics: Arc::new(Metrics::unregistered()),
             ready: None,
+            backoff: Backoff::default(),
         }
     }
 }
@@ -93,7 +96,7 @@ pub async fn run(
     ctx.metrics = options.metrics.clone();
     let shared = Arc::new(Shared {
         ctx,
-        errors: ErrorPolicy::default(),
+        errors: ErrorPolicy::new(options.backoff),
     });
     let stop = CancellationToken::new();
     let trigger = stop.clone();
