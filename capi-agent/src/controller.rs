@@ -33,6 +33,7 @@ use crate::error::{Error, Result};
 use crate::foreign::{Agent, capi_gvk};
 use crate::machine::reconcile_agent_machine;
 use crate::metrics::Metrics;
+use crate::nodes::{Workloads, reconcile_node_provider_id};
 use crate::reconcile::{Context, ProviderConfig};
 use crate::select::{selector_matches, usable};
 
@@ -145,7 +146,7 @@ pub async fn run(
             watcher::Config::default(),
             move |a| waiting_for(&by_agent, &a),
         )
-        .graceful_shutdown_on(stop.cancelled_owned());
+        .graceful_shutdown_on(stop.clone().cancelled_owned());
     if let Some(ready) = options.ready.clone() {
         tokio::spawn(async move {
             if store.wait_until_ready().await.is_ok() {
@@ -153,13 +154,14 @@ pub async fn run(
             }
         });
     }
+    let nodes = node_controller(&options, namespace, &filter, shared.clone(), stop.clone());
     let clusters = clusters
         .run(reconcile_cluster, error_policy_cluster, shared.clone())
         .for_each(|_| async {});
     let machines = machines
         .run(reconcile_machine, error_policy_machine, shared)
         .for_each(|_| async {});
-    tokio::join!(clusters, machines);
+    tokio::join!(clusters, machines, nodes);
     Ok(())
 }
 
@@ -271,4 +273,71 @@ fn error_policy_cluster(obj: Arc<AgentCluster>, err: &Error, shared: Arc<Shared>
 fn error_policy_machine(obj: Arc<AgentMachine>, err: &Error, shared: Arc<Shared>) -> Action {
     tracing::warn!(kind = "AgentMachine", object = ?obj.metadata.name, error = %err, "reconcile failed");
     shared.errors.failed(obj.as_ref(), err)
+}
+
+struct NodeShared {
+    shared: Arc<Shared>,
+    workloads: Workloads,
+}
+
+/// The node-provider-id controller: AgentMachines, plus wake-ups from the workload clusters'
+/// Node watches (handled as they come, outside the controller's queue, since kube's
+/// `reconcile_on` is still an unstable feature).
+fn node_controller(
+    options: &Options,
+    namespace: Option<&str>,
+    filter: &Option<String>,
+    shared: Arc<Shared>,
+    stop: CancellationToken,
+) -> impl Future<Output = ()> + use<> {
+    let wc = match filter {
+        Some(f) => watcher::Config::default().labels(f),
+        None => watcher::Config::default(),
+    };
+    let (wake, mut woken) = tokio::sync::mpsc::unbounded_channel::<ObjectRef<AgentMachine>>();
+    let controller = Controller::new(api::<AgentMachine>(&options.client, namespace), wc)
+        .with_config(ControllerConfig::default().concurrency(options.concurrency))
+        .graceful_shutdown_on(stop.clone().cancelled_owned());
+    let store = controller.store();
+    let workloads = Workloads::new(store.clone(), wake);
+    let ctx = Arc::new(NodeShared { shared, workloads });
+    let woken_ctx = ctx.clone();
+    let wakeups = async move {
+        loop {
+            let next = tokio::select! {
+                _ = stop.cancelled() => return,
+                next = woken.recv() => next,
+            };
+            let Some(am) = next.and_then(|r| store.get(&r)) else {
+                continue;
+            };
+            let result = reconcile_node_provider_id(
+                &woken_ctx.shared.ctx,
+                &woken_ctx.workloads,
+                am.as_ref(),
+            )
+            .await;
+            if let Err(err) = result {
+                tracing::warn!(object = ?am.metadata.name, error = %err, "setting the Node providerID failed");
+            }
+        }
+    };
+    let run = controller
+        .run(reconcile_node, error_policy_node, ctx)
+        .for_each(|_| async {});
+    async move {
+        tokio::join!(run, wakeups);
+    }
+}
+
+async fn reconcile_node(obj: Arc<AgentMachine>, ctx: Arc<NodeShared>) -> Result<Action> {
+    let started = Instant::now();
+    let result = reconcile_node_provider_id(&ctx.shared.ctx, &ctx.workloads, obj.as_ref()).await;
+    observe(&ctx.shared, "node-provider-id", started, &result);
+    Ok(ctx.shared.errors.succeeded(obj.as_ref(), result?))
+}
+
+fn error_policy_node(obj: Arc<AgentMachine>, err: &Error, ctx: Arc<NodeShared>) -> Action {
+    tracing::warn!(kind = "AgentMachine", controller = "node-provider-id", object = ?obj.metadata.name, error = %err, "reconcile failed");
+    ctx.shared.errors.failed(obj.as_ref(), err)
 }

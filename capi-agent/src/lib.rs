@@ -24,6 +24,7 @@ pub mod error;
 pub mod foreign;
 pub mod machine;
 pub mod metrics;
+pub mod nodes;
 pub mod reconcile;
 pub mod render;
 pub mod select;
