@@ -20,6 +20,7 @@ pub mod cluster;
 pub mod conditions;
 pub mod controller;
 pub mod deletion;
+pub mod deploy;
 pub mod error;
 pub mod foreign;
 pub mod machine;
