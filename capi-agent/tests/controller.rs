@@ -19,8 +19,13 @@ struct Running {
 }
 
 fn start(world: &World) -> Running {
+    start_with(world, |_| {})
+}
+
+fn start_with(world: &World, configure: impl FnOnce(&mut Options)) -> Running {
     let mut options = Options::new(world.sim.client("").unwrap());
     options.concurrency = 4;
+    configure(&mut options);
     options.backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(500));
     let (stop, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(run(options, async move {
@@ -146,4 +151,80 @@ async fn every_machine_converges_with_ten_percent_injected_server_errors() {
         .collect();
     assert_eq!(bound.len(), 10);
     running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watch_filter_leaves_unlabelled_machines_alone() {
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    world.agent("host-1", json!({})).await;
+    world.agent("host-2", json!({})).await;
+    world.machine("mine", None).await;
+    world.machine("other", None).await;
+    world
+        .patch(
+            &agent_machine_ref("mine"),
+            kcp_core::Subresource::Main,
+            json!({"metadata": {"labels": {"cluster.x-k8s.io/watch-filter": "a"}}}),
+        )
+        .await;
+    world
+        .patch(
+            &agent_cluster_ref("hc"),
+            kcp_core::Subresource::Main,
+            json!({"metadata": {"labels": {"cluster.x-k8s.io/watch-filter": "a"}}}),
+        )
+        .await;
+    let running = start_with(&world, |o| o.watch_filter = Some("a".into()));
+    let mine = vec!["mine".to_string()];
+    until("mine bound", Duration::from_secs(30), || async {
+        bound_and_waiting(&world, &mine).await == (1, 0)
+    })
+    .await;
+    running.stop().await;
+    assert!(
+        world.agent_machine("other").await.status.is_none(),
+        "the unlabelled AgentMachine was reconciled"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_outside_the_agent_namespace_are_never_bound() {
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    world
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "elsewhere"}}))
+        .await;
+    let stray = world
+        .create(
+            json!({"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "Agent",
+        "metadata": {"name": "stray", "namespace": "elsewhere"}, "spec": {"approved": true}}),
+        )
+        .await;
+    world.patch(&kcp_core::ObjectRef::from_object(&stray).unwrap(), kcp_core::Subresource::Status, json!({"status": {"conditions": [
+        {"type": "Validated", "status": "True"}, {"type": "Connected", "status": "True"}, {"type": "Bound", "status": "False"}]}})).await;
+    world.machine("m1", None).await;
+    let running = start_with(&world, |o| o.config.agent_namespace = Some(AGENTS.into()));
+    let names = vec!["m1".to_string()];
+    until("m1 waiting", Duration::from_secs(30), || async {
+        bound_and_waiting(&world, &names).await == (0, 1)
+    })
+    .await;
+    world.agent("host-1", json!({})).await;
+    until("m1 bound", Duration::from_secs(30), || async {
+        bound_and_waiting(&world, &names).await == (1, 0)
+    })
+    .await;
+    running.stop().await;
+    assert_eq!(
+        world
+            .agent_machine("m1")
+            .await
+            .status
+            .unwrap()
+            .agent_ref
+            .unwrap()
+            .namespace,
+        AGENTS
+    );
 }
