@@ -13,7 +13,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use kcp_core::runtime::{ErrorPolicy, Outcome, ReconcileResult};
@@ -148,11 +148,7 @@ pub async fn run(
         )
         .graceful_shutdown_on(stop.clone().cancelled_owned());
     if let Some(ready) = options.ready.clone() {
-        tokio::spawn(async move {
-            if store.wait_until_ready().await.is_ok() {
-                ready.store(true, Ordering::SeqCst);
-            }
-        });
+        tokio::spawn(report_ready(store, ready, stop.clone()));
     }
     let nodes = node_controller(&options, namespace, &filter, shared.clone(), stop.clone());
     let clusters = clusters
@@ -163,6 +159,22 @@ pub async fn run(
         .for_each(|_| async {});
     tokio::join!(clusters, machines, nodes);
     Ok(())
+}
+
+/// Sets `ready` once the AgentMachine cache synced. kube-runtime's store readiness wakes only
+/// the latest of several concurrent waiters (the controller waits on it too), so the wait is
+/// re-polled on a short interval instead of awaited once.
+async fn report_ready(store: Store<AgentMachine>, ready: Arc<AtomicBool>, stop: CancellationToken) {
+    while !stop.is_cancelled() {
+        match tokio::time::timeout(Duration::from_millis(100), store.wait_until_ready()).await {
+            Ok(Ok(())) => {
+                ready.store(true, Ordering::SeqCst);
+                return;
+            }
+            Ok(Err(_)) => return,
+            Err(_) => continue,
+        }
+    }
 }
 
 /// The Machine kind as served: v1beta2 when the server has it, else v1beta1.

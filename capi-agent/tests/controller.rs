@@ -228,3 +228,16 @@ async fn agents_outside_the_agent_namespace_are_never_bound() {
         AGENTS
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_is_reported_once_the_caches_synced() {
+    let world = World::start().await;
+    let ready = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = ready.clone();
+    let running = start_with(&world, |o| o.ready = Some(flag));
+    until("ready", Duration::from_secs(10), || async {
+        ready.load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
+    running.stop().await;
+}

@@ -16,7 +16,11 @@ use clap::{Parser, Subcommand};
 use kcp_manager::{CommonFlags, Defaults, Error, Manager, parse_flags, print_crds};
 
 #[derive(Debug, Parser)]
-#[command(name = "capi-provider-agent", version, about = "Cluster API infrastructure provider for Agents.")]
+#[command(
+    name = "capi-provider-agent",
+    version,
+    about = "Cluster API infrastructure provider for Agents."
+)]
 struct Flags {
     #[command(flatten)]
     common: CommonFlags,
@@ -49,15 +53,22 @@ fn defaults() -> Defaults {
     Defaults::new("capi-provider-agent")
         .metrics_address(":8080")
         .health_address(":8081")
-        .lease("cluster-api-provider-agent", "7605f49b.agent-install.openshift.io")
+        .lease(
+            "cluster-api-provider-agent",
+            "7605f49b.agent-install.openshift.io",
+        )
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let flags: Flags = parse_flags(&defaults());
     match flags.command {
-        Some(Command::Crds) => return print_crds("capi-provider-agent", capi_agent::api::crds_yaml()),
-        Some(Command::Components) => return print_crds("capi-provider-agent", capi_agent::deploy::components_yaml()),
+        Some(Command::Crds) => {
+            return print_crds("capi-provider-agent", capi_agent::api::crds_yaml());
+        }
+        Some(Command::Components) => {
+            return print_crds("capi-provider-agent", capi_agent::deploy::components_yaml());
+        }
         None => {}
     }
     match provider(flags).await {
@@ -85,6 +96,8 @@ async fn provider(flags: Flags) -> Result<(), Error> {
     options.metrics = Arc::new(manager.with_registry(Metrics::register));
     options.ready = Some(manager.readiness().synced_flag());
     manager
-        .run(Some(client), |shutdown| async move { run(options, shutdown).await.map_err(Into::into) })
+        .run(Some(client), |shutdown| async move {
+            run(options, shutdown).await.map_err(Into::into)
+        })
         .await
 }
