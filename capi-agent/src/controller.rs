@@ -353,3 +353,149 @@ fn error_policy_node(obj: Arc<AgentMachine>, err: &Error, ctx: Arc<NodeShared>) 
     tracing::warn!(kind = "AgentMachine", controller = "node-provider-id", object = ?obj.metadata.name, error = %err, "reconcile failed");
     ctx.shared.errors.failed(obj.as_ref(), err)
 }
+
+#[cfg(test)]
+mod tests {
+    use kube::runtime::reflector;
+    use kube::runtime::watcher::Event;
+
+    use super::*;
+    use crate::api::AgentMachineSpec;
+    use crate::api::v1beta1::{AgentMachineStatus, AgentReference};
+    use crate::foreign::{AgentCondition, AgentSpec, AgentStatus};
+
+    fn machine(name: &str, owner: &str, bound: bool, pool: Option<&str>) -> AgentMachine {
+        let mut am = AgentMachine::new(name, AgentMachineSpec::default());
+        am.metadata.namespace = Some("ns".into());
+        am.metadata.owner_references = Some(vec![
+            k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                api_version: "cluster.x-k8s.io/v1beta2".into(),
+                kind: "Machine".into(),
+                name: owner.into(),
+                uid: format!("{owner}-uid"),
+                ..Default::default()
+            },
+        ]);
+        am.spec.agent_label_selector =
+            pool.map(
+                |p| k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+                    match_labels: Some([("pool".to_string(), p.to_string())].into()),
+                    match_expressions: None,
+                },
+            );
+        if bound {
+            am.status = Some(AgentMachineStatus {
+                agent_ref: Some(AgentReference {
+                    namespace: "agents".into(),
+                    name: "x".into(),
+                }),
+                ..AgentMachineStatus::default()
+            });
+        }
+        am
+    }
+
+    fn store(machines: Vec<AgentMachine>) -> Store<AgentMachine> {
+        let (reader, mut writer) = reflector::store();
+        for m in machines {
+            writer.apply_watcher_event(&Event::Apply(m));
+        }
+        reader
+    }
+
+    fn agent(usable: bool, labels: &[(&str, &str)], annotations: &[(&str, &str)]) -> Agent {
+        let mut a = Agent::new(
+            "a",
+            AgentSpec {
+                approved: usable,
+                ..AgentSpec::default()
+            },
+        );
+        a.metadata.namespace = Some("agents".into());
+        a.metadata.labels = Some(
+            labels
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+        a.metadata.annotations = Some(
+            annotations
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect(),
+        );
+        let c = |t: &str, s: &str| AgentCondition {
+            type_: t.into(),
+            status: s.into(),
+            ..AgentCondition::default()
+        };
+        a.status = Some(AgentStatus {
+            conditions: vec![
+                c("Validated", "True"),
+                c("Connected", "True"),
+                c("Bound", "False"),
+            ],
+            ..AgentStatus::default()
+        });
+        a
+    }
+
+    fn names(refs: Vec<ObjectRef<AgentMachine>>) -> Vec<String> {
+        let mut n: Vec<String> = refs.into_iter().map(|r| r.name).collect();
+        n.sort();
+        n
+    }
+
+    #[test]
+    fn a_machine_maps_to_the_agent_machine_it_owns_or_nothing() {
+        let s = store(vec![
+            machine("am-1", "m-1", false, None),
+            machine("am-2", "m-2", false, None),
+        ]);
+        let m: DynamicObject =
+            serde_json::from_value(serde_json::json!({"apiVersion": "cluster.x-k8s.io/v1beta2",
+            "kind": "Machine", "metadata": {"name": "m-2", "namespace": "ns"}}))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(names(owned_by(&s, &m)), ["am-2"]);
+        let other: DynamicObject =
+            serde_json::from_value(serde_json::json!({"apiVersion": "cluster.x-k8s.io/v1beta2",
+            "kind": "Machine", "metadata": {"name": "m-9", "namespace": "ns"}}))
+            .unwrap_or_else(|e| panic!("{e}"));
+        assert!(owned_by(&s, &other).is_empty());
+    }
+
+    #[test]
+    fn a_bound_agent_maps_to_its_agent_machine() {
+        let s = store(vec![]);
+        let a = agent(
+            true,
+            &[(AGENT_MACHINE_REF_LABEL, "am-1")],
+            &[(AGENT_MACHINE_REF_NAMESPACE_ANNOTATION, "ns")],
+        );
+        let refs = waiting_for(&s, &a);
+        assert_eq!(
+            (refs[0].name.as_str(), refs[0].namespace.as_deref()),
+            ("am-1", Some("ns"))
+        );
+    }
+
+    #[test]
+    fn an_unusable_agent_maps_to_nothing() {
+        let s = store(vec![machine("am-1", "m-1", false, None)]);
+        assert!(waiting_for(&s, &agent(false, &[], &[])).is_empty());
+    }
+
+    #[test]
+    fn a_usable_free_agent_wakes_the_unassigned_machines_its_labels_match() {
+        let s = store(vec![
+            machine("any", "m-1", false, None),
+            machine("pool-a", "m-2", false, Some("a")),
+            machine("pool-b", "m-3", false, Some("b")),
+            machine("bound", "m-4", true, None),
+        ]);
+        assert_eq!(
+            names(waiting_for(&s, &agent(true, &[("pool", "a")], &[]))),
+            ["any", "pool-a"]
+        );
+    }
+}

@@ -385,3 +385,28 @@ async fn deleting_a_paused_agent_cluster_keeps_the_cluster_deployment() {
         .expect("the ClusterDeployment survives");
     assert!(cd.metadata.owner_references.unwrap_or_default().is_empty());
 }
+
+#[tokio::test]
+async fn an_externally_managed_agent_cluster_is_never_touched() {
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    world
+        .patch(
+            &agent_cluster_ref("hc"),
+            Subresource::Main,
+            json!({"metadata": {"annotations": {"cluster.x-k8s.io/managed-by": "someone-else"}}}),
+        )
+        .await;
+    reconcile_agent_cluster(&world.context(), NS, "hc")
+        .await
+        .unwrap();
+    assert!(world.get(&cd_ref("hc")).await.is_none());
+    assert!(
+        world
+            .agent_cluster("hc")
+            .await
+            .metadata
+            .finalizers
+            .is_none()
+    );
+}

@@ -648,3 +648,23 @@ async fn twenty_machines_racing_for_ten_agents_bind_each_agent_once() {
     let _ =
         from_dynamic::<Secret>(world.get(&secret_ref("agent-user-data")).await.unwrap()).unwrap();
 }
+
+#[tokio::test]
+async fn an_externally_managed_machine_is_never_touched() {
+    let (world, ctx) = world_with_machine().await;
+    world
+        .patch(
+            &agent_machine_ref("m1"),
+            Subresource::Main,
+            json!({"metadata": {"annotations": {"cluster.x-k8s.io/managed-by": "someone-else"}}}),
+        )
+        .await;
+    world.agent("host-1", json!({})).await;
+    reconcile(&ctx, "m1").await;
+    let am = world.agent_machine("m1").await;
+    assert!(am.status.is_none() && am.metadata.finalizers.is_none());
+    assert_eq!(
+        world.typed_agent("host-1").await.label("agentMachineRef"),
+        None
+    );
+}
