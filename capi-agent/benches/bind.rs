@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 const NS: &str = "hc";
 const USER_DATA: &str = r#"{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://ign/ignition","httpHeaders":[{"name":"Authorization","value":"Bearer t"}]}]}}}"#;
-const FOREIGN_CRDS: &str = include_str!("../tests/fixtures/foreign-crds.yaml");
+const FOREIGN_CRDS: &str = include_str!("../../examples/playground/agent/00-foreign-crds.yaml");
 
 fn obj(v: Value) -> DynamicObject {
     serde_json::from_value(v).unwrap()
@@ -59,6 +59,8 @@ async fn world(machines: usize, agents: usize) -> Server {
     )
     .await
     .unwrap();
+    create(&c, json!({"apiVersion": "hive.openshift.io/v1", "kind": "ClusterDeployment",
+        "metadata": {"name": "hc", "namespace": NS, "labels": {"agentClusterRef": "hc"}}, "spec": {}})).await;
     create(&c, json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster", "metadata": {"name": "hc", "namespace": NS},
         "spec": {"infrastructureRef": {"apiGroup": "capi-provider.agent-install.openshift.io", "kind": "AgentCluster", "name": "hc"}}})).await;
     use base64::Engine as _;

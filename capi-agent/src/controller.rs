@@ -114,39 +114,21 @@ pub async fn run(
         None => wc,
     };
     let namespace = options.config.namespace.as_deref();
-    let controller_config = ControllerConfig::default().concurrency(options.concurrency);
 
     let clusters = Controller::new(
         api::<AgentCluster>(&options.client, namespace),
         config(watcher::Config::default()),
     )
-    .with_config(controller_config.clone())
+    .with_config(ControllerConfig::default().concurrency(options.concurrency))
     .graceful_shutdown_on(stop.clone().cancelled_owned());
-    let machines = Controller::new(
-        api::<AgentMachine>(&options.client, namespace),
+    let machines = machine_controller(
+        &options,
+        namespace,
         config(watcher::Config::default()),
+        machine_resource,
     )
-    .with_config(controller_config);
+    .graceful_shutdown_on(stop.clone().cancelled_owned());
     let store = machines.store();
-    let machine_api: Api<DynamicObject> = match namespace {
-        Some(ns) => Api::namespaced_with(options.client.clone(), ns, &machine_resource),
-        None => Api::all_with(options.client.clone(), &machine_resource),
-    };
-    let by_machine = store.clone();
-    let by_agent = store.clone();
-    let machines = machines
-        .watches_with(
-            machine_api,
-            machine_resource,
-            watcher::Config::default(),
-            move |m| owned_by(&by_machine, &m),
-        )
-        .watches(
-            api::<Agent>(&options.client, options.config.agent_namespace.as_deref()),
-            watcher::Config::default(),
-            move |a| waiting_for(&by_agent, &a),
-        )
-        .graceful_shutdown_on(stop.clone().cancelled_owned());
     if let Some(ready) = options.ready.clone() {
         tokio::spawn(report_ready(store, ready, stop.clone()));
     }
@@ -159,6 +141,34 @@ pub async fn run(
         .for_each(|_| async {});
     tokio::join!(clusters, machines, nodes);
     Ok(())
+}
+
+/// The AgentMachine controller with its Machine and Agent watches.
+fn machine_controller(
+    options: &Options,
+    namespace: Option<&str>,
+    wc: watcher::Config,
+    machine_resource: ApiResource,
+) -> Controller<AgentMachine> {
+    let machines = Controller::new(api::<AgentMachine>(&options.client, namespace), wc)
+        .with_config(ControllerConfig::default().concurrency(options.concurrency));
+    let by_machine = machines.store();
+    let by_agent = machines.store();
+    let machine_api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(options.client.clone(), ns, &machine_resource),
+        None => Api::all_with(options.client.clone(), &machine_resource),
+    };
+    let agent_api = api::<Agent>(&options.client, options.config.agent_namespace.as_deref());
+    machines
+        .watches_with(
+            machine_api,
+            machine_resource,
+            watcher::Config::default(),
+            move |m| owned_by(&by_machine, &m),
+        )
+        .watches(agent_api, watcher::Config::default(), move |a| {
+            waiting_for(&by_agent, &a)
+        })
 }
 
 /// Sets `ready` once the AgentMachine cache synced. kube-runtime's store readiness wakes only

@@ -207,12 +207,8 @@ fn probe(path: &str) -> Probe {
     }
 }
 
-/// The manager Deployment: container `manager`, upstream's flags, non-root with a read-only
-/// root filesystem. For clusterctl (`clusterctl = true`) the namespace flags take
-/// `${WATCH_NAMESPACE:=}` and `${AGENTS_NAMESPACE:=}`.
-pub fn deployment(clusterctl: bool) -> Deployment {
-    let labels: BTreeMap<String, String> =
-        [("control-plane".to_owned(), "controller-manager".to_owned())].into();
+/// The `manager` container (clusterctl's variables in its flags when `clusterctl`).
+fn manager_container(clusterctl: bool) -> Container {
     let mut args = vec![
         "--leader-elect",
         "--leader-election-namespace=$(POD_NAMESPACE)",
@@ -225,7 +221,7 @@ pub fn deployment(clusterctl: bool) -> Deployment {
             "--agent-namespace=${AGENTS_NAMESPACE:=}",
         ]);
     }
-    let container = Container {
+    Container {
         name: "manager".into(),
         image: Some(IMAGE.into()),
         args: Some(args.iter().map(|a| (*a).to_owned()).collect()),
@@ -271,7 +267,16 @@ pub fn deployment(clusterctl: bool) -> Deployment {
             ..SecurityContext::default()
         }),
         ..Container::default()
-    };
+    }
+}
+
+/// The manager Deployment: container `manager`, upstream's flags, non-root with a read-only
+/// root filesystem. For clusterctl (`clusterctl = true`) the namespace flags take
+/// `${WATCH_NAMESPACE:=}` and `${AGENTS_NAMESPACE:=}`.
+pub fn deployment(clusterctl: bool) -> Deployment {
+    let labels: BTreeMap<String, String> =
+        [("control-plane".to_owned(), "controller-manager".to_owned())].into();
+    let container = manager_container(clusterctl);
     let mut metadata = meta(&format!("{PREFIX}-controller-manager"), Some(NAMESPACE));
     metadata
         .labels

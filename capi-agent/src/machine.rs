@@ -102,9 +102,13 @@ async fn reconcile(ctx: &Context, namespace: &str, name: &str) -> Result<Outcome
     };
     let paused =
         paused_by_annotation(am.metadata.annotations.as_ref()) || cluster_paused(cluster.as_ref());
-    if let Some(outcome) =
-        deletion(ctx, &raw, &am, machine.as_ref(), &owner.api_version, paused).await?
-    {
+    let subject = Subject {
+        raw: &raw,
+        am: &am,
+        machine: machine.as_ref(),
+        machine_api_version: &owner.api_version,
+    };
+    if let Some(outcome) = deletion(ctx, &subject, paused).await? {
         return Ok(outcome);
     }
     if paused {
@@ -139,38 +143,9 @@ async fn provision(
     cluster: Option<&Cluster>,
 ) -> Result<Outcome> {
     let client = ctx.client.as_ref();
-    let mut update = StatusUpdate::default();
-    update
-        .conditions
-        .push(ConditionUpdate::new(PAUSED, false, "NotPaused"));
-    let ignition = match prepare_bootstrap(ctx, am, machine).await {
-        Ok(Some(ignition)) => ignition,
-        Ok(None) => {
-            let waiting = "waiting for Machine.spec.bootstrap.dataSecretName";
-            let mut update = not_reserved(Some(waiting));
-            update.conditions.push(
-                ConditionUpdate::new(BOOTSTRAP_DATA_READY, false, "WaitingForBootstrapData")
-                    .message(waiting),
-            );
-            write(client, am, update).await?;
-            return Ok(Outcome::Done);
-        }
-        Err(err @ Error::InvalidObject { .. }) => {
-            let mut update = not_reserved(Some("the bootstrap data is invalid"));
-            update.conditions.push(
-                ConditionUpdate::new(BOOTSTRAP_DATA_READY, false, "BootstrapDataInvalid")
-                    .message(err.to_string()),
-            );
-            write(client, am, update).await?;
-            return Err(err);
-        }
-        Err(err) => return Err(err),
+    let Some(ignition) = bootstrap_or_report(ctx, am, machine).await? else {
+        return Ok(Outcome::Done);
     };
-    update.conditions.push(ConditionUpdate::new(
-        BOOTSTRAP_DATA_READY,
-        true,
-        "TokenSecretWritten",
-    ));
     let bound = am.status.as_ref().and_then(|s| s.agent_ref.clone());
     let agent = match &bound {
         Some(reference) => refresh(ctx, am, reference, &ignition).await?,
@@ -183,35 +158,74 @@ async fn provision(
             claim(ctx, am, machine, cd, ignition).await?
         }
     };
-    match &agent {
-        Some(agent) => {
-            let conditions = machine_conditions(Reservation::Reserved(agent));
-            let ready = conditions
-                .last()
-                .is_some_and(|c| c.status == ConditionStatus::True);
-            update.agent_ref = Some(AgentReference {
-                namespace: agent.metadata.namespace.clone().unwrap_or_default(),
-                name: agent.metadata.name.clone().unwrap_or_default(),
-            });
-            update.addresses = Some(addresses(agent));
-            update.conditions.extend(conditions);
-            update.ready = Some(ready);
-        }
-        None => {
-            let gone = bound.map(|r| {
-                format!(
-                    "the bound Agent {}/{} no longer exists",
-                    r.namespace, r.name
-                )
-            });
-            update
-                .conditions
-                .extend(not_reserved(gone.as_deref()).conditions);
-            update.ready = Some(false);
-        }
-    }
+    let mut update = bound_status(agent.as_ref(), bound.as_ref());
+    update
+        .conditions
+        .push(ConditionUpdate::new(PAUSED, false, "NotPaused"));
+    update.conditions.push(ConditionUpdate::new(
+        BOOTSTRAP_DATA_READY,
+        true,
+        "TokenSecretWritten",
+    ));
     write(client, am, update).await?;
     Ok(Outcome::Done)
+}
+
+/// The ignition settings from the bootstrap data; `None` (with the condition written) while
+/// there is no `dataSecretName`; an invalid config is written as a condition and returned.
+async fn bootstrap_or_report(
+    ctx: &Context,
+    am: &AgentMachine,
+    machine: &Machine,
+) -> Result<Option<IgnitionSettings>> {
+    let client = ctx.client.as_ref();
+    let (reason, message, error) = match prepare_bootstrap(ctx, am, machine).await {
+        Ok(Some(ignition)) => return Ok(Some(ignition)),
+        Ok(None) => (
+            "WaitingForBootstrapData",
+            "waiting for Machine.spec.bootstrap.dataSecretName".to_owned(),
+            None,
+        ),
+        Err(err @ Error::InvalidObject { .. }) => {
+            ("BootstrapDataInvalid", err.to_string(), Some(err))
+        }
+        Err(err) => return Err(err),
+    };
+    let mut update = not_reserved(Some(&message));
+    update
+        .conditions
+        .push(ConditionUpdate::new(BOOTSTRAP_DATA_READY, false, reason).message(message.clone()));
+    write(client, am, update).await?;
+    match error {
+        Some(err) => Err(err),
+        None => Ok(None),
+    }
+}
+
+/// The status of an AgentMachine with `agent` bound (or none; `bound` is the reference it had).
+fn bound_status(agent: Option<&Agent>, bound: Option<&AgentReference>) -> StatusUpdate {
+    let Some(agent) = agent else {
+        let gone = bound.map(|r| {
+            format!(
+                "the bound Agent {}/{} no longer exists",
+                r.namespace, r.name
+            )
+        });
+        return not_reserved(gone.as_deref());
+    };
+    let conditions = machine_conditions(Reservation::Reserved(agent));
+    let ready = conditions
+        .last()
+        .is_some_and(|c| c.status == ConditionStatus::True);
+    StatusUpdate {
+        agent_ref: Some(AgentReference {
+            namespace: agent.metadata.namespace.clone().unwrap_or_default(),
+            name: agent.metadata.name.clone().unwrap_or_default(),
+        }),
+        addresses: Some(addresses(agent)),
+        conditions,
+        ready: Some(ready),
+    }
 }
 
 /// The ClusterDeployment the AgentMachine's cluster uses, from the AgentCluster named by
@@ -507,23 +521,26 @@ async fn refresh(
     Ok(Some(agent))
 }
 
+/// What deletion works on: the AgentMachine (as read, and raw for finalizer writes) and its
+/// Machine (`None` when gone) with the apiVersion the owner reference names.
+struct Subject<'a> {
+    raw: &'a DynamicObject,
+    am: &'a AgentMachine,
+    machine: Option<&'a Machine>,
+    machine_api_version: &'a str,
+}
+
 /// Deletion handling; `Some(outcome)` when deletion is under way and the reconcile ends here.
-async fn deletion(
-    ctx: &Context,
-    raw: &DynamicObject,
-    am: &AgentMachine,
-    machine: Option<&Machine>,
-    machine_api_version: &str,
-    paused: bool,
-) -> Result<Option<Outcome>> {
+async fn deletion(ctx: &Context, subject: &Subject<'_>, paused: bool) -> Result<Option<Outcome>> {
     let client = ctx.client.as_ref();
+    let (am, machine) = (subject.am, subject.machine);
     let phase = hook_phase(machine);
     let am_deleting = am.metadata.deletion_timestamp.is_some();
     if phase == HookPhase::Live && !am_deleting {
         if let Some(machine) = machine.filter(|m| !has_hook(m)) {
-            set_hook(client, machine, machine_api_version, true).await?;
+            set_hook(client, machine, subject.machine_api_version, true).await?;
         }
-        add_finalizer(client, raw, AGENT_MACHINE_FINALIZER).await?;
+        add_finalizer(client, subject.raw, AGENT_MACHINE_FINALIZER).await?;
         return Ok(None);
     }
     let agent_ref = am.status.as_ref().and_then(|s| s.agent_ref.clone());
@@ -540,79 +557,71 @@ async fn deletion(
         (Some(_), None) => AgentView::Missing,
         (Some(_), Some(a)) => AgentView::Present(a),
     };
-    let deleting_for = deleting_for(machine, am);
     let observed = Observed {
         phase,
         agent_machine_deleting: am_deleting,
         paused,
         agent: view,
-        deleting_for,
+        deleting_for: deleting_for(machine, am),
         timeout: ctx.config.unbind_timeout,
     };
-    let condition = |status: bool, reason: &str, message: String| StatusUpdate {
-        conditions: vec![ConditionUpdate::new(DELETING, status, reason).message(message)],
+    act(
+        ctx,
+        subject,
+        step(&observed),
+        agent.as_ref(),
+        observed.deleting_for,
+    )
+    .await
+}
+
+fn deleting(reason: &str, message: String) -> StatusUpdate {
+    StatusUpdate {
+        conditions: vec![ConditionUpdate::new(DELETING, false, reason).message(message)],
         ..StatusUpdate::default()
-    };
-    match step(&observed) {
+    }
+}
+
+/// Carries out one deletion [`Step`].
+async fn act(
+    ctx: &Context,
+    subject: &Subject<'_>,
+    next: Step,
+    agent: Option<&Agent>,
+    deleting_for: Duration,
+) -> Result<Option<Outcome>> {
+    let client = ctx.client.as_ref();
+    let am = subject.am;
+    match next {
         Step::NotDeleting => Ok(None),
         Step::WaitForHook => {
-            write(
-                client,
-                am,
-                condition(
-                    false,
-                    "WaitingForPreTerminateHook",
-                    "the Machine is draining".into(),
-                ),
-            )
-            .await?;
+            let update = deleting(
+                "WaitingForPreTerminateHook",
+                "the Machine is draining".into(),
+            );
+            write(client, am, update).await?;
             Ok(Some(Outcome::Done))
         }
         Step::Unbind => {
-            if let Some(agent) = &agent {
+            if let Some(agent) = agent {
                 patch_agent(client, agent, &unbind_patch(agent)).await?;
             }
-            write(
-                client,
-                am,
-                condition(
-                    false,
-                    "UnbindingAgent",
-                    "the Agent was unbound; waiting for it to return to discovery".into(),
-                ),
-            )
-            .await?;
+            let message = "the Agent was unbound; waiting for it to return to discovery";
+            write(client, am, deleting("UnbindingAgent", message.into())).await?;
             Ok(Some(Outcome::RequeueAfter(UNBIND_POLL)))
         }
         Step::WaitForUnbound => {
-            let state = agent
-                .as_ref()
-                .map(|a| a.state().to_owned())
-                .unwrap_or_default();
+            let state = agent.map(|a| a.state().to_owned()).unwrap_or_default();
             let message = format!(
                 "waiting {}s (at most {}s) for the Agent to return to discovery; host state {state:?}",
                 deleting_for.as_secs(),
                 ctx.config.unbind_timeout.as_secs()
             );
-            write(
-                client,
-                am,
-                condition(false, "WaitingForAgentUnbound", message),
-            )
-            .await?;
+            write(client, am, deleting("WaitingForAgentUnbound", message)).await?;
             Ok(Some(Outcome::RequeueAfter(UNBIND_POLL)))
         }
         Step::Release(reason) => {
-            release(
-                ctx,
-                raw,
-                am,
-                machine,
-                machine_api_version,
-                reason,
-                deleting_for,
-            )
-            .await?;
+            release(ctx, subject, reason, deleting_for).await?;
             Ok(Some(Outcome::Done))
         }
     }
@@ -635,16 +644,14 @@ fn deleting_for(machine: Option<&Machine>, am: &AgentMachine) -> Duration {
 
 async fn release(
     ctx: &Context,
-    raw: &DynamicObject,
-    am: &AgentMachine,
-    machine: Option<&Machine>,
-    machine_api_version: &str,
+    subject: &Subject<'_>,
     reason: ReleaseReason,
     deleting_for: Duration,
 ) -> Result<()> {
     let client = ctx.client.as_ref();
-    if let Some(machine) = machine.filter(|m| has_hook(m)) {
-        set_hook(client, machine, machine_api_version, false).await?;
+    let (raw, am) = (subject.raw, subject.am);
+    if let Some(machine) = subject.machine.filter(|m| has_hook(m)) {
+        set_hook(client, machine, subject.machine_api_version, false).await?;
     }
     if matches!(
         reason,

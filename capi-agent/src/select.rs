@@ -99,16 +99,12 @@ pub fn eligible(agent: &Agent, request: &Request<'_>) -> Result<(), Ineligible> 
 /// The eligible Agents, best first. Deterministic: equal scores are ordered by creation time,
 /// then name.
 pub fn rank<'a>(agents: &'a [Agent], request: &Request<'_>) -> Vec<&'a Agent> {
-    let mut ranked: Vec<(Score, &'a Agent)> = agents
+    let mut ranked: Vec<(Key<'a>, &'a Agent)> = agents
         .iter()
         .filter(|a| eligible(a, request).is_ok())
-        .map(|a| (score(a, request), a))
+        .map(|a| (key(a, request), a))
         .collect();
-    ranked.sort_unstable_by(|(sa, a), (sb, b)| {
-        sa.cmp(sb)
-            .then_with(|| creation(a).cmp(&creation(b)))
-            .then_with(|| a.metadata.name.cmp(&b.metadata.name))
-    });
+    ranked.sort_unstable_by(|(ka, _), (kb, _)| ka.cmp(kb));
     ranked.into_iter().map(|(_, a)| a).collect()
 }
 
@@ -117,12 +113,18 @@ pub fn best<'a>(agents: &'a [Agent], request: &Request<'_>) -> Option<&'a Agent>
     agents
         .iter()
         .filter(|a| eligible(a, request).is_ok())
-        .min_by(|a, b| {
-            score(a, request)
-                .cmp(&score(b, request))
-                .then_with(|| creation(a).cmp(&creation(b)))
-                .then_with(|| a.metadata.name.cmp(&b.metadata.name))
-        })
+        .min_by_key(|a| key(a, request))
+}
+
+/// The full ordering key: score, then creation time, then name.
+type Key<'a> = (Score, i64, Option<&'a str>);
+
+fn key<'a>(agent: &'a Agent, request: &Request<'_>) -> Key<'a> {
+    (
+        score(agent, request),
+        creation(agent),
+        agent.metadata.name.as_deref(),
+    )
 }
 
 /// Sort key: lower is better.

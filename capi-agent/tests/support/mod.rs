@@ -23,7 +23,8 @@ pub const NS: &str = "clusters-hc";
 /// The InfraEnv namespace, where Agents live.
 pub const AGENTS: &str = "agents";
 /// The foreign CRDs.
-pub const FOREIGN_CRDS: &str = include_str!("../fixtures/foreign-crds.yaml");
+pub const FOREIGN_CRDS: &str =
+    include_str!("../../../examples/playground/agent/00-foreign-crds.yaml");
 /// An Ignition config as HyperShift writes it.
 pub const USER_DATA: &str = r#"{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://ignition.example.com/ignition","httpHeaders":[{"name":"Authorization","value":"Bearer s3cr3t"},{"name":"NodePool","value":"clusters/pool"}]}]}}}"#;
 
