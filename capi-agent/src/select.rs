@@ -104,7 +104,7 @@ pub fn rank<'a>(agents: &'a [Agent], request: &Request<'_>) -> Vec<&'a Agent> {
         .filter(|a| eligible(a, request).is_ok())
         .map(|a| (key(a, request), a))
         .collect();
-    ranked.sort_unstable_by(|(ka, _), (kb, _)| ka.cmp(kb));
+    ranked.sort_unstable_by_key(|(k, _)| *k);
     ranked.into_iter().map(|(_, a)| a).collect()
 }
 
