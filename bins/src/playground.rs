@@ -10,6 +10,7 @@
 //! against the servers, applies its examples, reports a table and whether it converged, and
 //! stops with the playground. [`sections`] lists them; `--only` picks some.
 
+pub mod agent;
 pub mod init;
 pub mod kubeconfig;
 
@@ -173,7 +174,10 @@ pub trait Section: Send {
 
 /// Every system the playground can run, in start order.
 pub fn sections() -> Vec<Box<dyn Section>> {
-    vec![Box::new(init::InitSection::default())]
+    vec![
+        Box::new(init::InitSection::default()),
+        Box::new(agent::AgentSection::default()),
+    ]
 }
 
 /// The sections `only` names (all when empty), in start order.
