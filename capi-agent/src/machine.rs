@@ -319,7 +319,7 @@ async fn prepare_bootstrap(
     let data = bootstrap::parse(&secret_key, &value.0)?;
     let token_ref = match &data.token {
         Some(token) => {
-            write_token_secret(client, am, &data_secret, token).await?;
+            write_token_secret(client, &secret, token).await?;
             Some(SecretReference {
                 namespace: namespace.to_owned(),
                 name: token_secret_name(&data_secret),
@@ -334,38 +334,28 @@ async fn prepare_bootstrap(
     }))
 }
 
-/// Creates the token Secret, or updates it when the token, labels or owners changed (token
-/// rotation). Other labels and owners on an existing Secret are kept.
+/// Creates the token Secret, or updates it when the token or its labels changed (token
+/// rotation). Other labels on an existing Secret are kept.
 async fn write_token_secret(
     client: &dyn ObjectClient,
-    am: &AgentMachine,
-    data_secret: &str,
+    data_secret: &Secret,
     token: &str,
 ) -> Result<()> {
-    let namespace = am.metadata.namespace.as_deref().unwrap_or_default();
-    let name = token_secret_name(data_secret);
-    let existing = client.get_typed::<Secret>(Some(namespace), &name).await?;
-    let owners = existing
-        .as_ref()
-        .and_then(|s| s.metadata.owner_references.clone())
-        .unwrap_or_default();
-    let desired = render_token_secret(am, data_secret, token, &owners)?;
-    let Some(mut existing) = existing else {
+    let desired = render_token_secret(data_secret, token)?;
+    let namespace = desired.metadata.namespace.clone().unwrap_or_default();
+    let name = desired.metadata.name.clone().unwrap_or_default();
+    let Some(mut existing) = client.get_typed::<Secret>(Some(&namespace), &name).await? else {
         // AlreadyExists (a concurrent AgentMachine of the same pool) is transient: the retry
-        // updates the Secret instead.
+        // finds the Secret.
         client.create_typed(&desired).await?;
         return Ok(());
     };
     let mut labels = existing.metadata.labels.clone().unwrap_or_default();
     labels.extend(desired.metadata.labels.clone().unwrap_or_default());
-    let unchanged = existing.data == desired.data
-        && existing.metadata.labels.as_ref() == Some(&labels)
-        && existing.metadata.owner_references == desired.metadata.owner_references;
-    if unchanged {
+    if existing.data == desired.data && existing.metadata.labels.as_ref() == Some(&labels) {
         return Ok(());
     }
     existing.metadata.labels = Some(labels);
-    existing.metadata.owner_references = desired.metadata.owner_references;
     existing.data = desired.data;
     client.replace_typed(&existing).await?;
     Ok(())

@@ -10,9 +10,7 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 
 use crate::api::v1beta1::IgnitionEndpoint;
-use crate::api::{
-    AGENT_CLUSTER_REF_LABEL, AgentCluster, AgentMachine, BACKUP_LABEL, TOKEN_KEY, WATCH_LABEL,
-};
+use crate::api::{AGENT_CLUSTER_REF_LABEL, AgentCluster, BACKUP_LABEL, TOKEN_KEY, WATCH_LABEL};
 use crate::error::{Error, Result};
 use crate::foreign::{
     AciIgnitionEndpoint, AgentClusterInstall, AgentClusterInstallSpec, ClusterDeployment,
@@ -183,27 +181,19 @@ pub fn token_secret_name(data_secret: &str) -> String {
     format!("agent-{data_secret}")
 }
 
-/// The ignition token Secret `agent-<dataSecretName>` in the Machine's namespace: key
-/// `ignition-token`, labels `agent-install.openshift.io/watch` and the backup label, and an
-/// owner reference to every AgentMachine using it (`existing_owners` plus `machine`), so it is
-/// garbage-collected with the last of them (upstream never deletes it).
-pub fn render_token_secret(
-    machine: &AgentMachine,
-    data_secret: &str,
-    token: &str,
-    existing_owners: &[OwnerReference],
-) -> Result<Secret> {
-    let owner = owner_reference(machine)?;
-    let mut owners: Vec<OwnerReference> = existing_owners
-        .iter()
-        .filter(|o| o.uid != owner.uid)
-        .cloned()
-        .collect();
-    owners.push(owner);
+/// The ignition token Secret `agent-<dataSecretName>` next to the bootstrap data Secret
+/// `data_secret`: key `ignition-token`, labels `agent-install.openshift.io/watch` and the backup
+/// label, and an owner reference to the bootstrap data Secret, so it is garbage-collected with
+/// the data it was cut from (upstream never deletes it). The name is upstream's, so the Secret is
+/// shared by every Machine of a pool, as upstream shares it; owning it by the data Secret (not by
+/// each AgentMachine) keeps one writer per token and no owner list to contend on.
+pub fn render_token_secret(data_secret: &Secret, token: &str) -> Result<Secret> {
+    let data_secret_name = data_secret.metadata.name.clone().unwrap_or_default();
+    let owner = owner_reference(data_secret)?;
     Ok(Secret {
         metadata: ObjectMeta {
-            name: Some(token_secret_name(data_secret)),
-            namespace: machine.metadata.namespace.clone(),
+            name: Some(token_secret_name(&data_secret_name)),
+            namespace: data_secret.metadata.namespace.clone(),
             labels: Some(
                 [
                     (WATCH_LABEL.to_owned(), "true".to_owned()),
@@ -211,7 +201,7 @@ pub fn render_token_secret(
                 ]
                 .into(),
             ),
-            owner_references: Some(owners),
+            owner_references: Some(vec![owner]),
             ..ObjectMeta::default()
         },
         data: Some([(TOKEN_KEY.to_owned(), ByteString(token.as_bytes().to_vec()))].into()),
@@ -222,8 +212,8 @@ pub fn render_token_secret(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::api::AgentClusterSpec;
     use crate::api::v1beta1::{CaCertificateReference, IgnitionEndpoint};
-    use crate::api::{AgentClusterSpec, AgentMachineSpec};
     use crate::foreign::{ControlPlaneSpec, ControlPlaneStatus, Dns, SecretKeyRef};
 
     fn agent_cluster() -> AgentCluster {
@@ -340,31 +330,30 @@ mod tests {
         }
     }
 
-    fn machine(uid: &str) -> AgentMachine {
-        let mut m = AgentMachine::new("m1", AgentMachineSpec::default());
-        m.metadata.namespace = Some("clusters-hc".into());
-        m.metadata.uid = Some(uid.into());
-        m
+    fn data_secret() -> Secret {
+        Secret {
+            metadata: ObjectMeta {
+                name: Some("user-data-pool".into()),
+                namespace: Some("clusters-hc".into()),
+                uid: Some("data-uid".into()),
+                ..ObjectMeta::default()
+            },
+            ..Secret::default()
+        }
     }
 
     #[test]
     fn render_token_secret_matches_snapshot() {
-        let secret =
-            render_token_secret(&machine("m-uid"), "user-data-pool", "s3cr3t", &[]).unwrap();
-        insta::assert_yaml_snapshot!(secret);
+        insta::assert_yaml_snapshot!(render_token_secret(&data_secret(), "s3cr3t").unwrap());
     }
 
     #[test]
-    fn the_token_secret_keeps_other_machines_as_owners() {
-        let other = owner_reference(&machine("other")).unwrap();
-        let secret = render_token_secret(&machine("m-uid"), "d", "t", &[other]).unwrap();
-        let uids: Vec<_> = secret
-            .metadata
-            .owner_references
-            .unwrap()
-            .into_iter()
-            .map(|o| o.uid)
-            .collect();
-        assert_eq!(uids, ["other", "m-uid"]);
+    fn the_token_secret_is_owned_by_the_bootstrap_data_secret() {
+        let secret = render_token_secret(&data_secret(), "t").unwrap();
+        let owners = secret.metadata.owner_references.unwrap();
+        assert_eq!(
+            (owners[0].kind.as_str(), owners[0].uid.as_str()),
+            ("Secret", "data-uid")
+        );
     }
 }

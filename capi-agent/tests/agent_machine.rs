@@ -176,7 +176,7 @@ async fn a_bound_machine_has_provider_id_agent_ref_and_addresses() {
 }
 
 #[tokio::test]
-async fn the_token_secret_holds_the_bearer_token_and_is_owned_by_the_machine() {
+async fn the_token_secret_holds_the_bearer_token_and_is_owned_by_the_bootstrap_data_secret() {
     let (world, ctx) = world_with_machine().await;
     reconcile(&ctx, "m1").await;
     let secret: Secret = world
@@ -194,7 +194,11 @@ async fn the_token_secret_holds_the_bearer_token_and_is_owned_by_the_machine() {
         ),
         ("true", "true")
     );
-    assert_eq!(secret.metadata.owner_references.unwrap()[0].name, "m1");
+    let owner = secret.metadata.owner_references.unwrap()[0].clone();
+    assert_eq!(
+        (owner.kind.as_str(), owner.name.as_str()),
+        ("Secret", "user-data")
+    );
 }
 
 #[tokio::test]
