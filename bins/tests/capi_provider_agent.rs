@@ -13,7 +13,7 @@ use kcp_core::{ObjectClient, ObjectClientExt, parse_manifests};
 use kcp_sim::{Config, Server};
 
 const PROVIDER: &str = env!("CARGO_BIN_EXE_capi-provider-agent");
-const FOREIGN_CRDS: &str = include_str!("../../capi-agent/tests/fixtures/foreign-crds.yaml");
+const FOREIGN_CRDS: &str = include_str!("../../examples/playground/agent/00-foreign-crds.yaml");
 
 struct Running(Child);
 
