@@ -10,6 +10,7 @@
 //! against the servers, applies its examples, reports a table and whether it converged, and
 //! stops with the playground. [`sections`] lists them; `--only` picks some.
 
+pub mod agent;
 pub mod init;
 pub mod kind;
 pub mod kubeconfig;
@@ -189,6 +190,7 @@ pub fn sections() -> Vec<Box<dyn Section>> {
         Box::new(init::InitSection::default()),
         Box::new(sync::SyncSection::default()),
         Box::new(kind::KindSection::default()),
+        Box::new(agent::AgentSection::default()),
     ]
 }
 

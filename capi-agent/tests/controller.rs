@@ -1,0 +1,243 @@
+//! The controllers running on `kube::runtime::Controller` over HTTP against kcp-sim: watches,
+//! concurrency and retries.
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::time::Duration;
+
+use capi_agent::controller::{Options, run};
+use kcp_core::Backoff;
+use kcp_sim::{ErrorRule, Verb};
+use serde_json::json;
+use support::*;
+use tokio::sync::oneshot;
+
+struct Running {
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<capi_agent::Result<()>>,
+}
+
+fn start(world: &World) -> Running {
+    start_with(world, |_| {})
+}
+
+fn start_with(world: &World, configure: impl FnOnce(&mut Options)) -> Running {
+    let mut options = Options::new(world.sim.client("").unwrap());
+    options.concurrency = 4;
+    configure(&mut options);
+    options.backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(500));
+    let (stop, rx) = oneshot::channel::<()>();
+    let task = tokio::spawn(run(options, async move {
+        let _ = rx.await;
+    }));
+    Running { stop, task }
+}
+
+impl Running {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(Duration::from_secs(30), self.task)
+            .await
+            .expect("the controllers drain")
+            .unwrap()
+            .unwrap();
+    }
+}
+
+async fn bound_and_waiting(world: &World, names: &[String]) -> (usize, usize) {
+    let (mut bound, mut waiting) = (0, 0);
+    for n in names {
+        let am = world.agent_machine(n).await;
+        if am
+            .status
+            .as_ref()
+            .and_then(|s| s.agent_ref.as_ref())
+            .is_some()
+        {
+            bound += 1;
+        } else if condition(&am, "AgentReserved").is_some_and(|c| c.1 == "NoSuitableAgents") {
+            waiting += 1;
+        }
+    }
+    (bound, waiting)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn twenty_machines_for_ten_agents_with_four_workers_bind_ten_and_ten_wait() {
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    for i in 0..10 {
+        world.agent(&format!("host-{i:02}"), json!({})).await;
+    }
+    let names: Vec<String> = (0..20).map(|i| format!("m{i:02}")).collect();
+    for n in &names {
+        world.machine(n, None).await;
+    }
+    let running = start(&world);
+    until(
+        "10 bound and 10 waiting",
+        Duration::from_secs(60),
+        || async { bound_and_waiting(&world, &names).await == (10, 10) },
+    )
+    .await;
+    let mut owners = std::collections::BTreeSet::new();
+    for agent in world.agents().await {
+        let owner = agent
+            .label("agentMachineRef")
+            .expect("every Agent is bound")
+            .to_owned();
+        assert!(owners.insert(owner), "an AgentMachine holds two Agents");
+    }
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_agent_wakes_a_waiting_machine() {
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    world
+        .machine("m1", Some(json!({"matchLabels": {"pool": "a"}})))
+        .await;
+    let running = start(&world);
+    let names = vec!["m1".to_string()];
+    until("m1 waiting", Duration::from_secs(30), || async {
+        bound_and_waiting(&world, &names).await == (0, 1)
+    })
+    .await;
+    world.agent("host-1", json!({"pool": "a"})).await;
+    until("m1 bound", Duration::from_secs(30), || async {
+        bound_and_waiting(&world, &names).await == (1, 0)
+    })
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_machine_converges_with_ten_percent_injected_server_errors() {
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    for i in 0..10 {
+        world.agent(&format!("host-{i:02}"), json!({})).await;
+    }
+    let names: Vec<String> = (0..10).map(|i| format!("m{i:02}")).collect();
+    for n in &names {
+        world.machine(n, None).await;
+    }
+    let running = start(&world);
+    let faulty = ErrorRule::new(500, 0.1).verbs([
+        Verb::Get,
+        Verb::List,
+        Verb::Create,
+        Verb::Update,
+        Verb::Patch,
+    ]);
+    world.sim.faults().add_error(faulty);
+    until("all 10 bound", Duration::from_secs(90), || async {
+        // The test's own reads must not fail: look without faults, then put them back.
+        let config = world.sim.faults().config();
+        world.sim.faults().clear();
+        let done = bound_and_waiting(&world, &names).await == (10, 0);
+        world.sim.faults().set(config);
+        done
+    })
+    .await;
+    world.sim.faults().clear();
+    let bound: std::collections::BTreeSet<_> = world
+        .agents()
+        .await
+        .iter()
+        .filter_map(|a| a.label("agentMachineRef").map(str::to_owned))
+        .collect();
+    assert_eq!(bound.len(), 10);
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_watch_filter_leaves_unlabelled_machines_alone() {
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    world.agent("host-1", json!({})).await;
+    world.agent("host-2", json!({})).await;
+    world.machine("mine", None).await;
+    world.machine("other", None).await;
+    world
+        .patch(
+            &agent_machine_ref("mine"),
+            kcp_core::Subresource::Main,
+            json!({"metadata": {"labels": {"cluster.x-k8s.io/watch-filter": "a"}}}),
+        )
+        .await;
+    world
+        .patch(
+            &agent_cluster_ref("hc"),
+            kcp_core::Subresource::Main,
+            json!({"metadata": {"labels": {"cluster.x-k8s.io/watch-filter": "a"}}}),
+        )
+        .await;
+    let running = start_with(&world, |o| o.watch_filter = Some("a".into()));
+    let mine = vec!["mine".to_string()];
+    until("mine bound", Duration::from_secs(30), || async {
+        bound_and_waiting(&world, &mine).await == (1, 0)
+    })
+    .await;
+    running.stop().await;
+    assert!(
+        world.agent_machine("other").await.status.is_none(),
+        "the unlabelled AgentMachine was reconciled"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agents_outside_the_agent_namespace_are_never_bound() {
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    world
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "elsewhere"}}))
+        .await;
+    let stray = world
+        .create(
+            json!({"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "Agent",
+        "metadata": {"name": "stray", "namespace": "elsewhere"}, "spec": {"approved": true}}),
+        )
+        .await;
+    world.patch(&kcp_core::ObjectRef::from_object(&stray).unwrap(), kcp_core::Subresource::Status, json!({"status": {"conditions": [
+        {"type": "Validated", "status": "True"}, {"type": "Connected", "status": "True"}, {"type": "Bound", "status": "False"}]}})).await;
+    world.machine("m1", None).await;
+    let running = start_with(&world, |o| o.config.agent_namespace = Some(AGENTS.into()));
+    let names = vec!["m1".to_string()];
+    until("m1 waiting", Duration::from_secs(30), || async {
+        bound_and_waiting(&world, &names).await == (0, 1)
+    })
+    .await;
+    world.agent("host-1", json!({})).await;
+    until("m1 bound", Duration::from_secs(30), || async {
+        bound_and_waiting(&world, &names).await == (1, 0)
+    })
+    .await;
+    running.stop().await;
+    assert_eq!(
+        world
+            .agent_machine("m1")
+            .await
+            .status
+            .unwrap()
+            .agent_ref
+            .unwrap()
+            .namespace,
+        AGENTS
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readiness_is_reported_once_the_caches_synced() {
+    let world = World::start().await;
+    let ready = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = ready.clone();
+    let running = start_with(&world, |o| o.ready = Some(flag));
+    until("ready", Duration::from_secs(10), || async {
+        ready.load(std::sync::atomic::Ordering::SeqCst)
+    })
+    .await;
+    running.stop().await;
+}
