@@ -11,5 +11,6 @@
 
 pub mod api;
 pub mod error;
+pub mod render;
 
 pub use error::{Error, Result};

@@ -14,6 +14,8 @@ pub const WORKSPACE_PATH_PATTERN: &str =
     "^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(:[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$";
 
 /// The desired state of a Kubeconfig.
+// Several printer columns share `type_ = "string"`, which clippy takes for a repeated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "operator.kcp.io",

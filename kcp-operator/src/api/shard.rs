@@ -91,6 +91,8 @@ pub struct CommonShardSpec {
 }
 
 /// The desired state of a RootShard.
+// Several printer columns share `type_ = "string"`, which clippy takes for a repeated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "operator.kcp.io",
@@ -217,6 +219,8 @@ pub struct ShardReference {
 }
 
 /// The desired state of a Shard.
+// Several printer columns share `type_ = "string"`, which clippy takes for a repeated attribute.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
     group = "operator.kcp.io",
