@@ -11,6 +11,8 @@
 
 pub mod api;
 pub mod error;
+pub mod reconcile;
+pub mod status;
 pub mod render;
 
 pub use error::{Error, Result};

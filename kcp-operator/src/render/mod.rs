@@ -16,6 +16,7 @@
 
 pub mod cacheserver;
 pub mod certmanager;
+pub mod compiled;
 pub mod deployment;
 pub mod duration;
 pub mod frontproxy;
