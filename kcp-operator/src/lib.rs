@@ -10,9 +10,10 @@
 //! ```
 
 pub mod api;
+pub mod controller;
 pub mod error;
 pub mod reconcile;
-pub mod status;
 pub mod render;
+pub mod status;
 
 pub use error::{Error, Result};

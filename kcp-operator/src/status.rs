@@ -16,7 +16,11 @@ use kcp_core::runtime::conditions::{ConditionStatus, ConditionUpdate, find_condi
 use crate::api::{CONDITION_AVAILABLE, CONDITION_READY};
 
 /// `Available` of a Compiled* object, from its Deployment `namespace/name`.
-pub fn deployment_available(deployment: Option<&Deployment>, namespace: &str, name: &str) -> ConditionUpdate {
+pub fn deployment_available(
+    deployment: Option<&Deployment>,
+    namespace: &str,
+    name: &str,
+) -> ConditionUpdate {
     let Some(dep) = deployment else {
         return ConditionUpdate::new(CONDITION_AVAILABLE, false, "DeploymentUnavailable")
             .message(format!("Deployment {namespace}/{name} does not exist."));
@@ -26,8 +30,9 @@ pub fn deployment_available(deployment: Option<&Deployment>, namespace: &str, na
     let updated = status.updated_replicas.unwrap_or(0);
     let ready = status.ready_replicas.unwrap_or(0);
     if updated == wanted && ready == wanted {
-        ConditionUpdate::new(CONDITION_AVAILABLE, true, "ReplicasUp")
-            .message(format!("Deployment {namespace}/{name} is fully up and running."))
+        ConditionUpdate::new(CONDITION_AVAILABLE, true, "ReplicasUp").message(format!(
+            "Deployment {namespace}/{name} is fully up and running."
+        ))
     } else {
         ConditionUpdate::new(CONDITION_AVAILABLE, false, "ReplicasUnavailable").message(format!(
             "Deployment {namespace}/{name} has {ready} of {wanted} replicas ready ({updated} updated)."
@@ -36,7 +41,11 @@ pub fn deployment_available(deployment: Option<&Deployment>, namespace: &str, na
 }
 
 /// `Available` of a source object, copied from its Compiled* object's conditions.
-pub fn copied_available(compiled: Option<&[Condition]>, compiled_kind: &str, name: &str) -> ConditionUpdate {
+pub fn copied_available(
+    compiled: Option<&[Condition]>,
+    compiled_kind: &str,
+    name: &str,
+) -> ConditionUpdate {
     match compiled.and_then(|c| find_condition(c, CONDITION_AVAILABLE)) {
         Some(c) => {
             let status = match c.status.as_str() {
@@ -65,9 +74,14 @@ pub fn phase(deleting: bool, available: bool) -> &'static str {
 /// The summary `Ready` condition: true when every given condition is true; otherwise false
 /// with the first failing condition's reason and message.
 pub fn ready(conditions: &[&ConditionUpdate]) -> ConditionUpdate {
-    match conditions.iter().find(|c| c.status != ConditionStatus::True) {
-        None => ConditionUpdate::new(CONDITION_READY, true, "AllConditionsTrue").message("The object is ready."),
-        Some(c) => ConditionUpdate::new(CONDITION_READY, false, &c.reason).message(format!("{}: {}", c.type_, c.message)),
+    match conditions
+        .iter()
+        .find(|c| c.status != ConditionStatus::True)
+    {
+        None => ConditionUpdate::new(CONDITION_READY, true, "AllConditionsTrue")
+            .message("The object is ready."),
+        Some(c) => ConditionUpdate::new(CONDITION_READY, false, &c.reason)
+            .message(format!("{}: {}", c.type_, c.message)),
     }
 }
 
@@ -78,7 +92,10 @@ mod tests {
 
     fn dep(replicas: i32, updated: i32, ready: i32) -> Deployment {
         Deployment {
-            spec: Some(DeploymentSpec { replicas: Some(replicas), ..Default::default() }),
+            spec: Some(DeploymentSpec {
+                replicas: Some(replicas),
+                ..Default::default()
+            }),
             status: Some(DeploymentStatus {
                 updated_replicas: Some(updated),
                 ready_replicas: Some(ready),
@@ -90,8 +107,14 @@ mod tests {
 
     #[test]
     fn available_needs_every_replica_updated_and_ready() {
-        assert_eq!(deployment_available(Some(&dep(2, 2, 2)), "kcp", "x").reason, "ReplicasUp");
-        assert_eq!(deployment_available(Some(&dep(2, 2, 1)), "kcp", "x").reason, "ReplicasUnavailable");
+        assert_eq!(
+            deployment_available(Some(&dep(2, 2, 2)), "kcp", "x").reason,
+            "ReplicasUp"
+        );
+        assert_eq!(
+            deployment_available(Some(&dep(2, 2, 1)), "kcp", "x").reason,
+            "ReplicasUnavailable"
+        );
         let missing = deployment_available(None, "kcp", "root-kcp");
         assert_eq!(missing.reason, "DeploymentUnavailable");
         assert_eq!(missing.message, "Deployment kcp/root-kcp does not exist.");
@@ -116,7 +139,10 @@ mod tests {
         let ok = ConditionUpdate::new("RootShard", true, "Valid");
         let bad = ConditionUpdate::new("Available", false, "ReplicasUnavailable").message("1 of 2");
         let r = ready(&[&ok, &bad]);
-        assert_eq!((r.status, r.reason.as_str()), (ConditionStatus::False, "ReplicasUnavailable"));
+        assert_eq!(
+            (r.status, r.reason.as_str()),
+            (ConditionStatus::False, "ReplicasUnavailable")
+        );
         assert_eq!(ready(&[&ok]).status, ConditionStatus::True);
     }
 }

@@ -4,15 +4,18 @@
 
 use std::collections::BTreeMap;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
 use kcp_core::ObjectClient;
 use kcp_core::ObjectClientExt as _;
 use kcp_core::client::ListOptions;
 use kcp_core::runtime::conditions::ConditionUpdate;
 use kcp_core::runtime::{Outcome, write_status};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
 
 use super::ensure::ensure;
-use super::{core, describe, ensure_certificates, ensure_merged_bundle, owner_ref, set_conditions, CertificateState};
+use super::{
+    CertificateState, core, describe, ensure_certificates, ensure_merged_bundle, owner_ref,
+    set_conditions,
+};
 use crate::api::*;
 use crate::error::{Error, Result};
 use crate::render::compiled::*;
@@ -22,15 +25,25 @@ use crate::render::pki::{self, IntermediateCa, ProxyLeaf, ShardLeaf};
 use crate::status;
 
 fn name_ns(meta: &kube::api::ObjectMeta) -> (String, String) {
-    (meta.name.clone().unwrap_or_default(), meta.namespace.clone().unwrap_or_default())
+    (
+        meta.name.clone().unwrap_or_default(),
+        meta.namespace.clone().unwrap_or_default(),
+    )
 }
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect()
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
 }
 
 /// The names of the Shards of root shard `rs` in `namespace`, sorted.
-pub async fn shard_names(client: &dyn ObjectClient, namespace: &str, rs: &str) -> Result<Vec<String>> {
+pub async fn shard_names(
+    client: &dyn ObjectClient,
+    namespace: &str,
+    rs: &str,
+) -> Result<Vec<String>> {
     let shards: Vec<Shard> = client
         .list_typed(Some(namespace), &ListOptions::default())
         .await
@@ -51,13 +64,21 @@ async fn kcp_virtual_workspace(
     namespace: &str,
     common: &CommonShardSpec,
 ) -> Result<Option<NamedVirtualWorkspaceSpec>> {
-    let Some(reference) = &common.kcp_virtual_workspace else { return Ok(None) };
+    let Some(reference) = &common.kcp_virtual_workspace else {
+        return Ok(None);
+    };
     let vw: Option<VirtualWorkspace> = client
         .get_typed(Some(namespace), &reference.name)
         .await
-        .map_err(core(format!("reading VirtualWorkspace {namespace}/{}", reference.name)))?;
+        .map_err(core(format!(
+            "reading VirtualWorkspace {namespace}/{}",
+            reference.name
+        )))?;
     match vw {
-        Some(vw) => Ok(Some(NamedVirtualWorkspaceSpec { name: reference.name.clone(), spec: vw.spec })),
+        Some(vw) => Ok(Some(NamedVirtualWorkspaceSpec {
+            name: reference.name.clone(),
+            spec: vw.spec,
+        })),
         None => Err(Error::MissingReference {
             object: object.to_owned(),
             field: "spec.kcpVirtualWorkspace".into(),
@@ -76,23 +97,44 @@ fn waiting(state: &CertificateState) -> Outcome {
     }
 }
 
-fn bundle_sources(first: String, refs: &[Option<&k8s_openapi::api::core::v1::LocalObjectReference>]) -> Vec<String> {
-    std::iter::once(first).chain(refs.iter().flatten().map(|r| r.name.clone())).collect()
+fn bundle_sources(
+    first: String,
+    refs: &[Option<&k8s_openapi::api::core::v1::LocalObjectReference>],
+) -> Vec<String> {
+    std::iter::once(first)
+        .chain(refs.iter().flatten().map(|r| r.name.clone()))
+        .collect()
 }
 
-async fn ensure_issuers_and_kubeconfigs(client: &dyn ObjectClient, rs: &RootShard, owner: &OwnerReference) -> Result<()> {
+async fn ensure_issuers_and_kubeconfigs(
+    client: &dyn ObjectClient,
+    rs: &RootShard,
+    owner: &OwnerReference,
+) -> Result<()> {
     let (_, issuers) = pki::render_root_shard_pki(rs);
     for issuer in &issuers {
         ensure(client, issuer, Some(owner)).await?;
     }
-    for which in [AdminKubeconfig::LogicalClusterAdmin, AdminKubeconfig::ExternalLogicalClusterAdmin] {
-        ensure(client, &render_root_shard_kubeconfig_secret(rs, which)?, Some(owner)).await?;
+    for which in [
+        AdminKubeconfig::LogicalClusterAdmin,
+        AdminKubeconfig::ExternalLogicalClusterAdmin,
+    ] {
+        ensure(
+            client,
+            &render_root_shard_kubeconfig_secret(rs, which)?,
+            Some(owner),
+        )
+        .await?;
     }
     Ok(())
 }
 
 /// Merged bundles of a root shard and its internal proxy; `false` while a source is missing.
-async fn ensure_root_shard_bundles(client: &dyn ObjectClient, rs: &RootShard, owner: &OwnerReference) -> Result<bool> {
+async fn ensure_root_shard_bundles(
+    client: &dyn ObjectClient,
+    rs: &RootShard,
+    owner: &OwnerReference,
+) -> Result<bool> {
     let (name, ns) = name_ns(&rs.metadata);
     let common = &rs.spec.common;
     let server_ca = IntermediateCa::Server.name(&name);
@@ -101,13 +143,45 @@ async fn ensure_root_shard_bundles(client: &dyn ObjectClient, rs: &RootShard, ow
     let mut complete = true;
     let client_sources = bundle_sources(client_ca, &[common.client_ca_bundle_ref.as_ref()]);
     if common.client_ca_bundle_ref.is_some() {
-        complete &= ensure_merged_bundle(client, &ns, &format!("{name}-merged-client-ca"), lbl.clone(), &client_sources, owner).await?;
+        complete &= ensure_merged_bundle(
+            client,
+            &ns,
+            &format!("{name}-merged-client-ca"),
+            lbl.clone(),
+            &client_sources,
+            owner,
+        )
+        .await?;
     }
-    complete &= ensure_merged_bundle(client, &ns, &format!("{name}-proxy-merged-client-ca"), lbl.clone(), &client_sources, owner).await?;
+    complete &= ensure_merged_bundle(
+        client,
+        &ns,
+        &format!("{name}-proxy-merged-client-ca"),
+        lbl.clone(),
+        &client_sources,
+        owner,
+    )
+    .await?;
     if let Some(bundle) = &common.ca_bundle_secret_ref {
         let sources = vec![server_ca, bundle.name.clone()];
-        complete &= ensure_merged_bundle(client, &ns, &format!("{name}-merged-ca-bundle"), lbl.clone(), &sources, owner).await?;
-        complete &= ensure_merged_bundle(client, &ns, &format!("{name}-proxy-merged-ca-bundle"), lbl, &sources, owner).await?;
+        complete &= ensure_merged_bundle(
+            client,
+            &ns,
+            &format!("{name}-merged-ca-bundle"),
+            lbl.clone(),
+            &sources,
+            owner,
+        )
+        .await?;
+        complete &= ensure_merged_bundle(
+            client,
+            &ns,
+            &format!("{name}-proxy-merged-ca-bundle"),
+            lbl,
+            &sources,
+            owner,
+        )
+        .await?;
     }
     Ok(complete)
 }
@@ -120,7 +194,11 @@ pub async fn reconcile_root_shard(client: &dyn ObjectClient, rs: &RootShard) -> 
     let owner = owner_ref(rs)?;
     let (name, ns) = name_ns(&rs.metadata);
     let (mut certs, _) = pki::render_root_shard_pki(rs);
-    certs.extend(ProxyLeaf::ALL.iter().map(|leaf| pki::render_proxy_certificate(rs, None, *leaf)));
+    certs.extend(
+        ProxyLeaf::ALL
+            .iter()
+            .map(|leaf| pki::render_proxy_certificate(rs, None, *leaf)),
+    );
     let state = ensure_certificates(client, &certs, &owner).await?;
     ensure_issuers_and_kubeconfigs(client, rs, &owner).await?;
     let bundles = ensure_root_shard_bundles(client, rs, &owner).await?;
@@ -130,14 +208,28 @@ pub async fn reconcile_root_shard(client: &dyn ObjectClient, rs: &RootShard) -> 
         let compiled = render_compiled_root_shard(rs, vw, shards.clone(), &state.revisions);
         ensure(client, &compiled, Some(&owner)).await?;
     }
-    let live: Option<CompiledRootShard> = client.get_typed(Some(&ns), &name).await.map_err(core("reading CompiledRootShard"))?;
+    let live: Option<CompiledRootShard> = client
+        .get_typed(Some(&ns), &name)
+        .await
+        .map_err(core("reading CompiledRootShard"))?;
     let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
-    let available = status::copied_available(compiled_conditions.as_deref(), "CompiledRootShard", &name);
+    let available =
+        status::copied_available(compiled_conditions.as_deref(), "CompiledRootShard", &name);
     let generation = rs.metadata.generation;
     write_status::<RootShard, _>(client, Some(&ns), &name, |obj| {
         let s = obj.status.get_or_insert_with(Default::default);
-        apply_status(&mut s.conditions, &mut s.phase, &mut s.observed_generation, std::slice::from_ref(&available), generation, false);
-        s.shards = shards.iter().map(|n| ShardReference { name: n.clone() }).collect();
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            std::slice::from_ref(&available),
+            generation,
+            false,
+        );
+        s.shards = shards
+            .iter()
+            .map(|n| ShardReference { name: n.clone() })
+            .collect();
     })
     .await
     .map_err(core(format!("writing the status of {}", describe(rs))))?;
@@ -173,7 +265,8 @@ async fn root_shard_of(
     config: &RootShardConfig,
 ) -> Result<(Option<RootShard>, ConditionUpdate)> {
     let Some(rs_name) = config.name() else {
-        let c = ConditionUpdate::new(CONDITION_ROOT_SHARD, false, "InvalidReference").message("spec.rootShard.ref is not set.");
+        let c = ConditionUpdate::new(CONDITION_ROOT_SHARD, false, "InvalidReference")
+            .message("spec.rootShard.ref is not set.");
         return Ok((None, c));
     };
     let rs: Option<RootShard> = client
@@ -181,7 +274,8 @@ async fn root_shard_of(
         .await
         .map_err(core(format!("reading RootShard {namespace}/{rs_name}")))?;
     let c = match &rs {
-        Some(_) => ConditionUpdate::new(CONDITION_ROOT_SHARD, true, "Valid").message("RootShard reference is valid."),
+        Some(_) => ConditionUpdate::new(CONDITION_ROOT_SHARD, true, "Valid")
+            .message("RootShard reference is valid."),
         None => ConditionUpdate::new(CONDITION_ROOT_SHARD, false, "InvalidReference")
             .message(format!("RootShard {namespace}/{rs_name} does not exist.")),
     };
@@ -199,28 +293,55 @@ pub async fn reconcile_shard(client: &dyn ObjectClient, shard: &Shard) -> Result
     if let Some(rs) = &rs {
         outcome = shard_children(client, shard, rs).await?;
     }
-    let live: Option<CompiledShard> = client.get_typed(Some(&ns), &name).await.map_err(core("reading CompiledShard"))?;
+    let live: Option<CompiledShard> = client
+        .get_typed(Some(&ns), &name)
+        .await
+        .map_err(core("reading CompiledShard"))?;
     let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
-    let available = status::copied_available(compiled_conditions.as_deref(), "CompiledShard", &name);
+    let available =
+        status::copied_available(compiled_conditions.as_deref(), "CompiledShard", &name);
     let generation = shard.metadata.generation;
     write_status::<Shard, _>(client, Some(&ns), &name, |obj| {
         let s = obj.status.get_or_insert_with(Default::default);
         let updates = [rs_condition.clone(), available.clone()];
-        apply_status(&mut s.conditions, &mut s.phase, &mut s.observed_generation, &updates, generation, false);
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            &updates,
+            generation,
+            false,
+        );
     })
     .await
     .map_err(core(format!("writing the status of {}", describe(shard))))?;
     Ok(outcome)
 }
 
-async fn shard_children(client: &dyn ObjectClient, shard: &Shard, rs: &RootShard) -> Result<Outcome> {
+async fn shard_children(
+    client: &dyn ObjectClient,
+    shard: &Shard,
+    rs: &RootShard,
+) -> Result<Outcome> {
     let owner = owner_ref(shard)?;
     let (name, ns) = name_ns(&shard.metadata);
     let rs_name = rs.metadata.name.clone().unwrap_or_default();
-    let certs: Vec<_> = ShardLeaf::ALL.iter().map(|l| pki::render_shard_certificate(shard, &rs_name, *l)).collect();
+    let certs: Vec<_> = ShardLeaf::ALL
+        .iter()
+        .map(|l| pki::render_shard_certificate(shard, &rs_name, *l))
+        .collect();
     let state = ensure_certificates(client, &certs, &owner).await?;
-    for which in [ShardKubeconfig::Client, ShardKubeconfig::LogicalClusterAdmin, ShardKubeconfig::ExternalLogicalClusterAdmin] {
-        ensure(client, &render_shard_kubeconfig_secret(shard, rs, which)?, Some(&owner)).await?;
+    for which in [
+        ShardKubeconfig::Client,
+        ShardKubeconfig::LogicalClusterAdmin,
+        ShardKubeconfig::ExternalLogicalClusterAdmin,
+    ] {
+        ensure(
+            client,
+            &render_shard_kubeconfig_secret(shard, rs, which)?,
+            Some(&owner),
+        )
+        .await?;
     }
     let lbl = labels(&[(ROOT_SHARD_LABEL, &rs_name), (names::SHARD_LABEL, &name)]);
     let common = &shard.spec.common;
@@ -228,19 +349,43 @@ async fn shard_children(client: &dyn ObjectClient, shard: &Shard, rs: &RootShard
     if rs.spec.common.client_ca_bundle_ref.is_some() || common.client_ca_bundle_ref.is_some() {
         let sources = bundle_sources(
             IntermediateCa::Client.name(&rs_name),
-            &[rs.spec.common.client_ca_bundle_ref.as_ref(), common.client_ca_bundle_ref.as_ref()],
+            &[
+                rs.spec.common.client_ca_bundle_ref.as_ref(),
+                common.client_ca_bundle_ref.as_ref(),
+            ],
         );
-        bundles &= ensure_merged_bundle(client, &ns, &format!("{name}-merged-client-ca"), lbl.clone(), &sources, &owner).await?;
+        bundles &= ensure_merged_bundle(
+            client,
+            &ns,
+            &format!("{name}-merged-client-ca"),
+            lbl.clone(),
+            &sources,
+            &owner,
+        )
+        .await?;
     }
     if let Some(bundle) = &common.ca_bundle_secret_ref {
         // The server CA, not the shard's own serving certificate (spec section 9 item 3).
         let sources = vec![IntermediateCa::Server.name(&rs_name), bundle.name.clone()];
-        bundles &= ensure_merged_bundle(client, &ns, &format!("{name}-merged-ca-bundle"), lbl, &sources, &owner).await?;
+        bundles &= ensure_merged_bundle(
+            client,
+            &ns,
+            &format!("{name}-merged-ca-bundle"),
+            lbl,
+            &sources,
+            &owner,
+        )
+        .await?;
     }
     let vw = kcp_virtual_workspace(client, &describe(shard), &ns, common).await?;
     if state.all_ready && bundles {
         let shards = shard_names(client, &ns, &rs_name).await?;
-        ensure(client, &render_compiled_shard(shard, rs, vw, shards, &state.revisions), Some(&owner)).await?;
+        ensure(
+            client,
+            &render_compiled_shard(shard, rs, vw, shards, &state.revisions),
+            Some(&owner),
+        )
+        .await?;
     }
     Ok(waiting(&state))
 }
@@ -256,66 +401,137 @@ pub async fn reconcile_front_proxy(client: &dyn ObjectClient, fp: &FrontProxy) -
     if let Some(rs) = &rs {
         outcome = front_proxy_children(client, fp, rs).await?;
     }
-    let live: Option<CompiledFrontProxy> = client.get_typed(Some(&ns), &name).await.map_err(core("reading CompiledFrontProxy"))?;
+    let live: Option<CompiledFrontProxy> = client
+        .get_typed(Some(&ns), &name)
+        .await
+        .map_err(core("reading CompiledFrontProxy"))?;
     let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
-    let available = status::copied_available(compiled_conditions.as_deref(), "CompiledFrontProxy", &name);
+    let available =
+        status::copied_available(compiled_conditions.as_deref(), "CompiledFrontProxy", &name);
     let generation = fp.metadata.generation;
     write_status::<FrontProxy, _>(client, Some(&ns), &name, |obj| {
         let s = obj.status.get_or_insert_with(Default::default);
         let updates = [rs_condition.clone(), available.clone()];
-        apply_status(&mut s.conditions, &mut s.phase, &mut s.observed_generation, &updates, generation, false);
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            &updates,
+            generation,
+            false,
+        );
     })
     .await
     .map_err(core(format!("writing the status of {}", describe(fp))))?;
     Ok(outcome)
 }
 
-async fn front_proxy_children(client: &dyn ObjectClient, fp: &FrontProxy, rs: &RootShard) -> Result<Outcome> {
+async fn front_proxy_children(
+    client: &dyn ObjectClient,
+    fp: &FrontProxy,
+    rs: &RootShard,
+) -> Result<Outcome> {
     let owner = owner_ref(fp)?;
     let (name, ns) = name_ns(&fp.metadata);
     let rs_name = rs.metadata.name.clone().unwrap_or_default();
     let shards = shard_names(client, &ns, &rs_name).await?;
-    let lbl = labels(&[(ROOT_SHARD_LABEL, &rs_name), (names::FRONT_PROXY_LABEL, &name)]);
+    let lbl = labels(&[
+        (ROOT_SHARD_LABEL, &rs_name),
+        (names::FRONT_PROXY_LABEL, &name),
+    ]);
     let sources = bundle_sources(
         IntermediateCa::Client.name(&rs_name),
-        &[rs.spec.common.client_ca_bundle_ref.as_ref(), fp.spec.client_ca_bundle_ref.as_ref()],
+        &[
+            rs.spec.common.client_ca_bundle_ref.as_ref(),
+            fp.spec.client_ca_bundle_ref.as_ref(),
+        ],
     );
-    let mut bundles = ensure_merged_bundle(client, &ns, &format!("{name}-merged-client-ca"), lbl.clone(), &sources, &owner).await?;
+    let mut bundles = ensure_merged_bundle(
+        client,
+        &ns,
+        &format!("{name}-merged-client-ca"),
+        lbl.clone(),
+        &sources,
+        &owner,
+    )
+    .await?;
     if let Some(bundle) = &fp.spec.ca_bundle_secret_ref {
         let sources = vec![IntermediateCa::Server.name(&rs_name), bundle.name.clone()];
-        bundles &= ensure_merged_bundle(client, &ns, &format!("{name}-merged-ca-bundle"), lbl, &sources, &owner).await?;
+        bundles &= ensure_merged_bundle(
+            client,
+            &ns,
+            &format!("{name}-merged-ca-bundle"),
+            lbl,
+            &sources,
+            &owner,
+        )
+        .await?;
     }
-    let certs: Vec<_> = ProxyLeaf::ALL.iter().map(|l| pki::render_proxy_certificate(rs, Some(fp), *l)).collect();
+    let certs: Vec<_> = ProxyLeaf::ALL
+        .iter()
+        .map(|l| pki::render_proxy_certificate(rs, Some(fp), *l))
+        .collect();
     let state = ensure_certificates(client, &certs, &owner).await?;
     if state.all_ready && bundles {
-        ensure(client, &render_compiled_front_proxy(fp, rs, shards, &state.revisions), Some(&owner)).await?;
+        ensure(
+            client,
+            &render_compiled_front_proxy(fp, rs, shards, &state.revisions),
+            Some(&owner),
+        )
+        .await?;
     }
     Ok(waiting(&state))
 }
 
 /// One pass over a CacheServer (spec section 5.6); unlike upstream it reports a status.
-pub async fn reconcile_cache_server(client: &dyn ObjectClient, cs: &CacheServer) -> Result<Outcome> {
+pub async fn reconcile_cache_server(
+    client: &dyn ObjectClient,
+    cs: &CacheServer,
+) -> Result<Outcome> {
     if cs.metadata.deletion_timestamp.is_some() {
         return Ok(Outcome::Done);
     }
     let owner = owner_ref(cs)?;
     let (name, ns) = name_ns(&cs.metadata);
-    let mut certs: Vec<_> = pki::render_cache_server_ca_certificate(cs).into_iter().collect();
+    let mut certs: Vec<_> = pki::render_cache_server_ca_certificate(cs)
+        .into_iter()
+        .collect();
     certs.push(pki::render_cache_server_certificate(cs, true));
     certs.push(pki::render_cache_server_certificate(cs, false));
     let state = ensure_certificates(client, &certs, &owner).await?;
     ensure(client, &pki::render_cache_server_issuer(cs), Some(&owner)).await?;
-    ensure(client, &render_cache_server_kubeconfig_secret(cs)?, Some(&owner)).await?;
+    ensure(
+        client,
+        &render_cache_server_kubeconfig_secret(cs)?,
+        Some(&owner),
+    )
+    .await?;
     if state.all_ready {
-        ensure(client, &render_compiled_cache_server(cs, &state.revisions), Some(&owner)).await?;
+        ensure(
+            client,
+            &render_compiled_cache_server(cs, &state.revisions),
+            Some(&owner),
+        )
+        .await?;
     }
-    let live: Option<CompiledCacheServer> = client.get_typed(Some(&ns), &name).await.map_err(core("reading CompiledCacheServer"))?;
+    let live: Option<CompiledCacheServer> = client
+        .get_typed(Some(&ns), &name)
+        .await
+        .map_err(core("reading CompiledCacheServer"))?;
     let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
-    let available = status::copied_available(compiled_conditions.as_deref(), "CompiledCacheServer", &name);
+    let available =
+        status::copied_available(compiled_conditions.as_deref(), "CompiledCacheServer", &name);
     let generation = cs.metadata.generation;
     write_status::<CacheServer, _>(client, Some(&ns), &name, |obj| {
         let s = obj.status.get_or_insert_with(Default::default);
-        apply_status(&mut s.conditions, &mut s.phase, &mut s.observed_generation, std::slice::from_ref(&available), generation, false);
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            std::slice::from_ref(&available),
+            generation,
+            false,
+        );
     })
     .await
     .map_err(core(format!("writing the status of {}", describe(cs))))?;

@@ -35,9 +35,17 @@ struct Target {
 
 async fn get<K>(client: &dyn ObjectClient, ns: &str, name: &str) -> Result<Option<K>>
 where
-    K: kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned + Clone + Send + Sync + serde::Serialize,
+    K: kube::Resource<DynamicType = ()>
+        + serde::de::DeserializeOwned
+        + Clone
+        + Send
+        + Sync
+        + serde::Serialize,
 {
-    client.get_typed(Some(ns), name).await.map_err(core(format!("reading {} {ns}/{name}", K::kind(&()))))
+    client
+        .get_typed(Some(ns), name)
+        .await
+        .map_err(core(format!("reading {} {ns}/{name}", K::kind(&()))))
 }
 
 /// The base URL of a FrontProxy target: its `external`, else the deprecated
@@ -56,22 +64,52 @@ pub fn front_proxy_url(fp: &FrontProxySpec, rs: &RootShardSpec) -> String {
     format!("https://{}:{}", rs.external.hostname, rs.external.port)
 }
 
-async fn resolve(client: &dyn ObjectClient, ns: &str, target: TargetRef<'_>) -> Result<Option<Target>> {
+async fn resolve(
+    client: &dyn ObjectClient,
+    ns: &str,
+    target: TargetRef<'_>,
+) -> Result<Option<Target>> {
     let (rs_name, base_url, front_proxy, ca_bundle) = match target {
         TargetRef::RootShard(n) => (n.to_owned(), None, false, None),
         TargetRef::Shard(n) => {
-            let Some(s) = get::<Shard>(client, ns, n).await? else { return Ok(None) };
+            let Some(s) = get::<Shard>(client, ns, n).await? else {
+                return Ok(None);
+            };
             let c = &s.spec.common;
-            let url = names::base_url(Component::Shard, n, ns, &c.cluster_domain, &c.shard_base_url);
-            (s.spec.root_shard.name().unwrap_or_default().to_owned(), Some(url), false, None)
+            let url = names::base_url(
+                Component::Shard,
+                n,
+                ns,
+                &c.cluster_domain,
+                &c.shard_base_url,
+            );
+            (
+                s.spec.root_shard.name().unwrap_or_default().to_owned(),
+                Some(url),
+                false,
+                None,
+            )
         }
         TargetRef::FrontProxy(n) => {
-            let Some(fp) = get::<FrontProxy>(client, ns, n).await? else { return Ok(None) };
-            let bundle = fp.spec.ca_bundle_secret_ref.as_ref().map(|r| r.name.clone());
-            (fp.spec.root_shard.name().unwrap_or_default().to_owned(), None, true, bundle)
+            let Some(fp) = get::<FrontProxy>(client, ns, n).await? else {
+                return Ok(None);
+            };
+            let bundle = fp
+                .spec
+                .ca_bundle_secret_ref
+                .as_ref()
+                .map(|r| r.name.clone());
+            (
+                fp.spec.root_shard.name().unwrap_or_default().to_owned(),
+                None,
+                true,
+                bundle,
+            )
         }
     };
-    let Some(rs) = get::<RootShard>(client, ns, &rs_name).await? else { return Ok(None) };
+    let Some(rs) = get::<RootShard>(client, ns, &rs_name).await? else {
+        return Ok(None);
+    };
     let base_url = match (base_url, target) {
         (Some(url), _) => url,
         (None, TargetRef::FrontProxy(n)) => match get::<FrontProxy>(client, ns, n).await? {
@@ -80,32 +118,64 @@ async fn resolve(client: &dyn ObjectClient, ns: &str, target: TargetRef<'_>) -> 
         },
         (None, _) => {
             let c = &rs.spec.common;
-            names::base_url(Component::RootShard, &rs_name, ns, &c.cluster_domain, &c.shard_base_url)
+            names::base_url(
+                Component::RootShard,
+                &rs_name,
+                ns,
+                &c.cluster_domain,
+                &c.shard_base_url,
+            )
         }
     };
-    Ok(Some(Target { root_shard: rs, base_url, front_proxy, ca_bundle }))
+    Ok(Some(Target {
+        root_shard: rs,
+        base_url,
+        front_proxy,
+        ca_bundle,
+    }))
 }
 
 /// The material of the kubeconfig, once the certificates are issued.
-async fn credentials(client: &dyn ObjectClient, ns: &str, kc: &Kubeconfig, target: &Target) -> Result<Result<EmbeddedCredentials, ConditionUpdate>> {
+async fn credentials(
+    client: &dyn ObjectClient,
+    ns: &str,
+    kc: &Kubeconfig,
+    target: &Target,
+) -> Result<Result<EmbeddedCredentials, ConditionUpdate>> {
     let rs_name = target.root_shard.metadata.name.clone().unwrap_or_default();
-    let not_ready = |reason: &str, message: String| ConditionUpdate::new(CONDITION_AVAILABLE, false, reason).message(message);
+    let not_ready = |reason: &str, message: String| {
+        ConditionUpdate::new(CONDITION_AVAILABLE, false, reason).message(message)
+    };
     let client_secret: Option<Secret> = get(client, ns, &kc.certificate_name()).await?;
     let Some(client_data) = client_secret.and_then(|s| s.data) else {
-        return Ok(Err(not_ready("ClientCertificateSecretNotReady", format!("Secret {} is not issued yet.", kc.certificate_name()))));
+        return Ok(Err(not_ready(
+            "ClientCertificateSecretNotReady",
+            format!("Secret {} is not issued yet.", kc.certificate_name()),
+        )));
     };
     let server_ca = IntermediateCa::Server.name(&rs_name);
     let Some(mut ca) = super::secret_cert(client, ns, &server_ca).await? else {
-        return Ok(Err(not_ready("ServerCASecretNotReady", format!("Secret {server_ca} is not issued yet."))));
+        return Ok(Err(not_ready(
+            "ServerCASecretNotReady",
+            format!("Secret {server_ca} is not issued yet."),
+        )));
     };
     if let Some(bundle) = &target.ca_bundle {
         match super::secret_cert(client, ns, bundle).await? {
             Some(extra) => ca = super::merge_pem(&[ca, extra]),
-            None => return Ok(Err(not_ready("ServerCASecretError", format!("Secret {bundle} has no tls.crt.")))),
+            None => {
+                return Ok(Err(not_ready(
+                    "ServerCASecretError",
+                    format!("Secret {bundle} has no tls.crt."),
+                )));
+            }
         }
     }
     let (Some(cert), Some(key)) = (client_data.get("tls.crt"), client_data.get("tls.key")) else {
-        return Ok(Err(not_ready("ClientCertificateSecretError", format!("Secret {} lacks tls.crt or tls.key.", kc.certificate_name()))));
+        return Ok(Err(not_ready(
+            "ClientCertificateSecretError",
+            format!("Secret {} lacks tls.crt or tls.key.", kc.certificate_name()),
+        )));
     };
     Ok(Ok(EmbeddedCredentials {
         base_url: target.base_url.clone(),
@@ -132,13 +202,20 @@ pub async fn reconcile_kubeconfig(client: &dyn ObjectClient, kc: &Kubeconfig) ->
         None => (
             ConditionUpdate::new(CONDITION_REFERENCE_VALID, false, "ReferenceNotFound")
                 .message(format!("{}: the target does not exist.", describe(kc))),
-            ConditionUpdate::new(CONDITION_AVAILABLE, false, "ReferenceNotFound").message("No target."),
+            ConditionUpdate::new(CONDITION_AVAILABLE, false, "ReferenceNotFound")
+                .message("No target."),
             None,
             Outcome::Done,
         ),
         Some(target) => {
             let (available, not_after, outcome) = provision(client, &ns, kc, target).await?;
-            (ConditionUpdate::new(CONDITION_REFERENCE_VALID, true, "ReferenceValid").message("The target exists."), available, not_after, outcome)
+            (
+                ConditionUpdate::new(CONDITION_REFERENCE_VALID, true, "ReferenceValid")
+                    .message("The target exists."),
+                available,
+                not_after,
+                outcome,
+            )
         }
     };
     let generation = kc.metadata.generation;
@@ -146,7 +223,14 @@ pub async fn reconcile_kubeconfig(client: &dyn ObjectClient, kc: &Kubeconfig) ->
     write_status::<Kubeconfig, _>(client, Some(&ns), &name, |obj| {
         let s = obj.status.get_or_insert_with(Default::default);
         let updates = [reference.clone(), available.clone()];
-        apply_status(&mut s.conditions, &mut s.phase, &mut s.observed_generation, &updates, generation, false);
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            &updates,
+            generation,
+            false,
+        );
         s.phase = kubeconfig_phase(&reference, &available).to_owned();
         s.target_name.clone_from(&target_name);
         s.certificate_not_after.clone_from(&not_after);
@@ -166,26 +250,44 @@ pub fn kubeconfig_phase(reference: &ConditionUpdate, available: &ConditionUpdate
     }
 }
 
-async fn provision(client: &dyn ObjectClient, ns: &str, kc: &Kubeconfig, target: &Target) -> Result<(ConditionUpdate, Option<String>, Outcome)> {
+async fn provision(
+    client: &dyn ObjectClient,
+    ns: &str,
+    kc: &Kubeconfig,
+    target: &Target,
+) -> Result<(ConditionUpdate, Option<String>, Outcome)> {
     let owner = owner_ref(kc)?;
     let rs_name = target.root_shard.metadata.name.clone().unwrap_or_default();
-    let (_, cert) = ensure(client, &render_kubeconfig_certificate(kc, &rs_name), Some(&owner)).await?;
-    let server_ca: Option<Certificate> = get(client, ns, &IntermediateCa::Server.name(&rs_name)).await?;
+    let (_, cert) = ensure(
+        client,
+        &render_kubeconfig_certificate(kc, &rs_name),
+        Some(&owner),
+    )
+    .await?;
+    let server_ca: Option<Certificate> =
+        get(client, ns, &IntermediateCa::Server.name(&rs_name)).await?;
     let not_after = cert.status.as_ref().and_then(|s| s.not_after.clone());
     let retry = Outcome::RequeueAfter(Duration::from_secs(5));
     if !cert.is_ready() {
-        let c = ConditionUpdate::new(CONDITION_AVAILABLE, false, "ClientCertificateSecretNotReady").message("The client certificate is not issued yet.");
+        let c = ConditionUpdate::new(
+            CONDITION_AVAILABLE,
+            false,
+            "ClientCertificateSecretNotReady",
+        )
+        .message("The client certificate is not issued yet.");
         return Ok((c, not_after, retry));
     }
     if !server_ca.is_some_and(|c| c.is_ready()) {
-        let c = ConditionUpdate::new(CONDITION_AVAILABLE, false, "ServerCASecretNotReady").message("The server CA is not issued yet.");
+        let c = ConditionUpdate::new(CONDITION_AVAILABLE, false, "ServerCASecretNotReady")
+            .message("The server CA is not issued yet.");
         return Ok((c, not_after, retry));
     }
     match credentials(client, ns, kc, target).await? {
         Err(condition) => Ok((condition, not_after, retry)),
         Ok(creds) => {
             ensure(client, &render_kubeconfig_secret(kc, &creds)?, Some(&owner)).await?;
-            let c = ConditionUpdate::new(CONDITION_AVAILABLE, true, "SecretsReady").message("The kubeconfig Secret is up to date.");
+            let c = ConditionUpdate::new(CONDITION_AVAILABLE, true, "SecretsReady")
+                .message("The kubeconfig Secret is up to date.");
             Ok((c, not_after, Outcome::Done))
         }
     }

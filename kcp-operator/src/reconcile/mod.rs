@@ -71,7 +71,10 @@ pub(crate) async fn ensure_certificates(
     certificates: &[Certificate],
     owner: &OwnerReference,
 ) -> Result<CertificateState> {
-    let mut state = CertificateState { all_ready: true, ..CertificateState::default() };
+    let mut state = CertificateState {
+        all_ready: true,
+        ..CertificateState::default()
+    };
     for cert in certificates {
         let (_, live) = ensure(client, cert, Some(owner)).await?;
         let name = live.metadata.name.clone().unwrap_or_default();
@@ -87,17 +90,28 @@ pub(crate) async fn ensure_certificates(
 }
 
 /// The `tls.crt` of Secret `namespace/name`; `None` when the Secret or the key is missing.
-pub(crate) async fn secret_cert(client: &dyn ObjectClient, namespace: &str, name: &str) -> Result<Option<Vec<u8>>> {
+pub(crate) async fn secret_cert(
+    client: &dyn ObjectClient,
+    namespace: &str,
+    name: &str,
+) -> Result<Option<Vec<u8>>> {
     let secret: Option<Secret> = client
         .get_typed(Some(namespace), name)
         .await
         .map_err(core(format!("reading Secret {namespace}/{name}")))?;
-    Ok(secret.and_then(|s| s.data).and_then(|mut d| d.remove("tls.crt")).map(|b| b.0))
+    Ok(secret
+        .and_then(|s| s.data)
+        .and_then(|mut d| d.remove("tls.crt"))
+        .map(|b| b.0))
 }
 
 /// Concatenated PEM blobs, joined by newlines, empty parts skipped.
 pub fn merge_pem(parts: &[Vec<u8>]) -> Vec<u8> {
-    let parts: Vec<&[u8]> = parts.iter().filter(|p| !p.is_empty()).map(Vec::as_slice).collect();
+    let parts: Vec<&[u8]> = parts
+        .iter()
+        .filter(|p| !p.is_empty())
+        .map(Vec::as_slice)
+        .collect();
     parts.join(&b'\n')
 }
 
@@ -131,9 +145,17 @@ pub(crate) async fn ensure_merged_bundle(
 }
 
 /// Sets conditions (each with `observedGeneration`) in a condition list.
-pub(crate) fn set_conditions(conditions: &mut Vec<Condition>, updates: &[ConditionUpdate], generation: Option<i64>) {
+pub(crate) fn set_conditions(
+    conditions: &mut Vec<Condition>,
+    updates: &[ConditionUpdate],
+    generation: Option<i64>,
+) {
     let time = now();
     for update in updates {
-        set_condition(conditions, update.clone().generation(generation), time.clone());
+        set_condition(
+            conditions,
+            update.clone().generation(generation),
+            time.clone(),
+        );
     }
 }

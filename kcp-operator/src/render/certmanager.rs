@@ -157,3 +157,12 @@ pub struct CaIssuer {
 /// A self-signing issuer.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub struct SelfSignedIssuer {}
+
+/// CustomResourceDefinitions of the Certificate and Issuer fields kcp-operator uses: enough
+/// for tests and the playground; real clusters install cert-manager's own CRDs.
+pub fn crds()
+-> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>
+{
+    use kube::CustomResourceExt as _;
+    vec![Certificate::crd(), Issuer::crd()]
+}

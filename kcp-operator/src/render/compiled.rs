@@ -23,10 +23,18 @@ pub fn compiled_meta(
     revisions: &BTreeMap<String, i64>,
 ) -> ObjectMeta {
     let mut labels = source.labels.clone().unwrap_or_default();
-    labels.extend(identity.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())));
+    labels.extend(
+        identity
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+    );
     let mut annotations = source.annotations.clone().unwrap_or_default();
     annotations.remove("kubectl.kubernetes.io/last-applied-configuration");
-    annotations.extend(revisions.iter().map(|(cert, rev)| (revision_annotation(cert), rev.to_string())));
+    annotations.extend(
+        revisions
+            .iter()
+            .map(|(cert, rev)| (revision_annotation(cert), rev.to_string())),
+    );
     ObjectMeta {
         name: source.name.clone(),
         namespace: source.namespace.clone(),
@@ -48,8 +56,16 @@ pub fn render_compiled_root_shard(
     revisions: &BTreeMap<String, i64>,
 ) -> CompiledRootShard {
     CompiledRootShard {
-        metadata: compiled_meta(&rs.metadata, &[(names::ROOT_SHARD_LABEL, name(&rs.metadata))], revisions),
-        spec: CompiledRootShardSpec { root_shard: rs.spec.clone(), virtual_workspace, shards },
+        metadata: compiled_meta(
+            &rs.metadata,
+            &[(names::ROOT_SHARD_LABEL, name(&rs.metadata))],
+            revisions,
+        ),
+        spec: CompiledRootShardSpec {
+            root_shard: rs.spec.clone(),
+            virtual_workspace,
+            shards,
+        },
         status: None,
     }
 }
@@ -62,12 +78,18 @@ pub fn render_compiled_shard(
     shards: Vec<String>,
     revisions: &BTreeMap<String, i64>,
 ) -> CompiledShard {
-    let identity = [(names::SHARD_LABEL, name(&shard.metadata)), (names::ROOT_SHARD_LABEL, name(&rs.metadata))];
+    let identity = [
+        (names::SHARD_LABEL, name(&shard.metadata)),
+        (names::ROOT_SHARD_LABEL, name(&rs.metadata)),
+    ];
     CompiledShard {
         metadata: compiled_meta(&shard.metadata, &identity, revisions),
         spec: CompiledShardSpec {
             shard: shard.spec.clone(),
-            root_shard: NamedRootShardSpec { name: name(&rs.metadata).to_owned(), spec: rs.spec.clone() },
+            root_shard: NamedRootShardSpec {
+                name: name(&rs.metadata).to_owned(),
+                spec: rs.spec.clone(),
+            },
             virtual_workspace,
             shards,
         },
@@ -82,12 +104,18 @@ pub fn render_compiled_front_proxy(
     shards: Vec<String>,
     revisions: &BTreeMap<String, i64>,
 ) -> CompiledFrontProxy {
-    let identity = [(names::FRONT_PROXY_LABEL, name(&fp.metadata)), (names::ROOT_SHARD_LABEL, name(&rs.metadata))];
+    let identity = [
+        (names::FRONT_PROXY_LABEL, name(&fp.metadata)),
+        (names::ROOT_SHARD_LABEL, name(&rs.metadata)),
+    ];
     CompiledFrontProxy {
         metadata: compiled_meta(&fp.metadata, &identity, revisions),
         spec: CompiledFrontProxySpec {
             front_proxy: fp.spec.clone(),
-            root_shard: NamedRootShardSpec { name: name(&rs.metadata).to_owned(), spec: rs.spec.clone() },
+            root_shard: NamedRootShardSpec {
+                name: name(&rs.metadata).to_owned(),
+                spec: rs.spec.clone(),
+            },
             shards,
         },
         status: None,
@@ -95,10 +123,19 @@ pub fn render_compiled_front_proxy(
 }
 
 /// CompiledCacheServer `<cs>`.
-pub fn render_compiled_cache_server(cs: &CacheServer, revisions: &BTreeMap<String, i64>) -> CompiledCacheServer {
+pub fn render_compiled_cache_server(
+    cs: &CacheServer,
+    revisions: &BTreeMap<String, i64>,
+) -> CompiledCacheServer {
     CompiledCacheServer {
-        metadata: compiled_meta(&cs.metadata, &[(names::CACHE_SERVER_LABEL, name(&cs.metadata))], revisions),
-        spec: CompiledCacheServerSpec { cache_server: cs.spec.clone() },
+        metadata: compiled_meta(
+            &cs.metadata,
+            &[(names::CACHE_SERVER_LABEL, name(&cs.metadata))],
+            revisions,
+        ),
+        spec: CompiledCacheServerSpec {
+            cache_server: cs.spec.clone(),
+        },
         status: None,
     }
 }

@@ -1,0 +1,320 @@
+//! Wiring: one `kube::runtime::Controller` per kind, grouped as upstream's controller groups
+//! (`config`: RootShard, Shard, FrontProxy, CacheServer, Kubeconfig; `workload`: the Compiled*
+//! kinds), with kcp-core's error policy. Which watches wake which object:
+//!
+//! * every kind owns what it creates (Certificates, Issuers, Secrets, Compiled*, Deployments,
+//!   Services, ConfigMaps), so cert-manager issuing a certificate or a Deployment becoming
+//!   available re-runs its owner;
+//! * Shard events wake their RootShard; RootShard events wake its Shards and FrontProxies;
+//! * any Secret event wakes the Compiled* objects of its namespace (mounted Secrets);
+//! * a Secret labelled `operator.kcp.io/kubeconfig=<kc>` (the client certificate) wakes that
+//!   Kubeconfig, so a renewal reaches the kubeconfig Secret at once.
+
+use std::collections::BTreeSet;
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use kcp_core::runtime::{ErrorPolicy, Outcome};
+use kcp_core::{KubeObjectClient, ObjectClient};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{Controller, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tracing::Instrument as _;
+
+use crate::api::*;
+use crate::error::{Error, Result};
+use crate::reconcile::{config, kubeconfig, workload};
+use crate::render::certmanager::{Certificate, Issuer};
+use crate::render::names::KUBECONFIG_LABEL;
+
+/// A controller group of `--enabled-controller-groups`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ControllerGroup {
+    /// Sources -> PKI, Secrets, Compiled* objects.
+    Config,
+    /// Compiled* objects -> Deployments, Services, ConfigMaps.
+    Workload,
+}
+
+/// Parses `--enabled-controller-groups`: comma-separated `config` and `workload`, whitespace
+/// trimmed, duplicates collapsed; an unknown or empty value is an error.
+pub fn parse_groups(value: &str) -> Result<BTreeSet<ControllerGroup>> {
+    let mut groups = BTreeSet::new();
+    for part in value.split(',').map(str::trim) {
+        let group = match part {
+            "config" => ControllerGroup::Config,
+            "workload" => ControllerGroup::Workload,
+            other => {
+                return Err(Error::InvalidField {
+                    object: "kcp-operator".into(),
+                    field: "--enabled-controller-groups".into(),
+                    reason: format!("unknown controller group {other:?} (known: config, workload)"),
+                });
+            }
+        };
+        groups.insert(group);
+    }
+    Ok(groups)
+}
+
+/// Everything a reconcile needs.
+pub struct Context {
+    /// The client reconcile functions write through.
+    pub client: Arc<dyn ObjectClient>,
+    /// Per-object backoff.
+    pub errors: ErrorPolicy,
+}
+
+impl kcp_core::runtime::Classify for Error {
+    fn is_transient(&self) -> bool {
+        Error::is_transient(self)
+    }
+    fn reason(&self) -> &str {
+        Error::reason(self)
+    }
+}
+
+/// A kind with a reconcile function.
+pub trait Reconciled:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+    /// One pass over `self`.
+    fn reconcile<'a>(&'a self, client: &'a dyn ObjectClient) -> BoxFuture<'a, Result<Outcome>>;
+}
+
+macro_rules! reconciled {
+    ($kind:ty, $f:path) => {
+        impl Reconciled for $kind {
+            fn reconcile<'a>(
+                &'a self,
+                client: &'a dyn ObjectClient,
+            ) -> BoxFuture<'a, Result<Outcome>> {
+                Box::pin($f(client, self))
+            }
+        }
+    };
+}
+
+reconciled!(RootShard, config::reconcile_root_shard);
+reconciled!(Shard, config::reconcile_shard);
+reconciled!(FrontProxy, config::reconcile_front_proxy);
+reconciled!(CacheServer, config::reconcile_cache_server);
+reconciled!(Kubeconfig, kubeconfig::reconcile_kubeconfig);
+reconciled!(CompiledRootShard, workload::reconcile_compiled_root_shard);
+reconciled!(CompiledShard, workload::reconcile_compiled_shard);
+reconciled!(CompiledFrontProxy, workload::reconcile_compiled_front_proxy);
+reconciled!(
+    CompiledCacheServer,
+    workload::reconcile_compiled_cache_server
+);
+
+async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action> {
+    let meta = obj.meta();
+    let span = tracing::info_span!(
+        "reconcile",
+        kind = %K::kind(&()),
+        namespace = meta.namespace.as_deref().unwrap_or_default(),
+        name = meta.name.as_deref().unwrap_or_default()
+    );
+    let outcome = obj.reconcile(ctx.client.as_ref()).instrument(span).await?;
+    Ok(ctx.errors.succeeded(obj.as_ref(), outcome))
+}
+
+fn error_policy<K: Reconciled>(obj: Arc<K>, err: &Error, ctx: Arc<Context>) -> Action {
+    tracing::warn!(kind = %K::kind(&()), name = obj.meta().name.as_deref().unwrap_or_default(), error = %err, "reconcile failed");
+    ctx.errors.failed(obj.as_ref(), err)
+}
+
+fn api<K: Resource<DynamicType = ()>>(client: &Client) -> Api<K> {
+    Api::all(client.clone())
+}
+
+/// Runs a controller to completion.
+async fn drive<K: Reconciled>(controller: Controller<K>, ctx: Arc<Context>) {
+    controller
+        .run(reconcile::<K>, error_policy::<K>, ctx)
+        .for_each(|_| async {})
+        .await;
+}
+
+/// Objects in `store` in `namespace` for which `pick` holds.
+fn refs<K: Reconciled>(
+    store: &Store<K>,
+    namespace: Option<&str>,
+    pick: impl Fn(&K) -> bool,
+) -> Vec<ObjectRef<K>> {
+    store
+        .state()
+        .iter()
+        .filter(|o| o.meta().namespace.as_deref() == namespace && pick(o))
+        .map(|o| ObjectRef::from_obj(o.as_ref()))
+        .collect()
+}
+
+fn cfg() -> watcher::Config {
+    watcher::Config::default()
+}
+
+fn config_controllers(
+    client: &Client,
+    ctx: &Arc<Context>,
+    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) -> Vec<BoxFuture<'static, ()>> {
+    let rs = Controller::new(api::<RootShard>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<CompiledRootShard>(client), cfg())
+        .watches(api::<Shard>(client), cfg(), |s| {
+            let ns = s.metadata.namespace.clone();
+            s.spec
+                .root_shard
+                .name()
+                .map(|n| ObjectRef::new(n).within(ns.as_deref().unwrap_or_default()))
+        })
+        .graceful_shutdown_on(shutdown.clone());
+    let shards = Controller::new(api::<Shard>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<CompiledShard>(client), cfg());
+    let store = shards.store();
+    let shards = shards
+        .watches(api::<RootShard>(client), cfg(), move |rs| {
+            refs(&store, rs.metadata.namespace.as_deref(), |s: &Shard| {
+                s.spec.root_shard.name() == rs.metadata.name.as_deref()
+            })
+        })
+        .graceful_shutdown_on(shutdown.clone());
+    let fps = Controller::new(api::<FrontProxy>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<CompiledFrontProxy>(client), cfg());
+    let store = fps.store();
+    let fps = fps
+        .watches(api::<RootShard>(client), cfg(), move |rs| {
+            refs(
+                &store,
+                rs.metadata.namespace.as_deref(),
+                |f: &FrontProxy| f.spec.root_shard.name() == rs.metadata.name.as_deref(),
+            )
+        })
+        .graceful_shutdown_on(shutdown.clone());
+    let caches = Controller::new(api::<CacheServer>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<Issuer>(client), cfg())
+        .owns(api::<CompiledCacheServer>(client), cfg())
+        .graceful_shutdown_on(shutdown.clone());
+    let kubeconfigs = Controller::new(api::<Kubeconfig>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .watches(api::<Secret>(client), cfg().labels(KUBECONFIG_LABEL), |s| {
+            let ns = s.metadata.namespace.clone().unwrap_or_default();
+            s.metadata
+                .labels
+                .and_then(|l| l.get(KUBECONFIG_LABEL).cloned())
+                .map(|n| ObjectRef::new(&n).within(&ns))
+        })
+        .graceful_shutdown_on(shutdown);
+    vec![
+        Box::pin(drive(rs, ctx.clone())),
+        Box::pin(drive(shards, ctx.clone())),
+        Box::pin(drive(fps, ctx.clone())),
+        Box::pin(drive(caches, ctx.clone())),
+        Box::pin(drive(kubeconfigs, ctx.clone())),
+    ]
+}
+
+/// A workload controller: owns Deployments, Services, ConfigMaps and Secrets, and is woken by
+/// every Secret of its namespace.
+fn workload_controller<K: Reconciled>(
+    client: &Client,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> Controller<K> {
+    let controller = Controller::new(api::<K>(client), cfg())
+        .owns(api::<Deployment>(client), cfg())
+        .owns(api::<Service>(client), cfg())
+        .owns(api::<ConfigMap>(client), cfg());
+    let store = controller.store();
+    controller
+        .watches(api::<Secret>(client), cfg(), move |s| {
+            refs(&store, s.metadata.namespace.as_deref(), |_| true)
+        })
+        .graceful_shutdown_on(shutdown)
+}
+
+fn workload_controllers(
+    client: &Client,
+    ctx: &Arc<Context>,
+    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) -> Vec<BoxFuture<'static, ()>> {
+    vec![
+        Box::pin(drive(
+            workload_controller::<CompiledRootShard>(client, shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            workload_controller::<CompiledShard>(client, shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            workload_controller::<CompiledFrontProxy>(client, shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            workload_controller::<CompiledCacheServer>(client, shutdown),
+            ctx.clone(),
+        )),
+    ]
+}
+
+/// Runs the enabled controller groups against `client` until `shutdown` completes.
+pub async fn run(
+    client: Client,
+    groups: &BTreeSet<ControllerGroup>,
+    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) {
+    let ctx = Arc::new(Context {
+        client: Arc::new(KubeObjectClient::new(client.clone())),
+        errors: ErrorPolicy::default(),
+    });
+    let mut tasks = Vec::new();
+    if groups.contains(&ControllerGroup::Config) {
+        tasks.extend(config_controllers(&client, &ctx, shutdown.clone()));
+    }
+    if groups.contains(&ControllerGroup::Workload) {
+        tasks.extend(workload_controllers(&client, &ctx, shutdown));
+    }
+    tracing::info!(
+        ?groups,
+        controllers = tasks.len(),
+        "kcp-operator controllers starting"
+    );
+    futures::future::join_all(tasks).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controller_groups_are_trimmed_and_deduplicated() {
+        let groups = parse_groups(" config , workload,config").unwrap();
+        assert_eq!(
+            groups.into_iter().collect::<Vec<_>>(),
+            [ControllerGroup::Config, ControllerGroup::Workload]
+        );
+    }
+
+    #[test]
+    fn unknown_or_empty_controller_groups_are_rejected() {
+        assert!(
+            parse_groups("config,bogus")
+                .unwrap_err()
+                .to_string()
+                .contains("bogus")
+        );
+        assert!(parse_groups("").is_err());
+    }
+}

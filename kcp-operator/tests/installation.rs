@@ -1,0 +1,494 @@
+//! Behaviour tests of the reconcilers against kcp-sim: the spec's example installation
+//! (section 7) converges, children carry the exact names, labels and owner references,
+//! deletion garbage-collects, spec changes roll Deployments, certificate renewals reach the
+//! kubeconfig, and a second pass over an unchanged installation writes nothing.
+//!
+//! kcp-sim has neither cert-manager nor a kube-controller-manager: the tests play both
+//! ([`issue_certificates`] marks Certificates ready and writes their Secrets,
+//! [`run_deployments`] marks Deployments available).
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::ByteString;
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
+use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
+use kcp_core::client::{DeleteOptions, ListOptions};
+use kcp_core::{ObjectClient, ObjectClientExt as _, parse_manifests};
+use kcp_operator::api::*;
+use kcp_operator::reconcile::{config, kubeconfig, workload};
+use kcp_operator::render::certmanager::{self, Certificate, CertificateStatus, Issuer};
+use kcp_sim::{Config, Server};
+use kube::api::ObjectMeta;
+
+const NS: &str = "kcp";
+
+async fn setup() -> (Server, kcp_sim::SimClient) {
+    let sim = Server::start(Config::default()).await.unwrap();
+    let client = sim.object_client("");
+    let mut crds: Vec<_> = crds().into_iter().chain(certmanager::crds()).collect();
+    crds.sort_by_key(|c| c.metadata.name.clone());
+    let objects: Vec<kube::api::DynamicObject> = crds
+        .iter()
+        .map(|c| serde_json::from_value(serde_json::to_value(c).unwrap()).unwrap())
+        .collect();
+    apply_objects(&client, objects).await;
+    let ns = Namespace {
+        metadata: ObjectMeta {
+            name: Some(NS.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    client.create_typed(&ns).await.unwrap();
+    // The CacheServer's external etcd client certificate, which the user provides.
+    let etcd = Secret {
+        metadata: ObjectMeta {
+            name: Some("cache-etcd-client".into()),
+            namespace: Some(NS.into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    client.create_typed(&etcd).await.unwrap();
+    let examples = include_str!("fixtures/examples.yaml");
+    apply_objects(&client, parse_manifests("examples.yaml", examples).unwrap()).await;
+    (sim, client)
+}
+
+async fn apply_objects(client: &dyn ObjectClient, objects: Vec<kube::api::DynamicObject>) {
+    let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap();
+    let report = Applier::new(client, ApplierConfig::new("test"))
+        .apply(&plan)
+        .await;
+    assert!(report.is_complete(), "{report}");
+}
+
+async fn all<K>(client: &dyn ObjectClient) -> Vec<K>
+where
+    K: kube::Resource<DynamicType = ()>
+        + serde::de::DeserializeOwned
+        + serde::Serialize
+        + Clone
+        + Send
+        + Sync,
+{
+    client
+        .list_typed(Some(NS), &ListOptions::default())
+        .await
+        .unwrap()
+}
+
+/// One pass of every config and workload reconciler over every object.
+async fn reconcile_all(client: &dyn ObjectClient) {
+    for o in all::<CacheServer>(client).await {
+        config::reconcile_cache_server(client, &o).await.unwrap();
+    }
+    for o in all::<RootShard>(client).await {
+        config::reconcile_root_shard(client, &o).await.unwrap();
+    }
+    for o in all::<Shard>(client).await {
+        config::reconcile_shard(client, &o).await.unwrap();
+    }
+    for o in all::<FrontProxy>(client).await {
+        config::reconcile_front_proxy(client, &o).await.unwrap();
+    }
+    for o in all::<Kubeconfig>(client).await {
+        kubeconfig::reconcile_kubeconfig(client, &o).await.unwrap();
+    }
+    for o in all::<CompiledCacheServer>(client).await {
+        workload::reconcile_compiled_cache_server(client, &o)
+            .await
+            .unwrap();
+    }
+    for o in all::<CompiledRootShard>(client).await {
+        workload::reconcile_compiled_root_shard(client, &o)
+            .await
+            .unwrap();
+    }
+    for o in all::<CompiledShard>(client).await {
+        workload::reconcile_compiled_shard(client, &o)
+            .await
+            .unwrap();
+    }
+    for o in all::<CompiledFrontProxy>(client).await {
+        workload::reconcile_compiled_front_proxy(client, &o)
+            .await
+            .unwrap();
+    }
+}
+
+/// Plays cert-manager: every Certificate not ready gets its Secret and `Ready=True`.
+async fn issue_certificates(client: &dyn ObjectClient, revision: i64) {
+    for mut cert in all::<Certificate>(client).await {
+        if cert.is_ready() && revision == 1 {
+            continue;
+        }
+        let name = cert.spec.secret_name.clone();
+        let pem = |kind: &str| {
+            ByteString(
+                format!("-----BEGIN {kind}-----\n{name}-{revision}\n-----END {kind}-----\n")
+                    .into_bytes(),
+            )
+        };
+        let data = BTreeMap::from([
+            ("tls.crt".to_owned(), pem("CERTIFICATE")),
+            ("tls.key".to_owned(), pem("PRIVATE KEY")),
+            ("ca.crt".to_owned(), pem("CERTIFICATE")),
+        ]);
+        let labels = cert.spec.secret_template.as_ref().map(|t| t.labels.clone());
+        let secret = Secret {
+            metadata: ObjectMeta {
+                name: Some(name.clone()),
+                namespace: Some(NS.into()),
+                labels,
+                ..Default::default()
+            },
+            data: Some(data),
+            ..Default::default()
+        };
+        match client.get_typed::<Secret>(Some(NS), &name).await.unwrap() {
+            None => {
+                client.create_typed(&secret).await.unwrap();
+            }
+            Some(mut live) => {
+                live.data = secret.data;
+                client.replace_typed(&live).await.unwrap();
+            }
+        }
+        cert.status = Some(CertificateStatus {
+            conditions: vec![condition("Ready", "True")],
+            revision: Some(revision),
+            not_after: Some("2027-11-23T00:00:00Z".into()),
+            ..Default::default()
+        });
+        let dynamic = kcp_core::typed::to_dynamic(&cert).unwrap();
+        client.update_status(&dynamic).await.unwrap();
+    }
+}
+
+fn condition(
+    type_: &str,
+    status: &str,
+) -> k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+        type_: type_.into(),
+        status: status.into(),
+        reason: "Test".into(),
+        message: String::new(),
+        observed_generation: None,
+        last_transition_time: kcp_core::runtime::conditions::now(),
+    }
+}
+
+/// Plays the Deployment controller: every Deployment gets all replicas updated and ready.
+async fn run_deployments(client: &dyn ObjectClient) {
+    for mut dep in all::<Deployment>(client).await {
+        let replicas = dep.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
+        let wanted = DeploymentStatus {
+            replicas: Some(replicas),
+            updated_replicas: Some(replicas),
+            ready_replicas: Some(replicas),
+            available_replicas: Some(replicas),
+            ..Default::default()
+        };
+        if dep.status.as_ref() == Some(&wanted) {
+            continue;
+        }
+        dep.status = Some(wanted);
+        client
+            .update_status(&kcp_core::typed::to_dynamic(&dep).unwrap())
+            .await
+            .unwrap();
+    }
+}
+
+/// Reconciles, issues and runs until nothing changes any more.
+async fn converge(sim: &Server, client: &dyn ObjectClient) {
+    let mut last = 0;
+    for _ in 0..12 {
+        reconcile_all(client).await;
+        issue_certificates(client, 1).await;
+        run_deployments(client).await;
+        let now = sim.resource_version();
+        if now == last {
+            return;
+        }
+        last = now;
+    }
+    panic!("the installation did not converge");
+}
+
+fn ready<'a>(
+    conditions: &'a [k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
+) -> Option<&'a str> {
+    conditions
+        .iter()
+        .find(|c| c.type_ == CONDITION_READY)
+        .map(|c| c.status.as_str())
+}
+
+#[tokio::test]
+async fn example_installation_converges_to_ready_with_every_child() {
+    let (sim, client) = setup().await;
+    converge(&sim, &client).await;
+    let rs: RootShard = client.get_typed(Some(NS), "root").await.unwrap().unwrap();
+    let status = rs.status.unwrap();
+    assert_eq!(status.phase, "Running");
+    assert_eq!(ready(&status.conditions), Some("True"));
+    assert_eq!(status.observed_generation, rs.metadata.generation);
+    assert_eq!(
+        status.shards,
+        [ShardReference {
+            name: "alpha".into()
+        }]
+    );
+    for name in [
+        "root-kcp",
+        "root-proxy",
+        "alpha-shard-kcp",
+        "edge-front-proxy",
+        "cache-cache-server",
+    ] {
+        assert!(
+            client
+                .get_typed::<Deployment>(Some(NS), name)
+                .await
+                .unwrap()
+                .is_some(),
+            "Deployment {name}"
+        );
+        assert!(
+            client
+                .get_typed::<Service>(Some(NS), name)
+                .await
+                .unwrap()
+                .is_some(),
+            "Service {name}"
+        );
+    }
+    for name in ["edge-config", "root-proxy-config"] {
+        assert!(
+            client
+                .get_typed::<ConfigMap>(Some(NS), name)
+                .await
+                .unwrap()
+                .is_some(),
+            "ConfigMap {name}"
+        );
+    }
+    let shard: Shard = client.get_typed(Some(NS), "alpha").await.unwrap().unwrap();
+    assert_eq!(shard.status.unwrap().phase, "Running");
+    let fp: FrontProxy = client.get_typed(Some(NS), "edge").await.unwrap().unwrap();
+    assert_eq!(ready(&fp.status.unwrap().conditions), Some("True"));
+    let cs: CacheServer = client.get_typed(Some(NS), "cache").await.unwrap().unwrap();
+    assert_eq!(cs.status.unwrap().phase, "Running");
+    let kc: Kubeconfig = client.get_typed(Some(NS), "admin").await.unwrap().unwrap();
+    let kc_status = kc.status.unwrap();
+    assert_eq!(
+        (kc_status.phase.as_str(), kc_status.target_name.as_str()),
+        ("Ready", "FrontProxy/edge")
+    );
+    assert_eq!(
+        kc_status.certificate_not_after.as_deref(),
+        Some("2027-11-23T00:00:00Z")
+    );
+}
+
+#[tokio::test]
+async fn children_carry_upstream_names_labels_and_owner_references() {
+    let (sim, client) = setup().await;
+    converge(&sim, &client).await;
+    let rs: RootShard = client.get_typed(Some(NS), "root").await.unwrap().unwrap();
+    let dep: Deployment = client
+        .get_typed(Some(NS), "root-kcp")
+        .await
+        .unwrap()
+        .unwrap();
+    let crs: CompiledRootShard = client.get_typed(Some(NS), "root").await.unwrap().unwrap();
+    let owner = &dep.metadata.owner_references.unwrap()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.uid.as_str()),
+        ("CompiledRootShard", crs.metadata.uid.as_deref().unwrap())
+    );
+    let crs_owner = &crs.metadata.owner_references.unwrap()[0];
+    assert_eq!(
+        (crs_owner.kind.as_str(), crs_owner.controller),
+        ("RootShard", Some(true))
+    );
+    assert_eq!(crs_owner.uid, rs.metadata.uid.clone().unwrap());
+    assert_eq!(
+        dep.metadata.labels.unwrap()["app.kubernetes.io/component"],
+        "rootshard"
+    );
+    let cert: Certificate = client
+        .get_typed(Some(NS), "root-server-ca")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(cert.metadata.owner_references.unwrap()[0].kind, "RootShard");
+    let issuer: Issuer = client
+        .get_typed(Some(NS), "root-ca")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(issuer.spec.ca.unwrap().secret_name, "root-ca");
+    let crs_annotations = crs.metadata.annotations.unwrap();
+    assert_eq!(
+        crs_annotations["operator.kcp.io/cert-root-server-revision"],
+        "1"
+    );
+    let kubeconfig_secret: Secret = client
+        .get_typed(Some(NS), "admin-kubeconfig")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        kubeconfig_secret.metadata.owner_references.unwrap()[0].kind,
+        "Kubeconfig"
+    );
+    let kc_cert: Certificate = client
+        .get_typed(Some(NS), "kubeconfig-cert-admin")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        kc_cert.metadata.owner_references.unwrap()[0].kind,
+        "Kubeconfig"
+    );
+}
+
+#[tokio::test]
+async fn second_reconcile_of_an_unchanged_installation_writes_nothing() {
+    let (sim, client) = setup().await;
+    converge(&sim, &client).await;
+    let before = sim.resource_version();
+    reconcile_all(&client).await;
+    assert_eq!(
+        sim.resource_version(),
+        before,
+        "a no-op pass must not write"
+    );
+}
+
+#[tokio::test]
+async fn changed_shard_spec_rolls_its_deployment() {
+    let (sim, client) = setup().await;
+    converge(&sim, &client).await;
+    let mut shard: Shard = client.get_typed(Some(NS), "alpha").await.unwrap().unwrap();
+    shard.spec.common.logging = Some(LoggingSpec { level: 6 });
+    client.replace_typed(&shard).await.unwrap();
+    converge(&sim, &client).await;
+    let dep: Deployment = client
+        .get_typed(Some(NS), "alpha-shard-kcp")
+        .await
+        .unwrap()
+        .unwrap();
+    let args = dep.spec.unwrap().template.spec.unwrap().containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert!(args.contains(&"-v=6".to_owned()), "{args:?}");
+}
+
+#[tokio::test]
+async fn renewed_certificate_reaches_the_kubeconfig_secret_and_rolls_deployments() {
+    let (sim, client) = setup().await;
+    converge(&sim, &client).await;
+    let dep_before: Deployment = client
+        .get_typed(Some(NS), "root-kcp")
+        .await
+        .unwrap()
+        .unwrap();
+    issue_certificates(&client, 2).await;
+    reconcile_all(&client).await;
+    reconcile_all(&client).await;
+    let secret: Secret = client
+        .get_typed(Some(NS), "admin-kubeconfig")
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8(secret.data.unwrap()["kubeconfig"].0.clone()).unwrap();
+    let expected = kcp_core::k8s_openapi::ByteString(
+        b"-----BEGIN CERTIFICATE-----\nkubeconfig-cert-admin-2\n-----END CERTIFICATE-----\n"
+            .to_vec(),
+    );
+    let encoded = serde_json::to_value(&expected).unwrap();
+    assert!(text.contains(encoded.as_str().unwrap()), "{text}");
+    let dep_after: Deployment = client
+        .get_typed(Some(NS), "root-kcp")
+        .await
+        .unwrap()
+        .unwrap();
+    let labels = |d: &Deployment| {
+        d.spec
+            .clone()
+            .unwrap()
+            .template
+            .metadata
+            .unwrap()
+            .labels
+            .unwrap()
+    };
+    assert_ne!(
+        labels(&dep_before),
+        labels(&dep_after),
+        "the pod template must change"
+    );
+}
+
+#[tokio::test]
+async fn deleting_sources_garbage_collects_their_children() {
+    let (sim, client) = setup().await;
+    converge(&sim, &client).await;
+    for name in ["admin"] {
+        let target = kcp_core::typed::object_ref_for::<Kubeconfig>(Some(NS), name);
+        client
+            .delete(&target, &DeleteOptions::default())
+            .await
+            .unwrap();
+    }
+    let target = kcp_core::typed::object_ref_for::<RootShard>(Some(NS), "root");
+    client
+        .delete(&target, &DeleteOptions::default())
+        .await
+        .unwrap();
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+    }
+    assert!(
+        client
+            .get_typed::<Secret>(Some(NS), "admin-kubeconfig")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        client
+            .get_typed::<Certificate>(Some(NS), "kubeconfig-cert-admin")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        client
+            .get_typed::<CompiledRootShard>(Some(NS), "root")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        client
+            .get_typed::<Deployment>(Some(NS), "root-kcp")
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        client
+            .get_typed::<Certificate>(Some(NS), "root-server")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
