@@ -6,6 +6,7 @@
 //! kcp-sim has neither cert-manager nor a kube-controller-manager: the tests play both
 //! ([`issue_certificates`] marks Certificates ready and writes their Secrets,
 //! [`run_deployments`] marks Deployments available).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
 
@@ -219,9 +220,7 @@ async fn converge(sim: &Server, client: &dyn ObjectClient) {
     panic!("the installation did not converge");
 }
 
-fn ready<'a>(
-    conditions: &'a [k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition],
-) -> Option<&'a str> {
+fn ready(conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]) -> Option<&str> {
     conditions
         .iter()
         .find(|c| c.type_ == CONDITION_READY)
