@@ -269,12 +269,15 @@ fn workload_controllers(
     ]
 }
 
-/// Runs the enabled controller groups against `client` until `shutdown` completes.
+/// Runs the enabled controller groups against `client` until `shutdown` completes, then lets
+/// in-flight reconciles finish.
 pub async fn run(
     client: Client,
     groups: &BTreeSet<ControllerGroup>,
-    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+    shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
+    use futures::FutureExt as _;
+    let shutdown = shutdown.shared();
     let ctx = Arc::new(Context {
         client: Arc::new(KubeObjectClient::new(client.clone())),
         errors: ErrorPolicy::default(),
