@@ -30,6 +30,7 @@ use tracing::Instrument as _;
 
 use crate::api::*;
 use crate::error::{Error, Result};
+use crate::reconcile::retry::RetryingReads;
 use crate::reconcile::{config, kubeconfig, workload};
 use crate::render::certmanager::{Certificate, Issuer};
 use crate::render::names::KUBECONFIG_LABEL;
@@ -123,7 +124,8 @@ async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
         namespace = meta.namespace.as_deref().unwrap_or_default(),
         name = meta.name.as_deref().unwrap_or_default()
     );
-    let outcome = obj.reconcile(ctx.client.as_ref()).instrument(span).await?;
+    let client = RetryingReads(ctx.client.as_ref());
+    let outcome = obj.reconcile(&client).instrument(span).await?;
     Ok(ctx.errors.succeeded(obj.as_ref(), outcome))
 }
 

@@ -12,7 +12,11 @@ use kcp_manager::{CommonFlags, Defaults, Error, Manager, parse_flags, print_crds
 use kcp_operator::controller::{parse_groups, run};
 
 #[derive(Debug, Parser)]
-#[command(name = "kcp-operator", version, about = "Runs kcp installations on Kubernetes.")]
+#[command(
+    name = "kcp-operator",
+    version,
+    about = "Runs kcp installations on Kubernetes."
+)]
 struct Flags {
     #[command(flatten)]
     common: CommonFlags,

@@ -9,6 +9,7 @@
 pub mod config;
 pub mod ensure;
 pub mod kubeconfig;
+pub mod retry;
 pub mod workload;
 
 use std::collections::BTreeMap;
