@@ -1,7 +1,6 @@
 //! The `kcp-operator` binary, run as a process against kcp-sim.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -119,5 +118,5 @@ async fn the_operator_process_issues_the_certificates_of_a_root_shard() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let _ = std::fs::remove_file(PathBuf::from(kubeconfig));
+    let _ = std::fs::remove_file(kubeconfig);
 }
