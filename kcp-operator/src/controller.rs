@@ -31,7 +31,7 @@ use tracing::Instrument as _;
 use crate::api::*;
 use crate::error::{Error, Result};
 use crate::reconcile::retry::RetryingReads;
-use crate::reconcile::{config, kubeconfig, workload};
+use crate::reconcile::{config, kubeconfig, virtualworkspace, workload};
 use crate::render::certmanager::{Certificate, Issuer};
 use crate::render::names::KUBECONFIG_LABEL;
 
@@ -115,6 +115,14 @@ reconciled!(
     CompiledCacheServer,
     workload::reconcile_compiled_cache_server
 );
+reconciled!(
+    VirtualWorkspace,
+    virtualworkspace::reconcile_virtual_workspace
+);
+reconciled!(
+    CompiledVirtualWorkspace,
+    virtualworkspace::reconcile_compiled_virtual_workspace
+);
 
 async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action> {
     let meta = obj.meta();
@@ -171,13 +179,51 @@ fn config_controllers(
 ) -> Vec<BoxFuture<'static, ()>> {
     let rs = Controller::new(api::<RootShard>(client), cfg())
         .owns(api::<Certificate>(client), cfg())
-        .owns(api::<CompiledRootShard>(client), cfg())
+        .owns(api::<CompiledRootShard>(client), cfg());
+    let rs_store = rs.store();
+    let rs = rs
         .watches(api::<Shard>(client), cfg(), |s| {
             let ns = s.metadata.namespace.clone();
             s.spec
                 .root_shard
                 .name()
                 .map(|n| ObjectRef::new(n).within(ns.as_deref().unwrap_or_default()))
+        })
+        .watches(api::<VirtualWorkspace>(client), cfg(), move |vw| {
+            let name = vw.metadata.name.clone();
+            refs(
+                &rs_store,
+                vw.metadata.namespace.as_deref(),
+                |r: &RootShard| {
+                    r.spec
+                        .common
+                        .kcp_virtual_workspace
+                        .as_ref()
+                        .map(|v| &v.name)
+                        == name.as_ref()
+                },
+            )
+        })
+        .graceful_shutdown_on(shutdown.clone());
+    let vws = Controller::new(api::<VirtualWorkspace>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<CompiledVirtualWorkspace>(client), cfg());
+    let store = vws.store();
+    let vws = vws
+        .watches(api::<RootShard>(client), cfg(), move |rs| {
+            refs(
+                &store,
+                rs.metadata.namespace.as_deref(),
+                |v: &VirtualWorkspace| {
+                    v.spec
+                        .target
+                        .root_shard_ref
+                        .as_ref()
+                        .map(|r| r.name.as_str())
+                        == rs.metadata.name.as_deref()
+                        || v.spec.target.shard_ref.is_some()
+                },
+            )
         })
         .graceful_shutdown_on(shutdown.clone());
     let shards = Controller::new(api::<Shard>(client), cfg())
@@ -225,6 +271,7 @@ fn config_controllers(
         Box::pin(drive(fps, ctx.clone())),
         Box::pin(drive(caches, ctx.clone())),
         Box::pin(drive(kubeconfigs, ctx.clone())),
+        Box::pin(drive(vws, ctx.clone())),
     ]
 }
 
@@ -265,7 +312,11 @@ fn workload_controllers(
             ctx.clone(),
         )),
         Box::pin(drive(
-            workload_controller::<CompiledCacheServer>(client, shutdown),
+            workload_controller::<CompiledCacheServer>(client, shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            workload_controller::<CompiledVirtualWorkspace>(client, shutdown),
             ctx.clone(),
         )),
     ]

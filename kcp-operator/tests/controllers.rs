@@ -61,11 +61,13 @@ async fn is_ready(client: &dyn ObjectClient) -> bool {
     let fp: Option<FrontProxy> = client.get_typed(Some(NS), "edge").await.ok().flatten();
     let cs: Option<CacheServer> = client.get_typed(Some(NS), "cache").await.ok().flatten();
     let kc: Option<Kubeconfig> = client.get_typed(Some(NS), "admin").await.ok().flatten();
+    let vw: Option<VirtualWorkspace> = client.get_typed(Some(NS), "vw-root").await.ok().flatten();
     sources_ready(rs.and_then(|o| o.status).map(|s| s.conditions))
         && sources_ready(shard.and_then(|o| o.status).map(|s| s.conditions))
         && sources_ready(fp.and_then(|o| o.status).map(|s| s.conditions))
         && sources_ready(cs.and_then(|o| o.status).map(|s| s.conditions))
         && sources_ready(kc.and_then(|o| o.status).map(|s| s.conditions))
+        && sources_ready(vw.and_then(|o| o.status).map(|s| s.conditions))
 }
 
 /// Plays cert-manager and the Deployment controller until every source is Ready.
@@ -133,7 +135,8 @@ async fn with_ten_percent_server_errors_everything_converges_without_duplicates(
             "cache-cache-server",
             "edge-front-proxy",
             "root-kcp",
-            "root-proxy"
+            "root-proxy",
+            "vw-root-virtual-workspace"
         ]
     );
 }
@@ -251,10 +254,12 @@ impl AsyncSync for Syncer<'_> {
         copy_down::<CompiledShard>(self.config, self.workload).await;
         copy_down::<CompiledFrontProxy>(self.config, self.workload).await;
         copy_down::<CompiledCacheServer>(self.config, self.workload).await;
+        copy_down::<CompiledVirtualWorkspace>(self.config, self.workload).await;
         copy_status_up::<CompiledRootShard>(self.workload, self.config).await;
         copy_status_up::<CompiledShard>(self.workload, self.config).await;
         copy_status_up::<CompiledFrontProxy>(self.workload, self.config).await;
         copy_status_up::<CompiledCacheServer>(self.workload, self.config).await;
+        copy_status_up::<CompiledVirtualWorkspace>(self.workload, self.config).await;
     }
 }
 
@@ -274,5 +279,5 @@ async fn config_and_workload_groups_run_against_separate_servers() {
     let on_config: Vec<Deployment> = all(&config_client).await;
     assert!(on_config.is_empty(), "the config cluster runs no workloads");
     let on_workload: Vec<Deployment> = all(&workload_client).await;
-    assert_eq!(on_workload.len(), 5);
+    assert_eq!(on_workload.len(), 6);
 }

@@ -80,6 +80,19 @@ async fn example_installation_converges_to_ready_with_every_child() {
     assert_eq!(ready(&fp.status.unwrap().conditions), Some("True"));
     let cs: CacheServer = client.get_typed(Some(NS), "cache").await.unwrap().unwrap();
     assert_eq!(cs.status.unwrap().phase, "Running");
+    let vw: VirtualWorkspace = client
+        .get_typed(Some(NS), "vw-root")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(vw.status.unwrap().phase, "Running");
+    assert!(
+        client
+            .get_typed::<Deployment>(Some(NS), "vw-root-virtual-workspace")
+            .await
+            .unwrap()
+            .is_some()
+    );
     let kc: Kubeconfig = client.get_typed(Some(NS), "admin").await.unwrap().unwrap();
     let kc_status = kc.status.unwrap();
     assert_eq!(

@@ -10,6 +10,7 @@ pub mod config;
 pub mod ensure;
 pub mod kubeconfig;
 pub mod retry;
+pub mod virtualworkspace;
 pub mod workload;
 
 use std::collections::BTreeMap;

@@ -81,7 +81,7 @@ impl Mounted {
 
 /// Ensures a Deployment with its revision labels; `spec_replicas` unset keeps the live
 /// replica count (HPA-friendly). Returns the live Deployment, or `None` when mounts are missing.
-async fn ensure_deployment(
+pub(crate) async fn ensure_deployment(
     client: &dyn ObjectClient,
     mut desired: Deployment,
     spec_replicas: Option<i32>,

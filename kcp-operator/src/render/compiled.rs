@@ -139,3 +139,32 @@ pub fn render_compiled_cache_server(
         status: None,
     }
 }
+
+/// CompiledVirtualWorkspace `<vw>`: the VirtualWorkspace spec, its RootShard and (for a shard
+/// target) its Shard.
+pub fn render_compiled_virtual_workspace(
+    vw: &VirtualWorkspace,
+    rs: &RootShard,
+    shard: Option<&Shard>,
+    revisions: &BTreeMap<String, i64>,
+) -> CompiledVirtualWorkspace {
+    let identity = [
+        (names::VIRTUAL_WORKSPACE_LABEL, name(&vw.metadata)),
+        (names::ROOT_SHARD_LABEL, name(&rs.metadata)),
+    ];
+    CompiledVirtualWorkspace {
+        metadata: compiled_meta(&vw.metadata, &identity, revisions),
+        spec: CompiledVirtualWorkspaceSpec {
+            virtual_workspace: vw.spec.clone(),
+            root_shard: NamedRootShardSpec {
+                name: name(&rs.metadata).to_owned(),
+                spec: rs.spec.clone(),
+            },
+            shard: shard.map(|s| NamedShardSpec {
+                name: name(&s.metadata).to_owned(),
+                spec: s.spec.clone(),
+            }),
+        },
+        status: None,
+    }
+}

@@ -11,7 +11,7 @@ use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::client::ListOptions;
 use kcp_core::{ObjectClient, ObjectClientExt as _, parse_manifests};
 use kcp_operator::api::*;
-use kcp_operator::reconcile::{config, kubeconfig, workload};
+use kcp_operator::reconcile::{config, kubeconfig, virtualworkspace, workload};
 use kcp_operator::render::certmanager::{self, Certificate, CertificateStatus};
 use kcp_sim::{Config, Server};
 use kube::api::ObjectMeta;
@@ -112,6 +112,16 @@ pub async fn reconcile_all(client: &dyn ObjectClient) {
     }
     for o in all::<Kubeconfig>(client).await {
         kubeconfig::reconcile_kubeconfig(client, &o).await.unwrap();
+    }
+    for o in all::<VirtualWorkspace>(client).await {
+        virtualworkspace::reconcile_virtual_workspace(client, &o)
+            .await
+            .unwrap();
+    }
+    for o in all::<CompiledVirtualWorkspace>(client).await {
+        virtualworkspace::reconcile_compiled_virtual_workspace(client, &o)
+            .await
+            .unwrap();
     }
     for o in all::<CompiledCacheServer>(client).await {
         workload::reconcile_compiled_cache_server(client, &o)
