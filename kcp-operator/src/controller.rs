@@ -28,6 +28,7 @@ use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
 use tracing::Instrument as _;
 
+use crate::addresser::{Addresser, InCluster};
 use crate::api::*;
 use crate::error::{Error, Result};
 use crate::reconcile::retry::RetryingReads;
@@ -71,6 +72,8 @@ pub struct Context {
     pub client: Arc<dyn ObjectClient>,
     /// Per-object backoff.
     pub errors: ErrorPolicy,
+    /// How kcp endpoints are reached (Shard cleanup, Kubeconfig RBAC).
+    pub addresser: Arc<dyn Addresser>,
 }
 
 impl kcp_core::runtime::Classify for Error {
@@ -87,7 +90,11 @@ pub trait Reconciled:
     Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
 {
     /// One pass over `self`.
-    fn reconcile<'a>(&'a self, client: &'a dyn ObjectClient) -> BoxFuture<'a, Result<Outcome>>;
+    fn reconcile<'a>(
+        &'a self,
+        client: &'a dyn ObjectClient,
+        addresser: &'a dyn Addresser,
+    ) -> BoxFuture<'a, Result<Outcome>>;
 }
 
 macro_rules! reconciled {
@@ -96,18 +103,30 @@ macro_rules! reconciled {
             fn reconcile<'a>(
                 &'a self,
                 client: &'a dyn ObjectClient,
+                _addresser: &'a dyn Addresser,
             ) -> BoxFuture<'a, Result<Outcome>> {
                 Box::pin($f(client, self))
+            }
+        }
+    };
+    ($kind:ty, $f:path, addresser) => {
+        impl Reconciled for $kind {
+            fn reconcile<'a>(
+                &'a self,
+                client: &'a dyn ObjectClient,
+                addresser: &'a dyn Addresser,
+            ) -> BoxFuture<'a, Result<Outcome>> {
+                Box::pin($f(client, addresser, self))
             }
         }
     };
 }
 
 reconciled!(RootShard, config::reconcile_root_shard);
-reconciled!(Shard, config::reconcile_shard);
+reconciled!(Shard, config::reconcile_shard, addresser);
 reconciled!(FrontProxy, config::reconcile_front_proxy);
 reconciled!(CacheServer, config::reconcile_cache_server);
-reconciled!(Kubeconfig, kubeconfig::reconcile_kubeconfig);
+reconciled!(Kubeconfig, kubeconfig::reconcile_kubeconfig, addresser);
 reconciled!(CompiledRootShard, workload::reconcile_compiled_root_shard);
 reconciled!(CompiledShard, workload::reconcile_compiled_shard);
 reconciled!(CompiledFrontProxy, workload::reconcile_compiled_front_proxy);
@@ -133,7 +152,10 @@ async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
         name = meta.name.as_deref().unwrap_or_default()
     );
     let client = RetryingReads(ctx.client.as_ref());
-    let outcome = obj.reconcile(&client).instrument(span).await?;
+    let outcome = obj
+        .reconcile(&client, ctx.addresser.as_ref())
+        .instrument(span)
+        .await?;
     Ok(ctx.errors.succeeded(obj.as_ref(), outcome))
 }
 
@@ -323,10 +345,20 @@ fn workload_controllers(
 }
 
 /// Runs the enabled controller groups against `client` until `shutdown` completes, then lets
-/// in-flight reconciles finish.
+/// in-flight reconciles finish; kcp is reached through in-cluster Service URLs.
 pub async fn run(
     client: Client,
     groups: &BTreeSet<ControllerGroup>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    run_with(client, groups, Arc::new(InCluster), shutdown).await;
+}
+
+/// [`run`] with a custom [`Addresser`].
+pub async fn run_with(
+    client: Client,
+    groups: &BTreeSet<ControllerGroup>,
+    addresser: Arc<dyn Addresser>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     use futures::FutureExt as _;
@@ -334,6 +366,7 @@ pub async fn run(
     let ctx = Arc::new(Context {
         client: Arc::new(KubeObjectClient::new(client.clone())),
         errors: ErrorPolicy::default(),
+        addresser,
     });
     let mut tasks = Vec::new();
     if groups.contains(&ControllerGroup::Config) {

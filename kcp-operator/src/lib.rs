@@ -9,6 +9,7 @@
 //! assert!(yaml.contains("rootshards.operator.kcp.io"));
 //! ```
 
+pub mod addresser;
 pub mod api;
 pub mod controller;
 pub mod error;

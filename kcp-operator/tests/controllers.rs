@@ -15,9 +15,10 @@ use k8s_openapi::api::core::v1::Secret;
 use kcp_core::client::ListOptions;
 use kcp_core::{ObjectClient, ObjectClientExt as _};
 use kcp_operator::api::*;
-use kcp_operator::controller::{ControllerGroup, run};
+use kcp_operator::controller::{ControllerGroup, run_with};
 use kcp_sim::faults::{ErrorRule, FaultConfig};
 use kcp_sim::{Config, Server};
+use std::sync::Arc;
 use tokio::sync::watch;
 
 struct Running {
@@ -35,12 +36,15 @@ impl Running {
     }
 }
 
-fn start(sim: &Server, groups: &[ControllerGroup]) -> Running {
+fn start(sim: &Server, groups: &[ControllerGroup], kcp: &Kcp) -> Running {
     let client = sim.client("").unwrap();
+    let addresser: Arc<dyn kcp_operator::addresser::Addresser> = Arc::new(Kcp {
+        server: kcp.server.clone(),
+    });
     let groups: BTreeSet<_> = groups.iter().copied().collect();
     let (stop, mut rx) = watch::channel(false);
     let task = tokio::spawn(async move {
-        run(client, &groups, async move {
+        run_with(client, &groups, addresser, async move {
             let _ = rx.wait_for(|s| *s).await;
         })
         .await;
@@ -105,20 +109,28 @@ impl AsyncSync for NoSync {
 
 #[tokio::test]
 async fn both_groups_in_one_process_bring_the_examples_to_ready() {
-    let (sim, client) = setup().await;
-    let running = start(&sim, &[ControllerGroup::Config, ControllerGroup::Workload]);
+    let (sim, client, kcp) = setup().await;
+    let running = start(
+        &sim,
+        &[ControllerGroup::Config, ControllerGroup::Workload],
+        &kcp,
+    );
     wait_ready(&client, &client, NoSync).await;
     running.stop().await;
 }
 
 #[tokio::test]
 async fn with_ten_percent_server_errors_everything_converges_without_duplicates() {
-    let (sim, client) = setup().await;
+    let (sim, client, kcp) = setup().await;
     sim.faults().set(FaultConfig {
         errors: vec![ErrorRule::new(500, 0.1)],
         ..FaultConfig::default()
     });
-    let running = start(&sim, &[ControllerGroup::Config, ControllerGroup::Workload]);
+    let running = start(
+        &sim,
+        &[ControllerGroup::Config, ControllerGroup::Workload],
+        &kcp,
+    );
     wait_ready(&client, &client, NoSync).await;
     sim.faults().set(FaultConfig::default());
     running.stop().await;
@@ -265,10 +277,10 @@ impl AsyncSync for Syncer<'_> {
 
 #[tokio::test]
 async fn config_and_workload_groups_run_against_separate_servers() {
-    let (config_sim, config_client) = setup().await;
+    let (config_sim, config_client, kcp) = setup().await;
     let (workload_sim, workload_client) = setup_with(Config::default(), false).await;
-    let config = start(&config_sim, &[ControllerGroup::Config]);
-    let workload = start(&workload_sim, &[ControllerGroup::Workload]);
+    let config = start(&config_sim, &[ControllerGroup::Config], &kcp);
+    let workload = start(&workload_sim, &[ControllerGroup::Workload], &kcp);
     let syncer = Syncer {
         config: &config_client,
         workload: &workload_client,

@@ -27,8 +27,8 @@ fn ready(conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition
 
 #[tokio::test]
 async fn example_installation_converges_to_ready_with_every_child() {
-    let (sim, client) = setup().await;
-    converge(&sim, &client).await;
+    let (sim, client, kcp) = setup().await;
+    converge(&sim, &client, &kcp).await;
     let rs: RootShard = client.get_typed(Some(NS), "root").await.unwrap().unwrap();
     let status = rs.status.unwrap();
     assert_eq!(status.phase, "Running");
@@ -107,8 +107,8 @@ async fn example_installation_converges_to_ready_with_every_child() {
 
 #[tokio::test]
 async fn children_carry_upstream_names_labels_and_owner_references() {
-    let (sim, client) = setup().await;
-    converge(&sim, &client).await;
+    let (sim, client, kcp) = setup().await;
+    converge(&sim, &client, &kcp).await;
     let rs: RootShard = client.get_typed(Some(NS), "root").await.unwrap().unwrap();
     let dep: Deployment = client
         .get_typed(Some(NS), "root-kcp")
@@ -170,10 +170,10 @@ async fn children_carry_upstream_names_labels_and_owner_references() {
 
 #[tokio::test]
 async fn second_reconcile_of_an_unchanged_installation_writes_nothing() {
-    let (sim, client) = setup().await;
-    converge(&sim, &client).await;
+    let (sim, client, kcp) = setup().await;
+    converge(&sim, &client, &kcp).await;
     let before = sim.resource_version();
-    reconcile_all(&client).await;
+    reconcile_all(&client, &kcp).await;
     assert_eq!(
         sim.resource_version(),
         before,
@@ -183,12 +183,12 @@ async fn second_reconcile_of_an_unchanged_installation_writes_nothing() {
 
 #[tokio::test]
 async fn changed_shard_spec_rolls_its_deployment() {
-    let (sim, client) = setup().await;
-    converge(&sim, &client).await;
+    let (sim, client, kcp) = setup().await;
+    converge(&sim, &client, &kcp).await;
     let mut shard: Shard = client.get_typed(Some(NS), "alpha").await.unwrap().unwrap();
     shard.spec.common.logging = Some(LoggingSpec { level: 6 });
     client.replace_typed(&shard).await.unwrap();
-    converge(&sim, &client).await;
+    converge(&sim, &client, &kcp).await;
     let dep: Deployment = client
         .get_typed(Some(NS), "alpha-shard-kcp")
         .await
@@ -203,16 +203,16 @@ async fn changed_shard_spec_rolls_its_deployment() {
 
 #[tokio::test]
 async fn renewed_certificate_reaches_the_kubeconfig_secret_and_rolls_deployments() {
-    let (sim, client) = setup().await;
-    converge(&sim, &client).await;
+    let (sim, client, kcp) = setup().await;
+    converge(&sim, &client, &kcp).await;
     let dep_before: Deployment = client
         .get_typed(Some(NS), "root-kcp")
         .await
         .unwrap()
         .unwrap();
     issue_certificates(&client, 2).await;
-    reconcile_all(&client).await;
-    reconcile_all(&client).await;
+    reconcile_all(&client, &kcp).await;
+    reconcile_all(&client, &kcp).await;
     let secret: Secret = client
         .get_typed(Some(NS), "admin-kubeconfig")
         .await
@@ -249,8 +249,8 @@ async fn renewed_certificate_reaches_the_kubeconfig_secret_and_rolls_deployments
 
 #[tokio::test]
 async fn deleting_sources_garbage_collects_their_children() {
-    let (sim, client) = setup().await;
-    converge(&sim, &client).await;
+    let (sim, client, kcp) = setup().await;
+    converge(&sim, &client, &kcp).await;
     for name in ["admin"] {
         let target = kcp_core::typed::object_ref_for::<Kubeconfig>(Some(NS), name);
         client
@@ -263,6 +263,8 @@ async fn deleting_sources_garbage_collects_their_children() {
         .delete(&target, &DeleteOptions::default())
         .await
         .unwrap();
+    // The Kubeconfig's RBAC finalizer is released by the next pass.
+    reconcile_all(&client, &kcp).await;
     for _ in 0..50 {
         tokio::task::yield_now().await;
     }
@@ -297,6 +299,122 @@ async fn deleting_sources_garbage_collects_their_children() {
     assert!(
         client
             .get_typed::<Certificate>(Some(NS), "root-server")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn kubeconfig_grants_its_cluster_roles_in_the_target_workspace() {
+    let (sim, client, kcp) = setup().await;
+    converge(&sim, &client, &kcp).await;
+    let kc: Kubeconfig = client.get_typed(Some(NS), "admin").await.unwrap().unwrap();
+    assert!(
+        kc.metadata
+            .finalizers
+            .clone()
+            .unwrap_or_default()
+            .contains(&FINALIZER_CLEANUP_RBAC.to_owned())
+    );
+    assert_eq!(
+        kc.status
+            .clone()
+            .unwrap()
+            .authorization
+            .unwrap()
+            .provisioned_cluster,
+        "root:team-a"
+    );
+    let bindings = kcp.bindings("root:team-a").await;
+    let uid = kc.metadata.uid.clone().unwrap();
+    assert_eq!(bindings.len(), 1);
+    assert_eq!(
+        bindings[0].metadata.name.as_deref(),
+        Some(format!("{uid}:cluster-admin").as_str())
+    );
+    assert_eq!(
+        bindings[0].subjects.clone().unwrap()[0].name,
+        "kubeconfig:admin"
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_kubeconfig_revokes_its_grants_then_releases_it() {
+    let (sim, client, kcp) = setup().await;
+    converge(&sim, &client, &kcp).await;
+    let target = kcp_core::typed::object_ref_for::<Kubeconfig>(Some(NS), "admin");
+    client
+        .delete(&target, &DeleteOptions::default())
+        .await
+        .unwrap();
+    reconcile_all(&client, &kcp).await;
+    assert!(kcp.bindings("root:team-a").await.is_empty());
+    assert!(
+        client
+            .get_typed::<Kubeconfig>(Some(NS), "admin")
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
+
+#[tokio::test]
+async fn kubeconfig_finalizer_is_released_when_the_target_is_gone() {
+    let (sim, client, kcp) = setup().await;
+    converge(&sim, &client, &kcp).await;
+    for kind in ["edge"] {
+        let target = kcp_core::typed::object_ref_for::<FrontProxy>(Some(NS), kind);
+        client
+            .delete(&target, &DeleteOptions::default())
+            .await
+            .unwrap();
+    }
+    let target = kcp_core::typed::object_ref_for::<Kubeconfig>(Some(NS), "admin");
+    client
+        .delete(&target, &DeleteOptions::default())
+        .await
+        .unwrap();
+    reconcile_all(&client, &kcp).await;
+    assert!(
+        client
+            .get_typed::<Kubeconfig>(Some(NS), "admin")
+            .await
+            .unwrap()
+            .is_none(),
+        "the finalizer must not hold the Kubeconfig"
+    );
+}
+
+#[tokio::test]
+async fn deleting_a_shard_removes_its_kcp_registration_then_releases_it() {
+    let (sim, client, kcp) = setup().await;
+    converge(&sim, &client, &kcp).await;
+    let shard: Shard = client.get_typed(Some(NS), "alpha").await.unwrap().unwrap();
+    assert!(
+        shard
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .contains(&FINALIZER_CLEANUP_SHARD.to_owned())
+    );
+    let target = kcp_core::typed::object_ref_for::<Shard>(Some(NS), "alpha");
+    client
+        .delete(&target, &DeleteOptions::default())
+        .await
+        .unwrap();
+    assert!(
+        client
+            .get_typed::<Shard>(Some(NS), "alpha")
+            .await
+            .unwrap()
+            .is_some(),
+        "held by the finalizer"
+    );
+    reconcile_all(&client, &kcp).await;
+    assert!(
+        client
+            .get_typed::<Shard>(Some(NS), "alpha")
             .await
             .unwrap()
             .is_none()

@@ -16,6 +16,7 @@ use super::{
     CertificateState, core, describe, ensure_certificates, ensure_merged_bundle, owner_ref,
     set_conditions,
 };
+use crate::addresser::Addresser;
 use crate::api::*;
 use crate::error::{Error, Result};
 use crate::render::compiled::*;
@@ -282,9 +283,14 @@ async fn root_shard_of(
     Ok((rs, c))
 }
 
-/// One pass over a Shard (spec section 5.3).
-pub async fn reconcile_shard(client: &dyn ObjectClient, shard: &Shard) -> Result<Outcome> {
-    if shard.metadata.deletion_timestamp.is_some() {
+/// One pass over a Shard (spec section 5.3); `addresser` reaches the root shard to remove the
+/// kcp Shard when the Shard is deleted.
+pub async fn reconcile_shard(
+    client: &dyn ObjectClient,
+    addresser: &dyn Addresser,
+    shard: &Shard,
+) -> Result<Outcome> {
+    if super::cleanup::shard_finalizer(client, addresser, shard).await? {
         return Ok(Outcome::Done);
     }
     let (name, ns) = name_ns(&shard.metadata);

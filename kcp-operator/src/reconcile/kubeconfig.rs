@@ -3,8 +3,8 @@
 //! orphans them, spec section 9 item 2), rewritten as soon as the certificate Secret is renewed
 //! (the controller watches it), with the certificate's expiry in status.
 //!
-//! Not done yet: the RBAC part (ClusterRoleBindings in the target workspace and the
-//! `operator.kcp.io/cleanup-rbac` finalizer).
+//! The RBAC part (ClusterRoleBindings in the target workspace, behind the
+//! `operator.kcp.io/cleanup-rbac` finalizer) is in [`super::cleanup`].
 
 use std::time::Duration;
 
@@ -14,9 +14,11 @@ use kcp_core::ObjectClientExt as _;
 use kcp_core::runtime::conditions::ConditionUpdate;
 use kcp_core::runtime::{ConditionStatus, Outcome, write_status};
 
+use super::cleanup::{RbacTarget, kubeconfig_rbac};
 use super::config::apply_status;
 use super::ensure::ensure;
 use super::{core, describe, owner_ref};
+use crate::addresser::{Addresser, Endpoint};
 use crate::api::*;
 use crate::error::Result;
 use crate::render::certmanager::Certificate;
@@ -31,6 +33,18 @@ struct Target {
     base_url: String,
     front_proxy: bool,
     ca_bundle: Option<String>,
+    /// For a Shard target: its name and `shardBaseURL`.
+    shard: Option<(String, String)>,
+}
+
+impl Target {
+    fn endpoint(&self) -> Endpoint<'_> {
+        match &self.shard {
+            Some((name, url)) => Endpoint::Shard(name, url),
+            None if self.front_proxy => Endpoint::RootShardProxy,
+            None => Endpoint::RootShard,
+        }
+    }
 }
 
 async fn get<K>(client: &dyn ObjectClient, ns: &str, name: &str) -> Result<Option<K>>
@@ -69,6 +83,7 @@ async fn resolve(
     ns: &str,
     target: TargetRef<'_>,
 ) -> Result<Option<Target>> {
+    let mut shard = None;
     let (rs_name, base_url, front_proxy, ca_bundle) = match target {
         TargetRef::RootShard(n) => (n.to_owned(), None, false, None),
         TargetRef::Shard(n) => {
@@ -83,6 +98,7 @@ async fn resolve(
                 &c.cluster_domain,
                 &c.shard_base_url,
             );
+            shard = Some((n.to_owned(), c.shard_base_url.clone()));
             (
                 s.spec.root_shard.name().unwrap_or_default().to_owned(),
                 Some(url),
@@ -132,6 +148,7 @@ async fn resolve(
         base_url,
         front_proxy,
         ca_bundle,
+        shard,
     }))
 }
 
@@ -186,11 +203,12 @@ async fn credentials(
     }))
 }
 
-/// One pass over a Kubeconfig.
-pub async fn reconcile_kubeconfig(client: &dyn ObjectClient, kc: &Kubeconfig) -> Result<Outcome> {
-    if kc.metadata.deletion_timestamp.is_some() {
-        return Ok(Outcome::Done);
-    }
+/// One pass over a Kubeconfig; `addresser` reaches kcp for the RBAC part.
+pub async fn reconcile_kubeconfig(
+    client: &dyn ObjectClient,
+    addresser: &dyn Addresser,
+    kc: &Kubeconfig,
+) -> Result<Outcome> {
     let ns = kc.metadata.namespace.clone().unwrap_or_default();
     let name = kc.metadata.name.clone().unwrap_or_default();
     let target_ref = kc.spec.target.resolve();
@@ -198,6 +216,18 @@ pub async fn reconcile_kubeconfig(client: &dyn ObjectClient, kc: &Kubeconfig) ->
         Some(t) => resolve(client, &ns, t).await?,
         None => None,
     };
+    let rbac_target = target
+        .as_ref()
+        .filter(|t| t.root_shard.metadata.deletion_timestamp.is_none())
+        .map(|t| RbacTarget {
+            root_shard: &t.root_shard,
+            endpoint: t.endpoint(),
+        });
+    if kc.metadata.deletion_timestamp.is_some() {
+        kubeconfig_rbac(client, addresser, kc, rbac_target).await?;
+        return Ok(Outcome::Done);
+    }
+    let provisioned = kubeconfig_rbac(client, addresser, kc, rbac_target).await?;
     let (reference, available, not_after, outcome) = match &target {
         None => (
             ConditionUpdate::new(CONDITION_REFERENCE_VALID, false, "ReferenceNotFound")
@@ -234,6 +264,12 @@ pub async fn reconcile_kubeconfig(client: &dyn ObjectClient, kc: &Kubeconfig) ->
         s.phase = kubeconfig_phase(&reference, &available).to_owned();
         s.target_name.clone_from(&target_name);
         s.certificate_not_after.clone_from(&not_after);
+        s.authorization =
+            provisioned
+                .clone()
+                .map(|provisioned_cluster| KubeconfigAuthorizationStatus {
+                    provisioned_cluster,
+                });
     })
     .await
     .map_err(core(format!("writing the status of {}", describe(kc))))?;

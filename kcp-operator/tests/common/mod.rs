@@ -7,19 +7,71 @@ use std::collections::BTreeMap;
 use k8s_openapi::ByteString;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
 use k8s_openapi::api::core::v1::{Namespace, Secret};
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::client::ListOptions;
 use kcp_core::{ObjectClient, ObjectClientExt as _, parse_manifests};
+use kcp_operator::addresser::{Addresser, Endpoint};
 use kcp_operator::api::*;
 use kcp_operator::reconcile::{config, kubeconfig, virtualworkspace, workload};
 use kcp_operator::render::certmanager::{self, Certificate, CertificateStatus};
 use kcp_sim::{Config, Server};
 use kube::api::ObjectMeta;
+use std::sync::Arc;
 
 pub const NS: &str = "kcp";
 
-pub async fn setup() -> (Server, kcp_sim::SimClient) {
-    setup_with(Config::default(), true).await
+pub async fn setup() -> (Server, kcp_sim::SimClient, Kcp) {
+    let (sim, client) = setup_with(Config::default(), true).await;
+    (sim, client, Kcp::start().await)
+}
+
+/// The kcp of the installation, played by a kcp-sim in kcp mode with the workspace
+/// `root:team-a` (the example Kubeconfig's target), reached through [`Kcp`] as the operator's
+/// [`Addresser`].
+pub struct Kcp {
+    pub server: Arc<Server>,
+}
+
+impl Kcp {
+    pub async fn start() -> Self {
+        let server = Server::start(Config::kcp()).await.unwrap();
+        let root = server.object_client("root");
+        let ws = "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {name: team-a}\n";
+        apply_objects(&root, parse_manifests("ws.yaml", ws).unwrap()).await;
+        for _ in 0..200 {
+            let w: Option<kcp_core::kcp::Workspace> = root.get_typed(None, "team-a").await.unwrap();
+            if w.and_then(|w| w.status).and_then(|s| s.phase).as_deref() == Some("Ready") {
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        Kcp {
+            server: Arc::new(server),
+        }
+    }
+
+    /// The ClusterRoleBindings in a workspace.
+    pub async fn bindings(&self, workspace: &str) -> Vec<ClusterRoleBinding> {
+        let client = self.server.object_client(workspace);
+        client
+            .list_typed(None, &ListOptions::default())
+            .await
+            .unwrap()
+    }
+}
+
+#[async_trait::async_trait]
+impl Addresser for Kcp {
+    async fn client(
+        &self,
+        _management: &dyn ObjectClient,
+        _root_shard: &RootShard,
+        _endpoint: Endpoint<'_>,
+        workspace: &str,
+    ) -> kcp_operator::Result<Arc<dyn ObjectClient>> {
+        Ok(Arc::new(self.server.object_client(workspace)))
+    }
 }
 
 /// A sim with the CRDs and the namespace, and the examples when `examples`.
@@ -97,7 +149,7 @@ where
 }
 
 /// One pass of every config and workload reconciler over every object.
-pub async fn reconcile_all(client: &dyn ObjectClient) {
+pub async fn reconcile_all(client: &dyn ObjectClient, kcp: &Kcp) {
     for o in all::<CacheServer>(client).await {
         config::reconcile_cache_server(client, &o).await.unwrap();
     }
@@ -105,13 +157,15 @@ pub async fn reconcile_all(client: &dyn ObjectClient) {
         config::reconcile_root_shard(client, &o).await.unwrap();
     }
     for o in all::<Shard>(client).await {
-        config::reconcile_shard(client, &o).await.unwrap();
+        config::reconcile_shard(client, kcp, &o).await.unwrap();
     }
     for o in all::<FrontProxy>(client).await {
         config::reconcile_front_proxy(client, &o).await.unwrap();
     }
     for o in all::<Kubeconfig>(client).await {
-        kubeconfig::reconcile_kubeconfig(client, &o).await.unwrap();
+        kubeconfig::reconcile_kubeconfig(client, kcp, &o)
+            .await
+            .unwrap();
     }
     for o in all::<VirtualWorkspace>(client).await {
         virtualworkspace::reconcile_virtual_workspace(client, &o)
@@ -232,10 +286,10 @@ pub async fn run_deployments(client: &dyn ObjectClient) {
 }
 
 /// Reconciles, issues and runs until nothing changes any more.
-pub async fn converge(sim: &Server, client: &dyn ObjectClient) {
+pub async fn converge(sim: &Server, client: &dyn ObjectClient, kcp: &Kcp) {
     let mut last = 0;
     for _ in 0..12 {
-        reconcile_all(client).await;
+        reconcile_all(client, kcp).await;
         issue_certificates(client, 1).await;
         run_deployments(client).await;
         let now = sim.resource_version();
