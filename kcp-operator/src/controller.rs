@@ -31,6 +31,7 @@ use tracing::Instrument as _;
 use crate::addresser::{Addresser, InCluster};
 use crate::api::*;
 use crate::error::{Error, Result};
+use crate::metrics::{CountedKind, Metrics, PhasedKind};
 use crate::reconcile::retry::RetryingReads;
 use crate::reconcile::{config, kubeconfig, virtualworkspace, workload};
 use crate::render::certmanager::{Certificate, Issuer};
@@ -74,6 +75,8 @@ pub struct Context {
     pub errors: ErrorPolicy,
     /// How kcp endpoints are reached (Shard cleanup, Kubeconfig RBAC).
     pub addresser: Arc<dyn Addresser>,
+    /// The `kcp_operator_*` metrics.
+    pub metrics: Metrics,
 }
 
 impl kcp_core::runtime::Classify for Error {
@@ -152,11 +155,18 @@ async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
         name = meta.name.as_deref().unwrap_or_default()
     );
     let client = RetryingReads(ctx.client.as_ref());
-    let outcome = obj
+    let started = std::time::Instant::now();
+    let result = obj
         .reconcile(&client, ctx.addresser.as_ref())
         .instrument(span)
-        .await?;
-    Ok(ctx.errors.succeeded(obj.as_ref(), outcome))
+        .await;
+    let controller = K::kind(&()).to_ascii_lowercase();
+    ctx.metrics.observe(
+        &controller,
+        started.elapsed(),
+        result.as_ref().err().map(Error::reason),
+    );
+    Ok(ctx.errors.succeeded(obj.as_ref(), result?))
 }
 
 fn error_policy<K: Reconciled>(obj: Arc<K>, err: &Error, ctx: Arc<Context>) -> Action {
@@ -203,6 +213,8 @@ fn config_controllers(
         .owns(api::<Certificate>(client), cfg())
         .owns(api::<CompiledRootShard>(client), cfg());
     let rs_store = rs.store();
+    let rs_metrics = rs_store.clone();
+
     let rs = rs
         .watches(api::<Shard>(client), cfg(), |s| {
             let ns = s.metadata.namespace.clone();
@@ -231,6 +243,7 @@ fn config_controllers(
         .owns(api::<Certificate>(client), cfg())
         .owns(api::<CompiledVirtualWorkspace>(client), cfg());
     let store = vws.store();
+    let vw_metrics = store.clone();
     let vws = vws
         .watches(api::<RootShard>(client), cfg(), move |rs| {
             refs(
@@ -252,6 +265,7 @@ fn config_controllers(
         .owns(api::<Certificate>(client), cfg())
         .owns(api::<CompiledShard>(client), cfg());
     let store = shards.store();
+    let shard_metrics = store.clone();
     let shards = shards
         .watches(api::<RootShard>(client), cfg(), move |rs| {
             refs(&store, rs.metadata.namespace.as_deref(), |s: &Shard| {
@@ -263,6 +277,7 @@ fn config_controllers(
         .owns(api::<Certificate>(client), cfg())
         .owns(api::<CompiledFrontProxy>(client), cfg());
     let store = fps.store();
+    let fp_metrics = store.clone();
     let fps = fps
         .watches(api::<RootShard>(client), cfg(), move |rs| {
             refs(
@@ -275,10 +290,13 @@ fn config_controllers(
     let caches = Controller::new(api::<CacheServer>(client), cfg())
         .owns(api::<Certificate>(client), cfg())
         .owns(api::<Issuer>(client), cfg())
-        .owns(api::<CompiledCacheServer>(client), cfg())
-        .graceful_shutdown_on(shutdown.clone());
-    let kubeconfigs = Controller::new(api::<Kubeconfig>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<CompiledCacheServer>(client), cfg());
+    let cache_metrics = caches.store();
+    let caches = caches.graceful_shutdown_on(shutdown.clone());
+    let kubeconfigs =
+        Controller::new(api::<Kubeconfig>(client), cfg()).owns(api::<Certificate>(client), cfg());
+    let kc_metrics = kubeconfigs.store();
+    let kubeconfigs = kubeconfigs
         .watches(api::<Secret>(client), cfg().labels(KUBECONFIG_LABEL), |s| {
             let ns = s.metadata.namespace.clone().unwrap_or_default();
             s.metadata
@@ -286,8 +304,17 @@ fn config_controllers(
                 .and_then(|l| l.get(KUBECONFIG_LABEL).cloned())
                 .map(|n| ObjectRef::new(&n).within(&ns))
         })
-        .graceful_shutdown_on(shutdown);
+        .graceful_shutdown_on(shutdown.clone());
+    let stores = Stores {
+        root_shards: rs_metrics,
+        shards: shard_metrics,
+        front_proxies: fp_metrics,
+        cache_servers: cache_metrics,
+        kubeconfigs: kc_metrics,
+        virtual_workspaces: vw_metrics,
+    };
     vec![
+        Box::pin(refresh_metrics(stores, ctx.metrics.clone(), shutdown)),
         Box::pin(drive(rs, ctx.clone())),
         Box::pin(drive(shards, ctx.clone())),
         Box::pin(drive(fps, ctx.clone())),
@@ -295,6 +322,144 @@ fn config_controllers(
         Box::pin(drive(kubeconfigs, ctx.clone())),
         Box::pin(drive(vws, ctx.clone())),
     ]
+}
+
+/// The config group's caches the count and condition metrics are computed from.
+struct Stores {
+    root_shards: Store<RootShard>,
+    shards: Store<Shard>,
+    front_proxies: Store<FrontProxy>,
+    cache_servers: Store<CacheServer>,
+    kubeconfigs: Store<Kubeconfig>,
+    virtual_workspaces: Store<VirtualWorkspace>,
+}
+
+fn ns_name<K: Resource>(o: &K) -> (String, String) {
+    let m = o.meta();
+    (
+        m.namespace.clone().unwrap_or_default(),
+        m.name.clone().unwrap_or_default(),
+    )
+}
+
+impl Stores {
+    fn refresh(&self, m: &Metrics) {
+        let rs = self.root_shards.state();
+        let phase = |p: Option<&String>| p.cloned().unwrap_or_default();
+        let rows: Vec<_> = rs
+            .iter()
+            .map(|o| {
+                (
+                    ns_name(o.as_ref()).0,
+                    phase(o.status.as_ref().map(|s| &s.phase)),
+                )
+            })
+            .collect();
+        m.set_phased(
+            PhasedKind::RootShard,
+            rows.iter().map(|(a, b)| (a.as_str(), b.as_str())),
+        );
+        let shards = self.shards.state();
+        let rows: Vec<_> = shards
+            .iter()
+            .map(|o| {
+                (
+                    ns_name(o.as_ref()).0,
+                    phase(o.status.as_ref().map(|s| &s.phase)),
+                )
+            })
+            .collect();
+        m.set_phased(
+            PhasedKind::Shard,
+            rows.iter().map(|(a, b)| (a.as_str(), b.as_str())),
+        );
+        let fps = self.front_proxies.state();
+        let rows: Vec<_> = fps
+            .iter()
+            .map(|o| {
+                (
+                    ns_name(o.as_ref()).0,
+                    phase(o.status.as_ref().map(|s| &s.phase)),
+                )
+            })
+            .collect();
+        m.set_phased(
+            PhasedKind::FrontProxy,
+            rows.iter().map(|(a, b)| (a.as_str(), b.as_str())),
+        );
+        let cs: Vec<String> = self
+            .cache_servers
+            .state()
+            .iter()
+            .map(|o| ns_name(o.as_ref()).0)
+            .collect();
+        m.set_counted(CountedKind::CacheServer, cs.iter().map(String::as_str));
+        let kcs: Vec<String> = self
+            .kubeconfigs
+            .state()
+            .iter()
+            .map(|o| ns_name(o.as_ref()).0)
+            .collect();
+        m.set_counted(CountedKind::Kubeconfig, kcs.iter().map(String::as_str));
+        let vws: Vec<String> = self
+            .virtual_workspaces
+            .state()
+            .iter()
+            .map(|o| ns_name(o.as_ref()).0)
+            .collect();
+        m.set_counted(
+            CountedKind::VirtualWorkspace,
+            vws.iter().map(String::as_str),
+        );
+        for o in rs.iter() {
+            let (ns, name) = ns_name(o.as_ref());
+            m.set_conditions(
+                "RootShard",
+                &ns,
+                &name,
+                o.status
+                    .as_ref()
+                    .map(|s| s.conditions.as_slice())
+                    .unwrap_or_default(),
+            );
+        }
+        for o in shards.iter() {
+            let (ns, name) = ns_name(o.as_ref());
+            m.set_conditions(
+                "Shard",
+                &ns,
+                &name,
+                o.status
+                    .as_ref()
+                    .map(|s| s.conditions.as_slice())
+                    .unwrap_or_default(),
+            );
+        }
+        for o in fps.iter() {
+            let (ns, name) = ns_name(o.as_ref());
+            m.set_conditions(
+                "FrontProxy",
+                &ns,
+                &name,
+                o.status
+                    .as_ref()
+                    .map(|s| s.conditions.as_slice())
+                    .unwrap_or_default(),
+            );
+        }
+    }
+}
+
+/// Refreshes the count and condition metrics every [`Metrics::REFRESH`] until `shutdown`.
+async fn refresh_metrics(stores: Stores, metrics: Metrics, shutdown: impl Future<Output = ()>) {
+    tokio::pin!(shutdown);
+    let mut tick = tokio::time::interval(Metrics::REFRESH);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => return,
+            _ = tick.tick() => stores.refresh(&metrics),
+        }
+    }
 }
 
 /// A workload controller: owns Deployments, Services, ConfigMaps and Secrets, and is woken by
@@ -351,14 +516,22 @@ pub async fn run(
     groups: &BTreeSet<ControllerGroup>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
-    run_with(client, groups, Arc::new(InCluster), shutdown).await;
+    run_with(
+        client,
+        groups,
+        Arc::new(InCluster),
+        Metrics::unregistered(),
+        shutdown,
+    )
+    .await;
 }
 
-/// [`run`] with a custom [`Addresser`].
+/// [`run`] with a custom [`Addresser`] and metrics registered by the caller.
 pub async fn run_with(
     client: Client,
     groups: &BTreeSet<ControllerGroup>,
     addresser: Arc<dyn Addresser>,
+    metrics: Metrics,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     use futures::FutureExt as _;
@@ -367,6 +540,7 @@ pub async fn run_with(
         client: Arc::new(KubeObjectClient::new(client.clone())),
         errors: ErrorPolicy::default(),
         addresser,
+        metrics,
     });
     let mut tasks = Vec::new();
     if groups.contains(&ControllerGroup::Config) {

@@ -13,6 +13,7 @@ pub mod addresser;
 pub mod api;
 pub mod controller;
 pub mod error;
+pub mod metrics;
 pub mod reconcile;
 pub mod render;
 pub mod status;

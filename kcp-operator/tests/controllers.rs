@@ -44,9 +44,15 @@ fn start(sim: &Server, groups: &[ControllerGroup], kcp: &Kcp) -> Running {
     let groups: BTreeSet<_> = groups.iter().copied().collect();
     let (stop, mut rx) = watch::channel(false);
     let task = tokio::spawn(async move {
-        run_with(client, &groups, addresser, async move {
-            let _ = rx.wait_for(|s| *s).await;
-        })
+        run_with(
+            client,
+            &groups,
+            addresser,
+            kcp_operator::metrics::Metrics::unregistered(),
+            async move {
+                let _ = rx.wait_for(|s| *s).await;
+            },
+        )
         .await;
     });
     Running { stop, task }

@@ -9,7 +9,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use kcp_manager::{CommonFlags, Defaults, Error, Manager, parse_flags, print_crds};
-use kcp_operator::controller::{parse_groups, run};
+use std::sync::Arc;
+
+use kcp_operator::addresser::InCluster;
+use kcp_operator::controller::{parse_groups, run_with};
+use kcp_operator::metrics::Metrics;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -79,10 +83,11 @@ async fn operator(flags: Flags) -> Result<(), Error> {
     let kube = manager.kube_config().await?;
     let client = kube::Client::try_from(kube).map_err(Error::client)?;
     let ready = manager.readiness().synced_flag();
+    let metrics = manager.with_registry(Metrics::register);
     manager
         .run(Some(client.clone()), |shutdown| async move {
             ready.store(true, std::sync::atomic::Ordering::SeqCst);
-            run(client, &groups, shutdown).await;
+            run_with(client, &groups, Arc::new(InCluster), metrics, shutdown).await;
             Ok(())
         })
         .await
