@@ -1,4 +1,4 @@
-//! The `kcp-init-agent` and `kcp-playground` binaries, run as processes against kcp-sim.
+//! The `kcp-init-agent` binary, run as processes against kcp-sim.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::io::{Read, Write};
@@ -14,7 +14,6 @@ use kcp_core::{ObjectClient, ObjectClientExt, parse_manifests};
 use kcp_sim::{Config, Server, SimClient};
 
 const AGENT: &str = env!("CARGO_BIN_EXE_kcp-init-agent");
-const PLAYGROUND: &str = env!("CARGO_BIN_EXE_kcp-playground");
 const WORKSPACE_TYPE: &str = include_str!("../../examples/playground/01-workspace-type.yaml");
 const INIT: &str = include_str!("../../examples/playground/02-init.yaml");
 const WORKSPACES: &str = include_str!("../../examples/playground/03-workspaces.yaml");
@@ -262,35 +261,6 @@ async fn with_leader_election_only_one_of_two_agents_acts() {
         .await
         .unwrap();
     assert!(lease.unwrap().spec.unwrap().holder_identity.is_some());
-}
-
-#[test]
-fn the_playground_converges_and_exits_when_ready() {
-    let kubeconfig = temp_path("playground.kubeconfig");
-    let out = Command::new(PLAYGROUND)
-        .args([
-            "--exit-when-ready",
-            "--timeout-seconds",
-            "60",
-            "--kubeconfig",
-        ])
-        .arg(&kubeconfig)
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert!(stdout.contains("all 3 workspaces Ready"), "{stdout}");
-    assert!(stdout.contains("sandbox=yes"), "{stdout}");
-    assert!(
-        std::fs::read_to_string(&kubeconfig)
-            .unwrap()
-            .contains("/clusters/root")
-    );
-    let _ = std::fs::remove_file(kubeconfig);
 }
 
 /// Reads one agent's `kcp_init_clusters_initialized_total` for the playground's InitTarget.

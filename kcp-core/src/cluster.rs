@@ -19,9 +19,12 @@
 //!   sent.
 //! * Sending blocks when the channel is full: the consumer paces the provider.
 
+pub mod apiexport;
 pub mod clients;
 pub mod initializing;
+mod views;
 
+pub use apiexport::ApiExportConsumers;
 pub use clients::ClusterClients;
 pub use initializing::InitializingWorkspaces;
 

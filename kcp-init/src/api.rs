@@ -171,26 +171,6 @@ impl InitTarget {
     }
 }
 
-/// Sets `condition` in `status`, replacing the condition of the same type.
-///
-/// When the replaced condition has the same `status`, its `lastTransitionTime` is kept (the
-/// condition did not transition); otherwise the time given in `condition` is used.
-pub fn set_condition(status: &mut InitTargetStatus, mut condition: Condition) {
-    match status
-        .conditions
-        .iter_mut()
-        .find(|c| c.type_ == condition.type_)
-    {
-        Some(existing) => {
-            if existing.status == condition.status && existing.last_transition_time.is_some() {
-                condition.last_transition_time = existing.last_transition_time.take();
-            }
-            *existing = condition;
-        }
-        None => status.conditions.push(condition),
-    }
-}
-
 /// A template whose output is a YAML or JSON stream of objects to create.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[kube(
@@ -278,6 +258,15 @@ spec:
       name: cluster-info
 "#;
 
+    fn condition(type_: &str, status: &str, time: &str) -> Condition {
+        Condition {
+            type_: type_.into(),
+            status: status.into(),
+            last_transition_time: Some(time.into()),
+            ..Condition::default()
+        }
+    }
+
     fn target(path: &str) -> InitTarget {
         InitTarget::new(
             "t",
@@ -289,15 +278,6 @@ spec:
                 sources: vec![],
             },
         )
-    }
-
-    fn condition(type_: &str, status: &str, time: &str) -> Condition {
-        Condition {
-            type_: type_.into(),
-            status: status.into(),
-            last_transition_time: Some(time.into()),
-            ..Condition::default()
-        }
     }
 
     #[test]
@@ -434,37 +414,5 @@ spec:
     #[test]
     fn workspace_type_path_falls_back_to_own_cluster_when_empty() {
         assert_eq!(target("").workspace_type_path("abc"), "abc");
-    }
-
-    #[test]
-    fn set_condition_appends_a_new_type() {
-        let mut status = InitTargetStatus::default();
-        set_condition(&mut status, condition(CONDITION_READY, "True", "t1"));
-        set_condition(&mut status, condition(CONDITION_CONFLICT, "False", "t2"));
-        let types: Vec<_> = status.conditions.iter().map(|c| c.type_.as_str()).collect();
-        assert_eq!(types, [CONDITION_READY, CONDITION_CONFLICT]);
-    }
-
-    #[test]
-    fn set_condition_keeps_transition_time_when_status_is_unchanged() {
-        let mut status = InitTargetStatus::default();
-        set_condition(&mut status, condition(CONDITION_READY, "True", "t1"));
-        let mut update = condition(CONDITION_READY, "True", "t2");
-        update.message = Some("still fine".into());
-        set_condition(&mut status, update);
-        let ready = status.condition(CONDITION_READY).unwrap();
-        assert_eq!(ready.last_transition_time.as_deref(), Some("t1"));
-        assert_eq!(ready.message.as_deref(), Some("still fine"));
-        assert_eq!(status.conditions.len(), 1);
-    }
-
-    #[test]
-    fn set_condition_takes_new_transition_time_when_status_changes() {
-        let mut status = InitTargetStatus::default();
-        set_condition(&mut status, condition(CONDITION_READY, "True", "t1"));
-        set_condition(&mut status, condition(CONDITION_READY, "False", "t2"));
-        let ready = status.condition(CONDITION_READY).unwrap();
-        assert_eq!(ready.status, "False");
-        assert_eq!(ready.last_transition_time.as_deref(), Some("t2"));
     }
 }

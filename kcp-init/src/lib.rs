@@ -28,6 +28,7 @@ pub mod reconcile;
 pub mod render;
 pub mod runner;
 pub mod status;
+pub mod supervisor;
 pub mod targets;
 
 pub use controller::{AgentConfig, run};

@@ -1,153 +1,18 @@
 //! The init-agent end to end over HTTP against kcp-sim, through the library's `run`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
-use kcp_core::kcp::{LogicalCluster, Workspace};
-use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
-use kcp_core::{Backoff, ListOptions, ObjectClient, ObjectClientExt, ObjectRef, parse_manifests};
+use kcp_core::kcp::LogicalCluster;
+use kcp_core::kube::api::GroupVersionKind;
+use kcp_core::{ListOptions, ObjectClient, ObjectClientExt, ObjectRef, parse_manifests};
 use kcp_init::api::InitTarget;
-use kcp_init::{AgentConfig, Metrics, run};
-use kcp_sim::{Config, ErrorRule, Server, SimClient};
-use tokio::sync::watch;
+use kcp_sim::{Config, ErrorRule, Server};
 
-const WORKSPACE_TYPE: &str = include_str!("../../examples/playground/01-workspace-type.yaml");
-const INIT: &str = include_str!("../../examples/playground/02-init.yaml");
+mod support;
 
-struct Agent {
-    stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<Result<(), kcp_init::Error>>,
-    metrics: Arc<Metrics>,
-}
-
-impl Agent {
-    async fn stop(self) {
-        let _ = self.stop.send(true);
-        tokio::time::timeout(Duration::from_secs(30), self.task)
-            .await
-            .expect("the agent drains and stops")
-            .unwrap()
-            .unwrap();
-    }
-}
-
-async fn apply(client: &dyn ObjectClient, yaml: &str) {
-    let objects = parse_manifests("test.yaml", yaml).unwrap();
-    apply_objects(client, objects).await;
-}
-
-async fn apply_objects(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
-    let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap();
-    let report = Applier::new(client, ApplierConfig::new("test"))
-        .apply(&plan)
-        .await;
-    assert!(report.is_complete(), "{report}");
-}
-
-async fn install_crds(root: &SimClient) {
-    let crds = kcp_init::api::crd_objects().unwrap();
-    apply_objects(root, crds).await;
-}
-
-fn start_agent(sim: &Server) -> Agent {
-    start_agent_with(sim, None)
-}
-
-fn start_agent_with(sim: &Server, selector: Option<&str>) -> Agent {
-    let mut config = AgentConfig::new(sim.kube_config("root").unwrap(), "root");
-    config.backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(500));
-    config.selector = selector.map(String::from);
-    let metrics = config.metrics.clone();
-    let (stop, mut rx) = watch::channel(false);
-    let task = tokio::spawn(run(config, async move {
-        let _ = rx.wait_for(|s| *s).await;
-    }));
-    Agent {
-        stop,
-        task,
-        metrics,
-    }
-}
-
-async fn create_workspaces(root: &SimClient, names: &[&str]) {
-    let docs: Vec<String> = names
-        .iter()
-        .map(|n| {
-            format!(
-                "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {n}}}\nspec:\n  type: {{name: dev-environment, path: root}}\n"
-            )
-        })
-        .collect();
-    apply(root, &docs.join("---\n")).await;
-}
-
-async fn phase_of(root: &SimClient, name: &str) -> Option<String> {
-    let ws: Option<Workspace> = root.get_typed(None, name).await.unwrap();
-    ws.and_then(|w| w.status).and_then(|s| s.phase)
-}
-
-async fn wait_ready(root: &SimClient, names: &[&str], within: Duration) {
-    let deadline = Instant::now() + within;
-    loop {
-        let mut all = true;
-        for n in names {
-            all &= phase_of(root, n).await.as_deref() == Some("Ready");
-        }
-        if all {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "workspaces {names:?} not Ready in time"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-async fn until<F, Fut>(what: &str, within: Duration, mut f: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    let deadline = Instant::now() + within;
-    while !f().await {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-}
-
-/// The InitTarget of the playground manifests.
-fn playground_target() -> ObjectRef {
-    ObjectRef::cluster_scoped(
-        GroupVersionKind::gvk("initialization.kcp.io", "v1alpha1", "InitTarget"),
-        "init-dev-environment",
-    )
-}
-
-fn cm_ref(ns: &str, name: &str) -> ObjectRef {
-    ObjectRef::namespaced(GroupVersionKind::gvk("", "v1", "ConfigMap"), ns, name)
-}
-
-/// Every object the playground template renders exists in the workspace.
-async fn assert_initialized(sim: &Server, workspace: &str) {
-    let client = sim.object_client(&format!("root:{workspace}"));
-    let cm = client.get(&cm_ref("team", "cluster-info")).await.unwrap();
-    let cm = cm.unwrap_or_else(|| panic!("ConfigMap team/cluster-info missing in {workspace}"));
-    let cluster = sim.logical_cluster(&format!("root:{workspace}")).unwrap();
-    assert_eq!(cm.data["data"]["cluster"], cluster.as_str());
-    assert_eq!(cm.data["data"]["workspace"], format!("root:{workspace}"));
-    let sandbox = ObjectRef::namespaced(
-        GroupVersionKind::gvk("example.kcp-rs.io", "v1", "Sandbox"),
-        "team",
-        "default-sandbox",
-    );
-    assert!(
-        client.get(&sandbox).await.unwrap().is_some(),
-        "Sandbox missing in {workspace}"
-    );
-}
+use support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_workspaces_become_ready_with_their_objects_in_any_listed_order() {
@@ -198,21 +63,6 @@ async fn every_shard_url_is_watched() {
     assert_eq!(target.status.unwrap().virtual_workspaces.len(), 3);
     agent.stop().await;
 }
-
-const BROKEN_TEMPLATE: &str = "apiVersion: initialization.kcp.io/v1alpha1
-kind: InitTemplate
-metadata:
-  name: dev-environment-basics
-spec:
-  template: |
-    apiVersion: v1
-    kind: ConfigMap
-    metadata:
-      name: cluster-info
-      namespace: default
-    data:
-      cluster: \"{{ .NoSuchField }}\"
-";
 
 const FIXED_TEMPLATE: &str = "apiVersion: initialization.kcp.io/v1alpha1
 kind: InitTemplate
@@ -345,16 +195,6 @@ async fn deleting_the_init_target_stops_its_machinery() {
     wait_ready(&root, &["second"], Duration::from_secs(20)).await;
     agent.stop().await;
 }
-
-const SECOND_TARGET: &str = "apiVersion: initialization.kcp.io/v1alpha1
-kind: InitTarget
-metadata:
-  name: a-later-target
-spec:
-  workspaceTypeRef: {path: root, name: dev-environment}
-  sources:
-  - template: {name: dev-environment-basics}
-";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_targets_for_one_workspace_type_conflict_and_only_the_oldest_acts() {

@@ -13,10 +13,11 @@ use crate::apiexport::{self, conversion};
 use crate::faults::{Faults, Verb};
 use crate::kcp;
 use crate::query::{self, ClusterScope, Filter, Page, Visibility, WatchFilter};
-use crate::resource::{Flavor, Registry, ResourceType};
+use crate::resource::{Flavor, GroupResource, Registry, ResourceType};
 use crate::semantics::{self, DeleteRequest, PatchKind, WriteOptions, Written};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Change, ChangeKind, State, Stored};
+use crate::table;
 
 /// The name of the single cluster of plain (Kubernetes) mode.
 pub const PLAIN_CLUSTER: &str = "kubernetes";
@@ -352,6 +353,41 @@ impl Sim {
             continue_token,
         )?;
         Ok((r.rt, page))
+    }
+
+    /// The Table columns of a resource type at a target: kube's or kcp's for builtin kinds,
+    /// the CRD's `additionalPrinterColumns` for the target version, else NAME and AGE.
+    pub fn printer_columns(&self, target: &Target, rt: &ResourceType) -> Vec<table::Column> {
+        if let Some(columns) = table::builtin_columns(rt) {
+            return columns;
+        }
+        let state = self.read();
+        let cluster = self
+            .resolve(&state, target, Verb::Get)
+            .ok()
+            .and_then(|r| r.cluster);
+        let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+        let crd_name = format!("{}.{}", rt.plural, rt.group);
+        let crd = match cluster {
+            Some(c) => state.lookup(&c, &crds, "", &crd_name),
+            None => state
+                .clusters
+                .keys()
+                .find_map(|c| state.lookup(c, &crds, "", &crd_name)),
+        };
+        let columns = crd
+            .and_then(|crd| crd.value().ok())
+            .and_then(|crd| {
+                crd.pointer("/spec/versions")?
+                    .as_array()?
+                    .iter()
+                    .find(|v| v.get("name").and_then(Value::as_str) == Some(&target.version))?
+                    .get("additionalPrinterColumns")?
+                    .as_array()
+                    .cloned()
+            })
+            .unwrap_or_default();
+        table::crd_columns(&columns)
     }
 
     /// Starts a WATCH: from `resource_version`, or (when absent or `0`) with every current

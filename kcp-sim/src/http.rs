@@ -241,6 +241,11 @@ async fn route(
         .filter(|m| !m.is_empty())
         .unwrap_or("unknown")
         .to_string();
+    let table = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(crate::table::wants_table);
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -264,10 +269,14 @@ async fn route(
     match (method, target.name.is_some()) {
         (Method::GET, true) => {
             let (rt, obj) = sim.get(&target).await?;
+            if table {
+                let rv = obj.rv.to_string();
+                return table_response(sim, &target, &rt, &[obj], &rv, &query);
+            }
             Ok(object_response(StatusCode::OK, &rt, &target.version, &obj))
         }
         (Method::GET, false) if query.flag("watch") => watch(sim, settings, &target, &query).await,
-        (Method::GET, false) => list(sim, &target, &query).await,
+        (Method::GET, false) => list(sim, &target, &query, table).await,
         (Method::POST, false) => {
             let obj = decode_body(&body, &content_type)?;
             let (rt, written) = sim.create(&target, obj, &opts).await?;
@@ -523,7 +532,36 @@ fn list_body(
     full(StatusCode::OK, "application/json", out.freeze())
 }
 
-async fn list(sim: &Sim, target: &Target, query: &Query) -> ApiResult<Response<Body>> {
+/// A `meta.k8s.io/v1` Table of `objects` ([`crate::table`]).
+fn table_response(
+    sim: &Sim,
+    target: &Target,
+    rt: &ResourceType,
+    objects: &[Arc<Stored>],
+    resource_version: &str,
+    query: &Query,
+) -> ApiResult<Response<Body>> {
+    let columns = sim.printer_columns(target, rt);
+    let values: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            serde_json::from_slice(&render(rt, &target.version, o))
+                .map_err(|e| ApiError::internal(format!("stored object unreadable: {e}")))
+        })
+        .collect::<ApiResult<_>>()?;
+    let table = crate::table::render_table(
+        &columns,
+        &values,
+        query.get("includeObject"),
+        resource_version,
+        jiff::Timestamp::now(),
+    );
+    let body = serde_json::to_vec(&table)
+        .map_err(|e| ApiError::internal(format!("encoding a table: {e}")))?;
+    Ok(full(StatusCode::OK, "application/json", body))
+}
+
+async fn list(sim: &Sim, target: &Target, query: &Query, table: bool) -> ApiResult<Response<Body>> {
     let filter = filter_of(query)?;
     let limit = query
         .get("limit")
@@ -540,6 +578,10 @@ async fn list(sim: &Sim, target: &Target, query: &Query) -> ApiResult<Response<B
             query.get("continue").filter(|c| !c.is_empty()),
         )
         .await?;
+    if table {
+        let rv = page.resource_version.to_string();
+        return table_response(sim, target, &rt, &page.items, &rv, query);
+    }
     let items: Vec<Bytes> = page
         .items
         .iter()

@@ -42,6 +42,8 @@ pub mod semantics;
 pub mod server;
 pub mod status;
 pub mod store;
+pub mod table;
+pub mod workloads;
 
 pub use api::{Endpoint, PLAIN_CLUSTER};
 pub use client::SimClient;

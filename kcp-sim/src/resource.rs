@@ -191,6 +191,16 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
             &["all"],
         ),
         builtin(
+            "apps",
+            "v1",
+            "StatefulSet",
+            "statefulsets",
+            true,
+            true,
+            &["sts"],
+            &["all"],
+        ),
+        builtin(
             "rbac.authorization.k8s.io",
             "v1",
             "Role",
@@ -651,7 +661,15 @@ mod tests {
             .iter()
             .map(|r| r["name"].as_str().unwrap())
             .collect();
-        assert_eq!(names, ["deployments", "deployments/status"]);
+        assert_eq!(
+            names,
+            [
+                "deployments",
+                "deployments/status",
+                "statefulsets",
+                "statefulsets/status"
+            ]
+        );
     }
 
     #[test]

@@ -947,9 +947,6 @@ pub fn delete(
     let needs_cleanup = is_namespace || is_crd || is_binding;
     if fins.is_empty() && !needs_cleanup {
         let removed = remove_now(state, cluster, rt, namespace, name)?;
-        if policy == "Background" {
-            collect_dependents(state, cluster, &current.uid)?;
-        }
         return Ok(removed.unwrap_or(current));
     }
     // Terminating: mark, then clean up what the object waits for.
@@ -1043,6 +1040,10 @@ pub(crate) fn remove_now(
             }
         }
     }
+    // However the object went (deleted at once, its last finalizer removed, its namespace
+    // emptied), dependents whose every owner is now gone follow it. Orphaned dependents no
+    // longer reference it, and foreground deletion already took the rest.
+    collect_dependents(state, cluster, &removed.uid)?;
     Ok(Some(removed))
 }
 

@@ -48,6 +48,9 @@ pub struct Config {
     /// Simulated kcp shards: each gets its own listener, and WorkspaceTypes publish one virtual
     /// workspace URL per shard.
     pub shards: usize,
+    /// Workload simulation ([`crate::workloads`]): Deployments and StatefulSets report their
+    /// replicas ready and available this long after each spec change. Off (`None`) by default.
+    pub simulate_workloads: Option<Duration>,
 }
 
 impl Default for Config {
@@ -60,6 +63,7 @@ impl Default for Config {
             bookmark_interval: Duration::from_secs(5),
             max_watch: Duration::from_secs(1800),
             shards: 1,
+            simulate_workloads: None,
         }
     }
 }
@@ -122,6 +126,15 @@ impl Server {
                 shard,
             });
             tasks.spawn(accept_loop(listener, sim.clone(), http, stop.subscribe()));
+        }
+        if let Some(delay) = config.simulate_workloads {
+            let kcp = config.mode == Mode::Kcp;
+            tasks.spawn(crate::workloads::run(
+                sim.clone(),
+                kcp,
+                delay,
+                stop.subscribe(),
+            ));
         }
         tracing::info!(url = %urls[0], mode = ?config.mode, "kcp-sim started");
         Ok(Server {

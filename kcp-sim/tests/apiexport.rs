@@ -1110,3 +1110,132 @@ async fn the_in_process_client_reaches_the_virtual_workspace_too() {
     let created = inside.create(&obj).await.unwrap();
     assert_eq!(cluster_of(&created), lc);
 }
+
+// ---- kcp-core's ApiExportConsumers provider against the simulator ---------------------------
+
+mod consumers_provider {
+    use std::sync::Arc;
+
+    use kcp_core::cluster::{ApiExportConsumers, ClusterClients, ClusterEvent, ClusterProvider};
+    use tokio::sync::mpsc;
+
+    use super::*;
+
+    struct Running {
+        events: mpsc::Receiver<ClusterEvent>,
+        task: tokio::task::JoinHandle<kcp_core::Result<()>>,
+        urls: tokio::sync::watch::Receiver<Vec<String>>,
+    }
+
+    fn start(provider: ApiExportConsumers) -> Running {
+        let (tx, events) = mpsc::channel(64);
+        let urls = provider.urls();
+        let task = tokio::spawn(async move { provider.run(tx).await });
+        Running { events, task, urls }
+    }
+
+    fn from_slice(sim: &Server) -> ApiExportConsumers {
+        let clients = Arc::new(ClusterClients::new(sim.kube_config("root").unwrap()));
+        ApiExportConsumers::from_endpoint_slice(
+            clients,
+            sim.client("root:provider").unwrap(),
+            "widgets",
+        )
+    }
+
+    async fn next(events: &mut mpsc::Receiver<ClusterEvent>) -> ClusterEvent {
+        tokio::time::timeout(Duration::from_secs(10), events.recv())
+            .await
+            .expect("a cluster event in time")
+            .expect("the provider is running")
+    }
+
+    async fn engaged(
+        events: &mut mpsc::Receiver<ClusterEvent>,
+    ) -> kcp_core::cluster::EngagedCluster {
+        match next(events).await {
+            ClusterEvent::Engaged(cluster) => cluster,
+            other => panic!("expected an engagement, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_bound_consumer_is_engaged_with_a_client_scoped_to_it_in_the_virtual_workspace() {
+        let sim = kcp().await;
+        let provider_lc = provider(&sim, json!([])).await;
+        let mut running = start(from_slice(&sim));
+        let consumer_lc = consumer(&sim, "consumer", json!([])).await;
+        let cluster = engaged(&mut running.events).await;
+        assert_eq!(cluster.name.as_str(), consumer_lc);
+        assert_eq!(
+            cluster.base_url.as_deref(),
+            Some(vw_url(&sim, &provider_lc).as_str())
+        );
+        let announced = cluster.announced_by.as_deref().expect("the binding");
+        assert_eq!(announced.types.as_ref().unwrap().kind, "APIBinding");
+        // The engaged kube client reaches the consumer's widgets through the view.
+        widgets(sim.client("root:consumer").unwrap())
+            .create(&PostParams::default(), &widget("w1"))
+            .await
+            .unwrap();
+        let seen = widgets(cluster.kube.clone().unwrap())
+            .list(&ListParams::default())
+            .await
+            .unwrap();
+        assert_eq!(seen.items.len(), 1);
+        assert_eq!(
+            *running.urls.borrow_and_update(),
+            [vw_url(&sim, &provider_lc)]
+        );
+        drop(running.events);
+        running.task.await.unwrap().unwrap();
+    }
+
+    #[tokio::test]
+    async fn deleting_the_binding_disengages_the_consumer() {
+        let sim = kcp().await;
+        provider(&sim, json!([])).await;
+        let mut running = start(from_slice(&sim));
+        let consumer_lc = consumer(&sim, "consumer", json!([])).await;
+        engaged(&mut running.events).await;
+        let bindings: Api<APIBinding> = Api::all(sim.client("root:consumer").unwrap());
+        bindings
+            .delete("widgets", &DeleteParams::default())
+            .await
+            .unwrap();
+        match next(&mut running.events).await {
+            ClusterEvent::Disengaged(name) => assert_eq!(name.as_str(), consumer_lc),
+            other => panic!("expected a disengagement, got {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn consumers_on_every_shard_are_engaged_once_each() {
+        let sim = Server::start(Config {
+            shards: 2,
+            ..Config::kcp()
+        })
+        .await
+        .unwrap();
+        provider(&sim, json!([])).await;
+        let mut running = start(from_slice(&sim));
+        let mut expected = Vec::new();
+        for name in ["c1", "c2", "c3", "c4"] {
+            expected.push(consumer(&sim, name, json!([])).await);
+        }
+        let mut seen = Vec::new();
+        for _ in 0..expected.len() {
+            seen.push(engaged(&mut running.events).await.name.as_str().to_string());
+        }
+        seen.sort();
+        expected.sort();
+        assert_eq!(seen, expected);
+        assert_eq!(running.urls.borrow().len(), 2, "one view per shard");
+        assert!(
+            tokio::time::timeout(Duration::from_millis(300), running.events.recv())
+                .await
+                .is_err(),
+            "no cluster is engaged twice"
+        );
+    }
+}

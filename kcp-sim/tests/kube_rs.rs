@@ -433,6 +433,91 @@ async fn orphan_propagation_keeps_dependents_without_the_owner_reference() {
     assert!(child.metadata.owner_references.is_none());
 }
 
+/// Removes every finalizer of ConfigMap `name`.
+async fn release(api: &Api<ConfigMap>, name: &str) {
+    api.patch(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn dependents_are_collected_when_the_owners_last_finalizer_is_removed() {
+    let sim = sim().await;
+    let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
+    let mut owner = cm("owner");
+    owner.metadata.finalizers = Some(vec!["example.io/hold".into()]);
+    let owner = api.create(&PostParams::default(), &owner).await.unwrap();
+    let mut child = cm("child");
+    owned_by(&mut child, &owner);
+    api.create(&PostParams::default(), &child).await.unwrap();
+    api.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    assert!(
+        api.get_opt("child").await.unwrap().is_some(),
+        "the owner still exists while its finalizer holds it"
+    );
+    release(&api, "owner").await;
+    assert!(api.get_opt("owner").await.unwrap().is_none());
+    assert!(api.get_opt("child").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn orphaned_dependents_stay_when_the_held_owner_finally_goes() {
+    let sim = sim().await;
+    let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
+    let mut owner = cm("owner");
+    owner.metadata.finalizers = Some(vec!["example.io/hold".into()]);
+    let owner = api.create(&PostParams::default(), &owner).await.unwrap();
+    let mut child = cm("child");
+    owned_by(&mut child, &owner);
+    api.create(&PostParams::default(), &child).await.unwrap();
+    api.delete("owner", &DeleteParams::orphan()).await.unwrap();
+    release(&api, "owner").await;
+    let child = api.get("child").await.unwrap();
+    assert!(child.metadata.owner_references.is_none());
+}
+
+#[tokio::test]
+async fn a_dependent_with_another_live_owner_only_loses_the_reference_to_the_gone_one() {
+    let sim = sim().await;
+    let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
+    let mut first = cm("owner");
+    first.metadata.finalizers = Some(vec!["example.io/hold".into()]);
+    let first = api.create(&PostParams::default(), &first).await.unwrap();
+    let second = api
+        .create(&PostParams::default(), &cm("second"))
+        .await
+        .unwrap();
+    let mut child = cm("child");
+    owned_by(&mut child, &first);
+    let mut refs = child.metadata.owner_references.take().unwrap();
+    refs.push(
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "name": "second", "uid": second.metadata.uid.clone().unwrap()}))
+        .unwrap(),
+    );
+    child.metadata.owner_references = Some(refs);
+    api.create(&PostParams::default(), &child).await.unwrap();
+    api.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    release(&api, "owner").await;
+    let child = api.get("child").await.unwrap();
+    let owners: Vec<String> = child
+        .metadata
+        .owner_references
+        .unwrap()
+        .into_iter()
+        .map(|r| r.name)
+        .collect();
+    assert_eq!(owners, ["second"]);
+}
+
 #[tokio::test]
 async fn generate_name_gives_a_fresh_name_with_a_random_suffix() {
     let sim = sim().await;

@@ -613,3 +613,111 @@ async fn kubectl_lists_every_consumer_through_the_wildcard_view() {
     let bindings = view.json(&["get", "apibindings"]).await;
     assert_eq!(bindings["items"].as_array().unwrap().len(), 2);
 }
+
+// ---- Table output ------------------------------------------------------------------------------
+
+const PRINTED_CRD: &str = "apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.io
+spec:
+  group: example.io
+  scope: Namespaced
+  names: {kind: Gadget, plural: gadgets, singular: gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}
+    additionalPrinterColumns:
+    - {name: Size, type: integer, jsonPath: .spec.size}
+    - {name: Owner, type: string, jsonPath: .spec.owner, priority: 1}
+    - {name: Ready, type: string, jsonPath: '.status.conditions[?(@.type==\"Ready\")].status'}
+";
+
+const GADGET: &str = "apiVersion: example.io/v1
+kind: Gadget
+metadata: {name: g1, namespace: default, labels: {team: blue}}
+spec: {size: 3, owner: alice}
+status:
+  conditions: [{type: Ready, status: 'True'}]
+";
+
+/// The header and the first row of a `kubectl get` table, split on runs of spaces.
+fn header_and_row(out: &str) -> (Vec<String>, Vec<String>) {
+    let mut lines = out.lines().map(|l| {
+        l.split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(String::from)
+            .collect::<Vec<_>>()
+    });
+    (
+        lines.next().unwrap_or_default(),
+        lines.next().unwrap_or_default(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_prints_a_crds_printer_columns_and_wide_adds_the_priority_ones() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    let crd = k.file("crd.yaml", PRINTED_CRD);
+    k.run(&["apply", "-f", path(&crd)]).await;
+    let gadget = k.file("gadget.yaml", GADGET);
+    k.run(&["apply", "-f", path(&gadget)]).await;
+    let (header, row) = header_and_row(&k.run(&["get", "gadgets"]).await);
+    assert_eq!(header, ["NAME", "SIZE", "READY"]);
+    assert_eq!(row, ["g1", "3", "True"]);
+    let (header, row) = header_and_row(&k.run(&["get", "gadgets", "-o", "wide"]).await);
+    assert_eq!(header, ["NAME", "SIZE", "OWNER", "READY"]);
+    assert_eq!(row, ["g1", "3", "alice", "True"]);
+    let (header, row) = header_and_row(&k.run(&["get", "gadget", "g1", "--show-labels"]).await);
+    assert_eq!(header.last().map(String::as_str), Some("LABELS"));
+    assert_eq!(row.last().map(String::as_str), Some("team=blue"));
+    let (header, row) = header_and_row(&k.run(&["get", "gadgets", "-L", "team"]).await);
+    assert_eq!(header.last().map(String::as_str), Some("TEAM"));
+    assert_eq!(row.last().map(String::as_str), Some("blue"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_prints_the_builtin_columns_of_a_deployment() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    let file = k.file("d.yaml", &DEPLOYMENT.replace("IMAGE", "nginx:1.27"));
+    k.run(&["create", "-f", path(&file)]).await;
+    let (header, row) = header_and_row(&k.run(&["get", "deployments", "-o", "wide"]).await);
+    assert_eq!(
+        header,
+        [
+            "NAME",
+            "READY",
+            "UP-TO-DATE",
+            "AVAILABLE",
+            "AGE",
+            "CONTAINERS",
+            "IMAGES"
+        ]
+    );
+    assert_eq!(row[0], "web");
+    assert_eq!(row[1], "0/1");
+    assert_eq!(row[6], "nginx:1.27");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_workspaces_shows_type_phase_and_url() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let k = Kubectl::with_contexts(&[("root", &sim.cluster_url("root"))]);
+    let file = k.file(
+        "ws.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {name: team}\nspec: {}\n",
+    );
+    k.run(&["create", "-f", path(&file)]).await;
+    let (header, row) = header_and_row(&k.run(&["get", "workspaces"]).await);
+    assert_eq!(header, ["NAME", "TYPE", "REGION", "PHASE", "URL", "AGE"]);
+    assert_eq!(row[0], "team");
+    assert_eq!(row[1], "universal");
+    assert_eq!(row[3], "Ready");
+    assert!(row[4].ends_with("/clusters/root:team"), "{row:?}");
+}

@@ -1,0 +1,291 @@
+//! The playground: two kcp-sim servers, every system running against them, their examples
+//! applied, and a live table until everything converged.
+//!
+//! - `kcp`: a kcp-sim server in kcp mode (root workspace), the current context of
+//!   `kcp-playground.kubeconfig`.
+//! - `kube`: a plain Kubernetes kcp-sim server: the service cluster of kcp-sync and the
+//!   management cluster of kcp-operator and the Cluster API providers.
+//!
+//! Each system is a [`Section`] in its own module: it installs its CRDs, starts its controller
+//! against the servers, applies its examples, reports a table and whether it converged, and
+//! stops with the playground. [`sections`] lists them; `--only` picks some.
+
+pub mod init;
+pub mod kubeconfig;
+
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures::future::BoxFuture;
+use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
+use kcp_core::kube::api::DynamicObject;
+use kcp_core::{ObjectClient, parse_manifests};
+use kcp_sim::{Config, Server};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+/// What can go wrong while the playground starts or waits.
+#[derive(Debug, thiserror::Error)]
+pub enum PlaygroundError {
+    /// A kcp-sim server failed to start or answer.
+    #[error("kcp-sim: {0}")]
+    Sim(#[from] kcp_sim::Error),
+    /// Reading, planning or applying example objects failed.
+    #[error("{context}: {source}")]
+    Core {
+        /// What the playground was doing.
+        context: String,
+        /// The underlying error.
+        source: kcp_core::Error,
+    },
+    /// Applying a file left objects pending or failed.
+    #[error("applying {file}: {report}")]
+    Apply {
+        /// The example file.
+        file: String,
+        /// The apply report.
+        report: String,
+    },
+    /// Writing the kubeconfig failed.
+    #[error("writing {path}: {source}")]
+    Kubeconfig {
+        /// The kubeconfig path.
+        path: String,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// `--only` named a system the playground does not have.
+    #[error("--only: unknown system {name:?}; known: {known}")]
+    UnknownSection {
+        /// The name given.
+        name: String,
+        /// The names the playground knows, comma separated.
+        known: String,
+    },
+    /// A section's controller stopped or failed.
+    #[error("{section}: {message}")]
+    Section {
+        /// The section's name.
+        section: &'static str,
+        /// What happened.
+        message: String,
+    },
+    /// Not everything converged in time.
+    #[error("not converged after {seconds}s (see the table above)")]
+    Timeout {
+        /// The timeout.
+        seconds: u64,
+    },
+}
+
+/// The two API servers every section runs against.
+pub struct Playground {
+    /// kcp (kcp mode, workspaces under `root`).
+    pub kcp: Server,
+    /// A plain Kubernetes API server: service and management cluster.
+    pub kube: Server,
+    /// Where the kubeconfig with contexts `kcp` and `kube` was written.
+    pub kubeconfig: PathBuf,
+}
+
+impl Playground {
+    /// Starts both servers and writes the kubeconfig.
+    pub async fn start(kubeconfig: &Path) -> Result<Self, PlaygroundError> {
+        // Workloads report ready as on a cluster with kubelets, so operators converge.
+        let workloads = Some(Duration::from_millis(300));
+        let kcp = Server::start(Config {
+            simulate_workloads: workloads,
+            ..Config::kcp()
+        })
+        .await?;
+        let kube = Server::start(Config {
+            simulate_workloads: workloads,
+            ..Config::default()
+        })
+        .await?;
+        let text = kubeconfig::render(&kcp.cluster_url("root"), kube.url());
+        std::fs::write(kubeconfig, text).map_err(|source| PlaygroundError::Kubeconfig {
+            path: kubeconfig.display().to_string(),
+            source,
+        })?;
+        Ok(Self {
+            kcp,
+            kube,
+            kubeconfig: kubeconfig.to_path_buf(),
+        })
+    }
+
+    /// Stops both servers.
+    pub async fn shutdown(self) {
+        self.kcp.shutdown().await;
+        self.kube.shutdown().await;
+    }
+}
+
+/// A controller running in a task until [`Running::stop`].
+pub struct Running<E> {
+    stop: watch::Sender<bool>,
+    task: JoinHandle<Result<(), E>>,
+}
+
+impl<E: Send + 'static> Running<E> {
+    /// Spawns `start(shutdown)`; `shutdown` completes when [`Running::stop`] is called.
+    pub fn spawn<F, Fut>(start: F) -> Self
+    where
+        F: FnOnce(BoxFuture<'static, ()>) -> Fut,
+        Fut: Future<Output = Result<(), E>> + Send + 'static,
+    {
+        let (stop, mut stopped) = watch::channel(false);
+        let shutdown = async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        let task = tokio::spawn(start(Box::pin(shutdown)));
+        Running { stop, task }
+    }
+
+    /// Whether the controller stopped on its own.
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// Asks the controller to stop and waits up to 10 s for it to drain.
+    pub async fn stop(self) {
+        let _ = self.stop.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.task).await;
+    }
+}
+
+/// What a section shows in the live table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SectionStatus {
+    /// Lines of the section's table (a header line first).
+    pub lines: Vec<String>,
+    /// Everything the section set out to do has converged.
+    pub converged: bool,
+}
+
+/// One system in the playground.
+#[async_trait]
+pub trait Section: Send {
+    /// The name `--only` uses.
+    fn name(&self) -> &'static str;
+    /// Installs CRDs, starts the controller and applies the examples.
+    async fn start(&mut self, playground: &Playground) -> Result<(), PlaygroundError>;
+    /// The section's table now; an error when its controller stopped.
+    async fn status(&mut self, playground: &Playground) -> Result<SectionStatus, PlaygroundError>;
+    /// What the section created and kubectl commands to look at it, once converged.
+    async fn summary(&self, playground: &Playground) -> Result<Vec<String>, PlaygroundError>;
+    /// Stops the controller, letting in-flight work drain.
+    async fn stop(&mut self);
+}
+
+/// Every system the playground can run, in start order.
+pub fn sections() -> Vec<Box<dyn Section>> {
+    vec![Box::new(init::InitSection::default())]
+}
+
+/// The sections `only` names (all when empty), in start order.
+pub fn select(only: &[String]) -> Result<Vec<Box<dyn Section>>, PlaygroundError> {
+    let all = sections();
+    let known: Vec<&'static str> = all.iter().map(|s| s.name()).collect();
+    if let Some(unknown) = only.iter().find(|n| !known.contains(&n.as_str())) {
+        return Err(PlaygroundError::UnknownSection {
+            name: unknown.clone(),
+            known: known.join(", "),
+        });
+    }
+    Ok(all
+        .into_iter()
+        .filter(|s| only.is_empty() || only.iter().any(|n| n == s.name()))
+        .collect())
+}
+
+/// Applies a YAML stream through the apply engine (dependencies first), naming the file in
+/// errors.
+pub async fn apply_yaml(
+    client: &dyn ObjectClient,
+    file: &str,
+    yaml: &str,
+) -> Result<(), PlaygroundError> {
+    let objects = parse_manifests(file, yaml).map_err(|source| PlaygroundError::Core {
+        context: format!("reading {file}"),
+        source,
+    })?;
+    apply_objects(client, file, objects).await
+}
+
+/// Applies objects through the apply engine.
+pub async fn apply_objects(
+    client: &dyn ObjectClient,
+    file: &str,
+    objects: Vec<DynamicObject>,
+) -> Result<(), PlaygroundError> {
+    let plan =
+        ApplyPlan::build(objects, &RuleSet::default()).map_err(|source| PlaygroundError::Core {
+            context: format!("planning {file}"),
+            source,
+        })?;
+    let report = Applier::new(client, ApplierConfig::new("kcp-playground"))
+        .apply(&plan)
+        .await;
+    if !report.is_complete() {
+        return Err(PlaygroundError::Apply {
+            file: file.to_string(),
+            report: report.to_string(),
+        });
+    }
+    println!("applied {file}: {report}");
+    Ok(())
+}
+
+/// Starts the sections, prints the live table until all converged (or `timeout`), then the
+/// summary. The sections keep running; the caller stops them.
+pub async fn converge(
+    playground: &Playground,
+    sections: &mut [Box<dyn Section>],
+    timeout: Duration,
+) -> Result<(), PlaygroundError> {
+    for section in sections.iter_mut() {
+        section.start(playground).await?;
+    }
+    let started = Instant::now();
+    let mut last = String::new();
+    loop {
+        let mut table = format!("\n[{:>5.1}s]\n", started.elapsed().as_secs_f64());
+        let mut converged = true;
+        for section in sections.iter_mut() {
+            let status = section.status(playground).await?;
+            converged &= status.converged;
+            for line in status.lines {
+                table.push_str(&line);
+                table.push('\n');
+            }
+        }
+        if table.split_once('\n').map(|(_, rest)| rest) != last.split_once('\n').map(|(_, r)| r) {
+            print!("{table}");
+            last = table;
+        }
+        if converged {
+            break;
+        }
+        if started.elapsed() > timeout {
+            return Err(PlaygroundError::Timeout {
+                seconds: timeout.as_secs(),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    println!(
+        "\neverything converged after {:.1}s",
+        started.elapsed().as_secs_f64()
+    );
+    for section in sections.iter() {
+        println!("\n{}:", section.name());
+        for line in section.summary(playground).await? {
+            println!("  {line}");
+        }
+    }
+    Ok(())
+}

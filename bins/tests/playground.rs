@@ -1,0 +1,62 @@
+//! The `kcp-playground` binary, run as a process: it converges and writes the two contexts.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+const PLAYGROUND: &str = env!("CARGO_BIN_EXE_kcp-playground");
+
+fn kubeconfig_path(test: &str) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "kcp-playground-{}-{test}.kubeconfig",
+        std::process::id()
+    ))
+}
+
+fn playground(kubeconfig: &PathBuf, extra: &[&str]) -> Output {
+    Command::new(PLAYGROUND)
+        .args(["--exit-when-ready", "--timeout-seconds", "60"])
+        .args(extra)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_playground_converges_and_exits_when_ready() {
+    let kubeconfig = kubeconfig_path("converges");
+    let out = playground(&kubeconfig, &[]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("everything converged"), "{stdout}");
+    assert!(stdout.contains("sandbox=yes"), "{stdout}");
+    let config: kube::config::Kubeconfig =
+        serde_json::from_str(&std::fs::read_to_string(&kubeconfig).unwrap()).unwrap();
+    let _ = std::fs::remove_file(&kubeconfig);
+    assert_eq!(config.current_context.as_deref(), Some("kcp"));
+    let servers: Vec<String> = config
+        .clusters
+        .iter()
+        .filter_map(|c| c.cluster.as_ref()?.server.clone())
+        .collect();
+    assert!(servers[0].ends_with("/clusters/root"), "{servers:?}");
+    assert!(!servers[1].contains("/clusters/"), "{servers:?}");
+}
+
+#[test]
+fn only_with_an_unknown_system_is_refused_with_the_known_names() {
+    let kubeconfig = kubeconfig_path("unknown");
+    let out = playground(&kubeconfig, &["--only", "init,nope"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        stderr.contains("unknown system \"nope\"") && stderr.contains("known: init"),
+        "{stderr}"
+    );
+    assert!(!kubeconfig.exists(), "nothing is started for a bad --only");
+}

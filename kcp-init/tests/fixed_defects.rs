@@ -1,0 +1,262 @@
+//! One end-to-end test per kcp-init defect fixed by the runtime rebuild (issue 8), named after
+//! the behaviour that holds now: status written by two writers is never lost (3), a duplicate
+//! object is decided by source order and reported (4), `generateName` objects are created once
+//! per cluster however often the attempt is retried (6), and fields another manager owns are
+//! never taken (8).
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
+use kcp_core::runtime::ReconcileResult;
+use kcp_core::{ListOptions, ObjectClient, ObjectClientExt, PatchOptions, parse_manifests};
+use kcp_init::api::InitTarget;
+use kcp_sim::{Config, ErrorRule, Server, SimClient, Verb};
+
+mod support;
+
+use support::*;
+
+/// The named condition of an InitTarget, once it has one with `status`.
+async fn condition_with(
+    root: &SimClient,
+    target: &str,
+    type_: &str,
+    status: &str,
+) -> Option<kcp_core::kcp::Condition> {
+    let t: InitTarget = root.get_typed(None, target).await.unwrap()?;
+    t.status
+        .and_then(|s| s.condition(type_).cloned())
+        .filter(|c| c.status == status)
+}
+
+async fn wait_condition(root: &SimClient, target: &str, type_: &str, status: &str) {
+    until(
+        &format!("{target}: {type_}={status}"),
+        Duration::from_secs(20),
+        || async { condition_with(root, target, type_, status).await.is_some() },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conditions_the_supervisor_writes_keep_the_runners_template_error() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let root = sim.object_client("root");
+    install_crds(&root).await;
+    let agent = start_agent(&sim);
+    apply(&root, WORKSPACE_TYPE).await;
+    apply(&root, INIT).await;
+    apply(&root, BROKEN_TEMPLATE).await;
+    create_workspaces(&root, &["held"]).await;
+    // The runner writes TemplateError ...
+    wait_condition(&root, "init-dev-environment", "TemplateError", "True").await;
+    // ... then the supervisor writes Conflict on the same object, and later clears it.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    apply(&root, SECOND_TARGET).await;
+    wait_condition(&root, "init-dev-environment", "Conflict", "True").await;
+    assert!(
+        condition_with(&root, "init-dev-environment", "TemplateError", "True")
+            .await
+            .is_some(),
+        "the supervisor's write dropped the runner's TemplateError"
+    );
+    root.delete(
+        &playground_target_named("a-later-target"),
+        &Default::default(),
+    )
+    .await
+    .unwrap();
+    wait_condition(&root, "init-dev-environment", "Conflict", "False").await;
+    let error = condition_with(&root, "init-dev-environment", "TemplateError", "True").await;
+    assert!(
+        error.is_some_and(|c| c.message.is_some_and(|m| m.contains("NoSuchField"))),
+        "TemplateError lost when the Conflict cleared"
+    );
+    agent.stop().await;
+}
+
+fn playground_target_named(name: &str) -> kcp_core::ObjectRef {
+    kcp_core::ObjectRef::cluster_scoped(
+        GroupVersionKind::gvk("initialization.kcp.io", "v1alpha1", "InitTarget"),
+        name,
+    )
+}
+
+const TWO_SOURCES_ONE_OBJECT: &str = "apiVersion: initialization.kcp.io/v1alpha1
+kind: InitTemplate
+metadata: {name: first-source}
+spec:
+  template: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: shared, namespace: default}
+    data: {from: first}
+---
+apiVersion: initialization.kcp.io/v1alpha1
+kind: InitTemplate
+metadata: {name: second-source}
+spec:
+  template: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {name: shared, namespace: default}
+    data: {from: second}
+---
+apiVersion: initialization.kcp.io/v1alpha1
+kind: InitTarget
+metadata: {name: init-dev-environment}
+spec:
+  workspaceTypeRef: {path: root, name: dev-environment}
+  sources:
+  - template: {name: first-source}
+  - template: {name: second-source}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sources_rendering_one_object_differently_keep_the_first_and_report_the_duplicate() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let root = sim.object_client("root");
+    install_crds(&root).await;
+    let agent = start_agent(&sim);
+    apply(&root, WORKSPACE_TYPE).await;
+    apply(&root, TWO_SOURCES_ONE_OBJECT).await;
+    let names = ["dup-1", "dup-2", "dup-3", "dup-4"];
+    create_workspaces(&root, &names).await;
+    wait_ready(&root, &names, Duration::from_secs(30)).await;
+    for ws in names {
+        let cm = sim
+            .object_client(&format!("root:{ws}"))
+            .get(&cm_ref("default", "shared"))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(cm.data["data"]["from"], "first", "in {ws}");
+    }
+    until(
+        "a DuplicateObjects condition",
+        Duration::from_secs(20),
+        || async {
+            condition_with(&root, "init-dev-environment", "DuplicateObjects", "True")
+                .await
+                .and_then(|c| c.message)
+                .is_some_and(|m| m.contains("shared") && m.contains("second-source"))
+        },
+    )
+    .await;
+    agent.stop().await;
+}
+
+const GENERATED_WELCOME: &str = "apiVersion: initialization.kcp.io/v1alpha1
+kind: InitTemplate
+metadata: {name: welcome}
+spec:
+  template: |
+    apiVersion: v1
+    kind: ConfigMap
+    metadata: {generateName: welcome-, namespace: default}
+    data: {cluster: \"{{ .ClusterName }}\"}
+---
+apiVersion: initialization.kcp.io/v1alpha1
+kind: InitTarget
+metadata: {name: init-dev-environment}
+spec:
+  workspaceTypeRef: {path: root, name: dev-environment}
+  sources:
+  - template: {name: welcome}
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_generate_name_object_is_created_once_however_often_the_attempt_is_retried() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let root = sim.object_client("root");
+    install_crds(&root).await;
+    apply(&root, WORKSPACE_TYPE).await;
+    create_workspaces(&root, &["generated"]).await;
+    // Removing the initializer (the attempt's last step) fails until the rule is cleared, so
+    // every attempt reaches the generateName object again.
+    sim.faults().add_error(
+        ErrorRule::new(500, 1.0)
+            .verbs([Verb::Update, Verb::Patch])
+            .resources(["logicalclusters.core.kcp.io"]),
+    );
+    let agent = start_agent(&sim);
+    apply(&root, GENERATED_WELCOME).await;
+    until("three failed attempts", Duration::from_secs(20), || async {
+        agent
+            .metrics
+            .controllers()
+            .reconciles("inittarget/init-dev-environment", ReconcileResult::Error)
+            >= 3
+    })
+    .await;
+    sim.faults().clear();
+    wait_ready(&root, &["generated"], Duration::from_secs(20)).await;
+    let inside = sim.object_client("root:generated");
+    let all = inside
+        .list(
+            &GroupVersionKind::gvk("", "v1", "ConfigMap"),
+            Some("default"),
+            &ListOptions::default(),
+        )
+        .await
+        .unwrap();
+    let welcomes: Vec<&DynamicObject> = all
+        .items
+        .iter()
+        .filter(|cm| {
+            cm.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("welcome-"))
+        })
+        .collect();
+    assert_eq!(welcomes.len(), 1, "{welcomes:#?}");
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fields_another_manager_owns_are_not_taken_and_the_error_names_field_and_manager() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let root = sim.object_client("root");
+    install_crds(&root).await;
+    apply(&root, WORKSPACE_TYPE).await;
+    create_workspaces(&root, &["contested"]).await;
+    // Another initializer got there first and owns `data.cluster`.
+    let inside = sim.object_client("root:contested");
+    let theirs = parse_manifests(
+        "theirs.yaml",
+        "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-info, namespace: team}\ndata: {cluster: set-by-another-initializer}\n",
+    )
+    .unwrap();
+    for obj in &theirs {
+        inside
+            .apply(obj, &PatchOptions::apply("another-initializer"))
+            .await
+            .unwrap();
+    }
+    let agent = start_agent(&sim);
+    apply(&root, INIT).await;
+    until(
+        "a field conflict reported",
+        Duration::from_secs(20),
+        || async {
+            condition_with(&root, "init-dev-environment", "TemplateError", "True")
+                .await
+                .and_then(|c| c.message)
+                .is_some_and(|m| m.contains("another-initializer") && m.contains(".data.cluster"))
+        },
+    )
+    .await;
+    let cm = inside
+        .get(&cm_ref("team", "cluster-info"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(cm.data["data"]["cluster"], "set-by-another-initializer");
+    assert_eq!(
+        phase_of(&root, "contested").await.as_deref(),
+        Some("Initializing")
+    );
+    agent.stop().await;
+}

@@ -1,0 +1,578 @@
+//! Server-side printing: `meta.k8s.io/v1` Tables, as kubectl asks for them
+//! (`Accept: application/json;as=Table;v=v1;g=meta.k8s.io`) so that `kubectl get` shows the
+//! columns it shows against a real server.
+//!
+//! Columns come from a CRD's `additionalPrinterColumns` (JSONPath, `priority` 1 for `-o wide`,
+//! `date` columns as ages), from kube-apiserver's printers for the builtin kinds, and from kcp's
+//! for Workspace, WorkspaceType, LogicalCluster, APIExport and APIBinding. Rows carry the
+//! object's metadata (`includeObject=Metadata`, the default, for `--show-labels` and `-L`), the
+//! whole object (`Object`) or nothing (`None`).
+
+use serde_json::{Value, json};
+
+use crate::resource::ResourceType;
+
+/// Whether an `Accept` header asks for a Table.
+pub fn wants_table(accept: &str) -> bool {
+    accept
+        .split(',')
+        .next()
+        .is_some_and(|first| first.contains("as=Table"))
+}
+
+/// How a cell is computed from an object.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Cell {
+    /// A Kubernetes JSONPath (`.spec.replicas`, `.status.conditions[?(@.type=="Ready")].status`).
+    Path(String),
+    /// `metadata.creationTimestamp` as an age (`5m`, `3d4h`).
+    Age,
+    /// A JSONPath whose timestamp is shown as an age (`date` printer columns).
+    AgeOf(String),
+    /// How many keys `data` and `binaryData` hold.
+    DataCount,
+    /// `<ready>/<replicas>` of a workload.
+    ReadyOfReplicas,
+    /// The comma-separated `port/protocol` pairs of a Service.
+    Ports,
+    /// `kind/name` of an Event's involved object.
+    InvolvedObject,
+    /// `Ready` or `NotReady` from a Node's Ready condition.
+    NodeStatus,
+    /// `<kind>/<name>` of a binding's roleRef.
+    RoleRef,
+    /// The number of items of the list at a JSONPath.
+    CountOf(String),
+    /// The names, or images, of a pod template's containers.
+    Containers(&'static str),
+}
+
+/// One column of a Table.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Column {
+    /// Header, as kubectl prints it upper-cased.
+    pub name: String,
+    /// `string`, `integer`, `number`, `boolean` or `date`.
+    pub type_: String,
+    /// 0 for `kubectl get`, 1 and more only with `-o wide`.
+    pub priority: i64,
+    /// How the cell is computed.
+    pub cell: Cell,
+}
+
+impl Column {
+    fn new(name: &str, type_: &str, cell: Cell) -> Self {
+        Column {
+            name: name.into(),
+            type_: type_.into(),
+            priority: 0,
+            cell,
+        }
+    }
+
+    fn path(name: &str, path: &str) -> Self {
+        Column::new(name, "string", Cell::Path(path.into()))
+    }
+
+    fn wide(mut self) -> Self {
+        self.priority = 1;
+        self
+    }
+}
+
+fn name() -> Column {
+    Column::path("Name", ".metadata.name")
+}
+
+fn age() -> Column {
+    Column::new("Age", "string", Cell::Age)
+}
+
+/// The columns of a CRD version: NAME, then its `additionalPrinterColumns` (or AGE when it has
+/// none), as the apiextensions server builds them.
+pub fn crd_columns(printer_columns: &[Value]) -> Vec<Column> {
+    if printer_columns.is_empty() {
+        return vec![name(), age()];
+    }
+    let mut columns = vec![name()];
+    for c in printer_columns {
+        let field = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default();
+        let path = field("jsonPath").to_string();
+        let type_ = field("type");
+        let cell = if type_ == "date" {
+            Cell::AgeOf(path)
+        } else {
+            Cell::Path(path)
+        };
+        columns.push(Column {
+            name: field("name").to_string(),
+            type_: type_.to_string(),
+            priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+            cell,
+        });
+    }
+    columns
+}
+
+/// The columns kube-apiserver (or kcp) prints for a builtin kind; `None` for other kinds.
+pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
+    let columns = match (rt.group.as_str(), rt.kind.as_str()) {
+        ("", "Namespace") => vec![name(), Column::path("Status", ".status.phase"), age()],
+        ("", "ConfigMap") => vec![
+            name(),
+            Column::new("Data", "integer", Cell::DataCount),
+            age(),
+        ],
+        ("", "Secret") => vec![
+            name(),
+            Column::path("Type", ".type"),
+            Column::new("Data", "integer", Cell::DataCount),
+            age(),
+        ],
+        ("", "ServiceAccount") => vec![
+            name(),
+            Column::new("Secrets", "integer", Cell::CountOf(".secrets".into())),
+            age(),
+        ],
+        ("", "Service") => vec![
+            name(),
+            Column::path("Type", ".spec.type"),
+            Column::path("Cluster-IP", ".spec.clusterIP"),
+            Column::path("External-IP", ".status.loadBalancer.ingress[*].ip"),
+            Column::new("Port(s)", "string", Cell::Ports),
+            age(),
+            Column::path("Selector", ".spec.selector").wide(),
+        ],
+        ("", "Node") => vec![
+            name(),
+            Column::new("Status", "string", Cell::NodeStatus),
+            Column::path("Roles", ".metadata.labels.node-role"),
+            age(),
+            Column::path("Version", ".status.nodeInfo.kubeletVersion"),
+        ],
+        ("", "Event") | ("events.k8s.io", "Event") => vec![
+            Column::new("Last Seen", "string", Cell::AgeOf(".lastTimestamp".into())),
+            Column::path("Type", ".type"),
+            Column::path("Reason", ".reason"),
+            Column::new("Object", "string", Cell::InvolvedObject),
+            Column::path("Message", ".message"),
+        ],
+        ("apps", "Deployment") => vec![
+            name(),
+            Column::new("Ready", "string", Cell::ReadyOfReplicas),
+            Column::path("Up-to-date", ".status.updatedReplicas"),
+            Column::path("Available", ".status.availableReplicas"),
+            age(),
+            Column::new("Containers", "string", Cell::Containers("name")).wide(),
+            Column::new("Images", "string", Cell::Containers("image")).wide(),
+        ],
+        ("apps", "StatefulSet") => vec![
+            name(),
+            Column::new("Ready", "string", Cell::ReadyOfReplicas),
+            age(),
+            Column::new("Containers", "string", Cell::Containers("name")).wide(),
+            Column::new("Images", "string", Cell::Containers("image")).wide(),
+        ],
+        ("coordination.k8s.io", "Lease") => {
+            vec![
+                name(),
+                Column::path("Holder", ".spec.holderIdentity"),
+                age(),
+            ]
+        }
+        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
+            vec![name(), Column::new("Role", "string", Cell::RoleRef), age()]
+        }
+        ("tenancy.kcp.io", "Workspace") => vec![
+            name(),
+            Column::path("Type", ".spec.type.name"),
+            Column::path("Region", ".metadata.labels.region"),
+            Column::path("Phase", ".status.phase"),
+            Column::path("URL", ".spec.URL"),
+            age(),
+        ],
+        ("core.kcp.io", "LogicalCluster") => vec![
+            name(),
+            Column::path("Phase", ".status.phase"),
+            Column::path("URL", ".status.URL"),
+            age(),
+        ],
+        ("apis.kcp.io", "APIBinding") => vec![
+            name(),
+            Column::path("Export", ".spec.reference.export.name"),
+            Column::path("Ready", ".status.conditions[?(@.type==\"Ready\")].status"),
+            age(),
+        ],
+        ("tenancy.kcp.io", "WorkspaceType") | ("apis.kcp.io", "APIExport") => vec![name(), age()],
+        _ => return None,
+    };
+    Some(columns)
+}
+
+/// A Table of `objects` (as stored, JSON) under `columns`; `include` is the `includeObject`
+/// parameter (`Metadata` by default).
+pub fn render_table(
+    columns: &[Column],
+    objects: &[Value],
+    include: Option<&str>,
+    resource_version: &str,
+    now: jiff::Timestamp,
+) -> Value {
+    let definitions: Vec<Value> = columns
+        .iter()
+        .map(|c| {
+            let mut d = json!({"name": c.name, "type": c.type_, "format": "", "description": "", "priority": c.priority});
+            if c.name == "Name" {
+                d["format"] = json!("name");
+            }
+            d
+        })
+        .collect();
+    let rows: Vec<Value> = objects
+        .iter()
+        .map(|o| {
+            let cells: Vec<Value> = columns.iter().map(|c| cell(&c.cell, o, now)).collect();
+            let mut row = json!({"cells": cells});
+            match include.unwrap_or("Metadata") {
+                "None" => {}
+                "Object" => row["object"] = o.clone(),
+                _ => {
+                    row["object"] = json!({
+                        "kind": "PartialObjectMetadata",
+                        "apiVersion": "meta.k8s.io/v1",
+                        "metadata": o.get("metadata").cloned().unwrap_or_else(|| json!({})),
+                    })
+                }
+            }
+            row
+        })
+        .collect();
+    json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version},
+        "columnDefinitions": definitions,
+        "rows": rows,
+    })
+}
+
+fn text(values: Vec<&Value>) -> Value {
+    let parts: Vec<String> = values
+        .iter()
+        .map(|v| match v {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect();
+    match values.as_slice() {
+        [] => Value::String("<none>".into()),
+        [one] if !one.is_object() && !one.is_array() => (*one).clone(),
+        _ => Value::String(parts.join(",")),
+    }
+}
+
+fn cell(how: &Cell, o: &Value, now: jiff::Timestamp) -> Value {
+    let int = |p: &str| o.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+    match how {
+        Cell::Path(path) => text(eval_path(o, path)),
+        Cell::Age => json!(age_at(o.pointer("/metadata/creationTimestamp"), now)),
+        Cell::AgeOf(path) => json!(age_at(eval_path(o, path).first().copied(), now)),
+        Cell::DataCount => {
+            let count = |k: &str| o.get(k).and_then(Value::as_object).map_or(0, |m| m.len());
+            json!(count("data") + count("binaryData"))
+        }
+        Cell::ReadyOfReplicas => json!(format!(
+            "{}/{}",
+            int("/status/readyReplicas"),
+            o.pointer("/spec/replicas")
+                .and_then(Value::as_i64)
+                .unwrap_or(1)
+        )),
+        Cell::Ports => {
+            let ports: Vec<String> = eval_path(o, ".spec.ports[*]")
+                .into_iter()
+                .map(|p| {
+                    let port = p.get("port").map(ToString::to_string).unwrap_or_default();
+                    let proto = p.get("protocol").and_then(Value::as_str).unwrap_or("TCP");
+                    format!("{port}/{proto}")
+                })
+                .collect();
+            json!(if ports.is_empty() {
+                "<none>".to_string()
+            } else {
+                ports.join(",")
+            })
+        }
+        Cell::InvolvedObject => {
+            let field = |k: &str| {
+                o.pointer(&format!("/involvedObject/{k}"))
+                    .or_else(|| o.pointer(&format!("/regarding/{k}")))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_ascii_lowercase()
+            };
+            json!(format!("{}/{}", field("kind"), field("name")))
+        }
+        Cell::NodeStatus => {
+            let ready = eval_path(o, ".status.conditions[?(@.type==\"Ready\")].status");
+            json!(if ready.first().and_then(|v| v.as_str()) == Some("True") {
+                "Ready"
+            } else {
+                "NotReady"
+            })
+        }
+        Cell::RoleRef => {
+            let field = |k: &str| {
+                o.pointer(&format!("/roleRef/{k}"))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+            };
+            json!(format!("{}/{}", field("kind"), field("name")))
+        }
+        Cell::CountOf(path) => json!(
+            eval_path(o, path)
+                .first()
+                .and_then(|v| v.as_array())
+                .map_or(0, Vec::len)
+        ),
+        Cell::Containers(field) => {
+            let values = eval_path(o, &format!(".spec.template.spec.containers[*].{field}"));
+            text(values)
+        }
+    }
+}
+
+/// An age as kube prints it (`HumanDuration`): `45s`, `5m10s`, `3h`, `2d5h`, `400d`, `2y30d`.
+pub fn human_duration(seconds: i64) -> String {
+    if seconds < -1 {
+        return "<invalid>".into();
+    }
+    let s = seconds.max(0);
+    let (m, h, d) = (s / 60, s / 3600, s / 86_400);
+    match () {
+        _ if s < 120 => format!("{s}s"),
+        _ if m < 10 && s % 60 == 0 => format!("{m}m"),
+        _ if m < 10 => format!("{m}m{}s", s % 60),
+        _ if m < 180 => format!("{m}m"),
+        _ if h < 8 && m % 60 == 0 => format!("{h}h"),
+        _ if h < 8 => format!("{h}h{}m", m % 60),
+        _ if h < 48 => format!("{h}h"),
+        _ if h < 192 && h % 24 == 0 => format!("{d}d"),
+        _ if h < 192 => format!("{d}d{}h", h % 24),
+        _ if d < 730 => format!("{d}d"),
+        _ if d / 365 < 8 && d % 365 == 0 => format!("{}y", d / 365),
+        _ if d / 365 < 8 => format!("{}y{}d", d / 365, d % 365),
+        _ => format!("{}y", d / 365),
+    }
+}
+
+fn age_at(timestamp: Option<&Value>, now: jiff::Timestamp) -> String {
+    let parsed = timestamp
+        .and_then(Value::as_str)
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok());
+    match parsed {
+        Some(then) => human_duration(now.as_second() - then.as_second()),
+        None => "<unknown>".into(),
+    }
+}
+
+/// Evaluates the Kubernetes JSONPath subset printer columns use: `.a.b`, `.a[0]`, `.a[*].b`,
+/// `.a[?(@.k=="v")].b`, with optional `{}` around the expression.
+pub fn eval_path<'a>(object: &'a Value, path: &str) -> Vec<&'a Value> {
+    let path = path.trim().trim_start_matches('{').trim_end_matches('}');
+    let mut current = vec![object];
+    for step in steps(path) {
+        let mut next = Vec::new();
+        for v in current {
+            match &step {
+                Step::Field(f) => next.extend(v.get(f.as_str())),
+                Step::Index(i) => next.extend(v.as_array().and_then(|a| a.get(*i))),
+                Step::All => next.extend(v.as_array().into_iter().flatten()),
+                Step::Filter(key, want) => {
+                    next.extend(v.as_array().into_iter().flatten().filter(|item| {
+                        item.get(key.as_str()).and_then(Value::as_str) == Some(want)
+                    }))
+                }
+            }
+        }
+        current = next;
+    }
+    current
+}
+
+#[derive(Debug, PartialEq)]
+enum Step {
+    Field(String),
+    Index(usize),
+    All,
+    Filter(String, String),
+}
+
+fn steps(path: &str) -> Vec<Step> {
+    let mut out = Vec::new();
+    let mut rest = path.trim_start_matches('$');
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            if end > 0 {
+                out.push(Step::Field(r[..end].to_string()));
+            }
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix('[') {
+            let end = r.find(']').unwrap_or(r.len());
+            let inner = &r[..end];
+            out.push(bracket(inner));
+            rest = r.get(end + 1..).unwrap_or("");
+        } else {
+            let end = rest.find(['.', '[']).unwrap_or(rest.len());
+            out.push(Step::Field(rest[..end].to_string()));
+            rest = &rest[end..];
+        }
+    }
+    out
+}
+
+fn bracket(inner: &str) -> Step {
+    if inner == "*" {
+        return Step::All;
+    }
+    if let Ok(i) = inner.parse() {
+        return Step::Index(i);
+    }
+    if let Some(cond) = inner.strip_prefix("?(@.").and_then(|c| c.strip_suffix(')'))
+        && let Some((key, value)) = cond.split_once("==")
+    {
+        let value = value.trim().trim_matches(|c| c == '"' || c == '\'');
+        return Step::Filter(key.trim().to_string(), value.to_string());
+    }
+    Step::Field(inner.trim_matches(|c| c == '\'' || c == '"').to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn now() -> jiff::Timestamp {
+        "2026-01-02T00:00:00Z"
+            .parse()
+            .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
+    }
+
+    #[test]
+    fn kubectl_get_asks_for_a_table_first() {
+        assert!(wants_table(
+            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
+        ));
+        assert!(!wants_table("application/json"));
+        assert!(!wants_table(
+            "application/json, application/json;as=Table;v=v1;g=meta.k8s.io"
+        ));
+    }
+
+    #[test]
+    fn ages_read_as_kubectl_prints_them() {
+        assert_eq!(human_duration(45), "45s");
+        assert_eq!(human_duration(310), "5m10s");
+        assert_eq!(human_duration(600), "10m");
+        assert_eq!(human_duration(3 * 3600), "3h");
+        assert_eq!(human_duration(3 * 3600 + 120), "3h2m");
+        assert_eq!(human_duration(30 * 3600), "30h");
+        assert_eq!(human_duration(53 * 3600), "2d5h");
+        assert_eq!(human_duration(400 * 86_400), "400d");
+        assert_eq!(human_duration(760 * 86_400), "2y30d");
+    }
+
+    #[test]
+    fn paths_walk_fields_indexes_wildcards_and_filters() {
+        let o = json!({"status": {"conditions": [
+            {"type": "Ready", "status": "True"}, {"type": "Synced", "status": "False"}]},
+            "metadata": {"labels": {"region": "eu"}}});
+        assert_eq!(eval_path(&o, ".metadata.labels.region"), [&json!("eu")]);
+        assert_eq!(
+            eval_path(&o, ".status.conditions[1].type"),
+            [&json!("Synced")]
+        );
+        assert_eq!(eval_path(&o, ".status.conditions[*].status").len(), 2);
+        assert_eq!(
+            eval_path(&o, "{.status.conditions[?(@.type==\"Synced\")].status}"),
+            [&json!("False")]
+        );
+        assert!(eval_path(&o, ".spec.missing").is_empty());
+    }
+
+    #[test]
+    fn a_crd_without_printer_columns_shows_name_and_age() {
+        let names: Vec<String> = crd_columns(&[]).into_iter().map(|c| c.name).collect();
+        assert_eq!(names, ["Name", "Age"]);
+    }
+
+    #[test]
+    fn printer_columns_keep_their_priority_and_date_columns_become_ages() {
+        let columns = crd_columns(&[
+            json!({"name": "Size", "type": "integer", "jsonPath": ".spec.size"}),
+            json!({"name": "Owner", "type": "string", "jsonPath": ".spec.owner", "priority": 1}),
+            json!({"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}),
+        ]);
+        let o = json!({"metadata": {"name": "w", "creationTimestamp": "2026-01-01T23:59:00Z"},
+            "spec": {"size": 3, "owner": "me"}});
+        let table = render_table(&columns, &[o], None, "7", now());
+        assert_eq!(table["rows"][0]["cells"], json!(["w", 3, "me", "60s"]));
+        assert_eq!(table["columnDefinitions"][2]["priority"], 1);
+        assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+    }
+
+    #[test]
+    fn a_workspace_row_has_type_region_phase_and_url() {
+        let rt = crate::resource::builtin_types(crate::resource::Flavor::Kcp)
+            .into_iter()
+            .find(|t| t.kind == "Workspace")
+            .expect("kcp serves workspaces");
+        let columns = builtin_columns(&rt).unwrap_or_default();
+        let ws = json!({"metadata": {"name": "team", "labels": {"region": "eu"},
+            "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"type": {"name": "universal", "path": "root"}, "URL": "https://kcp/clusters/root:team"},
+            "status": {"phase": "Ready"}});
+        let table = render_table(&columns, &[ws], Some("None"), "1", now());
+        assert_eq!(
+            table["rows"][0]["cells"],
+            json!([
+                "team",
+                "universal",
+                "eu",
+                "Ready",
+                "https://kcp/clusters/root:team",
+                "24h"
+            ])
+        );
+        assert!(table["rows"][0].get("object").is_none());
+    }
+
+    #[test]
+    fn a_deployment_row_counts_ready_replicas_and_wide_columns_list_containers() {
+        let rt = crate::resource::builtin_types(crate::resource::Flavor::Kubernetes)
+            .into_iter()
+            .find(|t| t.kind == "Deployment")
+            .expect("deployments are served");
+        let columns = builtin_columns(&rt).unwrap_or_default();
+        let d = json!({"metadata": {"name": "web", "creationTimestamp": "2026-01-01T23:00:00Z"},
+            "spec": {"replicas": 3, "template": {"spec": {"containers": [
+                {"name": "web", "image": "nginx"}, {"name": "log", "image": "busybox"}]}}},
+            "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}});
+        let table = render_table(&columns, &[d], None, "1", now());
+        assert_eq!(
+            table["rows"][0]["cells"],
+            json!(["web", "2/3", 3, 2, "60m", "web,log", "nginx,busybox"])
+        );
+        assert_eq!(table["columnDefinitions"][5]["priority"], 1);
+    }
+
+    #[test]
+    fn a_config_map_row_counts_its_keys() {
+        let columns = vec![name(), Column::new("Data", "integer", Cell::DataCount)];
+        let cm = json!({"metadata": {"name": "c"}, "data": {"a": "1", "b": "2"}, "binaryData": {"c": ""}});
+        assert_eq!(
+            render_table(&columns, &[cm], None, "1", now())["rows"][0]["cells"],
+            json!(["c", 3])
+        );
+    }
+}
