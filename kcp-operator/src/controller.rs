@@ -204,99 +204,52 @@ fn cfg() -> watcher::Config {
     watcher::Config::default()
 }
 
-fn config_controllers(
-    client: &Client,
-    ctx: &Arc<Context>,
-    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
-) -> Vec<BoxFuture<'static, ()>> {
-    let rs = Controller::new(api::<RootShard>(client), cfg())
+/// The RootShard controller: woken by its Shards and by the VirtualWorkspace it names.
+fn root_shard_controller(client: &Client) -> Controller<RootShard> {
+    let controller = Controller::new(api::<RootShard>(client), cfg())
         .owns(api::<Certificate>(client), cfg())
         .owns(api::<CompiledRootShard>(client), cfg());
-    let rs_store = rs.store();
-    let rs_metrics = rs_store.clone();
-
-    let rs = rs
+    let store = controller.store();
+    controller
         .watches(api::<Shard>(client), cfg(), |s| {
-            let ns = s.metadata.namespace.clone();
+            let ns = s.metadata.namespace.clone().unwrap_or_default();
             s.spec
                 .root_shard
                 .name()
-                .map(|n| ObjectRef::new(n).within(ns.as_deref().unwrap_or_default()))
+                .map(|n| ObjectRef::new(n).within(&ns))
         })
         .watches(api::<VirtualWorkspace>(client), cfg(), move |vw| {
             let name = vw.metadata.name.clone();
-            refs(
-                &rs_store,
-                vw.metadata.namespace.as_deref(),
-                |r: &RootShard| {
-                    r.spec
-                        .common
-                        .kcp_virtual_workspace
-                        .as_ref()
-                        .map(|v| &v.name)
-                        == name.as_ref()
-                },
-            )
-        })
-        .graceful_shutdown_on(shutdown.clone());
-    let vws = Controller::new(api::<VirtualWorkspace>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .owns(api::<CompiledVirtualWorkspace>(client), cfg());
-    let store = vws.store();
-    let vw_metrics = store.clone();
-    let vws = vws
-        .watches(api::<RootShard>(client), cfg(), move |rs| {
-            refs(
-                &store,
-                rs.metadata.namespace.as_deref(),
-                |v: &VirtualWorkspace| {
-                    v.spec
-                        .target
-                        .root_shard_ref
-                        .as_ref()
-                        .map(|r| r.name.as_str())
-                        == rs.metadata.name.as_deref()
-                        || v.spec.target.shard_ref.is_some()
-                },
-            )
-        })
-        .graceful_shutdown_on(shutdown.clone());
-    let shards = Controller::new(api::<Shard>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .owns(api::<CompiledShard>(client), cfg());
-    let store = shards.store();
-    let shard_metrics = store.clone();
-    let shards = shards
-        .watches(api::<RootShard>(client), cfg(), move |rs| {
-            refs(&store, rs.metadata.namespace.as_deref(), |s: &Shard| {
-                s.spec.root_shard.name() == rs.metadata.name.as_deref()
+            refs(&store, vw.metadata.namespace.as_deref(), |r: &RootShard| {
+                r.spec
+                    .common
+                    .kcp_virtual_workspace
+                    .as_ref()
+                    .map(|v| &v.name)
+                    == name.as_ref()
             })
         })
-        .graceful_shutdown_on(shutdown.clone());
-    let fps = Controller::new(api::<FrontProxy>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .owns(api::<CompiledFrontProxy>(client), cfg());
-    let store = fps.store();
-    let fp_metrics = store.clone();
-    let fps = fps
-        .watches(api::<RootShard>(client), cfg(), move |rs| {
-            refs(
-                &store,
-                rs.metadata.namespace.as_deref(),
-                |f: &FrontProxy| f.spec.root_shard.name() == rs.metadata.name.as_deref(),
-            )
+}
+
+/// A controller of a kind pointing at a RootShard, woken when that RootShard changes.
+fn follows_root_shard<K: Reconciled>(
+    controller: Controller<K>,
+    client: &Client,
+    points_at: impl Fn(&K, &str) -> bool + Send + Sync + 'static,
+) -> Controller<K> {
+    let store = controller.store();
+    controller.watches(api::<RootShard>(client), cfg(), move |rs| {
+        let name = rs.metadata.name.clone().unwrap_or_default();
+        refs(&store, rs.metadata.namespace.as_deref(), |o: &K| {
+            points_at(o, &name)
         })
-        .graceful_shutdown_on(shutdown.clone());
-    let caches = Controller::new(api::<CacheServer>(client), cfg())
+    })
+}
+
+/// The Kubeconfig controller: woken by its client certificate's Secret.
+fn kubeconfig_controller(client: &Client) -> Controller<Kubeconfig> {
+    Controller::new(api::<Kubeconfig>(client), cfg())
         .owns(api::<Certificate>(client), cfg())
-        .owns(api::<Issuer>(client), cfg())
-        .owns(api::<CompiledCacheServer>(client), cfg());
-    let cache_metrics = caches.store();
-    let caches = caches.graceful_shutdown_on(shutdown.clone());
-    let kubeconfigs =
-        Controller::new(api::<Kubeconfig>(client), cfg()).owns(api::<Certificate>(client), cfg());
-    let kc_metrics = kubeconfigs.store();
-    let kubeconfigs = kubeconfigs
         .watches(api::<Secret>(client), cfg().labels(KUBECONFIG_LABEL), |s| {
             let ns = s.metadata.namespace.clone().unwrap_or_default();
             s.metadata
@@ -304,23 +257,77 @@ fn config_controllers(
                 .and_then(|l| l.get(KUBECONFIG_LABEL).cloned())
                 .map(|n| ObjectRef::new(&n).within(&ns))
         })
-        .graceful_shutdown_on(shutdown.clone());
+}
+
+fn config_controllers(
+    client: &Client,
+    ctx: &Arc<Context>,
+    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) -> Vec<BoxFuture<'static, ()>> {
+    let rs = root_shard_controller(client);
+    let vws = Controller::new(api::<VirtualWorkspace>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<CompiledVirtualWorkspace>(client), cfg());
+    let vws = follows_root_shard(vws, client, |v: &VirtualWorkspace, rs| {
+        v.spec
+            .target
+            .root_shard_ref
+            .as_ref()
+            .is_some_and(|r| r.name == rs)
+            || v.spec.target.shard_ref.is_some()
+    });
+    let shards = Controller::new(api::<Shard>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<CompiledShard>(client), cfg());
+    let shards = follows_root_shard(shards, client, |s: &Shard, rs| {
+        s.spec.root_shard.name() == Some(rs)
+    });
+    let fps = Controller::new(api::<FrontProxy>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<CompiledFrontProxy>(client), cfg());
+    let fps = follows_root_shard(fps, client, |f: &FrontProxy, rs| {
+        f.spec.root_shard.name() == Some(rs)
+    });
+    let caches = Controller::new(api::<CacheServer>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<Issuer>(client), cfg())
+        .owns(api::<CompiledCacheServer>(client), cfg());
+    let kubeconfigs = kubeconfig_controller(client);
     let stores = Stores {
-        root_shards: rs_metrics,
-        shards: shard_metrics,
-        front_proxies: fp_metrics,
-        cache_servers: cache_metrics,
-        kubeconfigs: kc_metrics,
-        virtual_workspaces: vw_metrics,
+        root_shards: rs.store(),
+        shards: shards.store(),
+        front_proxies: fps.store(),
+        cache_servers: caches.store(),
+        kubeconfigs: kubeconfigs.store(),
+        virtual_workspaces: vws.store(),
     };
     vec![
-        Box::pin(refresh_metrics(stores, ctx.metrics.clone(), shutdown)),
-        Box::pin(drive(rs, ctx.clone())),
-        Box::pin(drive(shards, ctx.clone())),
-        Box::pin(drive(fps, ctx.clone())),
-        Box::pin(drive(caches, ctx.clone())),
-        Box::pin(drive(kubeconfigs, ctx.clone())),
-        Box::pin(drive(vws, ctx.clone())),
+        Box::pin(refresh_metrics(
+            stores,
+            ctx.metrics.clone(),
+            shutdown.clone(),
+        )),
+        Box::pin(drive(
+            rs.graceful_shutdown_on(shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            shards.graceful_shutdown_on(shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            fps.graceful_shutdown_on(shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            caches.graceful_shutdown_on(shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            kubeconfigs.graceful_shutdown_on(shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(vws.graceful_shutdown_on(shutdown), ctx.clone())),
     ]
 }
 

@@ -697,12 +697,8 @@ fn write_update(
     let object = state.put(cluster, gr, namespace, name, stored)?;
     after_write(state, cluster, rt, Some(&old), &new)?;
     if new.pointer("/metadata/deletionTimestamp").is_some() && finalizers(&new).is_empty() {
-        // The last finalizer went: the object goes, and its dependents are collected (the
-        // garbage collector does so for a deletion that waited on finalizers).
+        // The last finalizer went: the object goes.
         let removed = remove_now(state, cluster, rt, namespace, name)?;
-        if let Some(uid) = new.pointer("/metadata/uid").and_then(Value::as_str) {
-            collect_dependents(state, cluster, uid)?;
-        }
         return Ok(Written {
             object: removed.unwrap_or(object),
             created: false,

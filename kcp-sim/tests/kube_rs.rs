@@ -393,31 +393,6 @@ async fn owned_objects_are_garbage_collected_with_their_owner() {
 }
 
 #[tokio::test]
-async fn dependents_are_collected_when_the_owner_goes_after_its_last_finalizer() {
-    let sim = sim().await;
-    let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
-    let mut held = cm("owner");
-    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
-    let owner = api.create(&PostParams::default(), &held).await.unwrap();
-    let mut child = cm("child");
-    owned_by(&mut child, &owner);
-    api.create(&PostParams::default(), &child).await.unwrap();
-    api.delete("owner", &DeleteParams::background())
-        .await
-        .unwrap();
-    assert!(api.get_opt("child").await.unwrap().is_some());
-    api.patch(
-        "owner",
-        &PatchParams::default(),
-        &Patch::Merge(json!({"metadata": {"finalizers": null}})),
-    )
-    .await
-    .unwrap();
-    assert!(api.get_opt("owner").await.unwrap().is_none());
-    assert!(api.get_opt("child").await.unwrap().is_none());
-}
-
-#[tokio::test]
 async fn orphan_propagation_keeps_dependents_without_the_owner_reference() {
     let sim = sim().await;
     let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
