@@ -161,7 +161,7 @@ pub async fn reconcile_compiled_virtual_workspace(
     let owner = owner_ref(cvw)?;
     let ns = cvw.metadata.namespace.clone().unwrap_or_default();
     let name = cvw.metadata.name.clone().unwrap_or_default();
-    let mounted = Mounted::read(client, &ns).await?;
+    let mounted = Mounted::default();
     ensure(client, &render_virtual_workspace_service(cvw), Some(&owner)).await?;
     let dep = render_virtual_workspace_deployment(cvw);
     let dep_name = dep.metadata.name.clone().unwrap_or_default();

@@ -27,7 +27,7 @@ use crate::render::cacheserver::{
     cache_server_replicas, render_cache_server_deployment, render_cache_server_service,
 };
 use crate::render::frontproxy::*;
-use crate::render::revisions::{MountKind, apply_revision_labels};
+use crate::render::revisions::{MountKind, apply_revision_labels, referenced_objects};
 use crate::render::rootshard::{render_root_shard_deployment, render_root_shard_service};
 use crate::render::shard::{render_shard_deployment, render_shard_service};
 use crate::status;
@@ -65,6 +65,38 @@ impl Mounted {
         Ok(Mounted { versions })
     }
 
+    /// Reads the resourceVersions of the objects `deployment` mounts that are not known yet
+    /// (one GET each: cheaper than listing a namespace holding many installations).
+    pub async fn fill(
+        &mut self,
+        client: &dyn ObjectClient,
+        namespace: &str,
+        deployment: &Deployment,
+    ) -> Result<()> {
+        for (kind, name) in referenced_objects(deployment) {
+            if self.versions.contains_key(&(kind, name.clone())) {
+                continue;
+            }
+            let context = || format!("reading {kind:?} {namespace}/{name}");
+            let rv = match kind {
+                MountKind::Secret => client
+                    .get_typed::<Secret>(Some(namespace), &name)
+                    .await
+                    .map_err(core(context()))?
+                    .map(|s| s.metadata.resource_version.unwrap_or_default()),
+                MountKind::ConfigMap => client
+                    .get_typed::<ConfigMap>(Some(namespace), &name)
+                    .await
+                    .map_err(core(context()))?
+                    .map(|c| c.metadata.resource_version.unwrap_or_default()),
+            };
+            if let Some(rv) = rv {
+                self.versions.insert((kind, name), rv);
+            }
+        }
+        Ok(())
+    }
+
     fn record(&mut self, kind: MountKind, meta: &kube::api::ObjectMeta) {
         if let Some(name) = &meta.name {
             self.versions.insert(
@@ -88,8 +120,10 @@ pub(crate) async fn ensure_deployment(
     mounted: &Mounted,
     owner: &OwnerReference,
 ) -> Result<Option<Deployment>> {
-    let missing = apply_revision_labels(&mut desired, |kind, name| mounted.lookup(kind, name));
     let ns = desired.metadata.namespace.clone().unwrap_or_default();
+    let mut mounted = mounted.clone();
+    mounted.fill(client, &ns, &desired).await?;
+    let missing = apply_revision_labels(&mut desired, |kind, name| mounted.lookup(kind, name));
     let name = desired.metadata.name.clone().unwrap_or_default();
     let live: Option<Deployment> = client
         .get_typed(Some(&ns), &name)
@@ -162,7 +196,7 @@ pub async fn reconcile_compiled_root_shard(
     let owner = owner_ref(crs)?;
     let ns = crs.metadata.namespace.clone().unwrap_or_default();
     let name = crs.metadata.name.clone().unwrap_or_default();
-    let mut mounted = Mounted::read(client, &ns).await?;
+    let mut mounted = Mounted::default();
     ensure(client, &render_root_shard_service(crs), Some(&owner)).await?;
     let dep = render_root_shard_deployment(crs);
     let dep_name = dep.metadata.name.clone().unwrap_or_default();
@@ -209,7 +243,7 @@ pub async fn reconcile_compiled_shard(
     let owner = owner_ref(cs)?;
     let ns = cs.metadata.namespace.clone().unwrap_or_default();
     let name = cs.metadata.name.clone().unwrap_or_default();
-    let mounted = Mounted::read(client, &ns).await?;
+    let mounted = Mounted::default();
     ensure(client, &render_shard_service(cs), Some(&owner)).await?;
     let dep = render_shard_deployment(cs);
     let dep_name = dep.metadata.name.clone().unwrap_or_default();
@@ -241,7 +275,7 @@ pub async fn reconcile_compiled_front_proxy(
     let owner = owner_ref(cfp)?;
     let ns = cfp.metadata.namespace.clone().unwrap_or_default();
     let name = cfp.metadata.name.clone().unwrap_or_default();
-    let mut mounted = Mounted::read(client, &ns).await?;
+    let mut mounted = Mounted::default();
     let live = ensure_proxy(
         client,
         &ProxyInput::front_proxy(cfp),
@@ -276,7 +310,7 @@ pub async fn reconcile_compiled_cache_server(
     let owner = owner_ref(ccs)?;
     let ns = ccs.metadata.namespace.clone().unwrap_or_default();
     let name = ccs.metadata.name.clone().unwrap_or_default();
-    let mounted = Mounted::read(client, &ns).await?;
+    let mounted = Mounted::default();
     ensure(client, &render_cache_server_service(ccs), Some(&owner)).await?;
     let mut dep = render_cache_server_deployment(ccs);
     let dep_name = dep.metadata.name.clone().unwrap_or_default();
