@@ -124,6 +124,24 @@ fn generated_suffix() -> String {
         .collect()
 }
 
+/// Checks a name by the rule of its API group: RBAC objects are path segments (so
+/// `system:controller:x` and `<uid>:<role>` are valid, as kube-apiserver's
+/// `ValidateRBACName` allows), everything else a DNS-1123 subdomain.
+fn validate_name_in(group: &str, name: &str) -> Result<(), String> {
+    if group != "rbac.authorization.k8s.io" {
+        return validate_name(name);
+    }
+    if name.is_empty() {
+        return Err("Required value: name or generateName is required".to_string());
+    }
+    if name == "." || name == ".." || name.contains('/') || name.contains('%') {
+        return Err(format!(
+            "Invalid value: \"{name}\": may not be '.' or '..' and may not contain '/' or '%'"
+        ));
+    }
+    Ok(())
+}
+
 /// Checks a name as a DNS-1123 subdomain, the rule most kinds use.
 fn validate_name(name: &str) -> Result<(), String> {
     if name.is_empty() {
@@ -380,7 +398,7 @@ pub fn create(
     {
         name = format!("{prefix}{}", generated_suffix());
     }
-    if let Err(why) = validate_name(&name) {
+    if let Err(why) = validate_name_in(&rt.group, &name) {
         let field = if generate.is_some() {
             "metadata.generateName"
         } else {
@@ -827,7 +845,7 @@ fn apply(
             if status {
                 return Err(ApiError::not_found(&rt.group, &rt.plural, name));
             }
-            if let Err(why) = validate_name(name) {
+            if let Err(why) = validate_name_in(&rt.group, name) {
                 return Err(ApiError::invalid(
                     &rt.group,
                     &rt.kind,
@@ -1256,6 +1274,16 @@ mod tests {
         assert!(validate_name("Web").is_err());
         assert!(validate_name("-web").is_err());
         assert!(validate_name("").is_err());
+    }
+
+    #[test]
+    fn rbac_names_are_path_segments() {
+        let rbac = "rbac.authorization.k8s.io";
+        assert!(validate_name_in(rbac, "system:controller:x").is_ok());
+        assert!(validate_name_in(rbac, "0b7e:cluster-admin").is_ok());
+        assert!(validate_name_in(rbac, "a/b").is_err());
+        assert!(validate_name_in(rbac, "..").is_err());
+        assert!(validate_name_in("apps", "a:b").is_err());
     }
 
     #[test]

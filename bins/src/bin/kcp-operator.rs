@@ -1,0 +1,94 @@
+//! kcp-operator: runs kcp installations (RootShard, Shard, FrontProxy, CacheServer,
+//! Kubeconfig) on Kubernetes.
+//!
+//! Flags follow the upstream operator (`--metrics-bind-address`, `--health-probe-bind-address`,
+//! `--leader-elect` with the Lease `239f9f9a.operator.kcp.io`, `--enabled-controller-groups`)
+//! plus kcp-manager's common flags; `kcp-operator crds` prints the CRDs.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use kcp_manager::{CommonFlags, Defaults, Error, Manager, parse_flags, print_crds};
+use std::sync::Arc;
+
+use kcp_operator::addresser::InCluster;
+use kcp_operator::controller::{parse_groups, run_with};
+use kcp_operator::metrics::Metrics;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "kcp-operator",
+    version,
+    about = "Runs kcp installations on Kubernetes."
+)]
+struct Flags {
+    #[command(flatten)]
+    common: CommonFlags,
+    /// Controller groups to run: config (sources -> PKI, Secrets, Compiled*), workload
+    /// (Compiled* -> Deployments, Services, ConfigMaps).
+    #[arg(long, default_value = "config,workload")]
+    enabled_controller_groups: String,
+    /// Accepted for compatibility; this version has no feature gates (as upstream).
+    #[arg(long, default_value = "")]
+    feature_gates: String,
+    /// Accepted for compatibility: metrics are served over plain HTTP.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    metrics_secure: bool,
+    /// Accepted for compatibility.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    enable_http2: bool,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Print the operator.kcp.io and deploy.operator.kcp.io CRDs as YAML.
+    Crds,
+}
+
+/// Upstream's defaults: metrics off (`0`), health on `:8081`, Lease `239f9f9a.operator.kcp.io`.
+fn defaults() -> Defaults {
+    Defaults::new("kcp-operator")
+        .metrics_address("0")
+        .health_address(":8081")
+        .lease("kcp-operator-system", "239f9f9a.operator.kcp.io")
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let flags: Flags = parse_flags(&defaults());
+    if let Some(Command::Crds) = flags.command {
+        return print_crds("kcp-operator", kcp_operator::api::crds_yaml());
+    }
+    match operator(flags).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            tracing::error!(error = %err, "kcp-operator failed");
+            eprintln!("kcp-operator: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn operator(flags: Flags) -> Result<(), Error> {
+    let groups = parse_groups(&flags.enabled_controller_groups).map_err(|e| Error::Flag {
+        flag: "enabled-controller-groups".into(),
+        reason: e.to_string(),
+    })?;
+    if !flags.feature_gates.is_empty() {
+        tracing::warn!(feature_gates = %flags.feature_gates, "kcp-operator has no feature gates; ignoring");
+    }
+    let manager = Manager::new(&defaults(), flags.common)?;
+    let kube = manager.kube_config().await?;
+    let client = kube::Client::try_from(kube).map_err(Error::client)?;
+    let ready = manager.readiness().synced_flag();
+    let metrics = manager.with_registry(Metrics::register);
+    manager
+        .run(Some(client.clone()), |shutdown| async move {
+            ready.store(true, std::sync::atomic::Ordering::SeqCst);
+            run_with(client, &groups, Arc::new(InCluster), metrics, shutdown).await;
+            Ok(())
+        })
+        .await
+}

@@ -1,0 +1,590 @@
+//! Wiring: one `kube::runtime::Controller` per kind, grouped as upstream's controller groups
+//! (`config`: RootShard, Shard, FrontProxy, CacheServer, Kubeconfig; `workload`: the Compiled*
+//! kinds), with kcp-core's error policy. Which watches wake which object:
+//!
+//! * every kind owns what it creates (Certificates, Issuers, Secrets, Compiled*, Deployments,
+//!   Services, ConfigMaps), so cert-manager issuing a certificate or a Deployment becoming
+//!   available re-runs its owner;
+//! * Shard events wake their RootShard; RootShard events wake its Shards and FrontProxies;
+//! * any Secret event wakes the Compiled* objects of its namespace (mounted Secrets);
+//! * a Secret labelled `operator.kcp.io/kubeconfig=<kc>` (the client certificate) wakes that
+//!   Kubeconfig, so a renewal reaches the kubeconfig Secret at once.
+
+use std::collections::BTreeSet;
+use std::fmt::Debug;
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use kcp_core::runtime::{ErrorPolicy, Outcome};
+use kcp_core::{KubeObjectClient, ObjectClient};
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::{Controller, watcher};
+use kube::{Api, Client, Resource};
+use serde::de::DeserializeOwned;
+use tracing::Instrument as _;
+
+use crate::addresser::{Addresser, InCluster};
+use crate::api::*;
+use crate::error::{Error, Result};
+use crate::metrics::{CountedKind, Metrics, PhasedKind};
+use crate::reconcile::retry::RetryingReads;
+use crate::reconcile::{config, kubeconfig, virtualworkspace, workload};
+use crate::render::certmanager::{Certificate, Issuer};
+use crate::render::names::KUBECONFIG_LABEL;
+
+/// A controller group of `--enabled-controller-groups`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ControllerGroup {
+    /// Sources -> PKI, Secrets, Compiled* objects.
+    Config,
+    /// Compiled* objects -> Deployments, Services, ConfigMaps.
+    Workload,
+}
+
+/// Parses `--enabled-controller-groups`: comma-separated `config` and `workload`, whitespace
+/// trimmed, duplicates collapsed; an unknown or empty value is an error.
+pub fn parse_groups(value: &str) -> Result<BTreeSet<ControllerGroup>> {
+    let mut groups = BTreeSet::new();
+    for part in value.split(',').map(str::trim) {
+        let group = match part {
+            "config" => ControllerGroup::Config,
+            "workload" => ControllerGroup::Workload,
+            other => {
+                return Err(Error::InvalidField {
+                    object: "kcp-operator".into(),
+                    field: "--enabled-controller-groups".into(),
+                    reason: format!("unknown controller group {other:?} (known: config, workload)"),
+                });
+            }
+        };
+        groups.insert(group);
+    }
+    Ok(groups)
+}
+
+/// Everything a reconcile needs.
+pub struct Context {
+    /// The client reconcile functions write through.
+    pub client: Arc<dyn ObjectClient>,
+    /// Per-object backoff.
+    pub errors: ErrorPolicy,
+    /// How kcp endpoints are reached (Shard cleanup, Kubeconfig RBAC).
+    pub addresser: Arc<dyn Addresser>,
+    /// The `kcp_operator_*` metrics.
+    pub metrics: Metrics,
+}
+
+impl kcp_core::runtime::Classify for Error {
+    fn is_transient(&self) -> bool {
+        Error::is_transient(self)
+    }
+    fn reason(&self) -> &str {
+        Error::reason(self)
+    }
+}
+
+/// A kind with a reconcile function.
+pub trait Reconciled:
+    Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
+{
+    /// One pass over `self`.
+    fn reconcile<'a>(
+        &'a self,
+        client: &'a dyn ObjectClient,
+        addresser: &'a dyn Addresser,
+    ) -> BoxFuture<'a, Result<Outcome>>;
+}
+
+macro_rules! reconciled {
+    ($kind:ty, $f:path) => {
+        impl Reconciled for $kind {
+            fn reconcile<'a>(
+                &'a self,
+                client: &'a dyn ObjectClient,
+                _addresser: &'a dyn Addresser,
+            ) -> BoxFuture<'a, Result<Outcome>> {
+                Box::pin($f(client, self))
+            }
+        }
+    };
+    ($kind:ty, $f:path, addresser) => {
+        impl Reconciled for $kind {
+            fn reconcile<'a>(
+                &'a self,
+                client: &'a dyn ObjectClient,
+                addresser: &'a dyn Addresser,
+            ) -> BoxFuture<'a, Result<Outcome>> {
+                Box::pin($f(client, addresser, self))
+            }
+        }
+    };
+}
+
+reconciled!(RootShard, config::reconcile_root_shard);
+reconciled!(Shard, config::reconcile_shard, addresser);
+reconciled!(FrontProxy, config::reconcile_front_proxy);
+reconciled!(CacheServer, config::reconcile_cache_server);
+reconciled!(Kubeconfig, kubeconfig::reconcile_kubeconfig, addresser);
+reconciled!(CompiledRootShard, workload::reconcile_compiled_root_shard);
+reconciled!(CompiledShard, workload::reconcile_compiled_shard);
+reconciled!(CompiledFrontProxy, workload::reconcile_compiled_front_proxy);
+reconciled!(
+    CompiledCacheServer,
+    workload::reconcile_compiled_cache_server
+);
+reconciled!(
+    VirtualWorkspace,
+    virtualworkspace::reconcile_virtual_workspace
+);
+reconciled!(
+    CompiledVirtualWorkspace,
+    virtualworkspace::reconcile_compiled_virtual_workspace
+);
+
+async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action> {
+    let meta = obj.meta();
+    let span = tracing::info_span!(
+        "reconcile",
+        kind = %K::kind(&()),
+        namespace = meta.namespace.as_deref().unwrap_or_default(),
+        name = meta.name.as_deref().unwrap_or_default()
+    );
+    let client = RetryingReads(ctx.client.as_ref());
+    let started = std::time::Instant::now();
+    let result = obj
+        .reconcile(&client, ctx.addresser.as_ref())
+        .instrument(span)
+        .await;
+    let controller = K::kind(&()).to_ascii_lowercase();
+    ctx.metrics.observe(
+        &controller,
+        started.elapsed(),
+        result.as_ref().err().map(Error::reason),
+    );
+    Ok(ctx.errors.succeeded(obj.as_ref(), result?))
+}
+
+fn error_policy<K: Reconciled>(obj: Arc<K>, err: &Error, ctx: Arc<Context>) -> Action {
+    tracing::warn!(kind = %K::kind(&()), name = obj.meta().name.as_deref().unwrap_or_default(), error = %err, "reconcile failed");
+    ctx.errors.failed(obj.as_ref(), err)
+}
+
+fn api<K: Resource<DynamicType = ()>>(client: &Client) -> Api<K> {
+    Api::all(client.clone())
+}
+
+/// Runs a controller to completion.
+async fn drive<K: Reconciled>(controller: Controller<K>, ctx: Arc<Context>) {
+    controller
+        .run(reconcile::<K>, error_policy::<K>, ctx)
+        .for_each(|_| async {})
+        .await;
+}
+
+/// Objects in `store` in `namespace` for which `pick` holds.
+fn refs<K: Reconciled>(
+    store: &Store<K>,
+    namespace: Option<&str>,
+    pick: impl Fn(&K) -> bool,
+) -> Vec<ObjectRef<K>> {
+    store
+        .state()
+        .iter()
+        .filter(|o| o.meta().namespace.as_deref() == namespace && pick(o))
+        .map(|o| ObjectRef::from_obj(o.as_ref()))
+        .collect()
+}
+
+fn cfg() -> watcher::Config {
+    watcher::Config::default()
+}
+
+/// The RootShard controller: woken by its Shards and by the VirtualWorkspace it names.
+fn root_shard_controller(client: &Client) -> Controller<RootShard> {
+    let controller = Controller::new(api::<RootShard>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<CompiledRootShard>(client), cfg());
+    let store = controller.store();
+    controller
+        .watches(api::<Shard>(client), cfg(), |s| {
+            let ns = s.metadata.namespace.clone().unwrap_or_default();
+            s.spec
+                .root_shard
+                .name()
+                .map(|n| ObjectRef::new(n).within(&ns))
+        })
+        .watches(api::<VirtualWorkspace>(client), cfg(), move |vw| {
+            let name = vw.metadata.name.clone();
+            refs(&store, vw.metadata.namespace.as_deref(), |r: &RootShard| {
+                r.spec
+                    .common
+                    .kcp_virtual_workspace
+                    .as_ref()
+                    .map(|v| &v.name)
+                    == name.as_ref()
+            })
+        })
+}
+
+/// A controller of a kind pointing at a RootShard, woken when that RootShard changes.
+fn follows_root_shard<K: Reconciled>(
+    controller: Controller<K>,
+    client: &Client,
+    points_at: impl Fn(&K, &str) -> bool + Send + Sync + 'static,
+) -> Controller<K> {
+    let store = controller.store();
+    controller.watches(api::<RootShard>(client), cfg(), move |rs| {
+        let name = rs.metadata.name.clone().unwrap_or_default();
+        refs(&store, rs.metadata.namespace.as_deref(), |o: &K| {
+            points_at(o, &name)
+        })
+    })
+}
+
+/// The Kubeconfig controller: woken by its client certificate's Secret.
+fn kubeconfig_controller(client: &Client) -> Controller<Kubeconfig> {
+    Controller::new(api::<Kubeconfig>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .watches(api::<Secret>(client), cfg().labels(KUBECONFIG_LABEL), |s| {
+            let ns = s.metadata.namespace.clone().unwrap_or_default();
+            s.metadata
+                .labels
+                .and_then(|l| l.get(KUBECONFIG_LABEL).cloned())
+                .map(|n| ObjectRef::new(&n).within(&ns))
+        })
+}
+
+fn config_controllers(
+    client: &Client,
+    ctx: &Arc<Context>,
+    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) -> Vec<BoxFuture<'static, ()>> {
+    let rs = root_shard_controller(client);
+    let vws = Controller::new(api::<VirtualWorkspace>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<CompiledVirtualWorkspace>(client), cfg());
+    let vws = follows_root_shard(vws, client, |v: &VirtualWorkspace, rs| {
+        v.spec
+            .target
+            .root_shard_ref
+            .as_ref()
+            .is_some_and(|r| r.name == rs)
+            || v.spec.target.shard_ref.is_some()
+    });
+    let shards = Controller::new(api::<Shard>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<CompiledShard>(client), cfg());
+    let shards = follows_root_shard(shards, client, |s: &Shard, rs| {
+        s.spec.root_shard.name() == Some(rs)
+    });
+    let fps = Controller::new(api::<FrontProxy>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<CompiledFrontProxy>(client), cfg());
+    let fps = follows_root_shard(fps, client, |f: &FrontProxy, rs| {
+        f.spec.root_shard.name() == Some(rs)
+    });
+    let caches = Controller::new(api::<CacheServer>(client), cfg())
+        .owns(api::<Certificate>(client), cfg())
+        .owns(api::<Issuer>(client), cfg())
+        .owns(api::<CompiledCacheServer>(client), cfg());
+    let kubeconfigs = kubeconfig_controller(client);
+    let stores = Stores {
+        root_shards: rs.store(),
+        shards: shards.store(),
+        front_proxies: fps.store(),
+        cache_servers: caches.store(),
+        kubeconfigs: kubeconfigs.store(),
+        virtual_workspaces: vws.store(),
+    };
+    vec![
+        Box::pin(refresh_metrics(
+            stores,
+            ctx.metrics.clone(),
+            shutdown.clone(),
+        )),
+        Box::pin(drive(
+            rs.graceful_shutdown_on(shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            shards.graceful_shutdown_on(shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            fps.graceful_shutdown_on(shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            caches.graceful_shutdown_on(shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            kubeconfigs.graceful_shutdown_on(shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(vws.graceful_shutdown_on(shutdown), ctx.clone())),
+    ]
+}
+
+/// The config group's caches the count and condition metrics are computed from.
+struct Stores {
+    root_shards: Store<RootShard>,
+    shards: Store<Shard>,
+    front_proxies: Store<FrontProxy>,
+    cache_servers: Store<CacheServer>,
+    kubeconfigs: Store<Kubeconfig>,
+    virtual_workspaces: Store<VirtualWorkspace>,
+}
+
+fn ns_name<K: Resource>(o: &K) -> (String, String) {
+    let m = o.meta();
+    (
+        m.namespace.clone().unwrap_or_default(),
+        m.name.clone().unwrap_or_default(),
+    )
+}
+
+impl Stores {
+    fn refresh(&self, m: &Metrics) {
+        let rs = self.root_shards.state();
+        let phase = |p: Option<&String>| p.cloned().unwrap_or_default();
+        let rows: Vec<_> = rs
+            .iter()
+            .map(|o| {
+                (
+                    ns_name(o.as_ref()).0,
+                    phase(o.status.as_ref().map(|s| &s.phase)),
+                )
+            })
+            .collect();
+        m.set_phased(
+            PhasedKind::RootShard,
+            rows.iter().map(|(a, b)| (a.as_str(), b.as_str())),
+        );
+        let shards = self.shards.state();
+        let rows: Vec<_> = shards
+            .iter()
+            .map(|o| {
+                (
+                    ns_name(o.as_ref()).0,
+                    phase(o.status.as_ref().map(|s| &s.phase)),
+                )
+            })
+            .collect();
+        m.set_phased(
+            PhasedKind::Shard,
+            rows.iter().map(|(a, b)| (a.as_str(), b.as_str())),
+        );
+        let fps = self.front_proxies.state();
+        let rows: Vec<_> = fps
+            .iter()
+            .map(|o| {
+                (
+                    ns_name(o.as_ref()).0,
+                    phase(o.status.as_ref().map(|s| &s.phase)),
+                )
+            })
+            .collect();
+        m.set_phased(
+            PhasedKind::FrontProxy,
+            rows.iter().map(|(a, b)| (a.as_str(), b.as_str())),
+        );
+        let cs: Vec<String> = self
+            .cache_servers
+            .state()
+            .iter()
+            .map(|o| ns_name(o.as_ref()).0)
+            .collect();
+        m.set_counted(CountedKind::CacheServer, cs.iter().map(String::as_str));
+        let kcs: Vec<String> = self
+            .kubeconfigs
+            .state()
+            .iter()
+            .map(|o| ns_name(o.as_ref()).0)
+            .collect();
+        m.set_counted(CountedKind::Kubeconfig, kcs.iter().map(String::as_str));
+        let vws: Vec<String> = self
+            .virtual_workspaces
+            .state()
+            .iter()
+            .map(|o| ns_name(o.as_ref()).0)
+            .collect();
+        m.set_counted(
+            CountedKind::VirtualWorkspace,
+            vws.iter().map(String::as_str),
+        );
+        for o in rs.iter() {
+            let (ns, name) = ns_name(o.as_ref());
+            m.set_conditions(
+                "RootShard",
+                &ns,
+                &name,
+                o.status
+                    .as_ref()
+                    .map(|s| s.conditions.as_slice())
+                    .unwrap_or_default(),
+            );
+        }
+        for o in shards.iter() {
+            let (ns, name) = ns_name(o.as_ref());
+            m.set_conditions(
+                "Shard",
+                &ns,
+                &name,
+                o.status
+                    .as_ref()
+                    .map(|s| s.conditions.as_slice())
+                    .unwrap_or_default(),
+            );
+        }
+        for o in fps.iter() {
+            let (ns, name) = ns_name(o.as_ref());
+            m.set_conditions(
+                "FrontProxy",
+                &ns,
+                &name,
+                o.status
+                    .as_ref()
+                    .map(|s| s.conditions.as_slice())
+                    .unwrap_or_default(),
+            );
+        }
+    }
+}
+
+/// Refreshes the count and condition metrics every [`Metrics::REFRESH`] until `shutdown`.
+async fn refresh_metrics(stores: Stores, metrics: Metrics, shutdown: impl Future<Output = ()>) {
+    tokio::pin!(shutdown);
+    let mut tick = tokio::time::interval(Metrics::REFRESH);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => return,
+            _ = tick.tick() => stores.refresh(&metrics),
+        }
+    }
+}
+
+/// A workload controller: owns Deployments, Services, ConfigMaps and Secrets, and is woken by
+/// every Secret of its namespace.
+fn workload_controller<K: Reconciled>(
+    client: &Client,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+) -> Controller<K> {
+    let controller = Controller::new(api::<K>(client), cfg())
+        .owns(api::<Deployment>(client), cfg())
+        .owns(api::<Service>(client), cfg())
+        .owns(api::<ConfigMap>(client), cfg());
+    let store = controller.store();
+    controller
+        .watches(api::<Secret>(client), cfg(), move |s| {
+            refs(&store, s.metadata.namespace.as_deref(), |_| true)
+        })
+        .graceful_shutdown_on(shutdown)
+}
+
+fn workload_controllers(
+    client: &Client,
+    ctx: &Arc<Context>,
+    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) -> Vec<BoxFuture<'static, ()>> {
+    vec![
+        Box::pin(drive(
+            workload_controller::<CompiledRootShard>(client, shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            workload_controller::<CompiledShard>(client, shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            workload_controller::<CompiledFrontProxy>(client, shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            workload_controller::<CompiledCacheServer>(client, shutdown.clone()),
+            ctx.clone(),
+        )),
+        Box::pin(drive(
+            workload_controller::<CompiledVirtualWorkspace>(client, shutdown),
+            ctx.clone(),
+        )),
+    ]
+}
+
+/// Runs the enabled controller groups against `client` until `shutdown` completes, then lets
+/// in-flight reconciles finish; kcp is reached through in-cluster Service URLs.
+pub async fn run(
+    client: Client,
+    groups: &BTreeSet<ControllerGroup>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    run_with(
+        client,
+        groups,
+        Arc::new(InCluster),
+        Metrics::unregistered(),
+        shutdown,
+    )
+    .await;
+}
+
+/// [`run`] with a custom [`Addresser`] and metrics registered by the caller.
+pub async fn run_with(
+    client: Client,
+    groups: &BTreeSet<ControllerGroup>,
+    addresser: Arc<dyn Addresser>,
+    metrics: Metrics,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) {
+    use futures::FutureExt as _;
+    let shutdown = shutdown.shared();
+    let ctx = Arc::new(Context {
+        client: Arc::new(KubeObjectClient::new(client.clone())),
+        errors: ErrorPolicy::default(),
+        addresser,
+        metrics,
+    });
+    let mut tasks = Vec::new();
+    if groups.contains(&ControllerGroup::Config) {
+        tasks.extend(config_controllers(&client, &ctx, shutdown.clone()));
+    }
+    if groups.contains(&ControllerGroup::Workload) {
+        tasks.extend(workload_controllers(&client, &ctx, shutdown));
+    }
+    tracing::info!(
+        ?groups,
+        controllers = tasks.len(),
+        "kcp-operator controllers starting"
+    );
+    futures::future::join_all(tasks).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn controller_groups_are_trimmed_and_deduplicated() {
+        let groups = parse_groups(" config , workload,config").unwrap();
+        assert_eq!(
+            groups.into_iter().collect::<Vec<_>>(),
+            [ControllerGroup::Config, ControllerGroup::Workload]
+        );
+    }
+
+    #[test]
+    fn unknown_or_empty_controller_groups_are_rejected() {
+        assert!(
+            parse_groups("config,bogus")
+                .unwrap_err()
+                .to_string()
+                .contains("bogus")
+        );
+        assert!(parse_groups("").is_err());
+    }
+}

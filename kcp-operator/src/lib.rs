@@ -1,0 +1,21 @@
+//! kcp-operator: run kcp installations (RootShard, Shard, FrontProxy, CacheServer,
+//! VirtualWorkspace, Kubeconfig) on Kubernetes.
+//!
+//! Layers: [`api`] (CRD types and CRD YAML), [`render`] (pure functions, one per child object:
+//! cert-manager Issuers and Certificates, Secrets, Deployments, Services, ConfigMaps).
+//!
+//! ```
+//! let yaml = kcp_operator::api::crds_yaml().unwrap();
+//! assert!(yaml.contains("rootshards.operator.kcp.io"));
+//! ```
+
+pub mod addresser;
+pub mod api;
+pub mod controller;
+pub mod error;
+pub mod metrics;
+pub mod reconcile;
+pub mod render;
+pub mod status;
+
+pub use error::{Error, Result};

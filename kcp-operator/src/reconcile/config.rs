@@ -1,0 +1,545 @@
+//! The config group: RootShard, Shard, FrontProxy and CacheServer -> cert-manager Issuers
+//! and Certificates, kubeconfig and merged-CA Secrets, and the Compiled* object (written once
+//! every Certificate of the pass is ready), then the source's status.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
+use kcp_core::ObjectClient;
+use kcp_core::ObjectClientExt as _;
+use kcp_core::client::ListOptions;
+use kcp_core::runtime::conditions::ConditionUpdate;
+use kcp_core::runtime::{Outcome, write_status};
+
+use super::ensure::ensure;
+use super::{
+    CertificateState, core, describe, ensure_certificates, ensure_merged_bundle, owner_ref,
+    set_conditions,
+};
+use crate::addresser::Addresser;
+use crate::api::*;
+use crate::error::{Error, Result};
+use crate::render::compiled::*;
+use crate::render::kubeconfig::*;
+use crate::render::names::{self, ROOT_SHARD_LABEL};
+use crate::render::pki::{self, IntermediateCa, ProxyLeaf, ShardLeaf};
+use crate::status;
+
+fn name_ns(meta: &kube::api::ObjectMeta) -> (String, String) {
+    (
+        meta.name.clone().unwrap_or_default(),
+        meta.namespace.clone().unwrap_or_default(),
+    )
+}
+
+fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+/// The names of the Shards of root shard `rs` in `namespace`, sorted.
+pub async fn shard_names(
+    client: &dyn ObjectClient,
+    namespace: &str,
+    rs: &str,
+) -> Result<Vec<String>> {
+    let shards: Vec<Shard> = client
+        .list_typed(Some(namespace), &ListOptions::default())
+        .await
+        .map_err(core(format!("listing Shards in {namespace}")))?;
+    let mut names: Vec<String> = shards
+        .iter()
+        .filter(|s| s.spec.root_shard.name() == Some(rs))
+        .filter_map(|s| s.metadata.name.clone())
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+/// The VirtualWorkspace a shard names in `kcpVirtualWorkspace`.
+async fn kcp_virtual_workspace(
+    client: &dyn ObjectClient,
+    object: &str,
+    namespace: &str,
+    common: &CommonShardSpec,
+) -> Result<Option<NamedVirtualWorkspaceSpec>> {
+    let Some(reference) = &common.kcp_virtual_workspace else {
+        return Ok(None);
+    };
+    let vw: Option<VirtualWorkspace> = client
+        .get_typed(Some(namespace), &reference.name)
+        .await
+        .map_err(core(format!(
+            "reading VirtualWorkspace {namespace}/{}",
+            reference.name
+        )))?;
+    match vw {
+        Some(vw) => Ok(Some(NamedVirtualWorkspaceSpec {
+            name: reference.name.clone(),
+            spec: vw.spec,
+        })),
+        None => Err(Error::MissingReference {
+            object: object.to_owned(),
+            field: "spec.kcpVirtualWorkspace".into(),
+            target: format!("VirtualWorkspace {namespace}/{}", reference.name),
+        }),
+    }
+}
+
+/// The outcome of a pass whose Certificates are not all ready: look again shortly (the
+/// Certificates' owner watch also wakes the controller when cert-manager updates them).
+fn waiting(state: &CertificateState) -> Outcome {
+    if state.all_ready {
+        Outcome::Done
+    } else {
+        Outcome::RequeueAfter(std::time::Duration::from_secs(5))
+    }
+}
+
+fn bundle_sources(
+    first: String,
+    refs: &[Option<&k8s_openapi::api::core::v1::LocalObjectReference>],
+) -> Vec<String> {
+    std::iter::once(first)
+        .chain(refs.iter().flatten().map(|r| r.name.clone()))
+        .collect()
+}
+
+async fn ensure_issuers_and_kubeconfigs(
+    client: &dyn ObjectClient,
+    rs: &RootShard,
+    owner: &OwnerReference,
+) -> Result<()> {
+    let (_, issuers) = pki::render_root_shard_pki(rs);
+    for issuer in &issuers {
+        ensure(client, issuer, Some(owner)).await?;
+    }
+    for which in [
+        AdminKubeconfig::LogicalClusterAdmin,
+        AdminKubeconfig::ExternalLogicalClusterAdmin,
+    ] {
+        ensure(
+            client,
+            &render_root_shard_kubeconfig_secret(rs, which)?,
+            Some(owner),
+        )
+        .await?;
+    }
+    Ok(())
+}
+
+/// Merged bundles of a root shard and its internal proxy; `false` while a source is missing.
+async fn ensure_root_shard_bundles(
+    client: &dyn ObjectClient,
+    rs: &RootShard,
+    owner: &OwnerReference,
+) -> Result<bool> {
+    let (name, ns) = name_ns(&rs.metadata);
+    let common = &rs.spec.common;
+    let server_ca = IntermediateCa::Server.name(&name);
+    let client_ca = IntermediateCa::Client.name(&name);
+    let lbl = labels(&[(ROOT_SHARD_LABEL, &name)]);
+    let mut complete = true;
+    let client_sources = bundle_sources(client_ca, &[common.client_ca_bundle_ref.as_ref()]);
+    if common.client_ca_bundle_ref.is_some() {
+        complete &= ensure_merged_bundle(
+            client,
+            &ns,
+            &format!("{name}-merged-client-ca"),
+            lbl.clone(),
+            &client_sources,
+            owner,
+        )
+        .await?;
+    }
+    complete &= ensure_merged_bundle(
+        client,
+        &ns,
+        &format!("{name}-proxy-merged-client-ca"),
+        lbl.clone(),
+        &client_sources,
+        owner,
+    )
+    .await?;
+    if let Some(bundle) = &common.ca_bundle_secret_ref {
+        let sources = vec![server_ca, bundle.name.clone()];
+        complete &= ensure_merged_bundle(
+            client,
+            &ns,
+            &format!("{name}-merged-ca-bundle"),
+            lbl.clone(),
+            &sources,
+            owner,
+        )
+        .await?;
+        complete &= ensure_merged_bundle(
+            client,
+            &ns,
+            &format!("{name}-proxy-merged-ca-bundle"),
+            lbl,
+            &sources,
+            owner,
+        )
+        .await?;
+    }
+    Ok(complete)
+}
+
+/// One pass over a RootShard (spec section 5.1).
+pub async fn reconcile_root_shard(client: &dyn ObjectClient, rs: &RootShard) -> Result<Outcome> {
+    if rs.metadata.deletion_timestamp.is_some() {
+        return Ok(Outcome::Done);
+    }
+    let owner = owner_ref(rs)?;
+    let (name, ns) = name_ns(&rs.metadata);
+    let (mut certs, _) = pki::render_root_shard_pki(rs);
+    certs.extend(
+        ProxyLeaf::ALL
+            .iter()
+            .map(|leaf| pki::render_proxy_certificate(rs, None, *leaf)),
+    );
+    let state = ensure_certificates(client, &certs, &owner).await?;
+    ensure_issuers_and_kubeconfigs(client, rs, &owner).await?;
+    let bundles = ensure_root_shard_bundles(client, rs, &owner).await?;
+    let vw = kcp_virtual_workspace(client, &describe(rs), &ns, &rs.spec.common).await?;
+    let shards = shard_names(client, &ns, &name).await?;
+    if state.all_ready && bundles {
+        let compiled = render_compiled_root_shard(rs, vw, shards.clone(), &state.revisions);
+        ensure(client, &compiled, Some(&owner)).await?;
+    }
+    let live: Option<CompiledRootShard> = client
+        .get_typed(Some(&ns), &name)
+        .await
+        .map_err(core("reading CompiledRootShard"))?;
+    let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
+    let available =
+        status::copied_available(compiled_conditions.as_deref(), "CompiledRootShard", &name);
+    let generation = rs.metadata.generation;
+    write_status::<RootShard, _>(client, Some(&ns), &name, |obj| {
+        let s = obj.status.get_or_insert_with(Default::default);
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            std::slice::from_ref(&available),
+            generation,
+            false,
+        );
+        s.shards = shards
+            .iter()
+            .map(|n| ShardReference { name: n.clone() })
+            .collect();
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(rs))))?;
+    Ok(waiting(&state))
+}
+
+/// Sets conditions, the summary `Ready`, the phase and `observedGeneration`.
+pub(crate) fn apply_status(
+    conditions: &mut Vec<Condition>,
+    phase: &mut String,
+    observed: &mut Option<i64>,
+    updates: &[ConditionUpdate],
+    generation: Option<i64>,
+    deleting: bool,
+) {
+    let refs: Vec<&ConditionUpdate> = updates.iter().collect();
+    let ready = status::ready(&refs);
+    let available = updates
+        .iter()
+        .find(|u| u.type_ == CONDITION_AVAILABLE)
+        .is_none_or(|u| u.status == kcp_core::runtime::ConditionStatus::True);
+    let mut all = updates.to_vec();
+    all.push(ready);
+    set_conditions(conditions, &all, generation);
+    *phase = status::phase(deleting, available).to_owned();
+    *observed = generation;
+}
+
+/// Looks up the RootShard of a Shard or FrontProxy, and the `RootShard` condition.
+async fn root_shard_of(
+    client: &dyn ObjectClient,
+    namespace: &str,
+    config: &RootShardConfig,
+) -> Result<(Option<RootShard>, ConditionUpdate)> {
+    let Some(rs_name) = config.name() else {
+        let c = ConditionUpdate::new(CONDITION_ROOT_SHARD, false, "InvalidReference")
+            .message("spec.rootShard.ref is not set.");
+        return Ok((None, c));
+    };
+    let rs: Option<RootShard> = client
+        .get_typed(Some(namespace), rs_name)
+        .await
+        .map_err(core(format!("reading RootShard {namespace}/{rs_name}")))?;
+    let c = match &rs {
+        Some(_) => ConditionUpdate::new(CONDITION_ROOT_SHARD, true, "Valid")
+            .message("RootShard reference is valid."),
+        None => ConditionUpdate::new(CONDITION_ROOT_SHARD, false, "InvalidReference")
+            .message(format!("RootShard {namespace}/{rs_name} does not exist.")),
+    };
+    Ok((rs, c))
+}
+
+/// One pass over a Shard (spec section 5.3); `addresser` reaches the root shard to remove the
+/// kcp Shard when the Shard is deleted.
+pub async fn reconcile_shard(
+    client: &dyn ObjectClient,
+    addresser: &dyn Addresser,
+    shard: &Shard,
+) -> Result<Outcome> {
+    if super::cleanup::shard_finalizer(client, addresser, shard).await? {
+        return Ok(Outcome::Done);
+    }
+    let (name, ns) = name_ns(&shard.metadata);
+    let (rs, rs_condition) = root_shard_of(client, &ns, &shard.spec.root_shard).await?;
+    let mut outcome = Outcome::Done;
+    if let Some(rs) = &rs {
+        outcome = shard_children(client, shard, rs).await?;
+    }
+    let live: Option<CompiledShard> = client
+        .get_typed(Some(&ns), &name)
+        .await
+        .map_err(core("reading CompiledShard"))?;
+    let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
+    let available =
+        status::copied_available(compiled_conditions.as_deref(), "CompiledShard", &name);
+    let generation = shard.metadata.generation;
+    write_status::<Shard, _>(client, Some(&ns), &name, |obj| {
+        let s = obj.status.get_or_insert_with(Default::default);
+        let updates = [rs_condition.clone(), available.clone()];
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            &updates,
+            generation,
+            false,
+        );
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(shard))))?;
+    Ok(outcome)
+}
+
+async fn shard_children(
+    client: &dyn ObjectClient,
+    shard: &Shard,
+    rs: &RootShard,
+) -> Result<Outcome> {
+    let owner = owner_ref(shard)?;
+    let (name, ns) = name_ns(&shard.metadata);
+    let rs_name = rs.metadata.name.clone().unwrap_or_default();
+    let certs: Vec<_> = ShardLeaf::ALL
+        .iter()
+        .map(|l| pki::render_shard_certificate(shard, &rs_name, *l))
+        .collect();
+    let state = ensure_certificates(client, &certs, &owner).await?;
+    for which in [
+        ShardKubeconfig::Client,
+        ShardKubeconfig::LogicalClusterAdmin,
+        ShardKubeconfig::ExternalLogicalClusterAdmin,
+    ] {
+        ensure(
+            client,
+            &render_shard_kubeconfig_secret(shard, rs, which)?,
+            Some(&owner),
+        )
+        .await?;
+    }
+    let lbl = labels(&[(ROOT_SHARD_LABEL, &rs_name), (names::SHARD_LABEL, &name)]);
+    let common = &shard.spec.common;
+    let mut bundles = true;
+    if rs.spec.common.client_ca_bundle_ref.is_some() || common.client_ca_bundle_ref.is_some() {
+        let sources = bundle_sources(
+            IntermediateCa::Client.name(&rs_name),
+            &[
+                rs.spec.common.client_ca_bundle_ref.as_ref(),
+                common.client_ca_bundle_ref.as_ref(),
+            ],
+        );
+        bundles &= ensure_merged_bundle(
+            client,
+            &ns,
+            &format!("{name}-merged-client-ca"),
+            lbl.clone(),
+            &sources,
+            &owner,
+        )
+        .await?;
+    }
+    if let Some(bundle) = &common.ca_bundle_secret_ref {
+        // The server CA, not the shard's own serving certificate (spec section 9 item 3).
+        let sources = vec![IntermediateCa::Server.name(&rs_name), bundle.name.clone()];
+        bundles &= ensure_merged_bundle(
+            client,
+            &ns,
+            &format!("{name}-merged-ca-bundle"),
+            lbl,
+            &sources,
+            &owner,
+        )
+        .await?;
+    }
+    let vw = kcp_virtual_workspace(client, &describe(shard), &ns, common).await?;
+    if state.all_ready && bundles {
+        let shards = shard_names(client, &ns, &rs_name).await?;
+        ensure(
+            client,
+            &render_compiled_shard(shard, rs, vw, shards, &state.revisions),
+            Some(&owner),
+        )
+        .await?;
+    }
+    Ok(waiting(&state))
+}
+
+/// One pass over a FrontProxy (spec section 5.4).
+pub async fn reconcile_front_proxy(client: &dyn ObjectClient, fp: &FrontProxy) -> Result<Outcome> {
+    if fp.metadata.deletion_timestamp.is_some() {
+        return Ok(Outcome::Done);
+    }
+    let (name, ns) = name_ns(&fp.metadata);
+    let (rs, rs_condition) = root_shard_of(client, &ns, &fp.spec.root_shard).await?;
+    let mut outcome = Outcome::Done;
+    if let Some(rs) = &rs {
+        outcome = front_proxy_children(client, fp, rs).await?;
+    }
+    let live: Option<CompiledFrontProxy> = client
+        .get_typed(Some(&ns), &name)
+        .await
+        .map_err(core("reading CompiledFrontProxy"))?;
+    let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
+    let available =
+        status::copied_available(compiled_conditions.as_deref(), "CompiledFrontProxy", &name);
+    let generation = fp.metadata.generation;
+    write_status::<FrontProxy, _>(client, Some(&ns), &name, |obj| {
+        let s = obj.status.get_or_insert_with(Default::default);
+        let updates = [rs_condition.clone(), available.clone()];
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            &updates,
+            generation,
+            false,
+        );
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(fp))))?;
+    Ok(outcome)
+}
+
+async fn front_proxy_children(
+    client: &dyn ObjectClient,
+    fp: &FrontProxy,
+    rs: &RootShard,
+) -> Result<Outcome> {
+    let owner = owner_ref(fp)?;
+    let (name, ns) = name_ns(&fp.metadata);
+    let rs_name = rs.metadata.name.clone().unwrap_or_default();
+    let shards = shard_names(client, &ns, &rs_name).await?;
+    let lbl = labels(&[
+        (ROOT_SHARD_LABEL, &rs_name),
+        (names::FRONT_PROXY_LABEL, &name),
+    ]);
+    let sources = bundle_sources(
+        IntermediateCa::Client.name(&rs_name),
+        &[
+            rs.spec.common.client_ca_bundle_ref.as_ref(),
+            fp.spec.client_ca_bundle_ref.as_ref(),
+        ],
+    );
+    let mut bundles = ensure_merged_bundle(
+        client,
+        &ns,
+        &format!("{name}-merged-client-ca"),
+        lbl.clone(),
+        &sources,
+        &owner,
+    )
+    .await?;
+    if let Some(bundle) = &fp.spec.ca_bundle_secret_ref {
+        let sources = vec![IntermediateCa::Server.name(&rs_name), bundle.name.clone()];
+        bundles &= ensure_merged_bundle(
+            client,
+            &ns,
+            &format!("{name}-merged-ca-bundle"),
+            lbl,
+            &sources,
+            &owner,
+        )
+        .await?;
+    }
+    let certs: Vec<_> = ProxyLeaf::ALL
+        .iter()
+        .map(|l| pki::render_proxy_certificate(rs, Some(fp), *l))
+        .collect();
+    let state = ensure_certificates(client, &certs, &owner).await?;
+    if state.all_ready && bundles {
+        ensure(
+            client,
+            &render_compiled_front_proxy(fp, rs, shards, &state.revisions),
+            Some(&owner),
+        )
+        .await?;
+    }
+    Ok(waiting(&state))
+}
+
+/// One pass over a CacheServer (spec section 5.6); unlike upstream it reports a status.
+pub async fn reconcile_cache_server(
+    client: &dyn ObjectClient,
+    cs: &CacheServer,
+) -> Result<Outcome> {
+    if cs.metadata.deletion_timestamp.is_some() {
+        return Ok(Outcome::Done);
+    }
+    let owner = owner_ref(cs)?;
+    let (name, ns) = name_ns(&cs.metadata);
+    let mut certs: Vec<_> = pki::render_cache_server_ca_certificate(cs)
+        .into_iter()
+        .collect();
+    certs.push(pki::render_cache_server_certificate(cs, true));
+    certs.push(pki::render_cache_server_certificate(cs, false));
+    let state = ensure_certificates(client, &certs, &owner).await?;
+    ensure(client, &pki::render_cache_server_issuer(cs), Some(&owner)).await?;
+    ensure(
+        client,
+        &render_cache_server_kubeconfig_secret(cs)?,
+        Some(&owner),
+    )
+    .await?;
+    if state.all_ready {
+        ensure(
+            client,
+            &render_compiled_cache_server(cs, &state.revisions),
+            Some(&owner),
+        )
+        .await?;
+    }
+    let live: Option<CompiledCacheServer> = client
+        .get_typed(Some(&ns), &name)
+        .await
+        .map_err(core("reading CompiledCacheServer"))?;
+    let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
+    let available =
+        status::copied_available(compiled_conditions.as_deref(), "CompiledCacheServer", &name);
+    let generation = cs.metadata.generation;
+    write_status::<CacheServer, _>(client, Some(&ns), &name, |obj| {
+        let s = obj.status.get_or_insert_with(Default::default);
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            std::slice::from_ref(&available),
+            generation,
+            false,
+        );
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(cs))))?;
+    Ok(waiting(&state))
+}

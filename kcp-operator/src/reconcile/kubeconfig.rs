@@ -1,0 +1,330 @@
+//! The Kubeconfig controller (spec section 5.9): a client Certificate `kubeconfig-cert-<kc>`
+//! and the kubeconfig Secret `spec.secretRef.name`, both owned by the Kubeconfig (upstream
+//! orphans them, spec section 9 item 2), rewritten as soon as the certificate Secret is renewed
+//! (the controller watches it), with the certificate's expiry in status.
+//!
+//! The RBAC part (ClusterRoleBindings in the target workspace, behind the
+//! `operator.kcp.io/cleanup-rbac` finalizer) is in [`super::cleanup`].
+
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Secret;
+use kcp_core::ObjectClient;
+use kcp_core::ObjectClientExt as _;
+use kcp_core::runtime::conditions::ConditionUpdate;
+use kcp_core::runtime::{ConditionStatus, Outcome, write_status};
+
+use super::cleanup::{RbacTarget, kubeconfig_rbac};
+use super::config::apply_status;
+use super::ensure::ensure;
+use super::{core, describe, owner_ref};
+use crate::addresser::{Addresser, Endpoint};
+use crate::api::*;
+use crate::error::Result;
+use crate::render::certmanager::Certificate;
+use crate::render::kubeconfig::{EmbeddedCredentials, render_kubeconfig_secret};
+use crate::render::names::{self, Component};
+use crate::render::pki::{IntermediateCa, render_kubeconfig_certificate};
+
+/// The resolved target of a Kubeconfig: its RootShard, its base URL, whether it is a
+/// FrontProxy, and the FrontProxy's CA bundle Secret.
+struct Target {
+    root_shard: RootShard,
+    base_url: String,
+    front_proxy: bool,
+    ca_bundle: Option<String>,
+    /// For a Shard target: its name and `shardBaseURL`.
+    shard: Option<(String, String)>,
+}
+
+impl Target {
+    fn endpoint(&self) -> Endpoint<'_> {
+        match &self.shard {
+            Some((name, url)) => Endpoint::Shard(name, url),
+            None if self.front_proxy => Endpoint::RootShardProxy,
+            None => Endpoint::RootShard,
+        }
+    }
+}
+
+async fn get<K>(client: &dyn ObjectClient, ns: &str, name: &str) -> Result<Option<K>>
+where
+    K: kube::Resource<DynamicType = ()>
+        + serde::de::DeserializeOwned
+        + Clone
+        + Send
+        + Sync
+        + serde::Serialize,
+{
+    client
+        .get_typed(Some(ns), name)
+        .await
+        .map_err(core(format!("reading {} {ns}/{name}", K::kind(&()))))
+}
+
+/// The base URL of a FrontProxy target: its `external`, else the deprecated
+/// `externalHostname` (`:6443` added when it has no port), else the RootShard's external address.
+pub fn front_proxy_url(fp: &FrontProxySpec, rs: &RootShardSpec) -> String {
+    if let Some(e) = fp.external.as_ref().filter(|e| !e.hostname.is_empty()) {
+        return format!("https://{}:{}", e.hostname, e.port);
+    }
+    if !fp.external_hostname.is_empty() {
+        return if fp.external_hostname.contains(':') {
+            format!("https://{}", fp.external_hostname)
+        } else {
+            format!("https://{}:6443", fp.external_hostname)
+        };
+    }
+    format!("https://{}:{}", rs.external.hostname, rs.external.port)
+}
+
+async fn resolve(
+    client: &dyn ObjectClient,
+    ns: &str,
+    target: TargetRef<'_>,
+) -> Result<Option<Target>> {
+    let mut shard = None;
+    let (rs_name, base_url, front_proxy, ca_bundle) = match target {
+        TargetRef::RootShard(n) => (n.to_owned(), None, false, None),
+        TargetRef::Shard(n) => {
+            let Some(s) = get::<Shard>(client, ns, n).await? else {
+                return Ok(None);
+            };
+            let c = &s.spec.common;
+            let url = names::base_url(
+                Component::Shard,
+                n,
+                ns,
+                &c.cluster_domain,
+                &c.shard_base_url,
+            );
+            shard = Some((n.to_owned(), c.shard_base_url.clone()));
+            (
+                s.spec.root_shard.name().unwrap_or_default().to_owned(),
+                Some(url),
+                false,
+                None,
+            )
+        }
+        TargetRef::FrontProxy(n) => {
+            let Some(fp) = get::<FrontProxy>(client, ns, n).await? else {
+                return Ok(None);
+            };
+            let bundle = fp
+                .spec
+                .ca_bundle_secret_ref
+                .as_ref()
+                .map(|r| r.name.clone());
+            (
+                fp.spec.root_shard.name().unwrap_or_default().to_owned(),
+                None,
+                true,
+                bundle,
+            )
+        }
+    };
+    let Some(rs) = get::<RootShard>(client, ns, &rs_name).await? else {
+        return Ok(None);
+    };
+    let base_url = match (base_url, target) {
+        (Some(url), _) => url,
+        (None, TargetRef::FrontProxy(n)) => match get::<FrontProxy>(client, ns, n).await? {
+            Some(fp) => front_proxy_url(&fp.spec, &rs.spec),
+            None => return Ok(None),
+        },
+        (None, _) => {
+            let c = &rs.spec.common;
+            names::base_url(
+                Component::RootShard,
+                &rs_name,
+                ns,
+                &c.cluster_domain,
+                &c.shard_base_url,
+            )
+        }
+    };
+    Ok(Some(Target {
+        root_shard: rs,
+        base_url,
+        front_proxy,
+        ca_bundle,
+        shard,
+    }))
+}
+
+/// The material of the kubeconfig, once the certificates are issued.
+async fn credentials(
+    client: &dyn ObjectClient,
+    ns: &str,
+    kc: &Kubeconfig,
+    target: &Target,
+) -> Result<Result<EmbeddedCredentials, ConditionUpdate>> {
+    let rs_name = target.root_shard.metadata.name.clone().unwrap_or_default();
+    let not_ready = |reason: &str, message: String| {
+        ConditionUpdate::new(CONDITION_AVAILABLE, false, reason).message(message)
+    };
+    let client_secret: Option<Secret> = get(client, ns, &kc.certificate_name()).await?;
+    let Some(client_data) = client_secret.and_then(|s| s.data) else {
+        return Ok(Err(not_ready(
+            "ClientCertificateSecretNotReady",
+            format!("Secret {} is not issued yet.", kc.certificate_name()),
+        )));
+    };
+    let server_ca = IntermediateCa::Server.name(&rs_name);
+    let Some(mut ca) = super::secret_cert(client, ns, &server_ca).await? else {
+        return Ok(Err(not_ready(
+            "ServerCASecretNotReady",
+            format!("Secret {server_ca} is not issued yet."),
+        )));
+    };
+    if let Some(bundle) = &target.ca_bundle {
+        match super::secret_cert(client, ns, bundle).await? {
+            Some(extra) => ca = super::merge_pem(&[ca, extra]),
+            None => {
+                return Ok(Err(not_ready(
+                    "ServerCASecretError",
+                    format!("Secret {bundle} has no tls.crt."),
+                )));
+            }
+        }
+    }
+    let (Some(cert), Some(key)) = (client_data.get("tls.crt"), client_data.get("tls.key")) else {
+        return Ok(Err(not_ready(
+            "ClientCertificateSecretError",
+            format!("Secret {} lacks tls.crt or tls.key.", kc.certificate_name()),
+        )));
+    };
+    Ok(Ok(EmbeddedCredentials {
+        base_url: target.base_url.clone(),
+        ca,
+        certificate: cert.0.clone(),
+        key: key.0.clone(),
+        front_proxy: target.front_proxy,
+    }))
+}
+
+/// One pass over a Kubeconfig; `addresser` reaches kcp for the RBAC part.
+pub async fn reconcile_kubeconfig(
+    client: &dyn ObjectClient,
+    addresser: &dyn Addresser,
+    kc: &Kubeconfig,
+) -> Result<Outcome> {
+    let ns = kc.metadata.namespace.clone().unwrap_or_default();
+    let name = kc.metadata.name.clone().unwrap_or_default();
+    let target_ref = kc.spec.target.resolve();
+    let target = match target_ref {
+        Some(t) => resolve(client, &ns, t).await?,
+        None => None,
+    };
+    let rbac_target = target
+        .as_ref()
+        .filter(|t| t.root_shard.metadata.deletion_timestamp.is_none())
+        .map(|t| RbacTarget {
+            root_shard: &t.root_shard,
+            endpoint: t.endpoint(),
+        });
+    if kc.metadata.deletion_timestamp.is_some() {
+        kubeconfig_rbac(client, addresser, kc, rbac_target).await?;
+        return Ok(Outcome::Done);
+    }
+    let provisioned = kubeconfig_rbac(client, addresser, kc, rbac_target).await?;
+    let (reference, available, not_after, outcome) = match &target {
+        None => (
+            ConditionUpdate::new(CONDITION_REFERENCE_VALID, false, "ReferenceNotFound")
+                .message(format!("{}: the target does not exist.", describe(kc))),
+            ConditionUpdate::new(CONDITION_AVAILABLE, false, "ReferenceNotFound")
+                .message("No target."),
+            None,
+            Outcome::Done,
+        ),
+        Some(target) => {
+            let (available, not_after, outcome) = provision(client, &ns, kc, target).await?;
+            (
+                ConditionUpdate::new(CONDITION_REFERENCE_VALID, true, "ReferenceValid")
+                    .message("The target exists."),
+                available,
+                not_after,
+                outcome,
+            )
+        }
+    };
+    let generation = kc.metadata.generation;
+    let target_name = target_ref.map(|t| t.display_name()).unwrap_or_default();
+    write_status::<Kubeconfig, _>(client, Some(&ns), &name, |obj| {
+        let s = obj.status.get_or_insert_with(Default::default);
+        let updates = [reference.clone(), available.clone()];
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            &updates,
+            generation,
+            false,
+        );
+        s.phase = kubeconfig_phase(&reference, &available).to_owned();
+        s.target_name.clone_from(&target_name);
+        s.certificate_not_after.clone_from(&not_after);
+        s.authorization =
+            provisioned
+                .clone()
+                .map(|provisioned_cluster| KubeconfigAuthorizationStatus {
+                    provisioned_cluster,
+                });
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(kc))))?;
+    Ok(outcome)
+}
+
+/// `Failed` when the target is missing, `Ready` once the Secret is written, else
+/// `Provisioning` (upstream reports `Ready` before the Secret exists, spec section 9 item 8).
+pub fn kubeconfig_phase(reference: &ConditionUpdate, available: &ConditionUpdate) -> &'static str {
+    match (reference.status, available.status) {
+        (ConditionStatus::False, _) => "Failed",
+        (_, ConditionStatus::True) => "Ready",
+        _ => "Provisioning",
+    }
+}
+
+async fn provision(
+    client: &dyn ObjectClient,
+    ns: &str,
+    kc: &Kubeconfig,
+    target: &Target,
+) -> Result<(ConditionUpdate, Option<String>, Outcome)> {
+    let owner = owner_ref(kc)?;
+    let rs_name = target.root_shard.metadata.name.clone().unwrap_or_default();
+    let (_, cert) = ensure(
+        client,
+        &render_kubeconfig_certificate(kc, &rs_name),
+        Some(&owner),
+    )
+    .await?;
+    let server_ca: Option<Certificate> =
+        get(client, ns, &IntermediateCa::Server.name(&rs_name)).await?;
+    let not_after = cert.status.as_ref().and_then(|s| s.not_after.clone());
+    let retry = Outcome::RequeueAfter(Duration::from_secs(5));
+    if !cert.is_ready() {
+        let c = ConditionUpdate::new(
+            CONDITION_AVAILABLE,
+            false,
+            "ClientCertificateSecretNotReady",
+        )
+        .message("The client certificate is not issued yet.");
+        return Ok((c, not_after, retry));
+    }
+    if !server_ca.is_some_and(|c| c.is_ready()) {
+        let c = ConditionUpdate::new(CONDITION_AVAILABLE, false, "ServerCASecretNotReady")
+            .message("The server CA is not issued yet.");
+        return Ok((c, not_after, retry));
+    }
+    match credentials(client, ns, kc, target).await? {
+        Err(condition) => Ok((condition, not_after, retry)),
+        Ok(creds) => {
+            ensure(client, &render_kubeconfig_secret(kc, &creds)?, Some(&owner)).await?;
+            let c = ConditionUpdate::new(CONDITION_AVAILABLE, true, "SecretsReady")
+                .message("The kubeconfig Secret is up to date.");
+            Ok((c, not_after, Outcome::Done))
+        }
+    }
+}

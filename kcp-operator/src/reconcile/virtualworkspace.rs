@@ -1,0 +1,196 @@
+//! The VirtualWorkspace controllers (spec section 5.7): the config pass (target lookup,
+//! `<vw>-client` and `<vw>-server` Certificates, the merged client CA, the
+//! CompiledVirtualWorkspace) and the workload pass (Deployment and Service
+//! `<vw>-virtual-workspace`).
+
+use std::collections::BTreeMap;
+
+use kcp_core::ObjectClient;
+use kcp_core::ObjectClientExt as _;
+use kcp_core::runtime::conditions::ConditionUpdate;
+use kcp_core::runtime::{Outcome, write_status};
+
+use super::config::apply_status;
+use super::ensure::ensure;
+use super::workload::{Mounted, ensure_deployment};
+use super::{core, describe, ensure_certificates, ensure_merged_bundle, owner_ref};
+use crate::api::*;
+use crate::error::Result;
+use crate::render::compiled::render_compiled_virtual_workspace;
+use crate::render::names::{ROOT_SHARD_LABEL, VIRTUAL_WORKSPACE_LABEL};
+use crate::render::pki::{IntermediateCa, render_virtual_workspace_certificate};
+use crate::render::virtualworkspace::{
+    render_virtual_workspace_deployment, render_virtual_workspace_service,
+};
+use crate::status;
+
+/// The RootShard and (for a shard target) the Shard of a VirtualWorkspace.
+async fn target(
+    client: &dyn ObjectClient,
+    ns: &str,
+    vw: &VirtualWorkspace,
+) -> Result<Option<(RootShard, Option<Shard>)>> {
+    let get_rs = |name: String| async move {
+        client
+            .get_typed::<RootShard>(Some(ns), &name)
+            .await
+            .map_err(core(format!("reading RootShard {ns}/{name}")))
+    };
+    if let Some(r) = &vw.spec.target.root_shard_ref {
+        return Ok(get_rs(r.name.clone()).await?.map(|rs| (rs, None)));
+    }
+    let Some(r) = &vw.spec.target.shard_ref else {
+        return Ok(None);
+    };
+    let shard: Option<Shard> = client
+        .get_typed(Some(ns), &r.name)
+        .await
+        .map_err(core(format!("reading Shard {ns}/{}", r.name)))?;
+    let Some(shard) = shard else { return Ok(None) };
+    let Some(rs_name) = shard.spec.root_shard.name().map(str::to_owned) else {
+        return Ok(None);
+    };
+    Ok(get_rs(rs_name).await?.map(|rs| (rs, Some(shard))))
+}
+
+/// One config pass over a VirtualWorkspace.
+pub async fn reconcile_virtual_workspace(
+    client: &dyn ObjectClient,
+    vw: &VirtualWorkspace,
+) -> Result<Outcome> {
+    if vw.metadata.deletion_timestamp.is_some() {
+        return Ok(Outcome::Done);
+    }
+    let ns = vw.metadata.namespace.clone().unwrap_or_default();
+    let name = vw.metadata.name.clone().unwrap_or_default();
+    let resolved = target(client, &ns, vw).await?;
+    let mut outcome = Outcome::Done;
+    let reference = match &resolved {
+        None => ConditionUpdate::new(CONDITION_REFERENCE_VALID, false, "ReferenceNotFound")
+            .message("The target shard does not exist."),
+        Some((rs, shard)) => {
+            outcome = children(client, vw, rs, shard.as_ref()).await?;
+            ConditionUpdate::new(CONDITION_REFERENCE_VALID, true, "ReferenceValid")
+                .message("The target exists.")
+        }
+    };
+    let live: Option<CompiledVirtualWorkspace> = client
+        .get_typed(Some(&ns), &name)
+        .await
+        .map_err(core("reading CompiledVirtualWorkspace"))?;
+    let compiled = live.and_then(|c| c.status).map(|s| s.conditions);
+    let available =
+        status::copied_available(compiled.as_deref(), "CompiledVirtualWorkspace", &name);
+    let generation = vw.metadata.generation;
+    write_status::<VirtualWorkspace, _>(client, Some(&ns), &name, |obj| {
+        let s = obj.status.get_or_insert_with(Default::default);
+        let updates = [reference.clone(), available.clone()];
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            &updates,
+            generation,
+            false,
+        );
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(vw))))?;
+    Ok(outcome)
+}
+
+async fn children(
+    client: &dyn ObjectClient,
+    vw: &VirtualWorkspace,
+    rs: &RootShard,
+    shard: Option<&Shard>,
+) -> Result<Outcome> {
+    let owner = owner_ref(vw)?;
+    let ns = vw.metadata.namespace.clone().unwrap_or_default();
+    let name = vw.metadata.name.clone().unwrap_or_default();
+    let rs_name = rs.metadata.name.clone().unwrap_or_default();
+    let certs = [
+        render_virtual_workspace_certificate(vw, &rs_name, false),
+        render_virtual_workspace_certificate(vw, &rs_name, true),
+    ];
+    let state = ensure_certificates(client, &certs, &owner).await?;
+    let mut bundles = true;
+    if rs.spec.common.client_ca_bundle_ref.is_some() || vw.spec.client_ca_bundle_ref.is_some() {
+        let sources: Vec<String> = std::iter::once(IntermediateCa::Client.name(&rs_name))
+            .chain(
+                [
+                    &rs.spec.common.client_ca_bundle_ref,
+                    &vw.spec.client_ca_bundle_ref,
+                ]
+                .into_iter()
+                .flatten()
+                .map(|r| r.name.clone()),
+            )
+            .collect();
+        let labels = BTreeMap::from([
+            (ROOT_SHARD_LABEL.to_owned(), rs_name.clone()),
+            (VIRTUAL_WORKSPACE_LABEL.to_owned(), name.clone()),
+        ]);
+        bundles = ensure_merged_bundle(
+            client,
+            &ns,
+            &format!("{name}-merged-client-ca"),
+            labels,
+            &sources,
+            &owner,
+        )
+        .await?;
+    }
+    if !(state.all_ready && bundles) {
+        return Ok(Outcome::RequeueAfter(std::time::Duration::from_secs(5)));
+    }
+    ensure(
+        client,
+        &render_compiled_virtual_workspace(vw, rs, shard, &state.revisions),
+        Some(&owner),
+    )
+    .await?;
+    Ok(Outcome::Done)
+}
+
+/// One workload pass over a CompiledVirtualWorkspace.
+pub async fn reconcile_compiled_virtual_workspace(
+    client: &dyn ObjectClient,
+    cvw: &CompiledVirtualWorkspace,
+) -> Result<Outcome> {
+    let owner = owner_ref(cvw)?;
+    let ns = cvw.metadata.namespace.clone().unwrap_or_default();
+    let name = cvw.metadata.name.clone().unwrap_or_default();
+    let mounted = Mounted::default();
+    ensure(client, &render_virtual_workspace_service(cvw), Some(&owner)).await?;
+    let dep = render_virtual_workspace_deployment(cvw);
+    let dep_name = dep.metadata.name.clone().unwrap_or_default();
+    let live = ensure_deployment(
+        client,
+        dep,
+        cvw.spec.virtual_workspace.replicas,
+        &mounted,
+        &owner,
+    )
+    .await?;
+    let cond = status::deployment_available(live.as_ref(), &ns, &dep_name);
+    let generation = cvw.metadata.generation;
+    write_status::<CompiledVirtualWorkspace, _>(client, Some(&ns), &name, |obj| {
+        let s = obj.status.get_or_insert_with(Default::default);
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            std::slice::from_ref(&cond),
+            generation,
+            false,
+        );
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(cvw))))?;
+    Ok(if live.is_some() {
+        Outcome::Done
+    } else {
+        Outcome::RequeueAfter(std::time::Duration::from_secs(10))
+    })
+}

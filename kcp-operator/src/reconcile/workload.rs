@@ -1,0 +1,342 @@
+//! The workload group: Compiled* objects -> Deployments, Services, ConfigMaps and the proxies'
+//! dynamic kubeconfig Secrets, rendered from the Compiled* object and the Secrets of its
+//! namespace alone (so this group can run on another cluster than the config group).
+//!
+//! A Deployment whose mounted Secrets or ConfigMaps do not all exist yet is not written (its
+//! pods could not start); the pass looks again shortly, and any Secret event in the namespace
+//! wakes the controller too.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kcp_core::ObjectClient;
+use kcp_core::ObjectClientExt as _;
+use kcp_core::client::ListOptions;
+use kcp_core::runtime::conditions::ConditionUpdate;
+use kcp_core::runtime::{Outcome, write_status};
+
+use super::config::apply_status;
+use super::ensure::ensure;
+use super::{core, describe, owner_ref};
+use crate::api::*;
+use crate::error::Result;
+use crate::render::cacheserver::{
+    cache_server_replicas, render_cache_server_deployment, render_cache_server_service,
+};
+use crate::render::frontproxy::*;
+use crate::render::revisions::{MountKind, apply_revision_labels, referenced_objects};
+use crate::render::rootshard::{render_root_shard_deployment, render_root_shard_service};
+use crate::render::shard::{render_shard_deployment, render_shard_service};
+use crate::status;
+
+/// resourceVersions of the Secrets and ConfigMaps of a namespace.
+#[derive(Debug, Default, Clone)]
+pub struct Mounted {
+    versions: BTreeMap<(MountKind, String), String>,
+}
+
+impl Mounted {
+    /// Reads the Secrets and ConfigMaps of `namespace`.
+    pub async fn read(client: &dyn ObjectClient, namespace: &str) -> Result<Self> {
+        let mut versions = BTreeMap::new();
+        let secrets: Vec<Secret> = client
+            .list_typed(Some(namespace), &ListOptions::default())
+            .await
+            .map_err(core(format!("listing Secrets in {namespace}")))?;
+        for s in secrets {
+            versions.insert(
+                (MountKind::Secret, s.metadata.name.unwrap_or_default()),
+                s.metadata.resource_version.unwrap_or_default(),
+            );
+        }
+        let maps: Vec<ConfigMap> = client
+            .list_typed(Some(namespace), &ListOptions::default())
+            .await
+            .map_err(core(format!("listing ConfigMaps in {namespace}")))?;
+        for c in maps {
+            versions.insert(
+                (MountKind::ConfigMap, c.metadata.name.unwrap_or_default()),
+                c.metadata.resource_version.unwrap_or_default(),
+            );
+        }
+        Ok(Mounted { versions })
+    }
+
+    /// Reads the resourceVersions of the objects `deployment` mounts that are not known yet
+    /// (one GET each: cheaper than listing a namespace holding many installations).
+    pub async fn fill(
+        &mut self,
+        client: &dyn ObjectClient,
+        namespace: &str,
+        deployment: &Deployment,
+    ) -> Result<()> {
+        for (kind, name) in referenced_objects(deployment) {
+            if self.versions.contains_key(&(kind, name.clone())) {
+                continue;
+            }
+            let context = || format!("reading {kind:?} {namespace}/{name}");
+            let rv = match kind {
+                MountKind::Secret => client
+                    .get_typed::<Secret>(Some(namespace), &name)
+                    .await
+                    .map_err(core(context()))?
+                    .map(|s| s.metadata.resource_version.unwrap_or_default()),
+                MountKind::ConfigMap => client
+                    .get_typed::<ConfigMap>(Some(namespace), &name)
+                    .await
+                    .map_err(core(context()))?
+                    .map(|c| c.metadata.resource_version.unwrap_or_default()),
+            };
+            if let Some(rv) = rv {
+                self.versions.insert((kind, name), rv);
+            }
+        }
+        Ok(())
+    }
+
+    fn record(&mut self, kind: MountKind, meta: &kube::api::ObjectMeta) {
+        if let Some(name) = &meta.name {
+            self.versions.insert(
+                (kind, name.clone()),
+                meta.resource_version.clone().unwrap_or_default(),
+            );
+        }
+    }
+
+    fn lookup(&self, kind: MountKind, name: &str) -> Option<String> {
+        self.versions.get(&(kind, name.to_owned())).cloned()
+    }
+}
+
+/// Ensures a Deployment with its revision labels; `spec_replicas` unset keeps the live
+/// replica count (HPA-friendly). Returns the live Deployment, or `None` when mounts are missing.
+pub(crate) async fn ensure_deployment(
+    client: &dyn ObjectClient,
+    mut desired: Deployment,
+    spec_replicas: Option<i32>,
+    mounted: &Mounted,
+    owner: &OwnerReference,
+) -> Result<Option<Deployment>> {
+    let ns = desired.metadata.namespace.clone().unwrap_or_default();
+    let mut mounted = mounted.clone();
+    mounted.fill(client, &ns, &desired).await?;
+    let missing = apply_revision_labels(&mut desired, |kind, name| mounted.lookup(kind, name));
+    let name = desired.metadata.name.clone().unwrap_or_default();
+    let live: Option<Deployment> = client
+        .get_typed(Some(&ns), &name)
+        .await
+        .map_err(core(format!("reading Deployment {ns}/{name}")))?;
+    if !missing.is_empty() {
+        tracing::debug!(deployment = %name, ?missing, "mounted objects missing, not writing the Deployment yet");
+        return Ok(None);
+    }
+    if spec_replicas.is_none()
+        && let (Some(spec), Some(live_replicas)) = (
+            desired.spec.as_mut(),
+            live.as_ref()
+                .and_then(|d| d.spec.as_ref())
+                .and_then(|s| s.replicas),
+        )
+    {
+        spec.replicas = Some(live_replicas);
+    }
+    let (_, live) = ensure(client, &desired, Some(owner)).await?;
+    Ok(Some(live))
+}
+
+/// Ensures the internal proxy or a front-proxy: ConfigMap, dynamic kubeconfig, Service,
+/// Deployment.
+async fn ensure_proxy(
+    client: &dyn ObjectClient,
+    input: &ProxyInput<'_>,
+    spec_replicas: Option<i32>,
+    mounted: &mut Mounted,
+    owner: &OwnerReference,
+) -> Result<Option<Deployment>> {
+    let (_, cm) = ensure(client, &render_proxy_config_map(input)?, Some(owner)).await?;
+    mounted.record(MountKind::ConfigMap, &cm.metadata);
+    let (_, secret) = ensure(
+        client,
+        &render_proxy_dynamic_kubeconfig_secret(input)?,
+        Some(owner),
+    )
+    .await?;
+    mounted.record(MountKind::Secret, &secret.metadata);
+    ensure(client, &render_proxy_service(input), Some(owner)).await?;
+    ensure_deployment(
+        client,
+        render_proxy_deployment(input),
+        spec_replicas,
+        mounted,
+        owner,
+    )
+    .await
+}
+
+fn outcome(deployments: &[&Option<Deployment>]) -> Outcome {
+    if deployments.iter().all(|d| d.is_some()) {
+        Outcome::Done
+    } else {
+        Outcome::RequeueAfter(Duration::from_secs(10))
+    }
+}
+
+fn available(deployment: Option<&Deployment>, namespace: &str, name: &str) -> ConditionUpdate {
+    status::deployment_available(deployment, namespace, name)
+}
+
+/// One pass over a CompiledRootShard: `<rs>-kcp` and the internal proxy `<rs>-proxy`.
+pub async fn reconcile_compiled_root_shard(
+    client: &dyn ObjectClient,
+    crs: &CompiledRootShard,
+) -> Result<Outcome> {
+    let owner = owner_ref(crs)?;
+    let ns = crs.metadata.namespace.clone().unwrap_or_default();
+    let name = crs.metadata.name.clone().unwrap_or_default();
+    let mut mounted = Mounted::default();
+    ensure(client, &render_root_shard_service(crs), Some(&owner)).await?;
+    let dep = render_root_shard_deployment(crs);
+    let dep_name = dep.metadata.name.clone().unwrap_or_default();
+    let shard = ensure_deployment(
+        client,
+        dep,
+        crs.spec.root_shard.common.replicas,
+        &mounted,
+        &owner,
+    )
+    .await?;
+    let proxy_replicas = crs.spec.root_shard.proxy.as_ref().and_then(|p| p.replicas);
+    let proxy = ensure_proxy(
+        client,
+        &ProxyInput::internal(crs),
+        proxy_replicas,
+        &mut mounted,
+        &owner,
+    )
+    .await?;
+    let cond = available(shard.as_ref(), &ns, &dep_name);
+    let generation = crs.metadata.generation;
+    write_status::<CompiledRootShard, _>(client, Some(&ns), &name, |obj| {
+        let s = obj.status.get_or_insert_with(Default::default);
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            std::slice::from_ref(&cond),
+            generation,
+            false,
+        );
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(crs))))?;
+    Ok(outcome(&[&shard, &proxy]))
+}
+
+/// One pass over a CompiledShard: `<s>-shard-kcp`.
+pub async fn reconcile_compiled_shard(
+    client: &dyn ObjectClient,
+    cs: &CompiledShard,
+) -> Result<Outcome> {
+    let owner = owner_ref(cs)?;
+    let ns = cs.metadata.namespace.clone().unwrap_or_default();
+    let name = cs.metadata.name.clone().unwrap_or_default();
+    let mounted = Mounted::default();
+    ensure(client, &render_shard_service(cs), Some(&owner)).await?;
+    let dep = render_shard_deployment(cs);
+    let dep_name = dep.metadata.name.clone().unwrap_or_default();
+    let live =
+        ensure_deployment(client, dep, cs.spec.shard.common.replicas, &mounted, &owner).await?;
+    let cond = available(live.as_ref(), &ns, &dep_name);
+    let generation = cs.metadata.generation;
+    write_status::<CompiledShard, _>(client, Some(&ns), &name, |obj| {
+        let s = obj.status.get_or_insert_with(Default::default);
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            std::slice::from_ref(&cond),
+            generation,
+            false,
+        );
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(cs))))?;
+    Ok(outcome(&[&live]))
+}
+
+/// One pass over a CompiledFrontProxy: `<fp>-front-proxy` and its ConfigMap and Secret.
+pub async fn reconcile_compiled_front_proxy(
+    client: &dyn ObjectClient,
+    cfp: &CompiledFrontProxy,
+) -> Result<Outcome> {
+    let owner = owner_ref(cfp)?;
+    let ns = cfp.metadata.namespace.clone().unwrap_or_default();
+    let name = cfp.metadata.name.clone().unwrap_or_default();
+    let mut mounted = Mounted::default();
+    let live = ensure_proxy(
+        client,
+        &ProxyInput::front_proxy(cfp),
+        cfp.spec.front_proxy.replicas,
+        &mut mounted,
+        &owner,
+    )
+    .await?;
+    let cond = available(live.as_ref(), &ns, &format!("{name}-front-proxy"));
+    let generation = cfp.metadata.generation;
+    write_status::<CompiledFrontProxy, _>(client, Some(&ns), &name, |obj| {
+        let s = obj.status.get_or_insert_with(Default::default);
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            std::slice::from_ref(&cond),
+            generation,
+            false,
+        );
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(cfp))))?;
+    Ok(outcome(&[&live]))
+}
+
+/// One pass over a CompiledCacheServer: `<cs>-cache-server`.
+pub async fn reconcile_compiled_cache_server(
+    client: &dyn ObjectClient,
+    ccs: &CompiledCacheServer,
+) -> Result<Outcome> {
+    let owner = owner_ref(ccs)?;
+    let ns = ccs.metadata.namespace.clone().unwrap_or_default();
+    let name = ccs.metadata.name.clone().unwrap_or_default();
+    let mounted = Mounted::default();
+    ensure(client, &render_cache_server_service(ccs), Some(&owner)).await?;
+    let mut dep = render_cache_server_deployment(ccs);
+    let dep_name = dep.metadata.name.clone().unwrap_or_default();
+    let existing: Option<Deployment> = client
+        .get_typed(Some(&ns), &dep_name)
+        .await
+        .map_err(core("reading the cache Deployment"))?;
+    let live_replicas = existing.and_then(|d| d.spec).and_then(|s| s.replicas);
+    if let Some(spec) = dep.spec.as_mut() {
+        spec.replicas = Some(cache_server_replicas(ccs, live_replicas));
+    }
+    let live = ensure_deployment(client, dep, Some(0), &mounted, &owner).await?;
+    let cond = available(live.as_ref(), &ns, &dep_name);
+    let generation = ccs.metadata.generation;
+    write_status::<CompiledCacheServer, _>(client, Some(&ns), &name, |obj| {
+        let s = obj.status.get_or_insert_with(Default::default);
+        apply_status(
+            &mut s.conditions,
+            &mut s.phase,
+            &mut s.observed_generation,
+            std::slice::from_ref(&cond),
+            generation,
+            false,
+        );
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(ccs))))?;
+    Ok(outcome(&[&live]))
+}
