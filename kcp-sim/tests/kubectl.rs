@@ -721,3 +721,47 @@ async fn kubectl_get_workspaces_shows_type_phase_and_url() {
     assert_eq!(row[3], "Ready");
     assert!(row[4].ends_with("/clusters/root:team"), "{row:?}");
 }
+
+// ---- Dry run -----------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_server_side_dry_run_and_diff_change_nothing() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    let file = k.file("cm.yaml", CONFIG_MAP);
+    let out = k
+        .run(&["apply", "--dry-run=server", "-f", path(&file)])
+        .await;
+    assert!(out.contains("(server dry run)"), "{out}");
+    k.fails(&["get", "configmap", "settings"]).await;
+    k.run(&["create", "-f", path(&file)]).await;
+    let changed = k.file(
+        "cm2.yaml",
+        &CONFIG_MAP.replace("color: blue", "color: green"),
+    );
+    k.run(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "-f",
+        path(&changed),
+    ])
+    .await;
+    let got = k.json(&["get", "configmap", "settings"]).await;
+    assert_eq!(got["data"]["color"], "blue");
+    // `kubectl diff` asks the server for a dry-run apply and exits 1 when something differs.
+    let mut diff = k.command(&["diff", "-f", path(&changed)]);
+    let out = tokio::task::spawn_blocking(move || diff.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{shown}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(shown.contains("+  color: green"), "{shown}");
+}
