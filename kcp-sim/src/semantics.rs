@@ -733,7 +733,11 @@ pub fn patch(
     let current = current.ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     let old = current.value()?;
     let mut new = old.clone();
+    // The patch applies to the object as read at the request's version.
     conversion::to_version(rt, version, &mut new);
+    if let Some(root) = new.as_object_mut() {
+        root.insert("apiVersion".into(), json!(rt.api_version(version)));
+    }
     let invalid = |e: patch::PatchError| ApiError::new(422, "Invalid", e.to_string());
     match kind {
         PatchKind::Merge => patch::merge_patch(&mut new, body),

@@ -539,3 +539,54 @@ async fn injected_errors_reach_the_client_with_the_chosen_code() {
     sim.faults().clear();
     assert!(api.get_opt("x").await.unwrap().is_none());
 }
+
+#[tokio::test]
+async fn an_object_created_at_one_version_can_be_patched_at_another_served_version() {
+    let sim = sim().await;
+    let client = sim.client("").unwrap();
+    let crds: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
+            "customresourcedefinitions",
+        ),
+    );
+    let mut crd: serde_json::Value = serde_json::from_str(WIDGET_CRD).unwrap();
+    let v1 = crd["spec"]["versions"][0].clone();
+    let mut v2 = v1.clone();
+    v2["name"] = json!("v2");
+    v2["storage"] = json!(false);
+    crd["spec"]["versions"] = json!([v1, v2]);
+    let crd: DynamicObject = serde_json::from_value(crd).unwrap();
+    crds.create(&PostParams::default(), &crd).await.unwrap();
+    let at = |version: &str| {
+        Api::<DynamicObject>::namespaced_with(
+            client.clone(),
+            "default",
+            &ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("example.io", version, "Widget"),
+                "widgets",
+            ),
+        )
+    };
+    let widget: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.io/v1",
+        "kind": "Widget", "metadata": {"name": "w"}, "spec": {"size": 1}}))
+    .unwrap();
+    at("v1")
+        .create(&PostParams::default(), &widget)
+        .await
+        .unwrap();
+    let patched = at("v2")
+        .patch(
+            "w",
+            &PatchParams::default(),
+            &Patch::Merge(json!({"spec": {"size": 2}})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.data["spec"]["size"], 2);
+    assert_eq!(
+        patched.types.map(|t| t.api_version).as_deref(),
+        Some("example.io/v2")
+    );
+}
