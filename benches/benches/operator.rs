@@ -236,6 +236,7 @@ fn start(sim: &Server) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
             &groups,
             Arc::new(InCluster),
             Metrics::unregistered(),
+            Arc::new(std::sync::atomic::AtomicBool::new(false)),
             async move {
                 let _ = rx.wait_for(|s| *s).await;
             },

@@ -12,8 +12,8 @@
 //! a second manager for the Agent namespace).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::AtomicBool;
+use std::time::Instant;
 
 use futures::StreamExt;
 use kcp_core::runtime::{ErrorPolicy, Outcome, ReconcileResult};
@@ -130,7 +130,9 @@ pub async fn run(
     .graceful_shutdown_on(stop.clone().cancelled_owned());
     let store = machines.store();
     if let Some(ready) = options.ready.clone() {
-        tokio::spawn(report_ready(store, ready, stop.clone()));
+        // Ready once the AgentMachine cache synced (kcp-core polls around kube-runtime's
+        // single-waiter store readiness).
+        kcp_core::runtime::CacheSync::new(ready).track(store);
     }
     let nodes = node_controller(&options, namespace, &filter, shared.clone(), stop.clone());
     let clusters = clusters
@@ -169,22 +171,6 @@ fn machine_controller(
         .watches(agent_api, watcher::Config::default(), move |a| {
             waiting_for(&by_agent, &a)
         })
-}
-
-/// Sets `ready` once the AgentMachine cache synced. kube-runtime's store readiness wakes only
-/// the latest of several concurrent waiters (the controller waits on it too), so the wait is
-/// re-polled on a short interval instead of awaited once.
-async fn report_ready(store: Store<AgentMachine>, ready: Arc<AtomicBool>, stop: CancellationToken) {
-    while !stop.is_cancelled() {
-        match tokio::time::timeout(Duration::from_millis(100), store.wait_until_ready()).await {
-            Ok(Ok(())) => {
-                ready.store(true, Ordering::SeqCst);
-                return;
-            }
-            Ok(Err(_)) => return,
-            Err(_) => continue,
-        }
-    }
 }
 
 /// The Machine kind as served: v1beta2 when the server has it, else v1beta1.

@@ -14,12 +14,13 @@ use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::future::Future;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
-use kcp_core::runtime::{ErrorPolicy, Outcome};
+use kcp_core::runtime::{CacheSync, ErrorPolicy, Outcome};
 use kcp_core::{KubeObjectClient, ObjectClient};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -77,6 +78,8 @@ pub struct Context {
     pub addresser: Arc<dyn Addresser>,
     /// The `kcp_operator_*` metrics.
     pub metrics: Metrics,
+    /// The controllers' caches, for `/readyz`.
+    pub caches: CacheSync,
 }
 
 impl kcp_core::runtime::Classify for Error {
@@ -178,12 +181,19 @@ fn api<K: Resource<DynamicType = ()>>(client: &Client) -> Api<K> {
     Api::all(client.clone())
 }
 
-/// Runs a controller to completion.
-async fn drive<K: Reconciled>(controller: Controller<K>, ctx: Arc<Context>) {
-    controller
-        .run(reconcile::<K>, error_policy::<K>, ctx)
-        .for_each(|_| async {})
-        .await;
+/// Tracks the controller's cache for readiness at once, then runs the controller to
+/// completion when polled.
+fn drive<K: Reconciled>(
+    controller: Controller<K>,
+    ctx: Arc<Context>,
+) -> impl Future<Output = ()> + Send + 'static {
+    ctx.caches.track(controller.store());
+    async move {
+        controller
+            .run(reconcile::<K>, error_policy::<K>, ctx)
+            .for_each(|_| async {})
+            .await;
+    }
 }
 
 /// Objects in `store` in `namespace` for which `pick` holds.
@@ -528,17 +538,20 @@ pub async fn run(
         groups,
         Arc::new(InCluster),
         Metrics::unregistered(),
+        Arc::new(AtomicBool::new(false)),
         shutdown,
     )
     .await;
 }
 
-/// [`run`] with a custom [`Addresser`] and metrics registered by the caller.
+/// [`run`] with a custom [`Addresser`], metrics registered by the caller, and `synced`, set once
+/// every controller's cache has synced (for `/readyz`).
 pub async fn run_with(
     client: Client,
     groups: &BTreeSet<ControllerGroup>,
     addresser: Arc<dyn Addresser>,
     metrics: Metrics,
+    synced: Arc<AtomicBool>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     use futures::FutureExt as _;
@@ -548,6 +561,7 @@ pub async fn run_with(
         errors: ErrorPolicy::default(),
         addresser,
         metrics,
+        caches: CacheSync::new(synced),
     });
     let mut tasks = Vec::new();
     if groups.contains(&ControllerGroup::Config) {

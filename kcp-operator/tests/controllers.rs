@@ -19,11 +19,14 @@ use kcp_operator::controller::{ControllerGroup, run_with};
 use kcp_sim::faults::{ErrorRule, FaultConfig};
 use kcp_sim::{Config, Server};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use tokio::sync::watch;
 
 struct Running {
     stop: watch::Sender<bool>,
     task: tokio::task::JoinHandle<()>,
+    /// Set by the controllers once every cache synced.
+    synced: Arc<AtomicBool>,
 }
 
 impl Running {
@@ -43,19 +46,22 @@ fn start(sim: &Server, groups: &[ControllerGroup], kcp: &Kcp) -> Running {
     });
     let groups: BTreeSet<_> = groups.iter().copied().collect();
     let (stop, mut rx) = watch::channel(false);
+    let synced = Arc::new(AtomicBool::new(false));
+    let flag = synced.clone();
     let task = tokio::spawn(async move {
         run_with(
             client,
             &groups,
             addresser,
             kcp_operator::metrics::Metrics::unregistered(),
+            flag,
             async move {
                 let _ = rx.wait_for(|s| *s).await;
             },
         )
         .await;
     });
-    Running { stop, task }
+    Running { stop, task, synced }
 }
 
 async fn is_ready(client: &dyn ObjectClient) -> bool {
@@ -122,6 +128,10 @@ async fn both_groups_in_one_process_bring_the_examples_to_ready() {
         &kcp,
     );
     wait_ready(&client, &client, NoSync).await;
+    assert!(
+        running.synced.load(Ordering::SeqCst),
+        "every controller's cache synced once the installation is ready"
+    );
     running.stop().await;
 }
 

@@ -86,8 +86,16 @@ async fn operator(flags: Flags) -> Result<(), Error> {
     let metrics = manager.with_registry(Metrics::register);
     manager
         .run(Some(client.clone()), |shutdown| async move {
-            ready.store(true, std::sync::atomic::Ordering::SeqCst);
-            run_with(client, &groups, Arc::new(InCluster), metrics, shutdown).await;
+            // Ready once every controller's cache synced, leader or not.
+            run_with(
+                client,
+                &groups,
+                Arc::new(InCluster),
+                metrics,
+                ready,
+                shutdown,
+            )
+            .await;
             Ok(())
         })
         .await
