@@ -12,6 +12,7 @@ use kcp_core::runtime::conditions::ConditionUpdate;
 use kcp_core::runtime::{Outcome, write_status};
 
 use super::ensure::ensure;
+use super::phased::write_phased;
 use super::{
     CertificateState, core, describe, ensure_certificates, ensure_merged_bundle, owner_ref,
     set_conditions,
@@ -306,21 +307,7 @@ pub async fn reconcile_shard(
     let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
     let available =
         status::copied_available(compiled_conditions.as_deref(), "CompiledShard", &name);
-    let generation = shard.metadata.generation;
-    write_status::<Shard, _>(client, Some(&ns), &name, |obj| {
-        let s = obj.status.get_or_insert_with(Default::default);
-        let updates = [rs_condition.clone(), available.clone()];
-        apply_status(
-            &mut s.conditions,
-            &mut s.phase,
-            &mut s.observed_generation,
-            &updates,
-            generation,
-            false,
-        );
-    })
-    .await
-    .map_err(core(format!("writing the status of {}", describe(shard))))?;
+    write_phased(client, shard, &[rs_condition.clone(), available.clone()]).await?;
     Ok(outcome)
 }
 
@@ -414,21 +401,7 @@ pub async fn reconcile_front_proxy(client: &dyn ObjectClient, fp: &FrontProxy) -
     let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
     let available =
         status::copied_available(compiled_conditions.as_deref(), "CompiledFrontProxy", &name);
-    let generation = fp.metadata.generation;
-    write_status::<FrontProxy, _>(client, Some(&ns), &name, |obj| {
-        let s = obj.status.get_or_insert_with(Default::default);
-        let updates = [rs_condition.clone(), available.clone()];
-        apply_status(
-            &mut s.conditions,
-            &mut s.phase,
-            &mut s.observed_generation,
-            &updates,
-            generation,
-            false,
-        );
-    })
-    .await
-    .map_err(core(format!("writing the status of {}", describe(fp))))?;
+    write_phased(client, fp, &[rs_condition.clone(), available.clone()]).await?;
     Ok(outcome)
 }
 
@@ -527,19 +500,6 @@ pub async fn reconcile_cache_server(
     let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
     let available =
         status::copied_available(compiled_conditions.as_deref(), "CompiledCacheServer", &name);
-    let generation = cs.metadata.generation;
-    write_status::<CacheServer, _>(client, Some(&ns), &name, |obj| {
-        let s = obj.status.get_or_insert_with(Default::default);
-        apply_status(
-            &mut s.conditions,
-            &mut s.phase,
-            &mut s.observed_generation,
-            std::slice::from_ref(&available),
-            generation,
-            false,
-        );
-    })
-    .await
-    .map_err(core(format!("writing the status of {}", describe(cs))))?;
+    write_phased(client, cs, std::slice::from_ref(&available)).await?;
     Ok(waiting(&state))
 }

@@ -10,6 +10,7 @@ pub mod cleanup;
 pub mod config;
 pub mod ensure;
 pub mod kubeconfig;
+mod phased;
 pub mod retry;
 pub mod virtualworkspace;
 pub mod workload;

@@ -7,13 +7,13 @@ use std::collections::BTreeMap;
 
 use kcp_core::ObjectClient;
 use kcp_core::ObjectClientExt as _;
+use kcp_core::runtime::Outcome;
 use kcp_core::runtime::conditions::ConditionUpdate;
-use kcp_core::runtime::{Outcome, write_status};
 
-use super::config::apply_status;
 use super::ensure::ensure;
+use super::phased::write_phased;
 use super::workload::{Mounted, ensure_deployment};
-use super::{core, describe, ensure_certificates, ensure_merged_bundle, owner_ref};
+use super::{core, ensure_certificates, ensure_merged_bundle, owner_ref};
 use crate::api::*;
 use crate::error::Result;
 use crate::render::compiled::render_compiled_virtual_workspace;
@@ -81,21 +81,7 @@ pub async fn reconcile_virtual_workspace(
     let compiled = live.and_then(|c| c.status).map(|s| s.conditions);
     let available =
         status::copied_available(compiled.as_deref(), "CompiledVirtualWorkspace", &name);
-    let generation = vw.metadata.generation;
-    write_status::<VirtualWorkspace, _>(client, Some(&ns), &name, |obj| {
-        let s = obj.status.get_or_insert_with(Default::default);
-        let updates = [reference.clone(), available.clone()];
-        apply_status(
-            &mut s.conditions,
-            &mut s.phase,
-            &mut s.observed_generation,
-            &updates,
-            generation,
-            false,
-        );
-    })
-    .await
-    .map_err(core(format!("writing the status of {}", describe(vw))))?;
+    write_phased(client, vw, &[reference.clone(), available.clone()]).await?;
     Ok(outcome)
 }
 
@@ -160,7 +146,6 @@ pub async fn reconcile_compiled_virtual_workspace(
 ) -> Result<Outcome> {
     let owner = owner_ref(cvw)?;
     let ns = cvw.metadata.namespace.clone().unwrap_or_default();
-    let name = cvw.metadata.name.clone().unwrap_or_default();
     let mounted = Mounted::default();
     ensure(client, &render_virtual_workspace_service(cvw), Some(&owner)).await?;
     let dep = render_virtual_workspace_deployment(cvw);
@@ -174,20 +159,7 @@ pub async fn reconcile_compiled_virtual_workspace(
     )
     .await?;
     let cond = status::deployment_available(live.as_ref(), &ns, &dep_name);
-    let generation = cvw.metadata.generation;
-    write_status::<CompiledVirtualWorkspace, _>(client, Some(&ns), &name, |obj| {
-        let s = obj.status.get_or_insert_with(Default::default);
-        apply_status(
-            &mut s.conditions,
-            &mut s.phase,
-            &mut s.observed_generation,
-            std::slice::from_ref(&cond),
-            generation,
-            false,
-        );
-    })
-    .await
-    .map_err(core(format!("writing the status of {}", describe(cvw))))?;
+    write_phased(client, cvw, std::slice::from_ref(&cond)).await?;
     Ok(if live.is_some() {
         Outcome::Done
     } else {

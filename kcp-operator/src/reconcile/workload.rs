@@ -15,12 +15,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kcp_core::ObjectClient;
 use kcp_core::ObjectClientExt as _;
 use kcp_core::client::ListOptions;
+use kcp_core::runtime::Outcome;
 use kcp_core::runtime::conditions::ConditionUpdate;
-use kcp_core::runtime::{Outcome, write_status};
 
-use super::config::apply_status;
 use super::ensure::ensure;
-use super::{core, describe, owner_ref};
+use super::phased::write_phased;
+use super::{core, owner_ref};
 use crate::api::*;
 use crate::error::Result;
 use crate::render::cacheserver::{
@@ -195,7 +195,6 @@ pub async fn reconcile_compiled_root_shard(
 ) -> Result<Outcome> {
     let owner = owner_ref(crs)?;
     let ns = crs.metadata.namespace.clone().unwrap_or_default();
-    let name = crs.metadata.name.clone().unwrap_or_default();
     let mut mounted = Mounted::default();
     ensure(client, &render_root_shard_service(crs), Some(&owner)).await?;
     let dep = render_root_shard_deployment(crs);
@@ -218,20 +217,7 @@ pub async fn reconcile_compiled_root_shard(
     )
     .await?;
     let cond = available(shard.as_ref(), &ns, &dep_name);
-    let generation = crs.metadata.generation;
-    write_status::<CompiledRootShard, _>(client, Some(&ns), &name, |obj| {
-        let s = obj.status.get_or_insert_with(Default::default);
-        apply_status(
-            &mut s.conditions,
-            &mut s.phase,
-            &mut s.observed_generation,
-            std::slice::from_ref(&cond),
-            generation,
-            false,
-        );
-    })
-    .await
-    .map_err(core(format!("writing the status of {}", describe(crs))))?;
+    write_phased(client, crs, std::slice::from_ref(&cond)).await?;
     Ok(outcome(&[&shard, &proxy]))
 }
 
@@ -242,7 +228,6 @@ pub async fn reconcile_compiled_shard(
 ) -> Result<Outcome> {
     let owner = owner_ref(cs)?;
     let ns = cs.metadata.namespace.clone().unwrap_or_default();
-    let name = cs.metadata.name.clone().unwrap_or_default();
     let mounted = Mounted::default();
     ensure(client, &render_shard_service(cs), Some(&owner)).await?;
     let dep = render_shard_deployment(cs);
@@ -250,20 +235,7 @@ pub async fn reconcile_compiled_shard(
     let live =
         ensure_deployment(client, dep, cs.spec.shard.common.replicas, &mounted, &owner).await?;
     let cond = available(live.as_ref(), &ns, &dep_name);
-    let generation = cs.metadata.generation;
-    write_status::<CompiledShard, _>(client, Some(&ns), &name, |obj| {
-        let s = obj.status.get_or_insert_with(Default::default);
-        apply_status(
-            &mut s.conditions,
-            &mut s.phase,
-            &mut s.observed_generation,
-            std::slice::from_ref(&cond),
-            generation,
-            false,
-        );
-    })
-    .await
-    .map_err(core(format!("writing the status of {}", describe(cs))))?;
+    write_phased(client, cs, std::slice::from_ref(&cond)).await?;
     Ok(outcome(&[&live]))
 }
 
@@ -285,20 +257,7 @@ pub async fn reconcile_compiled_front_proxy(
     )
     .await?;
     let cond = available(live.as_ref(), &ns, &format!("{name}-front-proxy"));
-    let generation = cfp.metadata.generation;
-    write_status::<CompiledFrontProxy, _>(client, Some(&ns), &name, |obj| {
-        let s = obj.status.get_or_insert_with(Default::default);
-        apply_status(
-            &mut s.conditions,
-            &mut s.phase,
-            &mut s.observed_generation,
-            std::slice::from_ref(&cond),
-            generation,
-            false,
-        );
-    })
-    .await
-    .map_err(core(format!("writing the status of {}", describe(cfp))))?;
+    write_phased(client, cfp, std::slice::from_ref(&cond)).await?;
     Ok(outcome(&[&live]))
 }
 
@@ -309,7 +268,6 @@ pub async fn reconcile_compiled_cache_server(
 ) -> Result<Outcome> {
     let owner = owner_ref(ccs)?;
     let ns = ccs.metadata.namespace.clone().unwrap_or_default();
-    let name = ccs.metadata.name.clone().unwrap_or_default();
     let mounted = Mounted::default();
     ensure(client, &render_cache_server_service(ccs), Some(&owner)).await?;
     let mut dep = render_cache_server_deployment(ccs);
@@ -324,19 +282,6 @@ pub async fn reconcile_compiled_cache_server(
     }
     let live = ensure_deployment(client, dep, Some(0), &mounted, &owner).await?;
     let cond = available(live.as_ref(), &ns, &dep_name);
-    let generation = ccs.metadata.generation;
-    write_status::<CompiledCacheServer, _>(client, Some(&ns), &name, |obj| {
-        let s = obj.status.get_or_insert_with(Default::default);
-        apply_status(
-            &mut s.conditions,
-            &mut s.phase,
-            &mut s.observed_generation,
-            std::slice::from_ref(&cond),
-            generation,
-            false,
-        );
-    })
-    .await
-    .map_err(core(format!("writing the status of {}", describe(ccs))))?;
+    write_phased(client, ccs, std::slice::from_ref(&cond)).await?;
     Ok(outcome(&[&live]))
 }

@@ -1,0 +1,66 @@
+//! The status every installation kind and its Compiled* object share: conditions with the
+//! summary `Ready`, the phase and `observedGeneration`, written by one function.
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kcp_core::ObjectClient;
+use kcp_core::runtime::conditions::ConditionUpdate;
+use kcp_core::runtime::write_status;
+use kube::Resource;
+use kube::core::object::HasStatus;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use super::config::apply_status;
+use super::{core, describe};
+use crate::api::*;
+use crate::error::Result;
+
+/// A status with conditions, a phase and `observedGeneration`.
+pub(crate) trait PhasedStatus: Default {
+    /// The three fields [`apply_status`] maintains.
+    fn parts(&mut self) -> (&mut Vec<Condition>, &mut String, &mut Option<i64>);
+}
+
+macro_rules! phased_status {
+    ($($status:ty),*) => {$(
+        impl PhasedStatus for $status {
+            fn parts(&mut self) -> (&mut Vec<Condition>, &mut String, &mut Option<i64>) {
+                (&mut self.conditions, &mut self.phase, &mut self.observed_generation)
+            }
+        }
+    )*};
+}
+
+phased_status!(
+    RootShardStatus,
+    ShardStatus,
+    FrontProxyStatus,
+    CacheServerStatus,
+    VirtualWorkspaceStatus
+);
+
+/// Writes `updates`, the summary `Ready`, the phase and `observedGeneration` into `obj`'s
+/// status (only when that changes it).
+pub(crate) async fn write_phased<K>(
+    client: &dyn ObjectClient,
+    obj: &K,
+    updates: &[ConditionUpdate],
+) -> Result<()>
+where
+    K: Resource<DynamicType = ()> + HasStatus + Serialize + DeserializeOwned + Clone + Send + Sync,
+    K::Status: PhasedStatus,
+{
+    let generation = obj.meta().generation;
+    let name = obj.meta().name.clone().unwrap_or_default();
+    let namespace = obj.meta().namespace.clone();
+    write_status::<K, _>(client, namespace.as_deref(), &name, |live| {
+        let (conditions, phase, observed) = live
+            .status_mut()
+            .get_or_insert_with(Default::default)
+            .parts();
+        apply_status(conditions, phase, observed, updates, generation, false);
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(obj))))?;
+    Ok(())
+}
