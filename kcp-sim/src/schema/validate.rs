@@ -105,9 +105,12 @@ pub fn validate<'a>(
         out.push(type_error(path, "integer,string", json_type(value)));
         return;
     }
-    check_values(&node.checks, value, path, out);
+    check_values(&node.checks, value, path, out, false);
     match value {
-        Value::Object(m) => validate_object(node, m, old.and_then(Value::as_object), path, out),
+        Value::Object(m) => {
+            validate_object(node, m, old.and_then(Value::as_object), path, out);
+            check_required(&node.checks, m, path, out);
+        }
         Value::Array(a) => validate_array(node, a, old.and_then(Value::as_array), path, out),
         _ => {}
     }
@@ -282,7 +285,18 @@ fn invalid(path: &Path, value: &Value, why: String) -> FieldError {
     FieldError::invalid(p, value.clone(), detail)
 }
 
-fn check_values(c: &Checks, v: &Value, path: &Path, out: &mut Vec<FieldError>) {
+/// Reports the `required` fields missing from an object.
+fn check_required(c: &Checks, m: &Map<String, Value>, path: &Path, out: &mut Vec<FieldError>) {
+    for k in &c.required {
+        if !m.contains_key(k) {
+            out.push(FieldError::required(path.child(Seg::Field(k)), ""));
+        }
+    }
+}
+
+/// The value validations of `c` on `v`; `required` is checked here only when asked (a node's
+/// own required fields are checked after its properties, in kube-openapi's order).
+fn check_values(c: &Checks, v: &Value, path: &Path, out: &mut Vec<FieldError>, required: bool) {
     check_junctors(c, v, path, out);
     match v {
         Value::String(s) => check_string(c, s, v, path, out),
@@ -298,10 +312,8 @@ fn check_values(c: &Checks, v: &Value, path: &Path, out: &mut Vec<FieldError>) {
                 path,
                 out,
             );
-            for k in &c.required {
-                if !m.contains_key(k) {
-                    out.push(FieldError::required(path.child(Seg::Field(k)), ""));
-                }
+            if required {
+                check_required(c, m, path, out);
             }
             for (k, sub) in &c.properties {
                 if let Some(fv) = m.get(k) {
@@ -309,7 +321,7 @@ fn check_values(c: &Checks, v: &Value, path: &Path, out: &mut Vec<FieldError>) {
                         segs: path.segs.clone(),
                     };
                     p.segs.push(Seg::Field(k));
-                    check_values(sub, fv, &p, out);
+                    check_values(sub, fv, &p, out, true);
                 }
             }
         }
@@ -321,7 +333,7 @@ fn check_values(c: &Checks, v: &Value, path: &Path, out: &mut Vec<FieldError>) {
                 segs: path.segs.clone(),
             };
             p.segs.push(Seg::Index(i));
-            check_values(items, item, &p, out);
+            check_values(items, item, &p, out, true);
         }
     }
     if let Some(allowed) = &c.enumeration
@@ -469,7 +481,7 @@ fn check_count(
 fn check_junctors(c: &Checks, v: &Value, path: &Path, out: &mut Vec<FieldError>) {
     let passes = |sub: &Checks| {
         let mut errs = Vec::new();
-        check_values(sub, v, path, &mut errs);
+        check_values(sub, v, path, &mut errs, true);
         errs
     };
     let composite = |why: &str| {
