@@ -150,7 +150,7 @@ fn validate_array<'a>(
     out: &mut Vec<FieldError>,
 ) {
     match node.list_type.as_deref() {
-        Some("set") => duplicates(a.iter().map(Some), a, path, out, |v| v.clone()),
+        Some("set") => duplicates(a, path, out),
         Some("map") => check_list_map(node, a, path, out),
         _ => {}
     }
@@ -196,26 +196,18 @@ fn check_list_map(node: &Node, a: &[Value], path: &Path, out: &mut Vec<FieldErro
         Value::Object(key)
     };
     let keys: Vec<Value> = a.iter().map(key_of).collect();
-    duplicates(keys.iter().map(Some), &keys, path, out, |k| k.clone());
+    duplicates(&keys, path, out);
 }
 
 /// Reports the second occurrence of every repeated value, as kube's list-set check does.
-fn duplicates<'v>(
-    values: impl Iterator<Item = Option<&'v Value>>,
-    all: &[Value],
-    path: &Path,
-    out: &mut Vec<FieldError>,
-    shown: impl Fn(&Value) -> Value,
-) {
-    for (i, v) in values.enumerate() {
-        let Some(v) = v else { continue };
-        let earlier = all[..i].iter().filter(|o| *o == v).count();
-        if earlier == 1 {
+fn duplicates(all: &[Value], path: &Path, out: &mut Vec<FieldError>) {
+    for (i, v) in all.iter().enumerate() {
+        if all[..i].iter().filter(|o| *o == v).count() == 1 {
             let field = path.child(Seg::Index(i));
             out.push(FieldError::new(
                 ErrorType::Duplicate,
                 field,
-                Some(shown(v)),
+                Some(v.clone()),
                 "",
             ));
         }
@@ -301,14 +293,13 @@ fn check_values(c: &Checks, v: &Value, path: &Path, out: &mut Vec<FieldError>, r
     match v {
         Value::String(s) => check_string(c, s, v, path, out),
         Value::Number(n) => check_number(c, n.as_f64().unwrap_or_default(), v, path, out),
-        Value::Array(a) => check_count(c.min_items, c.max_items, a.len(), "items", v, path, out),
+        Value::Array(a) => check_count(c.min_items, c.max_items, a.len(), "items", path, out),
         Value::Object(m) => {
             check_count(
                 c.min_properties,
                 c.max_properties,
                 m.len(),
                 "properties",
-                v,
                 path,
                 out,
             );
@@ -450,7 +441,6 @@ fn check_count(
     max: Option<u64>,
     n: usize,
     what: &str,
-    v: &Value,
     path: &Path,
     out: &mut Vec<FieldError>,
 ) {
@@ -469,7 +459,6 @@ fn check_count(
     if let Some(min) = min
         && n < min
     {
-        let _ = v;
         out.push(invalid(
             path,
             &Value::from(n),
@@ -526,7 +515,8 @@ pub fn run_rules<'a>(
         return;
     }
     let unchanged = old == Some(value);
-    if !node.rules.is_empty() && !(unchanged && node.rules.iter().all(|r| !r.uses_old_self)) {
+    let any_to_run = node.rules.iter().any(|r| !unchanged || r.uses_old_self);
+    if any_to_run {
         let this = cel::to_cel(&rule_view(node, value, path));
         let before = old.map(|o| cel::to_cel(&rule_view(node, o, path)));
         for rule in &node.rules {
