@@ -11,9 +11,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
 
+pub use cel::Value as Cel;
 use cel::extractors::This;
 use cel::objects::{Key, Map as CelMap};
-use cel::{Context, Env, ExecutionError, Program, Value as Cel};
+use cel::{Context, Env, ExecutionError, Program};
 use serde_json::Value;
 
 use super::field::{ErrorType, FieldError};

@@ -517,8 +517,8 @@ pub fn run_rules<'a>(
     let unchanged = old == Some(value);
     let any_to_run = node.rules.iter().any(|r| !unchanged || r.uses_old_self);
     if any_to_run {
-        let this = cel::to_cel(&rule_view(node, value, path));
-        let before = old.map(|o| cel::to_cel(&rule_view(node, o, path)));
+        let this = rule_self(node, value, path);
+        let before = old.map(|o| rule_self(node, o, path));
         for rule in &node.rules {
             if unchanged && !rule.uses_old_self {
                 continue;
@@ -574,19 +574,28 @@ pub fn run_rules<'a>(
     }
 }
 
-/// What `self` is for rules at the resource root: the object with `metadata` reduced to `name`
-/// and `generateName` (the only metadata rules may read), other nodes as they are.
-fn rule_view(node: &Node, value: &Value, path: &Path) -> Value {
+/// `self` of the rules of a node, as CEL sees it: at a resource root (the object or an embedded
+/// resource) `metadata` is reduced to `name` and `generateName`, the only metadata rules read.
+fn rule_self(node: &Node, value: &Value, path: &Path) -> cel::Cel {
     let root = path.segs.is_empty() || node.embedded;
     match value {
         Value::Object(m) if root && m.contains_key("metadata") => {
-            let mut m = m.clone();
-            if let Some(Value::Object(meta)) = m.get_mut("metadata") {
-                meta.retain(|k, _| k == "name" || k == "generateName");
+            let mut visible = Map::new();
+            for (k, v) in m {
+                let v = match (k.as_str(), v) {
+                    ("metadata", Value::Object(meta)) => Value::Object(
+                        meta.iter()
+                            .filter(|(k, _)| *k == "name" || *k == "generateName")
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect(),
+                    ),
+                    _ => v.clone(),
+                };
+                visible.insert(k.clone(), v);
             }
-            Value::Object(m)
+            cel::to_cel(&Value::Object(visible))
         }
-        other => other.clone(),
+        other => cel::to_cel(other),
     }
 }
 
