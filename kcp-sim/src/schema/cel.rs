@@ -75,63 +75,10 @@ fn compile_rule(raw: &Value, at: &str, errors: &mut Vec<FieldError>) -> Option<R
     let text = |k: &str| raw.get(k).and_then(Value::as_str);
     let before = errors.len();
     let source = text("rule").unwrap_or_default();
-    if source.trim().is_empty() {
-        errors.push(FieldError::required(
-            format!("{at}.rule"),
-            "rule is not specified",
-        ));
-    }
     let message = text("message");
-    if let Some(m) = message {
-        if m.trim().is_empty() {
-            errors.push(FieldError::invalid(
-                format!("{at}.message"),
-                m.into(),
-                "must be non-empty if specified",
-            ));
-        } else if m.contains('\n') {
-            errors.push(FieldError::invalid(
-                format!("{at}.message"),
-                m.into(),
-                "must not contain line breaks",
-            ));
-        }
-    } else if source.contains('\n') {
-        errors.push(FieldError::required(
-            format!("{at}.message"),
-            "message must be specified if rule contains line breaks",
-        ));
-    }
-    let reason = match text("reason") {
-        None => None,
-        Some("FieldValueInvalid") => Some(ErrorType::Invalid),
-        Some("FieldValueForbidden") => Some(ErrorType::Forbidden),
-        Some("FieldValueRequired") => Some(ErrorType::Required),
-        Some("FieldValueDuplicate") => Some(ErrorType::Duplicate),
-        Some(other) => {
-            errors.push(FieldError::new(
-                ErrorType::NotSupported,
-                format!("{at}.reason"),
-                Some(other.into()),
-                "supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\"",
-            ));
-            None
-        }
-    };
-    let field_path = match text("fieldPath") {
-        None => None,
-        Some(p) => match normalize_field_path(p) {
-            Some(n) => Some(n),
-            None => {
-                errors.push(FieldError::invalid(
-                    format!("{at}.fieldPath"),
-                    p.into(),
-                    "must be a valid path",
-                ));
-                None
-            }
-        },
-    };
+    check_texts(source, message, at, errors);
+    let reason = text("reason").and_then(|r| parse_reason(r, at, errors));
+    let field_path = text("fieldPath").and_then(|p| parse_field_path(p, at, errors));
     let program = compile(source, raw, &format!("{at}.rule"), errors);
     let message_expression = match text("messageExpression") {
         None => None,
@@ -164,6 +111,67 @@ fn compile_rule(raw: &Value, at: &str, errors: &mut Vec<FieldError>) -> Option<R
         reason,
         kube_functions,
     })
+}
+
+/// kube-apiserver's checks of `rule` and `message`: a rule is required, a message is not empty
+/// and on one line, and a rule on several lines needs one.
+fn check_texts(source: &str, message: Option<&str>, at: &str, errors: &mut Vec<FieldError>) {
+    if source.trim().is_empty() {
+        errors.push(FieldError::required(
+            format!("{at}.rule"),
+            "rule is not specified",
+        ));
+    }
+    match message {
+        Some(m) if m.trim().is_empty() => errors.push(FieldError::invalid(
+            format!("{at}.message"),
+            m.into(),
+            "must be non-empty if specified",
+        )),
+        Some(m) if m.contains('\n') => errors.push(FieldError::invalid(
+            format!("{at}.message"),
+            m.into(),
+            "must not contain line breaks",
+        )),
+        Some(_) => {}
+        None if source.contains('\n') => errors.push(FieldError::required(
+            format!("{at}.message"),
+            "message must be specified if rule contains line breaks",
+        )),
+        None => {}
+    }
+}
+
+/// `reason`: one of the four field error types a rule may report.
+fn parse_reason(reason: &str, at: &str, errors: &mut Vec<FieldError>) -> Option<ErrorType> {
+    match reason {
+        "FieldValueInvalid" => Some(ErrorType::Invalid),
+        "FieldValueForbidden" => Some(ErrorType::Forbidden),
+        "FieldValueRequired" => Some(ErrorType::Required),
+        "FieldValueDuplicate" => Some(ErrorType::Duplicate),
+        other => {
+            errors.push(FieldError::new(
+                ErrorType::NotSupported,
+                format!("{at}.reason"),
+                Some(other.into()),
+                "supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\"",
+            ));
+            None
+        }
+    }
+}
+
+/// `fieldPath`, normalized, or an error when it is not a path.
+fn parse_field_path(path: &str, at: &str, errors: &mut Vec<FieldError>) -> Option<String> {
+    let normalized = normalize_field_path(path);
+    if normalized.is_none() {
+        errors.push(FieldError::invalid(
+            format!("{at}.fieldPath"),
+            path.into(),
+            "must be a valid path",
+        ));
+    }
+    normalized
 }
 
 fn compile(source: &str, raw: &Value, at: &str, errors: &mut Vec<FieldError>) -> Option<Program> {
@@ -245,21 +253,52 @@ pub enum Outcome {
     Error(String),
 }
 
+/// The context the rules of one node run in: `self` (and `oldSelf`) converted and bound once,
+/// with the Kubernetes library functions any of the rules calls.
+pub fn context_for(rules: &[Rule], value: Cel, old: Option<Cel>) -> Context<'static, 'static> {
+    let mut ctx = Context::with_env(ENV.clone());
+    ctx.add_variable_from_value("self", value);
+    if let Some(old) = old {
+        ctx.add_variable_from_value("oldSelf", old);
+    }
+    let mut added: Vec<&str> = Vec::new();
+    for name in rules.iter().flat_map(|r| r.kube_functions.iter()) {
+        if !added.contains(name) {
+            add_kube_function(&mut ctx, name);
+            added.push(name);
+        }
+    }
+    ctx
+}
+
+/// Declares one of [`KUBE_FUNCTIONS`]; their names are not declared by the environment, so
+/// adding them cannot conflict.
+fn add_kube_function(ctx: &mut Context, name: &str) {
+    let _ = match name {
+        "isSorted" => ctx.add_function(name, |This(l): This<Arc<Vec<Cel>>>| is_sorted(&l)),
+        "sum" => ctx.add_function(name, |This(l): This<Arc<Vec<Cel>>>| sum(&l)),
+        "min" => ctx.add_function(name, |This(l): This<Arc<Vec<Cel>>>| extreme(&l, true)),
+        "max" => ctx.add_function(name, |This(l): This<Arc<Vec<Cel>>>| extreme(&l, false)),
+        "find" => ctx.add_function(name, |This(s): This<Arc<String>>, re: Arc<String>| {
+            find(&s, &re, false)
+        }),
+        "findAll" => ctx.add_function(name, |This(s): This<Arc<String>>, re: Arc<String>| {
+            find(&s, &re, true)
+        }),
+        _ => Ok(()),
+    };
+}
+
 impl Rule {
-    /// Evaluates the rule on `value` (already converted with [`to_cel`]) and its old value.
-    pub fn evaluate(&self, value: &Cel, old: Option<&Cel>) -> Outcome {
-        if self.uses_old_self && old.is_none() {
+    /// Evaluates the rule in a context from [`context_for`]; `has_old` tells whether `oldSelf`
+    /// is bound (a transition rule without it passes: it only runs on updates).
+    pub fn evaluate(&self, ctx: &Context, has_old: bool) -> Outcome {
+        if self.uses_old_self && !has_old {
             return Outcome::Passed;
         }
-        let mut ctx = Context::with_env(ENV.clone());
-        ctx.add_variable_from_value("self", value.clone());
-        if let Some(old) = old {
-            ctx.add_variable_from_value("oldSelf", old.clone());
-        }
-        self.add_kube_functions(&mut ctx);
-        match self.program.execute(&ctx) {
+        match self.program.execute(ctx) {
             Ok(Cel::Bool(true)) => Outcome::Passed,
-            Ok(Cel::Bool(false)) => Outcome::Failed(self.failure_detail(&ctx)),
+            Ok(Cel::Bool(false)) => Outcome::Failed(self.failure_detail(ctx)),
             Ok(other) => Outcome::Error(format!(
                 "rule evaluated to {other:?}, not a bool, evaluating rule: {}",
                 self.error_string()
@@ -285,26 +324,6 @@ impl Rule {
         match &self.message {
             Some(m) => m.clone(),
             None => format!("failed rule: {}", self.source.trim()),
-        }
-    }
-
-    fn add_kube_functions(&self, ctx: &mut Context) {
-        for name in &self.kube_functions {
-            // The names are not declared by the environment, so adding them cannot conflict.
-            let _ = match *name {
-                "isSorted" => ctx.add_function(name, |This(l): This<Arc<Vec<Cel>>>| is_sorted(&l)),
-                "sum" => ctx.add_function(name, |This(l): This<Arc<Vec<Cel>>>| sum(&l)),
-                "min" => ctx.add_function(name, |This(l): This<Arc<Vec<Cel>>>| extreme(&l, true)),
-                "max" => ctx.add_function(name, |This(l): This<Arc<Vec<Cel>>>| extreme(&l, false)),
-                "find" => ctx.add_function(name, |This(s): This<Arc<String>>, re: Arc<String>| {
-                    find(&s, &re, false)
-                }),
-                "findAll" => ctx
-                    .add_function(name, |This(s): This<Arc<String>>, re: Arc<String>| {
-                        find(&s, &re, true)
-                    }),
-                _ => Ok(()),
-            };
         }
     }
 }
@@ -397,7 +416,9 @@ mod tests {
     }
 
     fn holds(raw: Value, v: Value) -> bool {
-        matches!(rule(raw).evaluate(&to_cel(&v), None), Outcome::Passed)
+        let r = rule(raw);
+        let ctx = context_for(std::slice::from_ref(&r), to_cel(&v), None);
+        matches!(r.evaluate(&ctx, false), Outcome::Passed)
     }
 
     #[test]

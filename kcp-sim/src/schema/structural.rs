@@ -408,7 +408,6 @@ fn check_invariants(
     errors: &mut Vec<FieldError>,
 ) {
     let at = |field: &str| format!("{path}.{field}");
-    let type_value = || Value::String(node.type_.map(Type::name).unwrap_or("").into());
     if node.type_ == Some(Type::Array) && node.items.is_none() {
         errors.push(FieldError::required(at("items"), "must be specified"));
     }
@@ -431,6 +430,30 @@ fn check_invariants(
             "must be false if x-kubernetes-int-or-string is true",
         ));
     }
+    check_type(node, path, level, errors);
+    if m.get("uniqueItems").and_then(Value::as_bool) == Some(true) {
+        errors.push(FieldError::forbidden(
+            at("uniqueItems"),
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
+        ));
+    }
+    if node.embedded && !node.preserve_unknown && node.properties.is_empty() {
+        errors.push(FieldError::required(
+            at("properties"),
+            "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
+        ));
+    }
+    check_list_type(node, path, errors);
+    if level == Level::Root || node.embedded {
+        check_resource(node, path, level, errors);
+    }
+}
+
+/// The `type` rules: every node typed (unless int-or-string or preserving unknown fields), an
+/// object at the root and for embedded resources, and a root that is not nullable.
+fn check_type(node: &Node, path: &str, level: Level, errors: &mut Vec<FieldError>) {
+    let at = |field: &str| format!("{path}.{field}");
+    let type_value = || Value::String(node.type_.map(Type::name).unwrap_or("").into());
     if node.embedded && node.type_ != Some(Type::Object) {
         if node.type_.is_none() {
             errors.push(FieldError::required(
@@ -465,31 +488,21 @@ fn check_invariants(
             "nullable cannot be true at the root",
         ));
     }
-    if m.get("uniqueItems").and_then(Value::as_bool) == Some(true) {
-        errors.push(FieldError::forbidden(
-            at("uniqueItems"),
-            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic",
-        ));
-    }
-    if node.embedded && !node.preserve_unknown && node.properties.is_empty() {
-        errors.push(FieldError::required(
-            at("properties"),
-            "must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields",
-        ));
-    }
-    check_list_type(node, path, errors);
-    if level == Level::Root || node.embedded {
-        check_metadata(node, path, level, errors);
-        for key in ["apiVersion", "kind"] {
-            if let Some(p) = node.properties.get(key)
-                && p.type_ != Some(Type::String)
-            {
-                errors.push(FieldError::invalid(
-                    format!("{path}.properties[{key}].type"),
-                    Value::String(p.type_.map(Type::name).unwrap_or("").into()),
-                    "must be string",
-                ));
-            }
+}
+
+/// The rules of a resource (the root or an embedded one): its metadata, and string `apiVersion`
+/// and `kind`.
+fn check_resource(node: &Node, path: &str, level: Level, errors: &mut Vec<FieldError>) {
+    check_metadata(node, path, level, errors);
+    for key in ["apiVersion", "kind"] {
+        if let Some(p) = node.properties.get(key)
+            && p.type_ != Some(Type::String)
+        {
+            errors.push(FieldError::invalid(
+                format!("{path}.properties[{key}].type"),
+                Value::String(p.type_.map(Type::name).unwrap_or("").into()),
+                "must be string",
+            ));
         }
     }
 }

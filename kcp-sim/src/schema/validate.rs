@@ -514,32 +514,7 @@ pub fn run_rules<'a>(
     if !node.has_rules || value.is_null() {
         return;
     }
-    let unchanged = old == Some(value);
-    let any_to_run = node.rules.iter().any(|r| !unchanged || r.uses_old_self);
-    if any_to_run {
-        let this = rule_self(node, value, path);
-        let before = old.map(|o| rule_self(node, o, path));
-        for rule in &node.rules {
-            if unchanged && !rule.uses_old_self {
-                continue;
-            }
-            let at = || match &rule.field_path {
-                Some(fp) if path.segs.is_empty() => fp.clone(),
-                Some(fp) if fp.starts_with('[') => format!("{}{fp}", path.field()),
-                Some(fp) => format!("{}.{fp}", path.field()),
-                None => path.field(),
-            };
-            match rule.evaluate(&this, before.as_ref()) {
-                Outcome::Passed => {}
-                Outcome::Failed(detail) => out.push(rule_error(node, rule, value, at(), detail)),
-                Outcome::Error(detail) => out.push(FieldError::invalid(
-                    path.field(),
-                    Value::String(node_type_name(node).into()),
-                    detail,
-                )),
-            }
-        }
-    }
+    run_node_rules(node, value, old, path, out);
     match value {
         Value::Object(m) => {
             for (k, v) in m {
@@ -571,6 +546,44 @@ pub fn run_rules<'a>(
             }
         }
         _ => {}
+    }
+}
+
+/// Runs the rules of `node` itself. On an unchanged value only transition rules run (the others
+/// ratchet).
+fn run_node_rules(
+    node: &Node,
+    value: &Value,
+    old: Option<&Value>,
+    path: &Path,
+    out: &mut Vec<FieldError>,
+) {
+    let unchanged = old == Some(value);
+    let any_to_run = node.rules.iter().any(|r| !unchanged || r.uses_old_self);
+    if any_to_run {
+        let this = rule_self(node, value, path);
+        let before = old.map(|o| rule_self(node, o, path));
+        let ctx = cel::context_for(&node.rules, this, before);
+        for rule in &node.rules {
+            if unchanged && !rule.uses_old_self {
+                continue;
+            }
+            let at = || match &rule.field_path {
+                Some(fp) if path.segs.is_empty() => fp.clone(),
+                Some(fp) if fp.starts_with('[') => format!("{}{fp}", path.field()),
+                Some(fp) => format!("{}.{fp}", path.field()),
+                None => path.field(),
+            };
+            match rule.evaluate(&ctx, old.is_some()) {
+                Outcome::Passed => {}
+                Outcome::Failed(detail) => out.push(rule_error(node, rule, value, at(), detail)),
+                Outcome::Error(detail) => out.push(FieldError::invalid(
+                    path.field(),
+                    Value::String(node_type_name(node).into()),
+                    detail,
+                )),
+            }
+        }
     }
 }
 
