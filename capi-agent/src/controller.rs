@@ -16,7 +16,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use futures::StreamExt;
-use kcp_core::runtime::{ErrorPolicy, Outcome, ReconcileResult};
+use kcp_core::runtime::{ErrorPolicy, Outcome, ReconcileResult, drain_controller};
 use kcp_core::{Backoff, KubeObjectClient, ObjectClient};
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
@@ -128,11 +128,11 @@ pub async fn run(
         machine_resource,
     )
     .graceful_shutdown_on(stop.clone().cancelled_owned());
-    let store = machines.store();
+    let (cluster_store, machine_store) = (clusters.store(), machines.store());
     if let Some(ready) = options.ready.clone() {
         // Ready once the AgentMachine cache synced (kcp-core polls around kube-runtime's
         // single-waiter store readiness).
-        kcp_core::runtime::CacheSync::new(ready).track(store);
+        kcp_core::runtime::CacheSync::new(ready).track(machine_store.clone());
     }
     let nodes = node_controller(&options, namespace, &filter, shared.clone(), stop.clone());
     let clusters = clusters
@@ -141,7 +141,11 @@ pub async fn run(
     let machines = machines
         .run(reconcile_machine, error_policy_machine, shared)
         .for_each(|_| async {});
-    tokio::join!(clusters, machines, nodes);
+    tokio::join!(
+        drain_controller(clusters, cluster_store, stop.clone()),
+        drain_controller(machines, machine_store, stop.clone()),
+        nodes
+    );
     Ok(())
 }
 
@@ -307,6 +311,7 @@ fn node_controller(
         .with_config(ControllerConfig::default().concurrency(options.concurrency))
         .graceful_shutdown_on(stop.clone().cancelled_owned());
     let store = controller.store();
+    let (store_for_drain, stop_for_drain) = (store.clone(), stop.clone());
     let workloads = Workloads::new(store.clone(), wake);
     let ctx = Arc::new(NodeShared { shared, workloads });
     let woken_ctx = ctx.clone();
@@ -333,8 +338,9 @@ fn node_controller(
     let run = controller
         .run(reconcile_node, error_policy_node, ctx)
         .for_each(|_| async {});
+    let node_store = store_for_drain;
     async move {
-        tokio::join!(run, wakeups);
+        tokio::join!(drain_controller(run, node_store, stop_for_drain), wakeups);
     }
 }
 

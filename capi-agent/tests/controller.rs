@@ -154,6 +154,24 @@ async fn every_machine_converges_with_ten_percent_injected_server_errors() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_before_the_first_list_succeeded_does_not_hang() {
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    world
+        .sim
+        .faults()
+        .add_error(ErrorRule::new(500, 1.0).verbs([Verb::List]));
+    let running = start(&world);
+    until(
+        "the controllers tried to list",
+        Duration::from_secs(30),
+        || async { world.sim.faults().injected() > 0 },
+    )
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_watch_filter_leaves_unlabelled_machines_alone() {
     let world = World::start().await;
     world.hosted_cluster().await;
