@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use capi_agent::controller::{Options, run};
-use kcp_core::Backoff;
+use kcp_core::{Backoff, ObjectClientExt as _};
 use kcp_sim::{ErrorRule, Verb};
 use serde_json::json;
 use support::*;
@@ -244,6 +244,40 @@ async fn agents_outside_the_agent_namespace_are_never_bound() {
             .unwrap()
             .namespace,
         AGENTS
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_namespace_only_that_namespaces_machines_are_reconciled() {
+    let world = World::start().await;
+    world
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "elsewhere"}}))
+        .await;
+    // An AgentMachine without its Machine owner gets a status saying so once it is reconciled.
+    for namespace in [NS, "elsewhere"] {
+        world
+            .create(json!({"apiVersion": "capi-provider.agent-install.openshift.io/v1beta1", "kind": "AgentMachine",
+                "metadata": {"name": "orphan", "namespace": namespace},
+                "spec": {}}))
+            .await;
+    }
+    let running = start_with(&world, |o| o.config.namespace = Some(NS.into()));
+    until(
+        "the AgentMachine in the namespace is reconciled",
+        Duration::from_secs(30),
+        || async { world.agent_machine("orphan").await.status.is_some() },
+    )
+    .await;
+    running.stop().await;
+    let outside: Option<capi_agent::api::AgentMachine> = world
+        .client
+        .get_typed(Some("elsewhere"), "orphan")
+        .await
+        .unwrap();
+    let outside = outside.expect("the AgentMachine outside still exists");
+    assert!(
+        outside.status.is_none(),
+        "an AgentMachine outside --namespace was reconciled"
     );
 }
 
