@@ -21,9 +21,10 @@ use kcp_core::{Backoff, KubeObjectClient, ObjectClient};
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent_cache::AgentCache;
 use crate::api::{
     AGENT_MACHINE_REF_LABEL, AGENT_MACHINE_REF_NAMESPACE_ANNOTATION, AgentCluster, AgentMachine,
     WATCH_FILTER_LABEL,
@@ -93,13 +94,15 @@ pub async fn run(
     let object_client: Arc<dyn ObjectClient> =
         Arc::new(KubeObjectClient::new(options.client.clone()));
     let machine_resource = machine_resource(object_client.as_ref()).await?;
+    let stop = CancellationToken::new();
+    let (agent_store, agent_watch) = agent_reflector(&options, stop.clone());
     let mut ctx = Context::new(object_client, options.config.clone());
     ctx.metrics = options.metrics.clone();
+    ctx.agents = Some(AgentCache::new(agent_store));
     let shared = Arc::new(Shared {
         ctx,
         errors: ErrorPolicy::new(options.backoff),
     });
-    let stop = CancellationToken::new();
     let trigger = stop.clone();
     tokio::spawn(async move {
         shutdown.await;
@@ -144,9 +147,27 @@ pub async fn run(
     tokio::join!(
         drain_controller(clusters, cluster_store, stop.clone()),
         drain_controller(machines, machine_store, stop.clone()),
-        nodes
+        nodes,
+        agent_watch,
     );
     Ok(())
+}
+
+/// The Agent cache selection reads, and the future filling it until `stop`.
+fn agent_reflector(
+    options: &Options,
+    stop: CancellationToken,
+) -> (Store<Agent>, impl Future<Output = ()> + use<>) {
+    let agent_api = api::<Agent>(&options.client, options.config.agent_namespace.as_deref());
+    let (store, writer) = reflector::store();
+    let fill = reflector::reflector(
+        writer,
+        watcher::watcher(agent_api, watcher::Config::default()),
+    )
+    .default_backoff()
+    .take_until(stop.cancelled_owned())
+    .for_each(|_| async {});
+    (store, fill)
 }
 
 /// The AgentMachine controller with its Machine and Agent watches.
