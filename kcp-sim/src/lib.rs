@@ -29,11 +29,13 @@ pub mod apiexport;
 pub mod client;
 pub mod crd;
 pub mod error;
+pub mod events;
 pub mod faults;
 pub mod http;
 pub mod kcp;
 pub mod managed_fields;
 pub mod patch;
+pub mod protobuf;
 pub mod query;
 pub mod resource;
 /// Label and field selectors (kept in kcp-core, shared with controllers).
