@@ -341,3 +341,38 @@ async fn kubectl_create_service_clusterip() {
         ])
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_get_watch_prints_a_table_row_per_event_under_one_header() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    k.run(&["create", "configmap", "first", "--from-literal=a=1"])
+        .await;
+    let mut watch = k.spawn(&["get", "configmaps", "--watch"]);
+    let mut lines = support::Lines::follow(&mut watch);
+    let header = lines.until(|l| l.starts_with("NAME")).await;
+    assert_eq!(
+        header.split_whitespace().collect::<Vec<_>>(),
+        ["NAME", "DATA", "AGE"]
+    );
+    lines.until(|l| l.starts_with("first ")).await;
+    k.run(&[
+        "create",
+        "configmap",
+        "second",
+        "--from-literal=a=1",
+        "--from-literal=b=2",
+    ])
+    .await;
+    let row = lines.until(|l| l.starts_with("second ")).await;
+    assert_eq!(row.split_whitespace().nth(1), Some("2"), "{row}");
+    k.run(&["label", "configmap", "first", "touched=yes"]).await;
+    lines.until(|l| l.starts_with("first ")).await;
+    watch.kill().unwrap();
+    let headers = lines
+        .seen()
+        .iter()
+        .filter(|l| l.starts_with("NAME"))
+        .count();
+    assert_eq!(headers, 1, "{:?}", lines.seen());
+}

@@ -52,9 +52,11 @@ pub fn message(
                 }
                 None => inline.push((owner, Map::from_iter([(key.clone(), v.clone())]))),
             }
-        } else if !matches!(key.as_str(), "apiVersion" | "kind") || path != "$" {
+        } else if !matches!(key.as_str(), "apiVersion" | "kind") {
             return Err((here, format!("unknown field of {}", desc.name())));
         }
+        // apiVersion and kind (TypeMeta) are no fields of the messages: the envelope carries
+        // them for the top object, and list items go without.
     }
     for (field, fields) in inline {
         if let Kind::Message(m) = field.kind() {

@@ -96,3 +96,53 @@ impl Kubectl {
             .expect("kubectl")
     }
 }
+
+/// The lines a spawned kubectl prints, read on a thread as they come.
+pub struct Lines {
+    rx: tokio::sync::mpsc::UnboundedReceiver<String>,
+    seen: Vec<String>,
+}
+
+impl Lines {
+    /// Follows the stdout of `child`.
+    pub fn follow(child: &mut Child) -> Self {
+        use std::io::BufRead;
+        let stdout = child.stdout.take().expect("stdout piped");
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Lines {
+            rx,
+            seen: Vec::new(),
+        }
+    }
+
+    /// Waits (up to 10 s) for a line matching `pred`; panics with everything seen otherwise.
+    pub async fn until(&mut self, pred: impl Fn(&str) -> bool) -> String {
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+        loop {
+            match tokio::time::timeout_at(deadline, self.rx.recv()).await {
+                Ok(Some(line)) => {
+                    self.seen.push(line.clone());
+                    if pred(&line) {
+                        return line;
+                    }
+                }
+                _ => panic!("no matching line; kubectl printed {:?}", self.seen),
+            }
+        }
+    }
+
+    /// Every line seen so far.
+    pub fn seen(&self) -> &[String] {
+        &self.seen
+    }
+}
