@@ -710,6 +710,28 @@ enum EventFormat {
     Protobuf,
 }
 
+/// The encoder of a watch's events; `406` before the watch starts when a protobuf-only client
+/// watches a kind without a protobuf form.
+fn event_encoder(
+    sim: &Sim,
+    target: &Target,
+    rt: &ResourceType,
+    query: &Query,
+    format: EventFormat,
+) -> ApiResult<EventEncoder> {
+    Ok(match format {
+        EventFormat::Json => EventEncoder::Json,
+        EventFormat::Table => EventEncoder::Table {
+            columns: sim.printer_columns(target, rt),
+            include: query.get("includeObject").map(String::from),
+        },
+        EventFormat::Protobuf => {
+            crate::protobuf::response::check_encodable(&rt.api_version(&target.version), &rt.kind)?;
+            EventEncoder::Protobuf
+        }
+    })
+}
+
 async fn watch(
     sim: &Sim,
     settings: &HttpSettings,
@@ -749,18 +771,7 @@ async fn watch(
         }
         Err(err) => return Err(err),
     };
-    let encoder = match format {
-        EventFormat::Json => EventEncoder::Json,
-        EventFormat::Table => EventEncoder::Table {
-            columns: sim.printer_columns(target, &start.rt),
-            include: query.get("includeObject").map(String::from),
-        },
-        EventFormat::Protobuf => {
-            let rt = &start.rt;
-            crate::protobuf::response::check_encodable(&rt.api_version(&target.version), &rt.kind)?;
-            EventEncoder::Protobuf
-        }
-    };
+    let encoder = event_encoder(sim, target, &start.rt, query, format)?;
     let timeout = query
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())

@@ -55,6 +55,15 @@ async fn kubectl_create_namespace() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_namespace_in_a_kcp_workspace() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let k = Kubectl::new(&sim);
+    k.run(&["create", "namespace", "demo"]).await;
+    let ns = k.json(&["get", "namespace", "demo"]).await;
+    assert_eq!(ns["metadata"]["annotations"]["kcp.io/cluster"], "root");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_create_configmap_from_literals() {
     let sim = sim().await;
     let k = Kubectl::new(&sim);

@@ -156,14 +156,7 @@ pub fn to_json(
         } else {
             json!(int(msg, "intVal"))
         }),
-        Special::Raw => {
-            let field = if msg.descriptor().get_field_by_name("Raw").is_some() {
-                "Raw"
-            } else {
-                "raw"
-            };
-            raw(&bytes(msg, field), path)
-        }
+        Special::Raw => raw(&bytes(msg, raw_field(&msg.descriptor())), path),
         Special::Verbs => Ok(Value::Array(list_at("items")?)),
         Special::SchemaOrArray => {
             let many = list_at("jSONSchemas")?;
@@ -191,6 +184,147 @@ pub fn to_json(
     }
 }
 
+/// Builds the message of a special type from its JSON: its fields are set through `set`, and
+/// `nested` builds the generic messages inside it (the schemas of the either-or wrappers).
+struct Builder<'a, F> {
+    msg: DynamicMessage,
+    value: &'a Value,
+    path: &'a str,
+    nested: F,
+}
+
+impl<F> Builder<'_, F>
+where
+    F: Fn(&MessageDescriptor, &Value, &str) -> Result<DynamicMessage, PathError>,
+{
+    fn wrong(&self, what: &str) -> PathError {
+        (
+            self.path.to_string(),
+            format!("expected {what}, found {}", self.value),
+        )
+    }
+
+    fn set(&mut self, name: &str, v: Proto) -> Result<(), PathError> {
+        self.msg
+            .try_set_field_by_name(name, v)
+            .map_err(|e| (self.path.to_string(), e.to_string()))
+    }
+
+    /// The message of the wrapper's `schema` field holding `v`.
+    fn schema(&self, v: &Value) -> Result<Proto, PathError> {
+        let desc = self.msg.descriptor();
+        match desc.get_field_by_name("schema").map(|f| f.kind()) {
+            Some(prost_reflect::Kind::Message(m)) => {
+                Ok(Proto::Message((self.nested)(&m, v, self.path)?))
+            }
+            _ => Err((self.path.to_string(), "no schema field".into())),
+        }
+    }
+
+    fn time(&mut self, micros: bool) -> Result<(), PathError> {
+        let text = self
+            .value
+            .as_str()
+            .ok_or_else(|| self.wrong("an RFC 3339 time"))?;
+        let ts: jiff::Timestamp = text
+            .parse()
+            .map_err(|e| (self.path.to_string(), format!("invalid time {text:?}: {e}")))?;
+        self.set("seconds", Proto::I64(ts.as_second()))?;
+        if micros {
+            self.set("nanos", Proto::I32(ts.subsec_nanosecond() / 1000 * 1000))?;
+        }
+        Ok(())
+    }
+
+    fn quantity(&mut self) -> Result<(), PathError> {
+        let text = match self.value {
+            Value::String(s) => s.clone(),
+            Value::Number(n) => n.to_string(),
+            _ => return Err(self.wrong("a quantity")),
+        };
+        self.set("string", Proto::String(text))
+    }
+
+    fn int_or_string(&mut self) -> Result<(), PathError> {
+        match self.value {
+            Value::String(s) => {
+                self.set("type", Proto::I64(1))?;
+                self.set("strVal", Proto::String(s.clone()))
+            }
+            Value::Number(n) => {
+                let n = n
+                    .as_i64()
+                    .and_then(|n| i32::try_from(n).ok())
+                    .ok_or_else(|| self.wrong("a 32-bit integer or a string"))?;
+                self.set("type", Proto::I64(0))?;
+                self.set("intVal", Proto::I32(n))
+            }
+            _ => Err(self.wrong("an integer or a string")),
+        }
+    }
+
+    fn raw(&mut self) -> Result<(), PathError> {
+        let field = raw_field(&self.msg.descriptor());
+        let data =
+            serde_json::to_vec(self.value).map_err(|e| (self.path.to_string(), e.to_string()))?;
+        self.set(field, Proto::Bytes(data.into()))
+    }
+
+    fn strings(&mut self, field: &str) -> Result<(), PathError> {
+        let items = strings(self.value).ok_or_else(|| self.wrong("a list of strings"))?;
+        self.set(field, Proto::List(items))
+    }
+
+    fn schema_or_array(&mut self) -> Result<(), PathError> {
+        let value = self.value;
+        match value {
+            Value::Array(items) => {
+                let list = items
+                    .iter()
+                    .map(|v| self.schema(v))
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.set("jSONSchemas", Proto::List(list))
+            }
+            other => {
+                let schema = self.schema(other)?;
+                self.set("schema", schema)
+            }
+        }
+    }
+
+    fn schema_or_bool(&mut self) -> Result<(), PathError> {
+        let value = self.value;
+        match value {
+            Value::Bool(b) => self.set("allows", Proto::Bool(*b)),
+            other => {
+                let schema = self.schema(other)?;
+                self.set("allows", Proto::Bool(true))?;
+                self.set("schema", schema)
+            }
+        }
+    }
+
+    fn schema_or_string_array(&mut self) -> Result<(), PathError> {
+        let value = self.value;
+        match value {
+            Value::Array(_) => self.strings("property"),
+            other => {
+                let schema = self.schema(other)?;
+                self.set("schema", schema)
+            }
+        }
+    }
+}
+
+/// `Raw` in `FieldsV1`, `raw` in `RawExtension` and apiextensions' `JSON`.
+fn raw_field(desc: &MessageDescriptor) -> &'static str {
+    if desc.get_field_by_name("Raw").is_some() {
+        "Raw"
+    } else {
+        "raw"
+    }
+}
+
 /// The message of a special type from its JSON; `nested` builds the generic messages inside it.
 pub fn from_json(
     special: Special,
@@ -199,94 +333,24 @@ pub fn from_json(
     path: &str,
     nested: impl Fn(&MessageDescriptor, &Value, &str) -> Result<DynamicMessage, PathError>,
 ) -> Result<DynamicMessage, PathError> {
-    let mut msg = DynamicMessage::new(desc.clone());
-    let wrong = |what: &str| (path.to_string(), format!("expected {what}, found {value}"));
-    let mut set = |name: &str, v: Proto| {
-        msg.try_set_field_by_name(name, v)
-            .map_err(|e| (path.to_string(), e.to_string()))
-    };
-    let sub = |name: &str, v: &Value| -> Result<Proto, PathError> {
-        let field = desc
-            .get_field_by_name(name)
-            .ok_or_else(|| (path.to_string(), format!("no field {name}")))?;
-        match field.kind() {
-            prost_reflect::Kind::Message(m) => Ok(Proto::Message(nested(&m, v, path)?)),
-            _ => Ok(Proto::String(v.as_str().unwrap_or_default().to_string())),
-        }
+    let mut b = Builder {
+        msg: DynamicMessage::new(desc.clone()),
+        value,
+        path,
+        nested,
     };
     match special {
-        Special::Time | Special::MicroTime => {
-            let text = value.as_str().ok_or_else(|| wrong("an RFC 3339 time"))?;
-            let ts: jiff::Timestamp = text
-                .parse()
-                .map_err(|e| (path.to_string(), format!("invalid time {text:?}: {e}")))?;
-            set("seconds", Proto::I64(ts.as_second()))?;
-            if special == Special::MicroTime {
-                set("nanos", Proto::I32(ts.subsec_nanosecond() / 1000 * 1000))?;
-            }
-        }
-        Special::Quantity => {
-            let text = match value {
-                Value::String(s) => s.clone(),
-                Value::Number(n) => n.to_string(),
-                _ => return Err(wrong("a quantity")),
-            };
-            set("string", Proto::String(text))?;
-        }
-        Special::IntOrString => match value {
-            Value::String(s) => {
-                set("type", Proto::I64(1))?;
-                set("strVal", Proto::String(s.clone()))?;
-            }
-            Value::Number(n) => {
-                let n = n
-                    .as_i64()
-                    .and_then(|n| i32::try_from(n).ok())
-                    .ok_or_else(|| wrong("a 32-bit integer or a string"))?;
-                set("type", Proto::I64(0))?;
-                set("intVal", Proto::I32(n))?;
-            }
-            _ => return Err(wrong("an integer or a string")),
-        },
-        Special::Raw => {
-            let field = if desc.get_field_by_name("Raw").is_some() {
-                "Raw"
-            } else {
-                "raw"
-            };
-            let data = serde_json::to_vec(value).map_err(|e| (path.to_string(), e.to_string()))?;
-            set(field, Proto::Bytes(data.into()))?;
-        }
-        Special::Verbs => {
-            let items = strings(value).ok_or_else(|| wrong("a list of strings"))?;
-            set("items", Proto::List(items))?;
-        }
-        Special::SchemaOrArray => match value {
-            Value::Array(items) => {
-                let list = items
-                    .iter()
-                    .map(|v| sub("schema", v))
-                    .collect::<Result<Vec<_>, _>>()?;
-                set("jSONSchemas", Proto::List(list))?;
-            }
-            other => set("schema", sub("schema", other)?)?,
-        },
-        Special::SchemaOrBool => match value {
-            Value::Bool(b) => set("allows", Proto::Bool(*b))?,
-            other => {
-                set("allows", Proto::Bool(true))?;
-                set("schema", sub("schema", other)?)?;
-            }
-        },
-        Special::SchemaOrStringArray => match value {
-            Value::Array(_) => {
-                let items = strings(value).ok_or_else(|| wrong("a list of strings"))?;
-                set("property", Proto::List(items))?;
-            }
-            other => set("schema", sub("schema", other)?)?,
-        },
+        Special::Time => b.time(false)?,
+        Special::MicroTime => b.time(true)?,
+        Special::Quantity => b.quantity()?,
+        Special::IntOrString => b.int_or_string()?,
+        Special::Raw => b.raw()?,
+        Special::Verbs => b.strings("items")?,
+        Special::SchemaOrArray => b.schema_or_array()?,
+        Special::SchemaOrBool => b.schema_or_bool()?,
+        Special::SchemaOrStringArray => b.schema_or_string_array()?,
     }
-    Ok(msg)
+    Ok(b.msg)
 }
 
 fn strings(value: &Value) -> Option<Vec<Proto>> {
