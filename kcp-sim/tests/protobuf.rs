@@ -308,3 +308,182 @@ async fn a_protobuf_only_watch_streams_length_delimited_watch_events() {
     let cm = pb_core::ConfigMap::decode(open(&raw).raw.unwrap().as_slice()).unwrap();
     assert_eq!(cm.metadata.unwrap().name.as_deref(), Some("settings"));
 }
+
+/// JSON -> kcp-sim's encoder -> k8s-pb's typed message -> k8s-pb's encoder -> kcp-sim's
+/// decoder: the JSON comes back unchanged when both implementations agree on every field.
+fn through_k8s_pb<M: Message + Default>(object: &serde_json::Value) -> serde_json::Value {
+    let ours = kcp_sim::protobuf::encode_envelope(object).unwrap();
+    let unknown = open(&ours);
+    let type_meta = unknown.type_meta.clone().unwrap();
+    let typed = M::decode(unknown.raw.unwrap().as_slice()).unwrap();
+    let theirs = envelope(
+        type_meta.api_version.as_deref().unwrap(),
+        type_meta.kind.as_deref().unwrap(),
+        typed.encode_to_vec(),
+    );
+    kcp_sim::protobuf::decode_envelope(&theirs).unwrap()
+}
+
+fn metadata(name: &str) -> serde_json::Value {
+    json!({"name": name, "namespace": "default", "uid": "6f2a", "resourceVersion": "12",
+        "generation": 2, "creationTimestamp": "2026-11-23T20:00:00Z",
+        "labels": {"app": "web"}, "annotations": {"note": "x"},
+        "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "owner",
+            "uid": "1a2b", "controller": true, "blockOwnerDeletion": false}],
+        "finalizers": ["example.io/hold"]})
+}
+
+#[test]
+fn core_kinds_agree_with_k8s_pb() {
+    let objects = [
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"},
+            "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}}),
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata("c"),
+            "data": {"a": "1"}, "binaryData": {"b": "AAE="}, "immutable": false}),
+        json!({"apiVersion": "v1", "kind": "Secret", "metadata": metadata("s"),
+            "type": "kubernetes.io/tls", "data": {"tls.crt": "Y2VydA=="}}),
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata("sa"),
+            "automountServiceAccountToken": false, "imagePullSecrets": [{"name": "pull"}]}),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": metadata("svc"),
+            "spec": {"type": "NodePort", "selector": {"app": "web"}, "clusterIP": "10.0.0.1",
+                "ports": [{"name": "http", "port": 80, "targetPort": "http", "nodePort": 30080,
+                    "protocol": "TCP"}]},
+            "status": {"loadBalancer": {}}}),
+        json!({"apiVersion": "v1", "kind": "Event", "metadata": metadata("e"),
+            "involvedObject": {"kind": "Pod", "name": "p"}, "reason": "Started", "count": 3,
+            "type": "Normal", "source": {"component": "kubelet"},
+            "firstTimestamp": "2026-11-23T20:00:00Z", "eventTime": "2026-11-23T20:00:00.123456Z"}),
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": "node-1"},
+            "spec": {"unschedulable": true, "taints": [{"key": "k", "effect": "NoSchedule"}]},
+            "status": {"capacity": {"cpu": "4", "memory": "16Gi"},
+                "conditions": [{"type": "Ready", "status": "True",
+                    "lastHeartbeatTime": "2026-11-23T20:00:00Z"}]}}),
+    ];
+    for object in &objects {
+        let back = match object["kind"].as_str().unwrap() {
+            "Namespace" => through_k8s_pb::<pb_core::Namespace>(object),
+            "ConfigMap" => through_k8s_pb::<pb_core::ConfigMap>(object),
+            "Secret" => through_k8s_pb::<pb_core::Secret>(object),
+            "ServiceAccount" => through_k8s_pb::<pb_core::ServiceAccount>(object),
+            "Service" => through_k8s_pb::<pb_core::Service>(object),
+            "Event" => through_k8s_pb::<pb_core::Event>(object),
+            "Node" => through_k8s_pb::<pb_core::Node>(object),
+            other => panic!("no case for {other}"),
+        };
+        assert_eq!(&back, object);
+    }
+}
+
+#[test]
+fn workload_kinds_agree_with_k8s_pb() {
+    let pod = json!({"metadata": {"labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "web", "image": "nginx",
+            "ports": [{"containerPort": 80, "protocol": "TCP"}],
+            "env": [{"name": "A", "value": "1"},
+                {"name": "B", "valueFrom": {"configMapKeyRef": {"name": "c", "key": "b"}}}],
+            "resources": {"requests": {"cpu": "100m"}, "limits": {"memory": "128Mi"}},
+            "livenessProbe": {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 5},
+            "securityContext": {"runAsUser": 0, "privileged": false}}],
+            "volumes": [{"name": "cfg", "configMap": {"name": "c", "defaultMode": 420}},
+                {"name": "tmp", "emptyDir": {}}],
+            "terminationGracePeriodSeconds": 0}});
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": metadata("d"),
+        "spec": {"replicas": 0, "selector": {"matchLabels": {"app": "web"}}, "template": pod,
+            "strategy": {"type": "RollingUpdate",
+                "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": 1}}},
+        "status": {"observedGeneration": 2, "replicas": 1,
+            "conditions": [{"type": "Available", "status": "True",
+                "lastUpdateTime": "2026-11-23T20:00:00Z"}]}});
+    assert_eq!(
+        through_k8s_pb::<pb_apps::Deployment>(&deployment),
+        deployment
+    );
+    let statefulset = json!({"apiVersion": "apps/v1", "kind": "StatefulSet",
+        "metadata": metadata("s"),
+        "spec": {"replicas": 2, "serviceName": "s", "selector": {"matchLabels": {"app": "web"}},
+            "template": pod, "podManagementPolicy": "Parallel"},
+        "status": {"replicas": 2, "readyReplicas": 2}});
+    assert_eq!(
+        through_k8s_pb::<pb_apps::StatefulSet>(&statefulset),
+        statefulset
+    );
+}
+
+#[test]
+fn rbac_coordination_and_events_kinds_agree_with_k8s_pb() {
+    use k8s_pb::api::{coordination::v1 as pb_coord, events::v1 as pb_events, rbac::v1 as pb_rbac};
+    let rules = json!([{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]},
+        {"nonResourceURLs": ["/healthz"], "verbs": ["get"]}]);
+    let subjects = json!([{"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": "a"}]);
+    let rbac = "rbac.authorization.k8s.io/v1";
+    let role =
+        json!({"apiVersion": rbac, "kind": "Role", "metadata": metadata("r"), "rules": rules});
+    assert_eq!(through_k8s_pb::<pb_rbac::Role>(&role), role);
+    let cluster_role = json!({"apiVersion": rbac, "kind": "ClusterRole",
+        "metadata": {"name": "cr"}, "rules": rules,
+        "aggregationRule": {"clusterRoleSelectors": [{"matchLabels": {"agg": "true"}}]}});
+    assert_eq!(
+        through_k8s_pb::<pb_rbac::ClusterRole>(&cluster_role),
+        cluster_role
+    );
+    let binding = json!({"apiVersion": rbac, "kind": "RoleBinding", "metadata": metadata("rb"),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "r"},
+        "subjects": subjects});
+    assert_eq!(through_k8s_pb::<pb_rbac::RoleBinding>(&binding), binding);
+    let cluster_binding = json!({"apiVersion": rbac, "kind": "ClusterRoleBinding",
+        "metadata": {"name": "crb"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cr"},
+        "subjects": subjects});
+    assert_eq!(
+        through_k8s_pb::<pb_rbac::ClusterRoleBinding>(&cluster_binding),
+        cluster_binding
+    );
+    let lease = json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+        "metadata": metadata("l"),
+        "spec": {"holderIdentity": "", "leaseDurationSeconds": 15, "leaseTransitions": 0,
+            "acquireTime": "2026-11-23T20:00:00.000001Z"}});
+    assert_eq!(through_k8s_pb::<pb_coord::Lease>(&lease), lease);
+    let event = json!({"apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": metadata("e"),
+        "eventTime": "2026-11-23T20:00:00.500000Z", "reason": "Started", "action": "Start",
+        "reportingController": "kubelet", "reportingInstance": "node-1", "type": "Normal",
+        "regarding": {"kind": "Pod", "name": "p"},
+        "series": {"count": 2, "lastObservedTime": "2026-11-23T20:00:01.000000Z"}});
+    assert_eq!(through_k8s_pb::<pb_events::Event>(&event), event);
+}
+
+#[test]
+fn crds_agree_with_k8s_pb() {
+    use k8s_pb::apiextensions_apiserver::pkg::apis::apiextensions::v1 as pb_ext;
+    let schema = json!({"type": "object", "required": ["spec"],
+        "properties": {"spec": {"type": "object",
+            "properties": {
+                "size": {"type": "integer", "minimum": 1.0, "maximum": 10.0, "default": 3},
+                "name": {"type": "string", "maxLength": 64, "pattern": "^[a-z]+$",
+                    "enum": ["a", "b"]},
+                "tags": {"type": "array", "items": {"type": "string"},
+                    "x-kubernetes-list-type": "set"},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "closed": {"type": "object", "additionalProperties": false},
+                "port": {"x-kubernetes-int-or-string": true},
+                "raw": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                    "x-kubernetes-embedded-resource": true}},
+            "x-kubernetes-validations": [{"rule": "self.size <= 10",
+                "messageExpression": "'too big'", "fieldPath": ".size"}]}}});
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.io"},
+        "spec": {"group": "example.io", "scope": "Namespaced",
+            "names": {"kind": "Widget", "plural": "widgets", "shortNames": ["wd"]},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": schema}, "subresources": {"status": {}},
+                "additionalPrinterColumns": [{"name": "Size", "type": "integer",
+                    "jsonPath": ".spec.size", "priority": 1}]}]},
+        "status": {"acceptedNames": {"kind": "Widget", "plural": "widgets"},
+            "storedVersions": ["v1"],
+            "conditions": [{"type": "Established", "status": "True",
+                "lastTransitionTime": "2026-11-23T20:00:00Z"}]}});
+    assert_eq!(
+        through_k8s_pb::<pb_ext::CustomResourceDefinition>(&crd),
+        crd
+    );
+}
