@@ -385,3 +385,22 @@ async fn kubectl_get_watch_prints_a_table_row_per_event_under_one_header() {
         .count();
     assert_eq!(headers, 1, "{:?}", lines.seen());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubectl_create_with_server_dry_run_answers_and_stores_nothing() {
+    let sim = sim().await;
+    let k = Kubectl::new(&sim);
+    let shown = k
+        .json(&[
+            "create",
+            "configmap",
+            "draft",
+            "--from-literal=a=1",
+            "--dry-run=server",
+        ])
+        .await;
+    assert_eq!(shown["data"], json!({"a": "1"}));
+    assert!(shown["metadata"]["uid"].is_string());
+    let listed = k.json(&["get", "configmaps"]).await;
+    assert_eq!(listed["items"], json!([]));
+}

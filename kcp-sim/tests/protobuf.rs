@@ -487,3 +487,58 @@ fn crds_agree_with_k8s_pb() {
         crd
     );
 }
+
+#[tokio::test]
+async fn a_protobuf_update_replaces_the_object() {
+    let sim = Server::start(Config::default()).await.unwrap();
+    configmap(&sim, "settings").await;
+    let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
+    let rv = api.get("settings").await.unwrap().metadata.resource_version;
+    let cm = pb_core::ConfigMap {
+        metadata: Some(pb_meta::ObjectMeta {
+            name: Some("settings".into()),
+            resource_version: rv,
+            ..Default::default()
+        }),
+        data: BTreeMap::from([("k".to_string(), "changed".to_string())]),
+        ..Default::default()
+    };
+    let (status, _, _) = send(
+        &sim,
+        "PUT",
+        "/api/v1/namespaces/default/configmaps/settings",
+        &[(header::CONTENT_TYPE, PROTOBUF)],
+        envelope("v1", "ConfigMap", cm.encode_to_vec()),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let data = api.get("settings").await.unwrap().data.unwrap();
+    assert_eq!(data["k"], "changed");
+}
+
+#[tokio::test]
+async fn protobuf_delete_options_are_honoured() {
+    let sim = Server::start(Config::default()).await.unwrap();
+    configmap(&sim, "settings").await;
+    let options = pb_meta::DeleteOptions {
+        preconditions: Some(pb_meta::Preconditions {
+            uid: Some("not-the-uid".into()),
+            resource_version: None,
+        }),
+        ..Default::default()
+    };
+    let (status, _, body) = send(
+        &sim,
+        "DELETE",
+        "/api/v1/namespaces/default/configmaps/settings",
+        &[(header::CONTENT_TYPE, PROTOBUF)],
+        envelope("meta.k8s.io/v1", "DeleteOptions", options.encode_to_vec()),
+    )
+    .await;
+    assert_eq!(
+        status,
+        StatusCode::CONFLICT,
+        "{}",
+        String::from_utf8_lossy(&body)
+    );
+}

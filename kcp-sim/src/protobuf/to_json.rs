@@ -5,7 +5,7 @@
 //! apiextensions' `JSON` and the `JSONSchemaProps` either-or wrappers).
 
 use base64::Engine;
-use prost_reflect::{DynamicMessage, Kind, MapKey, ReflectMessage, Value as Proto};
+use prost_reflect::{DynamicMessage, MapKey, ReflectMessage, Value as Proto};
 use serde_json::{Map, Value, json};
 
 use super::schema::Schema;
@@ -48,7 +48,7 @@ fn fields_into(
             }
             continue;
         }
-        if let Some(v) = field_value(schema, &field.kind(), value, fp.keep_zero, &here)? {
+        if let Some(v) = field_value(schema, value, fp.keep_zero, &here)? {
             out.insert(fp.json.clone(), v);
         }
     }
@@ -58,7 +58,6 @@ fn fields_into(
 /// The JSON value of one field; `None` when JSON leaves it out.
 fn field_value(
     schema: &Schema,
-    kind: &Kind,
     value: &Proto,
     keep_zero: bool,
     path: &str,
@@ -83,18 +82,11 @@ fn field_value(
             }
             Ok(Some(Value::Object(out)))
         }
-        Proto::Message(m) => {
-            let v = single(schema, value, path)?;
-            let zero_time = matches!(
-                Special::of(m.descriptor().full_name()),
-                Some(Special::Time | Special::MicroTime)
-            ) && v.is_null();
-            Ok((!zero_time).then_some(v))
-        }
+        // A zero Time or empty raw JSON is `null`, which Go leaves out of the stored object.
+        Proto::Message(_) => Ok(Some(single(schema, value, path)?).filter(|v| !v.is_null())),
         scalar => {
             let v = single(schema, scalar, path)?;
-            let zero = is_zero(scalar) && !matches!(kind, Kind::Message(_));
-            Ok((keep_zero || !zero).then_some(v))
+            Ok((keep_zero || !is_zero(scalar)).then_some(v))
         }
     }
 }
