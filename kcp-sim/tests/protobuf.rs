@@ -542,3 +542,34 @@ async fn protobuf_delete_options_are_honoured() {
         String::from_utf8_lossy(&body)
     );
 }
+
+#[tokio::test]
+async fn a_protobuf_only_client_reads_discovery_as_protobuf() {
+    let sim = Server::start(Config::default()).await.unwrap();
+    let accept = [(header::ACCEPT, PROTOBUF)];
+    let (status, _, body) = send(&sim, "GET", "/api/v1", &accept, Vec::new()).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let list = pb_meta::APIResourceList::decode(open(&body).raw.unwrap().as_slice()).unwrap();
+    let configmaps = list
+        .resources
+        .iter()
+        .find(|r| r.name.as_deref() == Some("configmaps"))
+        .unwrap();
+    assert!(
+        configmaps
+            .verbs
+            .as_ref()
+            .unwrap()
+            .items
+            .contains(&"watch".to_string())
+    );
+    let (status, _, body) = send(&sim, "GET", "/apis", &accept, Vec::new()).await;
+    assert_eq!(status, StatusCode::OK, "{}", String::from_utf8_lossy(&body));
+    let groups = pb_meta::APIGroupList::decode(open(&body).raw.unwrap().as_slice()).unwrap();
+    assert!(
+        groups
+            .groups
+            .iter()
+            .any(|g| g.name.as_deref() == Some("apps"))
+    );
+}
