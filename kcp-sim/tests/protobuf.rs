@@ -573,3 +573,37 @@ async fn a_protobuf_only_client_reads_discovery_as_protobuf() {
             .any(|g| g.name.as_deref() == Some("apps"))
     );
 }
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn any_configmap_round_trips_through_k8s_pb(
+        data in proptest::collection::btree_map("[a-zA-Z0-9._-]{1,16}", "\\PC{0,24}", 0..5),
+        binary in proptest::collection::btree_map(
+            "[a-z0-9]{1,8}", proptest::collection::vec(proptest::num::u8::ANY, 0..16), 0..3),
+        labels in proptest::collection::btree_map("[a-z]{1,8}", "[a-z0-9]{0,8}", 0..4),
+        immutable in proptest::option::of(proptest::bool::ANY),
+    ) {
+        use base64::Engine;
+        let mut object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "namespace": "default"}});
+        if !labels.is_empty() {
+            object["metadata"]["labels"] = json!(labels);
+        }
+        if !data.is_empty() {
+            object["data"] = json!(data);
+        }
+        if !binary.is_empty() {
+            let encoded: BTreeMap<_, _> = binary
+                .iter()
+                .map(|(k, v)| (k.clone(), base64::engine::general_purpose::STANDARD.encode(v)))
+                .collect();
+            object["binaryData"] = json!(encoded);
+        }
+        if let Some(flag) = immutable {
+            object["immutable"] = json!(flag);
+        }
+        proptest::prop_assert_eq!(through_k8s_pb::<pb_core::ConfigMap>(&object), object);
+    }
+}
