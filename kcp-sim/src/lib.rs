@@ -20,7 +20,9 @@
 //! Layers, bottom up: [`store`] (objects, resourceVersions, change history, watch fan-out),
 //! [`semantics`] (Kubernetes write rules), [`crd`], [`kcp`], [`apiexport`], [`query`] (lists and watch
 //! filters), [`api`] (addressing and faults, shared by HTTP and in-process calls), [`http`],
-//! [`server`]. [`selector`], [`patch`] and [`managed_fields`] are the pure pieces underneath.
+//! [`server`]. [`selector`], [`patch`] and [`managed_fields`] are the pure pieces underneath;
+//! [`table`], [`events`] and [`protobuf`] are how answers are shown (Tables, watch events,
+//! Kubernetes protobuf bodies).
 //!
 //! Known differences from the real servers are listed in the crate README.
 
