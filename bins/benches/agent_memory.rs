@@ -5,8 +5,8 @@
 //! are Ready and it has idled for two seconds, then prints `idle agent RSS` from
 //! `/proc/<pid>/status`. Criterion times the agent from process start to `/readyz` answering 200.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+mod support;
+
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -16,6 +16,7 @@ use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kube::api::DynamicObject;
 use kcp_core::{ObjectClient, parse_manifests};
 use kcp_sim::{Config, Server};
+use support::{ready, rss_mib};
 
 const AGENT: &str = env!("CARGO_BIN_EXE_kcp-init-agent");
 const SETUP: [&str; 3] = [
@@ -32,28 +33,6 @@ async fn apply(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
         .apply(&plan)
         .await;
     assert!(report.is_complete(), "{report}");
-}
-
-fn ready(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = write!(stream, "GET /readyz HTTP/1.0\r\n\r\n");
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse().ok())
-        })
-        .unwrap_or(0)
 }
 
 async fn run_agent_once() -> Duration {
@@ -97,7 +76,7 @@ async fn run_agent_once() -> Duration {
         tokio::time::sleep(Duration::from_secs(3)).await;
         eprintln!(
             "idle agent RSS: {:.1} MiB (after initializing 3 workspaces and idling)",
-            rss_kib(child.id()) as f64 / 1024.0
+            rss_mib(child.id())
         );
     }
     let _ = child.kill();

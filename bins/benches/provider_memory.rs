@@ -6,8 +6,8 @@
 //! then prints `idle provider RSS` from `/proc/<pid>/status`. Criterion times the process from
 //! start to `/readyz` answering 200.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+mod support;
+
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -16,32 +16,11 @@ use capi_kind::api::{KINDCluster, Phase};
 use criterion::{Criterion, criterion_group, criterion_main};
 use kcp_core::{ObjectClient, ObjectClientExt, parse_manifests};
 use kcp_sim::{Config, Server};
+use support::{ready, rss_mib};
 
 const PROVIDER: &str = env!("CARGO_BIN_EXE_capi-provider-kind");
 
 static PRINTED: AtomicBool = AtomicBool::new(false);
-
-fn ready(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = write!(stream, "GET /readyz HTTP/1.0\r\n\r\n");
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
-}
-
-fn rss_kib(pid: u32) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse().ok())
-        })
-        .unwrap_or(0)
-}
 
 fn stand_in_kind(dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("kind");
@@ -116,7 +95,7 @@ async fn run_provider_once() -> Duration {
         tokio::time::sleep(Duration::from_secs(2)).await;
         eprintln!(
             "idle provider RSS: {:.1} MiB (3 KINDClusters provisioning, then idling)",
-            rss_kib(child.id()) as f64 / 1024.0
+            rss_mib(child.id())
         );
     }
     // SIGTERM, so the provider drains and its kind children are killed with it.

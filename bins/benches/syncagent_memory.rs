@@ -7,8 +7,8 @@
 //! workspace, waits for every local copy, and prints its RSS again. Criterion times the
 //! process from start to `/readyz` answering 200.
 
-use std::io::{Read, Write};
-use std::net::TcpStream;
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -19,6 +19,7 @@ use kcp_core::ObjectClient;
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_sim::{Config, PLAIN_CLUSTER, Server, SimClient};
 use serde_json::{Value, json};
+use support::{free_port, ready, rss_mib};
 
 const AGENT: &str = env!("CARGO_BIN_EXE_kcp-api-syncagent");
 
@@ -32,36 +33,6 @@ const CRD: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomRe
 async fn create(client: &dyn ObjectClient, value: Value) {
     let obj: DynamicObject = serde_json::from_value(value).unwrap_or_else(|e| panic!("{e}"));
     client.create(&obj).await.unwrap_or_else(|e| panic!("{e}"));
-}
-
-fn ready(port: u16) -> bool {
-    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = write!(stream, "GET /readyz HTTP/1.0\r\n\r\n");
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
-}
-
-fn rss_mib(pid: u32) -> f64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS:"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|n| n.parse::<f64>().ok())
-        })
-        .unwrap_or(0.0)
-        / 1024.0
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 struct Agent(Child);

@@ -16,14 +16,15 @@ use std::sync::atomic::AtomicBool;
 use std::time::Instant;
 
 use futures::StreamExt;
-use kcp_core::runtime::{ErrorPolicy, Outcome, ReconcileResult};
+use kcp_core::runtime::{ErrorPolicy, Outcome, ReconcileResult, drain_controller};
 use kcp_core::{Backoff, KubeObjectClient, ObjectClient};
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
+use kube::runtime::{WatchStreamExt as _, reflector, watcher};
 use tokio_util::sync::CancellationToken;
 
+use crate::agent_cache::AgentCache;
 use crate::api::{
     AGENT_MACHINE_REF_LABEL, AGENT_MACHINE_REF_NAMESPACE_ANNOTATION, AgentCluster, AgentMachine,
     WATCH_FILTER_LABEL,
@@ -93,13 +94,15 @@ pub async fn run(
     let object_client: Arc<dyn ObjectClient> =
         Arc::new(KubeObjectClient::new(options.client.clone()));
     let machine_resource = machine_resource(object_client.as_ref()).await?;
+    let stop = CancellationToken::new();
+    let (agent_store, agent_watch) = agent_reflector(&options, stop.clone());
     let mut ctx = Context::new(object_client, options.config.clone());
     ctx.metrics = options.metrics.clone();
+    ctx.agents = Some(AgentCache::new(agent_store));
     let shared = Arc::new(Shared {
         ctx,
         errors: ErrorPolicy::new(options.backoff),
     });
-    let stop = CancellationToken::new();
     let trigger = stop.clone();
     tokio::spawn(async move {
         shutdown.await;
@@ -128,11 +131,11 @@ pub async fn run(
         machine_resource,
     )
     .graceful_shutdown_on(stop.clone().cancelled_owned());
-    let store = machines.store();
+    let (cluster_store, machine_store) = (clusters.store(), machines.store());
     if let Some(ready) = options.ready.clone() {
         // Ready once the AgentMachine cache synced (kcp-core polls around kube-runtime's
         // single-waiter store readiness).
-        kcp_core::runtime::CacheSync::new(ready).track(store);
+        kcp_core::runtime::CacheSync::new(ready).track(machine_store.clone());
     }
     let nodes = node_controller(&options, namespace, &filter, shared.clone(), stop.clone());
     let clusters = clusters
@@ -141,8 +144,30 @@ pub async fn run(
     let machines = machines
         .run(reconcile_machine, error_policy_machine, shared)
         .for_each(|_| async {});
-    tokio::join!(clusters, machines, nodes);
+    tokio::join!(
+        drain_controller(clusters, cluster_store, stop.clone()),
+        drain_controller(machines, machine_store, stop.clone()),
+        nodes,
+        agent_watch,
+    );
     Ok(())
+}
+
+/// The Agent cache selection reads, and the future filling it until `stop`.
+fn agent_reflector(
+    options: &Options,
+    stop: CancellationToken,
+) -> (Store<Agent>, impl Future<Output = ()> + use<>) {
+    let agent_api = api::<Agent>(&options.client, options.config.agent_namespace.as_deref());
+    let (store, writer) = reflector::store();
+    let fill = reflector::reflector(
+        writer,
+        watcher::watcher(agent_api, watcher::Config::default()),
+    )
+    .default_backoff()
+    .take_until(stop.cancelled_owned())
+    .for_each(|_| async {});
+    (store, fill)
 }
 
 /// The AgentMachine controller with its Machine and Agent watches.
@@ -307,6 +332,7 @@ fn node_controller(
         .with_config(ControllerConfig::default().concurrency(options.concurrency))
         .graceful_shutdown_on(stop.clone().cancelled_owned());
     let store = controller.store();
+    let (store_for_drain, stop_for_drain) = (store.clone(), stop.clone());
     let workloads = Workloads::new(store.clone(), wake);
     let ctx = Arc::new(NodeShared { shared, workloads });
     let woken_ctx = ctx.clone();
@@ -333,8 +359,9 @@ fn node_controller(
     let run = controller
         .run(reconcile_node, error_policy_node, ctx)
         .for_each(|_| async {});
+    let node_store = store_for_drain;
     async move {
-        tokio::join!(run, wakeups);
+        tokio::join!(drain_controller(run, node_store, stop_for_drain), wakeups);
     }
 }
 

@@ -13,9 +13,11 @@
 //! [`deletion`]), the reconcilers ([`cluster`], [`machine`]) and [`controller`] (wiring on
 //! `kube::runtime::Controller`).
 
+pub mod agent_cache;
 pub mod api;
 pub mod binding;
 pub mod bootstrap;
+pub mod claims;
 pub mod cluster;
 pub mod conditions;
 pub mod controller;

@@ -25,6 +25,7 @@ use kube::api::DynamicObject;
 use serde::Serialize;
 use tracing::Instrument;
 
+use crate::agent_cache::AgentCache;
 use crate::api::v1beta1::Initialization;
 use crate::api::{
     AGENT_MACHINE_FINALIZER, AGENT_MACHINE_REF_LABEL, AgentCluster, AgentMachine, AgentReference,
@@ -147,6 +148,7 @@ async fn provision(
         return Ok(Outcome::Done);
     };
     let bound = am.status.as_ref().and_then(|s| s.agent_ref.clone());
+    let mut retry = None;
     let agent = match &bound {
         Some(reference) => refresh(ctx, am, reference, &ignition).await?,
         None => {
@@ -155,7 +157,15 @@ async fn provision(
                 write(client, am, not_reserved(Some(waiting))).await?;
                 return Ok(Outcome::RequeueAfter(CLUSTER_POLL));
             };
-            claim(ctx, am, machine, cd, ignition).await?
+            match claim(ctx, am, machine, cd, ignition).await? {
+                Claim::Bound(agent) => Some(*agent),
+                Claim::NoneFree => None,
+                // Another worker may yet lose its claim and leave an Agent free: look again soon.
+                Claim::OthersClaiming => {
+                    retry = Some(CONTENDED_RETRY);
+                    None
+                }
+            }
         }
     };
     let mut update = bound_status(agent.as_ref(), bound.as_ref());
@@ -168,7 +178,7 @@ async fn provision(
         "TokenSecretWritten",
     ));
     write(client, am, update).await?;
-    Ok(Outcome::Done)
+    Ok(retry.map_or(Outcome::Done, Outcome::RequeueAfter))
 }
 
 /// The ignition settings from the bootstrap data; `None` (with the condition written) while
@@ -361,6 +371,19 @@ async fn write_token_secret(
     Ok(())
 }
 
+/// What [`claim`] came to.
+enum Claim {
+    /// This Agent is now bound to the AgentMachine.
+    Bound(Box<Agent>),
+    /// No eligible Agent is free.
+    NoneFree,
+    /// Every eligible Agent was being claimed by another worker of this process.
+    OthersClaiming,
+}
+
+/// How soon an AgentMachine that found every candidate being claimed by other workers looks again.
+const CONTENDED_RETRY: Duration = Duration::from_millis(200);
+
 /// Recovers an Agent already labelled for this AgentMachine, or selects and claims one.
 async fn claim(
     ctx: &Context,
@@ -368,14 +391,15 @@ async fn claim(
     machine: &Machine,
     cd: ClusterReference,
     ignition: IgnitionSettings,
-) -> Result<Option<Agent>> {
+) -> Result<Claim> {
     let client = ctx.client.as_ref();
-    let agent_ns = ctx.config.agent_namespace.as_deref();
     let namespace = am.metadata.namespace.clone().unwrap_or_default();
     let name = am.metadata.name.clone().unwrap_or_default();
+    // Always from the server, never a cache: an Agent claimed by an earlier attempt whose
+    // status write failed must be found again, or the AgentMachine would take a second one.
     let labelled: Vec<Agent> = client
         .list_typed(
-            agent_ns,
+            ctx.config.agent_namespace.as_deref(),
             &ListOptions::labels(format!("{AGENT_MACHINE_REF_LABEL}={name}")),
         )
         .await?;
@@ -384,15 +408,10 @@ async fn claim(
         .find(|a| bound_to(a, &namespace, &name))
     {
         set_provider_id(client, am, &agent).await?;
-        return Ok(Some(agent));
+        return Ok(Claim::Bound(Box::new(agent)));
     }
     let started = Instant::now();
-    let agents: Vec<Agent> = client
-        .list_typed(
-            agent_ns,
-            &ListOptions::labels(format!("!{AGENT_MACHINE_REF_LABEL}")),
-        )
-        .await?;
+    let agents = free_agents(ctx).await?;
     let request = Request {
         selector: am.spec.agent_label_selector.as_ref(),
         failure_domain: machine.spec.failure_domain.as_deref(),
@@ -404,13 +423,18 @@ async fn claim(
         cluster_deployment: cd,
         ignition,
     };
+    let mut others_claiming = false;
     for candidate in rank(&agents, &request) {
+        let Some(_claiming) = ctx.claims.begin(&key(&candidate.metadata)) else {
+            others_claiming = true;
+            continue;
+        };
         match patch_agent(client, candidate, &bind_patch(candidate, &binding)).await {
             Ok(agent) => {
                 ctx.metrics.claim(ClaimResult::Claimed);
                 ctx.metrics.selection(started.elapsed());
                 set_provider_id(client, am, &agent).await?;
-                return Ok(Some(agent));
+                return Ok(Claim::Bound(Box::new(agent)));
             }
             Err(err) if err.is_conflict() || err.is_not_found() => {
                 ctx.metrics.claim(ClaimResult::Conflict)
@@ -420,7 +444,36 @@ async fn claim(
     }
     ctx.metrics.claim(ClaimResult::NoneEligible);
     ctx.metrics.selection(started.elapsed());
-    Ok(None)
+    Ok(if others_claiming {
+        Claim::OthersClaiming
+    } else {
+        Claim::NoneFree
+    })
+}
+
+/// The Agents without an AgentMachine: from the controller's Agent cache once it synced (a
+/// stale entry only costs a 409 on the claim), else listed from the server.
+async fn free_agents(ctx: &Context) -> Result<Vec<Agent>> {
+    if let Some(agents) = ctx.agents.as_ref().and_then(AgentCache::synced) {
+        return Ok(agents
+            .state()
+            .iter()
+            .filter(|a| {
+                !a.metadata
+                    .labels
+                    .as_ref()
+                    .is_some_and(|l| l.contains_key(AGENT_MACHINE_REF_LABEL))
+            })
+            .map(|a| Agent::clone(a))
+            .collect());
+    }
+    Ok(ctx
+        .client
+        .list_typed(
+            ctx.config.agent_namespace.as_deref(),
+            &ListOptions::labels(format!("!{AGENT_MACHINE_REF_LABEL}")),
+        )
+        .await?)
 }
 
 async fn patch_agent(

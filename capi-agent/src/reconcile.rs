@@ -17,7 +17,9 @@ use kube::api::GroupVersionKind;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::agent_cache::AgentCache;
 use crate::api::{MANAGED_BY_ANNOTATION, PAUSED_ANNOTATION};
+use crate::claims::ClaimsInFlight;
 use crate::deletion::DEFAULT_UNBIND_TIMEOUT;
 use crate::error::{Error, Result};
 use crate::foreign::{CAPI_GROUP, CAPI_VERSIONS, Cluster, Machine, capi_gvk};
@@ -62,6 +64,10 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     /// Event recorder (component `capi-provider-agent`).
     pub events: EventRecorder,
+    /// The Agent cache selection reads; `None`: list the free Agents on each claim.
+    pub agents: Option<AgentCache>,
+    /// The Agents this process's workers are claiming right now.
+    pub claims: ClaimsInFlight,
 }
 
 impl Context {
@@ -72,6 +78,8 @@ impl Context {
             config,
             metrics: Arc::new(Metrics::unregistered()),
             events: EventRecorder::new("capi-provider-agent"),
+            agents: None,
+            claims: ClaimsInFlight::default(),
         }
     }
 }

@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use capi_agent::controller::{Options, run};
-use kcp_core::Backoff;
+use kcp_core::{Backoff, ObjectClientExt as _};
 use kcp_sim::{ErrorRule, Verb};
 use serde_json::json;
 use support::*;
@@ -154,6 +154,24 @@ async fn every_machine_converges_with_ten_percent_injected_server_errors() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stopping_before_the_first_list_succeeded_does_not_hang() {
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    world
+        .sim
+        .faults()
+        .add_error(ErrorRule::new(500, 1.0).verbs([Verb::List]));
+    let running = start(&world);
+    until(
+        "the controllers tried to list",
+        Duration::from_secs(30),
+        || async { world.sim.faults().injected() > 0 },
+    )
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_watch_filter_leaves_unlabelled_machines_alone() {
     let world = World::start().await;
     world.hosted_cluster().await;
@@ -226,6 +244,40 @@ async fn agents_outside_the_agent_namespace_are_never_bound() {
             .unwrap()
             .namespace,
         AGENTS
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_namespace_only_that_namespaces_machines_are_reconciled() {
+    let world = World::start().await;
+    world
+        .create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "elsewhere"}}))
+        .await;
+    // An AgentMachine without its Machine owner gets a status saying so once it is reconciled.
+    for namespace in [NS, "elsewhere"] {
+        world
+            .create(json!({"apiVersion": "capi-provider.agent-install.openshift.io/v1beta1", "kind": "AgentMachine",
+                "metadata": {"name": "orphan", "namespace": namespace},
+                "spec": {}}))
+            .await;
+    }
+    let running = start_with(&world, |o| o.config.namespace = Some(NS.into()));
+    until(
+        "the AgentMachine in the namespace is reconciled",
+        Duration::from_secs(30),
+        || async { world.agent_machine("orphan").await.status.is_some() },
+    )
+    .await;
+    running.stop().await;
+    let outside: Option<capi_agent::api::AgentMachine> = world
+        .client
+        .get_typed(Some("elsewhere"), "orphan")
+        .await
+        .unwrap();
+    let outside = outside.expect("the AgentMachine outside still exists");
+    assert!(
+        outside.status.is_none(),
+        "an AgentMachine outside --namespace was reconciled"
     );
 }
 

@@ -9,12 +9,16 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use futures::channel::mpsc;
-use kcp_core::runtime::{Classify as _, ControllerMetrics, ErrorPolicy, Outcome, ReconcileResult};
+use kcp_core::runtime::{
+    CacheSync, Classify as _, ControllerMetrics, ErrorPolicy, Outcome, ReconcileResult,
+    drain_controller,
+};
 use kcp_core::{Backoff, KubeObjectClient};
 use kube::runtime::controller::{Action, Config as ControllerSettings};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
 use kube::{Api, ResourceExt as _};
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use crate::api::{KINDCluster, KindCluster};
@@ -140,7 +144,7 @@ fn controller<K>(
     watch: watcher::Config,
     wakeups: mpsc::UnboundedReceiver<ObjectRef<K>>,
     shared: Arc<Shared>,
-    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+    stop: CancellationToken,
 ) -> (impl Future<Output = ()>, kube::runtime::reflector::Store<K>)
 where
     K: KindObject + kube::Resource<Scope = kube::core::NamespaceResourceScope>,
@@ -148,12 +152,12 @@ where
     let controller = Controller::new(api, watch)
         .with_config(ControllerSettings::default().debounce(Duration::from_millis(100)))
         .reconcile_on(wakeups)
-        .graceful_shutdown_on(shutdown);
+        .graceful_shutdown_on(stop.clone().cancelled_owned());
     let store = controller.store();
     let run = controller
         .run(reconcile_object::<K>, error_policy::<K>, shared)
         .for_each(|_| async {});
-    (run, store)
+    (drain_controller(run, store.clone(), stop), store)
 }
 
 /// Runs both controllers until `shutdown` completes.
@@ -178,33 +182,35 @@ pub async fn run(
         errors: ErrorPolicy::new(config.backoff),
         metrics: config.metrics.clone(),
     });
-    let shutdown = futures::FutureExt::shared(Box::pin(shutdown));
+    let stop = CancellationToken::new();
+    let trigger = stop.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        trigger.cancel();
+    });
     let watch = watch_config(config.watch_filter.as_deref());
     let (upstream, upstream_store) = controller(
         api::<KINDCluster>(&config),
         watch.clone(),
         upstream_wakeups,
         shared.clone(),
-        shutdown.clone(),
+        stop.clone(),
     );
     let (capi, capi_store) = controller(
         api::<KindCluster>(&config),
         watch,
         capi_wakeups,
         shared,
-        shutdown,
+        stop,
     );
-    let ready = config.ready.clone();
-    let readiness = async move {
-        let synced = upstream_store.wait_until_ready().await.is_ok()
-            && capi_store.wait_until_ready().await.is_ok();
-        ready.store(synced, Ordering::SeqCst);
-    };
+    let caches = CacheSync::new(config.ready.clone());
+    caches.track(upstream_store);
+    caches.track(capi_store);
     tracing::info!(
         namespace = config.namespace.as_deref().unwrap_or("(all)"),
         "capi-provider-kind starting"
     );
-    futures::join!(upstream, capi, readiness);
+    futures::join!(upstream, capi);
     config.ready.store(false, Ordering::SeqCst);
     Ok(())
 }

@@ -30,12 +30,12 @@ impl Env {
     }
 
     async fn start_with(provisioner: SimProvisioner) -> Env {
-        Env::start_configured(provisioner, |_| ()).await
+        Env::start_configured(provisioner, |_, _| ()).await
     }
 
     async fn start_configured(
         provisioner: SimProvisioner,
-        configure: impl FnOnce(&mut ControllerConfig),
+        configure: impl FnOnce(&mut ControllerConfig, &Server),
     ) -> Env {
         let sim = Server::start(Config::default()).await.unwrap();
         let admin = sim.object_client("");
@@ -50,7 +50,7 @@ impl Env {
             create_wait: Duration::from_secs(60),
             retry_refused: Duration::from_millis(500),
         };
-        configure(&mut config);
+        configure(&mut config, &sim);
         let (stop, mut rx) = watch::channel(false);
         let task = tokio::spawn(run(config, async move {
             let _ = rx.wait_for(|s| *s).await;
@@ -640,7 +640,7 @@ async fn a_kubeconfig_secret_controlled_by_someone_else_leaves_the_cluster_provi
 
 #[tokio::test]
 async fn with_a_watch_filter_only_labelled_objects_are_served() {
-    let env = Env::start_configured(SimProvisioner::new(), |c| {
+    let env = Env::start_configured(SimProvisioner::new(), |c, _| {
         c.watch_filter = Some("team-a".into())
     })
     .await;
@@ -660,5 +660,23 @@ async fn with_a_watch_filter_only_labelled_objects_are_served() {
         "{other:?}"
     );
     assert_eq!(env.provisioner.list().await.unwrap(), ["mine"]);
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn stopping_before_the_first_list_succeeded_does_not_hang() {
+    let env = Env::start_configured(SimProvisioner::new(), |_, sim| {
+        sim.faults()
+            .add_error(kcp_sim::ErrorRule::new(500, 1.0).verbs([kcp_sim::Verb::List]));
+    })
+    .await;
+    let faults_seen = async {
+        while env.sim.faults().injected() == 0 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), faults_seen)
+        .await
+        .expect("the controllers tried to list");
     env.stop().await;
 }

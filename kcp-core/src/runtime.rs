@@ -17,11 +17,15 @@
 //!   workers on one key, drain on shutdown) run by [`run_workers`], and start dynamic
 //!   sub-controllers in a [`TaskSet`].
 //!
+//! [`drain_controller`] stops a `Controller` that never synced its cache, which kube-runtime alone would
+//! wait for forever.
+//!
 //! [`metrics`] registers the per-controller series (reconciles by result, duration, queue
 //! depth) in a `prometheus-client` registry, under controller-runtime's metric names so
 //! existing dashboards keep working.
 
 pub mod conditions;
+pub mod drain;
 pub mod error_policy;
 pub mod events;
 pub mod finalizer;
@@ -35,6 +39,7 @@ pub mod tasks;
 pub mod workers;
 
 pub use conditions::{ConditionStatus, ConditionUpdate, StatusCondition, set_condition};
+pub use drain::drain_controller;
 pub use error_policy::ErrorPolicy;
 pub use events::{EventRecorder, EventType};
 pub use metrics::{ControllerMetrics, ReconcileResult};

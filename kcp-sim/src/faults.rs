@@ -6,7 +6,7 @@
 //! [`crate::Server::faults`]; they apply to HTTP requests and to the in-process client alike.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::sync::watch;
@@ -111,6 +111,7 @@ pub struct Faults {
     config: Mutex<FaultConfig>,
     drops: watch::Sender<u64>,
     forced_gone: AtomicU32,
+    injected: AtomicU64,
 }
 
 impl Faults {
@@ -120,6 +121,7 @@ impl Faults {
             config: Mutex::new(config),
             drops: watch::Sender::new(0),
             forced_gone: AtomicU32::new(0),
+            injected: AtomicU64::new(0),
         }
     }
 
@@ -177,6 +179,11 @@ impl Faults {
             .is_ok()
     }
 
+    /// How many error answers the rules have injected so far.
+    pub fn injected(&self) -> u64 {
+        self.injected.load(Ordering::SeqCst)
+    }
+
     /// A receiver that changes whenever [`Self::drop_watches`] is called.
     pub(crate) fn watch_drops(&self) -> watch::Receiver<u64> {
         self.drops.subscribe()
@@ -208,6 +215,7 @@ impl Faults {
         match failure {
             None => Ok(()),
             Some(code) => {
+                self.injected.fetch_add(1, Ordering::SeqCst);
                 let err = ApiError::new(
                     code,
                     ApiError::reason_for_code(code),

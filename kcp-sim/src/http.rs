@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::api::{Endpoint, Sim, Target, WatchStart, render};
+use crate::events::EventEncoder;
 use crate::query::Filter;
 use crate::resource::{Flavor, ResourceType};
 use crate::selector::{FieldSelector, LabelSelector};
@@ -43,9 +44,19 @@ pub async fn handle(
 ) -> Result<Response<Body>, Infallible> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    let protobuf_only = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(crate::protobuf::accepts_only_protobuf);
     let response = match route(&sim, &settings, req).await {
         Ok(resp) => resp,
         Err(err) => error_response(&err),
+    };
+    let response = if protobuf_only {
+        crate::protobuf::response::transcode(response).await
+    } else {
+        response
     };
     tracing::debug!(%method, %path, status = response.status().as_u16(), "kcp-sim request");
     Ok(response)
@@ -241,11 +252,19 @@ async fn route(
         .filter(|m| !m.is_empty())
         .unwrap_or("unknown")
         .to_string();
-    let table = req
+    let accept = req
         .headers()
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(crate::table::wants_table);
+        .unwrap_or_default();
+    let table = crate::table::wants_table(accept);
+    let events = if table {
+        EventFormat::Table
+    } else if crate::protobuf::accepts_only_protobuf(accept) {
+        EventFormat::Protobuf
+    } else {
+        EventFormat::Json
+    };
     let content_type = req
         .headers()
         .get(header::CONTENT_TYPE)
@@ -275,7 +294,9 @@ async fn route(
             }
             Ok(object_response(StatusCode::OK, &rt, &target.version, &obj))
         }
-        (Method::GET, false) if query.flag("watch") => watch(sim, settings, &target, &query).await,
+        (Method::GET, false) if query.flag("watch") => {
+            watch(sim, settings, &target, &query, events).await
+        }
         (Method::GET, false) => list(sim, &target, &query, table).await,
         (Method::POST, false) => {
             let obj = decode_body(&body, &content_type)?;
@@ -412,6 +433,9 @@ fn non_resource(
 }
 
 fn decode_body(body: &[u8], content_type: &str) -> ApiResult<Value> {
+    if crate::protobuf::is_protobuf(content_type) {
+        return crate::protobuf::decode_envelope(body);
+    }
     if content_type.contains("protobuf") || content_type.contains("cbor") {
         return Err(ApiError::unsupported_media_type(content_type));
     }
@@ -444,8 +468,12 @@ fn delete_request(body: &[u8], query: &Query) -> ApiResult<DeleteRequest> {
         ..DeleteRequest::default()
     };
     if !body.is_empty() {
-        let opts: Value = serde_json::from_slice(body)
-            .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?;
+        let opts: Value = if body.starts_with(crate::protobuf::MAGIC) {
+            crate::protobuf::decode_envelope(body)?
+        } else {
+            serde_json::from_slice(body)
+                .map_err(|e| ApiError::bad_request(format!("invalid DeleteOptions: {e}")))?
+        };
         if let Some(p) = opts.get("propagationPolicy").and_then(Value::as_str) {
             req.propagation = Some(p.to_string());
         }
@@ -597,16 +625,6 @@ async fn list(sim: &Sim, target: &Target, query: &Query, table: bool) -> ApiResu
     ))
 }
 
-fn event_line(kind: &str, object: &[u8]) -> Bytes {
-    let mut out = BytesMut::with_capacity(object.len() + 32);
-    out.put_slice(b"{\"type\":\"");
-    out.put_slice(kind.as_bytes());
-    out.put_slice(b"\",\"object\":");
-    out.put_slice(object);
-    out.put_slice(b"}\n");
-    out.freeze()
-}
-
 /// The state of one open watch stream.
 struct WatchStream {
     start: WatchStart,
@@ -617,11 +635,13 @@ struct WatchStream {
     deadline: tokio::time::Instant,
     drops: tokio::sync::watch::Receiver<u64>,
     done: bool,
+    encoder: EventEncoder,
 }
 
 impl WatchStream {
     fn encode(&self, kind: ChangeKind, obj: &Stored) -> Bytes {
-        event_line(kind.as_str(), &render(&self.start.rt, &self.version, obj))
+        self.encoder
+            .event(kind.as_str(), &render(&self.start.rt, &self.version, obj))
     }
 
     fn bookmark(&self) -> Bytes {
@@ -630,7 +650,8 @@ impl WatchStream {
             "apiVersion": self.start.rt.api_version(&self.version),
             "metadata": {"resourceVersion": self.last_rv.to_string()},
         });
-        event_line("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
+        self.encoder
+            .event("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
     }
 
     async fn next_frame(&mut self) -> Option<Bytes> {
@@ -681,11 +702,42 @@ impl WatchStream {
     }
 }
 
+/// How a watch request asked for its events.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum EventFormat {
+    Json,
+    Table,
+    Protobuf,
+}
+
+/// The encoder of a watch's events; `406` before the watch starts when a protobuf-only client
+/// watches a kind without a protobuf form.
+fn event_encoder(
+    sim: &Sim,
+    target: &Target,
+    rt: &ResourceType,
+    query: &Query,
+    format: EventFormat,
+) -> ApiResult<EventEncoder> {
+    Ok(match format {
+        EventFormat::Json => EventEncoder::Json,
+        EventFormat::Table => EventEncoder::Table {
+            columns: sim.printer_columns(target, rt),
+            include: query.get("includeObject").map(String::from),
+        },
+        EventFormat::Protobuf => {
+            crate::protobuf::response::check_encodable(&rt.api_version(&target.version), &rt.kind)?;
+            EventEncoder::Protobuf
+        }
+    })
+}
+
 async fn watch(
     sim: &Sim,
     settings: &HttpSettings,
     target: &Target,
     query: &Query,
+    format: EventFormat,
 ) -> ApiResult<Response<Body>> {
     if query.flag("sendInitialEvents") {
         return Err(ApiError::invalid(
@@ -707,15 +759,19 @@ async fn watch(
         // Like the real server: a watch from an expired version starts, and its one event is an
         // ERROR carrying the 410 Status (client-go and kube-rs both re-list on it).
         Err(err) if err.code == 410 => {
-            let body = serde_json::to_vec(&err.to_status()).unwrap_or_default();
+            let encoder = match format {
+                EventFormat::Protobuf => EventEncoder::Protobuf,
+                _ => EventEncoder::Json,
+            };
             return Ok(full(
                 StatusCode::OK,
-                "application/json",
-                event_line("ERROR", &body),
+                encoder.content_type(),
+                encoder.error(&err),
             ));
         }
         Err(err) => return Err(err),
     };
+    let encoder = event_encoder(sim, target, &start.rt, query, format)?;
     let timeout = query
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())
@@ -741,16 +797,16 @@ async fn watch(
         deadline: tokio::time::Instant::now() + timeout,
         drops,
         done: false,
+        encoder,
     };
+    let content_type = stream.encoder.content_type();
     let frames = futures::stream::unfold(stream, |mut s| async move {
         let frame = s.next_frame().await?;
         Some((Ok::<_, Infallible>(Frame::data(frame)), s))
     });
     let mut resp = Response::new(BodyExt::boxed(StreamBody::new(frames)));
-    resp.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
     resp.headers_mut().insert(
         header::TRANSFER_ENCODING,
         HeaderValue::from_static("chunked"),
@@ -798,14 +854,6 @@ mod tests {
         assert_eq!(
             segs("/clusters/root%3Aorg/api"),
             ["clusters", "root:org", "api"]
-        );
-    }
-
-    #[test]
-    fn watch_events_wrap_the_stored_json_unchanged() {
-        assert_eq!(
-            &event_line("ADDED", br#"{"a":1}"#)[..],
-            b"{\"type\":\"ADDED\",\"object\":{\"a\":1}}\n"
         );
     }
 }

@@ -20,7 +20,9 @@
 //! Layers, bottom up: [`store`] (objects, resourceVersions, change history, watch fan-out),
 //! [`semantics`] (Kubernetes write rules), [`crd`], [`kcp`], [`apiexport`], [`query`] (lists and watch
 //! filters), [`api`] (addressing and faults, shared by HTTP and in-process calls), [`http`],
-//! [`server`]. [`schema`] validates, defaults and prunes custom resources. [`selector`], [`patch`] and [`managed_fields`] are the pure pieces underneath.
+//! [`server`]. [`schema`] validates, defaults and prunes custom resources. [`selector`], [`patch`] and [`managed_fields`] are the pure pieces underneath;
+//! [`table`], [`events`] and [`protobuf`] are how answers are shown (Tables, watch events,
+//! Kubernetes protobuf bodies).
 //!
 //! Known differences from the real servers are listed in the crate README.
 
@@ -29,11 +31,13 @@ pub mod apiexport;
 pub mod client;
 pub mod crd;
 pub mod error;
+pub mod events;
 pub mod faults;
 pub mod http;
 pub mod kcp;
 pub mod managed_fields;
 pub mod patch;
+pub mod protobuf;
 pub mod query;
 pub mod resource;
 pub mod schema;

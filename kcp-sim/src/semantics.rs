@@ -510,6 +510,16 @@ fn default_on_create(
             obj["spec"] = json!({"finalizers": ["kubernetes"]});
             obj["status"] = json!({"phase": "Active"});
         }
+        // SetDefaults_Secret: a Secret without a type is Opaque.
+        ("", "Secret")
+            if obj
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .is_empty() =>
+        {
+            obj["type"] = json!("Opaque");
+        }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             crd::establish(state, cluster, obj)?;
         }

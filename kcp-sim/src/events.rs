@@ -1,0 +1,172 @@
+//! How the events of one watch are written: JSON lines (`{"type":..,"object":..}`), the same
+//! with each object shown as a one-row `meta.k8s.io/v1` Table (`kubectl get -w`), or
+//! length-delimited protobuf `WatchEvent` frames for a client that accepts only protobuf.
+
+use bytes::{BufMut, Bytes, BytesMut};
+use serde_json::{Value, json};
+
+use crate::status::ApiError;
+use crate::table::{Column, render_table};
+
+/// The encoder of one watch's events, fixed when the watch starts.
+#[derive(Debug, Clone)]
+pub enum EventEncoder {
+    /// One JSON line per event.
+    Json,
+    /// One JSON line per event whose object is a Table of one row, as kube-apiserver answers a
+    /// watch with `Accept: application/json;as=Table;v=v1;g=meta.k8s.io`: every event carries
+    /// the column definitions, and the row's object follows `includeObject` (metadata only by
+    /// default).
+    Table {
+        /// The columns of the watched kind.
+        columns: Vec<Column>,
+        /// The `includeObject` query parameter.
+        include: Option<String>,
+    },
+    /// Length-delimited protobuf `WatchEvent` frames.
+    Protobuf,
+}
+
+/// A JSON watch event line.
+pub fn event_line(kind: &str, object: &[u8]) -> Bytes {
+    let mut out = BytesMut::with_capacity(object.len() + 32);
+    out.put_slice(b"{\"type\":\"");
+    out.put_slice(kind.as_bytes());
+    out.put_slice(b"\",\"object\":");
+    out.put_slice(object);
+    out.put_slice(b"}\n");
+    out.freeze()
+}
+
+impl EventEncoder {
+    /// The `Content-Type` of the stream.
+    pub fn content_type(&self) -> &'static str {
+        match self {
+            EventEncoder::Json | EventEncoder::Table { .. } => "application/json",
+            EventEncoder::Protobuf => crate::protobuf::WATCH_MEDIA_TYPE,
+        }
+    }
+
+    /// The frame of one event; `object` is the object's JSON. BOOKMARK and ERROR objects are
+    /// never tabulated.
+    pub fn event(&self, kind: &str, object: &[u8]) -> Bytes {
+        match self {
+            EventEncoder::Json => event_line(kind, object),
+            EventEncoder::Table { columns, include } if !matches!(kind, "BOOKMARK" | "ERROR") => {
+                match table_of(columns, include.as_deref(), object) {
+                    Ok(table) => event_line(kind, &table),
+                    Err(err) => self.error(&err),
+                }
+            }
+            EventEncoder::Table { .. } => event_line(kind, object),
+            EventEncoder::Protobuf => {
+                let event = serde_json::from_slice::<Value>(object)
+                    .map_err(|e| ApiError::internal(format!("stored object unreadable: {e}")))
+                    .and_then(|o| {
+                        crate::protobuf::encode_watch_event(&json!({"type": kind, "object": o}))
+                    });
+                match event {
+                    Ok(frame) => frame,
+                    Err(err) => self.error(&err),
+                }
+            }
+        }
+    }
+
+    /// An ERROR event carrying `err` as a Status.
+    pub fn error(&self, err: &ApiError) -> Bytes {
+        let status = err.to_status();
+        if matches!(self, EventEncoder::Protobuf)
+            && let Ok(frame) =
+                crate::protobuf::encode_watch_event(&json!({"type": "ERROR", "object": status}))
+        {
+            return frame;
+        }
+        event_line("ERROR", &serde_json::to_vec(&status).unwrap_or_default())
+    }
+}
+
+fn table_of(columns: &[Column], include: Option<&str>, object: &[u8]) -> Result<Vec<u8>, ApiError> {
+    let value: Value = serde_json::from_slice(object)
+        .map_err(|e| ApiError::internal(format!("stored object unreadable: {e}")))?;
+    let rv = value
+        .pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let table = render_table(columns, &[value], include, &rv, jiff::Timestamp::now());
+    serde_json::to_vec(&table).map_err(|e| ApiError::internal(format!("encoding a table: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::table::crd_columns;
+
+    fn object() -> Vec<u8> {
+        serde_json::to_vec(&json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "c", "resourceVersion": "7", "labels": {"a": "b"}}}))
+        .unwrap()
+    }
+
+    #[test]
+    fn json_events_wrap_the_object_unchanged() {
+        assert_eq!(
+            &EventEncoder::Json.event("ADDED", br#"{"a":1}"#)[..],
+            b"{\"type\":\"ADDED\",\"object\":{\"a\":1}}\n"
+        );
+    }
+
+    #[test]
+    fn table_events_carry_a_one_row_table_with_metadata_only() {
+        let enc = EventEncoder::Table {
+            columns: crd_columns(&[]),
+            include: None,
+        };
+        let line = enc.event("MODIFIED", &object());
+        let event: Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(event["type"], "MODIFIED");
+        let table = &event["object"];
+        assert_eq!(table["kind"], "Table");
+        assert_eq!(table["metadata"]["resourceVersion"], "7");
+        assert_eq!(table["columnDefinitions"][0]["name"], "Name");
+        assert_eq!(table["rows"].as_array().unwrap().len(), 1);
+        assert_eq!(table["rows"][0]["cells"][0], "c");
+        assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
+        assert_eq!(table["rows"][0]["object"]["metadata"]["labels"]["a"], "b");
+    }
+
+    #[test]
+    fn table_events_include_the_whole_object_when_asked() {
+        let enc = EventEncoder::Table {
+            columns: crd_columns(&[]),
+            include: Some("Object".into()),
+        };
+        let event: Value = serde_json::from_slice(&enc.event("ADDED", &object())).unwrap();
+        assert_eq!(event["object"]["rows"][0]["object"]["kind"], "ConfigMap");
+    }
+
+    #[test]
+    fn bookmarks_stay_plain_objects_in_table_watches() {
+        let enc = EventEncoder::Table {
+            columns: crd_columns(&[]),
+            include: None,
+        };
+        let event: Value = serde_json::from_slice(&enc.event("BOOKMARK", &object())).unwrap();
+        assert_eq!(event["object"]["kind"], "ConfigMap");
+    }
+
+    #[test]
+    fn protobuf_events_are_frames_and_unencodable_objects_become_error_frames() {
+        let frame = EventEncoder::Protobuf.event("ADDED", &object());
+        assert_eq!(
+            u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize,
+            frame.len() - 4
+        );
+        let widget = br#"{"apiVersion":"example.io/v1","kind":"Widget","metadata":{"name":"w"}}"#;
+        let error = EventEncoder::Protobuf.event("ADDED", widget);
+        assert!(error.windows(5).any(|w| w == b"ERROR"));
+    }
+}

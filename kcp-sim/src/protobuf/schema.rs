@@ -1,0 +1,227 @@
+//! The Kubernetes protobuf schema kcp-sim knows: the message descriptors compiled at build time
+//! from the vendored `generated.proto` files (`proto/`, `build.rs`), the kind each message
+//! encodes, and what the Go types add that the `.proto` files do not say (`proto/fields.txt`):
+//! JSON names that differ from protobuf names, pointer and non-`omitempty` fields whose zero
+//! value JSON keeps, and embedded structs JSON inlines.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use prost_reflect::{DescriptorPool, FieldDescriptor, MessageDescriptor};
+
+use crate::status::ApiError;
+
+/// The serialized `FileDescriptorSet` of the vendored Kubernetes `.proto` files.
+const DESCRIPTORS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kubernetes.fds"));
+
+/// What `proto/vendor.sh` derived from the Go types.
+const FIELDS: &str = include_str!("../../proto/fields.txt");
+
+/// The protobuf package of `meta.k8s.io/v1` (Status, DeleteOptions, WatchEvent, discovery).
+pub const META: &str = "k8s.io.apimachinery.pkg.apis.meta.v1";
+
+/// The protobuf package of each API group and version kcp-sim can encode.
+const PACKAGES: &[(&str, &str)] = &[
+    ("v1", "k8s.io.api.core.v1"),
+    ("apps/v1", "k8s.io.api.apps.v1"),
+    ("rbac.authorization.k8s.io/v1", "k8s.io.api.rbac.v1"),
+    ("coordination.k8s.io/v1", "k8s.io.api.coordination.v1"),
+    ("events.k8s.io/v1", "k8s.io.api.events.v1"),
+    (
+        "apiextensions.k8s.io/v1",
+        "k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1",
+    ),
+    ("meta.k8s.io/v1", META),
+];
+
+/// How one field of a message maps to JSON.
+#[derive(Debug, Clone)]
+pub struct FieldPlan {
+    /// The protobuf field.
+    pub field: FieldDescriptor,
+    /// Its key in the JSON object.
+    pub json: String,
+    /// Whether JSON keeps the field's zero value (a Go pointer, or no `omitempty`).
+    pub keep_zero: bool,
+    /// Whether JSON lifts the fields of this embedded message into the parent object.
+    pub inline: bool,
+}
+
+/// The JSON mapping of one message.
+#[derive(Debug, Default)]
+pub struct MessagePlan {
+    /// Every field, in field-number order.
+    pub fields: Vec<FieldPlan>,
+    /// Index into `fields` by JSON name.
+    by_json: HashMap<String, usize>,
+    /// Index into `fields` by field number.
+    by_number: HashMap<u32, usize>,
+}
+
+impl MessagePlan {
+    /// The field with this JSON name.
+    pub fn field(&self, json: &str) -> Option<&FieldPlan> {
+        self.by_json.get(json).map(|&i| &self.fields[i])
+    }
+
+    /// The field with this number.
+    pub fn field_by_number(&self, number: u32) -> Option<&FieldPlan> {
+        self.by_number.get(&number).map(|&i| &self.fields[i])
+    }
+
+    /// The inline fields, whose messages take the JSON keys the message itself lacks.
+    pub fn inline_fields(&self) -> impl Iterator<Item = &FieldPlan> {
+        self.fields.iter().filter(|f| f.inline)
+    }
+}
+
+/// The descriptor pool with the JSON mapping of every message in it.
+#[derive(Debug)]
+pub struct Schema {
+    pool: DescriptorPool,
+    plans: HashMap<String, MessagePlan>,
+}
+
+/// Flags of one `fields.txt` line.
+#[derive(Debug, Default, Clone)]
+struct Derived {
+    json: Option<String>,
+    keep_zero: bool,
+    inline: bool,
+}
+
+fn parse_fields(text: &str) -> HashMap<&str, Derived> {
+    let mut out = HashMap::new();
+    for line in text.lines() {
+        let mut parts = line.split_whitespace();
+        let (Some(path), Some(json), Some(flag)) = (parts.next(), parts.next(), parts.next())
+        else {
+            continue;
+        };
+        out.insert(
+            path,
+            Derived {
+                json: (json != "-").then(|| json.to_string()),
+                keep_zero: flag == "keep-zero",
+                inline: flag == "inline",
+            },
+        );
+    }
+    out
+}
+
+impl Schema {
+    /// The schema, built once per process from the descriptors compiled into the crate.
+    pub fn get() -> Result<&'static Schema, ApiError> {
+        static SCHEMA: OnceLock<Result<Schema, String>> = OnceLock::new();
+        SCHEMA
+            .get_or_init(Schema::load)
+            .as_ref()
+            .map_err(|e| ApiError::internal(format!("loading the protobuf descriptors: {e}")))
+    }
+
+    fn load() -> Result<Schema, String> {
+        let pool = DescriptorPool::decode(DESCRIPTORS).map_err(|e| e.to_string())?;
+        let derived = parse_fields(FIELDS);
+        let mut plans = HashMap::new();
+        for message in pool.all_messages() {
+            let mut plan = MessagePlan::default();
+            for field in message.fields() {
+                let d = derived.get(field.full_name()).cloned().unwrap_or_default();
+                let json = d.json.unwrap_or_else(|| field.name().to_string());
+                plan.by_json.insert(json.clone(), plan.fields.len());
+                plan.by_number.insert(field.number(), plan.fields.len());
+                plan.fields.push(FieldPlan {
+                    field,
+                    json,
+                    keep_zero: d.keep_zero,
+                    inline: d.inline,
+                });
+            }
+            plans.insert(message.full_name().to_string(), plan);
+        }
+        Ok(Schema { pool, plans })
+    }
+
+    /// The JSON mapping of a message of this schema.
+    pub fn plan(&self, message: &MessageDescriptor) -> Option<&MessagePlan> {
+        self.plans.get(message.full_name())
+    }
+
+    /// A message by its full protobuf name.
+    pub fn message(&self, full_name: &str) -> Option<MessageDescriptor> {
+        self.pool.get_message_by_name(full_name)
+    }
+
+    /// The message that encodes `kind` of `apiVersion`; `meta.k8s.io/v1` kinds (Status,
+    /// DeleteOptions, discovery documents) are found under any apiVersion, as the real server
+    /// accepts them.
+    pub fn message_for(&self, api_version: &str, kind: &str) -> Option<MessageDescriptor> {
+        let in_package = PACKAGES
+            .iter()
+            .find(|(v, _)| *v == api_version)
+            .and_then(|(_, package)| self.message(&format!("{package}.{kind}")));
+        in_package.or_else(|| self.message(&format!("{META}.{kind}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_builtin_kind_has_a_message() {
+        let schema = Schema::get().unwrap();
+        for (api_version, kind) in [
+            ("v1", "Namespace"),
+            ("v1", "ConfigMap"),
+            ("v1", "Secret"),
+            ("v1", "ServiceAccount"),
+            ("v1", "Service"),
+            ("v1", "Event"),
+            ("v1", "Node"),
+            ("events.k8s.io/v1", "Event"),
+            ("coordination.k8s.io/v1", "Lease"),
+            ("apps/v1", "Deployment"),
+            ("apps/v1", "StatefulSet"),
+            ("rbac.authorization.k8s.io/v1", "Role"),
+            ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+            ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+            ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
+            ("apiextensions.k8s.io/v1", "CustomResourceDefinition"),
+            ("v1", "Status"),
+        ] {
+            assert!(
+                schema.message_for(api_version, kind).is_some(),
+                "{api_version} {kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn custom_kinds_have_none() {
+        let schema = Schema::get().unwrap();
+        assert!(schema.message_for("example.io/v1", "Widget").is_none());
+        assert!(
+            schema
+                .message_for("tenancy.kcp.io/v1alpha1", "Workspace")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn json_names_and_pointer_fields_come_from_the_go_types() {
+        let schema = Schema::get().unwrap();
+        let props = schema
+            .message("k8s.io.apiextensions_apiserver.pkg.apis.apiextensions.v1.JSONSchemaProps")
+            .unwrap();
+        let plan = schema.plan(&props).unwrap();
+        assert_eq!(plan.field("$ref").unwrap().field.name(), "ref");
+        let spec = schema.message("k8s.io.api.apps.v1.DeploymentSpec").unwrap();
+        let plan = schema.plan(&spec).unwrap();
+        assert!(plan.field("replicas").unwrap().keep_zero);
+        assert!(!plan.field("minReadySeconds").unwrap().keep_zero);
+        let volume = schema.message("k8s.io.api.core.v1.Volume").unwrap();
+        assert!(schema.plan(&volume).unwrap().inline_fields().count() == 1);
+    }
+}
