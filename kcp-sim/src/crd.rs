@@ -2,18 +2,45 @@
 //! serving) the resource a CRD defines in its cluster.
 //!
 //! A valid CRD is established as it is stored, so a client that created it can use the new
-//! resource on its next request, and discovery lists it.
+//! resource on its next request, and discovery lists it. Its schemas are compiled when it is
+//! validated (a schema that is not structural, or a CEL rule that does not compile, refuses the
+//! CRD) and kept per generation, so serving it and writing its objects compile nothing.
+
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
 use crate::resource::{GroupResource, ResourceType, type_of_crd};
+use crate::schema::{self, CrdSchemas};
 use crate::semantics::now;
 use crate::status::{ApiError, ApiResult};
 use crate::store::State;
 
+/// The compiled schemas of a CRD: the ones kept for its uid and generation, or compiled now
+/// (and kept). A schema that is not structural or a rule that does not compile is a `422`.
+fn compiled(state: &mut State, cluster: &str, crd: &Value) -> ApiResult<Arc<CrdSchemas>> {
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if let Some(kept) = state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.compiled_crds.get(name))
+        .filter(|s| s.compiled_from(crd))
+    {
+        return Ok(kept.clone());
+    }
+    let schemas = Arc::new(schema::compile_crd(crd)?);
+    if let Some(c) = state.clusters.get_mut(cluster) {
+        c.compiled_crds.insert(name.to_string(), schemas.clone());
+    }
+    Ok(schemas)
+}
+
 /// Validates a CRD and sets the status of an accepted one: `NamesAccepted` and `Established`
 /// conditions, `acceptedNames`, `storedVersions`.
-pub fn establish(state: &State, cluster: &str, crd: &mut Value) -> ApiResult<()> {
+pub fn establish(state: &mut State, cluster: &str, crd: &mut Value) -> ApiResult<()> {
     let name = crd
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -51,6 +78,7 @@ pub fn establish(state: &State, cluster: &str, crd: &mut Value) -> ApiResult<()>
             ),
         ));
     }
+    compiled(state, cluster, crd)?;
     let time = now();
     let keep_time = |type_: &str| -> String {
         crd.pointer("/status/conditions")
@@ -100,8 +128,36 @@ pub fn serve(state: &mut State, cluster: &str, crd: &Value) -> ApiResult<()> {
     let Ok(t) = type_of_crd(crd) else {
         return Ok(());
     };
+    let schemas = compiled(state, cluster, crd)?;
     if let Some(c) = state.clusters.get_mut(cluster) {
+        let gr = t.group_resource().clone();
         c.registry.insert(t);
+        let unchanged = c.schemas.get(&gr).is_some_and(|s| Arc::ptr_eq(s, &schemas));
+        if !unchanged {
+            default_stored_objects(c, &gr, &schemas)?;
+            c.schemas.insert(gr, schemas);
+        }
+    }
+    Ok(())
+}
+
+/// Applies the defaults of a new schema to the objects already stored, without a new
+/// resourceVersion: kube-apiserver defaults them whenever it reads them from etcd.
+fn default_stored_objects(
+    c: &mut crate::store::ClusterData,
+    gr: &GroupResource,
+    schemas: &CrdSchemas,
+) -> ApiResult<()> {
+    if !schemas.versions.values().any(|n| n.has_defaults) {
+        return Ok(());
+    }
+    let Some(objects) = c.objects.get_mut(gr) else {
+        return Ok(());
+    };
+    for stored in objects.values_mut() {
+        if let Some(defaulted) = schema::default_stored(schemas, stored) {
+            *stored = Arc::new(defaulted?);
+        }
     }
     Ok(())
 }
@@ -115,6 +171,10 @@ pub fn unserve(state: &mut State, cluster: &str, crd: &Value) {
         let gr = t.group_resource();
         c.registry.remove(gr);
         c.objects.remove(gr);
+        c.schemas.remove(gr);
+        if let Some(name) = crd.pointer("/metadata/name").and_then(Value::as_str) {
+            c.compiled_crds.remove(name);
+        }
     }
 }
 

@@ -20,7 +20,7 @@
 //! Layers, bottom up: [`store`] (objects, resourceVersions, change history, watch fan-out),
 //! [`semantics`] (Kubernetes write rules), [`crd`], [`kcp`], [`apiexport`], [`query`] (lists and watch
 //! filters), [`api`] (addressing and faults, shared by HTTP and in-process calls), [`http`],
-//! [`server`]. [`selector`], [`patch`] and [`managed_fields`] are the pure pieces underneath;
+//! [`server`]. [`schema`] validates, defaults and prunes custom resources. [`selector`], [`patch`] and [`managed_fields`] are the pure pieces underneath;
 //! [`table`], [`events`] and [`protobuf`] are how answers are shown (Tables, watch events,
 //! Kubernetes protobuf bodies).
 //!
@@ -40,6 +40,7 @@ pub mod patch;
 pub mod protobuf;
 pub mod query;
 pub mod resource;
+pub mod schema;
 /// Label and field selectors (kept in kcp-core, shared with controllers).
 pub use kcp_core::selector;
 pub mod semantics;

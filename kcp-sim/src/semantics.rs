@@ -18,7 +18,7 @@ use crate::patch;
 use crate::resource::{GroupResource, ResourceType};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{State, Stored};
-use crate::{crd, kcp};
+use crate::{crd, kcp, schema};
 
 /// Who writes and how: the options of a create, update or patch.
 #[derive(Debug, Clone, Default)]
@@ -460,6 +460,7 @@ fn finish_create(
     mut obj: Value,
     dry_run: bool,
 ) -> ApiResult<Written> {
+    admit_custom_resource(state, cluster, rt, &mut obj, None, schema::Part::Main)?;
     default_on_create(state, cluster, rt, &mut obj)?;
     kcp::stamp_cluster(state, cluster, &mut obj)?;
     let stored = state.encode_next(&mut obj)?;
@@ -476,6 +477,25 @@ fn finish_create(
         object,
         created: true,
     })
+}
+
+/// Prunes, defaults and validates a custom resource by its CRD's schema (nothing for other kinds).
+fn admit_custom_resource(
+    state: &State,
+    cluster: &str,
+    rt: &ResourceType,
+    obj: &mut Value,
+    old: Option<&Value>,
+    part: schema::Part,
+) -> ApiResult<()> {
+    match state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.schemas.get(rt.group_resource()))
+    {
+        Some(schemas) => schema::admit(schemas, rt, obj, old, part),
+        None => Ok(()),
+    }
 }
 
 /// Kind-specific defaults of a new object (what the real server's strategies and controllers set).
@@ -658,6 +678,12 @@ fn write_update(
             .about(&rt.group, &rt.plural, name));
         }
     }
+    let part = if status {
+        schema::Part::Status
+    } else {
+        schema::Part::Main
+    };
+    admit_custom_resource(state, cluster, rt, &mut new, Some(&old), part)?;
     kcp::stamp_cluster(state, cluster, &mut new)?;
     kcp::check_update(rt, &old, &new, opts.initializer.as_deref())?;
     apis::check_update(rt, &old, &new)?;

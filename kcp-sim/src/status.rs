@@ -32,6 +32,19 @@ pub struct StatusDetails {
     pub kind: Option<String>,
     /// `details.retryAfterSeconds`, for 429 and 503 answers.
     pub retry_after_seconds: Option<u32>,
+    /// `details.causes`: the field errors of a `422 Invalid`.
+    pub causes: Vec<StatusCause>,
+}
+
+/// One `details.causes[]` entry of a `Status`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusCause {
+    /// `reason`: the cause type, e.g. `FieldValueRequired`.
+    pub reason: String,
+    /// `message`: what is wrong, without the field.
+    pub message: String,
+    /// `field`: the field path, e.g. `spec.replicas`.
+    pub field: String,
 }
 
 impl ApiError {
@@ -53,6 +66,17 @@ impl ApiError {
     pub fn retry_after(mut self, seconds: u32) -> Self {
         self.details_mut().retry_after_seconds = Some(seconds);
         self
+    }
+
+    /// Sets `details.causes`.
+    pub fn with_causes(mut self, causes: Vec<StatusCause>) -> Self {
+        self.details_mut().causes = causes;
+        self
+    }
+
+    /// `details.causes` (empty when none).
+    pub fn causes(&self) -> &[StatusCause] {
+        self.details.as_ref().map_or(&[], |d| d.causes.as_slice())
     }
 
     /// `details.retryAfterSeconds`, if set.
@@ -210,6 +234,14 @@ impl ApiError {
             }
             if let Some(kind) = &d.kind {
                 details.insert("kind".into(), json!(kind));
+            }
+            if !d.causes.is_empty() {
+                let causes: Vec<Value> = d
+                    .causes
+                    .iter()
+                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .collect();
+                details.insert("causes".into(), Value::Array(causes));
             }
             if let Some(secs) = d.retry_after_seconds {
                 details.insert("retryAfterSeconds".into(), json!(secs));

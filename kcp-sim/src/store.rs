@@ -15,6 +15,7 @@ use serde_json::Value;
 use tokio::sync::broadcast;
 
 use crate::resource::{Flavor, GroupResource, Registry};
+use crate::schema::CrdSchemas;
 use crate::status::{ApiError, ApiResult};
 
 /// The virtual workspaces, by key, that see an object besides its own logical cluster (kcp's
@@ -161,6 +162,10 @@ pub struct ClusterData {
     pub objects: HashMap<GroupResource, ObjectMap>,
     /// Per resource, the virtual workspaces that see its objects (see [`Audience`]).
     pub audiences: HashMap<GroupResource, Audience>,
+    /// The compiled schemas of the custom resources served, by resource.
+    pub schemas: HashMap<GroupResource, Arc<CrdSchemas>>,
+    /// Compiled schemas by CRD name, kept from validating a CRD to serving it.
+    pub compiled_crds: HashMap<String, Arc<CrdSchemas>>,
 }
 
 impl ClusterData {
@@ -173,6 +178,8 @@ impl ClusterData {
             registry: Registry::with_builtins(flavor),
             objects: HashMap::new(),
             audiences: HashMap::new(),
+            schemas: HashMap::new(),
+            compiled_crds: HashMap::new(),
         }
     }
 

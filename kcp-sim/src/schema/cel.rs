@@ -1,0 +1,454 @@
+//! `x-kubernetes-validations`: CEL rules compiled once per CRD generation (with the `cel`
+//! crate, cel-go's semantics), evaluated with `self` (and `oldSelf` for transition rules, only
+//! when an old value exists), failing with `message`, `messageExpression`, `reason` and
+//! `fieldPath` as kube-apiserver reports them.
+//!
+//! The environment is cel-go's standard library with the `strings` and `lists` extensions
+//! (kube-apiserver's `ext.Strings` and `ext.Lists`), plus Kubernetes' list library (`isSorted`,
+//! `sum`, `min`, `max`) and regex library (`find`, `findAll`), added here because the crate does
+//! not have them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock};
+
+pub use cel::Value as Cel;
+use cel::extractors::This;
+use cel::objects::{Key, Map as CelMap};
+use cel::{Context, Env, ExecutionError, Program};
+use serde_json::Value;
+
+use super::field::{ErrorType, FieldError};
+
+/// The environment every rule compiles and runs in.
+static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
+    let mut env = Env::stdlib();
+    // Both extensions only declare new names on a fresh environment, which cannot fail.
+    let _ = env.add_extension(cel::extensions::strings);
+    let _ = env.add_extension(cel::extensions::lists);
+    Arc::new(env)
+});
+
+/// The Kubernetes library functions the crate does not have, by name.
+const KUBE_FUNCTIONS: &[&str] = &["isSorted", "sum", "min", "max", "find", "findAll"];
+
+/// One compiled rule.
+pub struct Rule {
+    /// `rule`, as written.
+    pub source: String,
+    program: Program,
+    /// `message`.
+    pub message: Option<String>,
+    message_expression: Option<Program>,
+    /// `fieldPath`, normalized to a path under the node (`.a.b` -> `a.b`).
+    pub field_path: Option<String>,
+    /// `reason`.
+    pub reason: Option<ErrorType>,
+    /// Whether the rule reads `oldSelf` (a transition rule).
+    pub uses_old_self: bool,
+    /// The Kubernetes library functions the rule or its message expression calls.
+    kube_functions: Vec<&'static str>,
+}
+
+impl std::fmt::Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Rule").field("rule", &self.source).finish()
+    }
+}
+
+/// Compiles the `x-kubernetes-validations` of a node; what is wrong with them is reported at
+/// `path.x-kubernetes-validations[i]...`, as kube-apiserver refuses such a CRD.
+pub fn compile_rules(rules: Option<&Value>, path: &str, errors: &mut Vec<FieldError>) -> Vec<Rule> {
+    let Some(list) = rules.and_then(Value::as_array) else {
+        return Vec::new();
+    };
+    let mut out = Vec::with_capacity(list.len());
+    for (i, raw) in list.iter().enumerate() {
+        let at = format!("{path}.x-kubernetes-validations[{i}]");
+        if let Some(rule) = compile_rule(raw, &at, errors) {
+            out.push(rule);
+        }
+    }
+    out
+}
+
+fn compile_rule(raw: &Value, at: &str, errors: &mut Vec<FieldError>) -> Option<Rule> {
+    let text = |k: &str| raw.get(k).and_then(Value::as_str);
+    let before = errors.len();
+    let source = text("rule").unwrap_or_default();
+    let message = text("message");
+    check_texts(source, message, at, errors);
+    let reason = text("reason").and_then(|r| parse_reason(r, at, errors));
+    let field_path = text("fieldPath").and_then(|p| parse_field_path(p, at, errors));
+    let program = compile(source, raw, &format!("{at}.rule"), errors);
+    let message_expression = match text("messageExpression") {
+        None => None,
+        Some(m) if m.trim().is_empty() => {
+            errors.push(FieldError::required(
+                format!("{at}.messageExpression"),
+                "messageExpression must be non-empty if specified",
+            ));
+            None
+        }
+        Some(m) => compile(m, raw, &format!("{at}.messageExpression"), errors),
+    };
+    if errors.len() > before {
+        return None;
+    }
+    let program = program?;
+    let calls = |p: &Program, name: &str| p.references().has_function(name);
+    let kube_functions = KUBE_FUNCTIONS
+        .iter()
+        .copied()
+        .filter(|f| calls(&program, f) || message_expression.as_ref().is_some_and(|m| calls(m, f)))
+        .collect();
+    Some(Rule {
+        source: source.to_string(),
+        uses_old_self: program.references().has_variable("oldSelf"),
+        program,
+        message: message.map(|m| m.trim().to_string()),
+        message_expression,
+        field_path,
+        reason,
+        kube_functions,
+    })
+}
+
+/// kube-apiserver's checks of `rule` and `message`: a rule is required, a message is not empty
+/// and on one line, and a rule on several lines needs one.
+fn check_texts(source: &str, message: Option<&str>, at: &str, errors: &mut Vec<FieldError>) {
+    if source.trim().is_empty() {
+        errors.push(FieldError::required(
+            format!("{at}.rule"),
+            "rule is not specified",
+        ));
+    }
+    match message {
+        Some(m) if m.trim().is_empty() => errors.push(FieldError::invalid(
+            format!("{at}.message"),
+            m.into(),
+            "must be non-empty if specified",
+        )),
+        Some(m) if m.contains('\n') => errors.push(FieldError::invalid(
+            format!("{at}.message"),
+            m.into(),
+            "must not contain line breaks",
+        )),
+        Some(_) => {}
+        None if source.contains('\n') => errors.push(FieldError::required(
+            format!("{at}.message"),
+            "message must be specified if rule contains line breaks",
+        )),
+        None => {}
+    }
+}
+
+/// `reason`: one of the four field error types a rule may report.
+fn parse_reason(reason: &str, at: &str, errors: &mut Vec<FieldError>) -> Option<ErrorType> {
+    match reason {
+        "FieldValueInvalid" => Some(ErrorType::Invalid),
+        "FieldValueForbidden" => Some(ErrorType::Forbidden),
+        "FieldValueRequired" => Some(ErrorType::Required),
+        "FieldValueDuplicate" => Some(ErrorType::Duplicate),
+        other => {
+            errors.push(FieldError::new(
+                ErrorType::NotSupported,
+                format!("{at}.reason"),
+                Some(other.into()),
+                "supported values: \"FieldValueDuplicate\", \"FieldValueForbidden\", \"FieldValueInvalid\", \"FieldValueRequired\"",
+            ));
+            None
+        }
+    }
+}
+
+/// `fieldPath`, normalized, or an error when it is not a path.
+fn parse_field_path(path: &str, at: &str, errors: &mut Vec<FieldError>) -> Option<String> {
+    let normalized = normalize_field_path(path);
+    if normalized.is_none() {
+        errors.push(FieldError::invalid(
+            format!("{at}.fieldPath"),
+            path.into(),
+            "must be a valid path",
+        ));
+    }
+    normalized
+}
+
+fn compile(source: &str, raw: &Value, at: &str, errors: &mut Vec<FieldError>) -> Option<Program> {
+    if source.trim().is_empty() {
+        return None;
+    }
+    match ENV.compile(source) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            let detail = e.to_string().replace('\n', " ");
+            errors.push(FieldError::invalid(
+                at,
+                raw.clone(),
+                format!("compilation failed: {detail}"),
+            ));
+            None
+        }
+    }
+}
+
+/// `.a.b` or `.a['b.c']` as a field path under the node (`a.b`, `a[b.c]`), or `None` when it
+/// is not a path.
+fn normalize_field_path(p: &str) -> Option<String> {
+    let mut out = String::new();
+    let mut rest = p;
+    while !rest.is_empty() {
+        if let Some(r) = rest.strip_prefix('.') {
+            let end = r.find(['.', '[']).unwrap_or(r.len());
+            let name = &r[..end];
+            if name.is_empty() {
+                return None;
+            }
+            if !out.is_empty() {
+                out.push('.');
+            }
+            out.push_str(name);
+            rest = &r[end..];
+        } else if let Some(r) = rest.strip_prefix("['") {
+            let end = r.find("']")?;
+            out.push('[');
+            out.push_str(&r[..end]);
+            out.push(']');
+            rest = &r[end + 2..];
+        } else {
+            return None;
+        }
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// A JSON value as CEL sees it: integers are `int`, other numbers `double`.
+pub fn to_cel(v: &Value) -> Cel {
+    match v {
+        Value::Null => Cel::Null,
+        Value::Bool(b) => Cel::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => Cel::Int(i),
+            None => Cel::Float(n.as_f64().unwrap_or_default()),
+        },
+        Value::String(s) => Cel::String(Arc::new(s.clone())),
+        Value::Array(a) => Cel::List(Arc::new(a.iter().map(to_cel).collect())),
+        Value::Object(m) => {
+            let map: HashMap<Key, Cel> = m
+                .iter()
+                .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel(v)))
+                .collect();
+            Cel::Map(CelMap { map: Arc::new(map) })
+        }
+    }
+}
+
+/// The outcome of one rule on one value.
+pub enum Outcome {
+    /// The rule held (or was not evaluated: a transition rule without an old value).
+    Passed,
+    /// The rule evaluated to false: the detail to report.
+    Failed(String),
+    /// The rule could not be evaluated.
+    Error(String),
+}
+
+/// The context the rules of one node run in: `self` (and `oldSelf`) converted and bound once,
+/// with the Kubernetes library functions any of the rules calls.
+pub fn context_for(rules: &[Rule], value: Cel, old: Option<Cel>) -> Context<'static, 'static> {
+    let mut ctx = Context::with_env(ENV.clone());
+    ctx.add_variable_from_value("self", value);
+    if let Some(old) = old {
+        ctx.add_variable_from_value("oldSelf", old);
+    }
+    let mut added: Vec<&str> = Vec::new();
+    for name in rules.iter().flat_map(|r| r.kube_functions.iter()) {
+        if !added.contains(name) {
+            add_kube_function(&mut ctx, name);
+            added.push(name);
+        }
+    }
+    ctx
+}
+
+/// Declares one of [`KUBE_FUNCTIONS`]; their names are not declared by the environment, so
+/// adding them cannot conflict.
+fn add_kube_function(ctx: &mut Context, name: &str) {
+    let _ = match name {
+        "isSorted" => ctx.add_function(name, |This(l): This<Arc<Vec<Cel>>>| is_sorted(&l)),
+        "sum" => ctx.add_function(name, |This(l): This<Arc<Vec<Cel>>>| sum(&l)),
+        "min" => ctx.add_function(name, |This(l): This<Arc<Vec<Cel>>>| extreme(&l, true)),
+        "max" => ctx.add_function(name, |This(l): This<Arc<Vec<Cel>>>| extreme(&l, false)),
+        "find" => ctx.add_function(name, |This(s): This<Arc<String>>, re: Arc<String>| {
+            find(&s, &re, false)
+        }),
+        "findAll" => ctx.add_function(name, |This(s): This<Arc<String>>, re: Arc<String>| {
+            find(&s, &re, true)
+        }),
+        _ => Ok(()),
+    };
+}
+
+impl Rule {
+    /// Evaluates the rule in a context from [`context_for`]; `has_old` tells whether `oldSelf`
+    /// is bound (a transition rule without it passes: it only runs on updates).
+    pub fn evaluate(&self, ctx: &Context, has_old: bool) -> Outcome {
+        if self.uses_old_self && !has_old {
+            return Outcome::Passed;
+        }
+        match self.program.execute(ctx) {
+            Ok(Cel::Bool(true)) => Outcome::Passed,
+            Ok(Cel::Bool(false)) => Outcome::Failed(self.failure_detail(ctx)),
+            Ok(other) => Outcome::Error(format!(
+                "rule evaluated to {other:?}, not a bool, evaluating rule: {}",
+                self.error_string()
+            )),
+            Err(e) => Outcome::Error(format!("{e} evaluating rule: {}", self.error_string())),
+        }
+    }
+
+    /// `message` or the rule itself, trimmed (kube's `ruleErrorString`).
+    fn error_string(&self) -> &str {
+        self.message.as_deref().unwrap_or(self.source.trim())
+    }
+
+    fn failure_detail(&self, ctx: &Context) -> String {
+        if let Some(m) = &self.message_expression
+            && let Ok(Cel::String(s)) = m.execute(ctx)
+        {
+            let s = s.trim();
+            if !s.is_empty() && !s.contains('\n') {
+                return s.to_string();
+            }
+        }
+        match &self.message {
+            Some(m) => m.clone(),
+            None => format!("failed rule: {}", self.source.trim()),
+        }
+    }
+}
+
+fn is_sorted(l: &[Cel]) -> Result<bool, ExecutionError> {
+    for pair in l.windows(2) {
+        match pair[0].partial_cmp(&pair[1]) {
+            Some(std::cmp::Ordering::Greater) => return Ok(false),
+            Some(_) => {}
+            None => {
+                return Err(ExecutionError::function_error(
+                    "isSorted",
+                    "list elements must be comparable",
+                ));
+            }
+        }
+    }
+    Ok(true)
+}
+
+fn sum(l: &[Cel]) -> Result<Cel, ExecutionError> {
+    let mut ints: i64 = 0;
+    let mut floats: Option<f64> = None;
+    for v in l {
+        match v {
+            Cel::Int(i) => {
+                ints = ints
+                    .checked_add(*i)
+                    .ok_or_else(|| ExecutionError::function_error("sum", "integer overflow"))?;
+            }
+            Cel::Float(f) => floats = Some(floats.unwrap_or(0.0) + f),
+            _ => {
+                return Err(ExecutionError::function_error(
+                    "sum",
+                    "list elements must be numbers",
+                ));
+            }
+        }
+    }
+    Ok(match floats {
+        Some(f) => Cel::Float(f + ints as f64),
+        None => Cel::Int(ints),
+    })
+}
+
+fn extreme(l: &[Cel], min: bool) -> Result<Cel, ExecutionError> {
+    let name = if min { "min" } else { "max" };
+    let mut best: Option<&Cel> = None;
+    for v in l {
+        best = match best {
+            None => Some(v),
+            Some(b) => {
+                let ord = v.partial_cmp(b).ok_or_else(|| {
+                    ExecutionError::function_error(name, "list elements must be comparable")
+                })?;
+                let better = if min { ord.is_lt() } else { ord.is_gt() };
+                Some(if better { v } else { b })
+            }
+        };
+    }
+    best.cloned()
+        .ok_or_else(|| ExecutionError::function_error(name, "list is empty"))
+}
+
+fn find(s: &str, re: &str, all: bool) -> Result<Cel, ExecutionError> {
+    let name = if all { "findAll" } else { "find" };
+    let re = regex::Regex::new(re).map_err(|e| ExecutionError::function_error(name, e))?;
+    if all {
+        let found: Vec<Cel> = re
+            .find_iter(s)
+            .map(|m| Cel::String(Arc::new(m.as_str().to_string())))
+            .collect();
+        Ok(Cel::List(Arc::new(found)))
+    } else {
+        let found = re.find(s).map(|m| m.as_str()).unwrap_or("");
+        Ok(Cel::String(Arc::new(found.to_string())))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rule(raw: Value) -> Rule {
+        let mut errors = Vec::new();
+        let rules = compile_rules(Some(&json!([raw])), "x", &mut errors);
+        assert!(errors.is_empty(), "{errors:?}");
+        rules.into_iter().next().unwrap()
+    }
+
+    fn holds(raw: Value, v: Value) -> bool {
+        let r = rule(raw);
+        let ctx = context_for(std::slice::from_ref(&r), to_cel(&v), None);
+        matches!(r.evaluate(&ctx, false), Outcome::Passed)
+    }
+
+    #[test]
+    fn field_paths_are_normalized_under_the_node() {
+        assert_eq!(normalize_field_path(".a.b").as_deref(), Some("a.b"));
+        assert_eq!(normalize_field_path(".a['b.c']").as_deref(), Some("a[b.c]"));
+        assert_eq!(normalize_field_path("a.b"), None);
+    }
+
+    #[test]
+    fn integers_compare_with_integer_literals() {
+        assert!(holds(
+            json!({"rule": "self.replicas > 1"}),
+            json!({"replicas": 2})
+        ));
+    }
+
+    #[test]
+    fn kube_list_functions_are_available() {
+        assert!(holds(
+            json!({"rule": "self.l.isSorted() && self.l.sum() == 6 && self.l.max() == 3"}),
+            json!({"l": [1, 2, 3]})
+        ));
+    }
+
+    #[test]
+    fn string_extension_functions_are_available() {
+        assert!(holds(
+            json!({"rule": "self.n.lowerAscii().startsWith('ab') && self.n.matches('^[A-Z]+$')"}),
+            json!({"n": "ABC"})
+        ));
+    }
+}

@@ -1,0 +1,184 @@
+//! CRD structural schemas, as kube-apiserver applies them to custom resources.
+//!
+//! A CRD's `spec.versions[*].schema.openAPIV3Schema` is read once per CRD generation into a
+//! [`structural::Node`] tree with its CEL rules compiled ([`compile_crd`]); a schema that is not
+//! structural, or a rule that does not compile, makes the CRD invalid (`422`, as
+//! `apiextensions.k8s.io/v1` refuses it). Every write of a custom resource (create, update,
+//! patch, apply; main resource and `/status`) then goes through [`admit`]: pruning of unknown
+//! fields ([`prune`]), defaulting ([`default`]), validation ([`validate`]) and the
+//! `x-kubernetes-validations` rules ([`cel`]); errors are the `422 Invalid` kube-apiserver
+//! answers ([`field`]). Objects stored before their CRD gained a default get it when the new
+//! schema is served, as kube-apiserver defaults them when reading them from etcd
+//! ([`default_stored`]).
+
+pub mod cel;
+pub mod default;
+pub mod field;
+pub mod format;
+pub mod prune;
+pub mod structural;
+pub mod validate;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use crate::resource::ResourceType;
+use crate::status::ApiResult;
+use crate::store::Stored;
+use field::{FieldError, invalid_object};
+use structural::Node;
+use validate::Path;
+
+/// The compiled schemas of one CRD generation, by version.
+#[derive(Debug)]
+pub struct CrdSchemas {
+    /// The CRD's uid.
+    pub uid: String,
+    /// The CRD's `metadata.generation` they were compiled from.
+    pub generation: i64,
+    /// The schema of each version that has one.
+    pub versions: HashMap<String, Arc<Node>>,
+}
+
+impl CrdSchemas {
+    /// Whether these schemas were compiled from this CRD object (same uid and generation).
+    pub fn compiled_from(&self, crd: &Value) -> bool {
+        let (uid, generation) = identity(crd);
+        self.uid == uid && self.generation == generation
+    }
+
+    /// The schema of the version an object is written at (by its `apiVersion`).
+    pub fn for_object(&self, obj: &Value) -> Option<&Node> {
+        let api_version = obj.get("apiVersion").and_then(Value::as_str)?;
+        let version = api_version.rsplit('/').next()?;
+        self.versions.get(version).map(Arc::as_ref)
+    }
+}
+
+fn identity(crd: &Value) -> (&str, i64) {
+    let uid = crd
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let generation = crd
+        .pointer("/metadata/generation")
+        .and_then(Value::as_i64)
+        .unwrap_or_default();
+    (uid, generation)
+}
+
+/// Compiles the schemas of every version of a CRD, or the `422` that refuses the CRD.
+pub fn compile_crd(crd: &Value) -> ApiResult<CrdSchemas> {
+    let (uid, generation) = identity(crd);
+    let mut versions = HashMap::new();
+    let mut errors: Vec<FieldError> = Vec::new();
+    let listed = crd.pointer("/spec/versions").and_then(Value::as_array);
+    for (i, v) in listed.into_iter().flatten().enumerate() {
+        let Some(name) = v.get("name").and_then(Value::as_str) else {
+            continue;
+        };
+        let Some(schema) = v.pointer("/schema/openAPIV3Schema") else {
+            continue;
+        };
+        let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
+        match structural::parse(schema, &path) {
+            Ok(node) => {
+                versions.insert(name.to_string(), Arc::new(node));
+            }
+            Err(mut e) => errors.append(&mut e),
+        }
+    }
+    if !errors.is_empty() {
+        let name = crd
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return Err(invalid_object(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            name,
+            &errors,
+        ));
+    }
+    Ok(CrdSchemas {
+        uid: uid.to_string(),
+        generation,
+        versions,
+    })
+}
+
+/// Which part of an object a write changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// The main resource (everything but the status when the status subresource is on).
+    Main,
+    /// The `/status` subresource.
+    Status,
+}
+
+/// Prunes, defaults and validates a custom resource being written: `old` is the stored object
+/// on update. Only the status is looked at for [`Part::Status`].
+pub fn admit(
+    schemas: &CrdSchemas,
+    rt: &ResourceType,
+    obj: &mut Value,
+    old: Option<&Value>,
+    part: Part,
+) -> ApiResult<()> {
+    let Some(node) = schemas.for_object(obj) else {
+        return Ok(());
+    };
+    let mut errors = Vec::new();
+    match part {
+        Part::Main => {
+            prune::prune(node, obj, true);
+            default::apply(node, obj);
+            let mut path = Path::start(None);
+            validate::validate(node, obj, old, &mut path, &mut errors);
+            if errors.is_empty() {
+                validate::run_rules(node, obj, old, &mut path, &mut errors);
+            }
+        }
+        Part::Status => {
+            let Some(status_node) = node.properties.get("status") else {
+                return Ok(());
+            };
+            if let Some(status) = obj.get_mut("status") {
+                prune::prune(status_node, status, false);
+                default::apply(status_node, status);
+            }
+            if let Some(status) = obj.get("status") {
+                let old_status = old.and_then(|o| o.get("status"));
+                let mut path = Path::start(Some("status"));
+                validate::validate(status_node, status, old_status, &mut path, &mut errors);
+                if errors.is_empty() {
+                    validate::run_rules(status_node, status, old_status, &mut path, &mut errors);
+                }
+            }
+        }
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Err(invalid_object(&rt.group, &rt.kind, name, &errors))
+}
+
+/// A stored custom resource with the defaults of its (new) schema applied, or `None` when it
+/// needs none: what a read from etcd returns after the CRD gained a default.
+pub fn default_stored(schemas: &CrdSchemas, stored: &Stored) -> Option<ApiResult<Stored>> {
+    let mut obj = stored.value().ok()?;
+    let node = schemas.for_object(&obj)?;
+    if !node.has_defaults || !default::apply(node, &mut obj) {
+        return None;
+    }
+    Some(Stored::encode(&obj, stored.rv).map(|mut s| {
+        s.audience = stored.audience.clone();
+        s
+    }))
+}
