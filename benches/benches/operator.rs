@@ -234,6 +234,7 @@ fn start(sim: &Server) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
         run_with(
             client,
             &groups,
+            &kcp_operator::pki::Pki::CertManager,
             Arc::new(InCluster),
             Metrics::unregistered(),
             Arc::new(std::sync::atomic::AtomicBool::new(false)),

@@ -33,9 +33,10 @@ use crate::addresser::{Addresser, InCluster};
 use crate::api::*;
 use crate::error::{Error, Result};
 use crate::metrics::{CountedKind, Metrics, PhasedKind};
+use crate::pki::{BuiltinPki, Pki};
 use crate::reconcile::retry::RetryingReads;
 use crate::reconcile::{config, kubeconfig, virtualworkspace, workload};
-use crate::render::certmanager::{Certificate, Issuer};
+use crate::render::certmanager::{Certificate, ClusterIssuer, Issuer};
 use crate::render::names::KUBECONFIG_LABEL;
 
 /// A controller group of `--enabled-controller-groups`.
@@ -526,6 +527,171 @@ fn workload_controllers(
     ]
 }
 
+/// The built-in issuer's context.
+struct PkiContext {
+    client: Arc<dyn ObjectClient>,
+    errors: ErrorPolicy,
+    pki: BuiltinPki,
+    metrics: Metrics,
+}
+
+async fn reconcile_certificate(cert: Arc<Certificate>, ctx: Arc<PkiContext>) -> Result<Action> {
+    let span = tracing::info_span!(
+        "reconcile",
+        kind = "Certificate",
+        namespace = cert.metadata.namespace.as_deref().unwrap_or_default(),
+        name = cert.metadata.name.as_deref().unwrap_or_default()
+    );
+    let client = RetryingReads(ctx.client.as_ref());
+    let started = std::time::Instant::now();
+    let result = crate::pki::reconcile::reconcile_certificate(&client, &ctx.pki, &cert)
+        .instrument(span)
+        .await;
+    ctx.metrics.observe(
+        "certificate",
+        started.elapsed(),
+        result.as_ref().err().map(Error::reason),
+    );
+    Ok(ctx.errors.succeeded(cert.as_ref(), result?))
+}
+
+fn certificate_error_policy(cert: Arc<Certificate>, err: &Error, ctx: Arc<PkiContext>) -> Action {
+    tracing::warn!(certificate = cert.metadata.name.as_deref().unwrap_or_default(), error = %err, "issuing failed");
+    ctx.errors.failed(cert.as_ref(), err)
+}
+
+/// Certificates in `store` not ready yet that `pick` selects.
+fn waiting_certificates(
+    store: &Store<Certificate>,
+    pick: impl Fn(&Certificate) -> bool,
+) -> Vec<ObjectRef<Certificate>> {
+    store
+        .state()
+        .iter()
+        .filter(|c| !c.is_ready() && pick(c))
+        .map(|c| ObjectRef::from_obj(c.as_ref()))
+        .collect()
+}
+
+fn names_issuer(c: &Certificate, kind: &str, namespace: Option<&str>, name: &str) -> bool {
+    let r = &c.spec.issuer_ref;
+    let kind_matches = r.kind == kind || (r.kind.is_empty() && kind == "Issuer");
+    kind_matches
+        && r.name == name
+        && (namespace.is_none() || c.metadata.namespace.as_deref() == namespace)
+}
+
+/// The built-in issuer: one controller over every Certificate, woken by its Secret (by the
+/// `cert-manager.io/certificate-name` annotation), by its Issuer or ClusterIssuer, and, while
+/// waiting, by the CA Secret of its issuer.
+fn certificate_controller(
+    client: &Client,
+    pki: &BuiltinPki,
+    issuers: Store<Issuer>,
+    cluster_issuers: Store<ClusterIssuer>,
+) -> Controller<Certificate> {
+    let controller = Controller::new(api::<Certificate>(client), cfg());
+    let certs = controller.store();
+    let (by_issuer, by_cluster_issuer) = (certs.clone(), certs.clone());
+    let resource_ns = pki.cluster_resource_namespace.clone();
+    controller
+        .watches(api::<Issuer>(client), cfg(), move |i| {
+            let name = i.metadata.name.clone().unwrap_or_default();
+            waiting_certificates(&by_issuer, |c| {
+                names_issuer(c, "Issuer", i.metadata.namespace.as_deref(), &name)
+            })
+        })
+        .watches(api::<ClusterIssuer>(client), cfg(), move |i| {
+            let name = i.metadata.name.clone().unwrap_or_default();
+            waiting_certificates(&by_cluster_issuer, |c| {
+                names_issuer(c, "ClusterIssuer", None, &name)
+            })
+        })
+        .watches(api::<Secret>(client), cfg(), move |s| {
+            let ns = s.metadata.namespace.clone().unwrap_or_default();
+            let name = s.metadata.name.clone().unwrap_or_default();
+            let own = s
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(crate::pki::plan::CERTIFICATE_NAME_ANNOTATION))
+                .map(|c| ObjectRef::new(c).within(&ns));
+            let signing: Vec<(String, Option<String>)> = issuers
+                .state()
+                .iter()
+                .filter(|i| i.metadata.namespace.as_deref() == Some(&ns))
+                .filter(|i| i.spec.ca.as_ref().is_some_and(|ca| ca.secret_name == name))
+                .map(|i| {
+                    (
+                        i.metadata.name.clone().unwrap_or_default(),
+                        Some(ns.clone()),
+                    )
+                })
+                .chain(
+                    cluster_issuers
+                        .state()
+                        .iter()
+                        .filter(|_| ns == resource_ns)
+                        .filter(|i| i.spec.ca.as_ref().is_some_and(|ca| ca.secret_name == name))
+                        .map(|i| (i.metadata.name.clone().unwrap_or_default(), None)),
+                )
+                .collect();
+            let waiting = waiting_certificates(&certs, |c| {
+                signing.iter().any(|(issuer, ns)| match ns {
+                    Some(ns) => names_issuer(c, "Issuer", Some(ns), issuer),
+                    None => names_issuer(c, "ClusterIssuer", None, issuer),
+                })
+            });
+            own.into_iter().chain(waiting)
+        })
+}
+
+/// Keeps a store of `K` current until `shutdown`.
+fn reflect<K>(
+    client: &Client,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> (Store<K>, BoxFuture<'static, ()>)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = kube::runtime::reflector::store();
+    let stream = kube::runtime::reflector(writer, watcher(api::<K>(client), cfg()));
+    let task = async move {
+        let drain = stream.for_each(|_| async {});
+        tokio::select! {
+            _ = drain => {}
+            _ = shutdown => {}
+        }
+    };
+    (reader, Box::pin(task))
+}
+
+fn pki_controllers(
+    client: &Client,
+    ctx: &Arc<Context>,
+    pki: &BuiltinPki,
+    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) -> Vec<BoxFuture<'static, ()>> {
+    let (issuers, issuer_task) = reflect::<Issuer>(client, shutdown.clone());
+    let (cluster_issuers, cluster_issuer_task) = reflect::<ClusterIssuer>(client, shutdown.clone());
+    let controller = certificate_controller(client, pki, issuers, cluster_issuers)
+        .graceful_shutdown_on(shutdown);
+    ctx.caches.track(controller.store());
+    let pki_ctx = Arc::new(PkiContext {
+        client: ctx.client.clone(),
+        errors: ErrorPolicy::default(),
+        pki: pki.clone(),
+        metrics: ctx.metrics.clone(),
+    });
+    let run = async move {
+        controller
+            .run(reconcile_certificate, certificate_error_policy, pki_ctx)
+            .for_each(|_| async {})
+            .await;
+    };
+    vec![issuer_task, cluster_issuer_task, Box::pin(run)]
+}
+
 /// Runs the enabled controller groups against `client` until `shutdown` completes, then lets
 /// in-flight reconciles finish; kcp is reached through in-cluster Service URLs.
 pub async fn run(
@@ -536,6 +702,7 @@ pub async fn run(
     run_with(
         client,
         groups,
+        &Pki::CertManager,
         Arc::new(InCluster),
         Metrics::unregistered(),
         Arc::new(AtomicBool::new(false)),
@@ -544,11 +711,13 @@ pub async fn run(
     .await;
 }
 
-/// [`run`] with a custom [`Addresser`], metrics registered by the caller, and `synced`, set once
-/// every controller's cache has synced (for `/readyz`).
+/// [`run`] with the issuer of the operator's Certificates (`pki`: with [`Pki::Builtin`] the
+/// config group also runs the built-in issuer), a custom [`Addresser`], metrics registered by
+/// the caller, and `synced`, set once every controller's cache has synced (for `/readyz`).
 pub async fn run_with(
     client: Client,
     groups: &BTreeSet<ControllerGroup>,
+    pki: &Pki,
     addresser: Arc<dyn Addresser>,
     metrics: Metrics,
     synced: Arc<AtomicBool>,
@@ -566,6 +735,9 @@ pub async fn run_with(
     let mut tasks = Vec::new();
     if groups.contains(&ControllerGroup::Config) {
         tasks.extend(config_controllers(&client, &ctx, shutdown.clone()));
+        if let Pki::Builtin(builtin) = pki {
+            tasks.extend(pki_controllers(&client, &ctx, builtin, shutdown.clone()));
+        }
     }
     if groups.contains(&ControllerGroup::Workload) {
         tasks.extend(workload_controllers(&client, &ctx, shutdown));

@@ -52,6 +52,7 @@ fn start(sim: &Server, groups: &[ControllerGroup], kcp: &Kcp) -> Running {
         run_with(
             client,
             &groups,
+            &kcp_operator::pki::Pki::CertManager,
             addresser,
             kcp_operator::metrics::Metrics::unregistered(),
             flag,

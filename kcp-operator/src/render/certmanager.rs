@@ -134,6 +134,7 @@ impl Certificate {
     kind = "Issuer",
     plural = "issuers",
     namespaced,
+    status = "IssuerStatus",
     derive = "PartialEq"
 )]
 #[serde(rename_all = "camelCase")]
@@ -144,6 +145,35 @@ pub struct IssuerSpec {
     /// A self-signing issuer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub self_signed: Option<SelfSignedIssuer>,
+}
+
+/// A cert-manager ClusterIssuer spec (the CA and self-signed issuer types); a CA
+/// ClusterIssuer's Secret lives in cert-manager's cluster resource namespace.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "cert-manager.io",
+    version = "v1",
+    kind = "ClusterIssuer",
+    plural = "clusterissuers",
+    status = "IssuerStatus",
+    derive = "PartialEq"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterIssuerSpec {
+    /// A CA issuer signing with the key pair in a Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<CaIssuer>,
+    /// A self-signing issuer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_signed: Option<SelfSignedIssuer>,
+}
+
+/// The observed state of an Issuer or ClusterIssuer.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct IssuerStatus {
+    /// Conditions; `Ready=True` once the issuer can sign.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
 }
 
 /// A CA issuer.
@@ -158,11 +188,11 @@ pub struct CaIssuer {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub struct SelfSignedIssuer {}
 
-/// CustomResourceDefinitions of the Certificate and Issuer fields kcp-operator uses: enough
-/// for tests and the playground; real clusters install cert-manager's own CRDs.
+/// CustomResourceDefinitions of the Certificate, Issuer and ClusterIssuer fields kcp-operator
+/// uses: enough for tests and the playground; real clusters install cert-manager's own CRDs.
 pub fn crds()
 -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>
 {
     use kube::CustomResourceExt as _;
-    vec![Certificate::crd(), Issuer::crd()]
+    vec![Certificate::crd(), Issuer::crd(), ClusterIssuer::crd()]
 }
