@@ -196,3 +196,28 @@ pub fn crds()
     use kube::CustomResourceExt as _;
     vec![Certificate::crd(), Issuer::crd(), ClusterIssuer::crd()]
 }
+
+/// [`crds`] as a YAML stream (the playground's fixture `00-cert-manager-crds.yaml`).
+pub fn crds_yaml() -> crate::Result<String> {
+    serde_saphyr::to_string_multiple(&crds()).map_err(|err| crate::Error::Serialization {
+        context: "writing the cert-manager CustomResourceDefinitions as YAML".to_owned(),
+        message: err.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_playground_cert_manager_crds_are_the_generated_ones() {
+        let want = super::crds_yaml().unwrap_or_default();
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/playground/operator/00-cert-manager-crds.yaml"
+        );
+        if std::env::var_os("UPDATE_FIXTURES").is_some() {
+            std::fs::write(path, &want).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(have == want, "run with UPDATE_FIXTURES=1 to regenerate {path}");
+    }
+}
