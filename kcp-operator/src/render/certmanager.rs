@@ -218,6 +218,9 @@ mod tests {
             std::fs::write(path, &want).unwrap_or_else(|e| panic!("{e}"));
         }
         let have = std::fs::read_to_string(path).unwrap_or_default();
-        assert!(have == want, "run with UPDATE_FIXTURES=1 to regenerate {path}");
+        assert!(
+            have == want,
+            "run with UPDATE_FIXTURES=1 to regenerate {path}"
+        );
     }
 }
