@@ -34,6 +34,7 @@ use crate::api::*;
 use crate::error::{Error, Result};
 use crate::metrics::{CountedKind, Metrics, PhasedKind};
 use crate::pki::{BuiltinPki, Pki};
+use crate::reconcile::cached::CachedShards;
 use crate::reconcile::retry::RetryingReads;
 use crate::reconcile::{config, kubeconfig, virtualworkspace, workload};
 use crate::render::certmanager::{Certificate, ClusterIssuer, Issuer};
@@ -81,6 +82,8 @@ pub struct Context {
     pub metrics: Metrics,
     /// The controllers' caches, for `/readyz`.
     pub caches: CacheSync,
+    /// The Shard controller's store, for the lists of a RootShard's Shards (config group).
+    pub shards: std::sync::OnceLock<Store<Shard>>,
 }
 
 impl kcp_core::runtime::Classify for Error {
@@ -158,7 +161,11 @@ async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
         namespace = meta.namespace.as_deref().unwrap_or_default(),
         name = meta.name.as_deref().unwrap_or_default()
     );
-    let client = RetryingReads(ctx.client.as_ref());
+    let reads = RetryingReads(ctx.client.as_ref());
+    let client = CachedShards {
+        inner: &reads,
+        shards: ctx.shards.get().filter(|_| ctx.caches.is_synced()),
+    };
     let started = std::time::Instant::now();
     let result = obj
         .reconcile(&client, ctx.addresser.as_ref())
@@ -304,6 +311,7 @@ fn config_controllers(
         .owns(api::<Issuer>(client), cfg())
         .owns(api::<CompiledCacheServer>(client), cfg());
     let kubeconfigs = kubeconfig_controller(client);
+    let _ = ctx.shards.set(shards.store());
     let stores = Stores {
         root_shards: rs.store(),
         shards: shards.store(),
@@ -480,9 +488,52 @@ async fn refresh_metrics(stores: Stores, metrics: Metrics, shutdown: impl Future
     }
 }
 
-/// A workload controller: owns Deployments, Services, ConfigMaps and Secrets, and is woken by
-/// every Secret of its namespace.
-fn workload_controller<K: Reconciled>(
+/// A Compiled* kind, and the installation (RootShard) its Deployment's Secrets belong to.
+trait Compiled: Reconciled {
+    /// The RootShard whose Secrets (labelled `operator.kcp.io/rootshard`) it mounts.
+    fn root_shard(&self) -> Option<&str>;
+}
+
+impl Compiled for CompiledRootShard {
+    fn root_shard(&self) -> Option<&str> {
+        self.metadata.name.as_deref()
+    }
+}
+
+impl Compiled for CompiledCacheServer {
+    fn root_shard(&self) -> Option<&str> {
+        None
+    }
+}
+
+macro_rules! compiled_of_root_shard {
+    ($($kind:ty),*) => {$(
+        impl Compiled for $kind {
+            fn root_shard(&self) -> Option<&str> {
+                Some(&self.spec.root_shard.name)
+            }
+        }
+    )*};
+}
+
+compiled_of_root_shard!(CompiledShard, CompiledFrontProxy, CompiledVirtualWorkspace);
+
+/// Whether a Secret event may concern `o`'s Deployment: a Secret of an installation (labelled
+/// `operator.kcp.io/rootshard`) concerns only the Compiled* objects of that RootShard; any
+/// other Secret (a CacheServer's, or one a user provides) may be mounted by any of them.
+fn secret_concerns<K: Compiled>(
+    o: &K,
+    labels: Option<&std::collections::BTreeMap<String, String>>,
+) -> bool {
+    match labels.and_then(|l| l.get(crate::render::names::ROOT_SHARD_LABEL)) {
+        Some(rs) => o.root_shard() == Some(rs.as_str()),
+        None => true,
+    }
+}
+
+/// A workload controller: owns Deployments, Services and ConfigMaps, and is woken by the
+/// Secrets its Deployment may mount (see [`secret_concerns`]).
+fn workload_controller<K: Compiled>(
     client: &Client,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> Controller<K> {
@@ -493,7 +544,10 @@ fn workload_controller<K: Reconciled>(
     let store = controller.store();
     controller
         .watches(api::<Secret>(client), cfg(), move |s| {
-            refs(&store, s.metadata.namespace.as_deref(), |_| true)
+            let labels = s.metadata.labels.as_ref();
+            refs(&store, s.metadata.namespace.as_deref(), |o: &K| {
+                secret_concerns(o, labels)
+            })
         })
         .graceful_shutdown_on(shutdown)
 }
@@ -731,6 +785,7 @@ pub async fn run_with(
         addresser,
         metrics,
         caches: CacheSync::new(synced),
+        shards: std::sync::OnceLock::new(),
     });
     let mut tasks = Vec::new();
     if groups.contains(&ControllerGroup::Config) {
@@ -760,6 +815,23 @@ mod tests {
         assert_eq!(
             groups.into_iter().collect::<Vec<_>>(),
             [ControllerGroup::Config, ControllerGroup::Workload]
+        );
+    }
+
+    #[test]
+    fn an_installation_secret_wakes_only_the_compiled_objects_of_its_root_shard() {
+        let mut shard = CompiledShard::new("s1", CompiledShardSpec::default());
+        shard.spec.root_shard.name = "r1".into();
+        let root = CompiledRootShard::new("r2", CompiledRootShardSpec::default());
+        let labels = std::collections::BTreeMap::from([(
+            crate::render::names::ROOT_SHARD_LABEL.to_owned(),
+            "r1".to_owned(),
+        )]);
+        assert!(secret_concerns(&shard, Some(&labels)));
+        assert!(!secret_concerns(&root, Some(&labels)));
+        assert!(
+            secret_concerns(&root, None),
+            "an unlabelled Secret may be mounted by anyone"
         );
     }
 
