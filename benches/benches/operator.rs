@@ -151,7 +151,7 @@ async fn ready_count(client: &dyn ObjectClient) -> usize {
             .count()
 }
 
-fn start(sim: &Server) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
+fn start(sim: &Server, metrics: Metrics) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
     let client = sim.client("").unwrap_or_else(|e| panic!("{e}"));
     let (stop, mut rx) = watch::channel(false);
     let groups: BTreeSet<_> = [ControllerGroup::Config, ControllerGroup::Workload].into();
@@ -161,7 +161,7 @@ fn start(sim: &Server) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
             &groups,
             &kcp_operator::pki::Pki::Builtin(Default::default()),
             Arc::new(InCluster),
-            Metrics::unregistered(),
+            metrics,
             Arc::new(std::sync::atomic::AtomicBool::new(false)),
             async move {
                 let _ = rx.wait_for(|s| *s).await;
@@ -195,7 +195,9 @@ async fn converge_and_resync() {
         parse_manifests("issuer.yaml", issuer).unwrap_or_else(|e| panic!("{e}")),
     )
     .await;
-    let (stop, task) = start(&sim);
+    let mut registry = prometheus_client::registry::Registry::default();
+    let (stop, task) = start(&sim, Metrics::register(&mut registry));
+    let rv_before = sim.resource_version();
     let started = Instant::now();
     apply(
         &client,
@@ -218,10 +220,15 @@ async fn converge_and_resync() {
         installations_count(),
         started.elapsed()
     );
+    println!(
+        "operator: {} writes while converging; reconciles per controller (errors):",
+        sim.resource_version() - rv_before
+    );
+    print_reconciles(&registry);
     let _ = stop.send(true);
     let _ = task.await;
     let before = sim.resource_version();
-    let (stop, task) = start(&sim);
+    let (stop, task) = start(&sim, Metrics::unregistered());
     tokio::time::sleep(Duration::from_secs(10)).await;
     let _ = stop.send(true);
     let _ = task.await;
@@ -229,6 +236,21 @@ async fn converge_and_resync() {
         "operator: writes during a no-op resync of all of them: {}",
         sim.resource_version() - before
     );
+}
+
+/// Prints `controller: reconciles (errors)` from the `kcp_operator_*` metrics.
+fn print_reconciles(registry: &prometheus_client::registry::Registry) {
+    let mut text = String::new();
+    if prometheus_client::encoding::text::encode(&mut text, registry).is_err() {
+        return;
+    }
+    for line in text.lines() {
+        let counted = line.starts_with("kcp_operator_reconciliation_duration_seconds_count")
+            || line.starts_with("kcp_operator_reconciliation_errors_total");
+        if counted {
+            println!("  {line}");
+        }
+    }
 }
 
 fn bench_scale(_c: &mut Criterion) {

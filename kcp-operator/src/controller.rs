@@ -518,16 +518,31 @@ macro_rules! compiled_of_root_shard {
 
 compiled_of_root_shard!(CompiledShard, CompiledFrontProxy, CompiledVirtualWorkspace);
 
-/// Whether a Secret event may concern `o`'s Deployment: a Secret of an installation (labelled
-/// `operator.kcp.io/rootshard`) concerns only the Compiled* objects of that RootShard; any
-/// other Secret (a CacheServer's, or one a user provides) may be mounted by any of them.
-fn secret_concerns<K: Compiled>(
-    o: &K,
-    labels: Option<&std::collections::BTreeMap<String, String>>,
-) -> bool {
+/// Whether a Secret event may concern `o`'s Deployment:
+/// * a Secret a Compiled* object controls (a proxy's dynamic kubeconfig) concerns only it;
+/// * a Secret of an installation (labelled `operator.kcp.io/rootshard`) concerns only the
+///   Compiled* objects of that RootShard;
+/// * a Kubeconfig's Secrets (its client certificate, labelled `operator.kcp.io/kubeconfig`, or
+///   its output, controlled by the Kubeconfig) are never mounted;
+/// * any other Secret (a CacheServer's, or one a user provides) may be mounted by any of them.
+fn secret_concerns<K: Compiled>(o: &K, secret: &kube::api::ObjectMeta) -> bool {
+    let controller = secret
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true));
+    if let Some(owner) = controller {
+        if owner.api_version.starts_with("deploy.operator.kcp.io/") {
+            return owner.kind == K::kind(&()) && o.meta().name.as_deref() == Some(&owner.name);
+        }
+        if owner.api_version.starts_with("operator.kcp.io/") && owner.kind == "Kubeconfig" {
+            return false;
+        }
+    }
+    let labels = secret.labels.as_ref();
     match labels.and_then(|l| l.get(crate::render::names::ROOT_SHARD_LABEL)) {
         Some(rs) => o.root_shard() == Some(rs.as_str()),
-        None => true,
+        None => !labels.is_some_and(|l| l.contains_key(KUBECONFIG_LABEL)),
     }
 }
 
@@ -544,9 +559,8 @@ fn workload_controller<K: Compiled>(
     let store = controller.store();
     controller
         .watches(api::<Secret>(client), cfg(), move |s| {
-            let labels = s.metadata.labels.as_ref();
             refs(&store, s.metadata.namespace.as_deref(), |o: &K| {
-                secret_concerns(o, labels)
+                secret_concerns(o, &s.metadata)
             })
         })
         .graceful_shutdown_on(shutdown)
@@ -818,21 +832,63 @@ mod tests {
         );
     }
 
+    fn secret(labels: &[(&str, &str)], owner: Option<(&str, &str, &str)>) -> kube::api::ObjectMeta {
+        kube::api::ObjectMeta {
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            owner_references: owner.map(|(api_version, kind, name)| {
+                vec![
+                    k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                        api_version: api_version.into(),
+                        kind: kind.into(),
+                        name: name.into(),
+                        controller: Some(true),
+                        ..Default::default()
+                    },
+                ]
+            }),
+            ..Default::default()
+        }
+    }
+
     #[test]
     fn an_installation_secret_wakes_only_the_compiled_objects_of_its_root_shard() {
         let mut shard = CompiledShard::new("s1", CompiledShardSpec::default());
         shard.spec.root_shard.name = "r1".into();
         let root = CompiledRootShard::new("r2", CompiledRootShardSpec::default());
-        let labels = std::collections::BTreeMap::from([(
-            crate::render::names::ROOT_SHARD_LABEL.to_owned(),
-            "r1".to_owned(),
-        )]);
-        assert!(secret_concerns(&shard, Some(&labels)));
-        assert!(!secret_concerns(&root, Some(&labels)));
+        let of_r1 = secret(&[(crate::render::names::ROOT_SHARD_LABEL, "r1")], None);
+        assert!(secret_concerns(&shard, &of_r1));
+        assert!(!secret_concerns(&root, &of_r1));
         assert!(
-            secret_concerns(&root, None),
+            secret_concerns(&root, &secret(&[], None)),
             "an unlabelled Secret may be mounted by anyone"
         );
+    }
+
+    #[test]
+    fn kubeconfig_secrets_wake_no_workload_and_a_compiled_objects_secret_only_it() {
+        let root = CompiledRootShard::new("r1", CompiledRootShardSpec::default());
+        let fp = CompiledFrontProxy::new("f1", CompiledFrontProxySpec::default());
+        let cert = secret(&[(KUBECONFIG_LABEL, "admin")], None);
+        let output = secret(
+            &[],
+            Some(("operator.kcp.io/v1alpha1", "Kubeconfig", "admin")),
+        );
+        assert!(!secret_concerns(&root, &cert) && !secret_concerns(&root, &output));
+        let dynamic = secret(
+            &[],
+            Some((
+                "deploy.operator.kcp.io/v1alpha1",
+                "CompiledFrontProxy",
+                "f1",
+            )),
+        );
+        assert!(secret_concerns(&fp, &dynamic));
+        assert!(!secret_concerns(&root, &dynamic));
     }
 
     #[test]
