@@ -3,21 +3,19 @@
 //! Targets (issue 11), on the project's 2-core machine:
 //! - rendering one RootShard's children (PKI, kubeconfig Secrets, root shard and internal proxy
 //!   Deployment, Service, ConfigMap, Secret) <= 1 ms (criterion `operator/render_root_shard`);
-//! - 100 RootShards with a Shard, a FrontProxy and a Kubeconfig each, both controller groups over
-//!   HTTP: every source Ready in <= 10 s (printed as `converged`), the bench itself playing
-//!   cert-manager and the Deployment controller;
+//! - 100 RootShards with a Shard, a FrontProxy and a Kubeconfig each, both controller groups and
+//!   the built-in PKI (`--pki=builtin`, signing every Certificate) over HTTP, kcp-sim's workload
+//!   simulation making Deployments available: every source Ready in <= 10 s (printed as
+//!   `converged`);
 //! - a no-op resync of all of them (restarted controllers list and reconcile everything) issues
 //!   0 writes (printed as `writes during a no-op resync`, counted by the server's
 //!   resourceVersion).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use k8s_openapi::ByteString;
-use k8s_openapi::api::apps::v1::{Deployment, DeploymentStatus};
-use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kube::api::{DynamicObject, ObjectMeta};
@@ -26,7 +24,7 @@ use kcp_operator::addresser::InCluster;
 use kcp_operator::api::*;
 use kcp_operator::controller::{ControllerGroup, run_with};
 use kcp_operator::metrics::Metrics;
-use kcp_operator::render::certmanager::{self, Certificate, CertificateStatus};
+use kcp_operator::render::certmanager;
 use kcp_operator::render::frontproxy::*;
 use kcp_operator::render::kubeconfig::*;
 use kcp_operator::render::pki::render_root_shard_pki;
@@ -119,79 +117,6 @@ fn installations() -> String {
     docs.join("---\n")
 }
 
-fn ready_condition() -> Condition {
-    Condition {
-        type_: "Ready".into(),
-        status: "True".into(),
-        reason: "Issued".into(),
-        message: String::new(),
-        observed_generation: None,
-        last_transition_time: kcp_core::runtime::conditions::now(),
-    }
-}
-
-/// Plays cert-manager for every Certificate not ready yet.
-async fn issue(client: &dyn ObjectClient) {
-    let certs: Vec<Certificate> = client
-        .list_typed(Some(NS), &ListOptions::default())
-        .await
-        .unwrap_or_default();
-    for mut cert in certs.into_iter().filter(|c| !c.is_ready()) {
-        let name = cert.spec.secret_name.clone();
-        let pem = ByteString(
-            format!("-----BEGIN CERTIFICATE-----\n{name}\n-----END CERTIFICATE-----\n")
-                .into_bytes(),
-        );
-        let data = BTreeMap::from([
-            ("tls.crt".to_owned(), pem.clone()),
-            ("tls.key".to_owned(), pem.clone()),
-            ("ca.crt".to_owned(), pem),
-        ]);
-        let secret = Secret {
-            metadata: ObjectMeta {
-                name: Some(name),
-                namespace: Some(NS.into()),
-                ..Default::default()
-            },
-            data: Some(data),
-            ..Default::default()
-        };
-        let _ = client.create_typed(&secret).await;
-        cert.status = Some(CertificateStatus {
-            conditions: vec![ready_condition()],
-            revision: Some(1),
-            ..Default::default()
-        });
-        if let Ok(d) = kcp_core::typed::to_dynamic(&cert) {
-            let _ = client.update_status(&d).await;
-        }
-    }
-}
-
-/// Plays the Deployment controller.
-async fn run_deployments(client: &dyn ObjectClient) {
-    let deps: Vec<Deployment> = client
-        .list_typed(Some(NS), &ListOptions::default())
-        .await
-        .unwrap_or_default();
-    for mut dep in deps {
-        let r = dep.spec.as_ref().and_then(|s| s.replicas).unwrap_or(1);
-        let want = DeploymentStatus {
-            replicas: Some(r),
-            updated_replicas: Some(r),
-            ready_replicas: Some(r),
-            ..Default::default()
-        };
-        if dep.status.as_ref() == Some(&want) {
-            continue;
-        }
-        dep.status = Some(want);
-        if let Ok(d) = kcp_core::typed::to_dynamic(&dep) {
-            let _ = client.update_status(&d).await;
-        }
-    }
-}
-
 async fn ready_count(client: &dyn ObjectClient) -> usize {
     fn ready(c: Option<Vec<Condition>>) -> bool {
         c.is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
@@ -226,7 +151,7 @@ async fn ready_count(client: &dyn ObjectClient) -> usize {
             .count()
 }
 
-fn start(sim: &Server) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
+fn start(sim: &Server, metrics: Metrics) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
     let client = sim.client("").unwrap_or_else(|e| panic!("{e}"));
     let (stop, mut rx) = watch::channel(false);
     let groups: BTreeSet<_> = [ControllerGroup::Config, ControllerGroup::Workload].into();
@@ -234,8 +159,9 @@ fn start(sim: &Server) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
         run_with(
             client,
             &groups,
+            &kcp_operator::pki::Pki::Builtin(Default::default()),
             Arc::new(InCluster),
-            Metrics::unregistered(),
+            metrics,
             Arc::new(std::sync::atomic::AtomicBool::new(false)),
             async move {
                 let _ = rx.wait_for(|s| *s).await;
@@ -247,9 +173,12 @@ fn start(sim: &Server) -> (watch::Sender<bool>, tokio::task::JoinHandle<()>) {
 }
 
 async fn converge_and_resync() {
-    let sim = Server::start(Config::default())
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let sim = Server::start(Config {
+        simulate_workloads: Some(Duration::from_millis(10)),
+        ..Config::default()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
     let client = sim.object_client("");
     let crds: Vec<DynamicObject> = crds()
         .into_iter()
@@ -260,7 +189,15 @@ async fn converge_and_resync() {
         })
         .collect();
     apply(&client, crds).await;
-    let (stop, task) = start(&sim);
+    let issuer = "apiVersion: cert-manager.io/v1\nkind: ClusterIssuer\nmetadata: {name: selfsigned}\nspec: {selfSigned: {}}\n";
+    apply(
+        &client,
+        parse_manifests("issuer.yaml", issuer).unwrap_or_else(|e| panic!("{e}")),
+    )
+    .await;
+    let mut registry = prometheus_client::registry::Registry::default();
+    let (stop, task) = start(&sim, Metrics::register(&mut registry));
+    let rv_before = sim.resource_version();
     let started = Instant::now();
     apply(
         &client,
@@ -269,8 +206,7 @@ async fn converge_and_resync() {
     .await;
     let want = 4 * installations_count();
     while ready_count(&client).await < want {
-        issue(&client).await;
-        run_deployments(&client).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
         if started.elapsed() > Duration::from_secs(300) {
             println!(
                 "operator: did not converge in 300 s: {} of {want} sources Ready",
@@ -284,10 +220,15 @@ async fn converge_and_resync() {
         installations_count(),
         started.elapsed()
     );
+    println!(
+        "operator: {} writes while converging; reconciles per controller (errors):",
+        sim.resource_version() - rv_before
+    );
+    print_reconciles(&registry);
     let _ = stop.send(true);
     let _ = task.await;
     let before = sim.resource_version();
-    let (stop, task) = start(&sim);
+    let (stop, task) = start(&sim, Metrics::unregistered());
     tokio::time::sleep(Duration::from_secs(10)).await;
     let _ = stop.send(true);
     let _ = task.await;
@@ -295,6 +236,21 @@ async fn converge_and_resync() {
         "operator: writes during a no-op resync of all of them: {}",
         sim.resource_version() - before
     );
+}
+
+/// Prints `controller: reconciles (errors)` from the `kcp_operator_*` metrics.
+fn print_reconciles(registry: &prometheus_client::registry::Registry) {
+    let mut text = String::new();
+    if prometheus_client::encoding::text::encode(&mut text, registry).is_err() {
+        return;
+    }
+    for line in text.lines() {
+        let counted = line.starts_with("kcp_operator_reconciliation_duration_seconds_count")
+            || line.starts_with("kcp_operator_reconciliation_errors_total");
+        if counted {
+            println!("  {line}");
+        }
+    }
 }
 
 fn bench_scale(_c: &mut Criterion) {

@@ -14,6 +14,7 @@ pub mod agent;
 pub mod init;
 pub mod kind;
 pub mod kubeconfig;
+pub mod operator;
 pub mod sync;
 
 use std::future::Future;
@@ -191,6 +192,7 @@ pub fn sections() -> Vec<Box<dyn Section>> {
         Box::new(sync::SyncSection::default()),
         Box::new(kind::KindSection::default()),
         Box::new(agent::AgentSection::default()),
+        Box::new(operator::OperatorSection::default()),
     ]
 }
 

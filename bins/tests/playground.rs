@@ -60,3 +60,32 @@ fn only_with_an_unknown_system_is_refused_with_the_known_names() {
     );
     assert!(!kubeconfig.exists(), "nothing is started for a bad --only");
 }
+
+#[test]
+fn the_operator_section_brings_the_example_installation_to_ready_with_the_builtin_pki() {
+    let kubeconfig = kubeconfig_path("operator");
+    let out = playground(&kubeconfig, &["--only", "operator"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let _ = std::fs::remove_file(&kubeconfig);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(stdout.contains("everything converged"), "{stdout}");
+    for kind in [
+        "RootShard",
+        "Shard",
+        "FrontProxy",
+        "CacheServer",
+        "Kubeconfig",
+    ] {
+        assert!(
+            stdout
+                .lines()
+                .any(|l| l.starts_with(kind) && l.ends_with("true")),
+            "{kind} Ready in the table: {stdout}"
+        );
+    }
+    assert!(stdout.contains("admin-kubeconfig"), "{stdout}");
+}

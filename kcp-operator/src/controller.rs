@@ -20,22 +20,25 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
-use kcp_core::runtime::{CacheSync, ErrorPolicy, Outcome};
+use kcp_core::runtime::{CacheSync, ErrorPolicy, Outcome, drain_controller};
 use kcp_core::{KubeObjectClient, ObjectClient};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, watcher};
+use kube::runtime::{Controller, WatchStreamExt as _, watcher};
 use kube::{Api, Client, Resource};
 use serde::de::DeserializeOwned;
+use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
 
 use crate::addresser::{Addresser, InCluster};
 use crate::api::*;
 use crate::error::{Error, Result};
 use crate::metrics::{CountedKind, Metrics, PhasedKind};
+use crate::pki::{BuiltinPki, Pki};
+use crate::reconcile::cached::CachedShards;
 use crate::reconcile::retry::RetryingReads;
 use crate::reconcile::{config, kubeconfig, virtualworkspace, workload};
-use crate::render::certmanager::{Certificate, Issuer};
+use crate::render::certmanager::{Certificate, ClusterIssuer, Issuer};
 use crate::render::names::KUBECONFIG_LABEL;
 
 /// A controller group of `--enabled-controller-groups`.
@@ -80,6 +83,10 @@ pub struct Context {
     pub metrics: Metrics,
     /// The controllers' caches, for `/readyz`.
     pub caches: CacheSync,
+    /// The Shard controller's store, for the lists of a RootShard's Shards (config group).
+    pub shards: std::sync::OnceLock<Store<Shard>>,
+    /// Cancelled when the operator stops; controllers then drain.
+    pub stop: CancellationToken,
 }
 
 impl kcp_core::runtime::Classify for Error {
@@ -157,7 +164,11 @@ async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
         namespace = meta.namespace.as_deref().unwrap_or_default(),
         name = meta.name.as_deref().unwrap_or_default()
     );
-    let client = RetryingReads(ctx.client.as_ref());
+    let reads = RetryingReads(ctx.client.as_ref());
+    let client = CachedShards {
+        inner: &reads,
+        shards: ctx.shards.get().filter(|_| ctx.caches.is_synced()),
+    };
     let started = std::time::Instant::now();
     let result = obj
         .reconcile(&client, ctx.addresser.as_ref())
@@ -182,17 +193,19 @@ fn api<K: Resource<DynamicType = ()>>(client: &Client) -> Api<K> {
 }
 
 /// Tracks the controller's cache for readiness at once, then runs the controller to
-/// completion when polled.
+/// completion when polled (or stops it at once if it never synced, see [`drain_controller`]).
 fn drive<K: Reconciled>(
     controller: Controller<K>,
     ctx: Arc<Context>,
 ) -> impl Future<Output = ()> + Send + 'static {
-    ctx.caches.track(controller.store());
+    let store = controller.store();
+    ctx.caches.track(store.clone());
+    let stop = ctx.stop.clone();
     async move {
-        controller
+        let run = controller
             .run(reconcile::<K>, error_policy::<K>, ctx)
-            .for_each(|_| async {})
-            .await;
+            .for_each(|_| async {});
+        drain_controller(run, store, stop).await;
     }
 }
 
@@ -303,6 +316,7 @@ fn config_controllers(
         .owns(api::<Issuer>(client), cfg())
         .owns(api::<CompiledCacheServer>(client), cfg());
     let kubeconfigs = kubeconfig_controller(client);
+    let _ = ctx.shards.set(shards.store());
     let stores = Stores {
         root_shards: rs.store(),
         shards: shards.store(),
@@ -479,9 +493,67 @@ async fn refresh_metrics(stores: Stores, metrics: Metrics, shutdown: impl Future
     }
 }
 
-/// A workload controller: owns Deployments, Services, ConfigMaps and Secrets, and is woken by
-/// every Secret of its namespace.
-fn workload_controller<K: Reconciled>(
+/// A Compiled* kind, and the installation (RootShard) its Deployment's Secrets belong to.
+trait Compiled: Reconciled {
+    /// The RootShard whose Secrets (labelled `operator.kcp.io/rootshard`) it mounts.
+    fn root_shard(&self) -> Option<&str>;
+}
+
+impl Compiled for CompiledRootShard {
+    fn root_shard(&self) -> Option<&str> {
+        self.metadata.name.as_deref()
+    }
+}
+
+impl Compiled for CompiledCacheServer {
+    fn root_shard(&self) -> Option<&str> {
+        None
+    }
+}
+
+macro_rules! compiled_of_root_shard {
+    ($($kind:ty),*) => {$(
+        impl Compiled for $kind {
+            fn root_shard(&self) -> Option<&str> {
+                Some(&self.spec.root_shard.name)
+            }
+        }
+    )*};
+}
+
+compiled_of_root_shard!(CompiledShard, CompiledFrontProxy, CompiledVirtualWorkspace);
+
+/// Whether a Secret event may concern `o`'s Deployment:
+/// * a Secret a Compiled* object controls (a proxy's dynamic kubeconfig) concerns only it;
+/// * a Secret of an installation (labelled `operator.kcp.io/rootshard`) concerns only the
+///   Compiled* objects of that RootShard;
+/// * a Kubeconfig's Secrets (its client certificate, labelled `operator.kcp.io/kubeconfig`, or
+///   its output, controlled by the Kubeconfig) are never mounted;
+/// * any other Secret (a CacheServer's, or one a user provides) may be mounted by any of them.
+fn secret_concerns<K: Compiled>(o: &K, secret: &kube::api::ObjectMeta) -> bool {
+    let controller = secret
+        .owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true));
+    if let Some(owner) = controller {
+        if owner.api_version.starts_with("deploy.operator.kcp.io/") {
+            return owner.kind == K::kind(&()) && o.meta().name.as_deref() == Some(&owner.name);
+        }
+        if owner.api_version.starts_with("operator.kcp.io/") && owner.kind == "Kubeconfig" {
+            return false;
+        }
+    }
+    let labels = secret.labels.as_ref();
+    match labels.and_then(|l| l.get(crate::render::names::ROOT_SHARD_LABEL)) {
+        Some(rs) => o.root_shard() == Some(rs.as_str()),
+        None => !labels.is_some_and(|l| l.contains_key(KUBECONFIG_LABEL)),
+    }
+}
+
+/// A workload controller: owns Deployments, Services and ConfigMaps, and is woken by the
+/// Secrets its Deployment may mount (see [`secret_concerns`]).
+fn workload_controller<K: Compiled>(
     client: &Client,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> Controller<K> {
@@ -492,7 +564,9 @@ fn workload_controller<K: Reconciled>(
     let store = controller.store();
     controller
         .watches(api::<Secret>(client), cfg(), move |s| {
-            refs(&store, s.metadata.namespace.as_deref(), |_| true)
+            refs(&store, s.metadata.namespace.as_deref(), |o: &K| {
+                secret_concerns(o, &s.metadata)
+            })
         })
         .graceful_shutdown_on(shutdown)
 }
@@ -526,6 +600,174 @@ fn workload_controllers(
     ]
 }
 
+/// The built-in issuer's context.
+struct PkiContext {
+    client: Arc<dyn ObjectClient>,
+    errors: ErrorPolicy,
+    pki: BuiltinPki,
+    metrics: Metrics,
+}
+
+async fn reconcile_certificate(cert: Arc<Certificate>, ctx: Arc<PkiContext>) -> Result<Action> {
+    let span = tracing::info_span!(
+        "reconcile",
+        kind = "Certificate",
+        namespace = cert.metadata.namespace.as_deref().unwrap_or_default(),
+        name = cert.metadata.name.as_deref().unwrap_or_default()
+    );
+    let client = RetryingReads(ctx.client.as_ref());
+    let started = std::time::Instant::now();
+    let result = crate::pki::reconcile::reconcile_certificate(&client, &ctx.pki, &cert)
+        .instrument(span)
+        .await;
+    ctx.metrics.observe(
+        "certificate",
+        started.elapsed(),
+        result.as_ref().err().map(Error::reason),
+    );
+    Ok(ctx.errors.succeeded(cert.as_ref(), result?))
+}
+
+fn certificate_error_policy(cert: Arc<Certificate>, err: &Error, ctx: Arc<PkiContext>) -> Action {
+    tracing::warn!(certificate = cert.metadata.name.as_deref().unwrap_or_default(), error = %err, "issuing failed");
+    ctx.errors.failed(cert.as_ref(), err)
+}
+
+/// Certificates in `store` not ready yet that `pick` selects.
+fn waiting_certificates(
+    store: &Store<Certificate>,
+    pick: impl Fn(&Certificate) -> bool,
+) -> Vec<ObjectRef<Certificate>> {
+    store
+        .state()
+        .iter()
+        .filter(|c| !c.is_ready() && pick(c))
+        .map(|c| ObjectRef::from_obj(c.as_ref()))
+        .collect()
+}
+
+fn names_issuer(c: &Certificate, kind: &str, namespace: Option<&str>, name: &str) -> bool {
+    let r = &c.spec.issuer_ref;
+    let kind_matches = r.kind == kind || (r.kind.is_empty() && kind == "Issuer");
+    kind_matches
+        && r.name == name
+        && (namespace.is_none() || c.metadata.namespace.as_deref() == namespace)
+}
+
+/// The built-in issuer: one controller over every Certificate, woken by its Secret (by the
+/// `cert-manager.io/certificate-name` annotation), by its Issuer or ClusterIssuer, and, while
+/// waiting, by the CA Secret of its issuer.
+fn certificate_controller(
+    client: &Client,
+    pki: &BuiltinPki,
+    issuers: Store<Issuer>,
+    cluster_issuers: Store<ClusterIssuer>,
+) -> Controller<Certificate> {
+    let controller = Controller::new(api::<Certificate>(client), cfg());
+    let certs = controller.store();
+    let (by_issuer, by_cluster_issuer) = (certs.clone(), certs.clone());
+    let resource_ns = pki.cluster_resource_namespace.clone();
+    controller
+        .watches(api::<Issuer>(client), cfg(), move |i| {
+            let name = i.metadata.name.clone().unwrap_or_default();
+            waiting_certificates(&by_issuer, |c| {
+                names_issuer(c, "Issuer", i.metadata.namespace.as_deref(), &name)
+            })
+        })
+        .watches(api::<ClusterIssuer>(client), cfg(), move |i| {
+            let name = i.metadata.name.clone().unwrap_or_default();
+            waiting_certificates(&by_cluster_issuer, |c| {
+                names_issuer(c, "ClusterIssuer", None, &name)
+            })
+        })
+        .watches(api::<Secret>(client), cfg(), move |s| {
+            let ns = s.metadata.namespace.clone().unwrap_or_default();
+            let name = s.metadata.name.clone().unwrap_or_default();
+            let own = s
+                .metadata
+                .annotations
+                .as_ref()
+                .and_then(|a| a.get(crate::pki::plan::CERTIFICATE_NAME_ANNOTATION))
+                .map(|c| ObjectRef::new(c).within(&ns));
+            let signing: Vec<(String, Option<String>)> = issuers
+                .state()
+                .iter()
+                .filter(|i| i.metadata.namespace.as_deref() == Some(&ns))
+                .filter(|i| i.spec.ca.as_ref().is_some_and(|ca| ca.secret_name == name))
+                .map(|i| {
+                    (
+                        i.metadata.name.clone().unwrap_or_default(),
+                        Some(ns.clone()),
+                    )
+                })
+                .chain(
+                    cluster_issuers
+                        .state()
+                        .iter()
+                        .filter(|_| ns == resource_ns)
+                        .filter(|i| i.spec.ca.as_ref().is_some_and(|ca| ca.secret_name == name))
+                        .map(|i| (i.metadata.name.clone().unwrap_or_default(), None)),
+                )
+                .collect();
+            let waiting = waiting_certificates(&certs, |c| {
+                signing.iter().any(|(issuer, ns)| match ns {
+                    Some(ns) => names_issuer(c, "Issuer", Some(ns), issuer),
+                    None => names_issuer(c, "ClusterIssuer", None, issuer),
+                })
+            });
+            own.into_iter().chain(waiting)
+        })
+}
+
+/// Keeps a store of `K` current until `shutdown`.
+fn reflect<K>(
+    client: &Client,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> (Store<K>, BoxFuture<'static, ()>)
+where
+    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
+{
+    let (reader, writer) = kube::runtime::reflector::store();
+    let stream =
+        kube::runtime::reflector(writer, watcher(api::<K>(client), cfg())).default_backoff();
+    let task = async move {
+        let drain = stream.for_each(|_| async {});
+        tokio::select! {
+            _ = drain => {}
+            _ = shutdown => {}
+        }
+    };
+    (reader, Box::pin(task))
+}
+
+fn pki_controllers(
+    client: &Client,
+    ctx: &Arc<Context>,
+    pki: &BuiltinPki,
+    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) -> Vec<BoxFuture<'static, ()>> {
+    let (issuers, issuer_task) = reflect::<Issuer>(client, shutdown.clone());
+    let (cluster_issuers, cluster_issuer_task) = reflect::<ClusterIssuer>(client, shutdown.clone());
+    let controller = certificate_controller(client, pki, issuers, cluster_issuers)
+        .graceful_shutdown_on(shutdown);
+    let store = controller.store();
+    ctx.caches.track(store.clone());
+    let stop = ctx.stop.clone();
+    let pki_ctx = Arc::new(PkiContext {
+        client: ctx.client.clone(),
+        errors: ErrorPolicy::default(),
+        pki: pki.clone(),
+        metrics: ctx.metrics.clone(),
+    });
+    let run = async move {
+        let run = controller
+            .run(reconcile_certificate, certificate_error_policy, pki_ctx)
+            .for_each(|_| async {});
+        drain_controller(run, store, stop).await;
+    };
+    vec![issuer_task, cluster_issuer_task, Box::pin(run)]
+}
+
 /// Runs the enabled controller groups against `client` until `shutdown` completes, then lets
 /// in-flight reconciles finish; kcp is reached through in-cluster Service URLs.
 pub async fn run(
@@ -536,6 +778,7 @@ pub async fn run(
     run_with(
         client,
         groups,
+        &Pki::CertManager,
         Arc::new(InCluster),
         Metrics::unregistered(),
         Arc::new(AtomicBool::new(false)),
@@ -544,28 +787,41 @@ pub async fn run(
     .await;
 }
 
-/// [`run`] with a custom [`Addresser`], metrics registered by the caller, and `synced`, set once
-/// every controller's cache has synced (for `/readyz`).
+/// [`run`] with the issuer of the operator's Certificates (`pki`: with [`Pki::Builtin`] the
+/// config group also runs the built-in issuer), a custom [`Addresser`], metrics registered by
+/// the caller, and `synced`, set once every controller's cache has synced (for `/readyz`).
 pub async fn run_with(
     client: Client,
     groups: &BTreeSet<ControllerGroup>,
+    pki: &Pki,
     addresser: Arc<dyn Addresser>,
     metrics: Metrics,
     synced: Arc<AtomicBool>,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) {
     use futures::FutureExt as _;
-    let shutdown = shutdown.shared();
+    let stop = CancellationToken::new();
+    let trigger = stop.clone();
+    tokio::spawn(async move {
+        shutdown.await;
+        trigger.cancel();
+    });
+    let shutdown = stop.clone().cancelled_owned().shared();
     let ctx = Arc::new(Context {
         client: Arc::new(KubeObjectClient::new(client.clone())),
         errors: ErrorPolicy::default(),
         addresser,
         metrics,
         caches: CacheSync::new(synced),
+        shards: std::sync::OnceLock::new(),
+        stop,
     });
     let mut tasks = Vec::new();
     if groups.contains(&ControllerGroup::Config) {
         tasks.extend(config_controllers(&client, &ctx, shutdown.clone()));
+        if let Pki::Builtin(builtin) = pki {
+            tasks.extend(pki_controllers(&client, &ctx, builtin, shutdown.clone()));
+        }
     }
     if groups.contains(&ControllerGroup::Workload) {
         tasks.extend(workload_controllers(&client, &ctx, shutdown));
@@ -589,6 +845,65 @@ mod tests {
             groups.into_iter().collect::<Vec<_>>(),
             [ControllerGroup::Config, ControllerGroup::Workload]
         );
+    }
+
+    fn secret(labels: &[(&str, &str)], owner: Option<(&str, &str, &str)>) -> kube::api::ObjectMeta {
+        kube::api::ObjectMeta {
+            labels: Some(
+                labels
+                    .iter()
+                    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                    .collect(),
+            ),
+            owner_references: owner.map(|(api_version, kind, name)| {
+                vec![
+                    k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference {
+                        api_version: api_version.into(),
+                        kind: kind.into(),
+                        name: name.into(),
+                        controller: Some(true),
+                        ..Default::default()
+                    },
+                ]
+            }),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn an_installation_secret_wakes_only_the_compiled_objects_of_its_root_shard() {
+        let mut shard = CompiledShard::new("s1", CompiledShardSpec::default());
+        shard.spec.root_shard.name = "r1".into();
+        let root = CompiledRootShard::new("r2", CompiledRootShardSpec::default());
+        let of_r1 = secret(&[(crate::render::names::ROOT_SHARD_LABEL, "r1")], None);
+        assert!(secret_concerns(&shard, &of_r1));
+        assert!(!secret_concerns(&root, &of_r1));
+        assert!(
+            secret_concerns(&root, &secret(&[], None)),
+            "an unlabelled Secret may be mounted by anyone"
+        );
+    }
+
+    #[test]
+    fn kubeconfig_secrets_wake_no_workload_and_a_compiled_objects_secret_only_it() {
+        let root = CompiledRootShard::new("r1", CompiledRootShardSpec::default());
+        let fp = CompiledFrontProxy::new("f1", CompiledFrontProxySpec::default());
+        let cert = secret(&[(KUBECONFIG_LABEL, "admin")], None);
+        let output = secret(
+            &[],
+            Some(("operator.kcp.io/v1alpha1", "Kubeconfig", "admin")),
+        );
+        assert!(!secret_concerns(&root, &cert) && !secret_concerns(&root, &output));
+        let dynamic = secret(
+            &[],
+            Some((
+                "deploy.operator.kcp.io/v1alpha1",
+                "CompiledFrontProxy",
+                "f1",
+            )),
+        );
+        assert!(secret_concerns(&fp, &dynamic));
+        assert!(!secret_concerns(&root, &dynamic));
     }
 
     #[test]

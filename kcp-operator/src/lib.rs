@@ -14,6 +14,7 @@ pub mod api;
 pub mod controller;
 pub mod error;
 pub mod metrics;
+pub mod pki;
 pub mod reconcile;
 pub mod render;
 pub mod status;

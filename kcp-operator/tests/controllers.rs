@@ -52,6 +52,7 @@ fn start(sim: &Server, groups: &[ControllerGroup], kcp: &Kcp) -> Running {
         run_with(
             client,
             &groups,
+            &kcp_operator::pki::Pki::CertManager,
             addresser,
             kcp_operator::metrics::Metrics::unregistered(),
             flag,
@@ -167,6 +168,29 @@ async fn with_ten_percent_server_errors_everything_converges_without_duplicates(
             "vw-root-virtual-workspace"
         ]
     );
+}
+
+#[tokio::test]
+async fn stopping_before_the_first_list_succeeded_does_not_hang() {
+    let (sim, _client, kcp) = setup().await;
+    sim.faults().set(FaultConfig {
+        errors: vec![ErrorRule::new(500, 1.0).verbs([kcp_sim::Verb::List])],
+        ..FaultConfig::default()
+    });
+    let running = start(
+        &sim,
+        &[ControllerGroup::Config, ControllerGroup::Workload],
+        &kcp,
+    );
+    let lists_failed = async {
+        while sim.faults().injected() == 0 {
+            tokio::task::yield_now().await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(30), lists_failed)
+        .await
+        .expect("the controllers tried to list");
+    running.stop().await;
 }
 
 /// Copies Compiled* objects and operator-labelled Secrets from the config cluster to the

@@ -14,6 +14,7 @@ use std::sync::Arc;
 use kcp_operator::addresser::InCluster;
 use kcp_operator::controller::{parse_groups, run_with};
 use kcp_operator::metrics::Metrics;
+use kcp_operator::pki::Pki;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -37,6 +38,13 @@ struct Flags {
     /// Accepted for compatibility.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     enable_http2: bool,
+    /// Who issues the operator's cert-manager Certificates: `cert-manager` (installed in the
+    /// cluster) or `builtin` (the operator signs them itself; ECDSA P-256 keys).
+    #[arg(long, default_value = "cert-manager")]
+    pki: String,
+    /// With `--pki=builtin`: the namespace of ClusterIssuers' CA Secrets (as cert-manager's flag).
+    #[arg(long, default_value = "cert-manager")]
+    cluster_resource_namespace: String,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -76,6 +84,11 @@ async fn operator(flags: Flags) -> Result<(), Error> {
         flag: "enabled-controller-groups".into(),
         reason: e.to_string(),
     })?;
+    let pki =
+        Pki::parse(&flags.pki, &flags.cluster_resource_namespace).map_err(|e| Error::Flag {
+            flag: "pki".into(),
+            reason: e.to_string(),
+        })?;
     if !flags.feature_gates.is_empty() {
         tracing::warn!(feature_gates = %flags.feature_gates, "kcp-operator has no feature gates; ignoring");
     }
@@ -90,6 +103,7 @@ async fn operator(flags: Flags) -> Result<(), Error> {
             run_with(
                 client,
                 &groups,
+                &pki,
                 Arc::new(InCluster),
                 metrics,
                 ready,

@@ -12,7 +12,7 @@ use kcp_core::runtime::conditions::ConditionUpdate;
 use kcp_core::runtime::{Outcome, write_status};
 
 use super::ensure::ensure;
-use super::phased::write_phased;
+use super::phased::{compiled_available, write_phased};
 use super::{
     CertificateState, core, describe, ensure_certificates, ensure_merged_bundle, owner_ref,
     set_conditions,
@@ -210,13 +210,7 @@ pub async fn reconcile_root_shard(client: &dyn ObjectClient, rs: &RootShard) -> 
         let compiled = render_compiled_root_shard(rs, vw, shards.clone(), &state.revisions);
         ensure(client, &compiled, Some(&owner)).await?;
     }
-    let live: Option<CompiledRootShard> = client
-        .get_typed(Some(&ns), &name)
-        .await
-        .map_err(core("reading CompiledRootShard"))?;
-    let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
-    let available =
-        status::copied_available(compiled_conditions.as_deref(), "CompiledRootShard", &name);
+    let available = compiled_available::<CompiledRootShard>(client, &ns, &name).await?;
     let generation = rs.metadata.generation;
     write_status::<RootShard, _>(client, Some(&ns), &name, |obj| {
         let s = obj.status.get_or_insert_with(Default::default);
@@ -300,13 +294,7 @@ pub async fn reconcile_shard(
     if let Some(rs) = &rs {
         outcome = shard_children(client, shard, rs).await?;
     }
-    let live: Option<CompiledShard> = client
-        .get_typed(Some(&ns), &name)
-        .await
-        .map_err(core("reading CompiledShard"))?;
-    let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
-    let available =
-        status::copied_available(compiled_conditions.as_deref(), "CompiledShard", &name);
+    let available = compiled_available::<CompiledShard>(client, &ns, &name).await?;
     write_phased(client, shard, &[rs_condition.clone(), available.clone()]).await?;
     Ok(outcome)
 }
@@ -394,13 +382,7 @@ pub async fn reconcile_front_proxy(client: &dyn ObjectClient, fp: &FrontProxy) -
     if let Some(rs) = &rs {
         outcome = front_proxy_children(client, fp, rs).await?;
     }
-    let live: Option<CompiledFrontProxy> = client
-        .get_typed(Some(&ns), &name)
-        .await
-        .map_err(core("reading CompiledFrontProxy"))?;
-    let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
-    let available =
-        status::copied_available(compiled_conditions.as_deref(), "CompiledFrontProxy", &name);
+    let available = compiled_available::<CompiledFrontProxy>(client, &ns, &name).await?;
     write_phased(client, fp, &[rs_condition.clone(), available.clone()]).await?;
     Ok(outcome)
 }
@@ -493,13 +475,7 @@ pub async fn reconcile_cache_server(
         )
         .await?;
     }
-    let live: Option<CompiledCacheServer> = client
-        .get_typed(Some(&ns), &name)
-        .await
-        .map_err(core("reading CompiledCacheServer"))?;
-    let compiled_conditions = live.and_then(|c| c.status).map(|s| s.conditions);
-    let available =
-        status::copied_available(compiled_conditions.as_deref(), "CompiledCacheServer", &name);
+    let available = compiled_available::<CompiledCacheServer>(client, &ns, &name).await?;
     write_phased(client, cs, std::slice::from_ref(&available)).await?;
     Ok(waiting(&state))
 }

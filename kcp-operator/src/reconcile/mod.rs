@@ -6,6 +6,7 @@
 //! each (create if absent, update when different, controller-owned by the source), then writes
 //! the status through kcp-core's `write_status` (only when it changed).
 
+pub mod cached;
 pub mod cleanup;
 pub mod config;
 pub mod ensure;

@@ -1,8 +1,10 @@
 //! The status every installation kind and its Compiled* object share: conditions with the
-//! summary `Ready`, the phase and `observedGeneration`, written by one function.
+//! summary `Ready`, the phase and `observedGeneration`, written by one function; and a
+//! source's `Available`, read from its Compiled* object by one function.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kcp_core::ObjectClient;
+use kcp_core::ObjectClientExt as _;
 use kcp_core::runtime::conditions::ConditionUpdate;
 use kcp_core::runtime::write_status;
 use kube::Resource;
@@ -14,6 +16,7 @@ use super::config::apply_status;
 use super::{core, describe};
 use crate::api::*;
 use crate::error::Result;
+use crate::status;
 
 /// A status with conditions, a phase and `observedGeneration`.
 pub(crate) trait PhasedStatus: Default {
@@ -63,4 +66,26 @@ where
     .await
     .map_err(core(format!("writing the status of {}", describe(obj))))?;
     Ok(())
+}
+
+/// A source's `Available`: its Compiled* object `C` (same namespace and name) read and its
+/// `Available` condition copied, or "not rendered yet" while it does not exist.
+pub(crate) async fn compiled_available<C>(
+    client: &dyn ObjectClient,
+    namespace: &str,
+    name: &str,
+) -> Result<ConditionUpdate>
+where
+    C: Resource<DynamicType = ()> + HasStatus + Serialize + DeserializeOwned + Clone + Send + Sync,
+    C::Status: PhasedStatus,
+{
+    let kind = C::kind(&());
+    let live: Option<C> = client
+        .get_typed(Some(namespace), name)
+        .await
+        .map_err(core(format!("reading {kind} {namespace}/{name}")))?;
+    let conditions = live
+        .and_then(|mut c| c.status_mut().take())
+        .map(|mut s| std::mem::take(s.parts().0));
+    Ok(status::copied_available(conditions.as_deref(), &kind, name))
 }

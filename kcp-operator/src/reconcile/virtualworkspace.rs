@@ -11,7 +11,7 @@ use kcp_core::runtime::Outcome;
 use kcp_core::runtime::conditions::ConditionUpdate;
 
 use super::ensure::ensure;
-use super::phased::write_phased;
+use super::phased::{compiled_available, write_phased};
 use super::workload::{Mounted, ensure_deployment};
 use super::{core, ensure_certificates, ensure_merged_bundle, owner_ref};
 use crate::api::*;
@@ -74,13 +74,7 @@ pub async fn reconcile_virtual_workspace(
                 .message("The target exists.")
         }
     };
-    let live: Option<CompiledVirtualWorkspace> = client
-        .get_typed(Some(&ns), &name)
-        .await
-        .map_err(core("reading CompiledVirtualWorkspace"))?;
-    let compiled = live.and_then(|c| c.status).map(|s| s.conditions);
-    let available =
-        status::copied_available(compiled.as_deref(), "CompiledVirtualWorkspace", &name);
+    let available = compiled_available::<CompiledVirtualWorkspace>(client, &ns, &name).await?;
     write_phased(client, vw, &[reference.clone(), available.clone()]).await?;
     Ok(outcome)
 }

@@ -134,6 +134,7 @@ impl Certificate {
     kind = "Issuer",
     plural = "issuers",
     namespaced,
+    status = "IssuerStatus",
     derive = "PartialEq"
 )]
 #[serde(rename_all = "camelCase")]
@@ -144,6 +145,35 @@ pub struct IssuerSpec {
     /// A self-signing issuer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub self_signed: Option<SelfSignedIssuer>,
+}
+
+/// A cert-manager ClusterIssuer spec (the CA and self-signed issuer types); a CA
+/// ClusterIssuer's Secret lives in cert-manager's cluster resource namespace.
+#[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[kube(
+    group = "cert-manager.io",
+    version = "v1",
+    kind = "ClusterIssuer",
+    plural = "clusterissuers",
+    status = "IssuerStatus",
+    derive = "PartialEq"
+)]
+#[serde(rename_all = "camelCase")]
+pub struct ClusterIssuerSpec {
+    /// A CA issuer signing with the key pair in a Secret.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca: Option<CaIssuer>,
+    /// A self-signing issuer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub self_signed: Option<SelfSignedIssuer>,
+}
+
+/// The observed state of an Issuer or ClusterIssuer.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+pub struct IssuerStatus {
+    /// Conditions; `Ready=True` once the issuer can sign.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conditions: Vec<Condition>,
 }
 
 /// A CA issuer.
@@ -158,11 +188,39 @@ pub struct CaIssuer {
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 pub struct SelfSignedIssuer {}
 
-/// CustomResourceDefinitions of the Certificate and Issuer fields kcp-operator uses: enough
-/// for tests and the playground; real clusters install cert-manager's own CRDs.
+/// CustomResourceDefinitions of the Certificate, Issuer and ClusterIssuer fields kcp-operator
+/// uses: enough for tests and the playground; real clusters install cert-manager's own CRDs.
 pub fn crds()
 -> Vec<k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition>
 {
     use kube::CustomResourceExt as _;
-    vec![Certificate::crd(), Issuer::crd()]
+    vec![Certificate::crd(), Issuer::crd(), ClusterIssuer::crd()]
+}
+
+/// [`crds`] as a YAML stream (the playground's fixture `00-cert-manager-crds.yaml`).
+pub fn crds_yaml() -> crate::Result<String> {
+    serde_saphyr::to_string_multiple(&crds()).map_err(|err| crate::Error::Serialization {
+        context: "writing the cert-manager CustomResourceDefinitions as YAML".to_owned(),
+        message: err.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_playground_cert_manager_crds_are_the_generated_ones() {
+        let want = super::crds_yaml().unwrap_or_default();
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/playground/operator/00-cert-manager-crds.yaml"
+        );
+        if std::env::var_os("UPDATE_FIXTURES").is_some() {
+            std::fs::write(path, &want).unwrap_or_else(|e| panic!("{e}"));
+        }
+        let have = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            have == want,
+            "run with UPDATE_FIXTURES=1 to regenerate {path}"
+        );
+    }
 }

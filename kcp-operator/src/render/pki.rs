@@ -293,6 +293,7 @@ fn ca_issuer(
             }),
             self_signed: None,
         },
+        status: None,
     }
 }
 

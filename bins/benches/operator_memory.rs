@@ -1,0 +1,160 @@
+//! Resident memory of an idle `kcp-operator` process (target: <= 25 MiB).
+//!
+//! Starts kcp-sim in-process (workload simulation on) with the operator's and cert-manager's
+//! CRDs and the playground's example installation (a RootShard, a Shard, a FrontProxy, a
+//! CacheServer and a Kubeconfig), runs the release binary against it with `--pki builtin` until
+//! every source is Ready and the process has idled for three seconds, then prints
+//! `idle operator RSS` from `/proc/<pid>/status`. Criterion times the process from start to
+//! `/readyz` answering 200.
+
+mod support;
+
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
+use kcp_core::kube::api::DynamicObject;
+use kcp_core::{ObjectClient, ObjectClientExt, parse_manifests};
+use kcp_operator::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
+use kcp_sim::{Config, Server};
+use support::{free_port, ready, rss_mib};
+
+const OPERATOR: &str = env!("CARGO_BIN_EXE_kcp-operator");
+const SETUP: [&str; 3] = [
+    include_str!("../../examples/playground/operator/00-cert-manager-crds.yaml"),
+    include_str!("../../examples/playground/operator/01-issuer.yaml"),
+    include_str!("../../examples/playground/operator/02-installation.yaml"),
+];
+
+static PRINTED: AtomicBool = AtomicBool::new(false);
+
+async fn apply(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
+    let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap_or_else(|e| panic!("{e}"));
+    let report = Applier::new(client, ApplierConfig::new("bench"))
+        .apply(&plan)
+        .await;
+    assert!(report.is_complete(), "{report}");
+}
+
+fn is_ready(
+    conditions: Option<&[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]>,
+) -> bool {
+    conditions.is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// Whether the five sources of the example report Ready.
+async fn all_ready(client: &dyn ObjectClient) -> bool {
+    let rs: Option<RootShard> = client.get_typed(Some("kcp"), "root").await.ok().flatten();
+    let s: Option<Shard> = client.get_typed(Some("kcp"), "alpha").await.ok().flatten();
+    let f: Option<FrontProxy> = client.get_typed(Some("kcp"), "edge").await.ok().flatten();
+    let c: Option<CacheServer> = client.get_typed(Some("kcp"), "cache").await.ok().flatten();
+    let k: Option<Kubeconfig> = client.get_typed(Some("kcp"), "admin").await.ok().flatten();
+    is_ready(
+        rs.as_ref()
+            .and_then(|o| o.status.as_ref())
+            .map(|s| &s.conditions[..]),
+    ) && is_ready(
+        s.as_ref()
+            .and_then(|o| o.status.as_ref())
+            .map(|s| &s.conditions[..]),
+    ) && is_ready(
+        f.as_ref()
+            .and_then(|o| o.status.as_ref())
+            .map(|s| &s.conditions[..]),
+    ) && is_ready(
+        c.as_ref()
+            .and_then(|o| o.status.as_ref())
+            .map(|s| &s.conditions[..]),
+    ) && is_ready(
+        k.as_ref()
+            .and_then(|o| o.status.as_ref())
+            .map(|s| &s.conditions[..]),
+    )
+}
+
+async fn setup() -> Server {
+    let sim = Server::start(Config {
+        simulate_workloads: Some(Duration::from_millis(10)),
+        ..Config::default()
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    let client = sim.object_client("");
+    let crds = kcp_operator::api::crd_objects().unwrap_or_else(|e| panic!("{e}"));
+    apply(&client, crds).await;
+    for doc in SETUP {
+        apply(
+            &client,
+            parse_manifests("setup.yaml", doc).unwrap_or_else(|e| panic!("{e}")),
+        )
+        .await;
+    }
+    sim
+}
+
+async fn run_operator_once() -> Duration {
+    let sim = setup().await;
+    let kubeconfig =
+        std::env::temp_dir().join(format!("operator-memory-{}.kubeconfig", std::process::id()));
+    sim.write_kubeconfig(&kubeconfig, &[])
+        .unwrap_or_else(|e| panic!("{e}"));
+    let port = free_port();
+    let start = Instant::now();
+    let mut child = Command::new(OPERATOR)
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["--pki", "builtin", "--metrics-bind-address", "0"])
+        .args(["--health-probe-bind-address", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("{e}"));
+    while !ready(port) {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    let took = start.elapsed();
+    if !PRINTED.swap(true, Ordering::SeqCst) {
+        let client = sim.object_client("");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while !all_ready(&client).await && Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let converged = start.elapsed();
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        eprintln!(
+            "idle operator RSS: {:.1} MiB (the example installation Ready after {:.1?}, 29 certificates issued by the built-in PKI, then idling)",
+            rss_mib(child.id()),
+            converged
+        );
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let _ = std::fs::remove_file(kubeconfig);
+    sim.shutdown().await;
+    took
+}
+
+fn operator_memory(c: &mut Criterion) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
+    let mut group = c.benchmark_group("kcp_operator_process");
+    group.sample_size(10);
+    group.bench_function("start_to_ready", |b| {
+        b.to_async(&rt).iter_custom(|iters| async move {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                total += run_operator_once().await;
+            }
+            total
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, operator_memory);
+criterion_main!(benches);
