@@ -11,8 +11,10 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use futures::StreamExt as _;
 use kcp_core::cluster::{ApiExportConsumers, ClusterClients};
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
+use kcp_core::kube::runtime::{WatchStreamExt as _, watcher};
 use kcp_core::{ListOptions, ObjectClient, Subresource};
 use kcp_sim::{Config, PLAIN_CLUSTER, Server, SimClient};
 use kcp_sync::controller::{Agent, Metrics, run};
@@ -42,27 +44,47 @@ const CRD: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomRe
   "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}"#;
 
-/// The service side's operator: every local Thing without status gets `phase: Ready` (a list
-/// every 250 ms: it shares the two cores with everything else measured here).
-async fn operator(service: SimClient, mut stop: watch::Receiver<bool>) {
+/// The service side's operator: every local Thing without status gets `phase: Ready`. It
+/// watches over HTTP (as a real operator does) and writes in-process, so the request counts
+/// printed are the agent's own, plus this one watch.
+async fn operator(kube: kube::Client, service: SimClient, mut stop: watch::Receiver<bool>) {
+    let resource = kcp_core::kube::api::ApiResource::from_gvk_with_plural(&gvk(), "things");
+    let api = kube::Api::<DynamicObject>::all_with(kube, &resource);
+    let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
+    futures::pin_mut!(events);
     loop {
-        if *stop.borrow() {
-            return;
+        let event = tokio::select! {
+            _ = stop.changed() => return,
+            event = events.next() => event,
+        };
+        let mut thing = match event {
+            Some(Ok(watcher::Event::Apply(t) | watcher::Event::InitApply(t))) => t,
+            Some(_) => continue,
+            None => return,
+        };
+        if thing.data.get("status").is_none() {
+            thing.data["status"] = json!({"phase": "Ready"});
+            let _ = service.replace(&thing, Subresource::Status).await;
         }
-        if let Ok(list) = service.list(&gvk(), None, &ListOptions::default()).await {
-            for mut thing in list
-                .items
-                .into_iter()
-                .filter(|t| t.data.get("status").is_none())
-            {
-                thing.data["status"] = json!({"phase": "Ready"});
-                let _ = service.replace(&thing, Subresource::Status).await;
-            }
-        }
-        tokio::select! {
-            _ = stop.changed() => {}
-            () = tokio::time::sleep(Duration::from_millis(250)) => {}
-        }
+    }
+}
+
+/// Prints what each object cost in requests on both servers.
+fn print_requests(side: &str, sim: &Server, objects: usize) {
+    let total = sim.requests().total();
+    eprintln!(
+        "{side}: {} requests ({:.2} per object), {:.2} s answering them",
+        total.count,
+        total.count as f64 / objects as f64,
+        total.time.as_secs_f64()
+    );
+    for (label, count) in sim.requests().snapshot() {
+        eprintln!(
+            "  {label:<36} {:>8} ({:.2}/object) {:>8.1} ms",
+            count.count,
+            count.count as f64 / objects as f64,
+            count.time.as_secs_f64() * 1000.0
+        );
     }
 }
 
@@ -135,7 +157,11 @@ async fn sync(workspaces: usize, objects: usize) -> Duration {
     let agent = tokio::spawn(run(config, async move {
         let _ = agent_stop.wait_for(|s| *s).await;
     }));
-    let op = tokio::spawn(operator(kube.object_client(PLAIN_CLUSTER), stop_rx));
+    let op = tokio::spawn(operator(
+        kube.client(PLAIN_CLUSTER).unwrap_or_else(|e| panic!("{e}")),
+        kube.object_client(PLAIN_CLUSTER),
+        stop_rx,
+    ));
     while !ready.load(std::sync::atomic::Ordering::SeqCst) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
@@ -153,6 +179,8 @@ async fn sync(workspaces: usize, objects: usize) -> Duration {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
     }
+    kube.requests().reset();
+    kcp.requests().reset();
     let start = Instant::now();
     for consumer in &consumers {
         for j in 0..objects {
@@ -164,23 +192,30 @@ async fn sync(workspaces: usize, objects: usize) -> Duration {
             .await;
         }
     }
-    loop {
-        let mut done = 0;
-        for consumer in &consumers {
-            if let Ok(list) = consumer.list(&gvk(), None, &ListOptions::default()).await {
-                done += list
-                    .items
+    // Consumers finish roughly in creation order: look at the first unfinished one only.
+    let mut finished = 0;
+    while finished < consumers.len() {
+        let done = consumers[finished]
+            .list(&gvk(), None, &ListOptions::default())
+            .await
+            .map(|list| {
+                list.items
                     .iter()
                     .filter(|t| t.data["status"]["phase"] == "Ready")
-                    .count();
-            }
+                    .count()
+            })
+            .unwrap_or_default();
+        if done == objects {
+            finished += 1;
+        } else {
+            tokio::time::sleep(Duration::from_millis(20)).await;
         }
-        if done == workspaces * objects {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
     }
     let took = start.elapsed();
+    if std::env::var_os("KCP_SYNC_BENCH_REQUESTS").is_some() {
+        print_requests("kcp", &kcp, workspaces * objects);
+        print_requests("service", &kube, workspaces * objects);
+    }
     let _ = stop.send(true);
     let _ = agent.await;
     let _ = op.await;

@@ -162,6 +162,8 @@ pub struct Sim {
     pub faults: Faults,
     /// Kubernetes or kcp.
     pub flavor: Flavor,
+    /// HTTP requests answered, by verb and resource.
+    pub requests: crate::requests::RequestStats,
 }
 
 impl Sim {
@@ -184,6 +186,7 @@ impl Sim {
             state: RwLock::new(state),
             faults,
             flavor: settings.flavor,
+            requests: crate::requests::RequestStats::default(),
         };
         {
             let mut state = sim.write();

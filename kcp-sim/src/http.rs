@@ -43,10 +43,13 @@ pub async fn handle(
 ) -> Result<Response<Body>, Infallible> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
+    let label = crate::requests::label(method.as_str(), &path, req.uri().query());
+    let started = std::time::Instant::now();
     let response = match route(&sim, &settings, req).await {
         Ok(resp) => resp,
         Err(err) => error_response(&err),
     };
+    sim.requests.record(label, started.elapsed());
     tracing::debug!(%method, %path, status = response.status().as_u16(), "kcp-sim request");
     Ok(response)
 }

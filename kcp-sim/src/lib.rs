@@ -35,6 +35,7 @@ pub mod kcp;
 pub mod managed_fields;
 pub mod patch;
 pub mod query;
+pub mod requests;
 pub mod resource;
 /// Label and field selectors (kept in kcp-core, shared with controllers).
 pub use kcp_core::selector;
