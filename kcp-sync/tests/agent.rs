@@ -12,7 +12,7 @@ use kcp_core::cluster::{ApiExportConsumers, ClusterClients};
 use kcp_core::kube::api::GroupVersionKind;
 use kcp_core::{ListOptions, ObjectClient, ObjectClientExt as _, ObjectRef};
 use kcp_sim::PLAIN_CLUSTER;
-use kcp_sync::controller::{Agent, Metrics, run};
+use kcp_sync::controller::{Agent, Metrics, ObjectLabels, run};
 use kcp_sync::reconcile::sync::SyncConfig;
 use serde_json::{Value, json};
 
@@ -145,6 +145,8 @@ async fn a_consumer_object_is_synced_down_and_its_status_up_by_the_running_agent
         },
     )
     .await;
+    let synced = ObjectLabels::new("crontabs", "synced");
+    assert_eq!(metrics.objects.get_or_create(&synced).get(), 1);
     let event_gvk = GroupVersionKind::gvk("", "v1", "Event");
     eventually("the ObjectPlaced Event in kcp", || async {
         let events = team

@@ -117,6 +117,8 @@ pub struct SyncShared {
     /// How often the PublishedResource's object counts and `Ready` condition are written
     /// (when they changed).
     pub status_interval: Duration,
+    /// The agent's metrics (object counts per PublishedResource).
+    pub metrics: super::Metrics,
 }
 
 struct ObjectReconciler {
@@ -497,6 +499,7 @@ async fn write_progress(shared: SyncShared, pr: String, progress: Arc<Progress>)
         if last.as_ref() == Some(&summary) {
             continue;
         }
+        shared.metrics.set_objects(&pr, &summary.counts);
         let update = match &summary.failure {
             None => ConditionUpdate::new(CONDITION_READY, true, "ObjectsSynced")
                 .message(format!("{} objects synced", summary.counts.synced)),
