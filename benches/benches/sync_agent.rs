@@ -147,7 +147,10 @@ fn agent(kube: &Server, kcp: &Server) -> Agent {
         kcp: Arc::new(kcp.object_client("root:provider")),
         provider: Arc::new(provider),
         resync: Duration::from_secs(300),
-        workers: 8,
+        workers: std::env::var("KCP_SYNC_BENCH_WORKERS")
+            .ok()
+            .and_then(|w| w.parse().ok())
+            .unwrap_or(8),
         metrics: Metrics::default(),
         ready: Default::default(),
         status_interval: Duration::from_secs(1),

@@ -240,8 +240,8 @@ impl Sim {
     ) -> ApiResult<T> {
         let state = self.read();
         if let Some(at) = endpoint.apiexport_at() {
-            let export = apiexport::view::export_at(&state, &at)?;
-            return Ok(f(&apiexport::view::registry(&state, &export)));
+            let (_, registry) = state.view_cache.view(&state, &at)?;
+            return Ok(f(&registry));
         }
         let cluster = match endpoint {
             Endpoint::Plain => PLAIN_CLUSTER,

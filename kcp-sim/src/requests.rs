@@ -61,7 +61,8 @@ impl RequestStats {
 
 /// The label of a request: its verb (`get`, `list`, `watch`, `create`, `update`, `patch`,
 /// `delete`, or the HTTP method) and the resource path after the group version, without
-/// namespace and name (`things`, `things/status`); `<method> <path>` for other URLs.
+/// namespace and name (`things`, `things/status`); `<method> discovery` for discovery
+/// documents; `<method> <path>` for other URLs.
 pub fn label(method: &str, path: &str, query: Option<&str>) -> String {
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
     let start = segments
@@ -73,6 +74,9 @@ pub fn label(method: &str, path: &str, query: Option<&str>) -> String {
         .and_then(|i| segments.get(i..))
         .filter(|t| !t.is_empty())
     else {
+        if segments.iter().any(|s| *s == "api" || *s == "apis") {
+            return format!("{} discovery", method.to_ascii_lowercase());
+        }
         return format!("{} {path}", method.to_ascii_lowercase());
     };
     let tail = match tail {
@@ -127,6 +131,13 @@ mod tests {
             ("POST", "/api/v1/namespaces", None, "create namespaces"),
             ("DELETE", "/api/v1/namespaces/a", None, "delete namespaces"),
             ("GET", "/openapi/v3", None, "get /openapi/v3"),
+            (
+                "GET",
+                "/clusters/c/apis/example.com/v1",
+                None,
+                "get discovery",
+            ),
+            ("GET", "/api", None, "get discovery"),
         ];
         for (method, path, query, want) in cases {
             assert_eq!(label(method, path, query), want, "{method} {path}");
