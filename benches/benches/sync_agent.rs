@@ -304,10 +304,10 @@ async fn observe(
             continue;
         };
         let change = (cluster.clone(), name.clone(), n);
-        if let Some(at) = sent.lock().ok().and_then(|mut s| s.remove(&change)) {
-            if let Ok(mut l) = latencies.lock() {
-                l.push(arrived - at);
-            }
+        if let Some(at) = sent.lock().ok().and_then(|mut s| s.remove(&change))
+            && let Ok(mut l) = latencies.lock()
+        {
+            l.push(arrived - at);
         }
     }
 }

@@ -37,16 +37,19 @@ pub struct StateStore<'a> {
     cache: Option<&'a StateCache>,
 }
 
+/// The data of one state Secret, by key.
+type SecretData = BTreeMap<String, Vec<u8>>;
+
 /// The data of state Secrets as last read or written, by Secret name: `None` for a Secret
 /// known not to exist.
 #[derive(Debug, Default)]
 pub struct StateCache {
-    secrets: Mutex<HashMap<String, Option<BTreeMap<String, Vec<u8>>>>>,
+    secrets: Mutex<HashMap<String, Option<SecretData>>>,
 }
 
 impl StateCache {
     /// What is known of Secret `name`: `None` when unknown, `Some(None)` when known absent.
-    fn lookup(&self, name: &str) -> Option<Option<BTreeMap<String, Vec<u8>>>> {
+    fn lookup(&self, name: &str) -> Option<Option<SecretData>> {
         self.secrets.lock().ok()?.get(name).cloned()
     }
 
@@ -67,7 +70,7 @@ impl StateCache {
             .is_ok_and(|s| matches!(s.get(name), Some(Some(_))))
     }
 
-    fn set(&self, name: &str, data: Option<BTreeMap<String, Vec<u8>>>) {
+    fn set(&self, name: &str, data: Option<SecretData>) {
         if let Ok(mut s) = self.secrets.lock() {
             s.insert(name.to_owned(), data);
         }
