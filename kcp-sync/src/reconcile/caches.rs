@@ -1,7 +1,8 @@
 //! What one sync controller remembers between steps, so that a step sends only the writes it
 //! needs: the kcp objects as the watch delivered them ([`ObjectCache`]), the local copies
 //! ([`LocalIndex`]), the state Secrets ([`StateCache`]) and the local Namespaces known to
-//! exist. Every cache is written through by the step's own writes (the server's answer is
+//! exist, and the Events it recorded (a repeat is bumped with a read and an update, a first
+//! one created without a read). Every cache is written through by the step's own writes (the server's answer is
 //! stored), so a step right after a write reads what it wrote.
 //!
 //! Without caches ([`super::sync::SyncContext::caches`] `None`) every step reads the server,
@@ -28,7 +29,13 @@ pub struct SyncCaches {
     pub state: StateCache,
     /// Local Namespaces known to exist (created or seen by this controller).
     namespaces: Mutex<HashSet<String>>,
+    /// Events this controller recorded, by `<cluster>/<namespace>/<event name>`.
+    events: Mutex<HashSet<String>>,
 }
+
+/// Recorded Events remembered before the memory is cleared (a forgotten Event is only
+/// created once more, which fails and falls back to the bump).
+pub const MAX_REMEMBERED_EVENTS: usize = 100_000;
 
 impl SyncCaches {
     /// Whether Namespace `name` is known to exist on the service cluster.
@@ -47,6 +54,21 @@ impl SyncCaches {
     pub fn forget_namespace(&self, name: &str) {
         if let Ok(mut n) = self.namespaces.lock() {
             n.remove(name);
+        }
+    }
+
+    /// Whether this controller recorded the Event `key` before.
+    pub fn has_event(&self, key: &str) -> bool {
+        self.events.lock().is_ok_and(|e| e.contains(key))
+    }
+
+    /// Remembers that the Event `key` exists.
+    pub fn add_event(&self, key: String) {
+        if let Ok(mut e) = self.events.lock() {
+            if e.len() >= MAX_REMEMBERED_EVENTS {
+                e.clear();
+            }
+            e.insert(key);
         }
     }
 
@@ -97,6 +119,14 @@ mod tests {
         caches.forget(&key);
         assert_eq!(caches.remote.get(&key), Cached::Unknown);
         assert_eq!(caches.local.get(&remote), Cached::Unknown);
+    }
+
+    #[test]
+    fn recorded_events_are_remembered() {
+        let caches = SyncCaches::default();
+        assert!(!caches.has_event("c/ns/e"));
+        caches.add_event("c/ns/e".into());
+        assert!(caches.has_event("c/ns/e"));
     }
 
     #[test]

@@ -928,10 +928,29 @@ async fn event(
         resource_version: None,
         field_path: None,
     };
-    if let Err(e) = recorder
-        .record_likely_new(ctx.sides.kcp, &reference, kind, reason, message)
-        .await
-    {
-        tracing::debug!(error = %e, reason, "recording an Event failed");
+    let name = EventRecorder::event_name(&reference, kind, reason, message);
+    let key = format!(
+        "{}/{}/{name}",
+        ctx.sides.cluster,
+        reference.namespace.as_deref().unwrap_or_default()
+    );
+    let known = ctx.caches.is_some_and(|c| c.has_event(&key));
+    let kcp = ctx.sides.kcp;
+    let result = if known {
+        recorder
+            .record(kcp, &reference, kind, reason, message)
+            .await
+    } else {
+        recorder
+            .record_likely_new(kcp, &reference, kind, reason, message)
+            .await
+    };
+    match result {
+        Ok(_) => {
+            if let Some(caches) = ctx.caches {
+                caches.add_event(key);
+            }
+        }
+        Err(e) => tracing::debug!(error = %e, reason, "recording an Event failed"),
     }
 }
