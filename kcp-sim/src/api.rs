@@ -162,6 +162,8 @@ pub struct Sim {
     pub faults: Faults,
     /// Kubernetes or kcp.
     pub flavor: Flavor,
+    /// HTTP requests answered, by verb and resource.
+    pub requests: crate::requests::RequestStats,
 }
 
 impl Sim {
@@ -184,6 +186,7 @@ impl Sim {
             state: RwLock::new(state),
             faults,
             flavor: settings.flavor,
+            requests: crate::requests::RequestStats::default(),
         };
         {
             let mut state = sim.write();
@@ -237,8 +240,8 @@ impl Sim {
     ) -> ApiResult<T> {
         let state = self.read();
         if let Some(at) = endpoint.apiexport_at() {
-            let export = apiexport::view::export_at(&state, &at)?;
-            return Ok(f(&apiexport::view::registry(&state, &export)));
+            let (_, registry) = state.view_cache.view(&state, &at)?;
+            return Ok(f(&registry));
         }
         let cluster = match endpoint {
             Endpoint::Plain => PLAIN_CLUSTER,

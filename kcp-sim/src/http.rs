@@ -49,6 +49,8 @@ pub async fn handle(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .is_some_and(crate::protobuf::accepts_only_protobuf);
+    let label = crate::requests::label(method.as_str(), &path, req.uri().query());
+    let started = std::time::Instant::now();
     let response = match route(&sim, &settings, req).await {
         Ok(resp) => resp,
         Err(err) => error_response(&err),
@@ -58,6 +60,7 @@ pub async fn handle(
     } else {
         response
     };
+    sim.requests.record(label, started.elapsed());
     tracing::debug!(%method, %path, status = response.status().as_u16(), "kcp-sim request");
     Ok(response)
 }

@@ -39,6 +39,7 @@ pub mod managed_fields;
 pub mod patch;
 pub mod protobuf;
 pub mod query;
+pub mod requests;
 pub mod resource;
 pub mod schema;
 /// Label and field selectors (kept in kcp-core, shared with controllers).

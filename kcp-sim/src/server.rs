@@ -235,6 +235,11 @@ impl Server {
         &self.sim.faults
     }
 
+    /// The HTTP requests answered so far, by verb and resource (for profiling clients).
+    pub fn requests(&self) -> &crate::requests::RequestStats {
+        &self.sim.requests
+    }
+
     /// Forgets the watch history: every watch from an older resourceVersion gets 410 Gone.
     pub fn compact(&self) {
         self.sim.write().compact();

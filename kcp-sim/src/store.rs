@@ -210,6 +210,8 @@ pub struct State {
     /// version or later can be served; older ones get 410 Gone.
     oldest_watchable: u64,
     events: broadcast::Sender<Arc<Change>>,
+    /// What each apiexport virtual workspace serves, parsed once per export version.
+    pub view_cache: crate::apiexport::view_cache::ViewCache,
 }
 
 impl State {
@@ -227,6 +229,7 @@ impl State {
             history_limit: history_limit.max(1),
             oldest_watchable: 1,
             events,
+            view_cache: Default::default(),
         }
     }
 

@@ -1239,3 +1239,22 @@ mod consumers_provider {
         );
     }
 }
+
+#[tokio::test]
+async fn the_view_stops_serving_a_resource_whose_schema_was_deleted() {
+    let sim = kcp().await;
+    let provider_lc = provider(&sim, json!([])).await;
+    let lc = consumer(&sim, "consumer", json!([])).await;
+    let inside = widgets(client_at(&format!(
+        "{}/clusters/{lc}",
+        vw_url(&sim, &provider_lc)
+    )));
+    inside.list(&ListParams::default()).await.unwrap();
+    let schemas: Api<APIResourceSchema> = Api::all(sim.client("root:provider").unwrap());
+    schemas
+        .delete("v1.widgets.example.io", &DeleteParams::default())
+        .await
+        .unwrap();
+    let err = inside.list(&ListParams::default()).await.unwrap_err();
+    assert_eq!(code_of(err), 404);
+}

@@ -120,6 +120,12 @@ impl Error {
         }
     }
 
+    /// Whether the server refused a write because the object changed since it was read (or
+    /// exists already).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, Error::Core { source, .. } if source.is_conflict())
+    }
+
     /// Wraps a kcp-core error with what was being done.
     pub fn core(context: impl Into<String>, source: kcp_core::Error) -> Self {
         Error::Core {

@@ -12,7 +12,7 @@ use kcp_core::cluster::{ApiExportConsumers, ClusterClients};
 use kcp_core::kube::api::GroupVersionKind;
 use kcp_core::{ListOptions, ObjectClient, ObjectClientExt as _, ObjectRef};
 use kcp_sim::PLAIN_CLUSTER;
-use kcp_sync::controller::{Agent, Metrics, run};
+use kcp_sync::controller::{Agent, Metrics, ObjectLabels, run};
 use kcp_sync::reconcile::sync::SyncConfig;
 use serde_json::{Value, json};
 
@@ -145,6 +145,8 @@ async fn a_consumer_object_is_synced_down_and_its_status_up_by_the_running_agent
         },
     )
     .await;
+    let synced = ObjectLabels::new("crontabs", "synced");
+    assert_eq!(metrics.objects.get_or_create(&synced).get(), 1);
     let event_gvk = GroupVersionKind::gvk("", "v1", "Event");
     eventually("the ObjectPlaced Event in kcp", || async {
         let events = team
@@ -224,6 +226,19 @@ async fn agent_with_consumer(
     tokio::sync::oneshot::Sender<()>,
     tokio::task::JoinHandle<kcp_sync::Result<()>>,
 ) {
+    agent_with_consumer_using(env, pr, agent(env)).await
+}
+
+/// [`agent_with_consumer`] with the agent `config`.
+async fn agent_with_consumer_using(
+    env: &Env,
+    pr: kcp_sync::api::PublishedResource,
+    config: Agent,
+) -> (
+    kcp_sim::SimClient,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<kcp_sync::Result<()>>,
+) {
     create(
         &env.service,
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STATE_NS}}),
@@ -231,7 +246,7 @@ async fn agent_with_consumer(
     .await;
     env.publish(&pr).await;
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let task = tokio::spawn(run(agent(env), async {
+    let task = tokio::spawn(run(config, async {
         let _ = stopped.await;
     }));
     eventually("the schema in the export", || async {
@@ -251,6 +266,86 @@ async fn agent_with_consumer(
     create(&team, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
         "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}, "permissionClaims": claims}})).await;
     (team, stop, task)
+}
+
+/// With the watches feeding the caches, syncing an object reads nothing twice: kcp sees per
+/// object one finalizer patch, one status update and Events created without a read; the
+/// service cluster one create of the copy and one of its state Secret, and no reads of either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_synced_object_costs_its_writes_and_no_reads() {
+    let env = Env::start().await;
+    let service = common::CountingClient::new(env.service_sim.object_client(PLAIN_CLUSTER));
+    let mut config = agent(&env);
+    config.service = Arc::new(service.clone());
+    let (team, stop, task) = agent_with_consumer_using(&env, crontab_pr("crontabs"), config).await;
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    eventually("the CronTab kind served in the consumer", || async {
+        team.list(&gvk, None, &ListOptions::default()).await.is_ok()
+    })
+    .await;
+    service.reset();
+    env.kcp_sim.requests().reset();
+    for i in 0..10 {
+        create(
+            &team,
+            json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+            "metadata": {"name": format!("c{i}"), "namespace": "default"}, "spec": {"n": i}}),
+        )
+        .await;
+    }
+    let local_copies = || async {
+        env.service
+            .list(&gvk, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+    };
+    eventually("10 local copies", || async {
+        local_copies().await.len() == 10
+    })
+    .await;
+    for mut local in local_copies().await {
+        local.data["status"] = json!({"phase": "Running"});
+        env.service
+            .replace(&local, kcp_core::Subresource::Status)
+            .await
+            .unwrap();
+    }
+    eventually("every status in kcp and 10 objects synced", || async {
+        let remotes = team
+            .list(&gvk, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items;
+        let synced = env
+            .pr("crontabs")
+            .await
+            .status
+            .unwrap_or_default()
+            .objects
+            .synced;
+        synced == 10
+            && remotes
+                .iter()
+                .all(|o| o.data["status"]["phase"] == "Running")
+    })
+    .await;
+    // The watch events of the agent's own writes come back and are reconciled too.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let kcp = env.kcp_sim.requests().snapshot();
+    let kcp_calls = |label: &str| kcp.get(label).map(|c| c.count).unwrap_or_default();
+    assert_eq!(kcp_calls("get crontabs"), 0, "{kcp:?}");
+    assert_eq!(kcp_calls("patch crontabs"), 10, "{kcp:?}");
+    assert_eq!(kcp_calls("update crontabs/status"), 10, "{kcp:?}");
+    assert_eq!(kcp_calls("get events"), 0, "{kcp:?}");
+    assert_eq!(kcp_calls("create events"), 30, "{kcp:?}");
+    for call in ["get CronTab", "list CronTab", "get Secret", "patch Secret"] {
+        assert_eq!(service.calls(call), 0, "{call}");
+    }
+    assert_eq!(service.calls("create CronTab"), 10);
+    assert_eq!(service.calls("create Secret"), 10);
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -111,3 +111,110 @@ impl Env {
         self.service.get_typed(None, name).await.unwrap().unwrap()
     }
 }
+
+/// An `ObjectClient` that counts the calls it forwards, by `"<verb> <Kind>"`.
+#[derive(Clone)]
+pub struct CountingClient {
+    inner: SimClient,
+    counts: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<String, usize>>>,
+}
+
+impl CountingClient {
+    /// Counts the calls made through `inner`.
+    pub fn new(inner: SimClient) -> Self {
+        Self {
+            inner,
+            counts: Default::default(),
+        }
+    }
+
+    fn count(&self, verb: &str, kind: &str) {
+        *self
+            .counts
+            .lock()
+            .unwrap()
+            .entry(format!("{verb} {kind}"))
+            .or_default() += 1;
+    }
+
+    /// How many `"<verb> <Kind>"` calls were made.
+    pub fn calls(&self, call: &str) -> usize {
+        self.counts
+            .lock()
+            .unwrap()
+            .get(call)
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Forgets every count.
+    pub fn reset(&self) {
+        self.counts.lock().unwrap().clear();
+    }
+}
+
+fn kind_of(obj: &DynamicObject) -> String {
+    obj.types
+        .as_ref()
+        .map(|t| t.kind.clone())
+        .unwrap_or_default()
+}
+
+#[async_trait::async_trait]
+impl ObjectClient for CountingClient {
+    async fn resolve(
+        &self,
+        gvk: &kcp_core::kube::api::GroupVersionKind,
+    ) -> kcp_core::Result<kcp_core::ResourceInfo> {
+        self.inner.resolve(gvk).await
+    }
+
+    async fn get(&self, target: &kcp_core::ObjectRef) -> kcp_core::Result<Option<DynamicObject>> {
+        self.count("get", &target.gvk.kind);
+        self.inner.get(target).await
+    }
+
+    async fn list(
+        &self,
+        gvk: &kcp_core::kube::api::GroupVersionKind,
+        namespace: Option<&str>,
+        options: &kcp_core::ListOptions,
+    ) -> kcp_core::Result<kcp_core::ObjectList> {
+        self.count("list", &gvk.kind);
+        self.inner.list(gvk, namespace, options).await
+    }
+
+    async fn create(&self, obj: &DynamicObject) -> kcp_core::Result<DynamicObject> {
+        self.count("create", &kind_of(obj));
+        self.inner.create(obj).await
+    }
+
+    async fn replace(
+        &self,
+        obj: &DynamicObject,
+        subresource: kcp_core::Subresource,
+    ) -> kcp_core::Result<DynamicObject> {
+        self.count("replace", &kind_of(obj));
+        self.inner.replace(obj, subresource).await
+    }
+
+    async fn patch(
+        &self,
+        target: &kcp_core::ObjectRef,
+        subresource: kcp_core::Subresource,
+        patch: &kcp_core::ObjectPatch,
+        options: &kcp_core::PatchOptions,
+    ) -> kcp_core::Result<DynamicObject> {
+        self.count("patch", &target.gvk.kind);
+        self.inner.patch(target, subresource, patch, options).await
+    }
+
+    async fn delete(
+        &self,
+        target: &kcp_core::ObjectRef,
+        options: &kcp_core::DeleteOptions,
+    ) -> kcp_core::Result<kcp_core::DeleteOutcome> {
+        self.count("delete", &target.gvk.kind);
+        self.inner.delete(target, options).await
+    }
+}

@@ -233,6 +233,87 @@ async fn unmanaged_schemas_and_existing_claims_are_kept() {
     assert_eq!(claims, ["configmaps", "events", "namespaces", "secrets"]);
 }
 
+fn secret_related() -> RelatedResourceSpec {
+    RelatedResourceSpec {
+        identifier: "creds".into(),
+        origin: RelatedResourceOrigin::Service,
+        group: String::new(),
+        version: String::new(),
+        resource: String::new(),
+        kind: Some(RelatedResourceKind::Secret),
+        identity_hash: String::new(),
+        cleanup: false,
+        projection: None,
+        object: RelatedResourceObject::default(),
+        mutation: None,
+        watch: None,
+        sync_status: false,
+    }
+}
+
+fn claim_resources(export: &Value) -> Vec<String> {
+    export["spec"]["permissionClaims"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["resource"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn claims_the_agent_added_are_pruned_when_no_published_resource_needs_them() {
+    let env = Env::start().await;
+    let mut obj = env
+        .provider
+        .get(&ObjectRef::cluster_scoped(export_gvk(), "crontabs"))
+        .await
+        .unwrap()
+        .unwrap();
+    obj.data["spec"] = json!({"permissionClaims": [{"resource": "configmaps", "verbs": ["*"]}]});
+    env.provider
+        .replace(&obj, kcp_core::Subresource::Main)
+        .await
+        .unwrap();
+    env.publish(&crontab_pr("crontabs")).await;
+    let ready = BTreeSet::from([schema_for(&env, "crontabs").await]);
+    let mut pr = env.pr("crontabs").await;
+    pr.spec.related = Some(vec![secret_related()]);
+    reconcile_export(
+        &env.provider,
+        None,
+        AGENT,
+        "crontabs",
+        &[pr.clone()],
+        &ready,
+        &ready,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        claim_resources(&export(&env).await),
+        ["configmaps", "events", "namespaces", "secrets"]
+    );
+    pr.spec.related = None;
+    let report = reconcile_export(
+        &env.provider,
+        None,
+        AGENT,
+        "crontabs",
+        &[pr],
+        &ready,
+        &ready,
+    )
+    .await
+    .unwrap();
+    assert_eq!(report.removed_claims, ["namespaces", "secrets"]);
+    let export = export(&env).await;
+    assert_eq!(claim_resources(&export), ["configmaps", "events"]);
+    assert_eq!(
+        export["metadata"]["annotations"]["sync.kcp-rs.io/added-claims"],
+        r#"[{"resource":"events"}]"#
+    );
+}
+
 #[tokio::test]
 async fn a_missing_export_is_not_an_error() {
     let env = Env::start().await;

@@ -122,7 +122,7 @@ impl Harness {
             config: &self.config,
             engine: &self.engine,
             recorder: None,
-            local_index: None,
+            caches: None,
             sides: Sides {
                 kcp: &c.agent,
                 service: &self.env.service,

@@ -132,6 +132,37 @@ impl EventRecorder {
         })
     }
 
+    /// Like [`EventRecorder::record`], for Events that are usually new (one per object and
+    /// reason, such as a sync agent's lifecycle Events): creates the Event first, one request
+    /// instead of a read and a create, and bumps the existing one when it already exists.
+    pub async fn record_likely_new(
+        &self,
+        client: &dyn ObjectClient,
+        regarding: &ObjectReference,
+        event_type: EventType,
+        reason: &str,
+        message: &str,
+    ) -> Result<Event> {
+        let name = Self::event_name(regarding, event_type, reason, message);
+        let namespace = regarding
+            .namespace
+            .clone()
+            .filter(|n| !n.is_empty())
+            .unwrap_or_else(|| "default".to_string());
+        let now = crate::runtime::conditions::now();
+        let event = self.new_event(
+            regarding, &namespace, &name, event_type, reason, message, now,
+        );
+        match client.create(&to_dynamic(&event)?).await {
+            Ok(written) => from_dynamic(written),
+            Err(err) if err.is_already_exists() => {
+                self.record(client, regarding, event_type, reason, message)
+                    .await
+            }
+            Err(err) => Err(err),
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn new_event(
         &self,

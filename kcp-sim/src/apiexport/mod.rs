@@ -21,6 +21,7 @@ pub mod hooks;
 pub mod identity;
 pub mod schema;
 pub mod view;
+pub mod view_cache;
 
 use serde_json::Value;
 

@@ -133,8 +133,8 @@ pub fn resolve(
     plural: &str,
     verb: &str,
 ) -> ApiResult<ViewTarget> {
-    let export = export_at(state, at)?;
-    let rt = registry(state, &export)
+    let (export, registry) = state.view_cache.view(state, at)?;
+    let rt = registry
         .by_plural(group, version, plural)
         .cloned()
         .ok_or_else(ApiError::path_not_found)?;

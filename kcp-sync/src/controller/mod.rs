@@ -31,7 +31,9 @@ use kcp_core::runtime::{
     run_workers, set_condition, write_status,
 };
 use kcp_core::{Backoff, ListOptions, ObjectClient, ObjectClientExt as _, TemplateEngine};
+use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use serde_json::Value;
@@ -70,6 +72,29 @@ impl std::str::FromStr for ControllerName {
     }
 }
 
+/// Labels of `sync_agent_objects`: the PublishedResource and the objects' sync state
+/// (`synced`, `failing` or `pending`).
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ObjectLabels {
+    /// The PublishedResource's name.
+    pub published_resource: String,
+    /// `synced`, `failing` or `pending`.
+    pub state: String,
+}
+
+impl ObjectLabels {
+    /// The labels of `state` for `published_resource`.
+    pub fn new(published_resource: &str, state: &str) -> Self {
+        Self {
+            published_resource: published_resource.to_owned(),
+            state: state.to_owned(),
+        }
+    }
+}
+
+/// The sync states counted per PublishedResource.
+pub const OBJECT_STATES: [&str; 3] = ["synced", "failing", "pending"];
+
 /// The agent's metrics.
 #[derive(Clone, Default)]
 pub struct Metrics {
@@ -79,6 +104,32 @@ pub struct Metrics {
     pub sync_controllers: Gauge,
     /// `sync_agent_sync_controller_starts_total`: sync controllers started (a restart counts).
     pub sync_controller_starts: Counter,
+    /// `sync_agent_objects{published_resource, state}`: kcp objects of each PublishedResource
+    /// by their last sync result (the same counts as the status's `objects`).
+    pub objects: Family<ObjectLabels, Gauge>,
+}
+
+impl Metrics {
+    /// Sets the object counts of `published_resource`.
+    pub fn set_objects(&self, published_resource: &str, counts: &crate::api::ObjectCounts) {
+        for (state, count) in
+            OBJECT_STATES
+                .iter()
+                .zip([counts.synced, counts.failing, counts.pending])
+        {
+            self.objects
+                .get_or_create(&ObjectLabels::new(published_resource, state))
+                .set(i64::from(count));
+        }
+    }
+
+    /// Drops the object counts of a PublishedResource no longer synced.
+    pub fn remove_objects(&self, published_resource: &str) {
+        for state in OBJECT_STATES {
+            self.objects
+                .remove(&ObjectLabels::new(published_resource, state));
+        }
+    }
 }
 
 impl Metrics {
@@ -99,6 +150,11 @@ impl Metrics {
             "sync_agent_sync_controller_starts",
             "Sync controllers started, restarts included",
             metrics.sync_controller_starts.clone(),
+        );
+        registry.register(
+            "sync_agent_objects",
+            "kcp objects of each PublishedResource by sync state (synced, failing, pending)",
+            metrics.objects.clone(),
         );
         metrics
     }
@@ -172,6 +228,7 @@ impl Publisher {
             controllers.stop(&name.to_owned());
             self.count_controllers(&controllers);
         }
+        self.agent.metrics.remove_objects(name);
     }
 
     fn count_controllers(&self, controllers: &TaskSet<String>) {
@@ -364,6 +421,7 @@ pub async fn run(agent: Agent, shutdown: impl std::future::Future<Output = ()>) 
         workers: agent.workers,
         recorder: EventRecorder::new("kcp-api-syncagent"),
         status_interval: agent.status_interval,
+        metrics: agent.metrics.clone(),
     };
     let queue: WorkQueue<String> = WorkQueue::new(Backoff::default());
     let publisher = Arc::new(Publisher {
@@ -438,5 +496,46 @@ async fn triggers(agent: Arc<Agent>, queue: WorkQueue<String>) {
             Some(_) = crd_events.next() => enqueue_all().await,
             _ = tick.tick() => enqueue_all().await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::ObjectCounts;
+
+    fn encoded(registry: &Registry) -> String {
+        let mut text = String::new();
+        prometheus_client::encoding::text::encode(&mut text, registry).unwrap_or_default();
+        text
+    }
+
+    #[test]
+    fn object_counts_are_exported_per_published_resource_and_state() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::register(&mut registry);
+        let counts = ObjectCounts {
+            synced: 3,
+            failing: 1,
+            pending: 2,
+        };
+        metrics.set_objects("things", &counts);
+        let text = encoded(&registry);
+        for line in [
+            r#"sync_agent_objects{published_resource="things",state="synced"} 3"#,
+            r#"sync_agent_objects{published_resource="things",state="failing"} 1"#,
+            r#"sync_agent_objects{published_resource="things",state="pending"} 2"#,
+        ] {
+            assert!(text.contains(line), "{line} missing in\n{text}");
+        }
+    }
+
+    #[test]
+    fn a_published_resource_no_longer_synced_leaves_no_object_counts() {
+        let mut registry = Registry::default();
+        let metrics = Metrics::register(&mut registry);
+        metrics.set_objects("things", &ObjectCounts::default());
+        metrics.remove_objects("things");
+        assert!(!encoded(&registry).contains("published_resource=\"things\""));
     }
 }

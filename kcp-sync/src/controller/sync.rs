@@ -7,7 +7,7 @@
 //! the controller started are picked up from the shared [`Clusters`] registry (upstream bug
 //! #99 was missing exactly that).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
@@ -33,7 +33,8 @@ use crate::api::{
 };
 use crate::error::Error;
 use crate::metadata::{AGENT_NAME_LABEL, RemoteObjectKey};
-use crate::reconcile::local_index::LocalIndex;
+use crate::reconcile::caches::{SyncCaches, object_key};
+use crate::reconcile::local_index::{RemoteId, index_key};
 use crate::reconcile::sync::{PrimarySync, Sides, Step, SyncConfig, SyncContext, sync_object};
 
 /// The engaged consumer clusters, shared by every sync controller, with a feed of changes.
@@ -116,13 +117,15 @@ pub struct SyncShared {
     /// How often the PublishedResource's object counts and `Ready` condition are written
     /// (when they changed).
     pub status_interval: Duration,
+    /// The agent's metrics (object counts per PublishedResource).
+    pub metrics: super::Metrics,
 }
 
 struct ObjectReconciler {
     shared: SyncShared,
     target: PrimarySync,
     progress: Arc<Progress>,
-    index: Arc<LocalIndex>,
+    caches: Arc<SyncCaches>,
 }
 
 #[async_trait]
@@ -137,7 +140,7 @@ impl Reconciler<ObjectKey> for ObjectReconciler {
             config: &self.shared.config,
             engine: &self.shared.engine,
             recorder: Some(&self.shared.recorder),
-            local_index: Some(&self.index),
+            caches: Some(&self.caches),
             sides: Sides {
                 kcp: cluster.client.as_ref(),
                 service: self.shared.service.as_ref(),
@@ -159,6 +162,10 @@ impl Reconciler<ObjectKey> for ObjectReconciler {
                 Ok(Outcome::RequeueAfter(Duration::ZERO))
             }
             Err(e) => {
+                if e.is_conflict() {
+                    // A cached version was stale: read the server's next time.
+                    self.caches.forget(key);
+                }
                 self.progress.failing(key, e.to_string());
                 Err(e)
             }
@@ -219,20 +226,21 @@ pub async fn run_sync_controller(
     let mut watches: TaskSet<String> = TaskSet::new();
     let mut changes = shared.clusters.subscribe();
     let related = related_watches(&target);
-    let index = Arc::new(LocalIndex::default());
+    let caches = Arc::new(SyncCaches::default());
     let w = Watches {
         queue: &queue,
         remote: &remote,
         related: &related,
+        caches: &caches,
     };
     for cluster in shared.clusters.all() {
         w.cluster(&mut watches, cluster);
     }
     if let Some(kube) = shared.service_kube.clone() {
-        let index = index.clone();
+        let caches = caches.clone();
         watches.ensure(String::new(), "local", |t| {
             let agent = shared.config.agent.clone();
-            watch_local(kube.clone(), local, agent, queue.clone(), index, t)
+            watch_local(kube.clone(), local, agent, queue.clone(), caches, t)
         });
         for rel in related
             .iter()
@@ -260,7 +268,7 @@ pub async fn run_sync_controller(
         shared: shared.clone(),
         target,
         progress,
-        index,
+        caches: caches.clone(),
     });
     let workers = tokio::spawn(run_workers(
         queue.clone(),
@@ -275,6 +283,7 @@ pub async fn run_sync_controller(
                 Ok(ClusterEvent::Disengaged(name)) => {
                     let prefix = format!("{}#", name.as_str());
                     watches.retain(|k| k != name.as_str() && !k.starts_with(&prefix));
+                    caches.remote.retain(|k, _| k.cluster != name.as_str());
                 }
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     for cluster in shared.clusters.all() {
@@ -296,6 +305,7 @@ struct Watches<'a> {
     queue: &'a WorkQueue<ObjectKey>,
     remote: &'a ApiResource,
     related: &'a [RelatedWatch],
+    caches: &'a Arc<SyncCaches>,
 }
 
 impl Watches<'_> {
@@ -323,28 +333,45 @@ impl Watches<'_> {
                 run_related_watch(kube, rel, client, cluster_name, queue, t)
             });
         }
-        watch_cluster(watches, self.queue, self.remote, name, fingerprint, kube);
+        let cluster = WatchedCluster {
+            name,
+            fingerprint,
+            kube,
+        };
+        watch_cluster(watches, self.queue, self.remote, self.caches, cluster);
     }
+}
+
+/// One engaged cluster's watch of the primary kind.
+struct WatchedCluster {
+    name: String,
+    fingerprint: String,
+    kube: kube::Client,
 }
 
 fn watch_cluster(
     watches: &mut TaskSet<String>,
     queue: &WorkQueue<ObjectKey>,
     remote: &ApiResource,
-    name: String,
-    fingerprint: String,
-    kube: kube::Client,
+    caches: &Arc<SyncCaches>,
+    cluster: WatchedCluster,
 ) {
-    let (queue, remote) = (queue.clone(), remote.clone());
+    let (queue, remote, caches) = (queue.clone(), remote.clone(), caches.clone());
+    let WatchedCluster {
+        name,
+        fingerprint,
+        kube,
+    } = cluster;
     watches.ensure(name.clone(), &fingerprint, move |token| async move {
         let api = kube::Api::<DynamicObject>::all_with(kube, &remote);
         let stream = watcher(api, watcher::Config::default()).default_backoff();
         futures::pin_mut!(stream);
+        let mut listed: Option<HashSet<ObjectKey>> = None;
         loop {
             tokio::select! {
                 () = token.cancelled() => return,
                 event = stream.next() => match event {
-                    Some(Ok(event)) => enqueue_remote(&queue, &name, event),
+                    Some(Ok(event)) => remote_event(&queue, &caches, &name, &mut listed, event),
                     Some(Err(e)) => tracing::debug!(error = %e, cluster = %name, "watch error"),
                     None => return,
                 },
@@ -353,25 +380,44 @@ fn watch_cluster(
     });
 }
 
-fn enqueue_remote(
+/// Caches and enqueues one event of a cluster's watch; a relist (`listed`: the keys listed so
+/// far) drops the cached objects it no longer lists.
+fn remote_event(
     queue: &WorkQueue<ObjectKey>,
+    caches: &SyncCaches,
     cluster: &str,
+    listed: &mut Option<HashSet<ObjectKey>>,
     event: watcher::Event<DynamicObject>,
 ) {
-    let objects: Vec<DynamicObject> = match event {
-        watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o) => {
-            vec![o]
+    let (obj, deleted) = match event {
+        watcher::Event::Apply(o) | watcher::Event::InitApply(o) => (o, false),
+        watcher::Event::Delete(o) => (o, true),
+        watcher::Event::Init => {
+            *listed = Some(HashSet::new());
+            return;
         }
-        watcher::Event::Init | watcher::Event::InitDone => vec![],
+        watcher::Event::InitDone => {
+            if let Some(keys) = listed.take() {
+                caches
+                    .remote
+                    .retain(|k, _| k.cluster != cluster || keys.contains(k));
+            }
+            return;
+        }
     };
-    for obj in objects {
-        let name = obj.metadata.name.clone().unwrap_or_default();
-        let key = match obj.metadata.namespace.clone() {
-            Some(ns) => ObjectKey::namespaced(cluster, ns, name),
-            None => ObjectKey::cluster_scoped(cluster, name),
-        };
-        queue.add(key);
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    let key = object_key(cluster, obj.metadata.namespace.as_deref(), &name);
+    if let Ok(value) = serde_json::to_value(&obj) {
+        if deleted {
+            caches.remote.delete(&key, &value);
+        } else {
+            caches.remote.upsert(&key, value);
+        }
     }
+    if let Some(keys) = listed.as_mut() {
+        keys.insert(key.clone());
+    }
+    queue.add(key);
 }
 
 async fn watch_local(
@@ -379,9 +425,11 @@ async fn watch_local(
     local: ApiResource,
     agent: String,
     queue: WorkQueue<ObjectKey>,
-    index: Arc<LocalIndex>,
+    caches: Arc<SyncCaches>,
     token: CancellationToken,
 ) {
+    let index = &caches.local;
+    let mut listed: Option<HashSet<RemoteId>> = None;
     let api = kube::Api::<DynamicObject>::all_with(kube, &local);
     let config = watcher::Config::default().labels(&format!("{AGENT_NAME_LABEL}={agent}"));
     let stream = watcher(api, config).default_backoff();
@@ -396,9 +444,13 @@ async fn watch_local(
             Some(Ok(watcher::Event::Delete(o))) => (o, true),
             Some(Ok(watcher::Event::Init)) => {
                 index.set_unsynced();
+                listed = Some(HashSet::new());
                 continue;
             }
             Some(Ok(watcher::Event::InitDone)) => {
+                if let Some(keys) = listed.take() {
+                    index.retain_listed(&keys);
+                }
                 index.set_synced();
                 continue;
             }
@@ -412,11 +464,13 @@ async fn watch_local(
         let Some(key) = RemoteObjectKey::from_local(&value) else {
             continue;
         };
+        if let Some(keys) = listed.as_mut() {
+            keys.insert(index_key(&key));
+        }
         if deleted {
-            index.remove(&key);
+            index.remove(&key, &value);
         } else {
-            let name = object.metadata.name.clone().unwrap_or_default();
-            index.insert(&key, object.metadata.namespace.clone(), name);
+            index.insert(&key, value);
         }
         queue.add(if key.namespace.is_empty() {
             ObjectKey::cluster_scoped(key.cluster, key.name)
@@ -445,6 +499,7 @@ async fn write_progress(shared: SyncShared, pr: String, progress: Arc<Progress>)
         if last.as_ref() == Some(&summary) {
             continue;
         }
+        shared.metrics.set_objects(&pr, &summary.counts);
         let update = match &summary.failure {
             None => ConditionUpdate::new(CONDITION_READY, true, "ObjectsSynced")
                 .message(format!("{} objects synced", summary.counts.synced)),

@@ -248,3 +248,61 @@ fn claims_event_lists_group_slash_resource() {
     );
     assert_eq!(claims_event(&[]), None);
 }
+
+fn claim(resource: &str) -> WantedClaim {
+    WantedClaim {
+        group: String::new(),
+        resource: resource.into(),
+        identity_hash: String::new(),
+    }
+}
+
+fn wanted_of(resources: &[&str]) -> BTreeMap<WantedClaim, BTreeSet<String>> {
+    resources
+        .iter()
+        .map(|r| (claim(r), BTreeSet::from(["get".to_owned()])))
+        .collect()
+}
+
+#[test]
+fn only_recorded_claims_nobody_wants_are_pruned() {
+    let claims = vec![
+        json!({"resource": "configmaps", "verbs": ["*"]}),
+        json!({"resource": "events", "verbs": ["get"]}),
+        json!({"resource": "secrets", "verbs": ["get"]}),
+    ];
+    let recorded = BTreeSet::from([claim("events"), claim("secrets")]);
+    let (kept, removed) = prune_claims(claims, &wanted_of(&["events"]), &recorded);
+    let kept: Vec<&str> = kept
+        .iter()
+        .map(|c| c["resource"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(kept, ["configmaps", "events"]);
+    assert_eq!(removed, [claim("secrets")]);
+}
+
+#[test]
+fn a_claim_that_existed_before_is_never_recorded() {
+    let existing = vec![json!({"resource": "secrets", "verbs": ["get"]})];
+    let wanted = wanted_of(&["events", "secrets"]);
+    let (_, added) = merge_claims(&existing, &wanted);
+    let record = record_added_claims(&BTreeSet::new(), &added, &wanted);
+    assert_eq!(record, BTreeSet::from([claim("events")]));
+}
+
+#[test]
+fn recorded_claims_round_trip_through_the_annotation() {
+    let mut record = BTreeSet::from([claim("events")]);
+    record.insert(WantedClaim {
+        group: "example.com".into(),
+        resource: "widgets".into(),
+        identity_hash: "abc".into(),
+    });
+    let value = format_added_claims(&record);
+    assert_eq!(
+        value,
+        r#"[{"resource":"events"},{"group":"example.com","resource":"widgets","identityHash":"abc"}]"#
+    );
+    assert_eq!(parse_added_claims(Some(&value)), record);
+    assert!(parse_added_claims(Some("not json")).is_empty());
+}

@@ -1,7 +1,8 @@
 //! The `apiexport` controller's reconcile (upstream §3.2): merge the PublishedResources'
 //! schemas and the claims they need into the APIExport, written as v1alpha2 with a
 //! resourceVersion precondition. The agent never creates or deletes the APIExport (a
-//! missing export is not an error) and never deletes a schema.
+//! missing export is not an error) and never deletes a schema; it prunes only the claims it
+//! added itself (see [`crate::export`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,8 +16,9 @@ use super::get_json;
 use crate::api::{AGENT_NAME_ANNOTATION, PublishedResource};
 use crate::error::{Error, Result};
 use crate::export::{
-    claims_event, merge_claims, merge_resources, resource_schemas, schema_events,
-    schema_group_resource, wanted_claims,
+    ADDED_CLAIMS_ANNOTATION, claims_event, format_added_claims, merge_claims, merge_resources,
+    parse_added_claims, prune_claims, record_added_claims, removed_claims_event, resource_schemas,
+    schema_events, schema_group_resource, wanted_claims,
 };
 
 /// The GVK kcp-sync writes APIExports with.
@@ -56,6 +58,8 @@ pub struct ExportReport {
     pub added_schemas: Vec<String>,
     /// Claims added (`group/resource`).
     pub added_claims: Vec<String>,
+    /// Claims the agent had added and pruned, as no PublishedResource needs them any more.
+    pub removed_claims: Vec<String>,
 }
 
 /// Merges `ready` (the schema names of PublishedResources that have one) and the claims of
@@ -92,18 +96,34 @@ pub async fn reconcile_export(
         .map(|s| schema_group_resource(s))
         .collect();
     let resources = merge_resources(&old_resources, ready);
-    let (claims, added) = merge_claims(&old_claims, &wanted_claims(prs, &own));
-    let annotated = export
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(AGENT_NAME_ANNOTATION))
-        .and_then(Value::as_str)
-        == Some(agent);
+    let annotation = |key: &str| {
+        export
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(key))
+            .and_then(Value::as_str)
+    };
+    let wanted = wanted_claims(prs, &own);
+    let recorded = parse_added_claims(annotation(ADDED_CLAIMS_ANNOTATION));
+    let (claims, added) = merge_claims(&old_claims, &wanted);
+    let (claims, removed) = prune_claims(claims, &wanted, &recorded);
+    let record = record_added_claims(&recorded, &added, &wanted);
+    let mut annotations = BTreeMap::from([(AGENT_NAME_ANNOTATION.to_owned(), agent.to_owned())]);
+    if !record.is_empty() || annotation(ADDED_CLAIMS_ANNOTATION).is_some() {
+        annotations.insert(
+            ADDED_CLAIMS_ANNOTATION.to_owned(),
+            format_added_claims(&record),
+        );
+    }
+    let annotated = annotations
+        .iter()
+        .all(|(k, v)| annotation(k) == Some(v.as_str()));
     let new_schemas = resource_schemas(&resources);
     let report = ExportReport {
         found: true,
         changed: resources != old_resources || claims != old_claims || !annotated,
         added_schemas: new_schemas.difference(&old_schemas).cloned().collect(),
         added_claims: added.iter().map(ToString::to_string).collect(),
+        removed_claims: removed.iter().map(ToString::to_string).collect(),
     };
     if !report.changed {
         return Ok(report);
@@ -115,7 +135,7 @@ pub async fn reconcile_export(
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned(),
-            annotations: BTreeMap::from([(AGENT_NAME_ANNOTATION.to_owned(), agent.to_owned())]),
+            annotations,
         },
         spec: PatchSpec {
             resources,
@@ -136,8 +156,35 @@ pub async fn reconcile_export(
         .await
         .map_err(|e| Error::core(format!("updating APIExport {name:?}"), e))?;
     if let Some(recorder) = recorder {
-        let reference = object_reference(&written);
-        let mut events: Vec<(EventType, &str, String)> = schema_events(&old_schemas, &new_schemas)
+        let changes = ExportChanges {
+            old_schemas: &old_schemas,
+            new_schemas: &new_schemas,
+            added: &added,
+            removed: &removed,
+        };
+        record_events(kcp, recorder, &written, &changes).await;
+    }
+    Ok(report)
+}
+
+/// What an export reconcile changed, for its Events.
+struct ExportChanges<'a> {
+    old_schemas: &'a BTreeSet<String>,
+    new_schemas: &'a BTreeSet<String>,
+    added: &'a [crate::export::WantedClaim],
+    removed: &'a [crate::export::WantedClaim],
+}
+
+/// The Events upstream sends on the APIExport (plus `RemovingPermissionClaims`).
+async fn record_events(
+    kcp: &dyn ObjectClient,
+    recorder: &EventRecorder,
+    written: &kcp_core::kube::api::DynamicObject,
+    changes: &ExportChanges<'_>,
+) {
+    let reference = object_reference(written);
+    let mut events: Vec<(EventType, &str, String)> =
+        schema_events(changes.old_schemas, changes.new_schemas)
             .into_iter()
             .map(|(normal, reason, msg)| {
                 (
@@ -151,19 +198,20 @@ pub async fn reconcile_export(
                 )
             })
             .collect();
-        if let Some(msg) = claims_event(&added) {
-            events.push((EventType::Normal, "AddingPermissionClaims", msg));
-        }
-        for (kind, reason, message) in events {
-            if let Err(e) = recorder
-                .record(kcp, &reference, kind, reason, &message)
-                .await
-            {
-                tracing::warn!(error = %e, reason, "recording an Event on the APIExport failed");
-            }
+    if let Some(msg) = claims_event(changes.added) {
+        events.push((EventType::Normal, "AddingPermissionClaims", msg));
+    }
+    if let Some(msg) = removed_claims_event(changes.removed) {
+        events.push((EventType::Normal, "RemovingPermissionClaims", msg));
+    }
+    for (kind, reason, message) in events {
+        if let Err(e) = recorder
+            .record(kcp, &reference, kind, reason, &message)
+            .await
+        {
+            tracing::warn!(error = %e, reason, "recording an Event on the APIExport failed");
         }
     }
-    Ok(report)
 }
 
 fn object_reference(

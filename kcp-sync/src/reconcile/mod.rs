@@ -5,8 +5,10 @@
 //! They are plain async functions of their inputs: the controllers decide when to call them,
 //! and tests call them directly against kcp-sim.
 
+pub mod caches;
 pub mod export;
 pub mod local_index;
+pub mod object_cache;
 pub mod related;
 pub mod schema;
 pub mod state_store;

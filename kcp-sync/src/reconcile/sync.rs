@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
 use kcp_core::kcp::types::LogicalCluster;
-use kcp_core::kube::api::GroupVersionKind;
+use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::runtime::{EventRecorder, EventType};
 use kcp_core::{
     DeleteOptions, DeleteOutcome, ListOptions, ObjectClient, ObjectClientExt as _, ObjectPatch,
@@ -30,7 +30,8 @@ use kcp_core::{
 };
 use serde_json::{Value, json};
 
-use super::local_index::LocalIndex;
+use super::caches::{SyncCaches, object_key};
+use super::object_cache::Cached;
 use super::related::{RelatedSides, RelatedSync, sync_related};
 use super::schema::Projected;
 use super::state_store::StateStore;
@@ -174,8 +175,9 @@ pub struct SyncContext<'a> {
     pub recorder: Option<&'a EventRecorder>,
     /// The two sides.
     pub sides: Sides<'a>,
-    /// The local copies by kcp object, when a watch maintains one (else every lookup lists).
-    pub local_index: Option<&'a LocalIndex>,
+    /// The controller's caches, fed by its watches ([`SyncCaches`]); `None`: every step reads
+    /// the server (and finds local copies by listing), as upstream does.
+    pub caches: Option<&'a SyncCaches>,
 }
 
 /// The state of one step: the objects as read.
@@ -195,7 +197,7 @@ pub async fn sync_object(
     let span = tracing::info_span!("reconcile", kind = %target.remote_gvk.kind, cluster = ctx.sides.cluster, namespace = namespace.unwrap_or_default(), name);
     let _guard = span.enter();
     let remote_ref = object_ref(&target.remote_gvk, namespace, name);
-    let Some(remote) = get_json(ctx.sides.kcp, &remote_ref).await? else {
+    let Some(remote) = read_remote(ctx, &remote_ref).await? else {
         return Ok(Step::Gone);
     };
     if !accepted(ctx, target, &remote, namespace).await? {
@@ -209,7 +211,8 @@ pub async fn sync_object(
         &ctx.config.state_namespace,
         state::secret_name(&remote, ctx.sides.cluster),
         state::secret_labels(&key),
-    );
+    )
+    .cached(ctx.caches.map(|c| &c.state));
     let pair = Pair { remote, local, key };
     if is_deleting(&pair.remote) {
         return handle_deletion(ctx, target, &remote_ref, &pair, &store).await;
@@ -227,6 +230,51 @@ pub async fn sync_object(
         return Ok(Step::Again);
     }
     sync_live(ctx, target, &remote_ref, pair, &store).await
+}
+
+/// The kcp object: from the watch cache when it has it, else from the server.
+async fn read_remote(ctx: &SyncContext<'_>, remote_ref: &ObjectRef) -> Result<Option<Value>> {
+    let Some(caches) = ctx.caches else {
+        return get_json(ctx.sides.kcp, remote_ref).await;
+    };
+    let key = object_key(
+        ctx.sides.cluster,
+        remote_ref.namespace.as_deref(),
+        &remote_ref.name,
+    );
+    match caches.remote.get(&key) {
+        Cached::Live(object) => Ok(Some((*object).clone())),
+        Cached::Deleted => Ok(None),
+        Cached::Unknown => {
+            let found = get_json(ctx.sides.kcp, remote_ref).await?;
+            if let Some(object) = &found {
+                caches.remote.upsert(&key, object.clone());
+            }
+            Ok(found)
+        }
+    }
+}
+
+/// Stores the server's answer to a write of the kcp object in the cache.
+fn remember_remote(ctx: &SyncContext<'_>, written: &DynamicObject) {
+    let Some(caches) = ctx.caches else {
+        return;
+    };
+    if let Ok(object) = to_json(written) {
+        let key = object_key(
+            ctx.sides.cluster,
+            written.metadata.namespace.as_deref(),
+            written.metadata.name.as_deref().unwrap_or_default(),
+        );
+        caches.remote.upsert(&key, object);
+    }
+}
+
+/// Stores the server's answer to a write of the local copy of `key` in the index.
+fn remember_local(ctx: &SyncContext<'_>, key: &RemoteObjectKey, written: &DynamicObject) {
+    if let (Some(caches), Ok(object)) = (ctx.caches, to_json(written)) {
+        caches.local.insert(key, object);
+    }
 }
 
 fn object_ref(gvk: &GroupVersionKind, namespace: Option<&str>, name: &str) -> ObjectRef {
@@ -290,34 +338,19 @@ async fn workspace_path(ctx: &SyncContext<'_>, target: &PrimarySync) -> Result<O
         .and_then(|a| a.get(kcp_core::kcp::PATH_ANNOTATION).cloned()))
 }
 
-/// The local copy: through the index when it is authoritative (one GET, the link labels
-/// checked), else through its link labels (at most one may exist).
+/// The local copy: from the index when it is authoritative (the local watch listed
+/// everything), else through its link labels.
 async fn find_local(
     ctx: &SyncContext<'_>,
     target: &PrimarySync,
     key: &RemoteObjectKey,
 ) -> Result<Option<Value>> {
-    let Some(index) = ctx.local_index.filter(|i| i.is_synced()) else {
-        return list_local(ctx, target, key).await;
-    };
-    let Some((namespace, name)) = index.get(key) else {
-        return Ok(None);
-    };
-    let found = get_json(
-        ctx.sides.service,
-        &object_ref(&target.local_gvk, namespace.as_deref(), &name),
-    )
-    .await?;
-    match found {
-        Some(local)
-            if RemoteObjectKey::from_local(&local).is_some_and(|k| {
-                k.cluster == key.cluster && k.namespace == key.namespace && k.name == key.name
-            }) =>
-        {
-            Ok(Some(local))
-        }
-        // Gone or relinked since the watch saw it: ask the server.
-        _ => list_local(ctx, target, key).await,
+    match ctx.caches.map(|c| &c.local).filter(|i| i.is_synced()) {
+        Some(index) => match index.get(key) {
+            Cached::Live(local) => Ok(Some((*local).clone())),
+            Cached::Deleted | Cached::Unknown => Ok(None),
+        },
+        None => list_local(ctx, target, key).await,
     }
 }
 
@@ -368,7 +401,8 @@ async fn set_finalizers(
         "finalizers": set.into_iter().collect::<Vec<_>>(),
         "resourceVersion": remote.pointer("/metadata/resourceVersion"),
     }});
-    ctx.sides
+    let written = ctx
+        .sides
         .kcp
         .patch(
             target,
@@ -378,6 +412,7 @@ async fn set_finalizers(
         )
         .await
         .map_err(|e| Error::core(format!("updating the finalizers of {target}"), e))?;
+    remember_remote(ctx, &written);
     Ok(())
 }
 
@@ -415,9 +450,13 @@ async fn handle_deletion(
                 .delete(&local_ref, &DeleteOptions::default())
                 .await
                 .map_err(|e| Error::core(format!("deleting the local copy of {}", pair.key), e))?;
-            if matches!(outcome, DeleteOutcome::Terminating(_)) {
+            if let DeleteOutcome::Terminating(deleting) = outcome {
+                remember_local(ctx, &pair.key, &deleting);
                 // The local copy's final deletion (a watched event) brings the primary back.
                 return Ok(Step::Done);
+            }
+            if let Some(caches) = ctx.caches {
+                caches.local.remove(&pair.key, local);
             }
         } else {
             return Ok(Step::Done);
@@ -597,15 +636,21 @@ async fn create_local(
         }
     }
     if let Some(ns) = meta_opt(&local, "namespace") {
-        ensure_namespace(ctx.sides.service, ns).await?;
+        ensure_known_namespace(ctx, ns).await?;
     }
     match ctx.sides.service.create(&from_json(local.clone())?).await {
-        Ok(_) => {
-            if let Some(index) = ctx.local_index {
-                let namespace = meta_opt(&local, "namespace").map(str::to_owned);
-                index.insert(&pair.key, namespace, meta(&local, "name").to_owned());
-            }
+        Ok(created) => {
+            remember_local(ctx, &pair.key, &created);
             Ok(true)
+        }
+        Err(e @ kcp_core::Error::NamespaceNotFound { .. }) => {
+            if let (Some(caches), Some(ns)) = (ctx.caches, meta_opt(&local, "namespace")) {
+                caches.forget_namespace(ns);
+            }
+            Err(Error::core(
+                format!("creating the local copy of {}", pair.key),
+                e,
+            ))
         }
         Err(e) if e.is_already_exists() => adopt(ctx, target, pair, &local).await.map(|()| false),
         Err(e) => Err(Error::core(
@@ -613,6 +658,18 @@ async fn create_local(
             e,
         )),
     }
+}
+
+/// Creates Namespace `name` unless the caches or the server know it exists.
+async fn ensure_known_namespace(ctx: &SyncContext<'_>, name: &str) -> Result<()> {
+    if ctx.caches.is_some_and(|c| c.has_namespace(name)) {
+        return Ok(());
+    }
+    ensure_namespace(ctx.sides.service, name).await?;
+    if let Some(caches) = ctx.caches {
+        caches.add_namespace(name);
+    }
+    Ok(())
 }
 
 /// Creates Namespace `name` unless it exists.
@@ -676,11 +733,13 @@ async fn adopt(
     }
     let mut adopted = existing;
     link(ctx, &mut adopted, &pair.key);
-    ctx.sides
+    let written = ctx
+        .sides
         .service
         .replace(&from_json(adopted)?, Subresource::Main)
         .await
         .map_err(|e| Error::core(format!("adopting {local_ref}"), e))?;
+    remember_local(ctx, &pair.key, &written);
     Ok(())
 }
 
@@ -715,7 +774,8 @@ async fn sync_spec(
             if is_empty_patch(&patch) {
                 false
             } else {
-                ctx.sides
+                let written = ctx
+                    .sides
                     .service
                     .patch(
                         &local_ref,
@@ -725,11 +785,13 @@ async fn sync_spec(
                     )
                     .await
                     .map_err(|e| Error::core(format!("patching {local_ref}"), e))?;
+                remember_local(ctx, key, &written);
                 true
             }
         }
         None => {
-            full_update(ctx, target, &local_ref, source, &current, local).await?;
+            let written = full_update(ctx, target, &local_ref, source, &current, local).await?;
+            remember_local(ctx, key, &written);
             true
         }
     };
@@ -767,7 +829,7 @@ async fn full_update(
     source: &Value,
     stripped: &Value,
     local: &Value,
-) -> Result<()> {
+) -> Result<DynamicObject> {
     let mut updated = local.clone();
     if let (Some(src), Some(dst)) = (source.as_object(), updated.as_object_mut()) {
         for (key, value) in src {
@@ -794,8 +856,7 @@ async fn full_update(
         .service
         .replace(&from_json(updated)?, Subresource::Main)
         .await
-        .map_err(|e| Error::core(format!("updating {local_ref}"), e))?;
-    Ok(())
+        .map_err(|e| Error::core(format!("updating {local_ref}"), e))
 }
 
 /// Copies the local status to kcp when it differs and kcp's type has a status subresource.
@@ -823,11 +884,13 @@ async fn sync_status_back(
     let mut updated = source.clone();
     updated["status"] = local["status"].clone();
     updated["metadata"]["resourceVersion"] = remote["metadata"]["resourceVersion"].clone();
-    ctx.sides
+    let written = ctx
+        .sides
         .kcp
         .replace(&from_json(updated)?, Subresource::Status)
         .await
         .map_err(|e| Error::core(format!("updating the status of {remote_ref}"), e))?;
+    remember_remote(ctx, &written);
     event(
         ctx,
         remote,
@@ -865,10 +928,29 @@ async fn event(
         resource_version: None,
         field_path: None,
     };
-    if let Err(e) = recorder
-        .record(ctx.sides.kcp, &reference, kind, reason, message)
-        .await
-    {
-        tracing::debug!(error = %e, reason, "recording an Event failed");
+    let name = EventRecorder::event_name(&reference, kind, reason, message);
+    let key = format!(
+        "{}/{}/{name}",
+        ctx.sides.cluster,
+        reference.namespace.as_deref().unwrap_or_default()
+    );
+    let known = ctx.caches.is_some_and(|c| c.has_event(&key));
+    let kcp = ctx.sides.kcp;
+    let result = if known {
+        recorder
+            .record(kcp, &reference, kind, reason, message)
+            .await
+    } else {
+        recorder
+            .record_likely_new(kcp, &reference, kind, reason, message)
+            .await
+    };
+    match result {
+        Ok(_) => {
+            if let Some(caches) = ctx.caches {
+                caches.add_event(key);
+            }
+        }
+        Err(e) => tracing::debug!(error = %e, reason, "recording an Event failed"),
     }
 }
