@@ -20,6 +20,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kcp_core::runtime::{CacheSync, ErrorPolicy, Outcome, drain_controller};
 use kcp_core::{KubeObjectClient, ObjectClient};
 use kube::runtime::controller::Action;
@@ -376,108 +377,66 @@ fn ns_name<K: Resource>(o: &K) -> (String, String) {
 impl Stores {
     fn refresh(&self, m: &Metrics) {
         let rs = self.root_shards.state();
-        let phase = |p: Option<&String>| p.cloned().unwrap_or_default();
-        let rows: Vec<_> = rs
-            .iter()
-            .map(|o| {
-                (
-                    ns_name(o.as_ref()).0,
-                    phase(o.status.as_ref().map(|s| &s.phase)),
-                )
-            })
-            .collect();
-        m.set_phased(
-            PhasedKind::RootShard,
-            rows.iter().map(|(a, b)| (a.as_str(), b.as_str())),
-        );
         let shards = self.shards.state();
-        let rows: Vec<_> = shards
-            .iter()
-            .map(|o| {
-                (
-                    ns_name(o.as_ref()).0,
-                    phase(o.status.as_ref().map(|s| &s.phase)),
-                )
-            })
-            .collect();
-        m.set_phased(
-            PhasedKind::Shard,
-            rows.iter().map(|(a, b)| (a.as_str(), b.as_str())),
-        );
         let fps = self.front_proxies.state();
-        let rows: Vec<_> = fps
-            .iter()
-            .map(|o| {
-                (
-                    ns_name(o.as_ref()).0,
-                    phase(o.status.as_ref().map(|s| &s.phase)),
-                )
-            })
-            .collect();
-        m.set_phased(
-            PhasedKind::FrontProxy,
-            rows.iter().map(|(a, b)| (a.as_str(), b.as_str())),
-        );
-        let cs: Vec<String> = self
-            .cache_servers
-            .state()
-            .iter()
-            .map(|o| ns_name(o.as_ref()).0)
-            .collect();
-        m.set_counted(CountedKind::CacheServer, cs.iter().map(String::as_str));
-        let kcs: Vec<String> = self
-            .kubeconfigs
-            .state()
-            .iter()
-            .map(|o| ns_name(o.as_ref()).0)
-            .collect();
-        m.set_counted(CountedKind::Kubeconfig, kcs.iter().map(String::as_str));
-        let vws: Vec<String> = self
-            .virtual_workspaces
-            .state()
-            .iter()
-            .map(|o| ns_name(o.as_ref()).0)
-            .collect();
-        m.set_counted(
+        set_phases(m, PhasedKind::RootShard, &rs, |o| {
+            o.status.as_ref().map(|s| s.phase.clone())
+        });
+        set_phases(m, PhasedKind::Shard, &shards, |o| {
+            o.status.as_ref().map(|s| s.phase.clone())
+        });
+        set_phases(m, PhasedKind::FrontProxy, &fps, |o| {
+            o.status.as_ref().map(|s| s.phase.clone())
+        });
+        set_counts(m, CountedKind::CacheServer, &self.cache_servers.state());
+        set_counts(m, CountedKind::Kubeconfig, &self.kubeconfigs.state());
+        set_counts(
+            m,
             CountedKind::VirtualWorkspace,
-            vws.iter().map(String::as_str),
+            &self.virtual_workspaces.state(),
         );
-        for o in rs.iter() {
-            let (ns, name) = ns_name(o.as_ref());
-            m.set_conditions(
-                "RootShard",
-                &ns,
-                &name,
-                o.status
-                    .as_ref()
-                    .map(|s| s.conditions.as_slice())
-                    .unwrap_or_default(),
-            );
-        }
-        for o in shards.iter() {
-            let (ns, name) = ns_name(o.as_ref());
-            m.set_conditions(
-                "Shard",
-                &ns,
-                &name,
-                o.status
-                    .as_ref()
-                    .map(|s| s.conditions.as_slice())
-                    .unwrap_or_default(),
-            );
-        }
-        for o in fps.iter() {
-            let (ns, name) = ns_name(o.as_ref());
-            m.set_conditions(
-                "FrontProxy",
-                &ns,
-                &name,
-                o.status
-                    .as_ref()
-                    .map(|s| s.conditions.as_slice())
-                    .unwrap_or_default(),
-            );
-        }
+        set_all_conditions(m, "RootShard", &rs, |o| {
+            o.status.as_ref().map(|s| s.conditions.as_slice())
+        });
+        set_all_conditions(m, "Shard", &shards, |o| {
+            o.status.as_ref().map(|s| s.conditions.as_slice())
+        });
+        set_all_conditions(m, "FrontProxy", &fps, |o| {
+            o.status.as_ref().map(|s| s.conditions.as_slice())
+        });
+    }
+}
+
+/// The phase gauge of `kind` from `objects` (namespace and phase of each).
+fn set_phases<K: Resource>(
+    m: &Metrics,
+    kind: PhasedKind,
+    objects: &[Arc<K>],
+    phase: impl Fn(&K) -> Option<String>,
+) {
+    let rows: Vec<(String, String)> = objects
+        .iter()
+        .map(|o| (ns_name(o.as_ref()).0, phase(o).unwrap_or_default()))
+        .collect();
+    m.set_phased(kind, rows.iter().map(|(a, b)| (a.as_str(), b.as_str())));
+}
+
+/// The count gauge of `kind` from `objects` (per namespace).
+fn set_counts<K: Resource>(m: &Metrics, kind: CountedKind, objects: &[Arc<K>]) {
+    let namespaces: Vec<String> = objects.iter().map(|o| ns_name(o.as_ref()).0).collect();
+    m.set_counted(kind, namespaces.iter().map(String::as_str));
+}
+
+/// The condition gauges of every object of `kind`.
+fn set_all_conditions<K: Resource>(
+    m: &Metrics,
+    kind: &str,
+    objects: &[Arc<K>],
+    conditions: impl Fn(&K) -> Option<&[Condition]>,
+) {
+    for o in objects {
+        let (ns, name) = ns_name(o.as_ref());
+        m.set_conditions(kind, &ns, &name, conditions(o).unwrap_or_default());
     }
 }
 
