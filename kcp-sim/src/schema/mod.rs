@@ -12,6 +12,7 @@
 //! ([`default_stored`]).
 
 pub mod cel;
+pub mod cel_library;
 pub mod default;
 pub mod field;
 pub mod format;
