@@ -502,6 +502,20 @@ mod tests {
     }
 
     #[test]
+    fn url_rules_read_the_parts_of_a_url() {
+        let v = json!({"endpoint": "https://kcp.example.com:6443/clusters/root?watch=true"});
+        for rule in [
+            "isURL(self.endpoint) && url(self.endpoint).getScheme() == 'https'",
+            "url(self.endpoint).getHostname() == 'kcp.example.com' && url(self.endpoint).getPort() == '6443'",
+            "url(self.endpoint).getEscapedPath().startsWith('/clusters/')",
+            "url(self.endpoint).getQuery()['watch'] == ['true']",
+            "!isURL('relative/path')",
+        ] {
+            assert!(holds(json!({"rule": rule}), v.clone()), "{rule}");
+        }
+    }
+
+    #[test]
     fn a_malformed_library_argument_is_an_evaluation_error_naming_the_function() {
         let r = rule(json!({"rule": "quantity(self.q).sign() == 1"}));
         let ctx = context_for(std::slice::from_ref(&r), to_cel(&json!({"q": "1K"})), None);

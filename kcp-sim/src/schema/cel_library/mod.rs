@@ -1,14 +1,15 @@
 //! Kubernetes' CEL libraries that the `cel` crate does not have, as kube-apiserver declares
-//! them for CRD validation rules: [`quantity`], IP and CIDR ([`net`]) and [`semver`]. Each
+//! them for CRD validation rules: [`quantity`], IP and CIDR ([`net`]), [`semver`] and [`url`]. Each
 //! value type is a CEL opaque value; methods shared by several types (`compareTo`,
 //! `isLessThan`, `isGreaterThan`, `ip`) dispatch on the receiver.
 //!
-//! Not provided: the `url`, `format` and `authz` libraries, `ip.isCanonical`, and `string()`
+//! Not provided: the `format` and `authz` libraries, `ip.isCanonical`, and `string()`
 //! of an IP or CIDR (a rule using them fails when evaluated, naming the function).
 
 pub mod net;
 pub mod quantity;
 pub mod semver;
+pub mod url;
 
 use std::cmp::Ordering;
 use std::sync::Arc;
@@ -19,6 +20,7 @@ use cel::{Context, ExecutionError, Value as Cel};
 use net::{Cidr, Ip};
 use quantity::Quantity;
 use semver::Semver;
+use url::Url;
 
 /// Every function this module declares, by name.
 pub const FUNCTIONS: &[&str] = &[
@@ -52,6 +54,14 @@ pub const FUNCTIONS: &[&str] = &[
     "major",
     "minor",
     "patch",
+    "url",
+    "isURL",
+    "getScheme",
+    "getHost",
+    "getHostname",
+    "getPort",
+    "getEscapedPath",
+    "getQuery",
 ];
 
 type CelResult = Result<Cel, ExecutionError>;
@@ -84,6 +94,12 @@ pub fn add_function(ctx: &mut Context, name: &str) {
                 .map_err(|e| fail("cidr", e))
         }),
         "isCIDR" => ctx.add_function(name, |s: Arc<String>| Cidr::parse(&s).is_ok()),
+        "url" => ctx.add_function(name, |s: Arc<String>| -> CelResult {
+            Url::parse(&s)
+                .map(Url::into_cel)
+                .map_err(|e| fail("url", e))
+        }),
+        "isURL" => ctx.add_function(name, |s: Arc<String>| Url::parse(&s).is_ok()),
         "semver" => ctx.add_function(name, |Arguments(args): Arguments| -> CelResult {
             let (text, normalize) = semver_arguments("semver", &args)?;
             Semver::parse(&text, normalize)
@@ -212,6 +228,17 @@ fn accessor(function: &str, v: &Cel) -> CelResult {
             "prefixLength" => Ok(Cel::Int(i64::from(c.prefix))),
             _ => Err(fail(function, "is not a method of a CIDR")),
         };
+    }
+    if let Some(u) = opaque::<Url>(v) {
+        return Ok(match function {
+            "getScheme" => u.scheme.clone().into(),
+            "getHost" => u.host.clone().into(),
+            "getHostname" => u.hostname().to_owned().into(),
+            "getPort" => u.port().to_owned().into(),
+            "getEscapedPath" => u.path.clone().into(),
+            "getQuery" => u.query(),
+            _ => return Err(fail(function, "is not a method of a URL")),
+        });
     }
     if let Some(s) = opaque::<Semver>(v) {
         let part = match function {
