@@ -53,15 +53,19 @@ async fn create_schema(sim: &Server, ws: &str, name: &str, plural: &str, kind: &
 /// The provider workspace `root:provider` with schema `v1.widgets.example.io` and the export
 /// `widgets` of it (claims as given); answers the provider's logical cluster name.
 async fn provider(sim: &Server, claims: Value) -> String {
+    let schema = schema_body("v1.widgets.example.io", "widgets", "Widget");
+    provider_with(sim, schema, claims).await
+}
+
+/// [`provider`] with the given APIResourceSchema `v1.widgets.example.io`.
+async fn provider_with(sim: &Server, schema: Value, claims: Value) -> String {
     let lc = workspace(sim, "provider").await;
-    create_schema(
-        sim,
-        "root:provider",
-        "v1.widgets.example.io",
-        "widgets",
-        "Widget",
-    )
-    .await;
+    let schemas: Api<APIResourceSchema> = Api::all(sim.client("root:provider").unwrap());
+    let schema = serde_json::from_value(schema).unwrap();
+    schemas
+        .create(&PostParams::default(), &schema)
+        .await
+        .unwrap();
     let api: Api<APIExport> = Api::all(sim.client("root:provider").unwrap());
     let export = serde_json::from_value(json!({"apiVersion": "apis.kcp.io/v1alpha1",
         "kind": "APIExport", "metadata": {"name": "widgets"},
@@ -425,25 +429,10 @@ async fn a_schema_whose_version_schema_is_not_structural_is_refused() {
 #[tokio::test]
 async fn a_bound_resource_is_pruned_and_validated_by_its_schema() {
     let sim = kcp().await;
-    workspace(&sim, "provider").await;
     let mut body = schema_body("v1.widgets.example.io", "widgets", "Widget");
     body["spec"]["versions"][0]["schema"] = json!({"type": "object", "properties": {
         "spec": {"type": "object", "properties": {"size": {"type": "integer", "minimum": 1}}}}});
-    let schemas: Api<APIResourceSchema> = Api::all(sim.client("root:provider").unwrap());
-    let schema = serde_json::from_value(body).unwrap();
-    schemas
-        .create(&PostParams::default(), &schema)
-        .await
-        .unwrap();
-    let exports: Api<APIExport> = Api::all(sim.client("root:provider").unwrap());
-    let export = serde_json::from_value(json!({"apiVersion": "apis.kcp.io/v1alpha1",
-        "kind": "APIExport", "metadata": {"name": "widgets"},
-        "spec": {"latestResourceSchemas": ["v1.widgets.example.io"]}}))
-    .unwrap();
-    exports
-        .create(&PostParams::default(), &export)
-        .await
-        .unwrap();
+    provider_with(&sim, body, json!([])).await;
     consumer(&sim, "consumer", json!([])).await;
     let api = widgets(sim.client("root:consumer").unwrap());
     let mut extra = widget("w1");

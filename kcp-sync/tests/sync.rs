@@ -541,8 +541,9 @@ fn secret_gvk() -> GroupVersionKind {
     GroupVersionKind::gvk("", "v1", "Secret")
 }
 
-#[tokio::test]
-async fn a_service_side_secret_is_copied_to_kcp_and_announced_on_the_primary() {
+/// CronTab `db` of consumer `team-1` synced, with the related service-side Secret `db-creds`
+/// created in the local copy's namespace and synced too; answers that namespace.
+async fn synced_with_service_secret() -> (Harness, Consumer, String) {
     let h = Harness::start(pr_with(related(
         RelatedResourceOrigin::Service,
         RelatedResourceKind::Secret,
@@ -561,6 +562,12 @@ async fn a_service_side_secret_is_copied_to_kcp_and_announced_on_the_primary() {
     )
     .await;
     h.sync(&c, "db").await;
+    (h, c, local_ns)
+}
+
+#[tokio::test]
+async fn a_service_side_secret_is_copied_to_kcp_and_announced_on_the_primary() {
+    let (_h, c, _) = synced_with_service_secret().await;
     let copy = c
         .user
         .get(&ObjectRef::namespaced(secret_gvk(), "default", "db-creds"))
@@ -582,24 +589,7 @@ async fn a_service_side_secret_is_copied_to_kcp_and_announced_on_the_primary() {
 
 #[tokio::test]
 async fn an_announcement_no_related_copy_backs_any_more_is_removed_from_the_primary() {
-    let h = Harness::start(pr_with(related(
-        RelatedResourceOrigin::Service,
-        RelatedResourceKind::Secret,
-        "spec.secretName",
-        false,
-    )))
-    .await;
-    let c = h.consumer("team-1").await;
-    crontab(&c, "db", json!({"secretName": "db-creds"})).await;
-    h.sync(&c, "db").await;
-    let local_ns = h.local().await.metadata.namespace.unwrap();
-    create(
-        &h.env.service,
-        json!({"apiVersion": "v1", "kind": "Secret",
-        "metadata": {"name": "db-creds", "namespace": local_ns}, "data": {"password": "c2VjcmV0"}}),
-    )
-    .await;
-    h.sync(&c, "db").await;
+    let (h, c, local_ns) = synced_with_service_secret().await;
     let key = "related-resources.syncagent.kcp.io/creds.0";
     let annotations = |obj: Option<DynamicObject>| obj.unwrap().metadata.annotations.unwrap();
     assert!(annotations(remote(&c, "db").await).contains_key(key));

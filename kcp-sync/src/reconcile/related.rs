@@ -189,24 +189,13 @@ pub async fn prune_primary_annotations(
     if stale.is_empty() {
         return Ok(false);
     }
-    let target = primary_ref(remote)?;
     let removals: BTreeMap<String, Value> = stale.into_iter().map(|k| (k, Value::Null)).collect();
-    let patch = json!({"metadata": {"annotations": removals}});
-    sides
-        .kcp
-        .patch(
-            &target,
-            Subresource::Main,
-            &ObjectPatch::Merge(patch),
-            &PatchOptions::default(),
-        )
-        .await
-        .map_err(|e| {
-            Error::core(
-                format!("pruning the related-resource annotations of {target}"),
-                e,
-            )
-        })?;
+    patch_primary_annotations(
+        sides,
+        removals,
+        "pruning the related-resource annotations of",
+    )
+    .await?;
     Ok(true)
 }
 
@@ -596,8 +585,20 @@ async fn annotate_primary(
     if meta_map_str(remote, "annotations", &key) == Some(value.as_str()) {
         return Ok(false);
     }
-    let target = primary_ref(remote)?;
-    let patch = json!({"metadata": {"annotations": BTreeMap::from([(key, value)])}});
+    let annotation = BTreeMap::from([(key, Value::String(value))]);
+    patch_primary_annotations(sides, annotation, "annotating").await?;
+    Ok(true)
+}
+
+/// Merge-patches `annotations` (a null removes one) onto the kcp primary; `doing` says what,
+/// in front of the object, in errors.
+async fn patch_primary_annotations(
+    sides: &RelatedSides<'_>,
+    annotations: BTreeMap<String, Value>,
+    doing: &str,
+) -> Result<()> {
+    let target = primary_ref(sides.primaries.remote)?;
+    let patch = json!({"metadata": {"annotations": annotations}});
     sides
         .kcp
         .patch(
@@ -607,8 +608,8 @@ async fn annotate_primary(
             &PatchOptions::default(),
         )
         .await
-        .map_err(|e| Error::core(format!("annotating {target}"), e))?;
-    Ok(true)
+        .map_err(|e| Error::core(format!("{doing} {target}"), e))?;
+    Ok(())
 }
 
 fn api_version(gvk: &GroupVersionKind) -> String {
