@@ -1,7 +1,8 @@
 //! OpenAPI v3 over HTTP: the index lists every served group-version with a hash, a
 //! group-version document describes its kinds under their Kubernetes definition names, a CRD's
 //! kind appears once the CRD is established and disappears with it, a kcp workspace shows the
-//! kinds an APIBinding bound, and `kubectl explain` reads the documents.
+//! kinds an APIBinding bound, the apiexport virtual workspace the exported ones, and
+//! `kubectl explain` reads the documents.
 //!
 //! The kubectl test needs `kubectl` on PATH (or `KUBECTL=/path/to/kubectl`), as `kubectl.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -155,6 +156,105 @@ async fn each_kcp_workspace_shows_its_own_custom_kinds() {
     assert!(root["components"]["schemas"]["io.example.v1.Widget"].is_object());
     let paths = index_paths(&sim, "root").await;
     assert!(paths.contains(&"apis/tenancy.kcp.io/v1alpha1".to_string()));
+}
+
+async fn create_in(
+    sim: &Server,
+    cluster: &str,
+    group: &str,
+    version: &str,
+    kind: &str,
+    body: Value,
+) {
+    let gvk = GroupVersionKind::gvk(group, version, kind);
+    let api: Api<DynamicObject> =
+        Api::all_with(sim.client(cluster).unwrap(), &ApiResource::from_gvk(&gvk));
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(body).unwrap(),
+    )
+    .await
+    .unwrap();
+}
+
+/// `root:provider` exports Gadgets (`example.io/v1`); `root:consumer` binds them.
+async fn exported_gadgets(sim: &Server) -> String {
+    for ws in ["provider", "consumer"] {
+        create_in(
+            sim,
+            "root",
+            "tenancy.kcp.io",
+            "v1alpha1",
+            "Workspace",
+            json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
+                "metadata": {"name": ws}, "spec": {}}),
+        )
+        .await;
+    }
+    create_in(sim, "root:provider", "apis.kcp.io", "v1alpha1", "APIResourceSchema",
+        json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIResourceSchema",
+            "metadata": {"name": "v1.gadgets.example.io"},
+            "spec": {"group": "example.io", "scope": "Namespaced",
+                "names": {"kind": "Gadget", "plural": "gadgets", "singular": "gadget", "listKind": "GadgetList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"type": "object", "properties": {"spec": {"type": "object",
+                        "properties": {"colour": {"type": "string"}}}}}}]}})).await;
+    create_in(
+        sim,
+        "root:provider",
+        "apis.kcp.io",
+        "v1alpha1",
+        "APIExport",
+        json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport",
+            "metadata": {"name": "gadgets"},
+            "spec": {"latestResourceSchemas": ["v1.gadgets.example.io"]}}),
+    )
+    .await;
+    create_in(
+        sim,
+        "root:consumer",
+        "apis.kcp.io",
+        "v1alpha1",
+        "APIBinding",
+        json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding",
+            "metadata": {"name": "gadgets"},
+            "spec": {"reference": {"export": {"path": "root:provider", "name": "gadgets"}}}}),
+    )
+    .await;
+    sim.logical_cluster("root:provider").unwrap()
+}
+
+fn gadget_colour(doc: &Value) -> &Value {
+    &doc["components"]["schemas"]["io.example.v1.Gadget"]["properties"]["spec"]["properties"]["colour"]
+}
+
+#[tokio::test]
+async fn a_workspace_shows_the_kinds_its_bindings_bound() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    exported_gadgets(&sim).await;
+    let doc = get(&sim, "root:consumer", "/openapi/v3/apis/example.io/v1").await;
+    assert_eq!(gadget_colour(&doc)["type"], "string");
+    assert!(
+        !index_paths(&sim, "root")
+            .await
+            .contains(&"apis/example.io/v1".to_string())
+    );
+}
+
+#[tokio::test]
+async fn the_apiexport_virtual_workspace_shows_the_exported_kinds() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let provider = exported_gadgets(&sim).await;
+    let url = format!(
+        "{}/services/apiexport/{provider}/gadgets/clusters/*",
+        sim.url()
+    );
+    let client = kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
+    let req = http::Request::get("/openapi/v3/apis/example.io/v1")
+        .body(Vec::new())
+        .unwrap();
+    let doc: Value = client.request(req).await.unwrap();
+    assert_eq!(gadget_colour(&doc)["type"], "string");
 }
 
 fn kubectl_explain(sim: &Server, what: &str) -> String {
