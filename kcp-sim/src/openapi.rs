@@ -220,7 +220,10 @@ pub fn custom_definition_name(group: &str, version: &str, kind: &str) -> String 
 /// A custom kind's schema as kube publishes it: `apiVersion`, `kind` and a `metadata`
 /// reference to ObjectMeta at the root, plus the ObjectMeta definitions.
 fn custom_components(group: &str, version: &str, kind: &str, schema: &Value) -> Components {
-    let mut components = generate::<ObjectMeta>();
+    static OBJECT_META_SCHEMAS: OnceLock<Map<String, Value>> = OnceLock::new();
+    let mut schemas = OBJECT_META_SCHEMAS
+        .get_or_init(|| generate::<ObjectMeta>().schemas)
+        .clone();
     let name = custom_definition_name(group, version, kind);
     let mut root = match schema {
         Value::Object(o) => o.clone(),
@@ -244,11 +247,8 @@ fn custom_components(group: &str, version: &str, kind: &str, schema: &Value) -> 
         );
     }
     root.entry("type").or_insert_with(|| json!("object"));
-    components.schemas.insert(name.clone(), Value::Object(root));
-    Components {
-        name,
-        schemas: components.schemas,
-    }
+    schemas.insert(name.clone(), Value::Object(root));
+    Components { name, schemas }
 }
 
 /// The `components.schemas` and `paths` of one group-version document.
