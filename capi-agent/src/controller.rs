@@ -314,8 +314,8 @@ struct NodeShared {
 }
 
 /// The node-provider-id controller: AgentMachines, plus wake-ups from the workload clusters'
-/// Node watches (handled as they come, outside the controller's queue, since kube's
-/// `reconcile_on` is still an unstable feature).
+/// Node watches, queued through `reconcile_on` so a woken machine is reconciled like any
+/// other (one reconcile per object at a time, errors through the error policy).
 fn node_controller(
     options: &Options,
     namespace: Option<&str>,
@@ -327,42 +327,18 @@ fn node_controller(
         Some(f) => watcher::Config::default().labels(f),
         None => watcher::Config::default(),
     };
-    let (wake, mut woken) = tokio::sync::mpsc::unbounded_channel::<ObjectRef<AgentMachine>>();
+    let (wake, woken) = futures::channel::mpsc::unbounded::<ObjectRef<AgentMachine>>();
     let controller = Controller::new(api::<AgentMachine>(&options.client, namespace), wc)
         .with_config(ControllerConfig::default().concurrency(options.concurrency))
+        .reconcile_on(woken)
         .graceful_shutdown_on(stop.clone().cancelled_owned());
     let store = controller.store();
-    let (store_for_drain, stop_for_drain) = (store.clone(), stop.clone());
     let workloads = Workloads::new(store.clone(), wake);
     let ctx = Arc::new(NodeShared { shared, workloads });
-    let woken_ctx = ctx.clone();
-    let wakeups = async move {
-        loop {
-            let next = tokio::select! {
-                _ = stop.cancelled() => return,
-                next = woken.recv() => next,
-            };
-            let Some(am) = next.and_then(|r| store.get(&r)) else {
-                continue;
-            };
-            let result = reconcile_node_provider_id(
-                &woken_ctx.shared.ctx,
-                &woken_ctx.workloads,
-                am.as_ref(),
-            )
-            .await;
-            if let Err(err) = result {
-                tracing::warn!(object = ?am.metadata.name, error = %err, "setting the Node providerID failed");
-            }
-        }
-    };
     let run = controller
         .run(reconcile_node, error_policy_node, ctx)
         .for_each(|_| async {});
-    let node_store = store_for_drain;
-    async move {
-        tokio::join!(drain_controller(run, node_store, stop_for_drain), wakeups);
-    }
+    drain_controller(run, store, stop)
 }
 
 async fn reconcile_node(obj: Arc<AgentMachine>, ctx: Arc<NodeShared>) -> Result<Action> {

@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use futures::StreamExt;
+use futures::channel::mpsc;
 use k8s_openapi::api::core::v1::{Node, Secret};
 use kcp_core::ObjectClientExt;
 use kcp_core::runtime::Outcome;
@@ -19,7 +20,6 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde::Serialize;
-use tokio::sync::mpsc;
 use tracing::Instrument;
 
 use crate::api::{AgentMachine, CLUSTER_NAME_LABEL, MachineAddressType};
@@ -249,7 +249,11 @@ async fn watch_nodes(
             for am in machines.state() {
                 let named = am.metadata.namespace.as_deref() == Some(namespace.as_str())
                     && node_name(&am).ok().flatten() == Some(name.as_str());
-                if named && wake.send(ObjectRef::from_obj(am.as_ref())).is_err() {
+                if named
+                    && wake
+                        .unbounded_send(ObjectRef::from_obj(am.as_ref()))
+                        .is_err()
+                {
                     return;
                 }
             }

@@ -7,7 +7,7 @@ mod support;
 use std::time::Duration;
 
 use capi_agent::controller::{Options, run};
-use kcp_core::{Backoff, ObjectClientExt as _};
+use kcp_core::{Backoff, ObjectClient as _, ObjectClientExt as _};
 use kcp_sim::{ErrorRule, Verb};
 use serde_json::json;
 use support::*;
@@ -290,6 +290,78 @@ async fn readiness_is_reported_once_the_caches_synced() {
     until("ready", Duration::from_secs(10), || async {
         ready.load(std::sync::atomic::Ordering::SeqCst)
     })
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_node_registering_after_its_machine_is_ready_gets_the_provider_id_through_the_controller()
+{
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    let workload = kcp_sim::Server::start(kcp_sim::Config::default())
+        .await
+        .unwrap();
+    world
+        .patch(
+            &secret_ref("admin-kubeconfig"),
+            kcp_core::Subresource::Main,
+            json!({"data": {"kubeconfig": base64(&workload.kubeconfig(&[]))}}),
+        )
+        .await;
+    world.machine("m1", None).await;
+    world.agent("host-1", json!({})).await;
+    let running = start(&world);
+    until("m1 bound", Duration::from_secs(30), || async {
+        bound_and_waiting(&world, &["m1".to_string()]).await == (1, 0)
+    })
+    .await;
+    world
+        .patch(
+            &agent_ref("host-1"),
+            kcp_core::Subresource::Status,
+            json!({"status": {"conditions": [
+        {"type": "Validated", "status": "True"}, {"type": "Connected", "status": "True"},
+        {"type": "Bound", "status": "True"}, {"type": "SpecSynced", "status": "True"},
+        {"type": "RequirementsMet", "status": "True"}, {"type": "Installed", "status": "True"}]}}),
+        )
+        .await;
+    until("m1 ready", Duration::from_secs(30), || async {
+        world
+            .agent_machine("m1")
+            .await
+            .status
+            .is_some_and(|s| s.ready)
+    })
+    .await;
+    let ready = world.agent_machine("m1").await;
+    until(
+        "the Node looked up and watched before it exists",
+        Duration::from_secs(30),
+        || async {
+            let requests = workload.requests().snapshot();
+            ["get nodes", "watch nodes"]
+                .iter()
+                .all(|r| requests.contains_key(*r))
+        },
+    )
+    .await;
+    let node_name = capi_agent::nodes::node_name(&ready).unwrap().unwrap();
+    let nodes = workload.object_client("");
+    nodes
+        .create(&dynamic(json!({"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": node_name}, "spec": {}})))
+        .await
+        .unwrap();
+    until(
+        "the Node has the machine's provider ID",
+        Duration::from_secs(30),
+        || async {
+            let node: k8s_openapi::api::core::v1::Node =
+                nodes.get_typed(None, node_name).await.unwrap().unwrap();
+            node.spec.and_then(|s| s.provider_id) == ready.spec.provider_id
+        },
+    )
     .await;
     running.stop().await;
 }

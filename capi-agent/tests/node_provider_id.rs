@@ -9,6 +9,8 @@ use std::time::Duration;
 
 use capi_agent::api::AgentMachine;
 use capi_agent::nodes::{Workloads, reconcile_node_provider_id};
+use futures::StreamExt as _;
+use futures::channel::mpsc;
 use k8s_openapi::api::core::v1::Node;
 use kcp_core::runtime::Outcome;
 use kcp_core::{ObjectClient, ObjectClientExt, Subresource};
@@ -17,7 +19,6 @@ use kube::runtime::reflector::{self, ObjectRef};
 use kube::runtime::watcher::Event;
 use serde_json::json;
 use support::*;
-use tokio::sync::mpsc;
 
 struct Setup {
     world: World,
@@ -33,7 +34,7 @@ async fn setup(secret: &str, key: &str) -> Setup {
     world.create(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": secret, "namespace": NS},
         "data": {key: base64(&workload.kubeconfig(&[]))}})).await;
     let (store, writer) = reflector::store();
-    let (wake, woken) = mpsc::unbounded_channel();
+    let (wake, woken) = mpsc::unbounded();
     Setup {
         world,
         workload,
@@ -131,7 +132,7 @@ async fn a_node_registering_later_wakes_its_machine_through_the_watch() {
         Outcome::Done
     );
     create_node(&s.workload, None).await;
-    let woken = tokio::time::timeout(Duration::from_secs(10), s.woken.recv())
+    let woken = tokio::time::timeout(Duration::from_secs(10), s.woken.next())
         .await
         .expect("woken")
         .unwrap();
@@ -163,7 +164,7 @@ async fn capis_cluster_kubeconfig_secret_is_accepted_too() {
 async fn a_missing_kubeconfig_is_a_transient_error() {
     let world = World::start().await;
     let (store, _writer) = reflector::store::<AgentMachine>();
-    let (wake, _woken) = mpsc::unbounded_channel();
+    let (wake, _woken) = mpsc::unbounded();
     let workloads = Workloads::new(store, wake);
     world.create(json!({"apiVersion": "capi-provider.agent-install.openshift.io/v1beta1", "kind": "AgentMachine",
         "metadata": {"name": "m1", "namespace": NS}, "spec": {"providerID": "agent://host-1"}})).await;

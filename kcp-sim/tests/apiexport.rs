@@ -406,6 +406,60 @@ async fn a_bound_resource_is_served_in_the_consumer_like_a_crd() {
 }
 
 #[tokio::test]
+async fn a_schema_whose_version_schema_is_not_structural_is_refused() {
+    let sim = kcp().await;
+    let api: Api<APIResourceSchema> = Api::all(sim.client("root").unwrap());
+    let mut body = schema_body("v1.widgets.example.io", "widgets", "Widget");
+    body["spec"]["versions"][0]["schema"] = json!({"type": "object",
+        "properties": {"spec": {"properties": {"size": {"type": "integer"}}}}});
+    let bad = serde_json::from_value(body).unwrap();
+    let err = api.create(&PostParams::default(), &bad).await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 422
+            && s.message.contains("APIResourceSchema.apis.kcp.io \"v1.widgets.example.io\"")
+            && s.message.contains("spec.versions[0].schema.properties[spec].type")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_bound_resource_is_pruned_and_validated_by_its_schema() {
+    let sim = kcp().await;
+    workspace(&sim, "provider").await;
+    let mut body = schema_body("v1.widgets.example.io", "widgets", "Widget");
+    body["spec"]["versions"][0]["schema"] = json!({"type": "object", "properties": {
+        "spec": {"type": "object", "properties": {"size": {"type": "integer", "minimum": 1}}}}});
+    let schemas: Api<APIResourceSchema> = Api::all(sim.client("root:provider").unwrap());
+    let schema = serde_json::from_value(body).unwrap();
+    schemas
+        .create(&PostParams::default(), &schema)
+        .await
+        .unwrap();
+    let exports: Api<APIExport> = Api::all(sim.client("root:provider").unwrap());
+    let export = serde_json::from_value(json!({"apiVersion": "apis.kcp.io/v1alpha1",
+        "kind": "APIExport", "metadata": {"name": "widgets"},
+        "spec": {"latestResourceSchemas": ["v1.widgets.example.io"]}}))
+    .unwrap();
+    exports
+        .create(&PostParams::default(), &export)
+        .await
+        .unwrap();
+    consumer(&sim, "consumer", json!([])).await;
+    let api = widgets(sim.client("root:consumer").unwrap());
+    let mut extra = widget("w1");
+    extra.data["spec"]["colour"] = json!("red");
+    let created = api.create(&PostParams::default(), &extra).await.unwrap();
+    assert_eq!(created.data["spec"], json!({"size": 1}));
+    let mut zero = widget("w2");
+    zero.data["spec"]["size"] = json!(0);
+    let err = api.create(&PostParams::default(), &zero).await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 422 && s.message.contains("spec.size")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
 async fn the_provider_workspace_does_not_serve_what_it_exports() {
     let sim = kcp().await;
     provider(&sim, json!([])).await;

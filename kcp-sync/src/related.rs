@@ -257,6 +257,19 @@ pub fn annotation_key(identifier: &str, index: usize) -> String {
     )
 }
 
+/// The `related-resources.syncagent.kcp.io/*` annotations of `primary` not in `wanted`.
+pub fn stale_annotations(primary: &Value, wanted: &[String]) -> Vec<String> {
+    primary
+        .pointer("/metadata/annotations")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flat_map(|annotations| annotations.keys())
+        .filter(|k| k.starts_with(crate::metadata::RELATED_OBJECT_ANNOTATION_PREFIX))
+        .filter(|k| !wanted.contains(k))
+        .cloned()
+        .collect()
+}
+
 /// The annotation value: Go's JSON of `{namespace?, name, apiVersion, kind}`.
 pub fn annotation_value(namespace: &str, name: &str, api_version: &str, kind: &str) -> String {
     let mut out = String::from("{");
@@ -290,6 +303,24 @@ mod tests {
             path: path.into(),
             regex: None,
         }
+    }
+
+    #[test]
+    fn only_related_annotations_nobody_wants_are_stale() {
+        let primary = json!({"metadata": {"annotations": {
+            "related-resources.syncagent.kcp.io/creds.0": "{}",
+            "related-resources.syncagent.kcp.io/creds.1": "{}",
+            "related-resources.syncagent.kcp.io/old.0": "{}",
+            "example.com/mine": "x",
+        }}});
+        let wanted = vec!["related-resources.syncagent.kcp.io/creds.0".to_owned()];
+        assert_eq!(
+            stale_annotations(&primary, &wanted),
+            vec![
+                "related-resources.syncagent.kcp.io/creds.1".to_owned(),
+                "related-resources.syncagent.kcp.io/old.0".to_owned(),
+            ]
+        );
     }
 
     #[test]

@@ -11,7 +11,8 @@ use common::{Env, create, crontab_pr};
 use k8s_openapi::api::core::v1::Secret;
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::{
-    ListOptions, ObjectClient, ObjectClientExt as _, ObjectRef, Subresource, TemplateEngine,
+    DeleteOptions, ListOptions, ObjectClient, ObjectClientExt as _, ObjectRef, Subresource,
+    TemplateEngine,
 };
 use kcp_sim::{Endpoint, SimClient};
 use kcp_sync::api::{
@@ -577,6 +578,41 @@ async fn a_service_side_secret_is_copied_to_kcp_and_announced_on_the_primary() {
         annotations["related-resources.syncagent.kcp.io/creds.0"],
         r#"{"namespace":"default","name":"db-creds","apiVersion":"v1","kind":"Secret"}"#
     );
+}
+
+#[tokio::test]
+async fn an_announcement_no_related_copy_backs_any_more_is_removed_from_the_primary() {
+    let h = Harness::start(pr_with(related(
+        RelatedResourceOrigin::Service,
+        RelatedResourceKind::Secret,
+        "spec.secretName",
+        false,
+    )))
+    .await;
+    let c = h.consumer("team-1").await;
+    crontab(&c, "db", json!({"secretName": "db-creds"})).await;
+    h.sync(&c, "db").await;
+    let local_ns = h.local().await.metadata.namespace.unwrap();
+    create(
+        &h.env.service,
+        json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "db-creds", "namespace": local_ns}, "data": {"password": "c2VjcmV0"}}),
+    )
+    .await;
+    h.sync(&c, "db").await;
+    let key = "related-resources.syncagent.kcp.io/creds.0";
+    let annotations = |obj: Option<DynamicObject>| obj.unwrap().metadata.annotations.unwrap();
+    assert!(annotations(remote(&c, "db").await).contains_key(key));
+    h.env
+        .service
+        .delete(
+            &ObjectRef::namespaced(secret_gvk(), &local_ns, "db-creds"),
+            &DeleteOptions::default(),
+        )
+        .await
+        .unwrap();
+    h.sync(&c, "db").await;
+    assert!(!annotations(remote(&c, "db").await).contains_key(key));
 }
 
 #[tokio::test]

@@ -101,6 +101,28 @@ fn a_leaf_is_signed_by_its_ca_and_names_it_as_issuer() {
 }
 
 #[test]
+fn serials_are_positive_sixteen_byte_numbers_that_differ_per_certificate() {
+    let request = CertificateRequest::from_spec(&spec("root-server")).unwrap();
+    let serials: Vec<Vec<u8>> = (0..2)
+        .map(|_| {
+            let signed = x509::sign(&request, None, None, NOW).unwrap();
+            let der = der(&signed.certificate_pem);
+            let (_, cert) = X509Certificate::from_der(&der).unwrap();
+            cert.raw_serial().to_vec()
+        })
+        .collect();
+    assert_ne!(serials[0], serials[1]);
+    for serial in &serials {
+        assert_eq!(serial.len(), 16, "{serial:x?}");
+        assert_eq!(
+            serial[0] & 0xc0,
+            0x40,
+            "positive, no leading zero: {serial:x?}"
+        );
+    }
+}
+
+#[test]
 fn every_organization_is_its_own_subject_attribute() {
     let mut s = spec("kcp-admin");
     s.subject = Some(X509Subject {

@@ -234,7 +234,7 @@ impl CertificateRequest {
         let mut params = CertificateParams::default();
         params.not_before = unix(not_before)?;
         params.not_after = unix(not_before + self.duration_seconds)?;
-        params.serial_number = Some(serial());
+        params.serial_number = Some(serial()?);
         let mut sans = Vec::new();
         for name in &self.dns_names {
             let dns = name
@@ -262,12 +262,15 @@ fn unix(seconds: i64) -> Result<time::OffsetDateTime, SignError> {
         .map_err(|_| fail("spec.duration", "the certificate would end after year 9999"))
 }
 
-/// A positive random 128-bit serial number.
-fn serial() -> SerialNumber {
-    let mut bytes: [u8; 16] = fastrand::u128(..).to_be_bytes();
+/// A positive 128-bit serial number from the operating system's CSPRNG (RFC 5280 asks for
+/// unpredictable serials, so a fast non-cryptographic generator will not do).
+fn serial() -> Result<SerialNumber, SignError> {
+    let mut bytes = [0u8; 16];
+    ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes)
+        .map_err(|_| fail("serialNumber", "the system random number generator failed"))?;
     bytes[0] &= 0x7f;
     bytes[0] |= 0x40;
-    SerialNumber::from_slice(&bytes)
+    Ok(SerialNumber::from_slice(&bytes))
 }
 
 /// The key a certificate is signed with: a CA's certificate and key, or none (self-signed).

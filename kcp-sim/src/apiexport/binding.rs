@@ -139,7 +139,13 @@ fn bind(state: &mut State, cluster: &str, export: &Export, binding: &mut Value) 
         let entry = bound_entry(&schema, &t, &export.identity_hash);
         bound.retain(|b| str_at(b, "/group") != gr.group || str_at(b, "/resource") != gr.resource);
         bound.push(entry);
+        // Schemas are checked when the APIResourceSchema is created, so this compiles.
+        let compiled = schema::compiled_for_binding(state, cluster, &t, &schema).ok();
         if let Some(c) = state.clusters.get_mut(cluster) {
+            match compiled {
+                Some(compiled) => c.schemas.insert(gr.clone(), compiled),
+                None => c.schemas.remove(&gr),
+            };
             c.registry.insert(t);
         }
     }
@@ -299,6 +305,7 @@ pub fn removed(state: &mut State, cluster: &str, binding: &Value) -> ApiResult<(
     if let Some(data) = state.clusters.get_mut(cluster) {
         for gr in bound_resources(binding) {
             data.registry.remove(&gr);
+            data.schemas.remove(&gr);
             data.objects.remove(&gr);
         }
     }

@@ -1,10 +1,13 @@
 //! APIResourceSchemas: validation of a new schema (its name is `<prefix>.<plural>.<group>`, with
 //! `core` for the core group), immutability of its spec, and the resource type it defines.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::{GROUP, schemas, str_at};
 use crate::resource::{ResourceType, type_of_spec};
+use crate::schema::CrdSchemas;
 use crate::status::{ApiError, ApiResult};
 use crate::store::State;
 
@@ -54,7 +57,27 @@ pub fn validate(schema: &Value) -> ApiResult<()> {
             ),
         ));
     }
-    Ok(())
+    // Refused as a CRD would be: every version's schema must be structural, its rules compile.
+    crate::schema::compile_resource_schema(schema).map(|_| ())
+}
+
+/// The compiled schemas a consumer cluster admits the objects of a bound resource with: the
+/// ones it has when they come from this very schema (same uid), or compiled now.
+pub fn compiled_for_binding(
+    state: &State,
+    consumer: &str,
+    t: &ResourceType,
+    schema: &Value,
+) -> ApiResult<Arc<CrdSchemas>> {
+    let current = state
+        .clusters
+        .get(consumer)
+        .and_then(|c| c.schemas.get(t.group_resource()))
+        .filter(|s| s.compiled_from(schema));
+    match current {
+        Some(compiled) => Ok(compiled.clone()),
+        None => crate::schema::compile_resource_schema(schema).map(Arc::new),
+    }
 }
 
 /// An APIResourceSchema's spec cannot change.

@@ -6,7 +6,8 @@
 //! The environment is cel-go's standard library with the `strings` and `lists` extensions
 //! (kube-apiserver's `ext.Strings` and `ext.Lists`), plus Kubernetes' list library (`isSorted`,
 //! `sum`, `min`, `max`) and regex library (`find`, `findAll`), added here because the crate does
-//! not have them.
+//! not have them, and the quantity, IP/CIDR and semver libraries of
+//! [`cel_library`](super::cel_library).
 
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock};
@@ -98,6 +99,7 @@ fn compile_rule(raw: &Value, at: &str, errors: &mut Vec<FieldError>) -> Option<R
     let calls = |p: &Program, name: &str| p.references().has_function(name);
     let kube_functions = KUBE_FUNCTIONS
         .iter()
+        .chain(super::cel_library::FUNCTIONS)
         .copied()
         .filter(|f| calls(&program, f) || message_expression.as_ref().is_some_and(|m| calls(m, f)))
         .collect();
@@ -285,7 +287,10 @@ fn add_kube_function(ctx: &mut Context, name: &str) {
         "findAll" => ctx.add_function(name, |This(s): This<Arc<String>>, re: Arc<String>| {
             find(&s, &re, true)
         }),
-        _ => Ok(()),
+        other => {
+            super::cel_library::add_function(ctx, other);
+            Ok(())
+        }
     };
 }
 
@@ -450,5 +455,59 @@ mod tests {
             json!({"rule": "self.n.lowerAscii().startsWith('ab') && self.n.matches('^[A-Z]+$')"}),
             json!({"n": "ABC"})
         ));
+    }
+    #[test]
+    fn quantity_rules_compare_parse_and_convert() {
+        let v = json!({"memory": "1536Mi", "cpu": "500m", "bad": "1K"});
+        for rule in [
+            "quantity(self.memory).isGreaterThan(quantity('1Gi'))",
+            "quantity(self.memory).compareTo(quantity('1.5Gi')) == 0",
+            "quantity(self.cpu).isLessThan(quantity('1'))",
+            "isQuantity(self.cpu) && !isQuantity(self.bad)",
+            "quantity(self.cpu).add(quantity('500m')).asInteger() == 1",
+            "quantity(self.cpu).sub(1).sign() == -1",
+            "!quantity(self.cpu).isInteger() && quantity(self.cpu).asApproximateFloat() == 0.5",
+        ] {
+            assert!(holds(json!({"rule": rule}), v.clone()), "{rule}");
+        }
+    }
+
+    #[test]
+    fn ip_and_cidr_rules_classify_and_contain() {
+        let v = json!({"ip": "10.1.2.3", "net": "10.1.0.0/16"});
+        for rule in [
+            "isIP(self.ip) && ip(self.ip).family() == 4 && ip(self.ip).isGlobalUnicast()",
+            "cidr(self.net).containsIP(self.ip) && cidr(self.net).containsIP(ip(self.ip))",
+            "cidr(self.net).containsCIDR('10.1.2.0/24') && cidr(self.net).prefixLength() == 16",
+            "cidr('10.1.2.3/16').masked() == cidr(self.net)",
+            "cidr(self.net).ip() == ip('10.1.0.0') && !isCIDR(self.ip)",
+            "ip('::1').isLoopback() && ip('::').isUnspecified()",
+        ] {
+            assert!(holds(json!({"rule": rule}), v.clone()), "{rule}");
+        }
+    }
+
+    #[test]
+    fn semver_rules_compare_versions() {
+        let v = json!({"version": "1.30.2"});
+        for rule in [
+            "semver(self.version).isGreaterThan(semver('1.29.9'))",
+            "semver(self.version).major() == 1 && semver(self.version).minor() == 30",
+            "semver('v1.30', true).isLessThan(semver(self.version))",
+            "isSemver(self.version) && !isSemver('v1.30') && isSemver('v1.30', true)",
+            "semver(self.version).compareTo(semver('1.30.2')) == 0",
+        ] {
+            assert!(holds(json!({"rule": rule}), v.clone()), "{rule}");
+        }
+    }
+
+    #[test]
+    fn a_malformed_library_argument_is_an_evaluation_error_naming_the_function() {
+        let r = rule(json!({"rule": "quantity(self.q).sign() == 1"}));
+        let ctx = context_for(std::slice::from_ref(&r), to_cel(&json!({"q": "1K"})), None);
+        match r.evaluate(&ctx, false) {
+            Outcome::Error(e) => assert!(e.contains("quantity"), "{e}"),
+            _ => panic!("1K is not a quantity"),
+        }
     }
 }

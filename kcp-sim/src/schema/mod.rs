@@ -12,6 +12,7 @@
 //! ([`default_stored`]).
 
 pub mod cel;
+pub mod cel_library;
 pub mod default;
 pub mod field;
 pub mod format;
@@ -71,19 +72,52 @@ fn identity(crd: &Value) -> (&str, i64) {
 
 /// Compiles the schemas of every version of a CRD, or the `422` that refuses the CRD.
 pub fn compile_crd(crd: &Value) -> ApiResult<CrdSchemas> {
-    let (uid, generation) = identity(crd);
+    let versions = listed_versions(crd, "schema/openAPIV3Schema", "schema.openAPIV3Schema");
+    compile_versions(
+        ("apiextensions.k8s.io", "CustomResourceDefinition"),
+        crd,
+        &versions,
+    )
+}
+
+/// Compiles the schemas of every version of a kcp APIResourceSchema (whose
+/// `spec.versions[*].schema` is the OpenAPI v3 schema itself), or the `422` that refuses it.
+pub fn compile_resource_schema(schema: &Value) -> ApiResult<CrdSchemas> {
+    let versions = listed_versions(schema, "schema", "schema");
+    compile_versions(("apis.kcp.io", "APIResourceSchema"), schema, &versions)
+}
+
+/// `(version, schema, field path)` of every version of `object` with a schema at `pointer`
+/// (relative to the version entry); `field` names it in errors.
+fn listed_versions<'a>(
+    object: &'a Value,
+    pointer: &str,
+    field: &str,
+) -> Vec<(&'a str, &'a Value, String)> {
+    let listed = object.pointer("/spec/versions").and_then(Value::as_array);
+    let pointer = format!("/{pointer}");
+    listed
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .filter_map(|(i, v)| {
+            let name = v.get("name").and_then(Value::as_str)?;
+            let schema = v.pointer(&pointer)?;
+            Some((name, schema, format!("spec.versions[{i}].{field}")))
+        })
+        .collect()
+}
+
+fn compile_versions(
+    (group, kind): (&str, &str),
+    owner: &Value,
+    listed: &[(&str, &Value, String)],
+) -> ApiResult<CrdSchemas> {
+    let (uid, generation) = identity(owner);
     let mut versions = HashMap::new();
     let mut errors: Vec<FieldError> = Vec::new();
-    let listed = crd.pointer("/spec/versions").and_then(Value::as_array);
-    for (i, v) in listed.into_iter().flatten().enumerate() {
-        let Some(name) = v.get("name").and_then(Value::as_str) else {
-            continue;
-        };
-        let Some(schema) = v.pointer("/schema/openAPIV3Schema") else {
-            continue;
-        };
-        let path = format!("spec.versions[{i}].schema.openAPIV3Schema");
-        match structural::parse(schema, &path) {
+    for (name, schema, path) in listed {
+        match structural::parse(schema, path) {
             Ok(node) => {
                 versions.insert(name.to_string(), Arc::new(node));
             }
@@ -91,16 +125,11 @@ pub fn compile_crd(crd: &Value) -> ApiResult<CrdSchemas> {
         }
     }
     if !errors.is_empty() {
-        let name = crd
+        let name = owner
             .pointer("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or_default();
-        return Err(invalid_object(
-            "apiextensions.k8s.io",
-            "CustomResourceDefinition",
-            name,
-            &errors,
-        ));
+        return Err(invalid_object(group, kind, name, &errors));
     }
     Ok(CrdSchemas {
         uid: uid.to_string(),

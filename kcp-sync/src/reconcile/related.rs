@@ -144,26 +144,82 @@ struct Located {
     dest_name: String,
 }
 
+/// What one related resource did for a primary pair.
+#[derive(Debug, Default)]
+pub struct RelatedPass {
+    /// Whether anything was written (the caller runs another step).
+    pub wrote: bool,
+    /// The `related-resources.syncagent.kcp.io/*` annotations the kcp primary should carry
+    /// for this related resource (one per service-origin copy).
+    pub annotations: Vec<String>,
+}
+
 /// Syncs every object of `rel` for the primary pair; `deleting` runs the deletion mode.
-/// Returns whether anything was written (the caller runs another step).
 pub async fn sync_related(
     sides: &RelatedSides<'_>,
     rel: &RelatedSync,
     deleting: bool,
-) -> Result<bool> {
+) -> Result<RelatedPass> {
     let located = locate(sides, rel).await?;
-    let mut wrote = false;
+    let mut pass = RelatedPass::default();
     for (index, item) in located.iter().enumerate() {
-        wrote |= if deleting {
+        pass.wrote |= if deleting {
             delete_copy(sides, rel, item).await?
         } else {
             sync_copy(sides, rel, item).await?
         };
         if !deleting && rel.spec.origin == RelatedResourceOrigin::Service {
-            wrote |= annotate_primary(sides, rel, index, item).await?;
+            pass.wrote |= annotate_primary(sides, rel, index, item).await?;
+            pass.annotations
+                .push(annotation_key(&rel.spec.identifier, index));
         }
     }
-    Ok(wrote)
+    Ok(pass)
+}
+
+/// Removes the `related-resources.syncagent.kcp.io/*` annotations of the kcp primary that no
+/// related copy backs any more (a copy gone, a related resource removed from the
+/// PublishedResource); upstream leaves them pointing at nothing. Returns whether it patched.
+pub async fn prune_primary_annotations(
+    sides: &RelatedSides<'_>,
+    wanted: &[String],
+) -> Result<bool> {
+    let remote = sides.primaries.remote;
+    let stale = crate::related::stale_annotations(remote, wanted);
+    if stale.is_empty() {
+        return Ok(false);
+    }
+    let target = primary_ref(remote)?;
+    let removals: BTreeMap<String, Value> = stale.into_iter().map(|k| (k, Value::Null)).collect();
+    let patch = json!({"metadata": {"annotations": removals}});
+    sides
+        .kcp
+        .patch(
+            &target,
+            Subresource::Main,
+            &ObjectPatch::Merge(patch),
+            &PatchOptions::default(),
+        )
+        .await
+        .map_err(|e| {
+            Error::core(
+                format!("pruning the related-resource annotations of {target}"),
+                e,
+            )
+        })?;
+    Ok(true)
+}
+
+/// The reference of the kcp primary.
+fn primary_ref(remote: &Value) -> Result<ObjectRef> {
+    let gvk = kcp_core::gvk_of(&from_json(remote.clone())?)
+        .map_err(|e| Error::core("reading the kcp primary's kind", e))?;
+    let (ns, name) = (meta_str(remote, "namespace"), meta_str(remote, "name"));
+    Ok(if ns.is_empty() {
+        ObjectRef::cluster_scoped(gvk, name)
+    } else {
+        ObjectRef::namespaced(gvk, ns, name)
+    })
 }
 
 async fn locate(sides: &RelatedSides<'_>, rel: &RelatedSync) -> Result<Vec<Located>> {
@@ -540,14 +596,7 @@ async fn annotate_primary(
     if meta_map_str(remote, "annotations", &key) == Some(value.as_str()) {
         return Ok(false);
     }
-    let gvk = kcp_core::gvk_of(&from_json(remote.clone())?)
-        .map_err(|e| Error::core("reading the kcp primary's kind", e))?;
-    let (ns, name) = (meta_str(remote, "namespace"), meta_str(remote, "name"));
-    let target = if ns.is_empty() {
-        ObjectRef::cluster_scoped(gvk, name)
-    } else {
-        ObjectRef::namespaced(gvk, ns, name)
-    };
+    let target = primary_ref(remote)?;
     let patch = json!({"metadata": {"annotations": BTreeMap::from([(key, value)])}});
     sides
         .kcp

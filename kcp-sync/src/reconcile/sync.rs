@@ -32,7 +32,7 @@ use serde_json::{Value, json};
 
 use super::caches::{SyncCaches, object_key};
 use super::object_cache::Cached;
-use super::related::{RelatedSides, RelatedSync, sync_related};
+use super::related::{RelatedSides, RelatedSync, prune_primary_annotations, sync_related};
 use super::schema::Projected;
 use super::state_store::StateStore;
 use super::{from_json, get_json, to_json};
@@ -560,9 +560,14 @@ async fn related_step(
         engine: ctx.engine,
         finalizer: &ctx.config.finalizer,
     };
-    let mut wrote = false;
+    let (mut wrote, mut wanted) = (false, Vec::new());
     for rel in &target.related {
-        wrote |= sync_related(&sides, rel, deleting).await?;
+        let pass = sync_related(&sides, rel, deleting).await?;
+        wrote |= pass.wrote;
+        wanted.extend(pass.annotations);
+    }
+    if !deleting {
+        wrote |= prune_primary_annotations(&sides, &wanted).await?;
     }
     Ok(wrote)
 }
