@@ -243,31 +243,33 @@ impl Sim {
             let (_, registry) = state.view_cache.view(&state, &at)?;
             return Ok(f(&registry));
         }
-        let cluster = match endpoint {
-            Endpoint::Plain => PLAIN_CLUSTER,
-            Endpoint::Cluster(c) => concrete(&state, c)?,
-            Endpoint::Wildcard | Endpoint::Initializing { cluster: None, .. } => state
-                .clusters
-                .keys()
-                .next()
-                .map(String::as_str)
-                .unwrap_or_default(),
-            Endpoint::Initializing {
-                initializer,
-                cluster: Some(c),
-                shard,
-            } => {
-                let name = concrete(&state, c)?;
-                kcp::initializing_with(&state, name, initializer, *shard)?;
-                name
-            }
-            Endpoint::ApiExport { .. } => return Err(ApiError::path_not_found()),
-        };
+        let cluster = registry_cluster(&state, endpoint)?;
         state
             .clusters
             .get(cluster)
             .map(|c| f(&c.registry))
             .ok_or_else(|| cluster_not_found(cluster))
+    }
+
+    /// Every kind and version served at an endpoint, with the OpenAPI schema of the custom ones
+    /// (from their CRD, the APIResourceSchema an APIBinding bound, or an export's schema).
+    pub fn openapi_types(&self, endpoint: &Endpoint) -> ApiResult<Vec<crate::openapi::TypeSchema>> {
+        let state = self.read();
+        if let Some(at) = endpoint.apiexport_at() {
+            let (export, registry) = state.view_cache.view(&state, &at)?;
+            return Ok(crate::openapi::served_types(&registry, |rt, version| {
+                apiexport::view::exported_schema(&state, &export, rt, version)
+            }));
+        }
+        let cluster = registry_cluster(&state, endpoint)?;
+        let data = state
+            .clusters
+            .get(cluster)
+            .ok_or_else(|| cluster_not_found(cluster))?;
+        Ok(crate::openapi::served_types(
+            &data.registry,
+            |rt, version| crate::openapi::custom_schema(&state, cluster, rt, version),
+        ))
     }
 
     /// Resolves a target for a verb (the apiexport view allows verbs per resource).
@@ -608,6 +610,30 @@ fn cluster_not_found(cluster: &str) -> ApiError {
     ApiError::forbidden(format!(
         "logical cluster {cluster:?} does not exist or is not accessible"
     ))
+}
+
+/// The cluster whose registry answers discovery at a non-view endpoint.
+fn registry_cluster<'a>(state: &'a State, endpoint: &Endpoint) -> ApiResult<&'a str> {
+    Ok(match endpoint {
+        Endpoint::Plain => PLAIN_CLUSTER,
+        Endpoint::Cluster(c) => concrete(state, c)?,
+        Endpoint::Wildcard | Endpoint::Initializing { cluster: None, .. } => state
+            .clusters
+            .keys()
+            .next()
+            .map(String::as_str)
+            .unwrap_or_default(),
+        Endpoint::Initializing {
+            initializer,
+            cluster: Some(c),
+            shard,
+        } => {
+            let name = concrete(state, c)?;
+            kcp::initializing_with(state, name, initializer, *shard)?;
+            name
+        }
+        Endpoint::ApiExport { .. } => return Err(ApiError::path_not_found()),
+    })
 }
 
 fn concrete<'a>(state: &'a State, name_or_path: &str) -> ApiResult<&'a str> {

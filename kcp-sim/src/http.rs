@@ -416,6 +416,16 @@ fn non_resource(
                 )
             }
         }
+        ["openapi", "v3"] => {
+            let docs = crate::openapi::documents(&sim.openapi_types(endpoint)?);
+            let prefix = req.uri().path().trim_end_matches('/');
+            let prefix = prefix.strip_suffix("/openapi/v3").unwrap_or_default();
+            ok(crate::openapi::index(prefix, &docs))
+        }
+        ["openapi", "v3", "api", version] => openapi_document(sim, endpoint, "", version),
+        ["openapi", "v3", "apis", group, version] => {
+            openapi_document(sim, endpoint, group, version)
+        }
         ["api"] => ok(sim.registry(endpoint)?.api_versions()),
         ["apis"] => ok(sim.registry(endpoint)?.api_group_list()),
         ["api", "v1"] => match sim.registry(endpoint)?.api_resource_list("", "v1") {
@@ -433,6 +443,28 @@ fn non_resource(
         },
         _ => Ok(None),
     }
+}
+
+/// `GET /openapi/v3/api/<version>` or `/openapi/v3/apis/<group>/<version>`.
+fn openapi_document(
+    sim: &Sim,
+    endpoint: &Endpoint,
+    group: &str,
+    version: &str,
+) -> ApiResult<Option<Response<Body>>> {
+    let types: Vec<_> = sim
+        .openapi_types(endpoint)?
+        .into_iter()
+        .filter(|t| t.group == group && t.version == version)
+        .collect();
+    let path = crate::openapi::document_path(group, version);
+    let docs = crate::openapi::documents(&types);
+    let doc = docs.get(&path).ok_or_else(ApiError::path_not_found)?;
+    Ok(Some(full(
+        StatusCode::OK,
+        "application/json",
+        doc.body.clone(),
+    )))
 }
 
 fn decode_body(body: &[u8], content_type: &str) -> ApiResult<Value> {

@@ -21,8 +21,8 @@
 //! [`semantics`] (Kubernetes write rules), [`crd`], [`kcp`], [`apiexport`], [`query`] (lists and watch
 //! filters), [`api`] (addressing and faults, shared by HTTP and in-process calls), [`http`],
 //! [`server`]. [`schema`] validates, defaults and prunes custom resources. [`selector`], [`patch`] and [`managed_fields`] are the pure pieces underneath;
-//! [`table`], [`events`] and [`protobuf`] are how answers are shown (Tables, watch events,
-//! Kubernetes protobuf bodies).
+//! [`table`], [`events`], [`protobuf`] and [`openapi`] are how answers are shown (Tables, watch events,
+//! Kubernetes protobuf bodies, OpenAPI v3 documents).
 //!
 //! Known differences from the real servers are listed in the crate README.
 
@@ -36,6 +36,7 @@ pub mod faults;
 pub mod http;
 pub mod kcp;
 pub mod managed_fields;
+pub mod openapi;
 pub mod patch;
 pub mod protobuf;
 pub mod query;

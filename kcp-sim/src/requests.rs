@@ -62,9 +62,15 @@ impl RequestStats {
 /// The label of a request: its verb (`get`, `list`, `watch`, `create`, `update`, `patch`,
 /// `delete`, or the HTTP method) and the resource path after the group version, without
 /// namespace and name (`things`, `things/status`); `<method> discovery` for discovery
-/// documents; `<method> <path>` for other URLs.
+/// documents; `<method> openapi` for the OpenAPI v3 documents of a group-version;
+/// `<method> <path>` for other URLs.
 pub fn label(method: &str, path: &str, query: Option<&str>) -> String {
     let segments: Vec<&str> = path.split('/').filter(|s| !s.is_empty()).collect();
+    if let Some(i) = segments.iter().position(|s| *s == "openapi")
+        && segments.len() > i + 2
+    {
+        return format!("{} openapi", method.to_ascii_lowercase());
+    }
     let start = segments
         .iter()
         .position(|s| *s == "api")
@@ -131,6 +137,13 @@ mod tests {
             ("POST", "/api/v1/namespaces", None, "create namespaces"),
             ("DELETE", "/api/v1/namespaces/a", None, "delete namespaces"),
             ("GET", "/openapi/v3", None, "get /openapi/v3"),
+            (
+                "GET",
+                "/clusters/c/openapi/v3/apis/a/v1",
+                None,
+                "get openapi",
+            ),
+            ("GET", "/openapi/v3/api/v1", Some("hash=AB"), "get openapi"),
             (
                 "GET",
                 "/clusters/c/apis/example.com/v1",

@@ -86,6 +86,17 @@ pub enum Error {
         message: String,
     },
 
+    /// A discovery or OpenAPI document of the service cluster could not be read.
+    #[error("reading {path} from the service cluster: {reason}")]
+    Discovery {
+        /// The request path, e.g. `/openapi/v3/api/v1`.
+        path: String,
+        /// Why.
+        reason: String,
+        /// Whether retrying may succeed (a 404 or an unreadable document is permanent).
+        transient: bool,
+    },
+
     /// Any kcp-core error (client calls), with what was being done.
     #[error("{context}: {source}")]
     Core {
@@ -108,6 +119,7 @@ impl Error {
             Error::InvalidName { .. } => "InvalidName",
             Error::InvalidObject { .. } => "InvalidObject",
             Error::Serialization { .. } => "SerializationError",
+            Error::Discovery { .. } => "DiscoveryFailed",
             Error::Core { source, .. } => source.reason(),
         }
     }
@@ -116,6 +128,7 @@ impl Error {
     pub fn is_transient(&self) -> bool {
         match self {
             Error::Core { source, .. } => source.is_transient(),
+            Error::Discovery { transient, .. } => *transient,
             _ => false,
         }
     }

@@ -7,66 +7,12 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{Env, create, crontab_pr};
-use kcp_core::cluster::{ApiExportConsumers, ClusterClients};
+use common::{Env, STATE_NS, agent, create, crontab_pr, eventually};
 use kcp_core::kube::api::GroupVersionKind;
 use kcp_core::{ListOptions, ObjectClient, ObjectClientExt as _, ObjectRef};
 use kcp_sim::PLAIN_CLUSTER;
 use kcp_sync::controller::{Agent, Metrics, ObjectLabels, run};
-use kcp_sync::reconcile::sync::SyncConfig;
 use serde_json::{Value, json};
-
-const STATE_NS: &str = "kcp-system";
-
-/// Polls `check` every 20 ms for up to 15 s.
-async fn eventually<F, Fut>(what: &str, check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    eventually_within(what, 750, check).await;
-}
-
-/// Polls `check` every 20 ms, `polls` times at most.
-async fn eventually_within<F, Fut>(what: &str, polls: usize, mut check: F)
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
-{
-    for _ in 0..polls {
-        if check().await {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    panic!("timed out waiting for {what}");
-}
-
-fn agent(env: &Env) -> Agent {
-    let clients = Arc::new(ClusterClients::new(
-        env.kcp_sim.kube_config("root:provider").unwrap(),
-    ));
-    let provider = ApiExportConsumers::from_endpoint_slice(
-        clients,
-        env.kcp_sim.client("root:provider").unwrap(),
-        "crontabs",
-    );
-    Agent {
-        sync: SyncConfig::new("agent", STATE_NS),
-        export_name: "crontabs".into(),
-        selector: String::new(),
-        disabled: Default::default(),
-        service: Arc::new(env.service_sim.object_client(PLAIN_CLUSTER)),
-        service_kube: Some(env.service_sim.client(PLAIN_CLUSTER).unwrap()),
-        kcp: Arc::new(env.kcp_sim.object_client("root:provider")),
-        provider: Arc::new(provider),
-        resync: Duration::from_secs(300),
-        workers: 2,
-        metrics: Metrics::default(),
-        ready: Default::default(),
-        status_interval: Duration::from_millis(50),
-    }
-}
 
 async fn export_resources(env: &Env) -> Value {
     let gvk = GroupVersionKind::gvk("apis.kcp.io", "v1alpha2", "APIExport");

@@ -1,11 +1,20 @@
 //! Fixtures shared by the behaviour tests: a service cluster and a kcp, both kcp-sim.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcp_core::cluster::{ApiExportConsumers, ClusterClients};
 use kcp_core::kube::api::DynamicObject;
 use kcp_core::{ObjectClient, ObjectClientExt as _};
 use kcp_sim::{Config, PLAIN_CLUSTER, Server, SimClient};
 use kcp_sync::api::{PublishedResource, PublishedResourceSpec, SourceResourceDescriptor};
+use kcp_sync::controller::{Agent, Metrics};
+use kcp_sync::reconcile::sync::SyncConfig;
 use serde_json::{Value, json};
+
+/// The agent's state namespace on the service cluster.
+pub const STATE_NS: &str = "kcp-system";
 
 /// Both simulators and the clients the tests use.
 pub struct Env {
@@ -216,5 +225,57 @@ impl ObjectClient for CountingClient {
     ) -> kcp_core::Result<kcp_core::DeleteOutcome> {
         self.count("delete", &target.gvk.kind);
         self.inner.delete(target, options).await
+    }
+}
+
+/// Polls `check` every 20 ms for up to 15 s.
+pub async fn eventually<F, Fut>(what: &str, check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    eventually_within(what, 750, check).await;
+}
+
+/// Polls `check` every 20 ms, `polls` times at most.
+pub async fn eventually_within<F, Fut>(what: &str, polls: usize, mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..polls {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("timed out waiting for {what}");
+}
+
+/// The whole agent over HTTP: export `crontabs` in `root:provider`, consumers from its
+/// endpoint slice, the service cluster through its kube client too (watches, discovery).
+pub fn agent(env: &Env) -> Agent {
+    let clients = Arc::new(ClusterClients::new(
+        env.kcp_sim.kube_config("root:provider").unwrap(),
+    ));
+    let provider = ApiExportConsumers::from_endpoint_slice(
+        clients,
+        env.kcp_sim.client("root:provider").unwrap(),
+        "crontabs",
+    );
+    Agent {
+        sync: SyncConfig::new("agent", STATE_NS),
+        export_name: "crontabs".into(),
+        selector: String::new(),
+        disabled: Default::default(),
+        service: Arc::new(env.service_sim.object_client(PLAIN_CLUSTER)),
+        service_kube: Some(env.service_sim.client(PLAIN_CLUSTER).unwrap()),
+        kcp: Arc::new(env.kcp_sim.object_client("root:provider")),
+        provider: Arc::new(provider),
+        resync: Duration::from_secs(300),
+        workers: 2,
+        metrics: Metrics::default(),
+        ready: Default::default(),
+        status_interval: Duration::from_millis(50),
     }
 }

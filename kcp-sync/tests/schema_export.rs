@@ -31,7 +31,7 @@ async fn export(env: &Env) -> Value {
 
 async fn schema_for(env: &Env, name: &str) -> String {
     let pr = env.pr(name).await;
-    reconcile_schema(&env.service, &env.provider, AGENT, &pr)
+    reconcile_schema(&env.service, None, &env.provider, AGENT, &pr)
         .await
         .unwrap()
         .unwrap()
@@ -95,7 +95,7 @@ async fn a_missing_crd_is_reported_in_the_status_with_the_real_error() {
     pr.spec.resource.kind = "Nothing".into();
     env.publish(&pr).await;
     let pr = env.pr("nothing").await;
-    let err = reconcile_schema(&env.service, &env.provider, AGENT, &pr)
+    let err = reconcile_schema(&env.service, None, &env.provider, AGENT, &pr)
         .await
         .unwrap_err();
     assert!(err.to_string().contains("Nothing"), "{err}");

@@ -61,7 +61,7 @@ impl Harness {
         .await;
         env.publish(&pr).await;
         let pr = env.pr(pr.name()).await;
-        let projected = reconcile_schema(&env.service, &env.provider, AGENT, &pr)
+        let projected = reconcile_schema(&env.service, None, &env.provider, AGENT, &pr)
             .await
             .unwrap()
             .unwrap();

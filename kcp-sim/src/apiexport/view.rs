@@ -84,6 +84,35 @@ pub fn registry(state: &State, export: &Export) -> Registry {
     reg
 }
 
+/// The OpenAPI schema (`openAPIV3Schema`) of an exported or claimed custom resource at a
+/// version, from its APIResourceSchema; `None` for builtin kinds.
+pub fn exported_schema(
+    state: &State,
+    export: &Export,
+    rt: &ResourceType,
+    version: &str,
+) -> Option<Value> {
+    let gr = rt.group_resource();
+    let same = |group: &str, resource: &str| group == gr.group && resource == gr.resource;
+    let own = export
+        .resources
+        .iter()
+        .find(|r| same(&r.group, &r.resource))
+        .and_then(|r| schema::load(state, &export.cluster, &r.schema));
+    let stored = own.or_else(|| {
+        export
+            .claims
+            .iter()
+            .filter(|c| !c.identity_hash.is_empty() && same(&c.group, &c.resource))
+            .flat_map(|c| Export::with_identity(state, &c.identity_hash))
+            .find_map(|e| {
+                let r = e.resources.iter().find(|r| same(&r.group, &r.resource))?;
+                schema::load(state, &e.cluster, &r.schema)
+            })
+    })?;
+    crate::openapi::version_schema(&stored, version, "/schema")
+}
+
 /// The builtin kinds of a kcp logical cluster, built once.
 fn kcp_builtins() -> &'static Registry {
     static BUILTINS: OnceLock<Registry> = OnceLock::new();

@@ -41,6 +41,7 @@ use tokio::sync::mpsc;
 
 use crate::api::{CONDITION_SYNCING, PublishedResource, PublishedResourceStatus};
 use crate::error::{Error, Result};
+use crate::reconcile::discovery::ApiDocuments;
 use crate::reconcile::export::reconcile_export;
 use crate::reconcile::schema::{Projected, project, reconcile_schema};
 use crate::reconcile::sync::{PrimarySync, SyncConfig};
@@ -172,7 +173,8 @@ pub struct Agent {
     pub disabled: BTreeSet<ControllerName>,
     /// The service cluster.
     pub service: Arc<dyn ObjectClient>,
-    /// The service cluster for watches (`None`: no watches, periodic resync only).
+    /// The service cluster for watches, discovery and OpenAPI documents (`None`: no watches,
+    /// periodic resync only, and no builtin kinds).
     pub service_kube: Option<kube::Client>,
     /// The APIExport's workspace in kcp.
     pub kcp: Arc<dyn ObjectClient>,
@@ -318,11 +320,13 @@ impl Reconciler<String> for Publisher {
             return Ok(Outcome::Done);
         };
         let agent = &self.agent;
+        let docs = agent.service_kube.as_ref().map(|c| c as &dyn ApiDocuments);
         let projected = if agent.disabled.contains(&ControllerName::ApiResourceSchema) {
-            Some(project(agent.service.as_ref(), &pr).await?)
+            Some(project(agent.service.as_ref(), docs, &pr).await?)
         } else {
             reconcile_schema(
                 agent.service.as_ref(),
+                docs,
                 agent.kcp.as_ref(),
                 &agent.sync.agent,
                 &pr,

@@ -6,6 +6,7 @@
 //! and tests call them directly against kcp-sim.
 
 pub mod caches;
+pub mod discovery;
 pub mod export;
 pub mod local_index;
 pub mod object_cache;

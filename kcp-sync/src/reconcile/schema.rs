@@ -1,5 +1,5 @@
-//! The `apiresourceschema` controller's reconcile (upstream §3.1): find the source CRD,
-//! project it, ensure the APIResourceSchema in kcp (created once, never updated or deleted;
+//! The `apiresourceschema` controller's reconcile (upstream §3.1): find the source CRD (or,
+//! for a builtin kind, synthesise one from discovery and OpenAPI v3), project it, ensure the APIResourceSchema in kcp (created once, never updated or deleted;
 //! only wrong agent labels and annotations are repaired), and record its name and the
 //! `SchemaReady` condition in the PublishedResource's status.
 
@@ -12,12 +12,14 @@ use kcp_core::typed::{object_ref_for, to_dynamic};
 use kcp_core::{ListOptions, ObjectClient, ObjectClientExt as _, ObjectPatch, PatchOptions};
 use serde_json::Value;
 
+use super::discovery::{ApiDocuments, discover, openapi_documents};
 use super::{crd_gvk, to_json};
 use crate::api::{
     AGENT_NAME_ANNOTATION, AGENT_NAME_LABEL, CONDITION_SCHEMA_READY, PublishedResource,
     PublishedResourceStatus,
 };
 use crate::error::{Error, Result};
+use crate::schema::builtin::synthesize_crd;
 use crate::schema::{prepare_source_crd, project_crd, render_api_resource_schema, schema_name};
 
 /// A PublishedResource's source CRD and its projection.
@@ -31,8 +33,13 @@ pub struct Projected {
     pub schema_name: String,
 }
 
-/// Finds the CRD of `pr.spec.resource` (by group and kind) on the service cluster.
-pub async fn find_source_crd(service: &dyn ObjectClient, pr: &PublishedResource) -> Result<Value> {
+/// Finds the CRD of `pr.spec.resource` (by group and kind) on the service cluster; for a
+/// builtin kind (no CRD), synthesises one from discovery and OpenAPI v3 through `docs`.
+pub async fn find_source_crd(
+    service: &dyn ObjectClient,
+    docs: Option<&dyn ApiDocuments>,
+    pr: &PublishedResource,
+) -> Result<Value> {
     let (group, kind) = (&pr.spec.resource.api_group, &pr.spec.resource.kind);
     let list = service
         .list(&crd_gvk(), None, &ListOptions::default())
@@ -46,19 +53,37 @@ pub async fn find_source_crd(service: &dyn ObjectClient, pr: &PublishedResource)
             return Ok(value);
         }
     }
-    Err(Error::InvalidSpec {
+    let not_served = |why: &str| Error::InvalidSpec {
         published_resource: pr.name().to_owned(),
         field: "spec.resource".into(),
-        reason: format!(
-            "no CustomResourceDefinition serves kind {kind:?} in group {group:?} on the service cluster \
-             (kcp-sync publishes CRD-backed types only)"
-        ),
+        reason: format!("kind {kind:?} in group {group:?} {why}"),
+    };
+    let Some(docs) = docs else {
+        return Err(not_served(
+            "has no CustomResourceDefinition on the service cluster, and builtin kinds need \
+             discovery, which this agent was started without",
+        ));
+    };
+    let discovered = discover(docs, group, kind).await?.ok_or_else(|| {
+        not_served(
+            "is neither a CustomResourceDefinition nor served by the service cluster (discovery)",
+        )
+    })?;
+    let documents = openapi_documents(docs, &discovered).await?;
+    synthesize_crd(&discovered, &documents).map_err(|reason| Error::InvalidCrd {
+        crd: discovered.crd_name(),
+        field: "spec.versions".into(),
+        reason,
     })
 }
 
 /// The source CRD of `pr`, prepared and projected, with the schema name.
-pub async fn project(service: &dyn ObjectClient, pr: &PublishedResource) -> Result<Projected> {
-    let source = find_source_crd(service, pr).await?;
+pub async fn project(
+    service: &dyn ObjectClient,
+    docs: Option<&dyn ApiDocuments>,
+    pr: &PublishedResource,
+) -> Result<Projected> {
+    let source = find_source_crd(service, docs, pr).await?;
     let projected = project_crd(pr, &prepare_source_crd(&source))?;
     let schema_name = schema_name(&projected);
     Ok(Projected {
@@ -72,11 +97,12 @@ pub async fn project(service: &dyn ObjectClient, pr: &PublishedResource) -> Resu
 /// projection. Never updates a schema's spec; repairs its agent label and annotation.
 pub async fn ensure_schema(
     service: &dyn ObjectClient,
+    docs: Option<&dyn ApiDocuments>,
     kcp: &dyn ObjectClient,
     agent: &str,
     pr: &PublishedResource,
 ) -> Result<Projected> {
-    let projected = project(service, pr).await?;
+    let projected = project(service, docs, pr).await?;
     let name = &projected.schema_name;
     let existing: Option<APIResourceSchema> = kcp
         .get_typed(None, name)
@@ -152,6 +178,7 @@ async fn repair_agent_metadata(
 /// in its status. The error, if any, is returned after the status says so.
 pub async fn reconcile_schema(
     service: &dyn ObjectClient,
+    docs: Option<&dyn ApiDocuments>,
     kcp: &dyn ObjectClient,
     agent: &str,
     pr: &PublishedResource,
@@ -163,7 +190,7 @@ pub async fn reconcile_schema(
         name = pr.name()
     );
     let _guard = span.enter();
-    let result = ensure_schema(service, kcp, agent, pr).await;
+    let result = ensure_schema(service, docs, kcp, agent, pr).await;
     let generation = pr.metadata.generation;
     let update = match &result {
         Ok(p) => ConditionUpdate::new(CONDITION_SCHEMA_READY, true, "SchemaCreated")

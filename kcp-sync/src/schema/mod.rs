@@ -5,8 +5,10 @@
 //! [`schema_name`] names the result `v<hash>.<plural>.<group>` with upstream's hash (SHA-1
 //! of the Go JSON of the spec without `conversion`, see [`gojson`] for the canonical form),
 //! and [`render_api_resource_schema`] builds the APIResourceSchema. CRDs are handled as JSON
-//! so that every field the server returned takes part in the hash.
+//! so that every field the server returned takes part in the hash. [`builtin`] synthesises
+//! the CRD of a builtin (non-CRD) kind.
 
+pub mod builtin;
 pub mod gojson;
 
 use std::cmp::Ordering;

@@ -1,0 +1,425 @@
+//! OpenAPI v3 documents, as kube-apiserver serves them: the index `/openapi/v3` and one
+//! document per group-version (`/openapi/v3/api/v1`, `/openapi/v3/apis/<group>/<version>`)
+//! whose `components.schemas` hold every served kind of that group-version under its
+//! Kubernetes definition name, the top-level kinds marked with `x-kubernetes-group-version-kind`.
+//!
+//! Where the schemas come from:
+//! - Kubernetes builtin kinds: k8s-openapi's `schemars::JsonSchema` implementations, generated
+//!   once per kind (lazily, cached) with schemars' OpenAPI 3 settings. Definitions are named as
+//!   kube names them (`io.k8s.api.core.v1.ConfigMap`) and referenced as
+//!   `#/components/schemas/<name>`; a `$ref` with a sibling description becomes
+//!   `allOf: [{$ref}]` as in kube's documents.
+//! - kcp kinds (`tenancy.kcp.io`, `core.kcp.io`, `apis.kcp.io`): the CRD schemas kcp-core derives.
+//! - CRDs and bound APIResourceSchemas: their `openAPIV3Schema` per served version, named
+//!   `<reversed group>.<version>.<Kind>` as kube names them, with `apiVersion`, `kind` and
+//!   `metadata` (a reference to ObjectMeta) added at the root, as kube does.
+//!
+//! Fixes to schemars' output, so the documents read like a real server's: the top-level kinds
+//! get their `x-kubernetes-group-version-kind`; `metadata` is not listed in a builtin kind's
+//! `required` (k8s-openapi requires it because the Rust field is not optional; kube does not).
+//!
+//! `paths` describe one operation per kind, the `get` of one object, with its
+//! `x-kubernetes-group-version-kind` (`kubectl explain` finds a resource's kind through it).
+//!
+//! Known differences: no other operations are described (kubectl's `fieldValidation` probe and
+//! its OpenAPI-driven strategic merge patch look at `patch` operations, find none, and fall back
+//! as they do for an old server), and k8s-openapi carries no
+//! `x-kubernetes-patch-strategy`/`-patch-merge-key`, so a client computing a strategic merge
+//! patch from these documents replaces lists instead of merging them by key.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, OnceLock};
+
+use bytes::Bytes;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kcp_core::kube::CustomResourceExt;
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::apiexport;
+use crate::resource::{GroupResource, Registry, ResourceType};
+use crate::store::State;
+
+/// Where a definition name is referenced from.
+pub const REF_PREFIX: &str = "#/components/schemas/";
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+/// The Kubernetes version the documents claim.
+const VERSION: &str = "v1.33.3";
+
+/// One served kind at one version; `custom` is the `openAPIV3Schema` of a CRD or
+/// APIResourceSchema version (`None` for a builtin kind).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeSchema {
+    /// API group (`""` for core).
+    pub group: String,
+    /// Version.
+    pub version: String,
+    /// Kind.
+    pub kind: String,
+    /// Plural resource name.
+    pub plural: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// The schema of a custom kind.
+    pub custom: Option<Value>,
+}
+
+impl TypeSchema {
+    /// The document path of the group-version: `api/v1` or `apis/<group>/<version>`.
+    pub fn document_path(&self) -> String {
+        document_path(&self.group, &self.version)
+    }
+}
+
+/// `api/<version>` for the core group, `apis/<group>/<version>` otherwise.
+pub fn document_path(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
+}
+
+/// One group-version document, serialized once, with the hash the index advertises.
+#[derive(Debug)]
+pub struct GvDocument {
+    /// `api/v1` or `apis/<group>/<version>`.
+    pub path: String,
+    /// The JSON document.
+    pub body: Bytes,
+    /// Hex SHA-256 of `body` (changes whenever the document does).
+    pub hash: String,
+}
+
+/// A kind's definition name and every definition its schema needs (itself included).
+#[derive(Debug)]
+struct Components {
+    name: String,
+    schemas: Map<String, Value>,
+}
+
+fn generate<T: JsonSchema>() -> Components {
+    let mut generator = SchemaSettings::openapi3().into_generator();
+    let _reference = generator.subschema_for::<T>();
+    Components {
+        name: T::schema_name().into_owned(),
+        schemas: generator.take_definitions(true),
+    }
+}
+
+/// The components of a builtin Kubernetes kind, or `None` when kcp-sim does not know it.
+fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components> {
+    use k8s_openapi::api::{
+        apps::v1 as apps, coordination, core::v1 as core, events, rbac::v1 as rbac,
+    };
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+    let components = match (group, version, kind) {
+        ("", "v1", "Namespace") => generate::<core::Namespace>(),
+        ("", "v1", "ConfigMap") => generate::<core::ConfigMap>(),
+        ("", "v1", "Secret") => generate::<core::Secret>(),
+        ("", "v1", "ServiceAccount") => generate::<core::ServiceAccount>(),
+        ("", "v1", "Service") => generate::<core::Service>(),
+        ("", "v1", "Event") => generate::<core::Event>(),
+        ("", "v1", "Node") => generate::<core::Node>(),
+        ("events.k8s.io", "v1", "Event") => generate::<events::v1::Event>(),
+        ("coordination.k8s.io", "v1", "Lease") => generate::<coordination::v1::Lease>(),
+        ("apps", "v1", "Deployment") => generate::<apps::Deployment>(),
+        ("apps", "v1", "StatefulSet") => generate::<apps::StatefulSet>(),
+        ("rbac.authorization.k8s.io", "v1", "Role") => generate::<rbac::Role>(),
+        ("rbac.authorization.k8s.io", "v1", "RoleBinding") => generate::<rbac::RoleBinding>(),
+        ("rbac.authorization.k8s.io", "v1", "ClusterRole") => generate::<rbac::ClusterRole>(),
+        ("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding") => {
+            generate::<rbac::ClusterRoleBinding>()
+        }
+        ("apiextensions.k8s.io", "v1", "CustomResourceDefinition") => {
+            generate::<apiextensions::CustomResourceDefinition>()
+        }
+        _ => return kcp_components(group, version, kind),
+    };
+    let mut components = components;
+    drop_required_metadata(&mut components);
+    Some(components)
+}
+
+/// kcp's own kinds, from the CRDs kcp-core derives for them.
+fn kcp_components(group: &str, version: &str, kind: &str) -> Option<Components> {
+    use kcp_core::kcp::types as kcp;
+    let crds = [
+        kcp::LogicalCluster::crd(),
+        kcp::Workspace::crd(),
+        kcp::WorkspaceType::crd(),
+        kcp::APIExport::crd(),
+        kcp::APIExportEndpointSlice::crd(),
+        kcp::APIResourceSchema::crd(),
+        kcp::APIBinding::crd(),
+    ];
+    let crd = crds
+        .iter()
+        .find(|c| c.spec.group == group && c.spec.names.kind == kind)?;
+    let schema = crd
+        .spec
+        .versions
+        .iter()
+        .find(|v| v.name == version)?
+        .schema
+        .as_ref()?
+        .open_api_v3_schema
+        .as_ref()?;
+    let schema = serde_json::to_value(schema).ok()?;
+    Some(custom_components(group, version, kind, &schema))
+}
+
+fn drop_required_metadata(components: &mut Components) {
+    let Some(required) = components
+        .schemas
+        .get_mut(&components.name)
+        .and_then(|s| s.get_mut("required"))
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    required.retain(|r| r != "metadata");
+    if required.is_empty()
+        && let Some(schema) = components
+            .schemas
+            .get_mut(&components.name)
+            .and_then(Value::as_object_mut)
+    {
+        schema.remove("required");
+    }
+}
+
+/// The cached components of a builtin kind (generated on first use).
+fn builtin(group: &str, version: &str, kind: &str) -> Option<Arc<Components>> {
+    type Cache = Mutex<HashMap<(String, String, String), Option<Arc<Components>>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    let key = (group.to_owned(), version.to_owned(), kind.to_owned());
+    let cache = CACHE.get_or_init(Cache::default);
+    if let Some(hit) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return hit;
+    }
+    let generated = generate_builtin(group, version, kind).map(Arc::new);
+    if let Ok(mut c) = cache.lock() {
+        c.insert(key, generated.clone());
+    }
+    generated
+}
+
+/// The definition name kube gives a custom kind: the group's labels reversed, then version and
+/// kind (`stable.example.com`, `v1`, `CronTab` → `com.example.stable.v1.CronTab`).
+pub fn custom_definition_name(group: &str, version: &str, kind: &str) -> String {
+    let mut labels: Vec<&str> = group.split('.').filter(|l| !l.is_empty()).collect();
+    labels.reverse();
+    labels.push(version);
+    labels.push(kind);
+    labels.join(".")
+}
+
+/// A custom kind's schema as kube publishes it: `apiVersion`, `kind` and a `metadata`
+/// reference to ObjectMeta at the root, plus the ObjectMeta definitions.
+fn custom_components(group: &str, version: &str, kind: &str, schema: &Value) -> Components {
+    static OBJECT_META_SCHEMAS: OnceLock<Map<String, Value>> = OnceLock::new();
+    let mut schemas = OBJECT_META_SCHEMAS
+        .get_or_init(|| generate::<ObjectMeta>().schemas)
+        .clone();
+    let name = custom_definition_name(group, version, kind);
+    let mut root = match schema {
+        Value::Object(o) => o.clone(),
+        _ => Map::new(),
+    };
+    let properties = root
+        .entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(properties) = properties {
+        properties.insert(
+            "apiVersion".into(),
+            json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."}),
+        );
+        properties.insert(
+            "kind".into(),
+            json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."}),
+        );
+        properties.insert(
+            "metadata".into(),
+            json!({"allOf": [{"$ref": format!("{REF_PREFIX}{OBJECT_META}")}], "description": "Standard object's metadata."}),
+        );
+    }
+    root.entry("type").or_insert_with(|| json!("object"));
+    schemas.insert(name.clone(), Value::Object(root));
+    Components { name, schemas }
+}
+
+/// The `components.schemas` and `paths` of one group-version document.
+fn document_parts(types: &[&TypeSchema]) -> (Map<String, Value>, Map<String, Value>) {
+    let mut schemas = Map::new();
+    let mut paths = Map::new();
+    for t in types {
+        let components = match &t.custom {
+            Some(schema) => Some(Arc::new(custom_components(
+                &t.group, &t.version, &t.kind, schema,
+            ))),
+            None => builtin(&t.group, &t.version, &t.kind),
+        };
+        let Some(components) = components else {
+            continue;
+        };
+        for (name, schema) in &components.schemas {
+            schemas.insert(name.clone(), schema.clone());
+        }
+        let gvk = json!({"group": t.group, "kind": t.kind, "version": t.version});
+        if let Some(Value::Object(root)) = schemas.get_mut(&components.name) {
+            root.insert("x-kubernetes-group-version-kind".into(), json!([gvk]));
+        }
+        paths.insert(object_path(t), read_operation(t, &components.name, gvk));
+    }
+    (schemas, paths)
+}
+
+/// `/api/v1/namespaces/{namespace}/configmaps/{name}` and the like.
+fn object_path(t: &TypeSchema) -> String {
+    let namespace = if t.namespaced {
+        "namespaces/{namespace}/"
+    } else {
+        ""
+    };
+    format!("/{}/{namespace}{}/{{name}}", t.document_path(), t.plural)
+}
+
+fn read_operation(t: &TypeSchema, definition: &str, gvk: Value) -> Value {
+    let scope = if t.namespaced { "Namespaced" } else { "" };
+    json!({"get": {
+        "operationId": format!("read{scope}{}", t.kind),
+        "x-kubernetes-action": "get",
+        "x-kubernetes-group-version-kind": gvk,
+        "responses": {"200": {"description": "OK", "content": {"application/json": {
+            "schema": {"$ref": format!("{REF_PREFIX}{definition}")}}}}},
+    }})
+}
+
+fn render_document(path: String, types: &[&TypeSchema]) -> GvDocument {
+    let (schemas, paths) = document_parts(types);
+    let doc = json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": VERSION},
+        "paths": paths,
+        "components": {"schemas": schemas},
+    });
+    let body = Bytes::from(doc.to_string());
+    let hash = hex::encode_upper(Sha256::digest(&body));
+    GvDocument { path, body, hash }
+}
+
+/// The documents of every served group-version. Documents made of builtin kinds only are
+/// rendered once per set of kinds and shared; documents with custom kinds are rendered per call.
+pub fn documents(types: &[TypeSchema]) -> BTreeMap<String, Arc<GvDocument>> {
+    type Cache = Mutex<HashMap<String, Arc<GvDocument>>>;
+    static BUILTIN_DOCS: OnceLock<Cache> = OnceLock::new();
+    let mut by_path: BTreeMap<String, Vec<&TypeSchema>> = BTreeMap::new();
+    for t in types {
+        by_path.entry(t.document_path()).or_default().push(t);
+    }
+    let cache = BUILTIN_DOCS.get_or_init(Cache::default);
+    let mut docs = BTreeMap::new();
+    for (path, mut kinds) in by_path {
+        kinds.sort_by(|a, b| a.kind.cmp(&b.kind));
+        let doc = if kinds.iter().all(|k| k.custom.is_none()) {
+            let key = kinds.iter().fold(path.clone(), |k, t| {
+                format!("{k}|{}/{}/{}", t.kind, t.plural, t.namespaced)
+            });
+            let hit = cache.lock().ok().and_then(|c| c.get(&key).cloned());
+            hit.unwrap_or_else(|| {
+                let doc = Arc::new(render_document(path.clone(), &kinds));
+                if let Ok(mut c) = cache.lock() {
+                    c.insert(key, doc.clone());
+                }
+                doc
+            })
+        } else {
+            Arc::new(render_document(path.clone(), &kinds))
+        };
+        docs.insert(path, doc);
+    }
+    docs
+}
+
+/// The `/openapi/v3` index: every document path with its URL (under `prefix`, the request's
+/// path before `/openapi/v3`, e.g. `/clusters/root`) and hash.
+pub fn index(prefix: &str, docs: &BTreeMap<String, Arc<GvDocument>>) -> Value {
+    let paths: Map<String, Value> = docs
+        .values()
+        .map(|d| {
+            let url = format!("{prefix}/openapi/v3/{}?hash={}", d.path, d.hash);
+            (d.path.clone(), json!({"serverRelativeURL": url}))
+        })
+        .collect();
+    json!({ "paths": paths })
+}
+
+/// Every kind and version a registry serves; `custom` looks up the schema of a custom kind
+/// (returning `None` for a builtin one).
+pub fn served_types(
+    registry: &Registry,
+    custom: impl Fn(&ResourceType, &str) -> Option<Value>,
+) -> Vec<TypeSchema> {
+    registry
+        .types()
+        .flat_map(|rt| rt.versions.iter().map(move |v| (rt, v)))
+        .map(|(rt, version)| TypeSchema {
+            group: rt.group.clone(),
+            version: version.clone(),
+            kind: rt.kind.clone(),
+            plural: rt.plural.clone(),
+            namespaced: rt.namespaced,
+            custom: custom(rt, version),
+        })
+        .collect()
+}
+
+/// The schema of a custom kind served in a cluster: from its CRD, or from the
+/// APIResourceSchema an APIBinding of the cluster bound for it.
+pub fn custom_schema(
+    state: &State,
+    cluster: &str,
+    rt: &ResourceType,
+    version: &str,
+) -> Option<Value> {
+    let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+    let crd_name = format!("{}.{}", rt.plural, rt.group);
+    if let Some(crd) = state.lookup(cluster, &crds, "", &crd_name) {
+        return version_schema(&crd.value().ok()?, version, "/schema/openAPIV3Schema");
+    }
+    let bindings = state
+        .clusters
+        .get(cluster)?
+        .objects
+        .get(&apiexport::bindings())?;
+    bindings.values().find_map(|stored| {
+        let binding = stored.value().ok()?;
+        let bound = binding.pointer("/status/boundResources")?.as_array()?;
+        let entry = bound.iter().find(|b| {
+            b.get("group").and_then(Value::as_str) == Some(rt.group.as_str())
+                && b.get("resource").and_then(Value::as_str) == Some(rt.plural.as_str())
+        })?;
+        let name = entry.pointer("/schema/name")?.as_str()?;
+        let export_cluster = binding.pointer("/status/apiExportClusterName")?.as_str()?;
+        let stored = apiexport::schema::load(state, export_cluster, name)?;
+        version_schema(&stored, version, "/schema")
+    })
+}
+
+/// The schema of `version` in a CRD (`pointer` `/schema/openAPIV3Schema`) or an
+/// APIResourceSchema (`/schema`).
+pub fn version_schema(object: &Value, version: &str, pointer: &str) -> Option<Value> {
+    object
+        .pointer("/spec/versions")?
+        .as_array()?
+        .iter()
+        .find(|v| v.get("name").and_then(Value::as_str) == Some(version))?
+        .pointer(pointer)
+        .cloned()
+}
+
+#[cfg(test)]
+mod tests;
