@@ -15,6 +15,7 @@ use kcp_sync::api::{
 };
 use kcp_sync::controller::run;
 use kcp_sync::reconcile::discovery::ApiDocuments;
+use kcp_sync::reconcile::related::resolve_kind;
 use kcp_sync::reconcile::schema::reconcile_schema;
 use serde_json::{Value, json};
 
@@ -255,4 +256,20 @@ async fn a_core_configmap_projected_to_kubeconfigmap_syncs_next_to_a_crd() {
     assert!(obj.data.get("status").is_none());
     let _ = stop.send(());
     task.await.unwrap().unwrap();
+}
+
+#[tokio::test]
+async fn a_related_builtin_kind_outside_the_core_group_is_named_by_discovery() {
+    let env = Env::start().await;
+    let docs = env.service_sim.client(PLAIN_CLUSTER).unwrap();
+    let deployments = ("apps", "v1", "deployments");
+    let gvk = resolve_kind(&env.service, Some(&docs), deployments)
+        .await
+        .unwrap();
+    assert_eq!(gvk, GroupVersionKind::gvk("apps", "v1", "Deployment"));
+    let err = resolve_kind(&env.service, None, deployments)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("apps/v1/deployments"), "{err}");
 }

@@ -78,7 +78,7 @@ impl Harness {
         .await
         .unwrap();
         let mut target = PrimarySync::new(&pr, &projected).unwrap();
-        target.resolve_related(&env.service).await.unwrap();
+        target.resolve_related(&env.service, None).await.unwrap();
         Harness {
             env,
             target,

@@ -248,7 +248,14 @@ impl Publisher {
         projected: &Projected,
     ) -> Result<bool> {
         let mut target = PrimarySync::new(pr, projected)?;
-        target.resolve_related(self.agent.service.as_ref()).await?;
+        let docs = self
+            .agent
+            .service_kube
+            .as_ref()
+            .map(|c| c as &dyn ApiDocuments);
+        target
+            .resolve_related(self.agent.service.as_ref(), docs)
+            .await?;
         let fingerprint = format!(
             "{}/{}/{}",
             pr.metadata.uid.as_deref().unwrap_or_default(),

@@ -153,6 +153,29 @@ pub async fn discover(
     Ok(found)
 }
 
+/// The kind discovery gives resource `resource` of `group`/`version`, or `None` when that
+/// group-version does not serve it.
+pub async fn kind_of_resource(
+    docs: &dyn ApiDocuments,
+    (group, version, resource): (&str, &str, &str),
+) -> Result<Option<String>> {
+    let Some(list) = docs
+        .get_json(&format!("/{}", api_path(group, version)))
+        .await?
+    else {
+        return Ok(None);
+    };
+    let kind = list
+        .get("resources")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find(|r| r.get("name").and_then(Value::as_str) == Some(resource))
+        .and_then(|r| r.get("kind").and_then(Value::as_str))
+        .map(str::to_owned);
+    Ok(kind)
+}
+
 fn discovered(group: &str, kind: &str, resource: &Value, first: DiscoveredVersion) -> Discovered {
     let text = |field: &str| {
         resource

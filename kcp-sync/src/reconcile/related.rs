@@ -15,6 +15,7 @@ use kcp_core::{
 };
 use serde_json::{Value, json};
 
+use super::discovery::{ApiDocuments, kind_of_resource};
 use super::state_store::StateStore;
 use super::{crd_gvk, from_json, get_json, to_json};
 use crate::api::{RelatedResourceObjectSpec, RelatedResourceOrigin, RelatedResourceSpec};
@@ -58,9 +59,11 @@ const CORE_KINDS: [(&str, &str); 8] = [
 ];
 
 /// The kind of `group/version/resource`: core kinds from a table, other kinds from the CRD
-/// `<resource>.<group>` on the service cluster.
+/// `<resource>.<group>` on the service cluster or, for builtin kinds (no CRD), from its
+/// discovery document when `docs` can read it.
 pub async fn resolve_kind(
     service: &dyn ObjectClient,
+    docs: Option<&dyn ApiDocuments>,
     (group, version, resource): (&str, &str, &str),
 ) -> Result<GroupVersionKind> {
     if group.is_empty()
@@ -70,24 +73,31 @@ pub async fn resolve_kind(
     }
     let name = format!("{resource}.{group}");
     let crd = get_json(service, &ObjectRef::cluster_scoped(crd_gvk(), &name)).await?;
-    let kind = crd
+    let from_crd = crd
         .as_ref()
         .and_then(|c| c.pointer("/spec/names/kind"))
         .and_then(Value::as_str)
-        .ok_or_else(|| Error::InvalidObject {
-            object: format!("related resource {group}/{version}/{resource}"),
-            field: "resource".into(),
-            reason: format!(
-                "no CustomResourceDefinition {name:?} on the service cluster names its kind"
-            ),
-        })?;
-    Ok(GroupVersionKind::gvk(group, version, kind))
+        .map(str::to_owned);
+    let kind = match (from_crd, docs) {
+        (Some(kind), _) => Some(kind),
+        (None, Some(docs)) => kind_of_resource(docs, (group, version, resource)).await?,
+        (None, None) => None,
+    };
+    let kind = kind.ok_or_else(|| Error::InvalidObject {
+        object: format!("related resource {group}/{version}/{resource}"),
+        field: "resource".into(),
+        reason: format!(
+            "neither a CustomResourceDefinition {name:?} nor the service cluster's discovery names its kind"
+        ),
+    })?;
+    Ok(GroupVersionKind::gvk(group, version, &kind))
 }
 
 impl RelatedSync {
     /// Resolves and compiles `spec.related[index]` of PublishedResource `owner`.
     pub async fn new(
         service: &dyn ObjectClient,
+        docs: Option<&dyn ApiDocuments>,
         owner: &str,
         index: usize,
         spec: &RelatedResourceSpec,
@@ -95,8 +105,8 @@ impl RelatedSync {
         let (og, ov, or) = spec.origin_gvr();
         let (dg, dv, dr) = spec.destination_gvr();
         Ok(Self {
-            origin_gvk: resolve_kind(service, (&og, &ov, &or)).await?,
-            dest_gvk: resolve_kind(service, (&dg, &dv, &dr)).await?,
+            origin_gvk: resolve_kind(service, docs, (&og, &ov, &or)).await?,
+            dest_gvk: resolve_kind(service, docs, (&dg, &dv, &dr)).await?,
             mutator: Mutator::new(
                 owner,
                 &format!("spec.related[{index}].mutation"),

@@ -31,6 +31,7 @@ use kcp_core::{
 use serde_json::{Value, json};
 
 use super::caches::{SyncCaches, object_key};
+use super::discovery::ApiDocuments;
 use super::object_cache::Cached;
 use super::related::{RelatedSides, RelatedSync, prune_primary_annotations, sync_related};
 use super::schema::Projected;
@@ -133,11 +134,16 @@ impl PrimarySync {
         })
     }
 
-    /// Resolves the kinds of the related resources (through the service cluster's CRDs).
-    pub async fn resolve_related(&mut self, service: &dyn ObjectClient) -> Result<()> {
+    /// Resolves the kinds of the related resources (through the service cluster's CRDs, and
+    /// its discovery documents through `docs` for builtin kinds).
+    pub async fn resolve_related(
+        &mut self,
+        service: &dyn ObjectClient,
+        docs: Option<&dyn ApiDocuments>,
+    ) -> Result<()> {
         let mut related = Vec::new();
         for (index, spec) in self.pr.related().iter().enumerate() {
-            related.push(RelatedSync::new(service, self.pr.name(), index, spec).await?);
+            related.push(RelatedSync::new(service, docs, self.pr.name(), index, spec).await?);
         }
         self.related = related;
         Ok(())

@@ -144,3 +144,27 @@ async fn the_openapi_document_of_each_version_is_read() {
     let docs = openapi_documents(&core(), &d).await.unwrap();
     assert_eq!(docs.keys().collect::<Vec<_>>(), ["v1"]);
 }
+
+#[tokio::test]
+async fn a_resource_is_named_by_its_kind_in_its_group_versions_list() {
+    let widgets = ("example.com", "v2beta1", "widgets");
+    let kind = kind_of_resource(&multi_version(), widgets).await.unwrap();
+    assert_eq!(kind.as_deref(), Some("Widget"));
+    let scale = ("example.com", "v2beta1", "widgets/scale");
+    let kind = kind_of_resource(&multi_version(), scale).await.unwrap();
+    assert_eq!(kind.as_deref(), Some("Scale"));
+}
+
+#[tokio::test]
+async fn a_resource_of_an_unserved_group_version_has_no_kind() {
+    let gadgets = ("example.com", "v1", "gadgets");
+    assert_eq!(
+        kind_of_resource(&multi_version(), gadgets).await.unwrap(),
+        None
+    );
+    let elsewhere = ("nope.io", "v1", "widgets");
+    assert_eq!(
+        kind_of_resource(&multi_version(), elsewhere).await.unwrap(),
+        None
+    );
+}
