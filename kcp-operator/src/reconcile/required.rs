@@ -12,6 +12,7 @@ use kcp_core::{ObjectClient, ObjectClientExt as _};
 
 use super::core;
 use crate::error::Result;
+use crate::render::compiled::RequiredSecrets;
 use crate::status;
 
 /// The names in `required` that have no Secret in `namespace`.
@@ -33,17 +34,19 @@ pub async fn missing_secrets(
     Ok(missing)
 }
 
-/// `Available` of a Compiled* object from its Deployment `namespace/name` (`live`, `None` when
-/// it was not written): the Deployment's state, or the required Secrets that are missing.
-pub async fn workload_available(
+/// `Available` of the Compiled* object `compiled` from its Deployment `namespace/name` (`live`,
+/// `None` when it was not written): the Deployment's state, or the required Secrets that are
+/// missing (only then are they listed and read).
+pub async fn workload_available<C: RequiredSecrets + Sync>(
     client: &dyn ObjectClient,
     namespace: &str,
     name: &str,
     live: Option<&Deployment>,
-    required: &[String],
+    compiled: &C,
 ) -> Result<ConditionUpdate> {
     if live.is_none() {
-        let missing = missing_secrets(client, namespace, required).await?;
+        let required = compiled.required_secrets();
+        let missing = missing_secrets(client, namespace, &required).await?;
         if !missing.is_empty() {
             return Ok(status::required_secrets_missing(namespace, name, &missing));
         }

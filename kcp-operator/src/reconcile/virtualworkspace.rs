@@ -18,7 +18,7 @@ use super::workload::{Mounted, ensure_deployment};
 use super::{core, ensure_certificates, ensure_merged_bundle, owner_ref};
 use crate::api::*;
 use crate::error::Result;
-use crate::render::compiled::{RequiredSecrets as _, render_compiled_virtual_workspace};
+use crate::render::compiled::render_compiled_virtual_workspace;
 use crate::render::names::{ROOT_SHARD_LABEL, VIRTUAL_WORKSPACE_LABEL};
 use crate::render::pdb::render_virtual_workspace_pdb;
 use crate::render::pki::{IntermediateCa, render_virtual_workspace_certificate};
@@ -156,8 +156,7 @@ pub async fn reconcile_compiled_virtual_workspace(
         &owner,
     )
     .await?;
-    let required = cvw.required_secrets();
-    let cond = workload_available(client, &ns, &dep_name, live.as_ref(), &required).await?;
+    let cond = workload_available(client, &ns, &dep_name, live.as_ref(), cvw).await?;
     write_phased(client, cvw, std::slice::from_ref(&cond)).await?;
     Ok(if live.is_some() {
         Outcome::Done

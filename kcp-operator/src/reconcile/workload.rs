@@ -1,6 +1,7 @@
 //! The workload group: Compiled* objects -> Deployments, Services, ConfigMaps, the proxies'
-//! dynamic kubeconfig Secrets and the optional PodDisruptionBudgets, rendered from the Compiled* object and the Secrets of its
-//! namespace alone (so this group can run on another cluster than the config group).
+//! dynamic kubeconfig Secrets and the optional PodDisruptionBudgets, rendered from the
+//! Compiled* object and the Secrets of its namespace alone (so this group can run on another
+//! cluster than the config group).
 //!
 //! A Deployment whose mounted Secrets or ConfigMaps do not all exist yet is not written (its
 //! pods could not start); the pass looks again shortly, and any Secret event in the namespace
@@ -27,7 +28,6 @@ use crate::error::Result;
 use crate::render::cacheserver::{
     cache_server_replicas, render_cache_server_deployment, render_cache_server_service,
 };
-use crate::render::compiled::RequiredSecrets as _;
 use crate::render::frontproxy::*;
 use crate::render::pdb::*;
 use crate::render::revisions::{MountKind, apply_revision_labels, referenced_objects};
@@ -218,8 +218,7 @@ pub async fn reconcile_compiled_root_shard(
         &owner,
     )
     .await?;
-    let required = crs.required_secrets();
-    let cond = workload_available(client, &ns, &dep_name, shard.as_ref(), &required).await?;
+    let cond = workload_available(client, &ns, &dep_name, shard.as_ref(), crs).await?;
     write_phased(client, crs, std::slice::from_ref(&cond)).await?;
     Ok(outcome(&[&shard, &proxy]))
 }
@@ -238,8 +237,7 @@ pub async fn reconcile_compiled_shard(
     ensure_pdb(client, &ns, &dep_name, render_shard_pdb(cs), &owner).await?;
     let live =
         ensure_deployment(client, dep, cs.spec.shard.common.replicas, &mounted, &owner).await?;
-    let required = cs.required_secrets();
-    let cond = workload_available(client, &ns, &dep_name, live.as_ref(), &required).await?;
+    let cond = workload_available(client, &ns, &dep_name, live.as_ref(), cs).await?;
     write_phased(client, cs, std::slice::from_ref(&cond)).await?;
     Ok(outcome(&[&live]))
 }
@@ -261,9 +259,8 @@ pub async fn reconcile_compiled_front_proxy(
         &owner,
     )
     .await?;
-    let required = cfp.required_secrets();
     let dep_name = format!("{name}-front-proxy");
-    let cond = workload_available(client, &ns, &dep_name, live.as_ref(), &required).await?;
+    let cond = workload_available(client, &ns, &dep_name, live.as_ref(), cfp).await?;
     write_phased(client, cfp, std::slice::from_ref(&cond)).await?;
     Ok(outcome(&[&live]))
 }
@@ -289,8 +286,7 @@ pub async fn reconcile_compiled_cache_server(
     }
     ensure_pdb(client, &ns, &dep_name, render_cache_server_pdb(ccs), &owner).await?;
     let live = ensure_deployment(client, dep, Some(0), &mounted, &owner).await?;
-    let required = ccs.required_secrets();
-    let cond = workload_available(client, &ns, &dep_name, live.as_ref(), &required).await?;
+    let cond = workload_available(client, &ns, &dep_name, live.as_ref(), ccs).await?;
     write_phased(client, ccs, std::slice::from_ref(&cond)).await?;
     Ok(outcome(&[&live]))
 }
