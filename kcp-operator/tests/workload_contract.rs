@@ -87,6 +87,23 @@ async fn enabled_budgets_are_created_next_to_their_deployments() {
 }
 
 #[tokio::test]
+async fn a_budget_with_both_bounds_is_refused_by_the_api_server() {
+    let (_sim, client, _kcp) = setup().await;
+    let mut rs: RootShard = client.get_typed(Some(NS), "root").await.unwrap().unwrap();
+    rs.spec.common.pod_disruption_budget = Some(PodDisruptionBudgetSpec {
+        enabled: true,
+        min_available: Some(IntOrString::Int(1)),
+        max_unavailable: Some(IntOrString::String("50%".into())),
+    });
+    let err = client.replace_typed(&rs).await.unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("at most one of minAvailable and maxUnavailable may be set"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
 async fn a_budget_is_deleted_when_it_is_disabled() {
     let (sim, client, kcp) = setup().await;
     set_root_shard_budget(&client, budget(1)).await;
