@@ -90,6 +90,7 @@ fn bench_render(c: &mut Criterion) {
             root_shard: rs.spec.clone(),
             virtual_workspace: None,
             shards: vec!["alpha".into()],
+            required_secrets: Vec::new(),
         },
         status: None,
     };

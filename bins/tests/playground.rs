@@ -88,4 +88,12 @@ fn the_operator_section_brings_the_example_installation_to_ready_with_the_builti
         );
     }
     assert!(stdout.contains("admin-kubeconfig"), "{stdout}");
+    let grants = stdout
+        .lines()
+        .find(|l| l.contains("grants in kcp workspace root:"))
+        .unwrap_or_default();
+    assert!(
+        grants.ends_with(":cluster-admin"),
+        "the Kubeconfig's authorization is granted in kcp: {stdout}"
+    );
 }

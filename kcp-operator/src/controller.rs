@@ -3,8 +3,8 @@
 //! kinds), with kcp-core's error policy. Which watches wake which object:
 //!
 //! * every kind owns what it creates (Certificates, Issuers, Secrets, Compiled*, Deployments,
-//!   Services, ConfigMaps), so cert-manager issuing a certificate or a Deployment becoming
-//!   available re-runs its owner;
+//!   Services, ConfigMaps, PodDisruptionBudgets), so cert-manager issuing a certificate or a
+//!   Deployment becoming available re-runs its owner;
 //! * Shard events wake their RootShard; RootShard events wake its Shards and FrontProxies;
 //! * any Secret event wakes the Compiled* objects of its namespace (mounted Secrets);
 //! * a Secret labelled `operator.kcp.io/kubeconfig=<kc>` (the client certificate) wakes that
@@ -20,6 +20,7 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kcp_core::runtime::{CacheSync, ErrorPolicy, Outcome, drain_controller};
 use kcp_core::{KubeObjectClient, ObjectClient};
@@ -510,7 +511,7 @@ fn secret_concerns<K: Compiled>(o: &K, secret: &kube::api::ObjectMeta) -> bool {
     }
 }
 
-/// A workload controller: owns Deployments, Services and ConfigMaps, and is woken by the
+/// A workload controller: owns Deployments, Services, ConfigMaps and PodDisruptionBudgets, and is woken by the
 /// Secrets its Deployment may mount (see [`secret_concerns`]).
 fn workload_controller<K: Compiled>(
     client: &Client,
@@ -519,7 +520,8 @@ fn workload_controller<K: Compiled>(
     let controller = Controller::new(api::<K>(client), cfg())
         .owns(api::<Deployment>(client), cfg())
         .owns(api::<Service>(client), cfg())
-        .owns(api::<ConfigMap>(client), cfg());
+        .owns(api::<ConfigMap>(client), cfg())
+        .owns(api::<PodDisruptionBudget>(client), cfg());
     let store = controller.store();
     controller
         .watches(api::<Secret>(client), cfg(), move |s| {

@@ -1,7 +1,8 @@
 //! Phases and conditions as pure functions (spec section 2.10), with kcp-rs's summary `Ready`
 //! condition on every kind.
 //!
-//! * `Available` on a Compiled* object comes from its Deployment: missing
+//! * `Available` on a Compiled* object comes from its Deployment: not written while a
+//!   required Secret is missing (`RequiredSecretsMissing`, naming them), missing
 //!   (`DeploymentUnavailable`), up when `updatedReplicas == readyReplicas == spec.replicas`
 //!   (`ReplicasUp`), else `ReplicasUnavailable`.
 //! * Sources copy their Compiled* object's `Available` (or report it not rendered yet).
@@ -39,6 +40,33 @@ pub fn deployment_available(
         ))
     }
 }
+
+/// `Available` of a Compiled* object whose Deployment `namespace/name` is not written because
+/// required Secrets (`missing`, never empty) do not exist: names each of them.
+pub fn required_secrets_missing(
+    namespace: &str,
+    name: &str,
+    missing: &[String],
+) -> ConditionUpdate {
+    let list = missing
+        .iter()
+        .map(|s| format!("{namespace}/{s}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let (noun, verb) = if missing.len() == 1 {
+        ("Secret", "exists")
+    } else {
+        ("Secrets", "exist")
+    };
+    ConditionUpdate::new(CONDITION_AVAILABLE, false, REASON_REQUIRED_SECRETS_MISSING).message(
+        format!(
+            "Deployment {namespace}/{name} is not created until the required {noun} {list} {verb}."
+        ),
+    )
+}
+
+/// The `Available` reason while required Secrets are missing.
+pub const REASON_REQUIRED_SECRETS_MISSING: &str = "RequiredSecretsMissing";
 
 /// `Available` of a source object, copied from its Compiled* object's conditions.
 pub fn copied_available(
@@ -103,6 +131,18 @@ mod tests {
             }),
             ..Default::default()
         }
+    }
+
+    #[test]
+    fn missing_required_secrets_are_each_named_with_their_namespace() {
+        let missing = ["a".to_owned(), "b".to_owned()];
+        let c = required_secrets_missing("kcp", "root-kcp", &missing);
+        assert_eq!(c.status, ConditionStatus::False);
+        assert_eq!(c.reason, REASON_REQUIRED_SECRETS_MISSING);
+        assert_eq!(
+            c.message,
+            "Deployment kcp/root-kcp is not created until the required Secrets kcp/a, kcp/b exist."
+        );
     }
 
     #[test]

@@ -193,8 +193,9 @@ async fn stopping_before_the_first_list_succeeded_does_not_hang() {
     running.stop().await;
 }
 
-/// Copies Compiled* objects and operator-labelled Secrets from the config cluster to the
-/// workload cluster, and the Compiled* status back.
+/// Copies Compiled* objects and exactly the Secrets they list in `spec.requiredSecrets` (the
+/// contract of `kcp_operator::api::compiled`) from the config cluster to the workload cluster,
+/// and the Compiled* status back.
 struct Syncer<'a> {
     config: &'a dyn ObjectClient,
     workload: &'a dyn ObjectClient,
@@ -271,22 +272,41 @@ where
     }
 }
 
+/// The names in `spec.requiredSecrets` of every Compiled* object of kind `K`.
+async fn required<K>(client: &dyn ObjectClient, names: &mut BTreeSet<String>)
+where
+    K: kube::Resource<DynamicType = ()>
+        + serde::Serialize
+        + serde::de::DeserializeOwned
+        + Clone
+        + Send
+        + Sync,
+{
+    for obj in client
+        .list_typed::<K>(Some(NS), &ListOptions::default())
+        .await
+        .unwrap_or_default()
+    {
+        let value = serde_json::to_value(&obj).unwrap();
+        let listed: Vec<String> =
+            serde_json::from_value(value["spec"]["requiredSecrets"].clone()).unwrap_or_default();
+        names.extend(listed);
+    }
+}
+
 impl AsyncSync for Syncer<'_> {
     async fn sync(&mut self) {
-        let secrets: Vec<Secret> = self
-            .config
-            .list_typed(Some(NS), &ListOptions::default())
-            .await
-            .unwrap_or_default();
-        for mut secret in secrets {
-            let labelled = secret
-                .metadata
-                .labels
-                .as_ref()
-                .is_some_and(|l| l.keys().any(|k| k.starts_with("operator.kcp.io/")));
-            if !labelled {
+        let mut names = BTreeSet::new();
+        required::<CompiledRootShard>(self.config, &mut names).await;
+        required::<CompiledShard>(self.config, &mut names).await;
+        required::<CompiledFrontProxy>(self.config, &mut names).await;
+        required::<CompiledCacheServer>(self.config, &mut names).await;
+        required::<CompiledVirtualWorkspace>(self.config, &mut names).await;
+        for name in names {
+            let Ok(Some(mut secret)) = self.config.get_typed::<Secret>(Some(NS), &name).await
+            else {
                 continue;
-            }
+            };
             secret.metadata.owner_references = None;
             secret.metadata.uid = None;
             secret.metadata.resource_version = None;

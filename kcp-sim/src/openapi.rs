@@ -112,7 +112,8 @@ fn generate<T: JsonSchema>() -> Components {
 /// The components of a builtin Kubernetes kind, or `None` when kcp-sim does not know it.
 fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components> {
     use k8s_openapi::api::{
-        apps::v1 as apps, coordination, core::v1 as core, events, rbac::v1 as rbac,
+        apps::v1 as apps, coordination, core::v1 as core, events, policy::v1 as policy,
+        rbac::v1 as rbac,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
     let components = match (group, version, kind) {
@@ -127,6 +128,7 @@ fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components
         ("coordination.k8s.io", "v1", "Lease") => generate::<coordination::v1::Lease>(),
         ("apps", "v1", "Deployment") => generate::<apps::Deployment>(),
         ("apps", "v1", "StatefulSet") => generate::<apps::StatefulSet>(),
+        ("policy", "v1", "PodDisruptionBudget") => generate::<policy::PodDisruptionBudget>(),
         ("rbac.authorization.k8s.io", "v1", "Role") => generate::<rbac::Role>(),
         ("rbac.authorization.k8s.io", "v1", "RoleBinding") => generate::<rbac::RoleBinding>(),
         ("rbac.authorization.k8s.io", "v1", "ClusterRole") => generate::<rbac::ClusterRole>(),
@@ -158,16 +160,18 @@ fn kcp_components(group: &str, version: &str, kind: &str) -> Option<Components> 
     let crd = crds
         .iter()
         .find(|c| c.spec.group == group && c.spec.names.kind == kind)?;
-    let schema = crd
+    // A version kcp-core has no type for (APIExport v1alpha2, converted from the stored
+    // object) is described as an object that keeps every field.
+    let typed = crd
         .spec
         .versions
         .iter()
-        .find(|v| v.name == version)?
-        .schema
-        .as_ref()?
-        .open_api_v3_schema
-        .as_ref()?;
-    let schema = serde_json::to_value(schema).ok()?;
+        .find(|v| v.name == version)
+        .and_then(|v| v.schema.as_ref()?.open_api_v3_schema.as_ref())
+        .and_then(|s| serde_json::to_value(s).ok());
+    let schema = typed.unwrap_or_else(
+        || serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
+    );
     Some(custom_components(group, version, kind, &schema))
 }
 

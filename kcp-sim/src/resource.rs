@@ -201,6 +201,16 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
             &["all"],
         ),
         builtin(
+            "policy",
+            "v1",
+            "PodDisruptionBudget",
+            "poddisruptionbudgets",
+            true,
+            true,
+            &["pdb"],
+            &[],
+        ),
+        builtin(
             "rbac.authorization.k8s.io",
             "v1",
             "Role",

@@ -4,15 +4,20 @@
 //! Deployments available. It applies the spec's example (a RootShard, a Shard, a FrontProxy, a
 //! CacheServer and a Kubeconfig) and shows every installation object of the server, so a
 //! RootShard applied with kubectl shows up and is reconciled the same way.
+//!
+//! No kcp of the installation runs (its Deployments are simulated), so the operator's
+//! [`Addresser`] is the playground's own kcp server (context `kcp`): the Kubeconfig's
+//! `authorization` grants land there, in workspace `root`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kcp_core::{ListOptions, ObjectClient, ObjectClientExt, parse_manifests};
-use kcp_operator::addresser::InCluster;
+use kcp_core::{KubeObjectClient, ListOptions, ObjectClient, ObjectClientExt, parse_manifests};
+use kcp_operator::addresser::{Addresser, Endpoint};
 use kcp_operator::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
 use kcp_operator::controller::{ControllerGroup, run_with};
 use kcp_operator::metrics::Metrics;
@@ -28,6 +33,40 @@ const CERT_MANAGER_CRDS: &str =
 const ISSUER: &str = include_str!("../../../examples/playground/operator/01-issuer.yaml");
 const INSTALLATION: &str =
     include_str!("../../../examples/playground/operator/02-installation.yaml");
+
+/// The operator's way into kcp: every endpoint of every installation is the playground's kcp
+/// server (`base`, its URL), in the workspace asked for.
+struct PlaygroundKcp {
+    base: String,
+}
+
+#[async_trait]
+impl Addresser for PlaygroundKcp {
+    async fn client(
+        &self,
+        _management: &dyn ObjectClient,
+        root_shard: &RootShard,
+        _endpoint: Endpoint<'_>,
+        workspace: &str,
+    ) -> kcp_operator::Result<Arc<dyn ObjectClient>> {
+        let url = format!("{}/clusters/{workspace}", self.base);
+        let invalid = |reason: String| kcp_operator::Error::InvalidField {
+            object: format!(
+                "RootShard {}/{}",
+                root_shard.metadata.namespace.as_deref().unwrap_or_default(),
+                root_shard.metadata.name.as_deref().unwrap_or_default()
+            ),
+            field: "the playground's kcp URL".into(),
+            reason,
+        };
+        let uri = url
+            .parse()
+            .map_err(|e| invalid(format!("{url} is not a valid URL: {e}")))?;
+        let client =
+            kube::Client::try_from(kube::Config::new(uri)).map_err(|e| invalid(e.to_string()))?;
+        Ok(Arc::new(KubeObjectClient::new(client)))
+    }
+}
 
 /// The running operator.
 #[derive(Default)]
@@ -180,6 +219,9 @@ impl Section for OperatorSection {
         apply_objects(&kube, "the kcp-operator and cert-manager CRDs", crds).await?;
         let client = playground.kube.client("")?;
         let synced = self.synced.clone();
+        let addresser = Arc::new(PlaygroundKcp {
+            base: playground.kcp.url().to_owned(),
+        });
         self.operator = Some(Running::spawn(|shutdown| async move {
             let groups = [ControllerGroup::Config, ControllerGroup::Workload].into();
             let pki = Pki::Builtin(BuiltinPki::default());
@@ -187,7 +229,7 @@ impl Section for OperatorSection {
                 client,
                 &groups,
                 &pki,
-                Arc::new(InCluster),
+                addresser,
                 Metrics::unregistered(),
                 synced,
                 shutdown,
@@ -250,6 +292,24 @@ impl Section for OperatorSection {
         ));
         lines.push(format!(
             "kubectl --kubeconfig {kc} --context kube -n kcp get secret admin-kubeconfig -o jsonpath='{{.data.kubeconfig}}' | base64 -d"
+        ));
+        let grants: Vec<ClusterRoleBinding> = playground
+            .kcp
+            .object_client("root")
+            .list_typed(None, &ListOptions::default())
+            .await
+            .map_err(failed("listing ClusterRoleBindings in kcp workspace root"))?;
+        let granted: Vec<String> = grants
+            .iter()
+            .filter_map(|b| b.metadata.name.clone())
+            .filter(|n| n.ends_with(":cluster-admin"))
+            .collect();
+        lines.push(format!(
+            "the Kubeconfig's grants in kcp workspace root: {}",
+            granted.join(", ")
+        ));
+        lines.push(format!(
+            "kubectl --kubeconfig {kc} --context kcp get clusterrolebindings"
         ));
         Ok(lines)
     }

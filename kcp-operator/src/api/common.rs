@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{
     Affinity, HostAlias, LocalObjectReference, Toleration, TopologySpreadConstraint,
 };
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -85,13 +86,23 @@ pub struct EtcdTlsConfig {
 }
 
 /// How a component is reached from outside the cluster.
+///
+/// `hostname` and `port` are what clients use: the kubeconfigs, `--shard-external-url`, a
+/// shard's `--external-hostname` and the front-proxy certificate's SANs all name them. When an
+/// Ingress, a Gateway or a load balancer serves that endpoint on another port than the
+/// front-proxy's Service (e.g. `port: 443` in front of a Service on 6443), `servicePort`
+/// (a kcp-rs addition, upstream kcp-operator#124) sets the Service's port apart.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ExternalConfig {
     /// The external host name (a DNS record pointing at the front-proxy).
     pub hostname: String,
-    /// The external port.
+    /// The external port clients connect to.
     pub port: u32,
+    /// The port of the front-proxy's Service when the external endpoint is served by an
+    /// Ingress, Gateway or load balancer on another port; `port` when unset (as upstream).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_port: Option<u32>,
     /// A host name for internal access to front-proxy services; `hostname` when unset.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub private_hostname: String,
@@ -279,6 +290,27 @@ pub struct ServiceSpecTemplate {
         skip_serializing_if = "String::is_empty"
     )]
     pub cluster_ip: String,
+}
+
+/// An optional PodDisruptionBudget for a generated Deployment (a kcp-rs addition, upstream
+/// kcp-operator#176). Named like the Deployment, selecting its pods; at most one of
+/// `minAvailable` and `maxUnavailable` (validated in the CRD); `maxUnavailable: 1` when neither
+/// is set. Turning it off (or removing it) deletes the budget.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+#[schemars(extend("x-kubernetes-validations" = [{
+    "rule": "!(has(self.minAvailable) && has(self.maxUnavailable))",
+    "message": "at most one of minAvailable and maxUnavailable may be set"
+}]))]
+pub struct PodDisruptionBudgetSpec {
+    /// Whether the PodDisruptionBudget exists.
+    pub enabled: bool,
+    /// Pods (a number or a percentage) that must stay available during a voluntary disruption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_available: Option<IntOrString>,
+    /// Pods (a number or a percentage) that may be unavailable during a voluntary disruption.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_unavailable: Option<IntOrString>,
 }
 
 /// Customizations of a generated Deployment.

@@ -5,6 +5,32 @@
 //! the VirtualWorkspace spec), so the workload group can render Deployments, Services and
 //! ConfigMaps from this object and the Secrets of its namespace alone, possibly on another
 //! cluster.
+//!
+//! # The contract between the two sides
+//!
+//! kcp-rs treats these kinds as a versioned interface, so that a syncer or a remote workload
+//! operator can be written against it without reading this crate:
+//!
+//! * **Version.** The schema is `deploy.operator.kcp.io/v1alpha1`. Within `v1alpha1` changes
+//!   are additive only (new optional fields, ignored by older readers); a field is never
+//!   renamed, retyped or given a new meaning. Anything else would be `v1alpha2`, served next to
+//!   `v1alpha1`.
+//! * **Identity.** A Compiled* object has the name and namespace of its source, the source's
+//!   labels and annotations, the identity labels `operator.kcp.io/rootshard`, `.../shard`,
+//!   `.../front-proxy`, `.../cache-server`, `.../virtual-workspace` as applicable, and one
+//!   `operator.kcp.io/cert-<certificate>-revision` annotation per Certificate it was rendered
+//!   with (a renewal changes the object, so the workload side rolls its pods).
+//! * **Spec.** The source spec verbatim (upstream's `operator.kcp.io/v1alpha1` types), the
+//!   resolved references (`rootShard`, `shard`, `virtualWorkspace`, `shards`), and
+//!   `requiredSecrets`: the names of the Secrets, in the object's namespace, the workload's
+//!   Deployments mount (certificates, kubeconfigs, merged CA bundles and any Secret the user
+//!   mounts). The config side writes every one of them (or the user does); whoever moves a
+//!   Compiled* object to another cluster moves those Secrets with it. The workload side does not
+//!   create a Deployment before all of them exist, and says which are missing in the
+//!   `Available` condition (reason `RequiredSecretsMissing`).
+//! * **Status.** Written by the workload side only: `phase`, `observedGeneration`, and the
+//!   conditions `Available` (from the Deployment) and `Ready`. The config side copies
+//!   `Available` into the source's status.
 
 use kube::CustomResource;
 use schemars::JsonSchema;
@@ -76,6 +102,11 @@ pub struct CompiledRootShardSpec {
     /// The names of all Shards of the root shard.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<String>,
+    /// The Secrets of this namespace the workload needs before it can start (mounted by its
+    /// Deployments; those the workload group writes itself are not listed), sorted: the config
+    /// side writes them, a syncer copies them next to this object (a kcp-rs addition).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_secrets: Vec<String>,
 }
 
 /// The render input of a shard.
@@ -109,6 +140,11 @@ pub struct CompiledShardSpec {
     /// The names of all Shards of the root shard.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<String>,
+    /// The Secrets of this namespace the workload needs before it can start (mounted by its
+    /// Deployments; those the workload group writes itself are not listed), sorted: the config
+    /// side writes them, a syncer copies them next to this object (a kcp-rs addition).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_secrets: Vec<String>,
 }
 
 /// The render input of a front-proxy.
@@ -139,6 +175,11 @@ pub struct CompiledFrontProxySpec {
     /// The names of all Shards of the root shard.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub shards: Vec<String>,
+    /// The Secrets of this namespace the workload needs before it can start (mounted by its
+    /// Deployments; those the workload group writes itself are not listed), sorted: the config
+    /// side writes them, a syncer copies them next to this object (a kcp-rs addition).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_secrets: Vec<String>,
 }
 
 /// The render input of a cache server.
@@ -164,6 +205,11 @@ pub struct CompiledFrontProxySpec {
 pub struct CompiledCacheServerSpec {
     /// The CacheServer's spec.
     pub cache_server: CacheServerSpec,
+    /// The Secrets of this namespace the workload needs before it can start (mounted by its
+    /// Deployments; those the workload group writes itself are not listed), sorted: the config
+    /// side writes them, a syncer copies them next to this object (a kcp-rs addition).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_secrets: Vec<String>,
 }
 
 /// The render input of a virtual workspace server.
@@ -194,4 +240,9 @@ pub struct CompiledVirtualWorkspaceSpec {
     /// The Shard it belongs to, for a shard target.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shard: Option<NamedShardSpec>,
+    /// The Secrets of this namespace the workload needs before it can start (mounted by its
+    /// Deployments; those the workload group writes itself are not listed), sorted: the config
+    /// side writes them, a syncer copies them next to this object (a kcp-rs addition).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub required_secrets: Vec<String>,
 }

@@ -84,6 +84,9 @@ pub struct FrontProxySpec {
     /// Customizations of the Deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment_template: Option<DeploymentTemplate>,
+    /// An optional PodDisruptionBudget for the Deployment (a kcp-rs addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_disruption_budget: Option<PodDisruptionBudgetSpec>,
     /// Customizations of the generated certificates.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub certificate_templates: CertificateTemplateMap,
@@ -196,6 +199,9 @@ pub struct CacheServerSpec {
     /// Customizations of the Deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment_template: Option<DeploymentTemplate>,
+    /// An optional PodDisruptionBudget for the Deployment (a kcp-rs addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_disruption_budget: Option<PodDisruptionBudgetSpec>,
     /// An external etcd; the embedded etcd when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub etcd: Option<EtcdConfig>,

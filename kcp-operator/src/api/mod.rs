@@ -11,6 +11,10 @@
 //!   on Shard and FrontProxy;
 //! * `status.observedGeneration` on every kind, a `Ready` condition, and a CacheServer status
 //!   (phase, conditions) and `resources` field; the Kubeconfig's certificate expiry in status.
+//! * `podDisruptionBudget` on every kind with a Deployment (upstream kcp-operator#176),
+//!   `external.servicePort` for an endpoint served by an Ingress or Gateway on another port than
+//!   the front-proxy Service (upstream kcp-operator#124), and `requiredSecrets` on the Compiled*
+//!   kinds (their contract is documented in [`compiled`]).
 //!
 //! [`crds`] and [`crds_yaml`] give the CustomResourceDefinitions to install.
 

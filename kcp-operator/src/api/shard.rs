@@ -60,6 +60,9 @@ pub struct CommonShardSpec {
     /// Customizations of the Deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment_template: Option<DeploymentTemplate>,
+    /// An optional PodDisruptionBudget for the Deployment (a kcp-rs addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_disruption_budget: Option<PodDisruptionBudgetSpec>,
     /// A Secret whose `tls.crt` is used as CA in the external-logical-cluster-admin kubeconfig.
     #[serde(
         rename = "caBundleSecretRef",
@@ -151,6 +154,9 @@ pub struct RootShardProxySpec {
     /// Customizations of the Deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment_template: Option<DeploymentTemplate>,
+    /// An optional PodDisruptionBudget for the Deployment (a kcp-rs addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_disruption_budget: Option<PodDisruptionBudgetSpec>,
     /// Customizations of the proxy's certificates.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub certificate_templates: CertificateTemplateMap,

@@ -171,6 +171,22 @@ fn shard_and_front_proxy_crds_require_a_named_root_shard_reference() {
 }
 
 #[test]
+fn every_kind_with_a_deployment_refuses_both_disruption_bounds_at_once() {
+    let rule = "!(has(self.minAvailable) && has(self.maxUnavailable))".to_owned();
+    for (kind, count) in [
+        ("RootShard", 2),
+        ("Shard", 1),
+        ("FrontProxy", 1),
+        ("CacheServer", 1),
+        ("VirtualWorkspace", 1),
+    ] {
+        let rules = validations(&schema(kind));
+        let found = rules.iter().filter(|r| **r == rule).count();
+        assert_eq!(found, count, "{kind}: {rules:?}");
+    }
+}
+
+#[test]
 fn upstream_validations_are_kept() {
     assert!(
         validations(&schema("FrontProxy"))

@@ -54,6 +54,9 @@ pub struct VirtualWorkspaceSpec {
     /// Customizations of the Deployment.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deployment_template: Option<DeploymentTemplate>,
+    /// An optional PodDisruptionBudget for the Deployment (a kcp-rs addition).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pod_disruption_budget: Option<PodDisruptionBudgetSpec>,
     /// A Secret whose `tls.crt` is an extra CA bundle.
     #[serde(
         rename = "caBundleSecretRef",

@@ -11,18 +11,20 @@ use kcp_core::runtime::Outcome;
 use kcp_core::runtime::conditions::ConditionUpdate;
 
 use super::ensure::ensure;
+use super::pdb::ensure_pdb;
 use super::phased::{compiled_available, write_phased};
+use super::required::workload_available;
 use super::workload::{Mounted, ensure_deployment};
 use super::{core, ensure_certificates, ensure_merged_bundle, owner_ref};
 use crate::api::*;
 use crate::error::Result;
 use crate::render::compiled::render_compiled_virtual_workspace;
 use crate::render::names::{ROOT_SHARD_LABEL, VIRTUAL_WORKSPACE_LABEL};
+use crate::render::pdb::render_virtual_workspace_pdb;
 use crate::render::pki::{IntermediateCa, render_virtual_workspace_certificate};
 use crate::render::virtualworkspace::{
     render_virtual_workspace_deployment, render_virtual_workspace_service,
 };
-use crate::status;
 
 /// The RootShard and (for a shard target) the Shard of a VirtualWorkspace.
 async fn target(
@@ -144,6 +146,8 @@ pub async fn reconcile_compiled_virtual_workspace(
     ensure(client, &render_virtual_workspace_service(cvw), Some(&owner)).await?;
     let dep = render_virtual_workspace_deployment(cvw);
     let dep_name = dep.metadata.name.clone().unwrap_or_default();
+    let pdb = render_virtual_workspace_pdb(cvw);
+    ensure_pdb(client, &ns, &dep_name, pdb, &owner).await?;
     let live = ensure_deployment(
         client,
         dep,
@@ -152,7 +156,7 @@ pub async fn reconcile_compiled_virtual_workspace(
         &owner,
     )
     .await?;
-    let cond = status::deployment_available(live.as_ref(), &ns, &dep_name);
+    let cond = workload_available(client, &ns, &dep_name, live.as_ref(), cvw).await?;
     write_phased(client, cvw, std::slice::from_ref(&cond)).await?;
     Ok(if live.is_some() {
         Outcome::Done

@@ -1,6 +1,7 @@
-//! The workload group: Compiled* objects -> Deployments, Services, ConfigMaps and the proxies'
-//! dynamic kubeconfig Secrets, rendered from the Compiled* object and the Secrets of its
-//! namespace alone (so this group can run on another cluster than the config group).
+//! The workload group: Compiled* objects -> Deployments, Services, ConfigMaps, the proxies'
+//! dynamic kubeconfig Secrets and the optional PodDisruptionBudgets, rendered from the
+//! Compiled* object and the Secrets of its namespace alone (so this group can run on another
+//! cluster than the config group).
 //!
 //! A Deployment whose mounted Secrets or ConfigMaps do not all exist yet is not written (its
 //! pods could not start); the pass looks again shortly, and any Secret event in the namespace
@@ -16,10 +17,11 @@ use kcp_core::ObjectClient;
 use kcp_core::ObjectClientExt as _;
 use kcp_core::client::ListOptions;
 use kcp_core::runtime::Outcome;
-use kcp_core::runtime::conditions::ConditionUpdate;
 
 use super::ensure::ensure;
+use super::pdb::ensure_pdb;
 use super::phased::write_phased;
+use super::required::workload_available;
 use super::{core, owner_ref};
 use crate::api::*;
 use crate::error::Result;
@@ -27,10 +29,10 @@ use crate::render::cacheserver::{
     cache_server_replicas, render_cache_server_deployment, render_cache_server_service,
 };
 use crate::render::frontproxy::*;
+use crate::render::pdb::*;
 use crate::render::revisions::{MountKind, apply_revision_labels, referenced_objects};
 use crate::render::rootshard::{render_root_shard_deployment, render_root_shard_service};
 use crate::render::shard::{render_shard_deployment, render_shard_service};
-use crate::status;
 
 /// resourceVersions of the Secrets and ConfigMaps of a namespace.
 #[derive(Debug, Default, Clone)]
@@ -166,14 +168,17 @@ async fn ensure_proxy(
     .await?;
     mounted.record(MountKind::Secret, &secret.metadata);
     ensure(client, &render_proxy_service(input), Some(owner)).await?;
-    ensure_deployment(
+    let dep = render_proxy_deployment(input);
+    let dep_name = dep.metadata.name.clone().unwrap_or_default();
+    ensure_pdb(
         client,
-        render_proxy_deployment(input),
-        spec_replicas,
-        mounted,
+        input.namespace,
+        &dep_name,
+        render_proxy_pdb(input),
         owner,
     )
-    .await
+    .await?;
+    ensure_deployment(client, dep, spec_replicas, mounted, owner).await
 }
 
 fn outcome(deployments: &[&Option<Deployment>]) -> Outcome {
@@ -182,10 +187,6 @@ fn outcome(deployments: &[&Option<Deployment>]) -> Outcome {
     } else {
         Outcome::RequeueAfter(Duration::from_secs(10))
     }
-}
-
-fn available(deployment: Option<&Deployment>, namespace: &str, name: &str) -> ConditionUpdate {
-    status::deployment_available(deployment, namespace, name)
 }
 
 /// One pass over a CompiledRootShard: `<rs>-kcp` and the internal proxy `<rs>-proxy`.
@@ -199,6 +200,7 @@ pub async fn reconcile_compiled_root_shard(
     ensure(client, &render_root_shard_service(crs), Some(&owner)).await?;
     let dep = render_root_shard_deployment(crs);
     let dep_name = dep.metadata.name.clone().unwrap_or_default();
+    ensure_pdb(client, &ns, &dep_name, render_root_shard_pdb(crs), &owner).await?;
     let shard = ensure_deployment(
         client,
         dep,
@@ -216,7 +218,7 @@ pub async fn reconcile_compiled_root_shard(
         &owner,
     )
     .await?;
-    let cond = available(shard.as_ref(), &ns, &dep_name);
+    let cond = workload_available(client, &ns, &dep_name, shard.as_ref(), crs).await?;
     write_phased(client, crs, std::slice::from_ref(&cond)).await?;
     Ok(outcome(&[&shard, &proxy]))
 }
@@ -232,9 +234,10 @@ pub async fn reconcile_compiled_shard(
     ensure(client, &render_shard_service(cs), Some(&owner)).await?;
     let dep = render_shard_deployment(cs);
     let dep_name = dep.metadata.name.clone().unwrap_or_default();
+    ensure_pdb(client, &ns, &dep_name, render_shard_pdb(cs), &owner).await?;
     let live =
         ensure_deployment(client, dep, cs.spec.shard.common.replicas, &mounted, &owner).await?;
-    let cond = available(live.as_ref(), &ns, &dep_name);
+    let cond = workload_available(client, &ns, &dep_name, live.as_ref(), cs).await?;
     write_phased(client, cs, std::slice::from_ref(&cond)).await?;
     Ok(outcome(&[&live]))
 }
@@ -256,7 +259,8 @@ pub async fn reconcile_compiled_front_proxy(
         &owner,
     )
     .await?;
-    let cond = available(live.as_ref(), &ns, &format!("{name}-front-proxy"));
+    let dep_name = format!("{name}-front-proxy");
+    let cond = workload_available(client, &ns, &dep_name, live.as_ref(), cfp).await?;
     write_phased(client, cfp, std::slice::from_ref(&cond)).await?;
     Ok(outcome(&[&live]))
 }
@@ -280,8 +284,9 @@ pub async fn reconcile_compiled_cache_server(
     if let Some(spec) = dep.spec.as_mut() {
         spec.replicas = Some(cache_server_replicas(ccs, live_replicas));
     }
+    ensure_pdb(client, &ns, &dep_name, render_cache_server_pdb(ccs), &owner).await?;
     let live = ensure_deployment(client, dep, Some(0), &mounted, &owner).await?;
-    let cond = available(live.as_ref(), &ns, &dep_name);
+    let cond = workload_available(client, &ns, &dep_name, live.as_ref(), ccs).await?;
     write_phased(client, ccs, std::slice::from_ref(&cond)).await?;
     Ok(outcome(&[&live]))
 }

@@ -57,6 +57,7 @@ pub(crate) fn compiled_root_shard(rs: &RootShard) -> CompiledRootShard {
             root_shard: rs.spec.clone(),
             virtual_workspace: None,
             shards: vec!["alpha".into()],
+            required_secrets: Vec::new(),
         },
         status: None,
     }
@@ -70,6 +71,7 @@ pub(crate) fn compiled_shard(s: &Shard, rs: &RootShard) -> CompiledShard {
             root_shard: named_root(rs),
             virtual_workspace: None,
             shards: vec!["alpha".into()],
+            required_secrets: Vec::new(),
         },
         status: None,
     }
@@ -82,6 +84,7 @@ pub(crate) fn compiled_front_proxy(fp: &FrontProxy, rs: &RootShard) -> CompiledF
             front_proxy: fp.spec.clone(),
             root_shard: named_root(rs),
             shards: vec!["alpha".into()],
+            required_secrets: Vec::new(),
         },
         status: None,
     }
@@ -92,6 +95,7 @@ pub(crate) fn compiled_cache_server(cs: &CacheServer) -> CompiledCacheServer {
         metadata: compiled_meta("cache"),
         spec: CompiledCacheServerSpec {
             cache_server: cs.spec.clone(),
+            required_secrets: Vec::new(),
         },
         status: None,
     }
@@ -107,6 +111,7 @@ pub(crate) fn compiled_virtual_workspace(
             virtual_workspace: vw.spec.clone(),
             root_shard: named_root(rs),
             shard: None,
+            required_secrets: Vec::new(),
         },
         status: None,
     }

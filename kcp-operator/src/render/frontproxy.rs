@@ -9,8 +9,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Container, Secret, Service};
 use serde::Serialize;
 
 use crate::api::{
-    CompiledFrontProxy, CompiledRootShard, FrontProxySpec, ImageSpec, PathMappingEntry,
-    RootShardSpec,
+    CompiledFrontProxy, CompiledRootShard, ExternalConfig, FrontProxySpec, ImageSpec,
+    PathMappingEntry, RootShardSpec,
 };
 use crate::error::{Error, Result};
 use crate::render::deployment::{self as d, PodParts, Workload};
@@ -184,6 +184,12 @@ pub fn render_proxy_config_map(input: &ProxyInput<'_>) -> Result<ConfigMap> {
     })
 }
 
+/// `<rs>-<fp>-dynamic-kubeconfig` / `<rs>-proxy-dynamic-kubeconfig`: the one Secret the
+/// workload group writes itself.
+pub fn proxy_dynamic_kubeconfig_name(input: &ProxyInput<'_>) -> String {
+    format!("{}-dynamic-kubeconfig", input.cert_prefix())
+}
+
 /// Secret `<rs>-<fp>-dynamic-kubeconfig` / `<rs>-proxy-dynamic-kubeconfig`: cluster and context
 /// `system:admin` (the root shard), user `admin` (the proxy's kubeconfig client certificate).
 pub fn render_proxy_dynamic_kubeconfig_secret(input: &ProxyInput<'_>) -> Result<Secret> {
@@ -196,7 +202,7 @@ pub fn render_proxy_dynamic_kubeconfig_secret(input: &ProxyInput<'_>) -> Result<
         &format!("{BASE}/kubeconfig-client-cert"),
     );
     kubeconfig_secret(
-        &format!("{}-dynamic-kubeconfig", input.cert_prefix()),
+        &proxy_dynamic_kubeconfig_name(input),
         input.namespace,
         input.labels(),
         &file,
@@ -373,15 +379,27 @@ pub fn render_proxy_deployment(input: &ProxyInput<'_>) -> Deployment {
     d::assemble(workload, container, parts)
 }
 
-/// The Service port of a FrontProxy: `external.port` if positive; else the port of the
-/// deprecated `externalHostname` (6443 when absent or unparsable); else the RootShard's
-/// `external.port`; else 6443. The internal proxy always uses 6443.
+/// The port of an external address's Service: `servicePort` when set (an Ingress, Gateway or
+/// load balancer serves `port` in front of it, a kcp-rs addition), else `port`; `None` when
+/// neither is positive.
+fn external_service_port(external: &ExternalConfig) -> Option<i32> {
+    external
+        .service_port
+        .filter(|p| *p > 0)
+        .or(Some(external.port).filter(|p| *p > 0))
+        .map(|p| i32::try_from(p).unwrap_or(6443))
+}
+
+/// The Service port of a FrontProxy: its `external.servicePort` or `external.port` if
+/// positive; else the port of the deprecated `externalHostname` (6443 when absent or
+/// unparsable); else the RootShard's `external.servicePort` or `external.port`; else 6443. The
+/// internal proxy always uses 6443.
 pub fn proxy_service_port(input: &ProxyInput<'_>) -> i32 {
     let Some((_, fp)) = input.front_proxy else {
         return 6443;
     };
-    if let Some(port) = fp.external.as_ref().map(|e| e.port).filter(|p| *p > 0) {
-        return i32::try_from(port).unwrap_or(6443);
+    if let Some(port) = fp.external.as_ref().and_then(external_service_port) {
+        return port;
     }
     if !fp.external_hostname.is_empty() {
         return fp
@@ -390,10 +408,7 @@ pub fn proxy_service_port(input: &ProxyInput<'_>) -> i32 {
             .and_then(|(_, p)| p.parse::<i32>().ok())
             .unwrap_or(6443);
     }
-    match input.root_shard_spec.external.port {
-        0 => 6443,
-        port => i32::try_from(port).unwrap_or(6443),
-    }
+    external_service_port(&input.root_shard_spec.external).unwrap_or(6443)
 }
 
 /// Service `<fp>-front-proxy` / `<rs>-proxy`: one port `https` -> 6443.

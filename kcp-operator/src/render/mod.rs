@@ -11,6 +11,7 @@
 //! * [`deployment`]: the Deployment mutations shared by all workloads;
 //! * [`rootshard`], [`shard`], [`frontproxy`], [`cacheserver`], [`virtualworkspace`]: the
 //!   workloads (Deployments, Services, ConfigMaps, Secrets) per kind;
+//! * [`pdb`]: the optional PodDisruptionBudgets of the workloads;
 //! * [`revisions`]: the pod-template revision labels that roll a Deployment when a mounted
 //!   Secret or ConfigMap changes.
 
@@ -22,6 +23,7 @@ pub mod duration;
 pub mod frontproxy;
 pub mod kubeconfig;
 pub mod names;
+pub mod pdb;
 pub mod pki;
 pub mod revisions;
 pub mod rootshard;

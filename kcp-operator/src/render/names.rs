@@ -2,6 +2,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::api::ExternalConfig;
+
 /// `app.kubernetes.io/managed-by`.
 pub const LABEL_MANAGED_BY: &str = "app.kubernetes.io/managed-by";
 /// `app.kubernetes.io/name`.
@@ -142,6 +144,17 @@ pub fn root_ca_secret_name(owner: &str, ca_secret_ref: Option<&str>) -> String {
     match ca_secret_ref {
         Some(name) if !name.is_empty() => name.to_owned(),
         _ => format!("{owner}-ca"),
+    }
+}
+
+/// The value of kcp's `--external-hostname` for an external address: the host alone when the
+/// port is kcp's own (6443, or unset), as upstream; `host:port` otherwise, since kcp completes
+/// a port-less value with its serving port 6443, which is wrong behind an Ingress or Gateway
+/// on another port (upstream kcp-operator#124).
+pub fn external_address(external: &ExternalConfig) -> String {
+    match external.port {
+        0 | 6443 => external.hostname.clone(),
+        port => format!("{}:{port}", external.hostname),
     }
 }
 

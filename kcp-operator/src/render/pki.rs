@@ -755,7 +755,9 @@ fn proxy_dns_names(rs: &RootShard, fp: Option<&FrontProxy>, service: &str) -> Ve
             .map(|e| e.hostname.as_str())
             .unwrap_or_default();
         if !fp.spec.external_hostname.is_empty() {
-            dns.push(fp.spec.external_hostname.clone());
+            // The deprecated field may carry a `:port`, which is no DNS name (upstream puts it
+            // into the SANs as is and cert-manager refuses the Certificate).
+            dns.push(names::url_host(&fp.spec.external_hostname).to_owned());
         } else if !external.is_empty() {
             dns.push(external.to_owned());
         }

@@ -117,7 +117,10 @@ fn shard_args(cs: &CompiledShard, name: &str, ns: &str, mounts_proxy: bool) -> V
             "--shard-external-url=https://{}:{}",
             rs.external.hostname, rs.external.port
         ),
-        format!("--external-hostname={}", rs.external.hostname),
+        format!(
+            "--external-hostname={}",
+            names::external_address(&rs.external)
+        ),
         format!("--cache-kubeconfig={cache_kubeconfig}/kubeconfig"),
         format!(
             "--root-shard-kubeconfig-file={}/kubeconfig",

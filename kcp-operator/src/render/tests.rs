@@ -820,3 +820,104 @@ fn image_version_parse_is_lenient_like_masterminds() {
     assert_eq!(d::parse_version("main"), None);
     assert!(d::supports_mount_proxy(None));
 }
+
+// ----- an external endpoint on 443 served by an Ingress or Gateway (upstream #124) ----------
+
+/// The example installation with clients on `api.kcp.example.com:443` (an Ingress or Gateway)
+/// in front of a front-proxy Service that keeps port 6443.
+fn behind_ingress() -> (RootShard, Shard, FrontProxy) {
+    let external = ExternalConfig {
+        hostname: "api.kcp.example.com".into(),
+        port: 443,
+        service_port: Some(6443),
+        ..ExternalConfig::default()
+    };
+    let mut rs = root_shard();
+    rs.spec.external = external.clone();
+    let mut fp = front_proxy();
+    fp.spec.external = Some(external);
+    (rs, shard(), fp)
+}
+
+#[test]
+fn behind_an_ingress_the_front_proxy_service_keeps_its_service_port() {
+    let (rs, _, fp) = behind_ingress();
+    let cfp = compiled_front_proxy(&fp, &rs);
+    let input = ProxyInput::front_proxy(&cfp);
+    assert_eq!(proxy_service_port(&input), 6443);
+    insta::assert_yaml_snapshot!(render_proxy_service(&input));
+}
+
+#[test]
+fn without_a_service_port_the_front_proxy_service_listens_on_the_external_port() {
+    let (rs, _, mut fp) = behind_ingress();
+    fp.spec.external.as_mut().unwrap().service_port = None;
+    let cfp = compiled_front_proxy(&fp, &rs);
+    assert_eq!(proxy_service_port(&ProxyInput::front_proxy(&cfp)), 443);
+}
+
+#[test]
+fn a_front_proxy_without_its_own_external_uses_the_root_shard_service_port() {
+    let (rs, _, mut fp) = behind_ingress();
+    fp.spec.external = None;
+    let cfp = compiled_front_proxy(&fp, &rs);
+    assert_eq!(proxy_service_port(&ProxyInput::front_proxy(&cfp)), 6443);
+}
+
+#[test]
+fn behind_an_ingress_shards_advertise_the_external_port() {
+    let (rs, s, _) = behind_ingress();
+    let shard_args = args(&render_shard_deployment(&compiled_shard(&s, &rs)));
+    let root_args = args(&render_root_shard_deployment(&compiled_root_shard(&rs)));
+    assert!(shard_args.contains(&"--external-hostname=api.kcp.example.com:443".to_owned()));
+    for a in [&shard_args, &root_args] {
+        assert!(a.contains(&"--shard-external-url=https://api.kcp.example.com:443".to_owned()));
+    }
+    insta::assert_yaml_snapshot!(shard_args);
+}
+
+#[test]
+fn on_the_default_port_the_external_hostname_flag_stays_as_upstream() {
+    let shard_args = args(&render_shard_deployment(&compiled_shard(
+        &shard(),
+        &root_shard(),
+    )));
+    assert!(shard_args.contains(&"--external-hostname=api.kcp.example.com".to_owned()));
+}
+
+#[test]
+fn behind_an_ingress_kubeconfigs_name_the_external_port() {
+    let (rs, s, fp) = behind_ingress();
+    assert_eq!(
+        crate::reconcile::kubeconfig::front_proxy_url(&fp.spec, &rs.spec),
+        "https://api.kcp.example.com:443"
+    );
+    assert_eq!(
+        external_admin_server(&rs),
+        "https://api.kcp.example.com:443"
+    );
+    let secret =
+        render_shard_kubeconfig_secret(&s, &rs, ShardKubeconfig::ExternalLogicalClusterAdmin)
+            .unwrap();
+    insta::assert_snapshot!(kubeconfig_text(&secret));
+}
+
+#[test]
+fn behind_an_ingress_the_front_proxy_certificate_names_the_external_host() {
+    let (rs, _, fp) = behind_ingress();
+    let cert = render_proxy_certificate(&rs, Some(&fp), ProxyLeaf::Server);
+    insta::assert_yaml_snapshot!(cert);
+}
+
+#[test]
+fn a_port_in_the_deprecated_external_hostname_stays_out_of_the_certificate_sans() {
+    let rs = root_shard();
+    let mut fp = front_proxy();
+    fp.spec.external = None;
+    fp.spec.external_hostname = "proxy.example.com:443".into();
+    let cert = render_proxy_certificate(&rs, Some(&fp), ProxyLeaf::Server);
+    let dns = serde_json::to_value(&cert).unwrap()["spec"]["dnsNames"].clone();
+    let dns: Vec<String> = serde_json::from_value(dns).unwrap();
+    assert!(dns.contains(&"proxy.example.com".to_owned()), "{dns:?}");
+    assert!(!dns.iter().any(|d| d.contains(':')), "{dns:?}");
+}

@@ -189,3 +189,20 @@ fn each_kind_has_a_read_operation_naming_its_group_version_kind() {
     );
     assert!(doc["paths"]["/api/v1/namespaces/{name}"]["get"].is_object());
 }
+
+#[test]
+fn every_kind_kcp_sim_serves_has_a_schema() {
+    use crate::resource::{Flavor, builtin_types};
+    for flavor in [Flavor::Kubernetes, Flavor::Kcp] {
+        for t in builtin_types(flavor) {
+            for version in &t.versions {
+                assert!(
+                    builtin(&t.group, version, &t.kind).is_some(),
+                    "{}/{version} {} has no OpenAPI schema",
+                    t.group,
+                    t.kind
+                );
+            }
+        }
+    }
+}
