@@ -49,14 +49,10 @@ fn role_pr() -> PublishedResource {
     builtin_pr("roles", "rbac.authorization.k8s.io", "Role", projection)
 }
 
+/// The playground's example of a builtin kind: ConfigMaps published as KubeConfigMaps.
 fn configmap_pr() -> PublishedResource {
-    let projection = ResourceProjection {
-        group: "kcp.example.com".into(),
-        kind: "KubeConfigMap".into(),
-        plural: "kubeconfigmaps".into(),
-        ..Default::default()
-    };
-    builtin_pr("configmaps", "", "ConfigMap", projection)
+    let yaml = include_str!("../../examples/playground/sync/publish-configmaps.yaml");
+    serde_saphyr::from_str(yaml).unwrap()
 }
 
 /// Publishes `pr` and returns its APIResourceSchema.
