@@ -25,8 +25,8 @@ use kcp_core::runtime::{CacheSync, ErrorPolicy, Outcome, drain_controller};
 use kcp_core::{KubeObjectClient, ObjectClient};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt as _, watcher};
-use kube::{Api, Client, Resource};
+use kube::runtime::{Controller, watcher};
+use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
@@ -37,10 +37,12 @@ use crate::error::{Error, Result};
 use crate::metrics::{CountedKind, Metrics, PhasedKind};
 use crate::pki::{BuiltinPki, Pki};
 use crate::reconcile::cached::CachedShards;
+use crate::reconcile::reads::{CachedGets, ReadCache};
 use crate::reconcile::retry::RetryingReads;
 use crate::reconcile::{config, kubeconfig, virtualworkspace, workload};
 use crate::render::certmanager::{Certificate, ClusterIssuer, Issuer};
 use crate::render::names::KUBECONFIG_LABEL;
+use crate::shared::{Hubs, Shared};
 
 /// A controller group of `--enabled-controller-groups`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -86,6 +88,8 @@ pub struct Context {
     pub caches: CacheSync,
     /// The Shard controller's store, for the lists of a RootShard's Shards (config group).
     pub shards: std::sync::OnceLock<Store<Shard>>,
+    /// The stores GETs of child objects are answered from (see [`CachedGets`]).
+    pub reads: std::sync::OnceLock<ReadCache>,
     /// Cancelled when the operator stops; controllers then drain.
     pub stop: CancellationToken,
 }
@@ -166,9 +170,14 @@ async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
         name = meta.name.as_deref().unwrap_or_default()
     );
     let reads = RetryingReads(ctx.client.as_ref());
-    let client = CachedShards {
+    let synced = ctx.caches.is_synced();
+    let gets = CachedGets {
         inner: &reads,
-        shards: ctx.shards.get().filter(|_| ctx.caches.is_synced()),
+        cache: ctx.reads.get().filter(|_| synced),
+    };
+    let client = CachedShards {
+        inner: &gets,
+        shards: ctx.shards.get().filter(|_| synced),
     };
     let started = std::time::Instant::now();
     let result = obj
@@ -187,10 +196,6 @@ async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
 fn error_policy<K: Reconciled>(obj: Arc<K>, err: &Error, ctx: Arc<Context>) -> Action {
     tracing::warn!(kind = %K::kind(&()), name = obj.meta().name.as_deref().unwrap_or_default(), error = %err, "reconcile failed");
     ctx.errors.failed(obj.as_ref(), err)
-}
-
-fn api<K: Resource<DynamicType = ()>>(client: &Client) -> Api<K> {
-    Api::all(client.clone())
 }
 
 /// Tracks the controller's cache for readiness at once, then runs the controller to
@@ -224,25 +229,42 @@ fn refs<K: Reconciled>(
         .collect()
 }
 
-fn cfg() -> watcher::Config {
-    watcher::Config::default()
+/// How long a controller waits after an object's last trigger before reconciling it: the
+/// built-in issuer (or cert-manager) signs an installation's Certificates one by one, and the
+/// owner's pass reads them all, so bursts of wake-ups are coalesced into one pass.
+pub const DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// A controller of `K` over its shared watch, with [`DEBOUNCE`].
+fn controller<K: Reconciled + Shared>(hubs: &mut Hubs) -> Controller<K> {
+    let hub = hubs.of::<K>();
+    Controller::for_stream(hub.objects(), hub.store())
+        .with_config(kube::runtime::controller::Config::default().debounce(DEBOUNCE))
+}
+
+/// Certificates, passed on to their owner only when new, deleted, or changed in what the
+/// owner's pass reads (see [`crate::triggers`]).
+fn certificates(
+    hubs: &mut Hubs,
+) -> impl futures::Stream<Item = Result<Certificate, watcher::Error>> + Send + 'static {
+    hubs.of::<Certificate>()
+        .changes(crate::triggers::certificate_fingerprint)
 }
 
 /// The RootShard controller: woken by its Shards and by the VirtualWorkspace it names.
-fn root_shard_controller(client: &Client) -> Controller<RootShard> {
-    let controller = Controller::new(api::<RootShard>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .owns(api::<CompiledRootShard>(client), cfg());
+fn root_shard_controller(hubs: &mut Hubs) -> Controller<RootShard> {
+    let controller = controller::<RootShard>(hubs)
+        .owns_stream(certificates(hubs))
+        .owns_stream(hubs.of::<CompiledRootShard>().metas());
     let store = controller.store();
     controller
-        .watches(api::<Shard>(client), cfg(), |s| {
+        .watches_stream(hubs.of::<Shard>().objects(), |s| {
             let ns = s.metadata.namespace.clone().unwrap_or_default();
             s.spec
                 .root_shard
                 .name()
                 .map(|n| ObjectRef::new(n).within(&ns))
         })
-        .watches(api::<VirtualWorkspace>(client), cfg(), move |vw| {
+        .watches_stream(hubs.of::<VirtualWorkspace>().objects(), move |vw| {
             let name = vw.metadata.name.clone();
             refs(&store, vw.metadata.namespace.as_deref(), |r: &RootShard| {
                 r.spec
@@ -258,11 +280,11 @@ fn root_shard_controller(client: &Client) -> Controller<RootShard> {
 /// A controller of a kind pointing at a RootShard, woken when that RootShard changes.
 fn follows_root_shard<K: Reconciled>(
     controller: Controller<K>,
-    client: &Client,
+    hubs: &mut Hubs,
     points_at: impl Fn(&K, &str) -> bool + Send + Sync + 'static,
 ) -> Controller<K> {
     let store = controller.store();
-    controller.watches(api::<RootShard>(client), cfg(), move |rs| {
+    controller.watches_stream(hubs.of::<RootShard>().objects(), move |rs| {
         let name = rs.metadata.name.clone().unwrap_or_default();
         refs(&store, rs.metadata.namespace.as_deref(), |o: &K| {
             points_at(o, &name)
@@ -270,11 +292,12 @@ fn follows_root_shard<K: Reconciled>(
     })
 }
 
-/// The Kubeconfig controller: woken by its client certificate's Secret.
-fn kubeconfig_controller(client: &Client) -> Controller<Kubeconfig> {
-    Controller::new(api::<Kubeconfig>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .watches(api::<Secret>(client), cfg().labels(KUBECONFIG_LABEL), |s| {
+/// The Kubeconfig controller: woken by its client certificate's Secret (labelled
+/// `operator.kcp.io/kubeconfig`).
+fn kubeconfig_controller(hubs: &mut Hubs) -> Controller<Kubeconfig> {
+    controller::<Kubeconfig>(hubs)
+        .owns_stream(certificates(hubs))
+        .watches_stream(hubs.meta::<Secret>().metas_only(), |s| {
             let ns = s.metadata.namespace.clone().unwrap_or_default();
             s.metadata
                 .labels
@@ -284,15 +307,15 @@ fn kubeconfig_controller(client: &Client) -> Controller<Kubeconfig> {
 }
 
 fn config_controllers(
-    client: &Client,
+    hubs: &mut Hubs,
     ctx: &Arc<Context>,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) -> Vec<BoxFuture<'static, ()>> {
-    let rs = root_shard_controller(client);
-    let vws = Controller::new(api::<VirtualWorkspace>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .owns(api::<CompiledVirtualWorkspace>(client), cfg());
-    let vws = follows_root_shard(vws, client, |v: &VirtualWorkspace, rs| {
+    let rs = root_shard_controller(hubs);
+    let vws = controller::<VirtualWorkspace>(hubs)
+        .owns_stream(certificates(hubs))
+        .owns_stream(hubs.of::<CompiledVirtualWorkspace>().metas());
+    let vws = follows_root_shard(vws, hubs, |v: &VirtualWorkspace, rs| {
         v.spec
             .target
             .root_shard_ref
@@ -300,23 +323,23 @@ fn config_controllers(
             .is_some_and(|r| r.name == rs)
             || v.spec.target.shard_ref.is_some()
     });
-    let shards = Controller::new(api::<Shard>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .owns(api::<CompiledShard>(client), cfg());
-    let shards = follows_root_shard(shards, client, |s: &Shard, rs| {
+    let shards = controller::<Shard>(hubs)
+        .owns_stream(certificates(hubs))
+        .owns_stream(hubs.of::<CompiledShard>().metas());
+    let shards = follows_root_shard(shards, hubs, |s: &Shard, rs| {
         s.spec.root_shard.name() == Some(rs)
     });
-    let fps = Controller::new(api::<FrontProxy>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .owns(api::<CompiledFrontProxy>(client), cfg());
-    let fps = follows_root_shard(fps, client, |f: &FrontProxy, rs| {
+    let fps = controller::<FrontProxy>(hubs)
+        .owns_stream(certificates(hubs))
+        .owns_stream(hubs.of::<CompiledFrontProxy>().metas());
+    let fps = follows_root_shard(fps, hubs, |f: &FrontProxy, rs| {
         f.spec.root_shard.name() == Some(rs)
     });
-    let caches = Controller::new(api::<CacheServer>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .owns(api::<Issuer>(client), cfg())
-        .owns(api::<CompiledCacheServer>(client), cfg());
-    let kubeconfigs = kubeconfig_controller(client);
+    let caches = controller::<CacheServer>(hubs)
+        .owns_stream(certificates(hubs))
+        .owns_stream(hubs.of::<Issuer>().metas())
+        .owns_stream(hubs.of::<CompiledCacheServer>().metas());
+    let kubeconfigs = kubeconfig_controller(hubs);
     let _ = ctx.shards.set(shards.store());
     let stores = Stores {
         root_shards: rs.store(),
@@ -512,17 +535,17 @@ fn secret_concerns<K: Compiled>(o: &K, secret: &kube::api::ObjectMeta) -> bool {
 
 /// A workload controller: owns Deployments, Services and ConfigMaps, and is woken by the
 /// Secrets its Deployment may mount (see [`secret_concerns`]).
-fn workload_controller<K: Compiled>(
-    client: &Client,
+fn workload_controller<K: Compiled + Shared>(
+    hubs: &mut Hubs,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> Controller<K> {
-    let controller = Controller::new(api::<K>(client), cfg())
-        .owns(api::<Deployment>(client), cfg())
-        .owns(api::<Service>(client), cfg())
-        .owns(api::<ConfigMap>(client), cfg());
+    let controller = controller::<K>(hubs)
+        .owns_stream(hubs.meta::<Deployment>().metas_only())
+        .owns_stream(hubs.meta::<Service>().metas_only())
+        .owns_stream(hubs.meta::<ConfigMap>().metas_only());
     let store = controller.store();
     controller
-        .watches(api::<Secret>(client), cfg(), move |s| {
+        .watches_stream(hubs.meta::<Secret>().metas_only(), move |s| {
             refs(&store, s.metadata.namespace.as_deref(), |o: &K| {
                 secret_concerns(o, &s.metadata)
             })
@@ -531,29 +554,29 @@ fn workload_controller<K: Compiled>(
 }
 
 fn workload_controllers(
-    client: &Client,
+    hubs: &mut Hubs,
     ctx: &Arc<Context>,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) -> Vec<BoxFuture<'static, ()>> {
     vec![
         Box::pin(drive(
-            workload_controller::<CompiledRootShard>(client, shutdown.clone()),
+            workload_controller::<CompiledRootShard>(hubs, shutdown.clone()),
             ctx.clone(),
         )),
         Box::pin(drive(
-            workload_controller::<CompiledShard>(client, shutdown.clone()),
+            workload_controller::<CompiledShard>(hubs, shutdown.clone()),
             ctx.clone(),
         )),
         Box::pin(drive(
-            workload_controller::<CompiledFrontProxy>(client, shutdown.clone()),
+            workload_controller::<CompiledFrontProxy>(hubs, shutdown.clone()),
             ctx.clone(),
         )),
         Box::pin(drive(
-            workload_controller::<CompiledCacheServer>(client, shutdown.clone()),
+            workload_controller::<CompiledCacheServer>(hubs, shutdown.clone()),
             ctx.clone(),
         )),
         Box::pin(drive(
-            workload_controller::<CompiledVirtualWorkspace>(client, shutdown),
+            workload_controller::<CompiledVirtualWorkspace>(hubs, shutdown),
             ctx.clone(),
         )),
     ]
@@ -616,30 +639,28 @@ fn names_issuer(c: &Certificate, kind: &str, namespace: Option<&str>, name: &str
 /// The built-in issuer: one controller over every Certificate, woken by its Secret (by the
 /// `cert-manager.io/certificate-name` annotation), by its Issuer or ClusterIssuer, and, while
 /// waiting, by the CA Secret of its issuer.
-fn certificate_controller(
-    client: &Client,
-    pki: &BuiltinPki,
-    issuers: Store<Issuer>,
-    cluster_issuers: Store<ClusterIssuer>,
-) -> Controller<Certificate> {
-    let controller = Controller::new(api::<Certificate>(client), cfg());
+fn certificate_controller(hubs: &mut Hubs, pki: &BuiltinPki) -> Controller<Certificate> {
+    let hub = hubs.of::<Certificate>();
+    let controller = Controller::for_stream(hub.objects(), hub.store());
+    let issuers = hubs.of::<Issuer>().store();
+    let cluster_issuers = hubs.of::<ClusterIssuer>().store();
     let certs = controller.store();
     let (by_issuer, by_cluster_issuer) = (certs.clone(), certs.clone());
     let resource_ns = pki.cluster_resource_namespace.clone();
     controller
-        .watches(api::<Issuer>(client), cfg(), move |i| {
+        .watches_stream(hubs.of::<Issuer>().objects(), move |i| {
             let name = i.metadata.name.clone().unwrap_or_default();
             waiting_certificates(&by_issuer, |c| {
                 names_issuer(c, "Issuer", i.metadata.namespace.as_deref(), &name)
             })
         })
-        .watches(api::<ClusterIssuer>(client), cfg(), move |i| {
+        .watches_stream(hubs.of::<ClusterIssuer>().objects(), move |i| {
             let name = i.metadata.name.clone().unwrap_or_default();
             waiting_certificates(&by_cluster_issuer, |c| {
                 names_issuer(c, "ClusterIssuer", None, &name)
             })
         })
-        .watches(api::<Secret>(client), cfg(), move |s| {
+        .watches_stream(hubs.meta::<Secret>().metas_only(), move |s| {
             let ns = s.metadata.namespace.clone().unwrap_or_default();
             let name = s.metadata.name.clone().unwrap_or_default();
             let own = s
@@ -678,37 +699,13 @@ fn certificate_controller(
         })
 }
 
-/// Keeps a store of `K` current until `shutdown`.
-fn reflect<K>(
-    client: &Client,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> (Store<K>, BoxFuture<'static, ()>)
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    let (reader, writer) = kube::runtime::reflector::store();
-    let stream =
-        kube::runtime::reflector(writer, watcher(api::<K>(client), cfg())).default_backoff();
-    let task = async move {
-        let drain = stream.for_each(|_| async {});
-        tokio::select! {
-            _ = drain => {}
-            _ = shutdown => {}
-        }
-    };
-    (reader, Box::pin(task))
-}
-
 fn pki_controllers(
-    client: &Client,
+    hubs: &mut Hubs,
     ctx: &Arc<Context>,
     pki: &BuiltinPki,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) -> Vec<BoxFuture<'static, ()>> {
-    let (issuers, issuer_task) = reflect::<Issuer>(client, shutdown.clone());
-    let (cluster_issuers, cluster_issuer_task) = reflect::<ClusterIssuer>(client, shutdown.clone());
-    let controller = certificate_controller(client, pki, issuers, cluster_issuers)
-        .graceful_shutdown_on(shutdown);
+    let controller = certificate_controller(hubs, pki).graceful_shutdown_on(shutdown);
     let store = controller.store();
     ctx.caches.track(store.clone());
     let stop = ctx.stop.clone();
@@ -724,7 +721,23 @@ fn pki_controllers(
             .for_each(|_| async {});
         drain_controller(run, store, stop).await;
     };
-    vec![issuer_task, cluster_issuer_task, Box::pin(run)]
+    vec![Box::pin(run)]
+}
+
+/// The stores child GETs are answered from: the Compiled* kinds (both groups watch them) and,
+/// with the config group, Certificates and Issuers.
+fn read_cache(hubs: &mut Hubs, groups: &BTreeSet<ControllerGroup>) -> ReadCache {
+    let mut cache = ReadCache::default();
+    if groups.contains(&ControllerGroup::Config) {
+        cache.serve(hubs.of::<Certificate>().store());
+        cache.serve(hubs.of::<Issuer>().store());
+    }
+    cache.serve(hubs.of::<CompiledRootShard>().store());
+    cache.serve(hubs.of::<CompiledShard>().store());
+    cache.serve(hubs.of::<CompiledFrontProxy>().store());
+    cache.serve(hubs.of::<CompiledCacheServer>().store());
+    cache.serve(hubs.of::<CompiledVirtualWorkspace>().store());
+    cache
 }
 
 /// Runs the enabled controller groups against `client` until `shutdown` completes, then lets
@@ -773,18 +786,22 @@ pub async fn run_with(
         metrics,
         caches: CacheSync::new(synced),
         shards: std::sync::OnceLock::new(),
+        reads: std::sync::OnceLock::new(),
         stop,
     });
+    let mut hubs = Hubs::new(client, ctx.stop.clone());
     let mut tasks = Vec::new();
     if groups.contains(&ControllerGroup::Config) {
-        tasks.extend(config_controllers(&client, &ctx, shutdown.clone()));
+        tasks.extend(config_controllers(&mut hubs, &ctx, shutdown.clone()));
         if let Pki::Builtin(builtin) = pki {
-            tasks.extend(pki_controllers(&client, &ctx, builtin, shutdown.clone()));
+            tasks.extend(pki_controllers(&mut hubs, &ctx, builtin, shutdown.clone()));
         }
     }
     if groups.contains(&ControllerGroup::Workload) {
-        tasks.extend(workload_controllers(&client, &ctx, shutdown));
+        tasks.extend(workload_controllers(&mut hubs, &ctx, shutdown));
     }
+    let _ = ctx.reads.set(read_cache(&mut hubs, groups));
+    tasks.extend(hubs.into_tasks());
     tracing::info!(
         ?groups,
         controllers = tasks.len(),

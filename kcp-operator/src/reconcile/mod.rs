@@ -12,6 +12,7 @@ pub mod config;
 pub mod ensure;
 pub mod kubeconfig;
 mod phased;
+pub mod reads;
 pub mod retry;
 pub mod virtualworkspace;
 pub mod workload;
