@@ -36,13 +36,14 @@ use crate::api::*;
 use crate::error::{Error, Result};
 use crate::metrics::{CountedKind, Metrics, PhasedKind};
 use crate::pki::{BuiltinPki, Pki};
-use crate::reconcile::cached::CachedShards;
+use crate::reconcile::cached::{CachedShards, with_shards};
 use crate::reconcile::reads::{CachedGets, ReadCache};
 use crate::reconcile::retry::RetryingReads;
 use crate::reconcile::{config, kubeconfig, virtualworkspace, workload};
 use crate::render::certmanager::{Certificate, ClusterIssuer, Issuer};
 use crate::render::names::KUBECONFIG_LABEL;
 use crate::shared::{Hubs, Shared};
+use crate::triggers::spec_fingerprint;
 
 /// A controller group of `--enabled-controller-groups`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -180,10 +181,9 @@ async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
         shards: ctx.shards.get().filter(|_| synced),
     };
     let started = std::time::Instant::now();
-    let result = obj
-        .reconcile(&client, ctx.addresser.as_ref())
-        .instrument(span)
-        .await;
+    let shards = ctx.shards.get().filter(|_| synced).cloned();
+    let pass = obj.reconcile(&client, ctx.addresser.as_ref());
+    let result = with_shards(shards, pass).instrument(span).await;
     let controller = K::kind(&()).to_ascii_lowercase();
     ctx.metrics.observe(
         &controller,
@@ -234,20 +234,51 @@ fn refs<K: Reconciled>(
 /// owner's pass reads them all, so bursts of wake-ups are coalesced into one pass.
 pub const DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// A controller of `K` over its shared watch, with [`DEBOUNCE`].
+/// A controller of `K` over its shared watch, woken by changes of its spec and metadata (see
+/// [`crate::triggers`]), with [`DEBOUNCE`].
 fn controller<K: Reconciled + Shared>(hubs: &mut Hubs) -> Controller<K> {
     let hub = hubs.of::<K>();
-    Controller::for_stream(hub.objects(), hub.store())
+    Controller::for_stream(hub.changes(spec_fingerprint::<K>), hub.store())
         .with_config(kube::runtime::controller::Config::default().debounce(DEBOUNCE))
 }
 
-/// Certificates, passed on to their owner only when new, deleted, or changed in what the
-/// owner's pass reads (see [`crate::triggers`]).
+/// Certificates, passed on to their owner when deleted (the owner recreates it) or changed in
+/// what the owner's pass reads (see [`crate::triggers`]) while every Certificate of that owner
+/// is ready: before that the pass has nothing to render, and an installation's Certificates
+/// are signed one by one.
 fn certificates(
     hubs: &mut Hubs,
 ) -> impl futures::Stream<Item = Result<Certificate, watcher::Error>> + Send + 'static {
-    hubs.of::<Certificate>()
-        .changes(crate::triggers::certificate_fingerprint)
+    let hub = hubs.of::<Certificate>();
+    let store = hub.store();
+    hub.changes(crate::triggers::certificate_fingerprint)
+        .filter(move |event| futures::future::ready(worth_a_pass(&store, event)))
+}
+
+/// See [`certificates`].
+fn worth_a_pass(store: &Store<Certificate>, event: &Result<Certificate, watcher::Error>) -> bool {
+    let Ok(cert) = event else {
+        return true;
+    };
+    let Some(current) = store.get(&ObjectRef::from_obj(cert)) else {
+        return true;
+    };
+    let owner = |c: &Certificate| {
+        c.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|r| r.controller == Some(true))
+            .map(|r| r.uid.clone())
+    };
+    let Some(uid) = owner(&current) else {
+        return true;
+    };
+    store
+        .state()
+        .iter()
+        .filter(|c| owner(c).as_ref() == Some(&uid))
+        .all(|c| c.is_ready())
 }
 
 /// The RootShard controller: woken by its Shards and by the VirtualWorkspace it names.
@@ -257,24 +288,28 @@ fn root_shard_controller(hubs: &mut Hubs) -> Controller<RootShard> {
         .owns_stream(hubs.of::<CompiledRootShard>().metas());
     let store = controller.store();
     controller
-        .watches_stream(hubs.of::<Shard>().objects(), |s| {
+        .watches_stream(hubs.of::<Shard>().changes(spec_fingerprint::<Shard>), |s| {
             let ns = s.metadata.namespace.clone().unwrap_or_default();
             s.spec
                 .root_shard
                 .name()
                 .map(|n| ObjectRef::new(n).within(&ns))
         })
-        .watches_stream(hubs.of::<VirtualWorkspace>().objects(), move |vw| {
-            let name = vw.metadata.name.clone();
-            refs(&store, vw.metadata.namespace.as_deref(), |r: &RootShard| {
-                r.spec
-                    .common
-                    .kcp_virtual_workspace
-                    .as_ref()
-                    .map(|v| &v.name)
-                    == name.as_ref()
-            })
-        })
+        .watches_stream(
+            hubs.of::<VirtualWorkspace>()
+                .changes(spec_fingerprint::<VirtualWorkspace>),
+            move |vw| {
+                let name = vw.metadata.name.clone();
+                refs(&store, vw.metadata.namespace.as_deref(), |r: &RootShard| {
+                    r.spec
+                        .common
+                        .kcp_virtual_workspace
+                        .as_ref()
+                        .map(|v| &v.name)
+                        == name.as_ref()
+                })
+            },
+        )
 }
 
 /// A controller of a kind pointing at a RootShard, woken when that RootShard changes.
@@ -284,12 +319,16 @@ fn follows_root_shard<K: Reconciled>(
     points_at: impl Fn(&K, &str) -> bool + Send + Sync + 'static,
 ) -> Controller<K> {
     let store = controller.store();
-    controller.watches_stream(hubs.of::<RootShard>().objects(), move |rs| {
-        let name = rs.metadata.name.clone().unwrap_or_default();
-        refs(&store, rs.metadata.namespace.as_deref(), |o: &K| {
-            points_at(o, &name)
-        })
-    })
+    controller.watches_stream(
+        hubs.of::<RootShard>()
+            .changes(spec_fingerprint::<RootShard>),
+        move |rs| {
+            let name = rs.metadata.name.clone().unwrap_or_default();
+            refs(&store, rs.metadata.namespace.as_deref(), |o: &K| {
+                points_at(o, &name)
+            })
+        },
+    )
 }
 
 /// The Kubeconfig controller: woken by its client certificate's Secret (labelled
@@ -636,12 +675,14 @@ fn names_issuer(c: &Certificate, kind: &str, namespace: Option<&str>, name: &str
         && (namespace.is_none() || c.metadata.namespace.as_deref() == namespace)
 }
 
-/// The built-in issuer: one controller over every Certificate, woken by its Secret (by the
+/// The built-in issuer: one controller over every Certificate, woken by changes of its spec or
+/// metadata (not its status, see [`crate::triggers::spec_fingerprint`]), by its Secret (by the
 /// `cert-manager.io/certificate-name` annotation), by its Issuer or ClusterIssuer, and, while
 /// waiting, by the CA Secret of its issuer.
 fn certificate_controller(hubs: &mut Hubs, pki: &BuiltinPki) -> Controller<Certificate> {
     let hub = hubs.of::<Certificate>();
-    let controller = Controller::for_stream(hub.objects(), hub.store());
+    let changes = hub.changes(crate::triggers::spec_fingerprint::<Certificate>);
+    let controller = Controller::for_stream(changes, hub.store());
     let issuers = hubs.of::<Issuer>().store();
     let cluster_issuers = hubs.of::<ClusterIssuer>().store();
     let certs = controller.store();

@@ -6,6 +6,11 @@
 //! (to keep them as rendered), whether it is `Ready`, its `revision` and its `notAfter`;
 //! [`changes`] passes an object on only when such a [`fingerprint`](certificate_fingerprint)
 //! changed, when it is new, or when it is deleted (so the owner recreates it).
+//!
+//! Likewise a controller's own kind, and the kinds it follows (a RootShard's Shards, a Shard's
+//! RootShard), wake it when their spec or metadata change ([`spec_fingerprint`]), not when
+//! their status is written: no pass reads another object's status but a Certificate's and a
+//! Compiled* object's (whose owner watches see every change).
 
 use std::collections::HashMap;
 use std::collections::hash_map::DefaultHasher;
@@ -17,18 +22,31 @@ use kube::runtime::watcher;
 
 use crate::render::certmanager::Certificate;
 
-/// What a Certificate's owner reads of it, hashed: generation, labels, annotations, owner
-/// references, deletion, readiness, revision and expiry.
+/// An object's spec (its generation) and metadata, hashed: labels, annotations, finalizers,
+/// owner references and deletion. What a controller of the kind, or one following it, reacts
+/// to; status writes (the controller's own, or the issuer's) leave it unchanged.
+pub fn spec_fingerprint<K: Resource>(o: &K) -> u64 {
+    let mut h = DefaultHasher::new();
+    hash_meta(o.meta(), &mut h);
+    h.finish()
+}
+
+fn hash_meta(m: &kube::api::ObjectMeta, h: &mut DefaultHasher) {
+    m.generation.hash(h);
+    m.labels.hash(h);
+    m.annotations.hash(h);
+    m.finalizers.hash(h);
+    m.deletion_timestamp.as_ref().map(|t| t.0).hash(h);
+    for r in m.owner_references.iter().flatten() {
+        (&r.uid, &r.kind, &r.name, r.controller).hash(h);
+    }
+}
+
+/// What a Certificate's owner reads of it, hashed: [`spec_fingerprint`], readiness, revision
+/// and expiry.
 pub fn certificate_fingerprint(c: &Certificate) -> u64 {
     let mut h = DefaultHasher::new();
-    let m = &c.metadata;
-    m.generation.hash(&mut h);
-    m.labels.hash(&mut h);
-    m.annotations.hash(&mut h);
-    m.deletion_timestamp.as_ref().map(|t| t.0).hash(&mut h);
-    for r in m.owner_references.iter().flatten() {
-        (&r.uid, &r.kind, &r.name, r.controller).hash(&mut h);
-    }
+    hash_meta(&c.metadata, &mut h);
     c.is_ready().hash(&mut h);
     let status = c.status.as_ref();
     status.and_then(|s| s.revision).hash(&mut h);
@@ -122,6 +140,17 @@ mod tests {
         ])
         .await;
         assert_eq!(out, [None, Some(1)]);
+    }
+
+    #[tokio::test]
+    async fn the_issuer_is_not_woken_by_status_writes() {
+        let stream = futures::stream::iter(
+            [cert(false, None, "a"), cert(true, Some(1), "b")].map(|c| Ok(Event::Apply(c))),
+        );
+        let passed = changes(stream, spec_fingerprint::<Certificate>)
+            .count()
+            .await;
+        assert_eq!(passed, 1);
     }
 
     #[tokio::test]
