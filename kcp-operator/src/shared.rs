@@ -8,7 +8,7 @@
 //! main stream and mappers reading specs), [`Hub::metas`] (owner-reference triggers) and
 //! [`Hub::changes`] (filtered by a fingerprint, see [`crate::triggers`]).
 //! Kinds only used to find owners (Secrets, Deployments, Services, ConfigMaps) are watched
-//! metadata-only ([`Hub::metadata`]).
+//! metadata-only ([`Hub::metadata`]). Objects are kept and passed on without `managedFields`.
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -91,7 +91,8 @@ where
                 match event {
                     None => break,
                     Some(Err(e)) => tracing::warn!(%kind, error = %e, "watch failed; retrying"),
-                    Some(Ok(event)) => {
+                    Some(Ok(mut event)) => {
+                        strip(&mut event);
                         let change = if keep {
                             writer.apply_watcher_event(&event);
                             stored_change(&writer.as_reader(), event)
@@ -285,6 +286,16 @@ fn meta_of<K: Resource>(o: &K) -> PartialObjectMeta<K> {
         types: None,
         metadata: o.meta().clone(),
         _phantom: std::marker::PhantomData,
+    }
+}
+
+/// Drops `managedFields` (large, and read by no pass) from the objects of `event`.
+fn strip<K: Resource>(event: &mut watcher::Event<K>) {
+    match event {
+        watcher::Event::Apply(o) | watcher::Event::InitApply(o) | watcher::Event::Delete(o) => {
+            o.meta_mut().managed_fields = None;
+        }
+        watcher::Event::Init | watcher::Event::InitDone => {}
     }
 }
 
