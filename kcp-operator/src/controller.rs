@@ -232,7 +232,7 @@ fn refs<K: Reconciled>(
 /// How long a controller waits after an object's last trigger before reconciling it: the
 /// built-in issuer (or cert-manager) signs an installation's Certificates one by one, and the
 /// owner's pass reads them all, so bursts of wake-ups are coalesced into one pass.
-pub const DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(100);
+pub const DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(25);
 
 /// A controller of `K` over its shared watch, woken by changes of its spec and metadata (see
 /// [`crate::triggers`]), with [`DEBOUNCE`].
