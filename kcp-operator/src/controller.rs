@@ -1,14 +1,21 @@
 //! Wiring: one `kube::runtime::Controller` per kind, grouped as upstream's controller groups
 //! (`config`: RootShard, Shard, FrontProxy, CacheServer, Kubeconfig; `workload`: the Compiled*
-//! kinds), with kcp-core's error policy. Which watches wake which object:
+//! kinds), with kcp-core's error policy, over one shared watch per kind ([`crate::shared`]),
+//! wake-ups debounced by [`DEBOUNCE`]. Which watches wake which object:
 //!
-//! * every kind owns what it creates (Certificates, Issuers, Secrets, Compiled*, Deployments,
-//!   Services, ConfigMaps), so cert-manager issuing a certificate or a Deployment becoming
-//!   available re-runs its owner;
-//! * Shard events wake their RootShard; RootShard events wake its Shards and FrontProxies;
-//! * any Secret event wakes the Compiled* objects of its namespace (mounted Secrets);
+//! * a kind's own changes of spec or metadata (not its status writes, see [`crate::triggers`]);
+//! * every kind owns what it creates (Certificates, Issuers, Compiled*, Deployments, Services,
+//!   ConfigMaps): a Deployment becoming available re-runs its owner, and a Certificate change
+//!   (readiness, revision, expiry, spec, deletion) does once every Certificate of that owner is
+//!   ready (or when one is deleted);
+//! * Shard spec changes wake their RootShard; RootShard spec changes wake its Shards and
+//!   FrontProxies;
+//! * any Secret event wakes the Compiled* objects whose Deployment may mount it;
 //! * a Secret labelled `operator.kcp.io/kubeconfig=<kc>` (the client certificate) wakes that
 //!   Kubeconfig, so a renewal reaches the kubeconfig Secret at once.
+//!
+//! Child GETs of Certificates, Issuers and Compiled* objects are answered from the shared
+//! stores ([`crate::reconcile::reads`]).
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
