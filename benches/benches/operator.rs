@@ -199,6 +199,7 @@ async fn converge_and_resync() {
     let mut registry = prometheus_client::registry::Registry::default();
     let (stop, task) = start(&sim, Metrics::register(&mut registry));
     let rv_before = sim.resource_version();
+    sim.requests().reset();
     let started = Instant::now();
     apply(
         &client,
@@ -226,6 +227,7 @@ async fn converge_and_resync() {
         sim.resource_version() - rv_before
     );
     print_reconciles(&registry);
+    print_requests(&sim);
     let _ = stop.send(true);
     let _ = task.await;
     let before = sim.resource_version();
@@ -237,6 +239,20 @@ async fn converge_and_resync() {
         "operator: writes during a no-op resync of all of them: {}",
         sim.resource_version() - before
     );
+}
+
+/// Prints the requests kcp-sim answered while converging, by label, with the time spent.
+fn print_requests(sim: &Server) {
+    let total = sim.requests().total();
+    println!(
+        "operator: {} requests to kcp-sim ({:.2?} answering them), by label:",
+        total.count, total.time
+    );
+    let mut rows: Vec<_> = sim.requests().snapshot().into_iter().collect();
+    rows.sort_by_key(|(_, c)| std::cmp::Reverse(c.count));
+    for (label, count) in rows.iter().take(15) {
+        println!("  {label}: {} ({:.2?})", count.count, count.time);
+    }
 }
 
 /// Prints `controller: reconciles (errors)` from the `kcp_operator_*` metrics.

@@ -1,14 +1,21 @@
 //! Wiring: one `kube::runtime::Controller` per kind, grouped as upstream's controller groups
 //! (`config`: RootShard, Shard, FrontProxy, CacheServer, Kubeconfig; `workload`: the Compiled*
-//! kinds), with kcp-core's error policy. Which watches wake which object:
+//! kinds), with kcp-core's error policy, over one shared watch per kind ([`crate::shared`]),
+//! wake-ups debounced by [`DEBOUNCE`]. Which watches wake which object:
 //!
-//! * every kind owns what it creates (Certificates, Issuers, Secrets, Compiled*, Deployments,
-//!   Services, ConfigMaps, PodDisruptionBudgets), so cert-manager issuing a certificate or a
-//!   Deployment becoming available re-runs its owner;
-//! * Shard events wake their RootShard; RootShard events wake its Shards and FrontProxies;
-//! * any Secret event wakes the Compiled* objects of its namespace (mounted Secrets);
+//! * a kind's own changes of spec or metadata (not its status writes, see [`crate::triggers`]);
+//! * every kind owns what it creates (Certificates, Issuers, Compiled*, Deployments, Services,
+//!   ConfigMaps, PodDisruptionBudgets): a Deployment becoming available re-runs its owner, and a
+//!   Certificate change (readiness, revision, expiry, spec, deletion) does once every
+//!   Certificate of that owner is ready (or when one is deleted);
+//! * Shard spec changes wake their RootShard; RootShard spec changes wake its Shards and
+//!   FrontProxies;
+//! * any Secret event wakes the Compiled* objects whose Deployment may mount it;
 //! * a Secret labelled `operator.kcp.io/kubeconfig=<kc>` (the client certificate) wakes that
 //!   Kubeconfig, so a renewal reaches the kubeconfig Secret at once.
+//!
+//! Child GETs of Certificates, Issuers and Compiled* objects are answered from the shared
+//! stores ([`crate::reconcile::reads`]).
 
 use std::collections::BTreeSet;
 use std::fmt::Debug;
@@ -26,8 +33,8 @@ use kcp_core::runtime::{CacheSync, ErrorPolicy, Outcome, drain_controller};
 use kcp_core::{KubeObjectClient, ObjectClient};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::{Controller, WatchStreamExt as _, watcher};
-use kube::{Api, Client, Resource};
+use kube::runtime::{Controller, watcher};
+use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument as _;
@@ -37,11 +44,14 @@ use crate::api::*;
 use crate::error::{Error, Result};
 use crate::metrics::{CountedKind, Metrics, PhasedKind};
 use crate::pki::{BuiltinPki, Pki};
-use crate::reconcile::cached::CachedShards;
+use crate::reconcile::cached::{CachedShards, with_shards};
+use crate::reconcile::reads::{CachedGets, ReadCache};
 use crate::reconcile::retry::RetryingReads;
 use crate::reconcile::{config, kubeconfig, virtualworkspace, workload};
 use crate::render::certmanager::{Certificate, ClusterIssuer, Issuer};
 use crate::render::names::KUBECONFIG_LABEL;
+use crate::shared::{Hubs, Shared};
+use crate::triggers::spec_fingerprint;
 
 /// A controller group of `--enabled-controller-groups`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -87,6 +97,8 @@ pub struct Context {
     pub caches: CacheSync,
     /// The Shard controller's store, for the lists of a RootShard's Shards (config group).
     pub shards: std::sync::OnceLock<Store<Shard>>,
+    /// The stores GETs of child objects are answered from (see [`CachedGets`]).
+    pub reads: std::sync::OnceLock<ReadCache>,
     /// Cancelled when the operator stops; controllers then drain.
     pub stop: CancellationToken,
 }
@@ -167,15 +179,19 @@ async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
         name = meta.name.as_deref().unwrap_or_default()
     );
     let reads = RetryingReads(ctx.client.as_ref());
-    let client = CachedShards {
+    let synced = ctx.caches.is_synced();
+    let gets = CachedGets {
         inner: &reads,
-        shards: ctx.shards.get().filter(|_| ctx.caches.is_synced()),
+        cache: ctx.reads.get().filter(|_| synced),
+    };
+    let client = CachedShards {
+        inner: &gets,
+        shards: ctx.shards.get().filter(|_| synced),
     };
     let started = std::time::Instant::now();
-    let result = obj
-        .reconcile(&client, ctx.addresser.as_ref())
-        .instrument(span)
-        .await;
+    let shards = ctx.shards.get().filter(|_| synced).cloned();
+    let pass = obj.reconcile(&client, ctx.addresser.as_ref());
+    let result = with_shards(shards, pass).instrument(span).await;
     let controller = K::kind(&()).to_ascii_lowercase();
     ctx.metrics.observe(
         &controller,
@@ -188,10 +204,6 @@ async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
 fn error_policy<K: Reconciled>(obj: Arc<K>, err: &Error, ctx: Arc<Context>) -> Action {
     tracing::warn!(kind = %K::kind(&()), name = obj.meta().name.as_deref().unwrap_or_default(), error = %err, "reconcile failed");
     ctx.errors.failed(obj.as_ref(), err)
-}
-
-fn api<K: Resource<DynamicType = ()>>(client: &Client) -> Api<K> {
-    Api::all(client.clone())
 }
 
 /// Tracks the controller's cache for readiness at once, then runs the controller to
@@ -225,57 +237,114 @@ fn refs<K: Reconciled>(
         .collect()
 }
 
-fn cfg() -> watcher::Config {
-    watcher::Config::default()
+/// How long a controller waits after an object's last trigger before reconciling it: the
+/// built-in issuer (or cert-manager) signs an installation's Certificates one by one, and the
+/// owner's pass reads them all, so bursts of wake-ups are coalesced into one pass.
+pub const DEBOUNCE: std::time::Duration = std::time::Duration::from_millis(25);
+
+/// A controller of `K` over its shared watch, woken by changes of its spec and metadata (see
+/// [`crate::triggers`]), with [`DEBOUNCE`].
+fn controller<K: Reconciled + Shared>(hubs: &mut Hubs) -> Controller<K> {
+    let hub = hubs.of::<K>();
+    Controller::for_stream(hub.changes(spec_fingerprint::<K>), hub.store())
+        .with_config(kube::runtime::controller::Config::default().debounce(DEBOUNCE))
+}
+
+/// Certificates, passed on to their owner when deleted (the owner recreates it) or changed in
+/// what the owner's pass reads (see [`crate::triggers`]) while every Certificate of that owner
+/// is ready: before that the pass has nothing to render, and an installation's Certificates
+/// are signed one by one.
+fn certificates(
+    hubs: &mut Hubs,
+) -> impl futures::Stream<Item = Result<Certificate, watcher::Error>> + Send + 'static {
+    let hub = hubs.of::<Certificate>();
+    let store = hub.store();
+    hub.changes(crate::triggers::certificate_fingerprint)
+        .filter(move |event| futures::future::ready(worth_a_pass(&store, event)))
+}
+
+/// See [`certificates`].
+fn worth_a_pass(store: &Store<Certificate>, event: &Result<Certificate, watcher::Error>) -> bool {
+    let Ok(cert) = event else {
+        return true;
+    };
+    let Some(current) = store.get(&ObjectRef::from_obj(cert)) else {
+        return true;
+    };
+    let owner = |c: &Certificate| {
+        c.metadata
+            .owner_references
+            .iter()
+            .flatten()
+            .find(|r| r.controller == Some(true))
+            .map(|r| r.uid.clone())
+    };
+    let Some(uid) = owner(&current) else {
+        return true;
+    };
+    store
+        .state()
+        .iter()
+        .filter(|c| owner(c).as_ref() == Some(&uid))
+        .all(|c| c.is_ready())
 }
 
 /// The RootShard controller: woken by its Shards and by the VirtualWorkspace it names.
-fn root_shard_controller(client: &Client) -> Controller<RootShard> {
-    let controller = Controller::new(api::<RootShard>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .owns(api::<CompiledRootShard>(client), cfg());
+fn root_shard_controller(hubs: &mut Hubs) -> Controller<RootShard> {
+    let controller = controller::<RootShard>(hubs)
+        .owns_stream(certificates(hubs))
+        .owns_stream(hubs.of::<CompiledRootShard>().metas());
     let store = controller.store();
     controller
-        .watches(api::<Shard>(client), cfg(), |s| {
+        .watches_stream(hubs.of::<Shard>().changes(spec_fingerprint::<Shard>), |s| {
             let ns = s.metadata.namespace.clone().unwrap_or_default();
             s.spec
                 .root_shard
                 .name()
                 .map(|n| ObjectRef::new(n).within(&ns))
         })
-        .watches(api::<VirtualWorkspace>(client), cfg(), move |vw| {
-            let name = vw.metadata.name.clone();
-            refs(&store, vw.metadata.namespace.as_deref(), |r: &RootShard| {
-                r.spec
-                    .common
-                    .kcp_virtual_workspace
-                    .as_ref()
-                    .map(|v| &v.name)
-                    == name.as_ref()
-            })
-        })
+        .watches_stream(
+            hubs.of::<VirtualWorkspace>()
+                .changes(spec_fingerprint::<VirtualWorkspace>),
+            move |vw| {
+                let name = vw.metadata.name.clone();
+                refs(&store, vw.metadata.namespace.as_deref(), |r: &RootShard| {
+                    r.spec
+                        .common
+                        .kcp_virtual_workspace
+                        .as_ref()
+                        .map(|v| &v.name)
+                        == name.as_ref()
+                })
+            },
+        )
 }
 
 /// A controller of a kind pointing at a RootShard, woken when that RootShard changes.
 fn follows_root_shard<K: Reconciled>(
     controller: Controller<K>,
-    client: &Client,
+    hubs: &mut Hubs,
     points_at: impl Fn(&K, &str) -> bool + Send + Sync + 'static,
 ) -> Controller<K> {
     let store = controller.store();
-    controller.watches(api::<RootShard>(client), cfg(), move |rs| {
-        let name = rs.metadata.name.clone().unwrap_or_default();
-        refs(&store, rs.metadata.namespace.as_deref(), |o: &K| {
-            points_at(o, &name)
-        })
-    })
+    controller.watches_stream(
+        hubs.of::<RootShard>()
+            .changes(spec_fingerprint::<RootShard>),
+        move |rs| {
+            let name = rs.metadata.name.clone().unwrap_or_default();
+            refs(&store, rs.metadata.namespace.as_deref(), |o: &K| {
+                points_at(o, &name)
+            })
+        },
+    )
 }
 
-/// The Kubeconfig controller: woken by its client certificate's Secret.
-fn kubeconfig_controller(client: &Client) -> Controller<Kubeconfig> {
-    Controller::new(api::<Kubeconfig>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .watches(api::<Secret>(client), cfg().labels(KUBECONFIG_LABEL), |s| {
+/// The Kubeconfig controller: woken by its client certificate's Secret (labelled
+/// `operator.kcp.io/kubeconfig`).
+fn kubeconfig_controller(hubs: &mut Hubs) -> Controller<Kubeconfig> {
+    controller::<Kubeconfig>(hubs)
+        .owns_stream(certificates(hubs))
+        .watches_stream(hubs.meta::<Secret>().metas_only(), |s| {
             let ns = s.metadata.namespace.clone().unwrap_or_default();
             s.metadata
                 .labels
@@ -285,15 +354,15 @@ fn kubeconfig_controller(client: &Client) -> Controller<Kubeconfig> {
 }
 
 fn config_controllers(
-    client: &Client,
+    hubs: &mut Hubs,
     ctx: &Arc<Context>,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) -> Vec<BoxFuture<'static, ()>> {
-    let rs = root_shard_controller(client);
-    let vws = Controller::new(api::<VirtualWorkspace>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .owns(api::<CompiledVirtualWorkspace>(client), cfg());
-    let vws = follows_root_shard(vws, client, |v: &VirtualWorkspace, rs| {
+    let rs = root_shard_controller(hubs);
+    let vws = controller::<VirtualWorkspace>(hubs)
+        .owns_stream(certificates(hubs))
+        .owns_stream(hubs.of::<CompiledVirtualWorkspace>().metas());
+    let vws = follows_root_shard(vws, hubs, |v: &VirtualWorkspace, rs| {
         v.spec
             .target
             .root_shard_ref
@@ -301,23 +370,23 @@ fn config_controllers(
             .is_some_and(|r| r.name == rs)
             || v.spec.target.shard_ref.is_some()
     });
-    let shards = Controller::new(api::<Shard>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .owns(api::<CompiledShard>(client), cfg());
-    let shards = follows_root_shard(shards, client, |s: &Shard, rs| {
+    let shards = controller::<Shard>(hubs)
+        .owns_stream(certificates(hubs))
+        .owns_stream(hubs.of::<CompiledShard>().metas());
+    let shards = follows_root_shard(shards, hubs, |s: &Shard, rs| {
         s.spec.root_shard.name() == Some(rs)
     });
-    let fps = Controller::new(api::<FrontProxy>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .owns(api::<CompiledFrontProxy>(client), cfg());
-    let fps = follows_root_shard(fps, client, |f: &FrontProxy, rs| {
+    let fps = controller::<FrontProxy>(hubs)
+        .owns_stream(certificates(hubs))
+        .owns_stream(hubs.of::<CompiledFrontProxy>().metas());
+    let fps = follows_root_shard(fps, hubs, |f: &FrontProxy, rs| {
         f.spec.root_shard.name() == Some(rs)
     });
-    let caches = Controller::new(api::<CacheServer>(client), cfg())
-        .owns(api::<Certificate>(client), cfg())
-        .owns(api::<Issuer>(client), cfg())
-        .owns(api::<CompiledCacheServer>(client), cfg());
-    let kubeconfigs = kubeconfig_controller(client);
+    let caches = controller::<CacheServer>(hubs)
+        .owns_stream(certificates(hubs))
+        .owns_stream(hubs.of::<Issuer>().metas())
+        .owns_stream(hubs.of::<CompiledCacheServer>().metas());
+    let kubeconfigs = kubeconfig_controller(hubs);
     let _ = ctx.shards.set(shards.store());
     let stores = Stores {
         root_shards: rs.store(),
@@ -513,18 +582,18 @@ fn secret_concerns<K: Compiled>(o: &K, secret: &kube::api::ObjectMeta) -> bool {
 
 /// A workload controller: owns Deployments, Services, ConfigMaps and PodDisruptionBudgets, and is woken by the
 /// Secrets its Deployment may mount (see [`secret_concerns`]).
-fn workload_controller<K: Compiled>(
-    client: &Client,
+fn workload_controller<K: Compiled + Shared>(
+    hubs: &mut Hubs,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
 ) -> Controller<K> {
-    let controller = Controller::new(api::<K>(client), cfg())
-        .owns(api::<Deployment>(client), cfg())
-        .owns(api::<Service>(client), cfg())
-        .owns(api::<ConfigMap>(client), cfg())
-        .owns(api::<PodDisruptionBudget>(client), cfg());
+    let controller = controller::<K>(hubs)
+        .owns_stream(hubs.meta::<Deployment>().metas_only())
+        .owns_stream(hubs.meta::<Service>().metas_only())
+        .owns_stream(hubs.meta::<ConfigMap>().metas_only())
+        .owns_stream(hubs.meta::<PodDisruptionBudget>().metas_only());
     let store = controller.store();
     controller
-        .watches(api::<Secret>(client), cfg(), move |s| {
+        .watches_stream(hubs.meta::<Secret>().metas_only(), move |s| {
             refs(&store, s.metadata.namespace.as_deref(), |o: &K| {
                 secret_concerns(o, &s.metadata)
             })
@@ -533,29 +602,29 @@ fn workload_controller<K: Compiled>(
 }
 
 fn workload_controllers(
-    client: &Client,
+    hubs: &mut Hubs,
     ctx: &Arc<Context>,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) -> Vec<BoxFuture<'static, ()>> {
     vec![
         Box::pin(drive(
-            workload_controller::<CompiledRootShard>(client, shutdown.clone()),
+            workload_controller::<CompiledRootShard>(hubs, shutdown.clone()),
             ctx.clone(),
         )),
         Box::pin(drive(
-            workload_controller::<CompiledShard>(client, shutdown.clone()),
+            workload_controller::<CompiledShard>(hubs, shutdown.clone()),
             ctx.clone(),
         )),
         Box::pin(drive(
-            workload_controller::<CompiledFrontProxy>(client, shutdown.clone()),
+            workload_controller::<CompiledFrontProxy>(hubs, shutdown.clone()),
             ctx.clone(),
         )),
         Box::pin(drive(
-            workload_controller::<CompiledCacheServer>(client, shutdown.clone()),
+            workload_controller::<CompiledCacheServer>(hubs, shutdown.clone()),
             ctx.clone(),
         )),
         Box::pin(drive(
-            workload_controller::<CompiledVirtualWorkspace>(client, shutdown),
+            workload_controller::<CompiledVirtualWorkspace>(hubs, shutdown),
             ctx.clone(),
         )),
     ]
@@ -615,33 +684,33 @@ fn names_issuer(c: &Certificate, kind: &str, namespace: Option<&str>, name: &str
         && (namespace.is_none() || c.metadata.namespace.as_deref() == namespace)
 }
 
-/// The built-in issuer: one controller over every Certificate, woken by its Secret (by the
+/// The built-in issuer: one controller over every Certificate, woken by changes of its spec or
+/// metadata (not its status, see [`crate::triggers::spec_fingerprint`]), by its Secret (by the
 /// `cert-manager.io/certificate-name` annotation), by its Issuer or ClusterIssuer, and, while
 /// waiting, by the CA Secret of its issuer.
-fn certificate_controller(
-    client: &Client,
-    pki: &BuiltinPki,
-    issuers: Store<Issuer>,
-    cluster_issuers: Store<ClusterIssuer>,
-) -> Controller<Certificate> {
-    let controller = Controller::new(api::<Certificate>(client), cfg());
+fn certificate_controller(hubs: &mut Hubs, pki: &BuiltinPki) -> Controller<Certificate> {
+    let hub = hubs.of::<Certificate>();
+    let changes = hub.changes(crate::triggers::spec_fingerprint::<Certificate>);
+    let controller = Controller::for_stream(changes, hub.store());
+    let issuers = hubs.of::<Issuer>().store();
+    let cluster_issuers = hubs.of::<ClusterIssuer>().store();
     let certs = controller.store();
     let (by_issuer, by_cluster_issuer) = (certs.clone(), certs.clone());
     let resource_ns = pki.cluster_resource_namespace.clone();
     controller
-        .watches(api::<Issuer>(client), cfg(), move |i| {
+        .watches_stream(hubs.of::<Issuer>().objects(), move |i| {
             let name = i.metadata.name.clone().unwrap_or_default();
             waiting_certificates(&by_issuer, |c| {
                 names_issuer(c, "Issuer", i.metadata.namespace.as_deref(), &name)
             })
         })
-        .watches(api::<ClusterIssuer>(client), cfg(), move |i| {
+        .watches_stream(hubs.of::<ClusterIssuer>().objects(), move |i| {
             let name = i.metadata.name.clone().unwrap_or_default();
             waiting_certificates(&by_cluster_issuer, |c| {
                 names_issuer(c, "ClusterIssuer", None, &name)
             })
         })
-        .watches(api::<Secret>(client), cfg(), move |s| {
+        .watches_stream(hubs.meta::<Secret>().metas_only(), move |s| {
             let ns = s.metadata.namespace.clone().unwrap_or_default();
             let name = s.metadata.name.clone().unwrap_or_default();
             let own = s
@@ -680,37 +749,13 @@ fn certificate_controller(
         })
 }
 
-/// Keeps a store of `K` current until `shutdown`.
-fn reflect<K>(
-    client: &Client,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> (Store<K>, BoxFuture<'static, ()>)
-where
-    K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
-{
-    let (reader, writer) = kube::runtime::reflector::store();
-    let stream =
-        kube::runtime::reflector(writer, watcher(api::<K>(client), cfg())).default_backoff();
-    let task = async move {
-        let drain = stream.for_each(|_| async {});
-        tokio::select! {
-            _ = drain => {}
-            _ = shutdown => {}
-        }
-    };
-    (reader, Box::pin(task))
-}
-
 fn pki_controllers(
-    client: &Client,
+    hubs: &mut Hubs,
     ctx: &Arc<Context>,
     pki: &BuiltinPki,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) -> Vec<BoxFuture<'static, ()>> {
-    let (issuers, issuer_task) = reflect::<Issuer>(client, shutdown.clone());
-    let (cluster_issuers, cluster_issuer_task) = reflect::<ClusterIssuer>(client, shutdown.clone());
-    let controller = certificate_controller(client, pki, issuers, cluster_issuers)
-        .graceful_shutdown_on(shutdown);
+    let controller = certificate_controller(hubs, pki).graceful_shutdown_on(shutdown);
     let store = controller.store();
     ctx.caches.track(store.clone());
     let stop = ctx.stop.clone();
@@ -726,7 +771,23 @@ fn pki_controllers(
             .for_each(|_| async {});
         drain_controller(run, store, stop).await;
     };
-    vec![issuer_task, cluster_issuer_task, Box::pin(run)]
+    vec![Box::pin(run)]
+}
+
+/// The stores child GETs are answered from: the Compiled* kinds (both groups watch them) and,
+/// with the config group, Certificates and Issuers.
+fn read_cache(hubs: &mut Hubs, groups: &BTreeSet<ControllerGroup>) -> ReadCache {
+    let mut cache = ReadCache::default();
+    if groups.contains(&ControllerGroup::Config) {
+        cache.serve(hubs.of::<Certificate>().store());
+        cache.serve(hubs.of::<Issuer>().store());
+    }
+    cache.serve(hubs.of::<CompiledRootShard>().store());
+    cache.serve(hubs.of::<CompiledShard>().store());
+    cache.serve(hubs.of::<CompiledFrontProxy>().store());
+    cache.serve(hubs.of::<CompiledCacheServer>().store());
+    cache.serve(hubs.of::<CompiledVirtualWorkspace>().store());
+    cache
 }
 
 /// Runs the enabled controller groups against `client` until `shutdown` completes, then lets
@@ -775,18 +836,22 @@ pub async fn run_with(
         metrics,
         caches: CacheSync::new(synced),
         shards: std::sync::OnceLock::new(),
+        reads: std::sync::OnceLock::new(),
         stop,
     });
+    let mut hubs = Hubs::new(client, ctx.stop.clone());
     let mut tasks = Vec::new();
     if groups.contains(&ControllerGroup::Config) {
-        tasks.extend(config_controllers(&client, &ctx, shutdown.clone()));
+        tasks.extend(config_controllers(&mut hubs, &ctx, shutdown.clone()));
         if let Pki::Builtin(builtin) = pki {
-            tasks.extend(pki_controllers(&client, &ctx, builtin, shutdown.clone()));
+            tasks.extend(pki_controllers(&mut hubs, &ctx, builtin, shutdown.clone()));
         }
     }
     if groups.contains(&ControllerGroup::Workload) {
-        tasks.extend(workload_controllers(&client, &ctx, shutdown));
+        tasks.extend(workload_controllers(&mut hubs, &ctx, shutdown));
     }
+    let _ = ctx.reads.set(read_cache(&mut hubs, groups));
+    tasks.extend(hubs.into_tasks());
     tracing::info!(
         ?groups,
         controllers = tasks.len(),

@@ -17,6 +17,8 @@ pub mod metrics;
 pub mod pki;
 pub mod reconcile;
 pub mod render;
+pub mod shared;
 pub mod status;
+pub mod triggers;
 
 pub use error::{Error, Result};

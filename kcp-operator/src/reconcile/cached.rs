@@ -4,6 +4,10 @@
 //! caches synced, [`CachedShards`] answers that list from the Shard controller's store (a
 //! stale answer is harmless: every Shard event wakes its RootShard and FrontProxies again);
 //! everything else goes to the API server.
+//!
+//! Converting every Shard of the store to a dynamic object and back on every pass still costs
+//! O(installations) per pass, so the controller also sets the store as the pass's
+//! [`with_shards`] scope, and [`shard_names_in_scope`] reads the names straight from it.
 
 use kcp_core::client::{
     DeleteOptions, DeleteOutcome, ListOptions, ObjectList, ObjectPatch, ObjectRef, PatchOptions,
@@ -16,6 +20,39 @@ use kube::Resource as _;
 use kube::runtime::reflector::Store;
 
 use crate::api::Shard;
+
+tokio::task_local! {
+    static SHARDS: Store<Shard>;
+}
+
+/// Runs `pass` with `shards` (when set) as the store [`shard_names_in_scope`] reads.
+pub async fn with_shards<F: std::future::Future>(
+    shards: Option<Store<Shard>>,
+    pass: F,
+) -> F::Output {
+    match shards {
+        Some(store) => SHARDS.scope(store, pass).await,
+        None => pass.await,
+    }
+}
+
+/// The sorted names of the Shards of root shard `rs` in `namespace`, from the store of the
+/// enclosing [`with_shards`] scope; `None` outside one.
+pub fn shard_names_in_scope(namespace: &str, rs: &str) -> Option<Vec<String>> {
+    SHARDS
+        .try_with(|store| {
+            let mut names: Vec<String> = store
+                .state()
+                .iter()
+                .filter(|s| s.metadata.namespace.as_deref() == Some(namespace))
+                .filter(|s| s.spec.root_shard.name() == Some(rs))
+                .filter_map(|s| s.metadata.name.clone())
+                .collect();
+            names.sort();
+            names
+        })
+        .ok()
+}
 
 /// An [`ObjectClient`] answering unfiltered lists of Shards from `shards` when it is set.
 pub struct CachedShards<'a> {
@@ -105,6 +142,22 @@ mod tests {
         let mut s = Shard::new(name, ShardSpec::default());
         s.metadata.namespace = Some("kcp".into());
         s
+    }
+
+    #[tokio::test]
+    async fn shard_names_come_from_the_scope_store_and_none_outside_a_scope() {
+        let (store, mut writer) = reflector::store();
+        writer.apply_watcher_event(&watcher::Event::Init);
+        let mut alpha = shard("alpha");
+        alpha.spec.root_shard.reference = Some(k8s_openapi::api::core::v1::LocalObjectReference {
+            name: "root".into(),
+        });
+        writer.apply_watcher_event(&watcher::Event::InitApply(alpha));
+        writer.apply_watcher_event(&watcher::Event::InitApply(shard("beta")));
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let names = with_shards(Some(store), async { shard_names_in_scope("kcp", "root") }).await;
+        assert_eq!(names, Some(vec!["alpha".to_owned()]));
+        assert_eq!(shard_names_in_scope("kcp", "root"), None);
     }
 
     #[tokio::test]

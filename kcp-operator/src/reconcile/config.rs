@@ -40,12 +40,16 @@ fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .collect()
 }
 
-/// The names of the Shards of root shard `rs` in `namespace`, sorted.
+/// The names of the Shards of root shard `rs` in `namespace`, sorted (from the controller's
+/// store when the pass runs in its scope, see [`super::cached::with_shards`]).
 pub async fn shard_names(
     client: &dyn ObjectClient,
     namespace: &str,
     rs: &str,
 ) -> Result<Vec<String>> {
+    if let Some(names) = super::cached::shard_names_in_scope(namespace, rs) {
+        return Ok(names);
+    }
     let shards: Vec<Shard> = client
         .list_typed(Some(namespace), &ListOptions::default())
         .await
@@ -89,10 +93,11 @@ async fn kcp_virtual_workspace(
     }
 }
 
-/// The outcome of a pass whose Certificates are not all ready: look again shortly (the
-/// Certificates' owner watch also wakes the controller when cert-manager updates them).
-fn waiting(state: &CertificateState) -> Outcome {
-    if state.all_ready {
+/// The outcome of a pass whose Certificates are not all ready, or whose merged CA bundles
+/// miss a source Secret: look again shortly (the Certificates' owner watch also wakes the
+/// controller once they are all ready, but a source Secret appearing wakes nobody).
+fn waiting(state: &CertificateState, bundles: bool) -> Outcome {
+    if state.all_ready && bundles {
         Outcome::Done
     } else {
         Outcome::RequeueAfter(std::time::Duration::from_secs(5))
@@ -229,7 +234,7 @@ pub async fn reconcile_root_shard(client: &dyn ObjectClient, rs: &RootShard) -> 
     })
     .await
     .map_err(core(format!("writing the status of {}", describe(rs))))?;
-    Ok(waiting(&state))
+    Ok(waiting(&state, bundles))
 }
 
 /// Sets conditions, the summary `Ready`, the phase and `observedGeneration`.
@@ -368,7 +373,7 @@ async fn shard_children(
         )
         .await?;
     }
-    Ok(waiting(&state))
+    Ok(waiting(&state, bundles))
 }
 
 /// One pass over a FrontProxy (spec section 5.4).
@@ -441,7 +446,7 @@ async fn front_proxy_children(
         )
         .await?;
     }
-    Ok(waiting(&state))
+    Ok(waiting(&state, bundles))
 }
 
 /// One pass over a CacheServer (spec section 5.6); unlike upstream it reports a status.
@@ -477,5 +482,5 @@ pub async fn reconcile_cache_server(
     }
     let available = compiled_available::<CompiledCacheServer>(client, &ns, &name).await?;
     write_phased(client, cs, std::slice::from_ref(&available)).await?;
-    Ok(waiting(&state))
+    Ok(waiting(&state, true))
 }

@@ -73,8 +73,26 @@ fn core(context: String) -> impl FnOnce(kcp_core::Error) -> Error {
 }
 
 /// Makes `desired` exist as its controller-owned child of `owner` (when given). Returns what
-/// was done and the object as it is now on the server.
+/// was done and the object as it is now on the server. A write that conflicts (the object was
+/// read from a cache that had not seen its latest version) is tried once more: a caching
+/// client reads such an object from the server next (see [`super::reads`]).
 pub async fn ensure<K>(
+    client: &dyn ObjectClient,
+    desired: &K,
+    owner: Option<&OwnerReference>,
+) -> Result<(Ensured, K)>
+where
+    K: Resource<DynamicType = ()> + Serialize + DeserializeOwned + Clone + Send + Sync,
+{
+    match ensure_once(client, desired, owner).await {
+        Err(Error::Core { source, .. }) if source.is_conflict() => {
+            ensure_once(client, desired, owner).await
+        }
+        other => other,
+    }
+}
+
+async fn ensure_once<K>(
     client: &dyn ObjectClient,
     desired: &K,
     owner: Option<&OwnerReference>,

@@ -13,6 +13,7 @@ pub mod ensure;
 pub mod kubeconfig;
 pub mod pdb;
 mod phased;
+pub mod reads;
 pub mod required;
 pub mod retry;
 pub mod virtualworkspace;
