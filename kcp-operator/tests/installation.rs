@@ -171,14 +171,7 @@ async fn children_carry_upstream_names_labels_and_owner_references() {
 #[tokio::test]
 async fn second_reconcile_of_an_unchanged_installation_writes_nothing() {
     let (sim, client, kcp) = setup().await;
-    converge(&sim, &client, &kcp).await;
-    let before = sim.resource_version();
-    reconcile_all(&client, &kcp).await;
-    assert_eq!(
-        sim.resource_version(),
-        before,
-        "a no-op pass must not write"
-    );
+    assert_a_second_pass_writes_nothing(&sim, &client, &kcp).await;
 }
 
 #[tokio::test]

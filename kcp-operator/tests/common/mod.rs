@@ -301,6 +301,22 @@ pub async fn converge(sim: &Server, client: &dyn ObjectClient, kcp: &Kcp) {
     panic!("the installation did not converge");
 }
 
+/// Converges, then asserts that one more pass over the unchanged installation writes nothing.
+pub async fn assert_a_second_pass_writes_nothing(
+    sim: &Server,
+    client: &dyn ObjectClient,
+    kcp: &Kcp,
+) {
+    converge(sim, client, kcp).await;
+    let before = sim.resource_version();
+    reconcile_all(client, kcp).await;
+    assert_eq!(
+        sim.resource_version(),
+        before,
+        "a no-op pass must not write"
+    );
+}
+
 /// Applies the spec's example manifests.
 pub async fn apply_examples(client: &dyn ObjectClient) {
     let examples = include_str!("../fixtures/examples.yaml");
