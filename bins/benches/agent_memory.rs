@@ -16,7 +16,7 @@ use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kube::api::DynamicObject;
 use kcp_core::{ObjectClient, parse_manifests};
 use kcp_sim::{Config, Server};
-use support::{ready, rss_mib};
+use support::{bench_start_to_ready, ready, rss_mib};
 
 const AGENT: &str = env!("CARGO_BIN_EXE_kcp-init-agent");
 const SETUP: [&str; 3] = [
@@ -87,23 +87,7 @@ async fn run_agent_once() -> Duration {
 }
 
 fn agent_memory(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
-    let mut group = c.benchmark_group("kcp_init_agent_process");
-    group.sample_size(10);
-    group.bench_function("start_to_ready", |b| {
-        b.to_async(&rt).iter_custom(|iters| async move {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                total += run_agent_once().await;
-            }
-            total
-        })
-    });
-    group.finish();
+    bench_start_to_ready(c, "kcp_init_agent_process", run_agent_once);
 }
 
 criterion_group!(benches, agent_memory);

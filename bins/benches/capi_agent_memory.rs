@@ -16,7 +16,7 @@ use capi_agent::api::AgentMachine;
 use criterion::{Criterion, criterion_group, criterion_main};
 use kcp_core::{ObjectClient, ObjectClientExt, parse_manifests};
 use kcp_sim::{Config, Server};
-use support::{free_port, ready, rss_mib};
+use support::{bench_start_to_ready, free_port, ready, rss_mib};
 
 const PROVIDER: &str = env!("CARGO_BIN_EXE_capi-provider-agent");
 const WORLD: [&str; 4] = [
@@ -96,23 +96,7 @@ async fn run_provider_once() -> Duration {
 }
 
 fn capi_agent_memory(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
-    let mut group = c.benchmark_group("capi_provider_agent_process");
-    group.sample_size(10);
-    group.bench_function("start_to_ready", |b| {
-        b.to_async(&rt).iter_custom(|iters| async move {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                total += run_provider_once().await;
-            }
-            total
-        })
-    });
-    group.finish();
+    bench_start_to_ready(c, "capi_provider_agent_process", run_provider_once);
 }
 
 criterion_group!(benches, capi_agent_memory);

@@ -19,7 +19,7 @@ use kcp_core::kube::api::DynamicObject;
 use kcp_core::{ObjectClient, ObjectClientExt, parse_manifests};
 use kcp_operator::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
 use kcp_sim::{Config, Server};
-use support::{free_port, ready, rss_mib};
+use support::{bench_start_to_ready, free_port, ready, rss_mib};
 
 const OPERATOR: &str = env!("CARGO_BIN_EXE_kcp-operator");
 const SETUP: [&str; 3] = [
@@ -152,23 +152,7 @@ async fn run_operator_once() -> Duration {
 }
 
 fn operator_memory(c: &mut Criterion) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
-    let mut group = c.benchmark_group("kcp_operator_process");
-    group.sample_size(10);
-    group.bench_function("start_to_ready", |b| {
-        b.to_async(&rt).iter_custom(|iters| async move {
-            let mut total = Duration::ZERO;
-            for _ in 0..iters {
-                total += run_operator_once().await;
-            }
-            total
-        })
-    });
-    group.finish();
+    bench_start_to_ready(c, "kcp_operator_process", run_operator_once);
 }
 
 criterion_group!(benches, operator_memory);

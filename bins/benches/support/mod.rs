@@ -1,9 +1,13 @@
-//! What the process benches share: a free port, `/readyz` polling and resident memory from
-//! `/proc`.
+//! What the process benches share: a free port, `/readyz` polling, resident memory from
+//! `/proc`, and the criterion benchmark timing a process from start to ready.
 #![allow(dead_code)]
 
+use std::future::Future;
 use std::io::{Read, Write};
 use std::net::TcpStream;
+use std::time::Duration;
+
+use criterion::Criterion;
 
 /// Whether the health endpoint on `port` answers `/readyz` with 200.
 pub fn ready(port: u16) -> bool {
@@ -36,4 +40,30 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Criterion group `group`, benchmark `start_to_ready`: the sum of `run_once` (one process
+/// started until ready, as it measures it) over the iterations, on a two-worker runtime.
+pub fn bench_start_to_ready<F, Fut>(c: &mut Criterion, group: &str, run_once: F)
+where
+    F: Fn() -> Fut + Copy,
+    Fut: Future<Output = Duration>,
+{
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("tokio runtime: {e}"));
+    let mut group = c.benchmark_group(group);
+    group.sample_size(10);
+    group.bench_function("start_to_ready", |b| {
+        b.to_async(&rt).iter_custom(|iters| async move {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                total += run_once().await;
+            }
+            total
+        })
+    });
+    group.finish();
 }
