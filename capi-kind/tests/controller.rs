@@ -519,9 +519,10 @@ async fn a_paused_capi_cluster_pauses_its_kind_cluster_until_resumed() {
     env.stop().await;
 }
 
-/// Upstream's invalid samples, on a server that does not validate CRD schemas (kcp-sim today;
-/// a real API server refuses them, see the CRD schema tests): the reconciler refuses each with
-/// the field named, and the valid object next to them is still served.
+/// Upstream's invalid samples as a typed client sends them: a missing name arrives as
+/// `clusterName: ""`, which the schema accepts, so the reconciler refuses it with the field
+/// named; the version outside the enum is refused by the API server; the valid object next to
+/// them is still served.
 #[tokio::test]
 async fn upstream_invalid_samples_are_refused_without_breaking_the_others() {
     let env = Env::start().await;
@@ -561,6 +562,41 @@ async fn upstream_invalid_samples_are_refused_without_breaking_the_others() {
     })
     .await;
     assert_eq!(env.provisioner.list().await.unwrap(), ["test-1"]);
+    env.stop().await;
+}
+
+/// Upstream's three invalid samples sent as kubectl sends them (the YAML as written, no typed
+/// defaults): the API server refuses each, naming the field.
+#[tokio::test]
+async fn upstreams_invalid_samples_are_refused_by_the_api_server() {
+    let env = Env::start().await;
+    let resource = kube::api::ApiResource::erase::<KINDCluster>(&());
+    let api: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(env.sim.client("").unwrap(), "default", &resource);
+    let long = "a".repeat(65);
+    for (spec, field) in [
+        ("{}".to_owned(), "spec.clusterName: Required value"),
+        (
+            format!("{{clusterName: {long}}}"),
+            "spec.clusterName: Too long",
+        ),
+        (
+            "{clusterName: old, kubernetesVersion: \"1.13\"}".to_owned(),
+            "spec.kubernetesVersion: Unsupported value: \"1.13\"",
+        ),
+    ] {
+        let yaml = format!(
+            "apiVersion: infrastructure.cluster-k8s.io/v1alpha1\nkind: KINDCluster\nmetadata: {{name: sample, namespace: default}}\nspec: {spec}\n"
+        );
+        let obj: kube::api::DynamicObject = serde_saphyr::from_str(&yaml).unwrap();
+        match api.create(&PostParams::default(), &obj).await {
+            Err(kube::Error::Api(status)) => {
+                assert_eq!(status.code, 422, "{spec}: {status:?}");
+                assert!(status.message.contains(field), "{spec}: {}", status.message);
+            }
+            other => panic!("the API server should refuse spec {spec}: {other:?}"),
+        }
+    }
     env.stop().await;
 }
 
