@@ -12,11 +12,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
-use kcp_core::kube::api::DynamicObject;
-use kcp_core::{ObjectClient, parse_manifests};
+use kcp_core::parse_manifests;
 use kcp_sim::{Config, Server};
-use support::{bench_start_to_ready, ready, rss_mib};
+use support::{apply, bench_start_to_ready, ready, rss_mib};
 
 const AGENT: &str = env!("CARGO_BIN_EXE_kcp-init-agent");
 const SETUP: [&str; 3] = [
@@ -26,14 +24,6 @@ const SETUP: [&str; 3] = [
 ];
 
 static PRINTED: AtomicBool = AtomicBool::new(false);
-
-async fn apply(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
-    let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap_or_else(|e| panic!("{e}"));
-    let report = Applier::new(client, ApplierConfig::new("bench"))
-        .apply(&plan)
-        .await;
-    assert!(report.is_complete(), "{report}");
-}
 
 async fn run_agent_once() -> Duration {
     let sim = Server::start(Config::kcp())

@@ -14,12 +14,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kube::api::DynamicObject;
 use kcp_core::{ObjectClient, ObjectClientExt, parse_manifests};
 use kcp_operator::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
 use kcp_sim::{Config, Server};
-use support::{bench_start_to_ready, free_port, ready, rss_mib};
+use support::{apply, bench_start_to_ready, free_port, ready, rss_mib};
 
 const OPERATOR: &str = env!("CARGO_BIN_EXE_kcp-operator");
 const SETUP: [&str; 3] = [
@@ -29,14 +28,6 @@ const SETUP: [&str; 3] = [
 ];
 
 static PRINTED: AtomicBool = AtomicBool::new(false);
-
-async fn apply(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
-    let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap_or_else(|e| panic!("{e}"));
-    let report = Applier::new(client, ApplierConfig::new("bench"))
-        .apply(&plan)
-        .await;
-    assert!(report.is_complete(), "{report}");
-}
 
 fn is_ready(
     conditions: Option<&[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]>,

@@ -1,5 +1,6 @@
 //! What the process benches share: a free port, `/readyz` polling, resident memory from
-//! `/proc`, and the criterion benchmark timing a process from start to ready.
+//! `/proc`, applying a set-up through the apply engine, and the criterion benchmark timing a
+//! process from start to ready.
 #![allow(dead_code)]
 
 use std::future::Future;
@@ -8,6 +9,8 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use criterion::Criterion;
+use kcp_core::kube::api::DynamicObject;
+use kcp_core::{Applier, ApplierConfig, ApplyPlan, ObjectClient, RuleSet};
 
 /// Whether the health endpoint on `port` answers `/readyz` with 200.
 pub fn ready(port: u16) -> bool {
@@ -66,4 +69,14 @@ where
         })
     });
     group.finish();
+}
+
+/// Applies `objects` through kcp-core's apply engine (field manager `bench`); every object
+/// must be applied.
+pub async fn apply(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
+    let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap_or_else(|e| panic!("{e}"));
+    let report = Applier::new(client, ApplierConfig::new("bench"))
+        .apply(&plan)
+        .await;
+    assert!(report.is_complete(), "{report}");
 }
