@@ -1,0 +1,120 @@
+//! The test bed against the real peers it builds: these tests always use the real servers
+//! (they are what the bed is for), whatever `KCP_RS_BACKEND` says.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::time::Duration;
+
+use kcp_core::kube::api::GroupVersionKind;
+use kcp_core::{ObjectClient, ObjectRef};
+use kcp_testbed::process::PeerProcess;
+use kcp_testbed::{Error, KcpBed, go_build, shared_kcp, shared_kube};
+
+fn namespace_ref(name: &str) -> ObjectRef {
+    ObjectRef::cluster_scoped(GroupVersionKind::gvk("", "v1", "Namespace"), name)
+}
+
+#[tokio::test]
+async fn the_shared_kcp_serves_a_fresh_workspace_per_bed() {
+    let first = KcpBed::start_real().await.unwrap();
+    let second = KcpBed::start_real().await.unwrap();
+    assert_ne!(first.root(), second.root());
+    let cluster = first.logical_cluster(first.root()).await.unwrap();
+    assert!(cluster.is_some_and(|c| !c.is_empty()));
+    let client = first.object_client(first.root()).await.unwrap();
+    assert!(client.get(&namespace_ref("default")).await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn the_real_kcp_and_kube_apiserver_listen_on_loopback_only() {
+    let kcp = tokio::task::spawn_blocking(shared_kcp).await.unwrap().unwrap();
+    let kube = tokio::task::spawn_blocking(shared_kube).await.unwrap().unwrap();
+    assert!(kcp.base_url.starts_with("https://127.0.0.1:"), "{}", kcp.base_url);
+    assert!(kube.admin.url.starts_with("https://127.0.0.1:"), "{}", kube.admin.url);
+}
+
+#[tokio::test]
+async fn a_restricted_identity_is_refused_what_no_rule_grants() {
+    let kube = tokio::task::spawn_blocking(shared_kube).await.unwrap().unwrap();
+    let ids = &kcp_testbed::real::credentials().unwrap().identities;
+    let user = ids.user("user-1").unwrap();
+    let client = kcp_core::KubeObjectClient::new(
+        kube.admin.with_token(&user.token).client().await.unwrap(),
+    );
+    let err = client.get(&namespace_ref("default")).await.unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("forbidden") || text.contains("Forbidden"), "{text}");
+    assert!(text.contains("user-1"), "the refusal names the user: {text}");
+}
+
+#[test]
+fn a_peer_that_dies_fails_with_the_tail_of_its_log() {
+    let dir = std::env::temp_dir().join(format!("kcp-testbed-dies-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut peer = PeerProcess::spawn(
+        "short-lived",
+        std::path::Path::new("sh"),
+        &["-c".into(), "echo last words; exit 3".into()],
+        &[],
+        &dir.join("peer.log"),
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let err = loop {
+        match peer.check_alive() {
+            Ok(()) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20))
+            }
+            Ok(()) => panic!("the peer never exited"),
+            Err(e) => break e,
+        }
+    };
+    let text = err.to_string();
+    assert!(text.contains("short-lived") && text.contains("last words"), "{text}");
+}
+
+#[test]
+fn a_dropped_peer_process_is_stopped() {
+    let dir = std::env::temp_dir().join(format!("kcp-testbed-drop-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("pid");
+    let script = format!("echo $$ > {}; exec sleep 600", pid_file.display());
+    let peer = PeerProcess::spawn(
+        "sleeper",
+        std::path::Path::new("sh"),
+        &["-c".into(), script],
+        &[],
+        &dir.join("sleeper.log"),
+    )
+    .unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !pid_file.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let pid = std::fs::read_to_string(&pid_file).unwrap().trim().to_string();
+    assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
+    drop(peer);
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while std::path::Path::new(&format!("/proc/{pid}/stat")).exists() {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        if stat.contains(") Z ") {
+            break; // exited, awaiting its reaper
+        }
+        assert!(std::time::Instant::now() < deadline, "process {pid} outlived its handle");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn a_peer_the_proxy_does_not_serve_fails_naming_peer_version_and_log() {
+    // github.com/kcp-dev/init-agent is pinned but not served by the Go module proxy.
+    let err = go_build::build("init-agent").unwrap_err();
+    match &err {
+        Error::Build { peer, version, log, tail } => {
+            assert_eq!(peer, "init-agent");
+            assert_eq!(version, "v0.1.0");
+            assert!(log.exists());
+            assert!(tail.contains("github.com/kcp-dev/init-agent"), "{tail}");
+        }
+        other => panic!("expected a build error, got {other}"),
+    }
+}
