@@ -273,6 +273,7 @@ async fn attempt(
     let (mut objects, mut generated) = split_generated(ctx.target, objects);
     default_namespaces(vw, &mut objects).await?;
     default_namespaces(vw, &mut generated).await?;
+    add_missing_default_namespace(vw, &mut objects, &generated).await?;
     let count = objects.len() + generated.len();
     let plan = ApplyPlan::build(objects, &RuleSet::default()).map_err(|source| Error::Core {
         context: format!("planning the objects for cluster {cluster:?}"),
@@ -368,6 +369,47 @@ async fn default_namespaces(
             obj.metadata.namespace = Some("default".to_string());
         }
     }
+    Ok(())
+}
+
+/// kcp creates a workspace's `default` namespace only once the workspace is Ready, so while it
+/// initializes there is none: when an object goes to `default` and nothing else creates it, the
+/// namespace is added to the objects (it is applied before its members, like any Namespace).
+async fn add_missing_default_namespace(
+    vw: &dyn ObjectClient,
+    objects: &mut Vec<DynamicObject>,
+    generated: &[DynamicObject],
+) -> Result<(), Attempt> {
+    let in_default = |o: &DynamicObject| o.metadata.namespace.as_deref() == Some("default");
+    let is_default_namespace = |o: &DynamicObject| {
+        o.types
+            .as_ref()
+            .is_some_and(|t| t.kind == "Namespace" && t.api_version == "v1")
+            && o.metadata.name.as_deref() == Some("default")
+    };
+    if !objects.iter().chain(generated).any(in_default) || objects.iter().any(is_default_namespace)
+    {
+        return Ok(());
+    }
+    let gvk = kcp_core::kube::api::GroupVersionKind::gvk("", "v1", "Namespace");
+    if vw
+        .get(&ObjectRef::cluster_scoped(gvk, "default"))
+        .await?
+        .is_some()
+    {
+        return Ok(());
+    }
+    objects.push(DynamicObject {
+        types: Some(kcp_core::kube::api::TypeMeta {
+            api_version: "v1".into(),
+            kind: "Namespace".into(),
+        }),
+        metadata: kcp_core::kube::api::ObjectMeta {
+            name: Some("default".into()),
+            ..Default::default()
+        },
+        data: serde_json::json!({}),
+    });
     Ok(())
 }
 

@@ -146,20 +146,21 @@ impl Reconciler<ObjectKey> for TargetReconciler {
     async fn failed(&self, key: &ObjectKey, error: &AttemptError) {
         self.shared.metrics.failed(&self.target);
         tracing::warn!(cluster = %key.cluster, target = %self.target, error = %error, "initialization failed");
-        let cluster = lock(&self.clusters).get(&key.cluster).cloned();
-        let Some(cluster) = cluster else { return };
+        // The Event goes to the InitTarget in the config workspace, not to the LogicalCluster:
+        // a workspace still initializing has no namespace at all on kcp (not even `default`), so
+        // an Event inside it cannot be written (upstream writes none: its recorder is nil).
         let regarding = ObjectReference {
-            api_version: Some("core.kcp.io/v1alpha1".into()),
-            kind: Some("LogicalCluster".into()),
-            name: Some(LOGICAL_CLUSTER_NAME.into()),
+            api_version: Some("initialization.kcp.io/v1alpha1".into()),
+            kind: Some("InitTarget".into()),
+            name: Some(self.target.clone()),
             ..ObjectReference::default()
         };
-        let message = format!("Failed to initialize cluster: {error}.");
+        let message = format!("Failed to initialize cluster {}: {error}.", key.cluster);
         let recorded = self
             .shared
             .events
             .record(
-                cluster.client.as_ref(),
+                self.shared.config.as_ref(),
                 &regarding,
                 EventType::Warning,
                 EVENT_REASON,

@@ -1,4 +1,7 @@
-//! The init-agent end to end over HTTP against kcp-sim, through the library's `run`.
+//! The init-agent end to end over HTTP, through the library's `run`, on the backend
+//! `KCP_RS_BACKEND` picks (kcp-sim, or the test bed's real kcp). Tests of behaviour only kcp-sim
+//! can produce (injected faults, three shards, a WorkspaceType status written by hand) run on
+//! kcp-sim whatever the variable says, and say so in their name's comment.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::{Duration, Instant};
@@ -6,9 +9,9 @@ use std::time::{Duration, Instant};
 use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kcp::LogicalCluster;
 use kcp_core::kube::api::GroupVersionKind;
-use kcp_core::{ListOptions, ObjectClient, ObjectClientExt, ObjectRef, parse_manifests};
+use kcp_core::{ListOptions, ObjectClientExt, ObjectRef, parse_manifests};
 use kcp_init::api::InitTarget;
-use kcp_sim::{Config, ErrorRule, Server};
+use kcp_sim::{Config, ErrorRule};
 
 mod support;
 
@@ -16,16 +19,16 @@ use support::*;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_workspaces_become_ready_with_their_objects_in_any_listed_order() {
-    let sim = Server::start(Config::kcp()).await.unwrap();
-    let root = sim.object_client("root");
-    install_crds(&root).await;
-    let agent = start_agent(&sim);
-    apply(&root, WORKSPACE_TYPE).await;
-    apply(&root, INIT).await;
-    create_workspaces(&root, &["alpha", "beta", "gamma"]).await;
-    wait_ready(&root, &["alpha", "beta", "gamma"], Duration::from_secs(30)).await;
+    let bed = Bed::start().await;
+    let root = &*bed.root;
+    let agent = bed.start_agent().await;
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(INIT).await;
+    bed.create_workspaces(&["alpha", "beta", "gamma"]).await;
+    bed.wait_ready(&["alpha", "beta", "gamma"], Duration::from_secs(30))
+        .await;
     for ws in ["alpha", "beta", "gamma"] {
-        assert_initialized(&sim, ws).await;
+        bed.assert_initialized(ws).await;
     }
     assert_eq!(agent.metrics.initialized_count("init-dev-environment"), 3);
     let target: InitTarget = root
@@ -34,27 +37,29 @@ async fn three_workspaces_become_ready_with_their_objects_in_any_listed_order() 
         .unwrap()
         .unwrap();
     let status = target.status.unwrap();
-    assert_eq!(status.initializer.as_deref(), Some("root:dev-environment"));
+    assert_eq!(
+        status.initializer,
+        Some(bed.initializer("dev-environment").await)
+    );
     assert_eq!(status.virtual_workspaces.len(), 1);
     agent.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_shard_url_is_watched() {
-    let sim = Server::start(Config {
+    // kcp-sim only: three shards.
+    let bed = Bed::sim(Config {
         shards: 3,
         ..Config::kcp()
     })
-    .await
-    .unwrap();
-    let root = sim.object_client("root");
-    install_crds(&root).await;
-    let agent = start_agent(&sim);
-    apply(&root, WORKSPACE_TYPE).await;
-    apply(&root, INIT).await;
+    .await;
+    let root = &*bed.root;
+    let agent = bed.start_agent().await;
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(INIT).await;
     let names = ["s1", "s2", "s3", "s4", "s5", "s6"];
-    create_workspaces(&root, &names).await;
-    wait_ready(&root, &names, Duration::from_secs(30)).await;
+    bed.create_workspaces(&names).await;
+    bed.wait_ready(&names, Duration::from_secs(30)).await;
     let target: InitTarget = root
         .get_typed(None, "init-dev-environment")
         .await
@@ -80,15 +85,14 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_template_error_holds_the_workspace_until_the_template_is_fixed() {
-    let sim = Server::start(Config::kcp()).await.unwrap();
-    let root = sim.object_client("root");
-    install_crds(&root).await;
-    let agent = start_agent(&sim);
-    apply(&root, WORKSPACE_TYPE).await;
-    apply(&root, INIT).await;
-    apply(&root, BROKEN_TEMPLATE).await;
-    create_workspaces(&root, &["broken"]).await;
-    let cluster = sim.logical_cluster("root:broken").unwrap();
+    let bed = Bed::start().await;
+    let root = &*bed.root;
+    let agent = bed.start_agent().await;
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(INIT).await;
+    bed.apply(BROKEN_TEMPLATE).await;
+    bed.create_workspaces(&["broken"]).await;
+    let cluster = bed.cluster_of("broken").await;
 
     // The InitTarget names the cluster and the reason.
     until(
@@ -111,9 +115,9 @@ async fn a_template_error_holds_the_workspace_until_the_template_is_fixed() {
         },
     )
     .await;
-    // A Warning Event sits on the LogicalCluster.
-    let inside = sim.object_client(&cluster);
-    let events = inside
+    // A Warning Event on the InitTarget names the cluster (a workspace still initializing has
+    // no namespace to hold an Event on real kcp).
+    let events = root
         .list(
             &GroupVersionKind::gvk("", "v1", "Event"),
             Some("default"),
@@ -127,23 +131,30 @@ async fn a_template_error_holds_the_workspace_until_the_template_is_fixed() {
         .find(|e| e.data["reason"] == "ReconcilingFailed")
         .expect("a Warning event with upstream's reason");
     assert_eq!(warning.data["type"], "Warning");
+    let prefix = format!("Failed to initialize cluster {cluster}: ");
     assert!(
         warning.data["message"]
             .as_str()
-            .is_some_and(|m| m.starts_with("Failed to initialize cluster: ") && m.ends_with('.')),
+            .is_some_and(|m| m.starts_with(&prefix) && m.ends_with('.')),
         "{}",
         warning.data["message"]
     );
-    assert_eq!(warning.data["involvedObject"]["kind"], "LogicalCluster");
+    assert_eq!(warning.data["involvedObject"]["kind"], "InitTarget");
     assert_eq!(
-        phase_of(&root, "broken").await.as_deref(),
+        warning.data["involvedObject"]["name"],
+        "init-dev-environment"
+    );
+    assert_eq!(
+        phase_of(root, "broken").await.as_deref(),
         Some("Initializing")
     );
 
     // Fixing the template completes it; the ConfigMap without a namespace went to `default`.
-    apply(&root, FIXED_TEMPLATE).await;
-    wait_ready(&root, &["broken"], Duration::from_secs(20)).await;
-    let cm = inside
+    bed.apply(FIXED_TEMPLATE).await;
+    bed.wait_ready(&["broken"], Duration::from_secs(20)).await;
+    let cm = bed
+        .inside(&cluster)
+        .await
         .get(&cm_ref("default", "cluster-info"))
         .await
         .unwrap()
@@ -169,44 +180,42 @@ async fn a_template_error_holds_the_workspace_until_the_template_is_fixed() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_the_init_target_stops_its_machinery() {
-    let sim = Server::start(Config::kcp()).await.unwrap();
-    let root = sim.object_client("root");
-    install_crds(&root).await;
-    let agent = start_agent(&sim);
-    apply(&root, WORKSPACE_TYPE).await;
-    apply(&root, INIT).await;
-    create_workspaces(&root, &["first"]).await;
-    wait_ready(&root, &["first"], Duration::from_secs(20)).await;
+    let bed = Bed::start().await;
+    let root = &*bed.root;
+    let agent = bed.start_agent().await;
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(INIT).await;
+    bed.create_workspaces(&["first"]).await;
+    bed.wait_ready(&["first"], Duration::from_secs(20)).await;
 
     let target = playground_target();
     root.delete(&target, &Default::default()).await.unwrap();
     // Give the agent time to see the deletion, then a new workspace stays waiting.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    create_workspaces(&root, &["second"]).await;
+    bed.create_workspaces(&["second"]).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(
-        phase_of(&root, "second").await.as_deref(),
+        phase_of(root, "second").await.as_deref(),
         Some("Initializing")
     );
     assert_eq!(agent.metrics.initialized_count("init-dev-environment"), 1);
 
     // Re-creating the target starts it again and the waiting workspace completes.
-    apply(&root, INIT).await;
-    wait_ready(&root, &["second"], Duration::from_secs(20)).await;
+    bed.apply(INIT).await;
+    bed.wait_ready(&["second"], Duration::from_secs(20)).await;
     agent.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_targets_for_one_workspace_type_conflict_and_only_the_oldest_acts() {
-    let sim = Server::start(Config::kcp()).await.unwrap();
-    let root = sim.object_client("root");
-    install_crds(&root).await;
-    apply(&root, WORKSPACE_TYPE).await;
-    apply(&root, INIT).await;
+    let bed = Bed::start().await;
+    let root = &*bed.root;
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(INIT).await;
     // Created a second later, so the playground target is the oldest.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    apply(&root, SECOND_TARGET).await;
-    let agent = start_agent(&sim);
+    bed.apply(SECOND_TARGET).await;
+    let agent = bed.start_agent().await;
     for name in ["init-dev-environment", "a-later-target"] {
         until("a Conflict condition", Duration::from_secs(20), || async {
             let t: InitTarget = root.get_typed(None, name).await.unwrap().unwrap();
@@ -216,8 +225,9 @@ async fn two_targets_for_one_workspace_type_conflict_and_only_the_oldest_acts() 
         })
         .await;
     }
-    create_workspaces(&root, &["only-once"]).await;
-    wait_ready(&root, &["only-once"], Duration::from_secs(20)).await;
+    bed.create_workspaces(&["only-once"]).await;
+    bed.wait_ready(&["only-once"], Duration::from_secs(20))
+        .await;
     assert_eq!(agent.metrics.initialized_count("init-dev-environment"), 1);
     assert_eq!(agent.metrics.initialized_count("a-later-target"), 0);
     agent.stop().await;
@@ -225,12 +235,13 @@ async fn two_targets_for_one_workspace_type_conflict_and_only_the_oldest_acts() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_injected_503s_and_dropped_watches_every_workspace_initializes_exactly_once() {
-    let sim = Server::start(Config::kcp()).await.unwrap();
-    let root = sim.object_client("root");
-    install_crds(&root).await;
-    apply(&root, WORKSPACE_TYPE).await;
-    apply(&root, INIT).await;
-    let agent = start_agent(&sim);
+    // kcp-sim only: injected 503s and dropped watches.
+    let bed = Bed::sim(Config::kcp()).await;
+    let root = &*bed.root;
+    let sim = bed.kcp.sim().unwrap();
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(INIT).await;
+    let agent = bed.start_agent().await;
     sim.faults().add_error(ErrorRule::new(503, 0.10));
     let names: Vec<String> = (0..8).map(|i| format!("flaky-{i}")).collect();
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
@@ -242,7 +253,7 @@ async fn with_injected_503s_and_dropped_watches_every_workspace_initializes_exac
             );
             let objects = parse_manifests("ws.yaml", &doc).unwrap();
             let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap();
-            if Applier::new(&root, ApplierConfig::new("test"))
+            if Applier::new(root, ApplierConfig::new("test"))
                 .apply(&plan)
                 .await
                 .is_complete()
@@ -262,8 +273,8 @@ async fn with_injected_503s_and_dropped_watches_every_workspace_initializes_exac
         sim.faults().clear();
         let mut ready = 0;
         for name in &refs {
-            if phase_of(&root, name).await.as_deref() == Some("Ready") {
-                assert_initialized(&sim, name).await;
+            if phase_of(root, name).await.as_deref() == Some("Ready") {
+                bed.assert_initialized(name).await;
                 ready += 1;
             }
         }
@@ -285,8 +296,9 @@ async fn with_injected_503s_and_dropped_watches_every_workspace_initializes_exac
         "each workspace was initialized exactly once"
     );
     for name in &refs {
-        let lc: LogicalCluster = sim
-            .object_client(&format!("root:{name}"))
+        let lc: LogicalCluster = bed
+            .inside(&bed.path(name))
+            .await
             .get_typed(None, "cluster")
             .await
             .unwrap()
@@ -296,22 +308,17 @@ async fn with_injected_503s_and_dropped_watches_every_workspace_initializes_exac
     agent.stop().await;
 }
 
-fn start_agent_with_selector(sim: &Server, selector: &str) -> Agent {
-    start_agent_with(sim, Some(selector))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_targets_matching_the_selector_act_and_labels_can_start_and_stop_them() {
-    let sim = Server::start(Config::kcp()).await.unwrap();
-    let root = sim.object_client("root");
-    install_crds(&root).await;
-    apply(&root, WORKSPACE_TYPE).await;
-    apply(&root, INIT).await;
-    let agent = start_agent_with_selector(&sim, "agent=blue");
-    create_workspaces(&root, &["unlabelled"]).await;
+    let bed = Bed::start().await;
+    let root = &*bed.root;
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(INIT).await;
+    let agent = bed.start_agent_with(Some("agent=blue")).await;
+    bed.create_workspaces(&["unlabelled"]).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(
-        phase_of(&root, "unlabelled").await.as_deref(),
+        phase_of(root, "unlabelled").await.as_deref(),
         Some("Initializing")
     );
 
@@ -328,7 +335,8 @@ async fn only_targets_matching_the_selector_act_and_labels_can_start_and_stop_th
     )
     .await
     .unwrap();
-    wait_ready(&root, &["unlabelled"], Duration::from_secs(20)).await;
+    bed.wait_ready(&["unlabelled"], Duration::from_secs(20))
+        .await;
 
     // Relabelling takes it out again: it stops.
     root.patch(
@@ -340,10 +348,10 @@ async fn only_targets_matching_the_selector_act_and_labels_can_start_and_stop_th
     .await
     .unwrap();
     tokio::time::sleep(Duration::from_millis(500)).await;
-    create_workspaces(&root, &["after-relabel"]).await;
+    bed.create_workspaces(&["after-relabel"]).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(
-        phase_of(&root, "after-relabel").await.as_deref(),
+        phase_of(root, "after-relabel").await.as_deref(),
         Some("Initializing")
     );
     agent.stop().await;
@@ -359,13 +367,12 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn changing_the_workspace_type_ref_restarts_the_target_on_the_new_type() {
-    let sim = Server::start(Config::kcp()).await.unwrap();
-    let root = sim.object_client("root");
-    install_crds(&root).await;
-    apply(&root, WORKSPACE_TYPE).await;
-    apply(&root, OTHER_TYPE).await;
-    apply(&root, INIT).await;
-    let agent = start_agent(&sim);
+    let bed = Bed::start().await;
+    let root = &*bed.root;
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(OTHER_TYPE).await;
+    bed.apply(INIT).await;
+    let agent = bed.start_agent().await;
     let target = playground_target();
     let retarget = kcp_core::ObjectPatch::Merge(
         serde_json::json!({"spec": {"workspaceTypeRef": {"name": "other-environment"}}}),
@@ -373,12 +380,12 @@ async fn changing_the_workspace_type_ref_restarts_the_target_on_the_new_type() {
     root.patch(&target, Default::default(), &retarget, &Default::default())
         .await
         .unwrap();
-    apply(
-        &root,
+    bed.apply(
         "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {name: other}\nspec:\n  type: {name: other-environment, path: root}\n",
     )
     .await;
-    wait_ready(&root, &["other"], Duration::from_secs(20)).await;
+    bed.wait_ready(&["other"], Duration::from_secs(20)).await;
+    let initializer = bed.initializer("other-environment").await;
     until(
         "the new initializer in the status",
         Duration::from_secs(10),
@@ -388,7 +395,7 @@ async fn changing_the_workspace_type_ref_restarts_the_target_on_the_new_type() {
                 .await
                 .unwrap()
                 .unwrap();
-            t.status.and_then(|s| s.initializer).as_deref() == Some("root:other-environment")
+            t.status.and_then(|s| s.initializer) == Some(initializer.clone())
         },
     )
     .await;
@@ -397,12 +404,12 @@ async fn changing_the_workspace_type_ref_restarts_the_target_on_the_new_type() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn virtual_workspace_urls_removed_and_added_at_runtime_are_followed() {
-    let sim = Server::start(Config::kcp()).await.unwrap();
-    let root = sim.object_client("root");
-    install_crds(&root).await;
-    apply(&root, WORKSPACE_TYPE).await;
-    apply(&root, INIT).await;
-    let agent = start_agent(&sim);
+    // kcp-sim only: the test writes the WorkspaceType's status, which real kcp owns.
+    let bed = Bed::sim(Config::kcp()).await;
+    let root = &*bed.root;
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(INIT).await;
+    let agent = bed.start_agent().await;
     let wst = ObjectRef::cluster_scoped(
         GroupVersionKind::gvk("tenancy.kcp.io", "v1alpha1", "WorkspaceType"),
         "dev-environment",
@@ -440,15 +447,47 @@ async fn virtual_workspace_urls_removed_and_added_at_runtime_are_followed() {
         t.status.is_some_and(|s| s.virtual_workspaces.is_empty())
     })
     .await;
-    create_workspaces(&root, &["waiting"]).await;
+    bed.create_workspaces(&["waiting"]).await;
     tokio::time::sleep(Duration::from_millis(1000)).await;
     assert_eq!(
-        phase_of(&root, "waiting").await.as_deref(),
+        phase_of(root, "waiting").await.as_deref(),
         Some("Initializing")
     );
 
     // It comes back: the agent watches it again and the workspace completes.
     root.patch_status(&wst, &set_urls(published)).await.unwrap();
-    wait_ready(&root, &["waiting"], Duration::from_secs(20)).await;
+    bed.wait_ready(&["waiting"], Duration::from_secs(20)).await;
     agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_restarted_halfway_through_a_batch_initializes_every_workspace_once() {
+    let bed = Bed::start().await;
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(INIT).await;
+    let names: Vec<String> = (0..6).map(|i| format!("batch-{i}")).collect();
+    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+    let first = bed.start_agent().await;
+    bed.create_workspaces(&refs).await;
+    until(
+        "the first workspace Ready",
+        Duration::from_secs(60),
+        || async { first.metrics.initialized_count("init-dev-environment") >= 1 },
+    )
+    .await;
+    let first_metrics = first.metrics.clone();
+    first.stop().await;
+    // Counted after the stop: a drain may finish what was in flight.
+    let done_by_first = first_metrics.initialized_count("init-dev-environment");
+    let second = bed.start_agent().await;
+    bed.wait_ready(&refs, Duration::from_secs(60)).await;
+    for name in &refs {
+        bed.assert_initialized(name).await;
+    }
+    assert_eq!(
+        done_by_first + second.metrics.initialized_count("init-dev-environment"),
+        refs.len() as u64,
+        "no workspace was initialized twice or skipped"
+    );
+    second.stop().await;
 }

@@ -2,7 +2,7 @@
 //! the behaviour that holds now: status written by two writers is never lost (3), a duplicate
 //! object is decided by source order and reported (4), `generateName` objects are created once
 //! per cluster however often the attempt is retried (6), and fields another manager owns are
-//! never taken (8).
+//! never taken (8). On the backend `KCP_RS_BACKEND` picks, except where a test says kcp-sim only.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::time::Duration;
@@ -11,7 +11,7 @@ use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::runtime::ReconcileResult;
 use kcp_core::{ListOptions, ObjectClient, ObjectClientExt, PatchOptions, parse_manifests};
 use kcp_init::api::InitTarget;
-use kcp_sim::{Config, ErrorRule, Server, SimClient, Verb};
+use kcp_sim::{Config, ErrorRule, Verb};
 
 mod support;
 
@@ -19,7 +19,7 @@ use support::*;
 
 /// The named condition of an InitTarget, once it has one with `status`.
 async fn condition_with(
-    root: &SimClient,
+    root: &dyn ObjectClient,
     target: &str,
     type_: &str,
     status: &str,
@@ -30,7 +30,7 @@ async fn condition_with(
         .filter(|c| c.status == status)
 }
 
-async fn wait_condition(root: &SimClient, target: &str, type_: &str, status: &str) {
+async fn wait_condition(root: &dyn ObjectClient, target: &str, type_: &str, status: &str) {
     until(
         &format!("{target}: {type_}={status}"),
         Duration::from_secs(20),
@@ -41,22 +41,21 @@ async fn wait_condition(root: &SimClient, target: &str, type_: &str, status: &st
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conditions_the_supervisor_writes_keep_the_runners_template_error() {
-    let sim = Server::start(Config::kcp()).await.unwrap();
-    let root = sim.object_client("root");
-    install_crds(&root).await;
-    let agent = start_agent(&sim);
-    apply(&root, WORKSPACE_TYPE).await;
-    apply(&root, INIT).await;
-    apply(&root, BROKEN_TEMPLATE).await;
-    create_workspaces(&root, &["held"]).await;
+    let bed = Bed::start().await;
+    let root = &*bed.root;
+    let agent = bed.start_agent().await;
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(INIT).await;
+    bed.apply(BROKEN_TEMPLATE).await;
+    bed.create_workspaces(&["held"]).await;
     // The runner writes TemplateError ...
-    wait_condition(&root, "init-dev-environment", "TemplateError", "True").await;
+    wait_condition(root, "init-dev-environment", "TemplateError", "True").await;
     // ... then the supervisor writes Conflict on the same object, and later clears it.
     tokio::time::sleep(Duration::from_millis(1100)).await;
-    apply(&root, SECOND_TARGET).await;
-    wait_condition(&root, "init-dev-environment", "Conflict", "True").await;
+    bed.apply(SECOND_TARGET).await;
+    wait_condition(root, "init-dev-environment", "Conflict", "True").await;
     assert!(
-        condition_with(&root, "init-dev-environment", "TemplateError", "True")
+        condition_with(root, "init-dev-environment", "TemplateError", "True")
             .await
             .is_some(),
         "the supervisor's write dropped the runner's TemplateError"
@@ -67,8 +66,8 @@ async fn conditions_the_supervisor_writes_keep_the_runners_template_error() {
     )
     .await
     .unwrap();
-    wait_condition(&root, "init-dev-environment", "Conflict", "False").await;
-    let error = condition_with(&root, "init-dev-environment", "TemplateError", "True").await;
+    wait_condition(root, "init-dev-environment", "Conflict", "False").await;
+    let error = condition_with(root, "init-dev-environment", "TemplateError", "True").await;
     assert!(
         error.is_some_and(|c| c.message.is_some_and(|m| m.contains("NoSuchField"))),
         "TemplateError lost when the Conflict cleared"
@@ -115,18 +114,18 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_sources_rendering_one_object_differently_keep_the_first_and_report_the_duplicate() {
-    let sim = Server::start(Config::kcp()).await.unwrap();
-    let root = sim.object_client("root");
-    install_crds(&root).await;
-    let agent = start_agent(&sim);
-    apply(&root, WORKSPACE_TYPE).await;
-    apply(&root, TWO_SOURCES_ONE_OBJECT).await;
+    let bed = Bed::start().await;
+    let root = &*bed.root;
+    let agent = bed.start_agent().await;
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(TWO_SOURCES_ONE_OBJECT).await;
     let names = ["dup-1", "dup-2", "dup-3", "dup-4"];
-    create_workspaces(&root, &names).await;
-    wait_ready(&root, &names, Duration::from_secs(30)).await;
+    bed.create_workspaces(&names).await;
+    bed.wait_ready(&names, Duration::from_secs(30)).await;
     for ws in names {
-        let cm = sim
-            .object_client(&format!("root:{ws}"))
+        let cm = bed
+            .inside(&bed.path(ws))
+            .await
             .get(&cm_ref("default", "shared"))
             .await
             .unwrap()
@@ -137,7 +136,7 @@ async fn two_sources_rendering_one_object_differently_keep_the_first_and_report_
         "a DuplicateObjects condition",
         Duration::from_secs(20),
         || async {
-            condition_with(&root, "init-dev-environment", "DuplicateObjects", "True")
+            condition_with(root, "init-dev-environment", "DuplicateObjects", "True")
                 .await
                 .and_then(|c| c.message)
                 .is_some_and(|m| m.contains("shared") && m.contains("second-source"))
@@ -168,11 +167,11 @@ spec:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_generate_name_object_is_created_once_however_often_the_attempt_is_retried() {
-    let sim = Server::start(Config::kcp()).await.unwrap();
-    let root = sim.object_client("root");
-    install_crds(&root).await;
-    apply(&root, WORKSPACE_TYPE).await;
-    create_workspaces(&root, &["generated"]).await;
+    // kcp-sim only: injected 500s on the LogicalCluster.
+    let bed = Bed::sim(Config::kcp()).await;
+    let sim = bed.kcp.sim().unwrap();
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.create_workspaces(&["generated"]).await;
     // Removing the initializer (the attempt's last step) fails until the rule is cleared, so
     // every attempt reaches the generateName object again.
     sim.faults().add_error(
@@ -180,8 +179,8 @@ async fn a_generate_name_object_is_created_once_however_often_the_attempt_is_ret
             .verbs([Verb::Update, Verb::Patch])
             .resources(["logicalclusters.core.kcp.io"]),
     );
-    let agent = start_agent(&sim);
-    apply(&root, GENERATED_WELCOME).await;
+    let agent = bed.start_agent().await;
+    bed.apply(GENERATED_WELCOME).await;
     until("three failed attempts", Duration::from_secs(20), || async {
         agent
             .metrics
@@ -191,8 +190,9 @@ async fn a_generate_name_object_is_created_once_however_often_the_attempt_is_ret
     })
     .await;
     sim.faults().clear();
-    wait_ready(&root, &["generated"], Duration::from_secs(20)).await;
-    let inside = sim.object_client("root:generated");
+    bed.wait_ready(&["generated"], Duration::from_secs(20))
+        .await;
+    let inside = bed.inside(&bed.path("generated")).await;
     let all = inside
         .list(
             &GroupVersionKind::gvk("", "v1", "ConfigMap"),
@@ -217,13 +217,18 @@ async fn a_generate_name_object_is_created_once_however_often_the_attempt_is_ret
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fields_another_manager_owns_are_not_taken_and_the_error_names_field_and_manager() {
-    let sim = Server::start(Config::kcp()).await.unwrap();
-    let root = sim.object_client("root");
-    install_crds(&root).await;
-    apply(&root, WORKSPACE_TYPE).await;
-    create_workspaces(&root, &["contested"]).await;
-    // Another initializer got there first and owns `data.cluster`.
-    let inside = sim.object_client("root:contested");
+    let bed = Bed::start().await;
+    let root = &*bed.root;
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.create_workspaces(&["contested"]).await;
+    // Another initializer got there first and owns `data.cluster` (on real kcp it writes through
+    // the initializingworkspaces virtual workspace, as initializers do).
+    let initializer = bed.initializer("dev-environment").await;
+    let inside = bed
+        .kcp
+        .initializing_client(&initializer, &bed.path("contested"))
+        .await
+        .unwrap();
     let theirs = parse_manifests(
         "theirs.yaml",
         "apiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: cluster-info, namespace: team}\ndata: {cluster: set-by-another-initializer}\n",
@@ -235,13 +240,13 @@ async fn fields_another_manager_owns_are_not_taken_and_the_error_names_field_and
             .await
             .unwrap();
     }
-    let agent = start_agent(&sim);
-    apply(&root, INIT).await;
+    let agent = bed.start_agent().await;
+    bed.apply(INIT).await;
     until(
         "a field conflict reported",
         Duration::from_secs(20),
         || async {
-            condition_with(&root, "init-dev-environment", "TemplateError", "True")
+            condition_with(root, "init-dev-environment", "TemplateError", "True")
                 .await
                 .and_then(|c| c.message)
                 .is_some_and(|m| m.contains("another-initializer") && m.contains(".data.cluster"))
@@ -255,7 +260,7 @@ async fn fields_another_manager_owns_are_not_taken_and_the_error_names_field_and
         .unwrap();
     assert_eq!(cm.data["data"]["cluster"], "set-by-another-initializer");
     assert_eq!(
-        phase_of(&root, "contested").await.as_deref(),
+        phase_of(root, "contested").await.as_deref(),
         Some("Initializing")
     );
     agent.stop().await;

@@ -3,7 +3,7 @@
 //! default, or `real`).
 //!
 //! On kcp-sim every bed is a fresh server. On the real servers every bed is a fresh workspace
-//! (`root:e2e-<random>`, of root's default child type) or namespace on the process's shared peers, so tests
+//! (`root:e2e-<random>`, type `universal`) or namespace on the process's shared peers, so tests
 //! running side by side never see each other's objects.
 
 use std::sync::Arc;
@@ -86,7 +86,12 @@ impl KcpBed {
             .map_err(|e| Error::config("starting the shared kcp", e))??;
         let name = format!("e2e-{:08x}", fastrand::u32(..));
         let root = kcp.admin_at("root").client().await?;
-        create_workspace(&KubeObjectClient::new(root), &name, None).await?;
+        // `universal` allows any child type (root's default, `organization`, allows only `universal`).
+        let universal = WorkspaceTypeReference {
+            name: "universal".to_string(),
+            path: Some("root".to_string()),
+        };
+        create_workspace(&KubeObjectClient::new(root), &name, Some(universal)).await?;
         Ok(KcpBed::Real {
             kcp,
             root: format!("root:{name}"),
@@ -149,6 +154,45 @@ impl KcpBed {
                 let client = kcp.admin_at(path).client().await?;
                 Ok(Arc::new(KubeObjectClient::new(client)))
             }
+        }
+    }
+
+    /// An admin client into the workspace `path` while it initializes, as an initializer reaches
+    /// it: on real kcp through the initializingworkspaces virtual workspace of `initializer`
+    /// (the workspace itself refuses every request until Ready), on kcp-sim directly.
+    pub async fn initializing_client(
+        &self,
+        initializer: &str,
+        path: &str,
+    ) -> Result<Arc<dyn ObjectClient>> {
+        match self {
+            KcpBed::Sim(_) => self.object_client(path).await,
+            KcpBed::Real { kcp, .. } => {
+                let cluster = self.scheduled_cluster(path).await?;
+                let url = format!(
+                    "{}/services/initializingworkspaces/{initializer}/clusters/{cluster}",
+                    kcp.base_url
+                );
+                let client = kcp.admin.at(url).client().await?;
+                Ok(Arc::new(KubeObjectClient::new(client)))
+            }
+        }
+    }
+
+    /// The logical cluster behind the workspace `path`, once it is scheduled (at most 30 s).
+    pub async fn scheduled_cluster(&self, path: &str) -> Result<String> {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Some(cluster) = self.logical_cluster(path).await? {
+                return Ok(cluster);
+            }
+            if Instant::now() > deadline {
+                return Err(Error::config(
+                    format!("workspace {path}"),
+                    "not scheduled to a logical cluster after 30 s",
+                ));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
@@ -245,9 +289,9 @@ impl KubeBed {
     pub async fn object_client(&self) -> Result<Arc<dyn ObjectClient>> {
         match self {
             KubeBed::Sim(sim) => Ok(Arc::new(sim.object_client(""))),
-            KubeBed::Real { kube, .. } => Ok(Arc::new(KubeObjectClient::new(
-                kube.admin.client().await?,
-            ))),
+            KubeBed::Real { kube, .. } => {
+                Ok(Arc::new(KubeObjectClient::new(kube.admin.client().await?)))
+            }
         }
     }
 
@@ -282,11 +326,18 @@ pub async fn create_workspace(
         },
     );
     workspace.metadata.labels = Some([("kcp-rs.io/e2e".to_string(), "true".to_string())].into());
-    client
-        .create_typed(&workspace)
-        .await
-        .map_err(|e| request_error(format!("creating workspace {name}"), e))?;
     let deadline = Instant::now() + Duration::from_secs(60);
+    // Right after kcp starts, its admission may not know the bootstrap WorkspaceTypes yet
+    // (403 "... not found"): retry that until the deadline.
+    loop {
+        match client.create_typed(&workspace).await {
+            Ok(_) => break,
+            Err(e) if e.to_string().contains("not found") && Instant::now() < deadline => {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
+            Err(e) => return Err(request_error(format!("creating workspace {name}"), e)),
+        }
+    }
     loop {
         let live: Option<Workspace> = client
             .get_typed(None, name)

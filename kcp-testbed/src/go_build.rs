@@ -60,7 +60,8 @@ pub fn build(peer: &str) -> Result<Built> {
     let dir = cache_dir().join(format!("{}-{}-{key}", pin.peer, pin.version));
     let binary = dir.join(&pin.peer);
     let log = dir.join("build.log");
-    fs::create_dir_all(&dir).map_err(|e| Error::io(peer, format!("creating {}", dir.display()), e))?;
+    fs::create_dir_all(&dir)
+        .map_err(|e| Error::io(peer, format!("creating {}", dir.display()), e))?;
     let lock = File::create(dir.join(".lock"))
         .map_err(|e| Error::io(peer, "creating the build lock", e))?;
     // One build per peer at a time, also across test binaries run side by side.
@@ -103,7 +104,13 @@ fn cache_key(pin: &Pin, go_version: &str) -> Result<String> {
             // A wrapper whose dependencies could never be resolved has no go.sum; the build
             // then fails with the Go command's own words.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && file == "go.sum" => {}
-            Err(e) => return Err(Error::io(&pin.peer, format!("reading {}", path.display()), e)),
+            Err(e) => {
+                return Err(Error::io(
+                    &pin.peer,
+                    format!("reading {}", path.display()),
+                    e,
+                ));
+            }
         }
     }
     hash.update(pin.package.as_bytes());
@@ -130,24 +137,22 @@ fn run_go_build(go: &Path, go_version: &str, pin: &Pin, binary: &Path, log: &Pat
         pin.wrapper_dir().display()
     )
     .map_err(|e| io("writing the build log", e))?;
-    let stderr = log_file.try_clone().map_err(|e| io("sharing the build log", e))?;
-    let status = Command::new(go)
-        .arg("build")
-        .args(["-trimpath", "-ldflags", "-s -w", "-o"])
-        .arg(&partial)
-        .arg(&pin.package)
-        .current_dir(pin.wrapper_dir())
-        .env("CGO_ENABLED", "0")
-        .env("GOTOOLCHAIN", "local")
-        .env("GOWORK", "off")
-        .env("GOFLAGS", "-mod=readonly")
-        // The checksum database does not answer for kcp's modules; the committed go.sum pins them.
-        .env("GONOSUMDB", "github.com/kcp-dev")
-        .stdin(Stdio::null())
-        .stdout(stderr.try_clone().map_err(|e| io("sharing the build log", e))?)
-        .stderr(stderr)
+    // Download first: a module the proxy refuses is then reported in the proxy's own words.
+    let download = go_command_in(go, pin, &log_file)?
+        .args(["mod", "download"])
         .status()
-        .map_err(|e| io(&format!("running {} build", go.display()), e))?;
+        .map_err(|e| io(&format!("running {} mod download", go.display()), e))?;
+    let status = if download.success() {
+        go_command_in(go, pin, &log_file)?
+            .arg("build")
+            .args(["-trimpath", "-ldflags", "-s -w", "-o"])
+            .arg(&partial)
+            .arg(&pin.package)
+            .status()
+            .map_err(|e| io(&format!("running {} build", go.display()), e))?
+    } else {
+        download
+    };
     let seconds = started.elapsed().as_secs_f64();
     let _ = writeln!(log_file, "# exit {status} after {seconds:.1} s");
     if !status.success() {
@@ -161,4 +166,22 @@ fn run_go_build(go: &Path, go_version: &str, pin: &Pin, binary: &Path, log: &Pat
     fs::rename(&partial, binary).map_err(|e| io("moving the built binary into place", e))?;
     tracing::info!(peer = %pin.peer, version = %pin.version, seconds, "peer built");
     Ok(())
+}
+
+/// The Go command in the peer's wrapper module, with the build environment and the log as output.
+fn go_command_in(go: &Path, pin: &Pin, log: &File) -> Result<Command> {
+    let io = |e| Error::io(&pin.peer, "sharing the build log", e);
+    let mut command = Command::new(go);
+    command
+        .current_dir(pin.wrapper_dir())
+        .env("CGO_ENABLED", "0")
+        .env("GOTOOLCHAIN", "local")
+        .env("GOWORK", "off")
+        .env("GOFLAGS", "-mod=readonly")
+        // The checksum database does not answer for kcp's modules; the committed go.sum pins them.
+        .env("GONOSUMDB", "github.com/kcp-dev")
+        .stdin(Stdio::null())
+        .stdout(log.try_clone().map_err(io)?)
+        .stderr(log.try_clone().map_err(io)?);
+    Ok(command)
 }

@@ -72,7 +72,11 @@ impl Identities {
             self.admin.token, self.admin.user, self.admin.user
         );
         for identity in &self.users {
-            let _ = writeln!(csv, "{},{},{}", identity.token, identity.user, identity.user);
+            let _ = writeln!(
+                csv,
+                "{},{},{}",
+                identity.token, identity.user, identity.user
+            );
         }
         csv
     }
@@ -92,7 +96,10 @@ mod tests {
     fn only_the_admin_is_in_system_masters() {
         let ids = Identities::generate();
         let csv = ids.token_file();
-        let masters: Vec<&str> = csv.lines().filter(|l| l.contains("system:masters")).collect();
+        let masters: Vec<&str> = csv
+            .lines()
+            .filter(|l| l.contains("system:masters"))
+            .collect();
         assert_eq!(masters.len(), 1);
         assert!(masters[0].contains(ADMIN));
     }

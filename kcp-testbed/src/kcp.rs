@@ -60,7 +60,12 @@ impl Kcp {
             .url
             .strip_suffix("/clusters/root")
             .map(String::from)
-            .ok_or_else(|| process.failure(&format!("admin.kubeconfig's root URL {} is not .../clusters/root", admin.url)))?;
+            .ok_or_else(|| {
+                process.failure(&format!(
+                    "admin.kubeconfig's root URL {} is not .../clusters/root",
+                    admin.url
+                ))
+            })?;
         let ready_after = wait_ready(
             &mut process,
             &admin,
@@ -96,13 +101,13 @@ fn wait_for_admin(process: &mut PeerProcess, path: &Path) -> Result<Endpoint> {
     let deadline = std::time::Instant::now() + START_WITHIN;
     while std::time::Instant::now() < deadline {
         process.check_alive()?;
-        if let Ok(kubeconfig) = Kubeconfig::read_from(path) {
-            if let Ok(endpoint) = endpoint_of(&kubeconfig, "root") {
-                return Ok(endpoint);
-            }
+        if let Some(endpoint) = Kubeconfig::read_from(path)
+            .ok()
+            .and_then(|k| endpoint_of(&k, "root").ok())
+        {
+            return Ok(endpoint);
         }
         std::thread::sleep(Duration::from_millis(200));
     }
-    Err(process.failure(&format!("never wrote {}", path.display())))
-        .map_err(|e: Error| e)
+    Err(process.failure(&format!("never wrote {}", path.display()))).map_err(|e: Error| e)
 }

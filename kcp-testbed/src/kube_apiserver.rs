@@ -118,7 +118,10 @@ fn apiserver_args(
         flag("allow-privileged", "true".into()),
         flag("disable-admission-plugins", "ServiceAccount".into()),
         flag("authorization-mode", "RBAC".into()),
-        flag("service-account-issuer", format!("https://127.0.0.1:{port}/")),
+        flag(
+            "service-account-issuer",
+            format!("https://127.0.0.1:{port}/"),
+        ),
         flag("service-account-key-file", path_arg(sa_public)),
         flag("service-account-signing-key-file", path_arg(sa_key)),
         flag("token-auth-file", path_arg(tokens)),
@@ -145,10 +148,11 @@ fn write_service_account_key(dir: &Path) -> Result<(PathBuf, PathBuf)> {
 fn wait_for_certificate(apiserver: &mut PeerProcess, path: &Path) -> Result<String> {
     for _ in 0..600 {
         apiserver.check_alive()?;
-        if let Ok(pem) = std::fs::read_to_string(path) {
-            if pem.contains("END CERTIFICATE") {
-                return Ok(pem);
-            }
+        if let Some(pem) = std::fs::read_to_string(path)
+            .ok()
+            .filter(|pem| pem.contains("END CERTIFICATE"))
+        {
+            return Ok(pem);
         }
         std::thread::sleep(Duration::from_millis(100));
     }

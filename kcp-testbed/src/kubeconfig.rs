@@ -86,8 +86,14 @@ pub fn playground_kubeconfig(kcp: &Endpoint, kube: &Endpoint, identities: &Ident
         ("kube".to_string(), kube.clone()),
     ];
     for identity in &identities.users {
-        named.push((format!("kcp-as-{}", identity.user), kcp.with_token(&identity.token)));
-        named.push((format!("kube-as-{}", identity.user), kube.with_token(&identity.token)));
+        named.push((
+            format!("kcp-as-{}", identity.user),
+            kcp.with_token(&identity.token),
+        ));
+        named.push((
+            format!("kube-as-{}", identity.user),
+            kube.with_token(&identity.token),
+        ));
     }
     let borrowed: Vec<(&str, &Endpoint)> = named.iter().map(|(n, e)| (n.as_str(), e)).collect();
     kubeconfig(&borrowed)
@@ -173,8 +179,7 @@ mod tests {
     #[test]
     fn an_endpoint_reads_back_from_the_document_it_wrote() {
         let e = endpoint("https://127.0.0.1:7/clusters/root", "tok");
-        let kubeconfig: Kubeconfig =
-            serde_json::from_value(kubeconfig(&[("root", &e)])).unwrap();
+        let kubeconfig: Kubeconfig = serde_json::from_value(kubeconfig(&[("root", &e)])).unwrap();
         assert_eq!(endpoint_of(&kubeconfig, "root").unwrap(), e);
     }
 }

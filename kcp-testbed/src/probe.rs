@@ -18,7 +18,13 @@ pub fn wait_ready(
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::io(process.name(), "building a runtime for the readiness probe", e))?;
+        .map_err(|e| {
+            Error::io(
+                process.name(),
+                "building a runtime for the readiness probe",
+                e,
+            )
+        })?;
     let started = Instant::now();
     let mut last = String::from("no answer yet");
     while started.elapsed() < within {

@@ -40,7 +40,13 @@ pub struct PeerProcess {
 
 impl PeerProcess {
     /// Starts `binary args...` with its output in `log`.
-    pub fn spawn(name: &str, binary: &Path, args: &[String], env: &[(&str, &str)], log: &Path) -> Result<Self> {
+    pub fn spawn(
+        name: &str,
+        binary: &Path,
+        args: &[String],
+        env: &[(&str, &str)],
+        log: &Path,
+    ) -> Result<Self> {
         let out = File::create(log)
             .map_err(|e| Error::io(name, format!("creating {}", log.display()), e))?;
         let err = out

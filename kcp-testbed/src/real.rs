@@ -122,7 +122,9 @@ pub fn shared_kube() -> Result<&'static SharedKube> {
                 admin: Endpoint {
                     url: kube.url.clone(),
                     ca_pem: kube.ca_pem.clone(),
-                    token: credentials().map(|c| c.identities.admin.token.clone()).unwrap_or_default(),
+                    token: credentials()
+                        .map(|c| c.identities.admin.token.clone())
+                        .unwrap_or_default(),
                 },
                 ready_after: kube.ready_after,
                 log: kube.log().to_path_buf(),
@@ -173,7 +175,10 @@ pub fn write_kubeconfig(path: &Path) -> Result<()> {
 }
 
 fn on_thread<T: Send + 'static>(start: impl FnOnce() -> Result<T> + Send + 'static) -> Result<T> {
-    std::thread::spawn(start)
-        .join()
-        .unwrap_or_else(|_| Err(Error::config("starting a peer", "the start thread panicked")))
+    std::thread::spawn(start).join().unwrap_or_else(|_| {
+        Err(Error::config(
+            "starting a peer",
+            "the start thread panicked",
+        ))
+    })
 }

@@ -21,29 +21,57 @@ async fn the_shared_kcp_serves_a_fresh_workspace_per_bed() {
     let cluster = first.logical_cluster(first.root()).await.unwrap();
     assert!(cluster.is_some_and(|c| !c.is_empty()));
     let client = first.object_client(first.root()).await.unwrap();
-    assert!(client.get(&namespace_ref("default")).await.unwrap().is_some());
+    assert!(
+        client
+            .get(&namespace_ref("default"))
+            .await
+            .unwrap()
+            .is_some()
+    );
 }
 
 #[tokio::test]
 async fn the_real_kcp_and_kube_apiserver_listen_on_loopback_only() {
-    let kcp = tokio::task::spawn_blocking(shared_kcp).await.unwrap().unwrap();
-    let kube = tokio::task::spawn_blocking(shared_kube).await.unwrap().unwrap();
-    assert!(kcp.base_url.starts_with("https://127.0.0.1:"), "{}", kcp.base_url);
-    assert!(kube.admin.url.starts_with("https://127.0.0.1:"), "{}", kube.admin.url);
+    let kcp = tokio::task::spawn_blocking(shared_kcp)
+        .await
+        .unwrap()
+        .unwrap();
+    let kube = tokio::task::spawn_blocking(shared_kube)
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        kcp.base_url.starts_with("https://127.0.0.1:"),
+        "{}",
+        kcp.base_url
+    );
+    assert!(
+        kube.admin.url.starts_with("https://127.0.0.1:"),
+        "{}",
+        kube.admin.url
+    );
 }
 
 #[tokio::test]
 async fn a_restricted_identity_is_refused_what_no_rule_grants() {
-    let kube = tokio::task::spawn_blocking(shared_kube).await.unwrap().unwrap();
+    let kube = tokio::task::spawn_blocking(shared_kube)
+        .await
+        .unwrap()
+        .unwrap();
     let ids = &kcp_testbed::real::credentials().unwrap().identities;
     let user = ids.user("user-1").unwrap();
-    let client = kcp_core::KubeObjectClient::new(
-        kube.admin.with_token(&user.token).client().await.unwrap(),
-    );
+    let client =
+        kcp_core::KubeObjectClient::new(kube.admin.with_token(&user.token).client().await.unwrap());
     let err = client.get(&namespace_ref("default")).await.unwrap_err();
     let text = err.to_string();
-    assert!(text.contains("forbidden") || text.contains("Forbidden"), "{text}");
-    assert!(text.contains("user-1"), "the refusal names the user: {text}");
+    assert!(
+        text.contains("forbidden") || text.contains("Forbidden"),
+        "{text}"
+    );
+    assert!(
+        text.contains("user-1"),
+        "the refusal names the user: {text}"
+    );
 }
 
 #[test]
@@ -69,7 +97,10 @@ fn a_peer_that_dies_fails_with_the_tail_of_its_log() {
         }
     };
     let text = err.to_string();
-    assert!(text.contains("short-lived") && text.contains("last words"), "{text}");
+    assert!(
+        text.contains("short-lived") && text.contains("last words"),
+        "{text}"
+    );
 }
 
 #[test]
@@ -90,7 +121,10 @@ fn a_dropped_peer_process_is_stopped() {
     while !pid_file.exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(20));
     }
-    let pid = std::fs::read_to_string(&pid_file).unwrap().trim().to_string();
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_string();
     assert!(std::path::Path::new(&format!("/proc/{pid}")).exists());
     drop(peer);
     let deadline = std::time::Instant::now() + Duration::from_secs(15);
@@ -99,7 +133,10 @@ fn a_dropped_peer_process_is_stopped() {
         if stat.contains(") Z ") {
             break; // exited, awaiting its reaper
         }
-        assert!(std::time::Instant::now() < deadline, "process {pid} outlived its handle");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "process {pid} outlived its handle"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
 }
@@ -109,7 +146,12 @@ fn a_peer_the_proxy_does_not_serve_fails_naming_peer_version_and_log() {
     // github.com/kcp-dev/init-agent is pinned but not served by the Go module proxy.
     let err = go_build::build("init-agent").unwrap_err();
     match &err {
-        Error::Build { peer, version, log, tail } => {
+        Error::Build {
+            peer,
+            version,
+            log,
+            tail,
+        } => {
             assert_eq!(peer, "init-agent");
             assert_eq!(version, "v0.1.0");
             assert!(log.exists());

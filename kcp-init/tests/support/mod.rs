@@ -1,5 +1,6 @@
-//! What the kcp-init end-to-end tests share: an agent over HTTP against kcp-sim, applying
-//! manifests, creating workspaces and waiting for conditions.
+//! What the kcp-init end-to-end tests share: an agent over HTTP against either backend
+//! (`KCP_RS_BACKEND`: kcp-sim, or the real kcp of the test bed, where the test's root is a fresh
+//! workspace), applying manifests, creating workspaces and waiting for conditions.
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 use std::sync::Arc;
@@ -10,7 +11,7 @@ use kcp_core::kcp::Workspace;
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::{Backoff, ObjectClient, ObjectClientExt, ObjectRef, parse_manifests};
 use kcp_init::{AgentConfig, Metrics, run};
-use kcp_sim::{Server, SimClient};
+use kcp_testbed::KcpBed;
 use tokio::sync::watch;
 
 /// The playground's WorkspaceType with an initializer.
@@ -69,25 +70,163 @@ pub async fn apply(client: &dyn ObjectClient, yaml: &str) {
     apply_objects(client, objects).await;
 }
 
+/// Applies until complete, as a user re-runs `kubectl apply`: on a real server a CRD's kind is
+/// served a moment after the CRD is created, and its objects are pending until then.
 pub async fn apply_objects(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
     let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap();
-    let report = Applier::new(client, ApplierConfig::new("test"))
-        .apply(&plan)
-        .await;
-    assert!(report.is_complete(), "{report}");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let report = Applier::new(client, ApplierConfig::new("test"))
+            .apply(&plan)
+            .await;
+        if report.is_complete() {
+            return;
+        }
+        let pending: Vec<String> = report
+            .pending()
+            .map(|(object, reason)| format!("{}: {reason}", object.object))
+            .chain(
+                report
+                    .failed()
+                    .map(|(object, error)| format!("{}: {error}", object.object)),
+            )
+            .collect();
+        assert!(
+            report.failed().count() == 0 && Instant::now() < deadline,
+            "{report}: {pending:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 }
 
-pub async fn install_crds(root: &SimClient) {
+pub async fn install_crds(root: &dyn ObjectClient) {
     let crds = kcp_init::api::crd_objects().unwrap();
     apply_objects(root, crds).await;
 }
 
-pub fn start_agent(sim: &Server) -> Agent {
-    start_agent_with(sim, None)
+/// A bed on the backend the environment picks, with its root client and the agent's CRDs.
+pub struct Bed {
+    pub kcp: KcpBed,
+    pub root: Arc<dyn ObjectClient>,
 }
 
-pub fn start_agent_with(sim: &Server, selector: Option<&str>) -> Agent {
-    let mut config = AgentConfig::new(sim.kube_config("root").unwrap(), "root");
+impl Bed {
+    pub async fn start() -> Bed {
+        Bed::on(KcpBed::start().await.unwrap()).await
+    }
+
+    /// A bed on kcp-sim, for behaviour only kcp-sim can produce (faults, several shards, a
+    /// WorkspaceType status written by hand).
+    pub async fn sim(config: kcp_sim::Config) -> Bed {
+        Bed::on(KcpBed::start_sim(config).await.unwrap()).await
+    }
+
+    async fn on(kcp: KcpBed) -> Bed {
+        let root = kcp.object_client(kcp.root()).await.unwrap();
+        install_crds(&*root).await;
+        Bed { kcp, root }
+    }
+
+    /// The path of the test's child workspace `name`.
+    pub fn path(&self, name: &str) -> String {
+        self.kcp.path(name)
+    }
+
+    /// A manifest with every `path: root` pointing at the test's root workspace.
+    pub fn localize(&self, yaml: &str) -> String {
+        yaml.replace("path: root", &format!("path: {}", self.kcp.root()))
+    }
+
+    /// Applies a manifest (localized) in the test's root workspace.
+    pub async fn apply(&self, yaml: &str) {
+        apply(&*self.root, &self.localize(yaml)).await;
+    }
+
+    /// An admin client inside the child workspace `name` (or a logical cluster name).
+    pub async fn inside(&self, path: &str) -> Arc<dyn ObjectClient> {
+        self.kcp.object_client(path).await.unwrap()
+    }
+
+    /// The logical cluster of the child workspace `name`.
+    pub async fn cluster_of(&self, name: &str) -> String {
+        self.kcp.scheduled_cluster(&self.path(name)).await.unwrap()
+    }
+
+    /// The initializer of a WorkspaceType in the test's root, as kcp names it:
+    /// `<logical cluster of the type's workspace>:<type name>`.
+    pub async fn initializer(&self, workspace_type: &str) -> String {
+        let cluster = self
+            .kcp
+            .logical_cluster(self.kcp.root())
+            .await
+            .unwrap()
+            .unwrap();
+        format!("{cluster}:{workspace_type}")
+    }
+
+    pub async fn start_agent(&self) -> Agent {
+        self.start_agent_with(None).await
+    }
+
+    pub async fn start_agent_with(&self, selector: Option<&str>) -> Agent {
+        let config = self.kcp.config(self.kcp.root()).await.unwrap();
+        start_agent_on(config, self.kcp.root(), selector)
+    }
+
+    pub async fn create_workspaces(&self, names: &[&str]) {
+        let docs: Vec<String> = names
+            .iter()
+            .map(|n| {
+                format!(
+                    "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {n}}}\nspec:\n  type: {{name: dev-environment, path: root}}\n"
+                )
+            })
+            .collect();
+        self.apply(&docs.join("---\n")).await;
+    }
+
+    pub async fn wait_ready(&self, names: &[&str], within: Duration) {
+        let deadline = Instant::now() + within;
+        loop {
+            self.kcp.check_alive().unwrap();
+            let mut all = true;
+            for n in names {
+                all &= phase_of(&*self.root, n).await.as_deref() == Some("Ready");
+            }
+            if all {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "workspaces {names:?} not Ready in time"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// Every object the playground template renders exists in the workspace.
+    pub async fn assert_initialized(&self, workspace: &str) {
+        let path = self.path(workspace);
+        let client = self.inside(&path).await;
+        let cm = client.get(&cm_ref("team", "cluster-info")).await.unwrap();
+        let cm = cm.unwrap_or_else(|| panic!("ConfigMap team/cluster-info missing in {workspace}"));
+        let cluster = self.cluster_of(workspace).await;
+        assert_eq!(cm.data["data"]["cluster"], cluster.as_str());
+        assert_eq!(cm.data["data"]["workspace"], path);
+        let sandbox = ObjectRef::namespaced(
+            GroupVersionKind::gvk("example.kcp-rs.io", "v1", "Sandbox"),
+            "team",
+            "default-sandbox",
+        );
+        assert!(
+            client.get(&sandbox).await.unwrap().is_some(),
+            "Sandbox missing in {workspace}"
+        );
+    }
+}
+
+fn start_agent_on(kube: kcp_core::kube::Config, root: &str, selector: Option<&str>) -> Agent {
+    let mut config = AgentConfig::new(kube, root);
     config.backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(500));
     config.selector = selector.map(String::from);
     let metrics = config.metrics.clone();
@@ -102,39 +241,9 @@ pub fn start_agent_with(sim: &Server, selector: Option<&str>) -> Agent {
     }
 }
 
-pub async fn create_workspaces(root: &SimClient, names: &[&str]) {
-    let docs: Vec<String> = names
-        .iter()
-        .map(|n| {
-            format!(
-                "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {n}}}\nspec:\n  type: {{name: dev-environment, path: root}}\n"
-            )
-        })
-        .collect();
-    apply(root, &docs.join("---\n")).await;
-}
-
-pub async fn phase_of(root: &SimClient, name: &str) -> Option<String> {
+pub async fn phase_of(root: &dyn ObjectClient, name: &str) -> Option<String> {
     let ws: Option<Workspace> = root.get_typed(None, name).await.unwrap();
     ws.and_then(|w| w.status).and_then(|s| s.phase)
-}
-
-pub async fn wait_ready(root: &SimClient, names: &[&str], within: Duration) {
-    let deadline = Instant::now() + within;
-    loop {
-        let mut all = true;
-        for n in names {
-            all &= phase_of(root, n).await.as_deref() == Some("Ready");
-        }
-        if all {
-            return;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "workspaces {names:?} not Ready in time"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 pub async fn until<F, Fut>(what: &str, within: Duration, mut f: F)
@@ -159,23 +268,4 @@ pub fn playground_target() -> ObjectRef {
 
 pub fn cm_ref(ns: &str, name: &str) -> ObjectRef {
     ObjectRef::namespaced(GroupVersionKind::gvk("", "v1", "ConfigMap"), ns, name)
-}
-
-/// Every object the playground template renders exists in the workspace.
-pub async fn assert_initialized(sim: &Server, workspace: &str) {
-    let client = sim.object_client(&format!("root:{workspace}"));
-    let cm = client.get(&cm_ref("team", "cluster-info")).await.unwrap();
-    let cm = cm.unwrap_or_else(|| panic!("ConfigMap team/cluster-info missing in {workspace}"));
-    let cluster = sim.logical_cluster(&format!("root:{workspace}")).unwrap();
-    assert_eq!(cm.data["data"]["cluster"], cluster.as_str());
-    assert_eq!(cm.data["data"]["workspace"], format!("root:{workspace}"));
-    let sandbox = ObjectRef::namespaced(
-        GroupVersionKind::gvk("example.kcp-rs.io", "v1", "Sandbox"),
-        "team",
-        "default-sandbox",
-    );
-    assert!(
-        client.get(&sandbox).await.unwrap().is_some(),
-        "Sandbox missing in {workspace}"
-    );
 }
