@@ -1,10 +1,14 @@
-//! The playground: two kcp-sim servers, every system running against them, their examples
+//! The playground: two API servers, every system running against them, their examples
 //! applied, and a live table until everything converged.
 //!
-//! - `kcp`: a kcp-sim server in kcp mode (root workspace), the current context of
-//!   `kcp-playground.kubeconfig`.
-//! - `kube`: a plain Kubernetes kcp-sim server: the service cluster of kcp-sync and the
+//! - `kcp`: kcp (root workspace), the current context of `kcp-playground.kubeconfig`.
+//! - `kube`: a plain Kubernetes API server: the service cluster of kcp-sync and the
 //!   management cluster of kcp-operator and the Cluster API providers.
+//!
+//! Both are kcp-sim servers by default ([`Backend::Sim`]); with [`Backend::Real`] they are the
+//! real kcp and kube-apiserver (+ etcd) of `kcp-testbed`, built from their Go modules. No kubelet
+//! runs there, so the playground marks Deployments and StatefulSets on kube available itself
+//! (as envtest users do), and says so.
 //!
 //! Each system is a [`Section`] in its own module: it installs its CRDs, starts its controller
 //! against the servers, applies its examples, reports a table and whether it converged, and
@@ -16,17 +20,21 @@ pub mod kind;
 pub mod kubeconfig;
 pub mod operator;
 pub mod sync;
+pub mod workloads;
 
 use std::future::Future;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use futures::future::BoxFuture;
 use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kube::api::DynamicObject;
-use kcp_core::{ObjectClient, parse_manifests};
+use kcp_core::{KubeObjectClient, ObjectClient, ObjectClientExt as _, parse_manifests};
 use kcp_sim::{Config, Server};
+pub use kcp_testbed::Backend;
+use kcp_testbed::Endpoint;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -36,6 +44,9 @@ pub enum PlaygroundError {
     /// A kcp-sim server failed to start or answer.
     #[error("kcp-sim: {0}")]
     Sim(#[from] kcp_sim::Error),
+    /// A real server of the test bed failed to build, start or answer.
+    #[error("real backend: {0}")]
+    Real(#[from] kcp_testbed::Error),
     /// Reading, planning or applying example objects failed.
     #[error("{context}: {source}")]
     Core {
@@ -84,19 +95,96 @@ pub enum PlaygroundError {
     },
 }
 
+/// One API server of the playground: a kcp-sim server, or a real server of the test bed.
+pub enum Side {
+    /// kcp-sim, in-process.
+    Sim(Server),
+    /// The test bed's real kcp (`kcp: true`, workspaces under `/clusters/<path>`) or
+    /// kube-apiserver, as its admin.
+    Real {
+        /// `https://127.0.0.1:<port>`.
+        base_url: String,
+        /// The admin (server URL ignored: see [`Side::cluster_url`]).
+        admin: Endpoint,
+        /// Whether this is kcp.
+        kcp: bool,
+    },
+}
+
+impl Side {
+    /// The server's base URL.
+    pub fn url(&self) -> &str {
+        match self {
+            Side::Sim(sim) => sim.url(),
+            Side::Real { base_url, .. } => base_url,
+        }
+    }
+
+    /// The URL of a workspace (kcp) or of the server (kube; `cluster` ignored).
+    pub fn cluster_url(&self, cluster: &str) -> String {
+        match self {
+            Side::Sim(sim) => sim.cluster_url(cluster),
+            Side::Real { base_url, kcp, .. } if *kcp => format!("{base_url}/clusters/{cluster}"),
+            Side::Real { base_url, .. } => base_url.clone(),
+        }
+    }
+
+    /// A client configuration for a workspace (kcp) or the server (kube).
+    pub fn kube_config(&self, cluster: &str) -> Result<kube::Config, PlaygroundError> {
+        match self {
+            Side::Sim(sim) => Ok(sim.kube_config(cluster)?),
+            Side::Real { admin, .. } => Ok(admin.at(self.cluster_url(cluster)).config()?),
+        }
+    }
+
+    /// A kube client for a workspace (kcp) or the server (kube).
+    pub fn client(&self, cluster: &str) -> Result<kube::Client, PlaygroundError> {
+        match self {
+            Side::Sim(sim) => Ok(sim.client(cluster)?),
+            Side::Real { admin, .. } => Ok(admin.at(self.cluster_url(cluster)).client()?),
+        }
+    }
+
+    /// An `ObjectClient` for a workspace (kcp) or the server (kube): in-process on kcp-sim.
+    pub fn object_client(&self, cluster: &str) -> Result<Arc<dyn ObjectClient>, PlaygroundError> {
+        match self {
+            Side::Sim(sim) => Ok(Arc::new(sim.object_client(cluster))),
+            Side::Real { .. } => Ok(Arc::new(KubeObjectClient::new(self.client(cluster)?))),
+        }
+    }
+
+    /// Stops a kcp-sim server; a real server stops with the process.
+    pub async fn shutdown(self) {
+        if let Side::Sim(sim) = self {
+            sim.shutdown().await;
+        }
+    }
+}
+
 /// The two API servers every section runs against.
 pub struct Playground {
-    /// kcp (kcp mode, workspaces under `root`).
-    pub kcp: Server,
+    /// Which servers these are.
+    pub backend: Backend,
+    /// kcp (workspaces under `root`).
+    pub kcp: Side,
     /// A plain Kubernetes API server: service and management cluster.
-    pub kube: Server,
+    pub kube: Side,
     /// Where the kubeconfig with contexts `kcp` and `kube` was written.
     pub kubeconfig: PathBuf,
+    /// Marks workloads on the real kube-apiserver available (no kubelet runs there).
+    workloads: Option<JoinHandle<()>>,
 }
 
 impl Playground {
     /// Starts both servers and writes the kubeconfig.
-    pub async fn start(kubeconfig: &Path) -> Result<Self, PlaygroundError> {
+    pub async fn start(backend: Backend, kubeconfig: &Path) -> Result<Self, PlaygroundError> {
+        match backend {
+            Backend::Sim => Self::start_sim(kubeconfig).await,
+            Backend::Real => Self::start_real(kubeconfig).await,
+        }
+    }
+
+    async fn start_sim(kubeconfig: &Path) -> Result<Self, PlaygroundError> {
         // Workloads report ready as on a cluster with kubelets, so operators converge.
         let workloads = Some(Duration::from_millis(300));
         let kcp = Server::start(Config {
@@ -115,14 +203,52 @@ impl Playground {
             source,
         })?;
         Ok(Self {
-            kcp,
-            kube,
+            backend: Backend::Sim,
+            kcp: Side::Sim(kcp),
+            kube: Side::Sim(kube),
             kubeconfig: kubeconfig.to_path_buf(),
+            workloads: None,
         })
     }
 
-    /// Stops both servers.
+    /// The test bed's real kcp and kube-apiserver (built from their Go modules on first use,
+    /// which takes minutes), running until this process exits.
+    async fn start_real(kubeconfig: &Path) -> Result<Self, PlaygroundError> {
+        let path = kubeconfig.to_path_buf();
+        let written = tokio::task::spawn_blocking(move || kcp_testbed::write_kubeconfig(&path))
+            .await
+            .map_err(|e| PlaygroundError::Section {
+                section: "playground",
+                message: format!("starting the real servers: {e}"),
+            })?;
+        written?;
+        let kcp = kcp_testbed::shared_kcp()?;
+        let kube = kcp_testbed::shared_kube()?;
+        let kube_side = Side::Real {
+            base_url: kube.admin.url.clone(),
+            admin: kube.admin.clone(),
+            kcp: false,
+        };
+        let settler = kube_side.object_client("")?;
+        let workloads = tokio::spawn(workloads::mark_available(settler));
+        Ok(Self {
+            backend: Backend::Real,
+            kcp: Side::Real {
+                base_url: kcp.base_url.clone(),
+                admin: kcp.admin.clone(),
+                kcp: true,
+            },
+            kube: kube_side,
+            kubeconfig: kubeconfig.to_path_buf(),
+            workloads: Some(workloads),
+        })
+    }
+
+    /// Stops both servers (kcp-sim) or lets them stop with the process (real).
     pub async fn shutdown(self) {
+        if let Some(task) = self.workloads {
+            task.abort();
+        }
         self.kcp.shutdown().await;
         self.kube.shutdown().await;
     }
@@ -226,7 +352,45 @@ pub async fn apply_yaml(
     apply_objects(client, file, objects).await
 }
 
-/// Applies objects through the apply engine.
+/// Waits until the workspaces `names` of the workspace `root` addresses are Ready: a real kcp
+/// refuses every request into a workspace until then (kcp-sim makes them Ready at once).
+pub async fn wait_workspaces_ready(
+    root: &dyn ObjectClient,
+    names: &[&str],
+    within: Duration,
+) -> Result<(), PlaygroundError> {
+    let deadline = Instant::now() + within;
+    for name in names {
+        loop {
+            let workspace: Option<kcp_core::kcp::Workspace> = root
+                .get_typed(None, name)
+                .await
+                .map_err(|source| PlaygroundError::Core {
+                    context: format!("reading workspace {name}"),
+                    source,
+                })?;
+            let phase = workspace.and_then(|w| w.status?.phase);
+            if phase.as_deref() == Some("Ready") {
+                break;
+            }
+            if Instant::now() > deadline {
+                return Err(PlaygroundError::Section {
+                    section: "playground",
+                    message: format!(
+                        "workspace {name} not Ready after {} s (phase {phase:?})",
+                        within.as_secs()
+                    ),
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+    Ok(())
+}
+
+/// Applies objects through the apply engine. Objects of a kind the server does not serve yet are
+/// applied again for up to 30 s: a real API server serves a new CRD's kind a moment after the
+/// CRD is created (kcp-sim at once).
 pub async fn apply_objects(
     client: &dyn ObjectClient,
     file: &str,
@@ -237,17 +401,60 @@ pub async fn apply_objects(
             context: format!("planning {file}"),
             source,
         })?;
-    let report = Applier::new(client, ApplierConfig::new("kcp-playground"))
-        .apply(&plan)
-        .await;
-    if !report.is_complete() {
-        return Err(PlaygroundError::Apply {
-            file: file.to_string(),
-            report: report.to_string(),
-        });
+    apply_plan_within(client, file, &plan, Duration::from_secs(30)).await
+}
+
+/// Applies a YAML stream once: objects of a kind not served yet are an `Apply` error at once
+/// (for callers that try again on their next tick).
+pub async fn apply_yaml_once(
+    client: &dyn ObjectClient,
+    file: &str,
+    yaml: &str,
+) -> Result<(), PlaygroundError> {
+    let objects = parse_manifests(file, yaml).map_err(|source| PlaygroundError::Core {
+        context: format!("reading {file}"),
+        source,
+    })?;
+    let plan =
+        ApplyPlan::build(objects, &RuleSet::default()).map_err(|source| PlaygroundError::Core {
+            context: format!("planning {file}"),
+            source,
+        })?;
+    apply_plan_within(client, file, &plan, Duration::ZERO).await
+}
+
+async fn apply_plan_within(
+    client: &dyn ObjectClient,
+    file: &str,
+    plan: &ApplyPlan,
+    within: Duration,
+) -> Result<(), PlaygroundError> {
+    let deadline = Instant::now() + within;
+    loop {
+        let report = Applier::new(client, ApplierConfig::new("kcp-playground"))
+            .apply(plan)
+            .await;
+        if report.is_complete() {
+            println!("applied {file}: {report}");
+            return Ok(());
+        }
+        if report.failed().next().is_some() || Instant::now() > deadline {
+            let reasons: Vec<String> = report
+                .pending()
+                .map(|(object, reason)| format!("{}: {reason}", object.object))
+                .chain(
+                    report
+                        .failed()
+                        .map(|(object, error)| format!("{}: {error}", object.object)),
+                )
+                .collect();
+            return Err(PlaygroundError::Apply {
+                file: file.to_string(),
+                report: format!("{report} ({})", reasons.join("; ")),
+            });
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    println!("applied {file}: {report}");
-    Ok(())
 }
 
 /// Starts the sections, prints the live table until all converged (or `timeout`), then the

@@ -1,16 +1,17 @@
 //! Differential test: kcp-core's Go template engine against Go itself.
 //!
 //! `go_differential/cases.json` is a table of templates and data written from the Go
-//! text/template and sprig documentation, each with the output (or error) Go 1.19 with sprig
-//! 3.2.3 produced for it. Every case is rendered with kcp-core and compared byte for byte
+//! text/template and sprig documentation, each with the output (or error) Go produced for it
+//! (recorded with Go 1.19 and sprig 3.2.3, and checked live against Go 1.26 with sprig 3.3.0 and
+//! yaml.v2 2.4.0, the versions upstream's tools pin). Every case is rendered with kcp-core and compared byte for byte
 //! with that expected output; for an expected error, kcp-core must fail too, on the same
 //! line when Go names one. Cases marked `yaml` also compare the rendered manifest as
 //! Kubernetes reads it (YAML 1.1, converted to JSON) with what Go's ghodss/yaml made of it;
 //! cases marked `html` render with [`Escaping::Html`] against Go's `html/template`.
 //!
-//! When Go and Debian's sprig and ghodss/yaml packages are installed (`apt-get install
-//! golang-go golang-github-masterminds-sprig-dev golang-github-ghodss-yaml-dev`), the test
-//! also builds the Go renderer in `gotmpl-oracle/` and renders every case with it live, so
+//! When Go is installed, the test also builds the Go renderer in `gotmpl-oracle/` (a Go module:
+//! sprig v3.3.0, as the upstream init-agent pins it, and ghodss/yaml, from the Go module proxy)
+//! and renders every case with it live, so
 //! the table itself is checked against Go, and checks that every function of
 //! `sprig.TxtFuncMap()` is in kcp-core's catalogue. Without Go that part is skipped with a
 //! line saying so; set `KCP_REQUIRE_GO_ORACLE=1` (CI does) to make a missing Go a failure.
@@ -183,45 +184,39 @@ fn every_case_renders_as_go_rendered_it() {
     );
 }
 
-/// The Go renderer, built from `gotmpl-oracle/` against Debian's Go packages, or why not.
+/// The Go renderer, built from the `gotmpl-oracle/` module (sprig and ghodss/yaml at the versions
+/// its go.mod and go.sum pin, from the Go module proxy), or why not. The Go command is
+/// `KCP_RS_GO`, else the machine's own in /usr/local/go (never a distribution `golang-go` that
+/// may shadow it on PATH), else `go`.
 fn build_oracle() -> Result<PathBuf, String> {
-    let gocode = Path::new("/usr/share/gocode/src");
-    for package in [
-        "github.com/Masterminds/sprig",
-        "github.com/Masterminds/semver",
-        "github.com/ghodss/yaml",
-    ] {
-        if !gocode.join(package).is_dir() {
-            return Err(format!("{} is missing", gocode.join(package).display()));
-        }
-    }
-    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gotmpl-oracle");
-    let overlay = tmp.join("gopath");
-    for (name, target) in [("sprig", "sprig"), ("semver", "semver")] {
-        let dir = overlay.join("src/github.com/Masterminds").join(name);
-        std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-        let link = dir.join("v3");
-        if !link.exists() {
-            std::os::unix::fs::symlink(gocode.join("github.com/Masterminds").join(target), &link)
-                .map_err(|e| e.to_string())?;
-        }
-    }
-    let binary = tmp.join("gotmpl-oracle");
+    let go = std::env::var_os("KCP_RS_GO")
+        .map(PathBuf::from)
+        .or_else(|| {
+            let local = PathBuf::from("/usr/local/go/bin/go");
+            local.is_file().then_some(local)
+        })
+        .unwrap_or_else(|| PathBuf::from("go"));
+    let binary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gotmpl-oracle");
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gotmpl-oracle");
-    let status = Command::new("go")
+    let output = Command::new(&go)
         .args(["build", "-o"])
         .arg(&binary)
         .arg(".")
         .current_dir(&source)
-        .env("GOPATH", format!("{}:/usr/share/gocode", overlay.display()))
-        .env("GO111MODULE", "off")
-        .env("GOFLAGS", "")
-        .env("GOCACHE", tmp.join("gocache"))
+        .env("GOFLAGS", "-mod=readonly")
+        .env("GOWORK", "off")
         .env("GOTOOLCHAIN", "local")
-        .status()
-        .map_err(|e| format!("cannot run `go`: {e}"))?;
-    if !status.success() {
-        return Err(format!("`go build` failed ({status})"));
+        .env("CGO_ENABLED", "0")
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", go.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "`{} build` in {} failed ({}): {}",
+            go.display(),
+            source.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim()
+        ));
     }
     Ok(binary)
 }
@@ -250,8 +245,7 @@ fn oracle_or_skip() -> Option<PathBuf> {
         Ok(binary) => Some(binary),
         Err(why) => {
             let message = format!(
-                "SKIPPED: live Go comparison not run: {why} (apt-get install golang-go \
-                 golang-github-masterminds-sprig-dev golang-github-ghodss-yaml-dev)"
+                "SKIPPED: live Go comparison not run: {why} (needs Go 1.26 and the Go module proxy)"
             );
             if std::env::var_os("KCP_REQUIRE_GO_ORACLE").is_some() {
                 panic!("{message}; KCP_REQUIRE_GO_ORACLE is set");

@@ -85,7 +85,7 @@ impl KcpBed {
             .await
             .map_err(|e| Error::config("starting the shared kcp", e))??;
         let name = format!("e2e-{:08x}", fastrand::u32(..));
-        let root = kcp.admin_at("root").client().await?;
+        let root = kcp.admin_at("root").client()?;
         // `universal` allows any child type (root's default, `organization`, allows only `universal`).
         let universal = WorkspaceTypeReference {
             name: "universal".to_string(),
@@ -134,7 +134,7 @@ impl KcpBed {
             KcpBed::Sim(sim) => sim
                 .kube_config(path)
                 .map_err(|e| Error::config(format!("a kcp-sim client for {path}"), e)),
-            KcpBed::Real { kcp, .. } => kcp.admin_at(path).config().await,
+            KcpBed::Real { kcp, .. } => kcp.admin_at(path).config(),
         }
     }
 
@@ -151,7 +151,7 @@ impl KcpBed {
         match self {
             KcpBed::Sim(sim) => Ok(Arc::new(sim.object_client(path))),
             KcpBed::Real { kcp, .. } => {
-                let client = kcp.admin_at(path).client().await?;
+                let client = kcp.admin_at(path).client()?;
                 Ok(Arc::new(KubeObjectClient::new(client)))
             }
         }
@@ -173,7 +173,7 @@ impl KcpBed {
                     "{}/services/initializingworkspaces/{initializer}/clusters/{cluster}",
                     kcp.base_url
                 );
-                let client = kcp.admin.at(url).client().await?;
+                let client = kcp.admin.at(url).client()?;
                 Ok(Arc::new(KubeObjectClient::new(client)))
             }
         }
@@ -281,7 +281,7 @@ impl KubeBed {
             KubeBed::Sim(sim) => sim
                 .kube_config("")
                 .map_err(|e| Error::config("a kcp-sim client", e)),
-            KubeBed::Real { kube, .. } => kube.admin.config().await,
+            KubeBed::Real { kube, .. } => kube.admin.config(),
         }
     }
 
@@ -289,9 +289,7 @@ impl KubeBed {
     pub async fn object_client(&self) -> Result<Arc<dyn ObjectClient>> {
         match self {
             KubeBed::Sim(sim) => Ok(Arc::new(sim.object_client(""))),
-            KubeBed::Real { kube, .. } => {
-                Ok(Arc::new(KubeObjectClient::new(kube.admin.client().await?)))
-            }
+            KubeBed::Real { kube, .. } => Ok(Arc::new(KubeObjectClient::new(kube.admin.client()?))),
         }
     }
 

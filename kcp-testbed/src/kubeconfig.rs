@@ -3,7 +3,7 @@
 //! identity on each side (`kcp-as-<user>`, `kube-as-<user>`).
 
 use base64::Engine as _;
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::Kubeconfig;
 use secrecy::ExposeSecret as _;
 use serde_json::{Value, json};
 
@@ -38,19 +38,33 @@ impl Endpoint {
         }
     }
 
-    /// A kube client configuration for this endpoint.
-    pub async fn config(&self) -> Result<kube::Config> {
-        let document = kubeconfig(&[("endpoint", self)]);
-        let kubeconfig: Kubeconfig = serde_json::from_value(document)
-            .map_err(|e| Error::config(format!("a kubeconfig for {}", self.url), e))?;
-        kube::Config::from_custom_kubeconfig(kubeconfig, &KubeConfigOptions::default())
-            .await
-            .map_err(|e| Error::config(format!("a client configuration for {}", self.url), e))
+    /// A kube client configuration for this endpoint: the server, its CA bundle as trust roots,
+    /// the bearer token (nothing read from files, no exec plugins).
+    pub fn config(&self) -> Result<kube::Config> {
+        let what = || format!("a client configuration for {}", self.url);
+        let uri = self
+            .url
+            .parse()
+            .map_err(|e| Error::config(what(), format!("URL {}: {e}", self.url)))?;
+        let roots: Vec<Vec<u8>> = pem::parse_many(&self.ca_pem)
+            .map_err(|e| Error::config(what(), format!("CA bundle: {e}")))?
+            .into_iter()
+            .filter(|p| p.tag() == "CERTIFICATE")
+            .map(pem::Pem::into_contents)
+            .collect();
+        if roots.is_empty() {
+            return Err(Error::config(what(), "the CA bundle holds no certificate"));
+        }
+        let mut config = kube::Config::new(uri);
+        config.root_cert = Some(roots);
+        config.auth_info = serde_json::from_value(json!({"token": self.token}))
+            .map_err(|e| Error::config(what(), e))?;
+        Ok(config)
     }
 
-    /// A kube client for this endpoint.
-    pub async fn client(&self) -> Result<kube::Client> {
-        kube::Client::try_from(self.config().await?)
+    /// A kube client for this endpoint (call inside a tokio runtime).
+    pub fn client(&self) -> Result<kube::Client> {
+        kube::Client::try_from(self.config()?)
             .map_err(|e| Error::config(format!("a client for {}", self.url), e))
     }
 }

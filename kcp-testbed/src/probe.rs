@@ -42,7 +42,7 @@ pub fn wait_ready(
 }
 
 async fn get(endpoint: &Endpoint, path: &str) -> Result<(), String> {
-    let client = endpoint.client().await.map_err(|e| e.to_string())?;
+    let client = endpoint.client().map_err(|e| e.to_string())?;
     let request = http::Request::get(path)
         .body(Vec::new())
         .map_err(|e| e.to_string())?;

@@ -61,7 +61,7 @@ async fn a_restricted_identity_is_refused_what_no_rule_grants() {
     let ids = &kcp_testbed::real::credentials().unwrap().identities;
     let user = ids.user("user-1").unwrap();
     let client =
-        kcp_core::KubeObjectClient::new(kube.admin.with_token(&user.token).client().await.unwrap());
+        kcp_core::KubeObjectClient::new(kube.admin.with_token(&user.token).client().unwrap());
     let err = client.get(&namespace_ref("default")).await.unwrap_err();
     let text = err.to_string();
     assert!(

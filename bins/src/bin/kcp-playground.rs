@@ -1,5 +1,6 @@
-//! kcp-playground: two kcp-sim servers (`kcp` and `kube`), every kcp-rs system running
-//! against them, their examples converging, on a machine with nothing else installed.
+//! kcp-playground: two API servers (`kcp` and `kube`), every kcp-rs system running against
+//! them, their examples converging: kcp-sim servers by default, on a machine with nothing else
+//! installed; with `--backend real`, a real kcp and kube-apiserver built from their Go modules.
 //!
 //! It writes `kcp-playground.kubeconfig` (contexts `kcp`, current, and `kube`), starts each
 //! system's section ([`kcp_bins::playground`]), prints a live table until everything
@@ -9,16 +10,29 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
-use kcp_bins::playground::{self, Playground, PlaygroundError};
+use clap::{Parser, ValueEnum};
+use kcp_bins::playground::{self, Backend, Playground, PlaygroundError};
+
+/// `--backend`.
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum BackendFlag {
+    /// kcp-sim servers, in-process (seconds, nothing installed).
+    Sim,
+    /// kcp and kube-apiserver + etcd built from their Go modules by kcp-testbed (Go 1.26 and
+    /// the Go module proxy; minutes on a first build, cached afterwards).
+    Real,
+}
 
 #[derive(Debug, Parser)]
 #[command(
     name = "kcp-playground",
     version,
-    about = "kcp-sim (kcp and kube) + the kcp-rs systems + their examples, converging."
+    about = "kcp and kube (kcp-sim, or real servers) + the kcp-rs systems + their examples, converging."
 )]
 struct Flags {
+    /// Which servers: kcp-sim (default) or the real kcp and kube-apiserver.
+    #[arg(long, value_enum, default_value = "sim")]
+    backend: BackendFlag,
     /// Where to write the kubeconfig for kubectl (contexts `kcp` and `kube`).
     #[arg(long, default_value = "kcp-playground.kubeconfig")]
     kubeconfig: PathBuf,
@@ -56,9 +70,23 @@ async fn main() {
 
 async fn serve(flags: Flags) -> Result<(), PlaygroundError> {
     let mut sections = playground::select(&flags.only)?;
-    let pg = Playground::start(&flags.kubeconfig).await?;
-    println!("kcp-sim kcp  serving on {}", pg.kcp.url());
-    println!("kcp-sim kube serving on {}", pg.kube.url());
+    let backend = match flags.backend {
+        BackendFlag::Sim => Backend::Sim,
+        BackendFlag::Real => Backend::Real,
+    };
+    let pg = Playground::start(backend, &flags.kubeconfig).await?;
+    let kind = match backend {
+        Backend::Sim => "kcp-sim",
+        Backend::Real => "real",
+    };
+    println!("{kind} kcp  serving on {}", pg.kcp.url());
+    println!("{kind} kube serving on {}", pg.kube.url());
+    if backend == Backend::Real {
+        println!(
+            "no kubelet runs next to the real kube-apiserver: the playground marks Deployments \
+             and StatefulSets available itself"
+        );
+    }
     println!(
         "kubeconfig written to {} (contexts kcp, kube)",
         flags.kubeconfig.display()

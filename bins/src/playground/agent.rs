@@ -79,17 +79,17 @@ impl Section for AgentSection {
     }
 
     async fn start(&mut self, playground: &Playground) -> Result<(), PlaygroundError> {
-        let kube = playground.kube.object_client("");
+        let kube = playground.kube.object_client("")?;
         let mut crds = capi_agent::api::crd_objects()
             .map_err(|e| section_error(format!("the capi-agent CRDs: {e}")))?;
         crds.extend(
             parse_manifests("00-foreign-crds.yaml", FOREIGN_CRDS)
                 .map_err(failed("00-foreign-crds.yaml"))?,
         );
-        apply_objects(&kube, "the capi-agent and foreign CRDs", crds).await?;
+        apply_objects(kube.as_ref(), "the capi-agent and foreign CRDs", crds).await?;
         let workload = Arc::new(Server::start(Config::default()).await?);
-        apply_yaml(&kube, "01-cluster.yaml", CLUSTER).await?;
-        hypershift(&kube, &workload).await?;
+        apply_yaml(kube.as_ref(), "01-cluster.yaml", CLUSTER).await?;
+        hypershift(kube.as_ref(), &workload).await?;
         let mut options = Options::new(playground.kube.client("")?);
         options.ready = Some(self.synced.clone());
         self.provider = Some(Running::spawn(|shutdown| run(options, shutdown)));
@@ -102,15 +102,15 @@ impl Section for AgentSection {
             workload.object_client(""),
         )));
         self.workload = Some(workload);
-        apply_yaml(&kube, "02-agents.yaml", AGENTS).await?;
-        apply_yaml(&kube, "03-machines.yaml", MACHINES).await
+        apply_yaml(kube.as_ref(), "02-agents.yaml", AGENTS).await?;
+        apply_yaml(kube.as_ref(), "03-machines.yaml", MACHINES).await
     }
 
     async fn status(&mut self, playground: &Playground) -> Result<SectionStatus, PlaygroundError> {
         if self.provider.as_ref().is_some_and(Running::is_finished) {
             return Err(section_error("the provider stopped early".into()));
         }
-        let kube = playground.kube.object_client("");
+        let kube = playground.kube.object_client("")?;
         let agents: Vec<Agent> = kube
             .list_typed(Some("agents"), &ListOptions::default())
             .await
@@ -263,7 +263,7 @@ async fn merge(
 }
 
 /// HyperShift's part: the HostedControlPlane's status and the workload cluster's kubeconfig.
-async fn hypershift(kube: &SimClient, workload: &Server) -> Result<(), PlaygroundError> {
+async fn hypershift(kube: &dyn ObjectClient, workload: &Server) -> Result<(), PlaygroundError> {
     use base64::Engine as _;
     let hcp = ObjectRef::namespaced(
         gvk("hypershift.openshift.io", "v1beta1", "HostedControlPlane"),
@@ -289,12 +289,12 @@ async fn hypershift(kube: &SimClient, workload: &Server) -> Result<(), Playgroun
 }
 
 /// The CAPI and assisted-service stand-ins, every 200 ms until aborted.
-async fn standins(kube: SimClient, workload: SimClient) {
+async fn standins(kube: Arc<dyn ObjectClient>, workload: SimClient) {
     loop {
-        if let Err(err) = capi(&kube).await {
+        if let Err(err) = capi(kube.as_ref()).await {
             tracing::debug!(error = %err, "CAPI stand-in");
         }
-        if let Err(err) = assisted(&kube, &workload).await {
+        if let Err(err) = assisted(kube.as_ref(), &workload).await {
             tracing::debug!(error = %err, "assisted-service stand-in");
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
@@ -307,7 +307,7 @@ fn owner(obj: &DynamicObject) -> Value {
 }
 
 /// CAPI core's part: owner references, the providerID copy, and Machine deletion.
-async fn capi(kube: &SimClient) -> Result<(), kcp_core::Error> {
+async fn capi(kube: &dyn ObjectClient) -> Result<(), kcp_core::Error> {
     let cluster_ref =
         ObjectRef::namespaced(gvk("cluster.x-k8s.io", "v1beta2", "Cluster"), NS, "demo");
     let ac_ref = ObjectRef::namespaced(
@@ -336,7 +336,10 @@ async fn capi(kube: &SimClient) -> Result<(), kcp_core::Error> {
     Ok(())
 }
 
-async fn machine_step(kube: &SimClient, machine: &DynamicObject) -> Result<(), kcp_core::Error> {
+async fn machine_step(
+    kube: &dyn ObjectClient,
+    machine: &DynamicObject,
+) -> Result<(), kcp_core::Error> {
     let name = machine.metadata.name.clone().unwrap_or_default();
     let machine_ref = ObjectRef::namespaced(machine_gvk(), NS, &name);
     let am_name = machine.data["spec"]["infrastructureRef"]["name"]
@@ -401,7 +404,7 @@ fn condition(type_: &str, status: bool) -> Value {
 
 /// assisted-service's part: discovery, installation (with the Node registering), and the
 /// return to discovery after an unbind.
-async fn assisted(kube: &SimClient, workload: &SimClient) -> Result<(), kcp_core::Error> {
+async fn assisted(kube: &dyn ObjectClient, workload: &SimClient) -> Result<(), kcp_core::Error> {
     let agents: Vec<Agent> = kube
         .list_typed(Some("agents"), &ListOptions::default())
         .await?;

@@ -41,19 +41,19 @@ impl Section for InitSection {
     }
 
     async fn start(&mut self, playground: &Playground) -> Result<(), PlaygroundError> {
-        let root = playground.kcp.object_client("root");
+        let root = playground.kcp.object_client("root")?;
         let crds = kcp_init::api::crd_objects().map_err(|err| PlaygroundError::Section {
             section: "init",
             message: format!("the kcp-init CRDs: {err}"),
         })?;
-        apply_objects(&root, "the InitTarget and InitTemplate CRDs", crds).await?;
+        apply_objects(root.as_ref(), "the InitTarget and InitTemplate CRDs", crds).await?;
         let config = AgentConfig::new(playground.kcp.kube_config("root")?, "root");
         self.synced = config.ready.clone();
         self.agent = Some(Running::spawn(|shutdown| run(config, shutdown)));
         println!("kcp-init-agent running against kcp (config workspace root)");
-        apply_yaml(&root, "01-workspace-type.yaml", WORKSPACE_TYPE).await?;
-        apply_yaml(&root, "02-init.yaml", INIT).await?;
-        apply_yaml(&root, "03-workspaces.yaml", WORKSPACES).await
+        apply_yaml(root.as_ref(), "01-workspace-type.yaml", WORKSPACE_TYPE).await?;
+        apply_yaml(root.as_ref(), "02-init.yaml", INIT).await?;
+        apply_yaml(root.as_ref(), "03-workspaces.yaml", WORKSPACES).await
     }
 
     async fn status(&mut self, playground: &Playground) -> Result<SectionStatus, PlaygroundError> {
@@ -65,7 +65,7 @@ impl Section for InitSection {
                 message: "the agent stopped early".into(),
             });
         }
-        let root = playground.kcp.object_client("root");
+        let root = playground.kcp.object_client("root")?;
         let list: Vec<Workspace> = root
             .list_typed(None, &ListOptions::default())
             .await
@@ -78,7 +78,7 @@ impl Section for InitSection {
     }
 
     async fn summary(&self, playground: &Playground) -> Result<Vec<String>, PlaygroundError> {
-        let root = playground.kcp.object_client("root");
+        let root = playground.kcp.object_client("root")?;
         let list: Vec<Workspace> = root
             .list_typed(None, &ListOptions::default())
             .await
@@ -86,7 +86,7 @@ impl Section for InitSection {
         let mut lines = vec!["what the agent created:".to_string()];
         for ws in &list {
             let path = format!("root:{}", ws.metadata.name.as_deref().unwrap_or_default());
-            lines.push(created_in(&playground.kcp.object_client(&path), &path).await);
+            lines.push(created_in(playground.kcp.object_client(&path)?.as_ref(), &path).await);
         }
         let kc = playground.kubeconfig.display();
         lines.push(format!("kubectl --kubeconfig {kc} get workspaces"));

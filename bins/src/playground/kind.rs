@@ -72,11 +72,11 @@ impl Section for KindSection {
     }
 
     async fn start(&mut self, playground: &Playground) -> Result<(), PlaygroundError> {
-        let kube = playground.kube.object_client("");
+        let kube = playground.kube.object_client("")?;
         let crds = capi_kind::api::crd_objects()
             .map_err(|e| failed(format!("the capi-kind CRDs: {e}")))?;
-        apply_objects(&kube, "the KINDCluster and KindCluster CRDs", crds).await?;
-        apply_yaml(&kube, "kind/01-cluster-api.yaml", CLUSTER_API).await?;
+        apply_objects(kube.as_ref(), "the KINDCluster and KindCluster CRDs", crds).await?;
+        apply_yaml(kube.as_ref(), "kind/01-cluster-api.yaml", CLUSTER_API).await?;
         let client = playground.kube.client("")?;
         let mut config = ControllerConfig::new(client, Arc::new(self.provisioner.clone()));
         config.max_concurrent_creates = 8;
@@ -87,11 +87,16 @@ impl Section for KindSection {
             .map_err(core_error("reading kind/02-kindclusters.yaml"))?;
         let (clusters, mut rest): (Vec<_>, Vec<_>) =
             objects.into_iter().partition(|o| kind_of(o) == "Cluster");
-        apply_objects(&kube, "kind/02-kindclusters.yaml (Clusters)", clusters).await?;
+        apply_objects(
+            kube.as_ref(),
+            "kind/02-kindclusters.yaml (Clusters)",
+            clusters,
+        )
+        .await?;
         for object in rest.iter_mut().filter(|o| kind_of(o) == "KindCluster") {
-            set_cluster_owner(&kube, object).await?;
+            set_cluster_owner(kube.as_ref(), object).await?;
         }
-        apply_objects(&kube, "kind/02-kindclusters.yaml", rest).await
+        apply_objects(kube.as_ref(), "kind/02-kindclusters.yaml", rest).await
     }
 
     async fn status(&mut self, playground: &Playground) -> Result<SectionStatus, PlaygroundError> {
@@ -100,7 +105,7 @@ impl Section for KindSection {
         {
             return Err(failed("the provider stopped early".into()));
         }
-        let rows = rows(&playground.kube.object_client("")).await?;
+        let rows = rows(playground.kube.object_client("")?.as_ref()).await?;
         let converged = !rows.is_empty() && rows.iter().all(|r| r.phase == Some(Phase::Ready));
         Ok(SectionStatus {
             lines: table(&rows, self.synced.load(Ordering::SeqCst)),
@@ -109,15 +114,15 @@ impl Section for KindSection {
     }
 
     async fn summary(&self, playground: &Playground) -> Result<Vec<String>, PlaygroundError> {
-        let kube = playground.kube.object_client("");
+        let kube = playground.kube.object_client("")?;
         let mut lines =
             vec!["kubeconfig Secrets, and the namespaces read through each:".to_string()];
-        for row in rows(&kube).await? {
+        for row in rows(kube.as_ref()).await? {
             lines.push(format!(
                 "{}/{:<16} {}",
                 NAMESPACE,
                 row.secret,
-                namespaces_through(&kube, &row.secret).await
+                namespaces_through(kube.as_ref(), &row.secret).await
             ));
         }
         let kc = playground.kubeconfig.display();

@@ -25,7 +25,7 @@ use kcp_operator::pki::{BuiltinPki, Pki};
 use kcp_operator::render::certmanager::Certificate;
 
 use super::{
-    Playground, PlaygroundError, Running, Section, SectionStatus, apply_objects, apply_yaml,
+    Playground, PlaygroundError, Running, Section, SectionStatus, Side, apply_objects, apply_yaml,
 };
 
 const CERT_MANAGER_CRDS: &str =
@@ -35,9 +35,11 @@ const INSTALLATION: &str =
     include_str!("../../../examples/playground/operator/02-installation.yaml");
 
 /// The operator's way into kcp: every endpoint of every installation is the playground's kcp
-/// server (`base`, its URL), in the workspace asked for.
+/// server (`base`, its URL), in the workspace asked for; on the real backend as kcp's admin
+/// (`admin`: the CA and token of the test bed's kcp).
 struct PlaygroundKcp {
     base: String,
+    admin: Option<kcp_testbed::Endpoint>,
 }
 
 #[async_trait]
@@ -59,11 +61,16 @@ impl Addresser for PlaygroundKcp {
             field: "the playground's kcp URL".into(),
             reason,
         };
-        let uri = url
-            .parse()
-            .map_err(|e| invalid(format!("{url} is not a valid URL: {e}")))?;
-        let client =
-            kube::Client::try_from(kube::Config::new(uri)).map_err(|e| invalid(e.to_string()))?;
+        let client = match &self.admin {
+            Some(admin) => admin.at(url).client().map_err(|e| invalid(e.to_string()))?,
+            None => {
+                let uri = url
+                    .parse()
+                    .map_err(|e| invalid(format!("{url} is not a valid URL: {e}")))?;
+                kube::Client::try_from(kube::Config::new(uri))
+                    .map_err(|e| invalid(e.to_string()))?
+            }
+        };
         Ok(Arc::new(KubeObjectClient::new(client)))
     }
 }
@@ -209,18 +216,27 @@ impl Section for OperatorSection {
     }
 
     async fn start(&mut self, playground: &Playground) -> Result<(), PlaygroundError> {
-        let kube = playground.kube.object_client("");
+        let kube = playground.kube.object_client("")?;
         let mut crds = kcp_operator::api::crd_objects()
             .map_err(|e| section_error(format!("the kcp-operator CRDs: {e}")))?;
         crds.extend(
             parse_manifests("00-cert-manager-crds.yaml", CERT_MANAGER_CRDS)
                 .map_err(failed("00-cert-manager-crds.yaml"))?,
         );
-        apply_objects(&kube, "the kcp-operator and cert-manager CRDs", crds).await?;
+        apply_objects(
+            kube.as_ref(),
+            "the kcp-operator and cert-manager CRDs",
+            crds,
+        )
+        .await?;
         let client = playground.kube.client("")?;
         let synced = self.synced.clone();
         let addresser = Arc::new(PlaygroundKcp {
             base: playground.kcp.url().to_owned(),
+            admin: match &playground.kcp {
+                Side::Real { admin, .. } => Some(admin.clone()),
+                Side::Sim(_) => None,
+            },
         });
         self.operator = Some(Running::spawn(|shutdown| async move {
             let groups = [ControllerGroup::Config, ControllerGroup::Workload].into();
@@ -238,17 +254,17 @@ impl Section for OperatorSection {
             Ok(())
         }));
         println!("kcp-operator running against kube (--pki=builtin)");
-        apply_yaml(&kube, "01-issuer.yaml", ISSUER).await?;
-        apply_yaml(&kube, "02-installation.yaml", INSTALLATION).await
+        apply_yaml(kube.as_ref(), "01-issuer.yaml", ISSUER).await?;
+        apply_yaml(kube.as_ref(), "02-installation.yaml", INSTALLATION).await
     }
 
     async fn status(&mut self, playground: &Playground) -> Result<SectionStatus, PlaygroundError> {
         if self.operator.as_ref().is_some_and(Running::is_finished) {
             return Err(section_error("the operator stopped early".into()));
         }
-        let kube = playground.kube.object_client("");
-        let rows = rows(&kube).await?;
-        let certs = list::<Certificate>(&kube, "listing Certificates").await?;
+        let kube = playground.kube.object_client("")?;
+        let rows = rows(kube.as_ref()).await?;
+        let certs = list::<Certificate>(kube.as_ref(), "listing Certificates").await?;
         let issued = certs.iter().filter(|c| c.is_ready()).count();
         Ok(SectionStatus {
             lines: table(
@@ -261,10 +277,10 @@ impl Section for OperatorSection {
     }
 
     async fn summary(&self, playground: &Playground) -> Result<Vec<String>, PlaygroundError> {
-        let kube = playground.kube.object_client("");
+        let kube = playground.kube.object_client("")?;
         let kc = playground.kubeconfig.display();
-        let certs = list::<Certificate>(&kube, "listing Certificates").await?;
-        let secrets = list::<Secret>(&kube, "listing Secrets").await?;
+        let certs = list::<Certificate>(kube.as_ref(), "listing Certificates").await?;
+        let secrets = list::<Secret>(kube.as_ref(), "listing Secrets").await?;
         let kubeconfigs: Vec<String> = secrets
             .iter()
             .filter(|s| {
@@ -275,7 +291,7 @@ impl Section for OperatorSection {
             .filter_map(|s| s.metadata.name.clone())
             .collect();
         let deployments: Vec<k8s_openapi::api::apps::v1::Deployment> =
-            list(&kube, "listing Deployments").await?;
+            list(kube.as_ref(), "listing Deployments").await?;
         let mut lines = vec![
             format!(
                 "what the operator created: {} Certificates signed by its built-in PKI (ECDSA P-256), {} Deployments, kubeconfig Secrets:",
@@ -295,7 +311,7 @@ impl Section for OperatorSection {
         ));
         let grants: Vec<ClusterRoleBinding> = playground
             .kcp
-            .object_client("root")
+            .object_client("root")?
             .list_typed(None, &ListOptions::default())
             .await
             .map_err(failed("listing ClusterRoleBindings in kcp workspace root"))?;

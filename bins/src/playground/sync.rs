@@ -20,7 +20,10 @@ use kcp_sync::controller::{Agent, Metrics, run};
 use kcp_sync::reconcile::sync::SyncConfig;
 use serde_json::json;
 
-use super::{Playground, PlaygroundError, Running, Section, SectionStatus, apply_yaml};
+use super::{
+    Playground, PlaygroundError, Running, Section, SectionStatus, apply_yaml, apply_yaml_once,
+    wait_workspaces_ready,
+};
 
 const SERVICE: &str = include_str!("../../../examples/playground/sync/01-service.yaml");
 const WORKSPACES: &str = include_str!("../../../examples/playground/sync/02-provider.yaml");
@@ -63,25 +66,31 @@ impl Section for SyncSection {
     }
 
     async fn start(&mut self, playground: &Playground) -> Result<(), PlaygroundError> {
-        let kube = playground.kube.object_client(PLAIN_CLUSTER);
+        let kube = playground.kube.object_client(PLAIN_CLUSTER)?;
         let crds = kcp_sync::api::crds_yaml().map_err(|e| section_error(e.to_string()))?;
-        apply_yaml(&kube, "the PublishedResource CRD", &crds).await?;
-        apply_yaml(&kube, "sync/01-service.yaml", SERVICE).await?;
+        apply_yaml(kube.as_ref(), "the PublishedResource CRD", &crds).await?;
+        apply_yaml(kube.as_ref(), "sync/01-service.yaml", SERVICE).await?;
         apply_yaml(
-            &playground.kcp.object_client("root"),
+            playground.kcp.object_client("root")?.as_ref(),
             "sync/02-provider.yaml",
             WORKSPACES,
         )
         .await?;
+        wait_workspaces_ready(
+            playground.kcp.object_client("root")?.as_ref(),
+            &["db-provider", "db-consumer"],
+            Duration::from_secs(60),
+        )
+        .await?;
         apply_yaml(
-            &playground.kcp.object_client(PROVIDER),
+            playground.kcp.object_client(PROVIDER)?.as_ref(),
             "sync/03-export.yaml",
             EXPORT,
         )
         .await?;
         let agent = agent(playground, self.ready.clone())?;
         self.agent = Some(Running::spawn(|shutdown| run(agent, shutdown)));
-        let operator = Arc::new(kube);
+        let operator = kube;
         self.operator = Some(Running::spawn(move |shutdown| {
             database_operator(operator, shutdown)
         }));
@@ -100,23 +109,23 @@ impl Section for SyncSection {
                 ));
             }
         }
-        let consumer = playground.kcp.object_client(CONSUMER_WS);
+        let consumer = playground.kcp.object_client(CONSUMER_WS)?;
         if !self.bound && self.ready.load(Ordering::SeqCst) {
-            apply_yaml(&consumer, "sync/04-consumer.yaml", CONSUMER).await?;
+            apply_yaml(consumer.as_ref(), "sync/04-consumer.yaml", CONSUMER).await?;
             self.bound = true;
         }
         if self.bound && !self.ordered {
             // The binding serves Databases a moment after it was created: until then the
             // apply stays pending, and is tried again on the next tick.
-            match apply_yaml(&consumer, "sync/05-database.yaml", DATABASE).await {
+            match apply_yaml_once(consumer.as_ref(), "sync/05-database.yaml", DATABASE).await {
                 Ok(()) => self.ordered = true,
                 Err(PlaygroundError::Apply { .. }) => {}
                 Err(e) => return Err(e),
             }
         }
-        let databases = list(&consumer, &database_gvk()).await;
+        let databases = list(consumer.as_ref(), &database_gvk()).await;
         let locals = list(
-            &playground.kube.object_client(PLAIN_CLUSTER),
+            playground.kube.object_client(PLAIN_CLUSTER)?.as_ref(),
             &database_gvk(),
         )
         .await;
@@ -242,9 +251,9 @@ fn agent(playground: &Playground, ready: Arc<AtomicBool>) -> Result<Agent, Playg
         export_name: "databases".into(),
         selector: String::new(),
         disabled: Default::default(),
-        service: Arc::new(playground.kube.object_client(PLAIN_CLUSTER)),
+        service: playground.kube.object_client(PLAIN_CLUSTER)?,
         service_kube: Some(playground.kube.client(PLAIN_CLUSTER)?),
-        kcp: Arc::new(playground.kcp.object_client(PROVIDER)),
+        kcp: playground.kcp.object_client(PROVIDER)?,
         provider: Arc::new(provider),
         resync: Duration::from_secs(300),
         workers: 4,
@@ -257,7 +266,7 @@ fn agent(playground: &Playground, ready: Arc<AtomicBool>) -> Result<Agent, Playg
 /// The playground's database operator on the service cluster: every Database gets its
 /// credentials Secret (owned by the Database) and the status `Ready`.
 async fn database_operator(
-    kube: Arc<kcp_sim::SimClient>,
+    kube: Arc<dyn ObjectClient>,
     shutdown: BoxFuture<'static, ()>,
 ) -> Result<(), kcp_core::Error> {
     tokio::pin!(shutdown);

@@ -371,6 +371,7 @@ pub(crate) fn function_map(limits: Limits) -> FuncMap {
     // hashes and encodings
     add("sha1sum", hashes::sha1sum);
     add("sha256sum", hashes::sha256sum);
+    add("sha512sum", hashes::sha512sum);
     add("adler32sum", hashes::adler32sum);
     add("sha3sum", hashes::sha3sum);
     add("sha3short", hashes::sha3short);

@@ -17,14 +17,10 @@
 //
 // The template is named "template", as in the upstream init-agent and in kcp-core.
 //
-// Build offline against Debian's Go packages (golang-go, golang-github-masterminds-sprig-dev,
-// golang-github-ghodss-yaml-dev). Debian installs sprig v3 and semver v3 without their /v3
-// import-path suffix, so a small GOPATH overlay adds it (this is what the Rust test does):
+// A Go module of its own: sprig v3.3.0 (the version the upstream init-agent pins), ghodss/yaml and
+// x/crypto come from the Go module proxy at the versions go.mod and go.sum pin:
 //
-//	mkdir -p $O/src/github.com/Masterminds/sprig $O/src/github.com/Masterminds/semver
-//	ln -s /usr/share/gocode/src/github.com/Masterminds/sprig $O/src/github.com/Masterminds/sprig/v3
-//	ln -s /usr/share/gocode/src/github.com/Masterminds/semver $O/src/github.com/Masterminds/semver/v3
-//	GOPATH=$O:/usr/share/gocode GO111MODULE=off go build -o gotmpl-oracle .
+//	go build -o gotmpl-oracle .
 package main
 
 import (

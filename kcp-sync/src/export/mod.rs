@@ -24,7 +24,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::api::{PublishedResource, RelatedResourceOrigin};
+use crate::api::PublishedResource;
 
 /// The APIExport annotation listing the claims kcp-sync added itself (a JSON list of
 /// `{group?, resource, identityHash?}`): the only claims it ever prunes.
@@ -160,13 +160,18 @@ fn group_resource_string((group, resource): &(String, String)) -> String {
     }
 }
 
-const READ: [&str; 3] = ["get", "list", "watch"];
-
-fn verbs(extra: &[&str]) -> BTreeSet<String> {
-    READ.iter().chain(extra).map(|v| (*v).to_owned()).collect()
+/// The verbs of every claim: `*`. kcp's apiexport virtual workspace allows a claimed request only
+/// for a verb in the literal intersection of the binding's and the export's verb lists, `*`
+/// matching only `*` (measured on kcp v0.30.0: export `[get,list,watch,create]` with a binding
+/// `["*"]` refuses `get`; export `["*"]` with a binding `[get]` refuses `get` too). Consumers bind
+/// as upstream documents (v1alpha1 `all: true`, which kcp converts to `["*"]`, or v1alpha2
+/// `["*"]`), so the export claims `["*"]` too, as upstream's v1alpha1 claims do; and the verbs
+/// never change when a PublishedResource does, so no consumer has to accept again.
+fn all_verbs() -> BTreeSet<String> {
+    BTreeSet::from(["*".to_owned()])
 }
 
-/// The claims the PublishedResources need, with the verbs kcp-sync uses on each:
+/// The claims the PublishedResources need (each with the verbs [`all_verbs`]):
 /// `events` (always), `namespaces` (a namespace filter or any related resource),
 /// `core.kcp.io/logicalclusters` (`enableWorkspacePaths`), and the kcp-side resource of every
 /// related resource not provided by the export itself (`own`: group and resource pairs).
@@ -185,7 +190,7 @@ pub fn wanted_claims(
             .or_default()
             .extend(verbs);
     };
-    add("", "events", "", verbs(&["create", "update", "patch"]));
+    add("", "events", "", all_verbs());
     for pr in prs {
         let namespace_filter = pr
             .spec
@@ -193,22 +198,17 @@ pub fn wanted_claims(
             .as_ref()
             .is_some_and(|f| f.namespace.is_some());
         if namespace_filter || !pr.related().is_empty() {
-            add("", "namespaces", "", verbs(&["create"]));
+            add("", "namespaces", "", all_verbs());
         }
         if pr.spec.enable_workspace_paths {
-            add("core.kcp.io", "logicalclusters", "", verbs(&[]));
+            add("core.kcp.io", "logicalclusters", "", all_verbs());
         }
         for related in pr.related() {
             let (group, _, resource) = related.kcp_gvr();
             if own.contains(&(group.clone(), resource.clone())) {
                 continue;
             }
-            let extra: &[&str] = match (related.origin, related.cleanup) {
-                (RelatedResourceOrigin::Kcp, _) => &["update", "patch"],
-                (RelatedResourceOrigin::Service, false) => &["create", "update", "patch"],
-                (RelatedResourceOrigin::Service, true) => &["create", "update", "patch", "delete"],
-            };
-            add(&group, &resource, &related.identity_hash, verbs(extra));
+            add(&group, &resource, &related.identity_hash, all_verbs());
         }
     }
     claims

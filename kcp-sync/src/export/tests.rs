@@ -1,7 +1,7 @@
 use super::*;
 use crate::api::{
     LabelSelector, PublishedResourceSpec, RelatedResourceKind, RelatedResourceObject,
-    RelatedResourceSpec, ResourceFilter,
+    RelatedResourceOrigin, RelatedResourceSpec, ResourceFilter,
 };
 use serde_json::json;
 
@@ -92,44 +92,18 @@ fn resources_of_the_export_itself_are_not_claimed() {
     );
 }
 
+/// Turning on `cleanup` (which needs `delete`) changes no verb: consumers who accepted the
+/// claims need not accept again.
 #[test]
-fn only_the_verbs_used_are_claimed() {
+fn every_claim_is_for_all_verbs_whatever_the_published_resource_does() {
     let mut service = related(RelatedResourceOrigin::Service, RelatedResourceKind::Secret);
-    let claims = wanted_claims(&[pr(vec![service.clone()], false, false)], &BTreeSet::new());
-    let secrets = claims
-        .iter()
-        .find(|(c, _)| c.resource == "secrets")
-        .unwrap()
-        .1;
-    assert!(!secrets.contains("delete"));
+    let before = wanted_claims(&[pr(vec![service.clone()], false, false)], &BTreeSet::new());
     service.cleanup = true;
-    let claims = wanted_claims(&[pr(vec![service], false, false)], &BTreeSet::new());
-    let secrets = claims
-        .iter()
-        .find(|(c, _)| c.resource == "secrets")
-        .unwrap()
-        .1;
-    assert!(secrets.contains("delete"));
-    let kcp = wanted_claims(
-        &[pr(
-            vec![related(
-                RelatedResourceOrigin::Kcp,
-                RelatedResourceKind::ConfigMap,
-            )],
-            false,
-            false,
-        )],
-        &BTreeSet::new(),
-    );
-    let configmaps = kcp
-        .iter()
-        .find(|(c, _)| c.resource == "configmaps")
-        .unwrap()
-        .1;
-    assert_eq!(
-        configmaps.iter().map(String::as_str).collect::<Vec<_>>(),
-        ["get", "list", "patch", "update", "watch"]
-    );
+    let after = wanted_claims(&[pr(vec![service], false, false)], &BTreeSet::new());
+    assert_eq!(before, after);
+    for verbs in after.values() {
+        assert_eq!(verbs, &BTreeSet::from(["*".to_owned()]));
+    }
 }
 
 #[test]
@@ -185,14 +159,13 @@ fn claims_are_appended_with_verbs_and_existing_ones_kept_sorted() {
     let order: Vec<String> = claims.iter().map(|c| claim_key(c).to_string()).collect();
     assert_eq!(order, ["events", "namespaces", "z.io/zs"]);
     assert_eq!(added.len(), 2);
-    assert_eq!(
-        claims[1],
-        json!({"resource": "namespaces", "verbs": ["create", "get", "list", "watch"]})
-    );
+    assert_eq!(claims[1], json!({"resource": "namespaces", "verbs": ["*"]}));
 }
 
+/// An explicit claim an older kcp-sync wrote keeps its verbs (consumers that accepted exactly
+/// those keep working) and gains `*` (so do consumers bound with `all: true` or `["*"]`).
 #[test]
-fn an_existing_claim_gains_missing_verbs_but_a_wildcard_stays() {
+fn an_existing_explicit_claim_gains_the_wildcard_and_a_wildcard_stays() {
     let wanted = wanted_claims(&[pr(vec![], true, false)], &BTreeSet::new());
     let existing = vec![
         json!({"resource": "events", "verbs": ["*"]}),
@@ -201,10 +174,7 @@ fn an_existing_claim_gains_missing_verbs_but_a_wildcard_stays() {
     let (claims, added) = merge_claims(&existing, &wanted);
     assert!(added.is_empty());
     assert_eq!(claims[0]["verbs"], json!(["*"]));
-    assert_eq!(
-        claims[1]["verbs"],
-        json!(["get", "create", "list", "watch"])
-    );
+    assert_eq!(claims[1]["verbs"], json!(["get", "*"]));
 }
 
 #[test]

@@ -1,9 +1,10 @@
-//! Hashes: sprig's `sha1sum`, `sha256sum`, `adler32sum`, and api-syncagent's `sha3sum`,
+//! Hashes: sprig's `sha1sum`, `sha256sum`, `sha512sum` (sprig 3.3), `adler32sum`, and
+//! api-syncagent's `sha3sum`,
 //! `sha3short` and `shortHash`.
 
 use gotmpl::Value;
 use sha1::Sha1;
-use sha2::{Digest as _, Sha256};
+use sha2::{Digest as _, Sha256, Sha512};
 use sha3::Sha3_256;
 
 use super::args::{Outcome, int_arg, str_arg, want, want_at_least};
@@ -19,6 +20,14 @@ pub(super) fn sha1sum(args: &[Value]) -> Outcome {
 pub(super) fn sha256sum(args: &[Value]) -> Outcome {
     want("sha256sum", args, 1)?;
     Ok(string(hex::encode(Sha256::digest(
+        str_arg(&args[0])?.as_bytes(),
+    ))))
+}
+
+/// `sha512sum s`: SHA-512 as 128 hex characters (added in sprig 3.3.0, which upstream pins).
+pub(super) fn sha512sum(args: &[Value]) -> Outcome {
+    want("sha512sum", args, 1)?;
+    Ok(string(hex::encode(Sha512::digest(
         str_arg(&args[0])?.as_bytes(),
     ))))
 }

@@ -37,13 +37,14 @@ async fn deleting_a_machine_unbinds_its_agent_and_the_machine_goes() {
         "kcp-playground-{}-agent-unbind.kubeconfig",
         std::process::id()
     ));
-    let playground = Playground::start(&kubeconfig).await.unwrap();
+    let backend = kcp_bins::playground::Backend::from_env().unwrap();
+    let playground = Playground::start(backend, &kubeconfig).await.unwrap();
     let mut sections = select(&["agent".to_owned()]).unwrap();
     converge(&playground, &mut sections, Duration::from_secs(60))
         .await
         .unwrap();
-    let kube = playground.kube.object_client("");
-    let before = agents(&kube).await;
+    let kube = playground.kube.object_client("").unwrap();
+    let before = agents(kube.as_ref()).await;
     let agent = before
         .iter()
         .find(|a| bound_to(a) == Some("workers-1"))
@@ -63,7 +64,7 @@ async fn deleting_a_machine_unbinds_its_agent_and_the_machine_goes() {
 
     let deadline = Instant::now() + Duration::from_secs(30);
     loop {
-        let now = agents(&kube).await;
+        let now = agents(kube.as_ref()).await;
         let released = now
             .iter()
             .find(|a| a.metadata.name.as_deref() == Some(agent.as_str()))
@@ -80,7 +81,7 @@ async fn deleting_a_machine_unbinds_its_agent_and_the_machine_goes() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    let still_bound = agents(&kube)
+    let still_bound = agents(kube.as_ref())
         .await
         .iter()
         .filter(|a| bound_to(a) == Some("workers-2"))
