@@ -194,6 +194,7 @@ pub(crate) async fn run_target(
         &initializer,
     );
     let mut urls = provider.urls();
+    let mut failures = provider.failures();
     let (tx, mut clusters) = mpsc::channel(64);
     let provider_task = tokio::spawn(async move { provider.run(tx).await });
 
@@ -210,7 +211,7 @@ pub(crate) async fn run_target(
     config.retry = RetryPolicy::new(shared.backoff);
     config.metrics = shared.metrics.controllers().clone();
     let workers = tokio::spawn(run_workers(queue.clone(), reconciler.clone(), config));
-    report_urls(&shared, &target, &initializer, &[]).await;
+    report_urls(&shared, &target, &initializer, &[], &BTreeMap::new()).await;
 
     let mut status_tick = tokio::time::interval(Duration::from_millis(250));
     let mut reported = None;
@@ -223,7 +224,13 @@ pub(crate) async fn run_target(
             },
             Ok(()) = urls.changed() => {
                 let current = urls.borrow_and_update().clone();
-                report_urls(&shared, &target, &initializer, &current).await;
+                let failing = failures.borrow_and_update().clone();
+                report_urls(&shared, &target, &initializer, &current, &failing).await;
+            }
+            Ok(()) = failures.changed() => {
+                let current = urls.borrow_and_update().clone();
+                let failing = failures.borrow_and_update().clone();
+                report_urls(&shared, &target, &initializer, &current, &failing).await;
             }
             changed = templates.changed() => {
                 if changed.is_err() { break; }
@@ -312,8 +319,22 @@ async fn resolve_type(
     }
 }
 
-async fn report_urls(shared: &Shared, target: &str, initializer: &str, urls: &[String]) {
-    let (status, reason, message) = if urls.is_empty() {
+/// The Ready condition from the watched URLs: none published, a watch refused or failing (with
+/// the server's words, which name the user, verb and resource of a 403), or running.
+async fn report_urls(
+    shared: &Shared,
+    target: &str,
+    initializer: &str,
+    urls: &[String],
+    failing: &BTreeMap<String, String>,
+) {
+    let (status, reason, message) = if let Some((url, error)) = failing.iter().next() {
+        (
+            ConditionStatus::False,
+            "VirtualWorkspaceUnavailable",
+            format!("watching {url}: {error}"),
+        )
+    } else if urls.is_empty() {
         (
             ConditionStatus::False,
             "NoVirtualWorkspace",

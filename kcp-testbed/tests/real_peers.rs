@@ -160,3 +160,41 @@ fn a_peer_the_proxy_does_not_serve_fails_naming_peer_version_and_log() {
         other => panic!("expected a build error, got {other}"),
     }
 }
+
+fn kubectl() -> String {
+    std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".to_string())
+}
+
+#[tokio::test]
+async fn kubectl_works_with_the_written_kubeconfig_on_both_contexts() {
+    let path = std::env::temp_dir().join(format!("kcp-testbed-{}.kubeconfig", std::process::id()));
+    let written = path.clone();
+    tokio::task::spawn_blocking(move || kcp_testbed::write_kubeconfig(&written))
+        .await
+        .unwrap()
+        .unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(kubectl())
+            .arg("--kubeconfig")
+            .arg(&path)
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "kubectl {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    assert!(run(&["api-resources"]).contains("workspaces"));
+    assert!(run(&["--context", "kube", "get", "namespaces"]).contains("kube-system"));
+    let refused = std::process::Command::new(kubectl())
+        .arg("--kubeconfig")
+        .arg(&path)
+        .args(["--context", "kube-as-user-1", "get", "secrets", "-A"])
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("user-1"));
+}

@@ -14,6 +14,7 @@
 //! The engaged cluster's clients talk to `<url>/clusters/<consumer>`: the consumer's objects of
 //! the exported resources (and of claimed resources), as the virtual workspace serves them.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -21,7 +22,7 @@ use kube::Api;
 use kube::api::{ApiResource, DynamicObject};
 use tokio::sync::{mpsc, watch};
 
-use crate::cluster::views::{UrlSource, ViewSpec, follow, sorted};
+use crate::cluster::views::{Published, UrlSource, ViewSpec, follow, sorted};
 use crate::cluster::{ClusterClients, ClusterEvent, ClusterProvider};
 use crate::error::Result;
 use crate::kcp::APIExportEndpointSlice;
@@ -32,7 +33,7 @@ pub struct ApiExportConsumers {
     clients: Arc<ClusterClients>,
     slices: Api<APIExportEndpointSlice>,
     name: String,
-    urls: watch::Sender<Vec<String>>,
+    published: Published,
 }
 
 impl ApiExportConsumers {
@@ -47,13 +48,19 @@ impl ApiExportConsumers {
             clients,
             slices: Api::all(workspace),
             name: name.into(),
-            urls: watch::channel(Vec::new()).0,
+            published: Published::new(),
         }
     }
 
     /// The virtual-workspace URLs currently watched, sorted; readiness per URL starts here.
     pub fn urls(&self) -> watch::Receiver<Vec<String>> {
-        self.urls.subscribe()
+        self.published.urls.subscribe()
+    }
+
+    /// The watched URLs whose watch fails now (a 403 from the virtual workspace, say), each
+    /// with the error it failed with; an entry goes once its watch lists again.
+    pub fn failures(&self) -> watch::Receiver<BTreeMap<String, String>> {
+        self.published.failures.subscribe()
     }
 }
 
@@ -86,7 +93,7 @@ impl ClusterProvider for ApiExportConsumers {
             bindings_view(),
             self.clients.clone(),
             &events,
-            &self.urls,
+            &self.published,
         )
         .await
     }

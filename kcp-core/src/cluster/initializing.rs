@@ -13,6 +13,7 @@
 //! The engaged cluster's clients talk to `<url>/clusters/<name>` over one shared client per
 //! URL ([`ClusterClients`]).
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -20,7 +21,7 @@ use kube::Api;
 use kube::api::{ApiResource, DynamicObject};
 use tokio::sync::{mpsc, watch};
 
-use crate::cluster::views::{UrlSource, ViewSpec, follow, sorted};
+use crate::cluster::views::{Published, UrlSource, ViewSpec, follow, sorted};
 use crate::cluster::{ClusterClients, ClusterEvent, ClusterProvider};
 use crate::error::Result;
 use crate::kcp::WorkspaceType;
@@ -33,7 +34,7 @@ pub struct InitializingWorkspaces {
     types: Api<WorkspaceType>,
     type_name: String,
     initializer: String,
-    urls: watch::Sender<Vec<String>>,
+    published: Published,
 }
 
 impl InitializingWorkspaces {
@@ -50,13 +51,19 @@ impl InitializingWorkspaces {
             types: Api::all(types),
             type_name: type_name.into(),
             initializer: initializer.into(),
-            urls: watch::channel(Vec::new()).0,
+            published: Published::new(),
         }
     }
 
     /// The virtual-workspace URLs currently watched, sorted; changes as the WorkspaceType does.
     pub fn urls(&self) -> watch::Receiver<Vec<String>> {
-        self.urls.subscribe()
+        self.published.urls.subscribe()
+    }
+
+    /// The watched URLs whose watch fails now (a 403 from the virtual workspace, say), each
+    /// with the error it failed with; an entry goes once its watch lists again.
+    pub fn failures(&self) -> watch::Receiver<BTreeMap<String, String>> {
+        self.published.failures.subscribe()
     }
 
     /// LogicalClusters still carrying the initializer announce their cluster.
@@ -96,7 +103,7 @@ impl ClusterProvider for InitializingWorkspaces {
             self.view(),
             self.clients.clone(),
             &events,
-            &self.urls,
+            &self.published,
         )
         .await
     }

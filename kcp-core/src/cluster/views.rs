@@ -50,8 +50,44 @@ pub(crate) struct UrlSource<K> {
     pub urls_of: fn(&K) -> Vec<String>,
 }
 
+/// What a provider publishes about its URLs: the ones watched, and the ones whose watch fails
+/// now with the error it failed with (cleared once it lists again).
+#[derive(Debug)]
+pub(crate) struct Published {
+    /// The URLs being watched, sorted.
+    pub urls: watch::Sender<Vec<String>>,
+    /// URL -> the last error of its watch, while it fails.
+    pub failures: watch::Sender<BTreeMap<String, String>>,
+}
+
+impl Published {
+    pub(crate) fn new() -> Self {
+        Published {
+            urls: watch::channel(Vec::new()).0,
+            failures: watch::channel(BTreeMap::new()).0,
+        }
+    }
+
+    fn failed(&self, url: String, error: String) {
+        self.failures.send_if_modified(|current| {
+            let changed = current.get(&url) != Some(&error);
+            current.insert(url, error);
+            changed
+        });
+    }
+
+    fn recovered(&self, url: &str) {
+        self.failures
+            .send_if_modified(|current| current.remove(url).is_some());
+    }
+}
+
 /// What one URL's watch saw.
 enum ViewEvent {
+    Failed {
+        url: String,
+        error: String,
+    },
     Seen {
         url: String,
         object: Box<DynamicObject>,
@@ -67,13 +103,13 @@ enum ViewEvent {
 }
 
 /// Follows `source` and its views until `events` closes (see the module docs); `published`
-/// always holds the URLs being watched.
+/// always holds the URLs being watched and those whose watch fails.
 pub(crate) async fn follow<K>(
     source: UrlSource<K>,
     spec: ViewSpec,
     clients: Arc<ClusterClients>,
     events: &mpsc::Sender<ClusterEvent>,
-    published: &watch::Sender<Vec<String>>,
+    published: &Published,
 ) -> Result<()>
 where
     K: Resource + Clone + DeserializeOwned + Debug + Send + 'static,
@@ -113,9 +149,10 @@ where
                 None => false,
             },
             Some(view) = view_rx.recv() => match view {
-                ViewEvent::Seen { url, object } => run.seen(url, *object).await,
+                ViewEvent::Failed { url, error } => { run.published.failed(url, error); true }
+                ViewEvent::Seen { url, object } => { run.published.recovered(&url); run.seen(url, *object).await }
                 ViewEvent::Gone { url, object } => run.gone(&url, &object).await,
-                ViewEvent::Relisted { url, objects } => run.relisted(url, objects).await,
+                ViewEvent::Relisted { url, objects } => { run.published.recovered(&url); run.relisted(url, objects).await }
             },
         };
         if !open {
@@ -132,7 +169,7 @@ struct Views<'a> {
     spec: ViewSpec,
     clients: Arc<ClusterClients>,
     events: &'a mpsc::Sender<ClusterEvent>,
-    published: &'a watch::Sender<Vec<String>>,
+    published: &'a Published,
     engagements: Engagements,
     per_url: BTreeMap<String, BTreeMap<ClusterName, BTreeSet<String>>>,
     views: TaskSet<String>,
@@ -158,6 +195,7 @@ impl Views<'_> {
             .collect();
         for url in dropped {
             self.views.stop(&url);
+            self.published.recovered(&url);
             for name in self.per_url.remove(&url).unwrap_or_default().into_keys() {
                 let event = self.engagements.disengage(&name);
                 if !self.send(event).await {
@@ -173,7 +211,7 @@ impl Views<'_> {
                 watch_view(clients, task_url, resource, tx, stop)
             });
         }
-        self.published.send_if_modified(|current| {
+        self.published.urls.send_if_modified(|current| {
             let changed = *current != urls;
             *current = urls;
             changed
@@ -343,11 +381,27 @@ async fn watch_view(
             },
             Some(Err(err)) => {
                 tracing::debug!(%url, kind = %resource.kind, error = %err, "view watch error; retrying");
-                continue;
+                ViewEvent::Failed {
+                    url,
+                    error: describe(&err),
+                }
             }
         };
         if tx.send(view).await.is_err() {
             return;
         }
     }
+}
+
+/// A watch error in the server's own words when it answered (`403 Forbidden: ... cannot list
+/// resource "logicalclusters" ...`), else the error as kube-runtime words it.
+fn describe(err: &watcher::Error) -> String {
+    let status = match err {
+        watcher::Error::InitialListFailed(kube::Error::Api(status))
+        | watcher::Error::WatchStartFailed(kube::Error::Api(status))
+        | watcher::Error::WatchFailed(kube::Error::Api(status))
+        | watcher::Error::WatchError(status) => status,
+        other => return other.to_string(),
+    };
+    format!("{} {}: {}", status.code, status.reason, status.message)
 }

@@ -188,6 +188,7 @@
 //! | `set` | supported |
 //! | `sha1sum` | supported |
 //! | `sha256sum` | supported |
+//! | `sha512sum` | supported (sprig 3.3) |
 //! | `shuffle` | excluded: random |
 //! | `slice` | supported |
 //! | `snakecase` | supported |

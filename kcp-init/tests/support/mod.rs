@@ -121,6 +121,11 @@ impl Bed {
         Bed::on(KcpBed::start_sim(config).await.unwrap()).await
     }
 
+    /// A bed on a given kcp (the real one, say), with the agent's CRDs installed.
+    pub async fn on_kcp(kcp: KcpBed) -> Bed {
+        Bed::on(kcp).await
+    }
+
     async fn on(kcp: KcpBed) -> Bed {
         let root = kcp.object_client(kcp.root()).await.unwrap();
         install_crds(&*root).await;
@@ -225,7 +230,7 @@ impl Bed {
     }
 }
 
-fn start_agent_on(kube: kcp_core::kube::Config, root: &str, selector: Option<&str>) -> Agent {
+pub fn start_agent_on(kube: kcp_core::kube::Config, root: &str, selector: Option<&str>) -> Agent {
     let mut config = AgentConfig::new(kube, root);
     config.backoff = Backoff::new(Duration::from_millis(50), Duration::from_millis(500));
     config.selector = selector.map(String::from);

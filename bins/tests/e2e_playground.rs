@@ -1,4 +1,5 @@
-//! The `kcp-playground` binary, run as a process: it converges and writes the two contexts.
+//! The `kcp-playground` binary, run as a process: it converges and writes the two contexts, on
+//! the backend `KCP_RS_BACKEND` picks (`--backend sim` or `--backend real`).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
@@ -13,9 +14,18 @@ fn kubeconfig_path(test: &str) -> PathBuf {
     ))
 }
 
+fn backend() -> &'static str {
+    match kcp_testbed::Backend::from_env().unwrap() {
+        kcp_testbed::Backend::Sim => "sim",
+        kcp_testbed::Backend::Real => "real",
+    }
+}
+
 fn playground(kubeconfig: &PathBuf, extra: &[&str]) -> Output {
     Command::new(PLAYGROUND)
-        .args(["--exit-when-ready", "--timeout-seconds", "60"])
+        .args(["--backend", backend()])
+        // The real servers start in the process (20-40 s for kcp on two cores).
+        .args(["--exit-when-ready", "--timeout-seconds", "180"])
         .args(extra)
         .arg("--kubeconfig")
         .arg(kubeconfig)
