@@ -78,9 +78,11 @@ async fn without_the_initialize_rule_the_failure_names_the_resource_and_verb() {
     .await;
     // The workspace waits for its initializer (it may still be scheduling when the refusal
     // is first reported).
-    until("the workspace to be Initializing", Duration::from_secs(30), || async {
-        phase_of(root, "refused").await.as_deref() == Some("Initializing")
-    })
+    until(
+        "the workspace to be Initializing",
+        Duration::from_secs(30),
+        || async { phase_of(root, "refused").await.as_deref() == Some("Initializing") },
+    )
     .await;
     agent.stop().await;
 }

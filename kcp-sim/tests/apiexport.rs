@@ -1016,12 +1016,12 @@ async fn an_accepted_events_claim_covers_both_event_groups() {
     assert!(new.list(&ListParams::default()).await.is_ok());
 }
 
-#[tokio::test]
-async fn a_claim_with_fewer_verbs_allows_only_those() {
-    let sim = kcp().await;
-    let lc_provider = workspace(&sim, "provider").await;
+/// An export `widgets` in `root:provider` claiming ConfigMaps with `verbs`; answers the
+/// provider's logical cluster.
+async fn export_claiming_configmaps(sim: &Server, verbs: Value) -> String {
+    let lc_provider = workspace(sim, "provider").await;
     create_schema(
-        &sim,
+        sim,
         "root:provider",
         "v1.widgets.example.io",
         "widgets",
@@ -1033,21 +1033,48 @@ async fn a_claim_with_fewer_verbs_allows_only_those() {
     let export: DynamicObject = serde_json::from_value(json!({"apiVersion": "apis.kcp.io/v1alpha2",
         "kind": "APIExport", "metadata": {"name": "widgets"},
         "spec": {"resources": [{"group": "example.io", "name": "widgets", "schema": "v1.widgets.example.io", "storage": {"crd": {}}}],
-            "permissionClaims": [{"group": "", "resource": "configmaps", "verbs": ["get", "list"]}]}}))
+            "permissionClaims": [{"group": "", "resource": "configmaps", "verbs": verbs}]}}))
     .unwrap();
     v2.create(&PostParams::default(), &export).await.unwrap();
-    let accepted = json!([{"group": "", "resource": "configmaps", "state": "Accepted"}]);
+    lc_provider
+}
+
+// kcp's apiexport authorizer, as measured on kcp v0.30.0 (README, "The real backend"),
+// intersects the binding's and the export's verb lists literally and allows a request whose verb
+// (or `*`) is in the intersection. A v1alpha1 binding accepts all verbs (`*`). (kcp-sim serves
+// APIBindings as v1alpha1 only, so a binding with explicit verbs cannot be made here yet.)
+
+#[tokio::test]
+async fn explicit_export_verbs_are_refused_to_a_binding_accepting_all_verbs() {
+    let sim = kcp().await;
+    let lc_provider = export_claiming_configmaps(&sim, json!(["get", "list"])).await;
+    let accepted =
+        json!([{"group": "", "resource": "configmaps", "all": true, "state": "Accepted"}]);
+    let lc = consumer(&sim, "consumer", accepted).await;
+    let inside: Api<ConfigMap> = Api::namespaced(
+        client_at(&format!("{}/clusters/{lc}", vw_url(&sim, &lc_provider))),
+        "default",
+    );
+    let err = inside.list(&ListParams::default()).await.unwrap_err();
+    assert_eq!(code_of(err), 403);
+}
+
+#[tokio::test]
+async fn all_verbs_claimed_are_allowed_to_a_binding_accepting_all_verbs() {
+    let sim = kcp().await;
+    let lc_provider = export_claiming_configmaps(&sim, json!(["*"])).await;
+    let accepted =
+        json!([{"group": "", "resource": "configmaps", "all": true, "state": "Accepted"}]);
     let lc = consumer(&sim, "consumer", accepted).await;
     let inside: Api<ConfigMap> = Api::namespaced(
         client_at(&format!("{}/clusters/{lc}", vw_url(&sim, &lc_provider))),
         "default",
     );
     assert!(inside.list(&ListParams::default()).await.is_ok());
-    let err = inside
-        .create(&PostParams::default(), &cm("nope"))
+    inside
+        .create(&PostParams::default(), &cm("allowed"))
         .await
-        .unwrap_err();
-    assert_eq!(code_of(err), 403);
+        .unwrap();
 }
 
 #[tokio::test]

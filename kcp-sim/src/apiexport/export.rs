@@ -58,9 +58,13 @@ impl Claim {
             && self.identity_hash == other.identity_hash
     }
 
-    /// Whether the claim allows a verb.
-    pub fn allows(&self, verb: &str) -> bool {
-        self.verbs.iter().any(|v| v == "*" || v == verb)
+    /// Whether an export's claim (`self`) and the binding's acceptance of it (`accepted`)
+    /// allow a verb: as kcp's apiexport authorizer does, the two verb lists are intersected
+    /// literally (`*` matches only `*`), and the verb or `*` must be in the intersection.
+    pub fn allows_with(&self, accepted: &Claim, verb: &str) -> bool {
+        ["*", verb]
+            .iter()
+            .any(|v| self.verbs.iter().any(|e| e == v) && accepted.verbs.iter().any(|b| b == v))
     }
 }
 

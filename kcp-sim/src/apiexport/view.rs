@@ -267,7 +267,7 @@ fn claim_allows(export: &Export, binding: &Value, gr: &GroupResource, verb: &str
             export
                 .claim_on(&c.group, &c.resource)
                 .filter(|e| e.same_resource(c))
-                .is_some_and(|e| e.allows(verb) && c.allows(verb))
+                .is_some_and(|e| e.allows_with(c, verb))
         })
 }
 
