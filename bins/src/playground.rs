@@ -345,11 +345,23 @@ pub async fn apply_yaml(
     file: &str,
     yaml: &str,
 ) -> Result<(), PlaygroundError> {
+    let plan = plan_yaml(file, yaml)?;
+    apply_plan_within(client, file, &plan, Duration::from_secs(30)).await
+}
+
+fn plan_yaml(file: &str, yaml: &str) -> Result<ApplyPlan, PlaygroundError> {
     let objects = parse_manifests(file, yaml).map_err(|source| PlaygroundError::Core {
         context: format!("reading {file}"),
         source,
     })?;
-    apply_objects(client, file, objects).await
+    plan_objects(file, objects)
+}
+
+fn plan_objects(file: &str, objects: Vec<DynamicObject>) -> Result<ApplyPlan, PlaygroundError> {
+    ApplyPlan::build(objects, &RuleSet::default()).map_err(|source| PlaygroundError::Core {
+        context: format!("planning {file}"),
+        source,
+    })
 }
 
 /// Waits until the workspaces `names` of the workspace `root` addresses are Ready: a real kcp
@@ -396,11 +408,7 @@ pub async fn apply_objects(
     file: &str,
     objects: Vec<DynamicObject>,
 ) -> Result<(), PlaygroundError> {
-    let plan =
-        ApplyPlan::build(objects, &RuleSet::default()).map_err(|source| PlaygroundError::Core {
-            context: format!("planning {file}"),
-            source,
-        })?;
+    let plan = plan_objects(file, objects)?;
     apply_plan_within(client, file, &plan, Duration::from_secs(30)).await
 }
 
@@ -411,15 +419,7 @@ pub async fn apply_yaml_once(
     file: &str,
     yaml: &str,
 ) -> Result<(), PlaygroundError> {
-    let objects = parse_manifests(file, yaml).map_err(|source| PlaygroundError::Core {
-        context: format!("reading {file}"),
-        source,
-    })?;
-    let plan =
-        ApplyPlan::build(objects, &RuleSet::default()).map_err(|source| PlaygroundError::Core {
-            context: format!("planning {file}"),
-            source,
-        })?;
+    let plan = plan_yaml(file, yaml)?;
     apply_plan_within(client, file, &plan, Duration::ZERO).await
 }
 
