@@ -47,6 +47,7 @@ impl Kcp {
             format!("--token-auth-file={}", tokens.display()),
             "-v=2".into(),
         ];
+        let started = std::time::Instant::now();
         let mut process = PeerProcess::spawn(
             "kcp",
             &binary.binary,
@@ -66,12 +67,13 @@ impl Kcp {
                     admin.url
                 ))
             })?;
-        let ready_after = wait_ready(
+        wait_ready(
             &mut process,
             &admin,
             "/apis/tenancy.kcp.io/v1alpha1/workspaces",
             START_WITHIN,
         )?;
+        let ready_after = started.elapsed();
         Ok(Self {
             base_url,
             admin,

@@ -40,6 +40,11 @@ async fn the_real_kcp_and_kube_apiserver_listen_on_loopback_only() {
         .await
         .unwrap()
         .unwrap();
+    println!(
+        "start to ready: kcp {:.1} s, kube-apiserver {:.1} s",
+        kcp.ready_after.as_secs_f64(),
+        kube.ready_after.as_secs_f64()
+    );
     assert!(
         kcp.base_url.starts_with("https://127.0.0.1:"),
         "{}",
