@@ -1,0 +1,237 @@
+//! The kube-side binaries as their Deployments run them (leader election in their namespace), as
+//! the ServiceAccount of `deploy/<binary>` with only that directory's RBAC, on the test bed's real
+//! kube-apiserver: authorization exists only there, so these tests always use the real backend,
+//! whatever `KCP_RS_BACKEND` says.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
+use k8s_openapi::api::core::v1::ServiceAccount;
+use kcp_core::kube::api::{Api, DynamicObject, PostParams};
+use kcp_core::{KubeObjectClient, ObjectClient, PatchOptions, parse_manifests};
+
+const FOREIGN_CRDS: &str = include_str!("../../examples/playground/agent/00-foreign-crds.yaml");
+const CERT_MANAGER_CRDS: &str =
+    include_str!("../../examples/playground/operator/00-cert-manager-crds.yaml");
+
+/// A binary as its `deploy/<dir>` installs it.
+struct Deployed {
+    binary: &'static str,
+    dir: &'static str,
+    namespace: &'static str,
+    service_account: &'static str,
+    /// Arguments of its Deployment beyond the common ones.
+    args: &'static [&'static str],
+    /// The CRDs it needs (its own and foreign ones).
+    crds: fn() -> Vec<DynamicObject>,
+    /// A line of its RBAC, and the same line granting nothing: removes one rule.
+    rule: (&'static str, &'static str),
+    /// The resource the refusal then names.
+    refused: &'static str,
+}
+
+impl Deployed {
+    fn read(&self, file: &str) -> String {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../deploy")
+            .join(self.dir);
+        std::fs::read_to_string(dir.join(file)).unwrap()
+    }
+}
+
+struct Running(Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn forced() -> PatchOptions {
+    PatchOptions {
+        force: true,
+        ..PatchOptions::apply("real-rbac-test")
+    }
+}
+
+/// Server-side applies a manifest as the admin (CRDs, namespace, RBAC).
+async fn apply(admin: &dyn ObjectClient, name: &str, yaml: &str) {
+    for object in parse_manifests(name, yaml).unwrap() {
+        admin
+            .apply(&object, &forced())
+            .await
+            .unwrap_or_else(|e| panic!("applying {name}: {e}"));
+    }
+}
+
+/// A kubeconfig for the ServiceAccount, with a token from the TokenRequest API.
+async fn service_account_kubeconfig(kube: &kcp_testbed::real::SharedKube, d: &Deployed) -> PathBuf {
+    let accounts: Api<ServiceAccount> = Api::namespaced(kube.admin.client().unwrap(), d.namespace);
+    let request = TokenRequest {
+        spec: TokenRequestSpec {
+            audiences: Vec::new(),
+            expiration_seconds: Some(3600),
+            ..TokenRequestSpec::default()
+        },
+        ..TokenRequest::default()
+    };
+    let token = accounts
+        .create_token_request(d.service_account, &PostParams::default(), &request)
+        .await
+        .unwrap()
+        .status
+        .unwrap()
+        .token;
+    let endpoint = kube.admin.with_token(&token);
+    let path = std::env::temp_dir().join(format!(
+        "real-rbac-{}-{}.kubeconfig",
+        d.dir,
+        std::process::id()
+    ));
+    let document = kcp_testbed::kubeconfig::kubeconfig(&[("deployed", &endpoint)]);
+    std::fs::write(&path, document.to_string()).unwrap();
+    path
+}
+
+/// The binary with the arguments of its Deployment (addresses on loopback); its log goes to
+/// `log`.
+fn start(d: &Deployed, kubeconfig: &Path, log: &Path, health: u16) -> Running {
+    let child = Command::new(d.binary)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--leader-elect")
+        .arg(format!("--leader-election-namespace={}", d.namespace))
+        .arg("--metrics-bind-address=0")
+        .arg(format!("--health-probe-bind-address=127.0.0.1:{health}"))
+        .args(d.args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::from(std::fs::File::create(log).unwrap()))
+        .spawn()
+        .expect("the binary starts");
+    Running(child)
+}
+
+fn free_port() -> u16 {
+    kcp_testbed::ports::free_port("a deployed binary").unwrap()
+}
+
+fn ready(port: u16) -> bool {
+    use std::io::{Read, Write};
+    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let _ = write!(stream, "GET /readyz HTTP/1.0\r\nHost: localhost\r\n\r\n");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
+}
+
+async fn wait_for<F: FnMut() -> bool>(what: &str, within: Duration, mut f: F) {
+    let deadline = Instant::now() + within;
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// In order, as both halves share the cluster-scoped RBAC objects: the shipped RBAC suffices to
+/// become ready; without one rule the binary names the resource and verb it was refused.
+async fn the_shipped_rbac_suffices_and_a_removed_rule_is_named(d: &Deployed) {
+    let kube = tokio::task::spawn_blocking(kcp_testbed::shared_kube)
+        .await
+        .unwrap()
+        .unwrap();
+    let admin = KubeObjectClient::new(kube.admin.client().unwrap());
+    for crd in (d.crds)() {
+        admin.apply(&crd, &forced()).await.unwrap();
+    }
+    let namespace = format!(
+        "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {}}}\n",
+        d.namespace
+    );
+    apply(&admin, "the namespace", &namespace).await;
+    let rbac = d.read("rbac.yaml");
+    apply(&admin, "rbac.yaml", &rbac).await;
+    let kubeconfig = service_account_kubeconfig(kube, d).await;
+    let log = kubeconfig.with_extension("log");
+    let health = free_port();
+    let running = start(d, &kubeconfig, &log, health);
+    wait_for(
+        "/readyz with the shipped RBAC",
+        Duration::from_secs(60),
+        || ready(health),
+    )
+    .await;
+    let text = std::fs::read_to_string(&log).unwrap_or_default();
+    assert!(
+        !text.contains("forbidden"),
+        "refused with the shipped RBAC:\n{text}"
+    );
+    drop(running);
+
+    let without = rbac.replacen(d.rule.0, d.rule.1, 1);
+    assert_ne!(
+        without, rbac,
+        "the shipped RBAC has the line {:?}",
+        d.rule.0
+    );
+    apply(&admin, "rbac.yaml without one rule", &without).await;
+    let health = free_port();
+    let log = kubeconfig.with_extension("refused.log");
+    let _running = start(d, &kubeconfig, &log, health);
+    // The log is JSON: the server's quotes around the resource arrive escaped.
+    let wanted = format!("cannot list resource \\\\\\\"{}\\\\\\\"", d.refused);
+    wait_for("the refusal in the log", Duration::from_secs(60), || {
+        let text = std::fs::read_to_string(&log).unwrap_or_default();
+        text.contains(&wanted) && text.contains(d.service_account)
+    })
+    .await;
+    assert!(
+        !ready(health),
+        "ready although it cannot list {}",
+        d.refused
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capi_provider_agent_runs_with_its_shipped_rbac_and_names_a_removed_rule() {
+    the_shipped_rbac_suffices_and_a_removed_rule_is_named(&Deployed {
+        binary: env!("CARGO_BIN_EXE_capi-provider-agent"),
+        dir: "capi-provider-agent",
+        namespace: "cluster-api-provider-agent",
+        service_account: "cluster-api-provider-agent-controller-manager",
+        args: &[],
+        crds: || {
+            let mut crds = capi_agent::api::crd_objects().unwrap();
+            crds.extend(parse_manifests("foreign", FOREIGN_CRDS).unwrap());
+            crds
+        },
+        rule: ("  - agents\n", "  - no-such-agents\n"),
+        refused: "agents",
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kcp_operator_runs_with_its_shipped_rbac_and_names_a_removed_rule() {
+    the_shipped_rbac_suffices_and_a_removed_rule_is_named(&Deployed {
+        binary: env!("CARGO_BIN_EXE_kcp-operator"),
+        dir: "kcp-operator",
+        namespace: "kcp-operator-system",
+        service_account: "kcp-operator",
+        args: &["--enabled-controller-groups=config,workload"],
+        crds: || {
+            let mut crds = kcp_operator::api::crd_objects().unwrap();
+            crds.extend(parse_manifests("cert-manager", CERT_MANAGER_CRDS).unwrap());
+            crds
+        },
+        rule: ("\"poddisruptionbudgets\"]", "\"no-such-pdbs\"]"),
+        refused: "poddisruptionbudgets",
+    })
+    .await;
+}
