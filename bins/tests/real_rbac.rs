@@ -10,8 +10,11 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
-use kcp_core::kube::api::{Api, DynamicObject, PostParams};
-use kcp_core::{KubeObjectClient, ObjectClient, PatchOptions, parse_manifests};
+use kcp_core::kube::api::{Api, DynamicObject, GroupVersionKind, PostParams};
+use kcp_core::{
+    DeleteOptions, KubeObjectClient, ListOptions, ObjectClient, ObjectRef, PatchOptions,
+    parse_manifests,
+};
 
 const FOREIGN_CRDS: &str = include_str!("../../examples/playground/agent/00-foreign-crds.yaml");
 const CERT_MANAGER_CRDS: &str =
@@ -173,6 +176,25 @@ async fn the_shipped_rbac_suffices_and_a_removed_rule_is_named(d: &Deployed) {
         "refused with the shipped RBAC:\n{text}"
     );
     drop(running);
+    // Killed, it did not release its Lease: remove it so that the next run leads at once
+    // (a replica standing by for the Lease reports ready by design).
+    let leases = GroupVersionKind::gvk("coordination.k8s.io", "v1", "Lease");
+    for lease in admin
+        .list(&leases, Some(d.namespace), &ListOptions::default())
+        .await
+        .unwrap()
+        .items
+    {
+        let target = ObjectRef::namespaced(
+            leases.clone(),
+            d.namespace,
+            lease.metadata.name.as_deref().unwrap_or_default(),
+        );
+        admin
+            .delete(&target, &DeleteOptions::default())
+            .await
+            .unwrap();
+    }
 
     let without = rbac.replacen(d.rule.0, d.rule.1, 1);
     assert_ne!(
@@ -232,6 +254,31 @@ async fn kcp_operator_runs_with_its_shipped_rbac_and_names_a_removed_rule() {
         },
         rule: ("\"poddisruptionbudgets\"]", "\"no-such-pdbs\"]"),
         refused: "poddisruptionbudgets",
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn capi_provider_kind_runs_with_its_shipped_rbac_and_names_a_removed_rule() {
+    the_shipped_rbac_suffices_and_a_removed_rule_is_named(&Deployed {
+        binary: env!("CARGO_BIN_EXE_capi-provider-kind"),
+        dir: "capi-provider-kind",
+        namespace: "capi-kind-system",
+        service_account: "capi-kind-manager",
+        args: &[
+            "--kind-binary=/usr/local/bin/kind",
+            "--max-concurrent-creates=4",
+        ],
+        crds: || {
+            let mut crds = capi_kind::api::crd_objects().unwrap();
+            crds.extend(parse_manifests("foreign", FOREIGN_CRDS).unwrap());
+            crds
+        },
+        rule: (
+            "  resources: [\"kindclusters\"]\n",
+            "  resources: [\"no-such-kindclusters\"]\n",
+        ),
+        refused: "kindclusters",
     })
     .await;
 }
