@@ -143,7 +143,9 @@ async fn wait_for<F: FnMut() -> bool>(what: &str, within: Duration, mut f: F) {
 }
 
 /// In order, as both halves share the cluster-scoped RBAC objects: the shipped RBAC suffices to
-/// become ready; without one rule the binary names the resource and verb it was refused.
+/// become ready; without one rule the binary names the resource and verb it was refused. (Not
+/// whether it is then ready: kube's RBAC authorizer learns of the change through its own
+/// informer, so a cache may still sync once before the refusals start.)
 async fn the_shipped_rbac_suffices_and_a_removed_rule_is_named(d: &Deployed) {
     let kube = tokio::task::spawn_blocking(kcp_testbed::shared_kube)
         .await
@@ -213,11 +215,6 @@ async fn the_shipped_rbac_suffices_and_a_removed_rule_is_named(d: &Deployed) {
         text.contains(&wanted) && text.contains(d.service_account)
     })
     .await;
-    assert!(
-        !ready(health),
-        "ready although it cannot list {}",
-        d.refused
-    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
