@@ -263,7 +263,12 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
     });
     let stored = Stored::encode(&obj, rv)?;
     state.put(lc, &logical_clusters(), "", LOGICAL_CLUSTER_NAME, stored)?;
-    crate::semantics::ensure_namespace(state, lc, "default")
+    // As kcp: a workspace gets its `default` namespace once it is Ready, not while initializers
+    // still work on it (seen on kcp v0.30.0).
+    if phase == json!("Ready") {
+        crate::semantics::ensure_namespace(state, lc, "default")?;
+    }
+    Ok(())
 }
 
 /// Moves a logical cluster whose last initializer went from Initializing to Ready, and mirrors
@@ -289,6 +294,7 @@ pub fn logical_cluster_changed(state: &mut State, cluster: &str, lc: &Value) -> 
             LOGICAL_CLUSTER_NAME,
             stored,
         )?;
+        crate::semantics::ensure_namespace(state, cluster, "default")?;
         return mirror_on_workspace(state, &ready);
     }
     mirror_on_workspace(state, lc)

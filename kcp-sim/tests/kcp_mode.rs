@@ -284,6 +284,17 @@ async fn a_cluster_is_reachable_through_the_view_only_while_it_initializes() {
     let w1 = sim.logical_cluster("root:w1").unwrap();
     let plain = sim.logical_cluster("root:plain").unwrap();
 
+    // As on kcp, a workspace still initializing has no namespace yet, not even `default`: an
+    // initializer creates what it needs.
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(client_at(&format!("{vw}/clusters/{w1}")));
+    assert!(namespaces.get_opt("default").await.unwrap().is_none());
+    let default: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(json!({"metadata": {"name": "default"}})).unwrap();
+    namespaces
+        .create(&PostParams::default(), &default)
+        .await
+        .unwrap();
     let inside: Api<ConfigMap> =
         Api::namespaced(client_at(&format!("{vw}/clusters/{w1}")), "default");
     inside
@@ -309,6 +320,29 @@ async fn a_cluster_is_reachable_through_the_view_only_while_it_initializes() {
         matches!(err, kube::Error::Api(s) if s.code == 403),
         "closed once initialized"
     );
+}
+
+#[tokio::test]
+async fn a_workspace_gets_its_default_namespace_once_ready() {
+    let sim = kcp().await;
+    create_type(&sim, "example", json!({"initializer": true})).await;
+    create_workspace(&sim, "root", "later", Some("example")).await;
+    let vw = format!("{}/services/initializingworkspaces/root:example", sim.url());
+    let cluster = sim.logical_cluster("root:later").unwrap();
+    let through_view: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(client_at(&format!("{vw}/clusters/{cluster}")));
+    assert!(through_view.get_opt("default").await.unwrap().is_none());
+    let lc: Api<LogicalCluster> = Api::all(client_at(&format!("{vw}/clusters/{cluster}")));
+    lc.patch_status(
+        "cluster",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"initializers": []}})),
+    )
+    .await
+    .unwrap();
+    let inside: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(sim.client("root:later").unwrap());
+    assert!(inside.get_opt("default").await.unwrap().is_some());
 }
 
 #[tokio::test]
