@@ -429,32 +429,17 @@ async fn apply_plan_within(
     plan: &ApplyPlan,
     within: Duration,
 ) -> Result<(), PlaygroundError> {
-    let deadline = Instant::now() + within;
-    loop {
-        let report = Applier::new(client, ApplierConfig::new("kcp-playground"))
-            .apply(plan)
-            .await;
-        if report.is_complete() {
-            println!("applied {file}: {report}");
-            return Ok(());
-        }
-        if report.failed().next().is_some() || Instant::now() > deadline {
-            let reasons: Vec<String> = report
-                .pending()
-                .map(|(object, reason)| format!("{}: {reason}", object.object))
-                .chain(
-                    report
-                        .failed()
-                        .map(|(object, error)| format!("{}: {error}", object.object)),
-                )
-                .collect();
-            return Err(PlaygroundError::Apply {
-                file: file.to_string(),
-                report: format!("{report} ({})", reasons.join("; ")),
-            });
-        }
-        tokio::time::sleep(Duration::from_millis(250)).await;
+    let report = Applier::new(client, ApplierConfig::new("kcp-playground"))
+        .apply_until_settled(plan, within)
+        .await;
+    if report.is_complete() {
+        println!("applied {file}: {report}");
+        return Ok(());
     }
+    Err(PlaygroundError::Apply {
+        file: file.to_string(),
+        report: format!("{report} ({})", report.unfinished().join("; ")),
+    })
 }
 
 /// Starts the sections, prints the live table until all converged (or `timeout`), then the

@@ -14,7 +14,7 @@ pub fn wait_ready(
     endpoint: &Endpoint,
     path: &str,
     within: Duration,
-) -> Result<Duration> {
+) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -30,7 +30,7 @@ pub fn wait_ready(
     while started.elapsed() < within {
         process.check_alive()?;
         match runtime.block_on(get(endpoint, path)) {
-            Ok(()) => return Ok(started.elapsed()),
+            Ok(()) => return Ok(()),
             Err(reason) => last = reason,
         }
         std::thread::sleep(Duration::from_millis(250));

@@ -89,6 +89,24 @@ impl<'c, C: ObjectClient + ?Sized> Applier<'c, C> {
         self.apply_waves(plan).instrument(span).await
     }
 
+    /// Applies the plan again (every 250 ms) while objects are only pending, until it is
+    /// complete, something failed, or `within` has passed; answers the last report. This is a
+    /// user re-running `kubectl apply`: a real API server serves a new CRD's kind, or admits
+    /// requests into a new kcp workspace, a moment after they were created.
+    pub async fn apply_until_settled(&self, plan: &ApplyPlan, within: Duration) -> ApplyReport {
+        let deadline = tokio::time::Instant::now() + within;
+        loop {
+            let report = self.apply(plan).await;
+            if report.is_complete()
+                || report.has_failures()
+                || tokio::time::Instant::now() >= deadline
+            {
+                return report;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
     async fn apply_waves(&self, plan: &ApplyPlan) -> ApplyReport {
         let n = plan.len();
         let mut outcomes: Vec<Option<Outcome>> = (0..n).map(|_| None).collect();

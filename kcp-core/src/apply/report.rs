@@ -96,6 +96,17 @@ impl ApplyReport {
         })
     }
 
+    /// `<object>: <reason>` for every pending and every failed object, in plan order.
+    pub fn unfinished(&self) -> Vec<String> {
+        self.pending()
+            .map(|(r, reason)| format!("{}: {reason}", r.object))
+            .chain(
+                self.failed()
+                    .map(|(r, error)| format!("{}: {error}", r.object)),
+            )
+            .collect()
+    }
+
     /// Whether every object reached its desired state.
     pub fn is_complete(&self) -> bool {
         self.results.iter().all(|r| r.outcome.is_done())

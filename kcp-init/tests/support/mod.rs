@@ -70,33 +70,14 @@ pub async fn apply(client: &dyn ObjectClient, yaml: &str) {
     apply_objects(client, objects).await;
 }
 
-/// Applies until complete, as a user re-runs `kubectl apply`: on a real server a CRD's kind is
-/// served a moment after the CRD is created, and its objects are pending until then.
+/// Applies until complete (kcp-core's `apply_until_settled`: on a real server a CRD's kind is
+/// served a moment after the CRD is created).
 pub async fn apply_objects(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
     let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        let report = Applier::new(client, ApplierConfig::new("test"))
-            .apply(&plan)
-            .await;
-        if report.is_complete() {
-            return;
-        }
-        let pending: Vec<String> = report
-            .pending()
-            .map(|(object, reason)| format!("{}: {reason}", object.object))
-            .chain(
-                report
-                    .failed()
-                    .map(|(object, error)| format!("{}: {error}", object.object)),
-            )
-            .collect();
-        assert!(
-            report.failed().count() == 0 && Instant::now() < deadline,
-            "{report}: {pending:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    let report = Applier::new(client, ApplierConfig::new("test"))
+        .apply_until_settled(&plan, Duration::from_secs(30))
+        .await;
+    assert!(report.is_complete(), "{report}: {:?}", report.unfinished());
 }
 
 pub async fn install_crds(root: &dyn ObjectClient) {
