@@ -7,7 +7,8 @@
 //!   ([`go_build`]);
 //! - starts them on 127.0.0.1 only, on free ports, in a temporary directory, and waits until they
 //!   serve ([`kcp`], [`kube_apiserver`]); one kcp and one kube-apiserver per test binary, shared
-//!   by its tests ([`real`]); no peer outlives the test binary ([`process`]);
+//!   by its tests ([`real`]); no peer outlives the test binary ([`process`]) and its data is
+//!   removed after it (`janitor`);
 //! - writes the playground's kubeconfig contract (contexts `kcp` and `kube`) and hands out
 //!   restricted token identities ([`kubeconfig`], [`identities`]);
 //! - gives the end-to-end suites one handle over either backend, picked by `KCP_RS_BACKEND`
@@ -29,6 +30,7 @@ pub mod backend;
 pub mod error;
 pub mod go_build;
 pub mod identities;
+mod janitor;
 pub mod kcp;
 pub mod kube_apiserver;
 pub mod kubeconfig;

@@ -22,6 +22,8 @@ pub struct Credentials {
     pub token_file: PathBuf,
     /// The directory every peer of this process keeps its data and log in.
     pub dir: PathBuf,
+    /// Removes the peers' data once this process ends (see [`crate::janitor`]).
+    _janitor: std::process::Child,
 }
 
 /// The shared kcp.
@@ -50,6 +52,9 @@ pub struct SharedKube {
     process: Mutex<KubeApiServer>,
 }
 
+/// A run's directory is `<temp>/kcp-testbed-<pid>-<random>`.
+const RUN_DIR_PREFIX: &str = "kcp-testbed-";
+
 static CREDENTIALS: OnceLock<std::result::Result<Credentials, String>> = OnceLock::new();
 static KCP: OnceLock<std::result::Result<SharedKcp, String>> = OnceLock::new();
 static KUBE: OnceLock<std::result::Result<SharedKube, String>> = OnceLock::new();
@@ -58,8 +63,9 @@ fn shared_error(what: &str, message: &str) -> Error {
     Error::config(format!("the shared {what}"), message)
 }
 
-/// This process's credentials and data directory (made on first use; kept after the run under
-/// the system temp directory so a failed run's logs can be read).
+/// This process's credentials and data directory (made on first use under the system temp
+/// directory; when the process ends its data is removed and its logs kept for a day, so a
+/// failed run's logs can be read).
 pub fn credentials() -> Result<&'static Credentials> {
     CREDENTIALS
         .get_or_init(|| make_credentials().map_err(|e| e.to_string()))
@@ -68,13 +74,17 @@ pub fn credentials() -> Result<&'static Credentials> {
 }
 
 fn make_credentials() -> Result<Credentials> {
-    let dir = std::env::temp_dir().join(format!(
-        "kcp-testbed-{}-{:08x}",
+    let parent = std::env::temp_dir();
+    crate::janitor::prune_finished_runs(&parent, RUN_DIR_PREFIX);
+    let dir = parent.join(format!(
+        "{RUN_DIR_PREFIX}{}-{:08x}",
         std::process::id(),
         fastrand::u32(..)
     ));
     std::fs::create_dir_all(&dir)
         .map_err(|e| Error::io("test bed", format!("creating {}", dir.display()), e))?;
+    let janitor = crate::janitor::watch(&dir)
+        .map_err(|e| Error::io("test bed", "starting the data directory's janitor", e))?;
     let identities = Identities::generate();
     let token_file = dir.join("tokens.csv");
     identities.write_token_file(&token_file)?;
@@ -82,6 +92,7 @@ fn make_credentials() -> Result<Credentials> {
         identities,
         token_file,
         dir,
+        _janitor: janitor,
     })
 }
 

@@ -106,6 +106,7 @@ fn a_peer_that_dies_fails_with_the_tail_of_its_log() {
         text.contains("short-lived") && text.contains("last words"),
         "{text}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -144,6 +145,7 @@ fn a_dropped_peer_process_is_stopped() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -172,7 +174,11 @@ fn kubectl() -> String {
 
 #[tokio::test]
 async fn kubectl_works_with_the_written_kubeconfig_on_both_contexts() {
-    let path = std::env::temp_dir().join(format!("kcp-testbed-{}.kubeconfig", std::process::id()));
+    // In the run's directory, which the test bed cleans up after the process.
+    let path = kcp_testbed::real::credentials()
+        .unwrap()
+        .dir
+        .join("written.kubeconfig");
     let written = path.clone();
     tokio::task::spawn_blocking(move || kcp_testbed::write_kubeconfig(&written))
         .await
