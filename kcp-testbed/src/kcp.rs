@@ -44,6 +44,8 @@ impl Kcp {
             format!("--secure-port={port}"),
             format!("--embedded-etcd-client-port={etcd_client}"),
             format!("--embedded-etcd-peer-port={etcd_peer}"),
+            // etcd preallocates two WAL segments of 64 MB by default: 8 MB is ample for a test.
+            "--embedded-etcd-wal-size-bytes=8388608".into(),
             format!("--token-auth-file={}", tokens.display()),
             "-v=2".into(),
         ];
