@@ -725,7 +725,14 @@ async fn release(
     Ok(())
 }
 
-async fn record(ctx: &Context, am: &AgentMachine, kind: EventType, reason: &str, message: &str) {
+/// Records an Event about `am` (a failure to record is logged, never returned).
+pub(crate) async fn record(
+    ctx: &Context,
+    am: &AgentMachine,
+    kind: EventType,
+    reason: &str,
+    message: &str,
+) {
     let regarding = k8s_openapi::api::core::v1::ObjectReference {
         api_version: Some(crate::api::GROUP.to_owned() + "/" + crate::api::VERSION),
         kind: Some("AgentMachine".into()),

@@ -15,6 +15,7 @@ use futures::StreamExt;
 use futures::channel::mpsc;
 use k8s_openapi::api::core::v1::{Node, Secret};
 use kcp_core::ObjectClientExt;
+use kcp_core::runtime::EventType;
 use kcp_core::runtime::Outcome;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -25,6 +26,7 @@ use tracing::Instrument;
 use crate::api::{AgentMachine, CLUSTER_NAME_LABEL, MachineAddressType};
 use crate::cluster::label_secret_for_backup;
 use crate::error::{Error, Result};
+use crate::machine::record;
 use crate::reconcile::Context;
 use crate::render::key;
 
@@ -152,7 +154,11 @@ impl Workloads {
             .and_then(|d| d.get(data_key))
             .map(|b| b.0.clone())
             .unwrap_or_default();
-        let client = workload_client(&object, &bytes).await?;
+        let origin = format!(
+            "Secret {namespace}/{} key {data_key}",
+            secret.metadata.name.as_deref().unwrap_or_default()
+        );
+        let client = workload_client(&object, &origin, &bytes).await?;
         let watch = tokio::spawn(watch_nodes(
             client.clone(),
             namespace.clone(),
@@ -212,22 +218,27 @@ async fn kubeconfig_secret(
     Ok(capi.map(|s| (s, "value")))
 }
 
-async fn workload_client(object: &str, kubeconfig: &[u8]) -> Result<kube::Client> {
-    let fail = |message: String| Error::WorkloadCluster {
-        object: object.to_owned(),
-        message,
-    };
+/// A client of the workload cluster from the kubeconfig in `origin` (a Secret tenants can
+/// write): only inline server, CA and credentials are accepted (see
+/// [`kcp_core::untrusted_kubeconfig`]); anything else is refused naming the field.
+async fn workload_client(object: &str, origin: &str, kubeconfig: &[u8]) -> Result<kube::Client> {
     let text = std::str::from_utf8(kubeconfig)
-        .map_err(|e| fail(format!("the kubeconfig is not UTF-8: {e}")))?;
-    let kubeconfig = kube::config::Kubeconfig::from_yaml(text)
-        .map_err(|e| fail(format!("the kubeconfig does not parse: {e}")))?;
-    let config = kube::Config::from_custom_kubeconfig(
-        kubeconfig,
-        &kube::config::KubeConfigOptions::default(),
-    )
-    .await
-    .map_err(|e| fail(format!("the kubeconfig is unusable: {e}")))?;
-    kube::Client::try_from(config).map_err(|e| fail(format!("building a client: {e}")))
+        .map_err(|e| Error::invalid(object, origin, format!("the kubeconfig is not UTF-8: {e}")))?;
+    let config = kcp_core::untrusted_kubeconfig::config(origin, text)
+        .await
+        .map_err(|e| match e {
+            kcp_core::Error::InvalidObject { field, reason, .. } => {
+                Error::invalid(object, &format!("{origin} {field}"), reason)
+            }
+            other => Error::WorkloadCluster {
+                object: object.to_owned(),
+                message: other.to_string(),
+            },
+        })?;
+    kube::Client::try_from(config).map_err(|e| Error::WorkloadCluster {
+        object: object.to_owned(),
+        message: format!("building a client: {e}"),
+    })
 }
 
 /// Wakes the AgentMachines of `namespace` whose Node name is a Node that changed.
@@ -294,7 +305,15 @@ pub async fn reconcile_node_provider_id(
         if am.spec.provider_id.is_none() {
             return Ok(Outcome::Done);
         }
-        let nodes: Api<Node> = Api::all(workloads.client(ctx, am).await?);
+        let client = match workloads.client(ctx, am).await {
+            Err(refused @ Error::InvalidObject { .. }) => {
+                let message = refused.to_string();
+                record(ctx, am, EventType::Warning, "KubeconfigRefused", &message).await;
+                return Err(refused);
+            }
+            other => other?,
+        };
+        let nodes: Api<Node> = Api::all(client);
         let node = nodes
             .get_opt(node_name)
             .await

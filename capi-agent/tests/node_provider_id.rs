@@ -176,3 +176,90 @@ async fn a_missing_kubeconfig_is_a_transient_error() {
         .unwrap_err();
     assert!(kcp_core::runtime::Classify::is_transient(&err), "{err}");
 }
+
+/// A tenant who can write Secrets in the AgentMachine's namespace puts a kubeconfig there.
+async fn tenant_kubeconfig(world: &World, user: &str) {
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+         clusters: [{{name: c, cluster: {{server: \"https://127.0.0.1:1\"}}}}]\n\
+         users: [{{name: tenant, user: {{{user}}}}}]\n\
+         contexts: [{{name: c, context: {{cluster: c, user: tenant}}}}]\n"
+    );
+    world.create(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "admin-kubeconfig", "namespace": NS},
+        "data": {"kubeconfig": base64(&kubeconfig)}})).await;
+}
+
+async fn warning_events(world: &World, reason: &str) -> Vec<String> {
+    let events = world
+        .client
+        .list(
+            &gvk("", "v1", "Event"),
+            Some(NS),
+            &kcp_core::ListOptions::default(),
+        )
+        .await
+        .unwrap();
+    events
+        .items
+        .iter()
+        .filter(|e| e.data["reason"] == reason && e.data["type"] == "Warning")
+        .map(|e| e.data["message"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+async fn refused_with_world(user: &str) -> (World, String) {
+    let mut s = setup("unused", "unused").await;
+    tenant_kubeconfig(&s.world, user).await;
+    let am = ready_machine(&mut s, true).await;
+    let err = reconcile_node_provider_id(&s.world.context(), &s.workloads, &am)
+        .await
+        .unwrap_err();
+    (s.world, err.to_string())
+}
+
+#[tokio::test]
+async fn a_tenant_kubeconfig_with_an_exec_plugin_is_refused_and_the_command_never_runs() {
+    let marker = std::env::temp_dir().join(format!("capi-agent-pwned-{}", std::process::id()));
+    let user = format!(
+        "exec: {{apiVersion: client.authentication.k8s.io/v1, command: touch, args: [\"{}\"]}}",
+        marker.display()
+    );
+    let (world, message) = refused_with_world(&user).await;
+    assert!(
+        message.contains("Secret clusters-hc/admin-kubeconfig key kubeconfig users[tenant].user.exec"),
+        "{message}"
+    );
+    assert!(!marker.exists(), "the tenant's command ran in the provider");
+    let events = warning_events(&world, "KubeconfigRefused").await;
+    assert!(
+        events.iter().any(|m| m.contains("users[tenant].user.exec")),
+        "{events:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_tenant_kubeconfig_reading_the_service_account_token_file_is_refused() {
+    let (_, message) =
+        refused_with_world("tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token").await;
+    assert!(message.contains("users[tenant].user.tokenFile"), "{message}");
+}
+
+#[tokio::test]
+async fn a_tenant_kubeconfig_turning_off_tls_verification_is_refused() {
+    let mut s = setup("unused", "unused").await;
+    let kubeconfig = "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+        clusters: [{name: c, cluster: {server: \"https://127.0.0.1:1\", insecure-skip-tls-verify: true}}]\n\
+        users: [{name: tenant, user: {token: t}}]\n\
+        contexts: [{name: c, context: {cluster: c, user: tenant}}]\n";
+    s.world.create(json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "admin-kubeconfig", "namespace": NS},
+        "data": {"kubeconfig": base64(kubeconfig)}})).await;
+    let am = ready_machine(&mut s, true).await;
+    let message = reconcile_node_provider_id(&s.world.context(), &s.workloads, &am)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        message.contains("clusters[c].cluster.insecure-skip-tls-verify"),
+        "{message}"
+    );
+}

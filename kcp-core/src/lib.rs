@@ -28,6 +28,7 @@ pub mod runtime;
 pub mod selector;
 pub mod template;
 pub mod typed;
+pub mod untrusted_kubeconfig;
 
 pub use apply::{Applier, ApplierConfig, ApplyPlan, ApplyReport, RuleSet};
 pub use client::{
