@@ -226,7 +226,8 @@ async fn a_tenant_kubeconfig_with_an_exec_plugin_is_refused_and_the_command_neve
     );
     let (world, message) = refused_with_world(&user).await;
     assert!(
-        message.contains("Secret clusters-hc/admin-kubeconfig key kubeconfig users[tenant].user.exec"),
+        message
+            .contains("Secret clusters-hc/admin-kubeconfig key kubeconfig users[tenant].user.exec"),
         "{message}"
     );
     assert!(!marker.exists(), "the tenant's command ran in the provider");
@@ -241,7 +242,10 @@ async fn a_tenant_kubeconfig_with_an_exec_plugin_is_refused_and_the_command_neve
 async fn a_tenant_kubeconfig_reading_the_service_account_token_file_is_refused() {
     let (_, message) =
         refused_with_world("tokenFile: /var/run/secrets/kubernetes.io/serviceaccount/token").await;
-    assert!(message.contains("users[tenant].user.tokenFile"), "{message}");
+    assert!(
+        message.contains("users[tenant].user.tokenFile"),
+        "{message}"
+    );
 }
 
 #[tokio::test]

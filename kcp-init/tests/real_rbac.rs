@@ -86,3 +86,20 @@ async fn without_the_initialize_rule_the_failure_names_the_resource_and_verb() {
     .await;
     agent.stop().await;
 }
+
+/// The Deployment runs with `--enable-leader-election`: the shipped RBAC must let the agent take
+/// and renew its Lease (`default/kcp-init-agent` in the config workspace), which needs `patch`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_shipped_rbac_lets_the_agent_lead() {
+    let bed = bed_with_rbac(RBAC).await;
+    let ids = &kcp_testbed::real::credentials().unwrap().identities;
+    let token = &ids.user(AGENT_USER).unwrap().token;
+    let endpoint = bed.kcp.real_endpoint(bed.kcp.root()).unwrap();
+    let client = endpoint.with_token(token).client().unwrap();
+    let election = kcp_manager::leader::LeaderElection::new("default", "kcp-init-agent");
+    let leadership = tokio::time::timeout(Duration::from_secs(30), election.acquire(client))
+        .await
+        .expect("the agent leads within 30 s")
+        .expect("the Lease is taken with only the shipped RBAC");
+    leadership.release().await;
+}
