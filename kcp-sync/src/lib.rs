@@ -56,6 +56,7 @@ pub mod naming;
 pub mod path;
 pub mod reconcile;
 pub mod related;
+pub mod related_namespaces;
 
 pub mod schema;
 pub mod startup;

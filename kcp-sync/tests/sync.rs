@@ -729,3 +729,88 @@ async fn with_cleanup_the_kcp_copy_of_a_service_secret_goes_with_the_primary() {
         "the service original stays"
     );
 }
+
+/// A service-origin Secret whose namespace the tenant's object names
+/// (`object.namespace.reference: spec.secretNamespace`), with `annotation` on the
+/// PublishedResource when given; the Secret `stolen` exists in `kube-system`.
+async fn tenant_steered_secret(annotation: Option<&str>) -> (Harness, Consumer) {
+    let mut spec = related(
+        RelatedResourceOrigin::Service,
+        RelatedResourceKind::Secret,
+        "spec.secretName",
+        false,
+    );
+    spec.object.namespace = Some(RelatedResourceObjectSpec {
+        reference: Some(RelatedResourceObjectReference {
+            path: "spec.secretNamespace".into(),
+            regex: None,
+        }),
+        ..Default::default()
+    });
+    let mut pr = pr_with(spec);
+    if let Some(value) = annotation {
+        pr.metadata.annotations = Some(
+            [(
+                kcp_sync::related_namespaces::RELATED_NAMESPACES_ANNOTATION.to_owned(),
+                value.to_owned(),
+            )]
+            .into(),
+        );
+    }
+    let h = Harness::start(pr).await;
+    create(
+        &h.env.service,
+        json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "stolen", "namespace": "kube-system"}, "data": {"token": "YWRtaW4="}}),
+    )
+    .await;
+    let c = h.consumer("team-1").await;
+    crontab(
+        &c,
+        "db",
+        json!({"secretName": "stolen", "secretNamespace": "kube-system"}),
+    )
+    .await;
+    (h, c)
+}
+
+async fn kcp_copy_of_stolen(c: &Consumer) -> Option<DynamicObject> {
+    c.user
+        .get(&ObjectRef::namespaced(
+            secret_gvk(),
+            "kube-system",
+            "stolen",
+        ))
+        .await
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_tenant_cannot_have_a_secret_of_another_service_namespace_copied_to_kcp() {
+    let (h, c) = tenant_steered_secret(None).await;
+    let mut refusal = None;
+    for _ in 0..20 {
+        match sync_object(&h.ctx(&c), &h.target, Some("default"), "db").await {
+            Ok(Step::Again) => continue,
+            Ok(_) => break,
+            Err(err) => {
+                refusal = Some(err.to_string());
+                break;
+            }
+        }
+    }
+    let refusal = refusal.expect("the sync is refused");
+    assert!(
+        refusal.contains("object.namespace") && refusal.contains("\"kube-system\""),
+        "{refusal}"
+    );
+    assert!(kcp_copy_of_stolen(&c).await.is_none(), "the Secret leaked");
+}
+
+#[tokio::test]
+async fn a_namespace_the_published_resource_lists_may_be_used() {
+    let (h, c) = tenant_steered_secret(Some("kube-system")).await;
+    h.sync(&c, "db").await;
+    let copy = kcp_copy_of_stolen(&c).await.expect("copied as listed");
+    assert_eq!(copy.data["data"], json!({"token": "YWRtaW4="}));
+}

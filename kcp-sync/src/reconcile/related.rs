@@ -29,6 +29,7 @@ use crate::related::{
     Primaries, annotation_key, annotation_value, reference_pairs, rewrite_name, selector_string,
     template_pair,
 };
+use crate::related_namespaces::ExtraNamespaces;
 use crate::state;
 
 /// One related resource of a PublishedResource, with both kinds resolved.
@@ -44,6 +45,8 @@ pub struct RelatedSync {
     pub dest_gvk: GroupVersionKind,
     /// The compiled `mutation`.
     pub mutator: Mutator,
+    /// The service namespaces allowed besides the local copy's.
+    pub extra_namespaces: ExtraNamespaces,
 }
 
 /// Kinds of the core group a related resource may name.
@@ -94,11 +97,12 @@ pub async fn resolve_kind(
 }
 
 impl RelatedSync {
-    /// Resolves and compiles `spec.related[index]` of PublishedResource `owner`.
+    /// Resolves and compiles `spec.related[index]` of PublishedResource `owner`, whose objects
+    /// may live in the service namespaces `extra_namespaces` besides the local copy's.
     pub async fn new(
         service: &dyn ObjectClient,
         docs: Option<&dyn ApiDocuments>,
-        owner: &str,
+        (owner, extra_namespaces): (&str, ExtraNamespaces),
         index: usize,
         spec: &RelatedResourceSpec,
     ) -> Result<Self> {
@@ -114,6 +118,7 @@ impl RelatedSync {
             )?,
             spec: spec.clone(),
             index,
+            extra_namespaces,
         })
     }
 
@@ -227,6 +232,11 @@ async fn locate(sides: &RelatedSides<'_>, rel: &RelatedSync) -> Result<Vec<Locat
     let namespaces = namespace_pairs(sides, rel).await?;
     let mut found = Vec::new();
     for (origin_ns, dest_ns) in namespaces {
+        let service_ns = match origin {
+            RelatedResourceOrigin::Service => &origin_ns,
+            RelatedResourceOrigin::Kcp => &dest_ns,
+        };
+        check_service_namespace(sides, rel, service_ns)?;
         for (name, dest_name) in name_pairs(sides, rel, &origin_ns).await? {
             let target = if origin_ns.is_empty() {
                 ObjectRef::cluster_scoped(rel.origin_gvk.clone(), &name)
@@ -253,6 +263,32 @@ async fn locate(sides: &RelatedSides<'_>, rel: &RelatedSync) -> Result<Vec<Locat
             ))
     });
     Ok(found)
+}
+
+/// Refuses a service namespace the PublishedResource does not allow (see
+/// [`crate::related_namespaces`]): a tenant's object must not steer the agent elsewhere.
+fn check_service_namespace(
+    sides: &RelatedSides<'_>,
+    rel: &RelatedSync,
+    namespace: &str,
+) -> Result<()> {
+    let primary = meta_str(sides.primaries.local, "namespace");
+    if rel.extra_namespaces.allows(primary, namespace) {
+        return Ok(());
+    }
+    let remote = sides.primaries.remote;
+    Err(Error::InvalidObject {
+        object: format!(
+            "{} of {} {}/{} in cluster {}",
+            rel.location(),
+            remote["kind"].as_str().unwrap_or_default(),
+            meta_str(remote, "namespace"),
+            meta_str(remote, "name"),
+            sides.primaries.cluster
+        ),
+        field: "object.namespace".into(),
+        reason: rel.extra_namespaces.refusal(primary, namespace),
+    })
 }
 
 async fn namespace_pairs(

@@ -47,6 +47,7 @@ use crate::metadata::{
 };
 use crate::mutation::Mutator;
 use crate::naming::local_name;
+use crate::related_namespaces::ExtraNamespaces;
 use crate::schema::storage_gvk;
 use crate::state;
 
@@ -142,8 +143,10 @@ impl PrimarySync {
         docs: Option<&dyn ApiDocuments>,
     ) -> Result<()> {
         let mut related = Vec::new();
+        let extra = ExtraNamespaces::of(&self.pr);
         for (index, spec) in self.pr.related().iter().enumerate() {
-            related.push(RelatedSync::new(service, docs, self.pr.name(), index, spec).await?);
+            let owner = (self.pr.name(), extra.clone());
+            related.push(RelatedSync::new(service, docs, owner, index, spec).await?);
         }
         self.related = related;
         Ok(())
