@@ -163,3 +163,42 @@ async fn the_binary_publishes_the_crd_and_syncs_a_consumer_object() {
     let (_, body) = http_get(metrics, "/metrics").unwrap();
     assert!(body.contains("sync_agent_published_resource 1"), "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rbac_prints_exactly_the_published_and_related_kinds_instead_of_everything() {
+    let kube = Server::start(Config::default()).await.unwrap();
+    let service = kube.object_client(PLAIN_CLUSTER);
+    assert!(apply(&service, &kcp_sync::api::crds_yaml().unwrap()).await);
+    assert!(apply(&service, SERVICE).await);
+    let service_kc = temp_path("service-rbac");
+    kube.write_kubeconfig(&service_kc, &[]).unwrap();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new(AGENT)
+            .arg("rbac")
+            .arg(format!("--kubeconfig={}", service_kc.display()))
+            .arg("--namespace=sync-system")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let docs: Vec<serde_json::Value> =
+        serde_saphyr::from_multiple(&String::from_utf8(out.stdout).unwrap()).unwrap();
+    assert_eq!(docs.len(), 2);
+    assert_eq!(
+        docs[0]["rules"],
+        serde_json::json!([
+            {"apiGroups": [""], "resources": ["secrets"],
+             "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+            {"apiGroups": ["db.example.com"], "resources": ["databases"],
+             "verbs": ["get", "list", "watch", "create", "update", "patch", "delete"]},
+        ])
+    );
+    assert_eq!(docs[1]["kind"], "ClusterRoleBinding");
+    assert_eq!(
+        docs[1]["subjects"][0],
+        serde_json::json!({"kind": "ServiceAccount", "name": "kcp-api-syncagent", "namespace": "sync-system"})
+    );
+}

@@ -59,6 +59,7 @@ pub mod related;
 pub mod related_namespaces;
 
 pub mod schema;
+pub mod service_rbac;
 pub mod startup;
 pub mod state;
 

@@ -36,13 +36,13 @@ struct Flags {
     #[arg(long)]
     apiexport_ref: Option<String>,
     /// Namespace for the leader-election Lease and the object-state Secrets.
-    #[arg(long)]
+    #[arg(long, global = true)]
     namespace: Option<String>,
     /// Agent name (a DNS-1035 label); default `<ref>-syncagent`.
     #[arg(long)]
     agent_name: Option<String>,
     /// Label selector limiting the PublishedResources this agent handles.
-    #[arg(long, default_value = "")]
+    #[arg(long, default_value = "", global = true)]
     published_resource_selector: String,
     /// Replaces the server of the service-cluster kubeconfig.
     #[arg(long, default_value = "")]
@@ -64,6 +64,10 @@ struct Flags {
 enum Command {
     /// Print the PublishedResource CRD as YAML.
     Crds,
+    /// Print the service-cluster ClusterRole (and its binding to the agent's ServiceAccount in
+    /// --namespace) for the kinds the PublishedResources on the cluster publish and relate,
+    /// read with --kubeconfig and --published-resource-selector.
+    Rbac,
 }
 
 /// Upstream's metrics default; the Lease is `syncagent.<agent>` in `--namespace` (set below).
@@ -77,7 +81,13 @@ async fn main() -> ExitCode {
     if let Some(Command::Crds) = flags.command {
         return print_crds("kcp-api-syncagent", kcp_sync::api::crds_yaml());
     }
-    match agent(flags).await {
+    let rbac = matches!(flags.command, Some(Command::Rbac));
+    let result = if rbac {
+        print_service_rbac(flags).await
+    } else {
+        agent(flags).await
+    };
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             tracing::error!(error = %err, "kcp-api-syncagent failed");
@@ -203,6 +213,53 @@ fn pem_certificates(pem: &[u8]) -> Vec<Vec<u8>> {
             base64::engine::general_purpose::STANDARD.decode(clean).ok()
         })
         .collect()
+}
+
+/// The `rbac` subcommand: the PublishedResources' kinds as a ClusterRole and binding, as YAML.
+async fn print_service_rbac(flags: Flags) -> Result<(), Error> {
+    use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
+    use kcp_core::ObjectClientExt as _;
+
+    let namespace = flags.namespace.clone().filter(|n| !n.is_empty());
+    let namespace = namespace.ok_or_else(|| flag_error("namespace", "is required"))?;
+    let selector = flags.published_resource_selector.clone();
+    let manager = Manager::new(&defaults(), flags.common.clone())?;
+    let client =
+        kube::Client::try_from(service_config(&manager, &flags).await?).map_err(Error::client)?;
+    let service = KubeObjectClient::new(client.clone());
+    let options = kcp_core::ListOptions::labels(selector);
+    let prs: Vec<kcp_sync::api::PublishedResource> = service
+        .list_typed(None, &options)
+        .await
+        .map_err(|e| Error::Component(format!("listing PublishedResources: {e}").into()))?;
+    let name = "kcp-api-syncagent:published";
+    let role = kcp_sync::service_rbac::service_role(&service, Some(&client), &prs, name)
+        .await
+        .map_err(|e| Error::Component(Box::new(e)))?;
+    let binding = ClusterRoleBinding {
+        metadata: kcp_core::kube::api::ObjectMeta {
+            name: Some(name.into()),
+            ..Default::default()
+        },
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "ClusterRole".into(),
+            name: name.into(),
+        },
+        subjects: Some(vec![Subject {
+            kind: "ServiceAccount".into(),
+            name: "kcp-api-syncagent".into(),
+            namespace: Some(namespace),
+            ..Default::default()
+        }]),
+    };
+    let yaml = |what: &str, text: Result<String, serde_saphyr::ser::Error>| {
+        text.map_err(|e| Error::Component(format!("encoding the {what}: {e}").into()))
+    };
+    let role = yaml("ClusterRole", serde_saphyr::to_string(&role))?;
+    let binding = yaml("ClusterRoleBinding", serde_saphyr::to_string(&binding))?;
+    print!("{role}---\n{binding}");
+    Ok(())
 }
 
 fn provider(target: &KcpTarget) -> Arc<dyn ClusterProvider> {
