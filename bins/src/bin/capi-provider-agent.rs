@@ -48,10 +48,12 @@ enum Command {
     Components,
 }
 
-/// Upstream's defaults: metrics on :8080, probes on :8081, Lease 7605f49b.agent-install.openshift.io.
+/// Upstream's defaults (probes on :8081, Lease 7605f49b.agent-install.openshift.io), except metrics
+/// on 127.0.0.1:8080 rather than every interface: the Deployment opens them explicitly
+/// (`--metrics-bind-address=:8080`); the kubelet must reach the probes, which say only ok.
 fn defaults() -> Defaults {
     Defaults::new("capi-provider-agent")
-        .metrics_address(":8080")
+        .metrics_address("127.0.0.1:8080")
         .health_address(":8081")
         .lease(
             "cluster-api-provider-agent",

@@ -62,10 +62,11 @@ enum Command {
     Crds,
 }
 
-/// kubebuilder's defaults (metrics :8080, probes :8081) and upstream's leader-election ID.
+/// kubebuilder's defaults (probes :8081) and upstream's leader-election ID, except metrics on
+/// 127.0.0.1:8080 rather than every interface (the Deployment says where it wants them).
 fn defaults() -> Defaults {
     Defaults::new("capi-provider-kind")
-        .metrics_address(":8080")
+        .metrics_address("127.0.0.1:8080")
         .health_address(":8081")
         .lease("default", "0515b1bd.cluster-k8s.io")
 }
