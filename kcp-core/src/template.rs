@@ -26,8 +26,10 @@
 //!   it, but manifests are YAML, not HTML, so text is the sane default.
 //! - **Missing keys** print `<no value>` ([`MissingKeys::NoValue`], Go's default) or fail
 //!   ([`MissingKeys::Error`]).
-//! - **Bounded.** A [`Budget`] caps range iterations, output size and the size of strings
-//!   and lists functions build; nesting (`template` recursion) is capped at 200 levels.
+//! - **Bounded.** A [`Budget`] caps range iterations, output size, the size of strings
+//!   and lists functions build, and the time of one execution; nesting (`template` recursion)
+//!   is capped at 200 levels. tera templates get the same budget, planted in their source
+//!   (loops count, `set` values are sized; list comprehensions and block `set` are refused).
 //!   A runaway template stops with an error saying which budget it exhausted.
 //! - **Errors** ([`Error::Template`]) carry the caller's template name and, for parse
 //!   errors and most execution errors, the line and column (1-based, in characters).
@@ -86,9 +88,11 @@
 mod filters;
 mod go;
 pub(crate) mod go_value;
+mod meter;
 mod options;
 pub mod sprig;
 mod tera;
+mod tera_budget;
 pub(crate) mod yaml11;
 mod yaml_emit;
 
@@ -225,7 +229,7 @@ impl TemplateEngine {
         let compiled = self.compiled(name, source, options)?;
         match &*compiled {
             Compiled::Go(t) => t.render(name, &go_value::from_json(context), &self.budget),
-            Compiled::Tera(t) => t.render(name, context),
+            Compiled::Tera(t) => t.render(name, context, &self.budget),
         }
     }
 

@@ -169,7 +169,21 @@ pub(crate) fn trunc(value: &Value, kwargs: Kwargs, _: &State) -> TeraResult<Stri
 pub(crate) fn replace(value: &Value, kwargs: Kwargs, _: &State) -> TeraResult<String> {
     let old = must_str_kwarg(&kwargs, "replace", "old", "from")?;
     let new = must_str_kwarg(&kwargs, "replace", "new", "to")?;
-    Ok(text(value, "replace")?.replace(old.as_ref(), new.as_ref()))
+    let s = text(value, "replace")?;
+    // An empty `old` matches between every character: the result can be quadratic.
+    let matches = if old.is_empty() {
+        s.chars().count().saturating_add(1)
+    } else {
+        s.matches(old.as_ref()).count()
+    };
+    let grows = new.len().saturating_sub(old.len());
+    within_budget(s.len().saturating_add(matches.saturating_mul(grows)))?;
+    Ok(s.replace(old.as_ref(), new.as_ref()))
+}
+
+/// `Err` when a string of `bytes` bytes would exceed the execution's budget.
+fn within_budget(bytes: usize) -> TeraResult<()> {
+    super::meter::check_size(bytes, 0).map_err(Error::message)
 }
 
 /// `lower`: lowercase.
@@ -287,6 +301,8 @@ fn indent_text(value: &Value, kwargs: &Kwargs, filter: &str) -> TeraResult<Strin
     }
     let pad = " ".repeat(usize::try_from(width).unwrap_or(0));
     let s = text(value, filter)?;
+    let lines = s.matches('\n').count().saturating_add(1);
+    within_budget(s.len().saturating_add(lines.saturating_mul(pad.len())))?;
     let mut out = String::with_capacity(s.len() + pad.len());
     out.push_str(&pad);
     out.push_str(&s.replace('\n', &format!("\n{pad}")));

@@ -13,7 +13,7 @@
 use std::sync::Arc;
 
 use gotmpl::parse::{CommandNode, Expr, ListNode, Node, PipeNode, Pos, SmolStr};
-use gotmpl::{FuncMap, MissingKey, TemplateError, Value};
+use gotmpl::{FuncMap, MissingKey, TemplateError, Value, ValueFunc};
 
 use super::options::{Budget, Escaping, MissingKeys, TemplateOptions};
 use super::sprig::exclusion_reason;
@@ -80,7 +80,10 @@ impl GoTemplate {
             MissingKeys::NoValue => MissingKey::Invalid,
             MissingKeys::Error => MissingKey::Error,
         };
-        let mut all = funcs.clone();
+        let mut all: FuncMap = funcs
+            .iter()
+            .map(|(n, f)| (n.clone(), within_time(f.clone())))
+            .collect();
         all.insert(PRINT.to_owned(), Arc::new(print_like_go));
         all.insert(NIL.to_owned(), Arc::new(|_: &[Value]| Ok(Value::Nil)));
         let parsed = match options.escaping {
@@ -193,15 +196,21 @@ impl GoTemplate {
             text: String::new(),
             limit: budget.max_output_bytes,
             exceeded: false,
+            timed_out: None,
         };
-        let result = match (&self.parsed, self.has_main) {
+        let result = super::meter::metered(budget, || match (&self.parsed, self.has_main) {
             (Parsed::Text(t), true) => t.execute_template_fmt(&mut out, INTERNAL_NAME, data),
             (Parsed::Text(t), false) => t.execute_fmt(&mut out, data),
             (Parsed::Html(t), true) => t.execute_template_fmt(&mut out, INTERNAL_NAME, data),
             (Parsed::Html(t), false) => t.execute_fmt(&mut out, data),
-        };
+        });
         match result {
             Ok(()) => Ok(out.text),
+            Err(_) if out.timed_out.is_some() => Err(template_error(
+                name,
+                None,
+                out.timed_out.unwrap_or_default(),
+            )),
             Err(_) if out.exceeded => Err(template_error(
                 name,
                 None,
@@ -362,16 +371,29 @@ fn parse_error(name: &str, err: TemplateError) -> Error {
 }
 
 /// Output that refuses to grow past `limit` bytes.
+/// `f`, first checking that the execution is within its time (see [`super::meter`]).
+fn within_time(f: ValueFunc) -> ValueFunc {
+    Arc::new(move |args: &[Value]| {
+        super::meter::check_time().map_err(TemplateError::Exec)?;
+        f(args)
+    })
+}
+
 struct Bounded {
     text: String,
     limit: usize,
     exceeded: bool,
+    timed_out: Option<String>,
 }
 
 impl std::fmt::Write for Bounded {
     fn write_str(&mut self, s: &str) -> std::fmt::Result {
         if self.text.len() + s.len() > self.limit {
             self.exceeded = true;
+            return Err(std::fmt::Error);
+        }
+        if let Err(refusal) = super::meter::check_time() {
+            self.timed_out = Some(refusal);
             return Err(std::fmt::Error);
         }
         self.text.push_str(s);

@@ -104,7 +104,7 @@ impl TemplateOptions {
     }
 }
 
-/// Bounds on one execution of a Go template, so that a template that runs away (`range
+/// Bounds on one execution of a template (Go or tera), so that a template that runs away (`range
 /// until 100000000`, unbounded `template` recursion, `repeat 1000000000 "x"`) stops with an
 /// error instead of hanging or exhausting the process. Nesting of `template` calls and
 /// blocks is additionally capped at 200 levels by the engine.
@@ -116,15 +116,20 @@ pub struct Budget {
     pub max_output_bytes: usize,
     /// Length of any list a function builds (`until`, `untilStep`, `seq`).
     pub max_list_items: usize,
+    /// Time one execution may take (checked at every function call and write of output, and
+    /// for tera at every loop iteration): a template of expensive calls within the other
+    /// limits (a million `sha256sum` of 16 MiB) stops instead of holding a worker for hours.
+    pub max_duration: std::time::Duration,
 }
 
 impl Default for Budget {
-    /// 1,000,000 range iterations, 16 MiB of output, lists of 1,000,000 items.
+    /// 1,000,000 range iterations, 16 MiB of output, lists of 1,000,000 items, 5 s.
     fn default() -> Self {
         Self {
             max_range_iterations: 1_000_000,
             max_output_bytes: 16 << 20,
             max_list_items: 1_000_000,
+            max_duration: std::time::Duration::from_secs(5),
         }
     }
 }
