@@ -265,3 +265,34 @@ async fn fields_another_manager_owns_are_not_taken_and_the_error_names_field_and
     );
     agent.stop().await;
 }
+
+/// Security audit finding 8: `workspaceTypeRef.path` went into the request URL as written, so a
+/// path with `/` or `?` made the agent GET other URLs with its own credentials.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workspace_type_path_that_is_not_a_path_is_refused_before_any_request() {
+    let bed = Bed::start().await;
+    let root = &*bed.root;
+    let agent = bed.start_agent().await;
+    bed.apply(WORKSPACE_TYPE).await;
+    let hostile = INIT.replace(
+        "    path: root\n",
+        "    path: \"root/../../api/v1/secrets?x=\"\n",
+    );
+    assert_ne!(hostile, INIT, "the playground target names its type's path");
+    apply(root, &hostile).await;
+    wait_condition(root, "init-dev-environment", "Ready", "False").await;
+    until(
+        "the refusal naming the path",
+        Duration::from_secs(20),
+        || async {
+            let c = condition_with(root, "init-dev-environment", "Ready", "False").await;
+            c.is_some_and(|c| {
+                c.reason.as_deref() == Some("InvalidWorkspaceTypeRef")
+                    && c.message
+                        .is_some_and(|m| m.contains("neither a logical cluster name"))
+            })
+        },
+    )
+    .await;
+    agent.stop().await;
+}

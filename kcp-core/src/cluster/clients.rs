@@ -53,7 +53,16 @@ impl ClusterClients {
 
     /// A client of `<base>/clusters/<cluster>` (`*` for the wildcard) over the base's client;
     /// a `/clusters/<x>` suffix of `base` itself is dropped first.
+    /// `cluster` must be `*`, a logical cluster name or a workspace path: it goes into the URL,
+    /// and it often comes from an object someone else wrote (an InitTarget's
+    /// `workspaceTypeRef.path`), so `/`, `?` and the like never reach a request.
     pub fn cluster(&self, base: &str, cluster: &str) -> Result<kube::Client, Error> {
+        if cluster != "*" && crate::kcp::ClusterPath::new(cluster).is_err() {
+            return Err(Error::Config(format!(
+                "{cluster:?} is neither a logical cluster name nor a workspace path \
+                 (lowercase letters, digits and '-', segments separated by ':')"
+            )));
+        }
         let inner = self.base(crate::kcp::urls::strip_cluster_suffix(base))?;
         let service = PrefixedService {
             inner,
@@ -95,5 +104,41 @@ impl tower_service::Service<Request<Body>> for PrefixedService {
         }
         let inner = self.inner.clone();
         Box::pin(async move { inner.send(req).await })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn clients() -> ClusterClients {
+        let config = kube::Config::new("https://127.0.0.1:6443".parse().unwrap());
+        ClusterClients::new(config)
+    }
+
+    #[tokio::test]
+    async fn a_path_or_cluster_name_or_the_wildcard_is_accepted() {
+        let clients = clients();
+        for cluster in ["root:org:team", "2x8d7j3k9q", "*"] {
+            assert!(
+                clients.cluster("https://127.0.0.1:6443", cluster).is_ok(),
+                "{cluster}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn a_cluster_that_would_change_the_url_is_refused() {
+        let clients = clients();
+        for cluster in ["root/../../api", "root?x=1", "root:Team", ""] {
+            let err = clients
+                .cluster("https://127.0.0.1:6443", cluster)
+                .err()
+                .unwrap_or_else(|| panic!("{cluster:?} accepted"));
+            assert!(
+                err.to_string().contains("neither a logical cluster name"),
+                "{err}"
+            );
+        }
     }
 }
