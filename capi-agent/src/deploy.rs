@@ -58,53 +58,57 @@ fn rule(groups: &[&str], resources: &[&str], verbs: &[&str]) -> PolicyRule {
 const ALL: &[&str] = &[
     "create", "delete", "get", "list", "patch", "update", "watch",
 ];
-const READ: &[&str] = &["get", "list", "watch"];
 
-/// The manager's ClusterRole.
+/// The manager's ClusterRole: exactly the verbs the provider uses (least privilege; each rule
+/// names the calls it allows). Upstream's generated role also grants list/watch/delete on
+/// Secrets, create/delete on its own kinds, `*/finalizers` and more it never calls.
 pub fn manager_role() -> ClusterRole {
     ClusterRole {
         metadata: meta(&format!("{PREFIX}-manager-role"), None),
         rules: Some(vec![
-            rule(&[""], &["secrets"], ALL),
-            rule(
-                &["", "events.k8s.io"],
-                &["events"],
-                &["create", "get", "patch", "update"],
-            ),
+            // Kubeconfig Secrets (get), their backup label (patch), the token Secret.
+            rule(&[""], &["secrets"], &["get", "create", "update", "patch"]),
+            // The Event recorder (core/v1 only).
+            rule(&[""], &["events"], &["get", "create", "update"]),
+            // Cached and watched; bound and unbound with patch.
             rule(
                 &["agent-install.openshift.io"],
                 &["agents"],
+                &["get", "list", "watch", "patch"],
+            ),
+            // Finalizers with update, spec.providerID with patch.
+            rule(
+                &[GROUP],
+                &["agentclusters", "agentmachines"],
                 &["get", "list", "watch", "update", "patch"],
             ),
             rule(
                 &[GROUP],
-                &["agentclusters", "agentmachines", "agentmachinetemplates"],
-                ALL,
+                &["agentclusters/status", "agentmachines/status"],
+                &["update"],
             ),
-            rule(
-                &[GROUP],
-                &[
-                    "agentclusters/status",
-                    "agentmachines/status",
-                    "agentclusters/finalizers",
-                    "agentmachines/finalizers",
-                ],
-                &["get", "patch", "update"],
-            ),
-            rule(&["cluster.x-k8s.io"], &["clusters"], READ),
-            // Upstream asks for read only, yet updates Machines (the hook annotation).
+            rule(&["cluster.x-k8s.io"], &["clusters"], &["get"]),
+            // Watched for deletion; the pre-terminate hook annotation with patch.
             rule(
                 &["cluster.x-k8s.io"],
                 &["machines"],
-                &["get", "list", "watch", "update", "patch"],
+                &["get", "list", "watch", "patch"],
             ),
-            rule(&["hive.openshift.io"], &["clusterdeployments"], ALL),
+            rule(
+                &["hive.openshift.io"],
+                &["clusterdeployments"],
+                &["get", "list", "create", "patch"],
+            ),
             rule(
                 &["extensions.hive.openshift.io"],
                 &["agentclusterinstalls"],
-                ALL,
+                &["get", "create", "patch"],
             ),
-            rule(&["hypershift.openshift.io"], &["hostedcontrolplanes"], READ),
+            rule(
+                &["hypershift.openshift.io"],
+                &["hostedcontrolplanes"],
+                &["get"],
+            ),
         ]),
         ..ClusterRole::default()
     }
@@ -162,7 +166,12 @@ pub fn rbac() -> Result<Vec<serde_json::Value>> {
     };
     let election = Role {
         metadata: meta(&format!("{PREFIX}-leader-election-role"), Some(NAMESPACE)),
-        rules: Some(vec![rule(&["coordination.k8s.io"], &["leases"], ALL)]),
+        // The Lease is read, created once and renewed with patch.
+        rules: Some(vec![rule(
+            &["coordination.k8s.io"],
+            &["leases"],
+            &["get", "create", "patch"],
+        )]),
     };
     let election_binding = RoleBinding {
         metadata: meta(
