@@ -38,6 +38,8 @@ struct Deployed {
     /// namespace of objects the binary must then have written: its write paths, not only its
     /// caches, within the shipped rules.
     workload: Option<Workload>,
+    /// Whether metrics are served with `--metrics-secure` (then scraped three ways).
+    secure_metrics: bool,
 }
 
 /// See [`Deployed::workload`].
@@ -113,13 +115,23 @@ async fn service_account_kubeconfig(kube: &kcp_testbed::real::SharedKube, d: &De
 
 /// The binary with the arguments of its Deployment (addresses on loopback); its log goes to
 /// `log`.
-fn start(d: &Deployed, kubeconfig: &Path, log: &Path, health: u16) -> Running {
+fn start(
+    d: &Deployed,
+    kubeconfig: &Path,
+    log: &Path,
+    health: u16,
+    metrics: Option<u16>,
+) -> Running {
+    let metrics = match metrics {
+        Some(port) => format!("--metrics-bind-address=127.0.0.1:{port}"),
+        None => "--metrics-bind-address=0".to_owned(),
+    };
     let child = Command::new(d.binary)
         .arg("--kubeconfig")
         .arg(kubeconfig)
         .arg("--leader-elect")
         .arg(format!("--leader-election-namespace={}", d.namespace))
-        .arg("--metrics-bind-address=0")
+        .arg(metrics)
         .arg(format!("--health-probe-bind-address=127.0.0.1:{health}"))
         .args(d.args)
         .stdout(Stdio::null())
@@ -176,7 +188,8 @@ async fn the_shipped_rbac_suffices_and_a_removed_rule_is_named(d: &Deployed) {
     let kubeconfig = service_account_kubeconfig(kube, d).await;
     let log = kubeconfig.with_extension("log");
     let health = free_port();
-    let running = start(d, &kubeconfig, &log, health);
+    let metrics = d.secure_metrics.then(free_port);
+    let running = start(d, &kubeconfig, &log, health, metrics);
     wait_for(
         "/readyz with the shipped RBAC",
         Duration::from_secs(60),
@@ -185,6 +198,9 @@ async fn the_shipped_rbac_suffices_and_a_removed_rule_is_named(d: &Deployed) {
     .await;
     if let Some(workload) = &d.workload {
         exercise(&admin, workload).await;
+    }
+    if let Some(port) = metrics {
+        metrics_are_served_only_to_who_may_read_them(port, kube).await;
     }
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
@@ -221,7 +237,7 @@ async fn the_shipped_rbac_suffices_and_a_removed_rule_is_named(d: &Deployed) {
     apply(&admin, "rbac.yaml without one rule", &without).await;
     let health = free_port();
     let log = kubeconfig.with_extension("refused.log");
-    let _running = start(d, &kubeconfig, &log, health);
+    let _running = start(d, &kubeconfig, &log, health, None);
     // The log is JSON: the server's quotes around the resource arrive escaped.
     let wanted = format!("cannot list resource \\\\\\\"{}\\\\\\\"", d.refused);
     wait_for("the refusal in the log", Duration::from_secs(60), || {
@@ -229,6 +245,47 @@ async fn the_shipped_rbac_suffices_and_a_removed_rule_is_named(d: &Deployed) {
         text.contains(&wanted) && text.contains(d.service_account)
     })
     .await;
+}
+
+/// `curl -k` of `/metrics` (the certificate is self-signed) with `token`: the status code and
+/// the body.
+fn scrape(port: u16, token: Option<&str>) -> (String, String) {
+    let mut curl = Command::new("curl");
+    curl.args(["-sk", "-o", "-", "-w", "\n%{http_code}"]);
+    if let Some(token) = token {
+        curl.arg("-H").arg(format!("Authorization: Bearer {token}"));
+    }
+    let out = curl
+        .arg(format!("https://127.0.0.1:{port}/metrics"))
+        .output()
+        .expect("curl runs");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
+    (code.to_owned(), body.to_owned())
+}
+
+/// Under `--metrics-secure`, as controller-runtime's filter answers: 401 without a token, 403
+/// for a user no rule lets get /metrics, the metrics for one that may (the admin).
+async fn metrics_are_served_only_to_who_may_read_them(
+    port: u16,
+    kube: &kcp_testbed::real::SharedKube,
+) {
+    let ids = &kcp_testbed::real::credentials().unwrap().identities;
+    let user = ids.user("user-1").unwrap().token.clone();
+    let admin = kube.admin.token.clone();
+    let answers = tokio::task::spawn_blocking(move || {
+        (
+            scrape(port, None),
+            scrape(port, Some(&user)),
+            scrape(port, Some(&admin)),
+        )
+    })
+    .await
+    .unwrap();
+    assert_eq!(answers.0.0, "401", "anonymous: {}", answers.0.1);
+    assert_eq!(answers.1.0, "403", "user-1: {}", answers.1.1);
+    assert_eq!(answers.2.0, "200", "admin: {}", answers.2.1);
+    assert!(answers.2.1.contains("# EOF"), "{}", answers.2.1);
 }
 
 /// Applies the workload's objects and waits for what the binary writes in response.
@@ -273,6 +330,7 @@ async fn capi_provider_agent_runs_with_its_shipped_rbac_and_names_a_removed_rule
         // Its write paths need what Cluster API core does (owner references on the
         // AgentCluster and AgentMachines), which the Cluster API issue brings to the real bed.
         workload: None,
+        secure_metrics: false,
     })
     .await;
 }
@@ -300,6 +358,7 @@ async fn kcp_operator_runs_with_its_shipped_rbac_and_names_a_removed_rule() {
             written: ("cert-manager.io", "v1", "Certificate"),
             namespace: "kcp",
         }),
+        secure_metrics: true,
     })
     .await;
 }
@@ -326,6 +385,7 @@ async fn capi_provider_kind_runs_with_its_shipped_rbac_and_names_a_removed_rule(
         ),
         refused: "kindclusters",
         workload: None,
+        secure_metrics: false,
     })
     .await;
 }

@@ -17,6 +17,20 @@ pub struct CommonFlags {
     /// Prometheus /metrics listener: host:port, :port (every interface), or 0 to disable.
     #[arg(long, alias = "metrics-bind-address")]
     pub metrics_address: String,
+    /// Serve /metrics over HTTPS, only to a bearer token a TokenReview authenticates and a
+    /// SubjectAccessReview allows to get /metrics (controller-runtime's --metrics-secure).
+    #[arg(long, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub metrics_secure: bool,
+    /// With --metrics-secure: the directory of the serving certificate and key; empty: a
+    /// self-signed certificate made at start.
+    #[arg(long, default_value = "")]
+    pub metrics_cert_path: String,
+    /// The certificate's file name in --metrics-cert-path.
+    #[arg(long, default_value = "tls.crt")]
+    pub metrics_cert_name: String,
+    /// The key's file name in --metrics-cert-path.
+    #[arg(long, default_value = "tls.key")]
+    pub metrics_cert_key: String,
     /// /healthz and /readyz listener: host:port, :port, or 0 / empty to disable.
     #[arg(long, alias = "health-probe-bind-address")]
     pub health_address: String,
@@ -52,6 +66,8 @@ pub struct Defaults {
     pub metrics_address: String,
     /// Default `--health-address`.
     pub health_address: String,
+    /// Default `--metrics-secure`.
+    pub metrics_secure: bool,
     /// Default `--leader-election-namespace`.
     pub lease_namespace: String,
     /// Default `--leader-election-id`.
@@ -66,6 +82,7 @@ impl Defaults {
             name: name.to_string(),
             metrics_address: "127.0.0.1:8080".into(),
             health_address: String::new(),
+            metrics_secure: false,
             lease_namespace: "default".into(),
             lease_name: name.to_string(),
         }
@@ -80,6 +97,12 @@ impl Defaults {
     /// Sets the default health address.
     pub fn health_address(mut self, address: &str) -> Self {
         self.health_address = address.into();
+        self
+    }
+
+    /// Sets the default of `--metrics-secure`.
+    pub fn metrics_secure(mut self, secure: bool) -> Self {
+        self.metrics_secure = secure;
         self
     }
 
@@ -110,6 +133,14 @@ where
     let command = F::command()
         .mut_arg("metrics_address", with_default(&defaults.metrics_address))
         .mut_arg("health_address", with_default(&defaults.health_address))
+        .mut_arg(
+            "metrics_secure",
+            with_default(if defaults.metrics_secure {
+                "true"
+            } else {
+                "false"
+            }),
+        )
         .mut_arg(
             "leader_election_namespace",
             with_default(&defaults.lease_namespace),
@@ -156,6 +187,7 @@ mod tests {
             ("le-ns", "lease-id")
         );
         assert!(!f.enable_leader_election);
+        assert!(!f.metrics_secure);
         assert_eq!(f.log_format, LogFormat::Json);
     }
 

@@ -5,6 +5,9 @@
 //! trickling bytes held a connection forever), a connection lives at most
 //! [`Limits::connection_lifetime`], and at most [`Limits::max_connections`] are served at once
 //! (further ones are closed at accept).
+//!
+//! With [`Secured`] (`--metrics-secure`) it speaks TLS only and every request passes a
+//! [`RequestGuard`] first (see [`crate::metrics_auth`]).
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -22,6 +25,22 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::Error;
+use crate::metrics_auth::RequestGuard;
+
+/// TLS and a guard in front of every route (`--metrics-secure`).
+#[derive(Clone)]
+pub struct Secured {
+    /// The serving certificate (see [`crate::tls`]).
+    pub tls: Arc<rustls::ServerConfig>,
+    /// Who may read.
+    pub guard: Arc<dyn RequestGuard>,
+}
+
+impl std::fmt::Debug for Secured {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secured")
+    }
+}
 
 /// One endpoint's answer: status, content type, body.
 pub type Answer = (StatusCode, &'static str, String);
@@ -65,14 +84,15 @@ pub async fn serve(
     routes: Vec<(&'static str, Endpoint)>,
     stop: CancellationToken,
 ) -> Result<SocketAddr, Error> {
-    serve_with(addr, routes, Limits::default(), stop).await
+    serve_with(addr, routes, Limits::default(), None, stop).await
 }
 
-/// [`serve`] with explicit [`Limits`].
+/// [`serve`] with explicit [`Limits`], over TLS behind a guard when `secured` is given.
 pub async fn serve_with(
     addr: SocketAddr,
     routes: Vec<(&'static str, Endpoint)>,
     limits: Limits,
+    secured: Option<Secured>,
     stop: CancellationToken,
 ) -> Result<SocketAddr, Error> {
     let bind_error = |source| Error::Bind {
@@ -94,30 +114,70 @@ pub async fn serve_with(
             let Ok(slot) = slots.clone().try_acquire_owned() else {
                 continue;
             };
-            tokio::spawn(serve_connection(stream, routes.clone(), limits, slot));
+            tokio::spawn(serve_connection(
+                stream,
+                routes.clone(),
+                limits,
+                secured.clone(),
+                slot,
+            ));
         }
     });
     Ok(bound)
 }
 
+type Routes = Arc<Vec<(&'static str, Endpoint)>>;
+
 async fn serve_connection(
     stream: tokio::net::TcpStream,
-    routes: Arc<Vec<(&'static str, Endpoint)>>,
+    routes: Routes,
     limits: Limits,
+    secured: Option<Secured>,
     _slot: tokio::sync::OwnedSemaphorePermit,
 ) {
+    let Some(secured) = secured else {
+        return serve_http(TokioIo::new(stream), routes, limits, None).await;
+    };
+    let acceptor = tokio_rustls::TlsAcceptor::from(secured.tls);
+    // The handshake gets the time a client has for its headers.
+    if let Ok(Ok(tls)) = tokio::time::timeout(limits.header_read, acceptor.accept(stream)).await {
+        serve_http(TokioIo::new(tls), routes, limits, Some(secured.guard)).await;
+    }
+}
+
+async fn serve_http<I>(
+    io: TokioIo<I>,
+    routes: Routes,
+    limits: Limits,
+    guard: Option<Arc<dyn RequestGuard>>,
+) where
+    I: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     let service = service_fn(move |req: Request<Incoming>| {
-        let answer = routes
-            .iter()
-            .find(|(path, _)| *path == req.uri().path())
-            .map(|(_, endpoint)| endpoint())
-            .unwrap_or((StatusCode::NOT_FOUND, TEXT, "not found\n".into()));
-        async move { Ok::<_, Infallible>(respond(answer)) }
+        let (routes, guard) = (routes.clone(), guard.clone());
+        async move {
+            let path = req.uri().path().to_owned();
+            if let Some(guard) = guard {
+                let authorization = req
+                    .headers()
+                    .get(header::AUTHORIZATION)
+                    .and_then(|v| v.to_str().ok());
+                if let Err((status, text)) = guard.admit(authorization, &path).await {
+                    return Ok::<_, Infallible>(respond((status, TEXT, text)));
+                }
+            }
+            let answer = routes
+                .iter()
+                .find(|(route, _)| *route == path)
+                .map(|(_, endpoint)| endpoint())
+                .unwrap_or((StatusCode::NOT_FOUND, TEXT, "not found\n".into()));
+            Ok(respond(answer))
+        }
     });
     let connection = hyper::server::conn::http1::Builder::new()
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read)
-        .serve_connection(TokioIo::new(stream), service);
+        .serve_connection(io, service);
     let _ = tokio::time::timeout(limits.connection_lifetime, connection).await;
 }
 
@@ -142,7 +202,7 @@ mod tests {
     async fn server(limits: Limits) -> (SocketAddr, CancellationToken) {
         let stop = CancellationToken::new();
         let addr = SocketAddr::from(([127, 0, 0, 1], 0));
-        let bound = serve_with(addr, vec![("/healthz", ok())], limits, stop.clone())
+        let bound = serve_with(addr, vec![("/healthz", ok())], limits, None, stop.clone())
             .await
             .unwrap();
         (bound, stop)
@@ -203,6 +263,91 @@ mod tests {
         .await
         .unwrap();
         assert!(answer.starts_with("HTTP/1.0 200"), "{answer}");
+        stop.cancel();
+    }
+
+    /// Admits the token `good` only.
+    struct OnlyGood;
+
+    #[async_trait::async_trait]
+    impl RequestGuard for OnlyGood {
+        async fn admit(
+            &self,
+            authorization: Option<&str>,
+            _: &str,
+        ) -> Result<(), crate::metrics_auth::Refusal> {
+            match crate::metrics_auth::bearer_token(authorization) {
+                Some("good") => Ok(()),
+                Some(_) => Err((StatusCode::FORBIDDEN, "no\n".into())),
+                None => Err((StatusCode::UNAUTHORIZED, "who\n".into())),
+            }
+        }
+    }
+
+    /// A TLS server with a certificate for `localhost`, and a connector trusting it.
+    async fn secured_server() -> (SocketAddr, tokio_rustls::TlsConnector, CancellationToken) {
+        let certified = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+        let key = rustls::pki_types::PrivateKeyDer::try_from(certified.signing_key.serialize_der())
+            .unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(provider.clone())
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_no_client_auth()
+            .with_single_cert(vec![certified.cert.der().clone()], key)
+            .unwrap();
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(certified.cert.der().clone()).unwrap();
+        let client = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .unwrap()
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let secured = Secured {
+            tls: Arc::new(server),
+            guard: Arc::new(OnlyGood),
+        };
+        let stop = CancellationToken::new();
+        let addr = SocketAddr::from(([127, 0, 0, 1], 0));
+        let routes = vec![("/healthz", ok())];
+        let bound = serve_with(addr, routes, Limits::default(), Some(secured), stop.clone())
+            .await
+            .unwrap();
+        (
+            bound,
+            tokio_rustls::TlsConnector::from(Arc::new(client)),
+            stop,
+        )
+    }
+
+    async fn get_over_tls(
+        addr: SocketAddr,
+        connector: &tokio_rustls::TlsConnector,
+        header: &str,
+    ) -> String {
+        let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let name = rustls::pki_types::ServerName::try_from("localhost").unwrap();
+        let mut tls = connector.connect(name, tcp).await.unwrap();
+        let request = format!("GET /healthz HTTP/1.0\r\n{header}\r\n");
+        tls.write_all(request.as_bytes()).await.unwrap();
+        let mut answer = Vec::new();
+        let _ = tls.read_to_end(&mut answer).await;
+        String::from_utf8_lossy(&answer).into_owned()
+    }
+
+    #[tokio::test]
+    async fn secured_routes_answer_only_over_tls_and_only_to_admitted_tokens() {
+        let (addr, connector, stop) = secured_server().await;
+        let allowed = get_over_tls(addr, &connector, "Authorization: Bearer good\r\n").await;
+        assert!(allowed.starts_with("HTTP/1.0 200"), "{allowed}");
+        let forbidden = get_over_tls(addr, &connector, "Authorization: Bearer bad\r\n").await;
+        assert!(forbidden.starts_with("HTTP/1.0 403"), "{forbidden}");
+        let anonymous = get_over_tls(addr, &connector, "").await;
+        assert!(anonymous.starts_with("HTTP/1.0 401"), "{anonymous}");
+        let mut plain = tokio::net::TcpStream::connect(addr).await.unwrap();
+        let _ = plain.write_all(b"GET /healthz HTTP/1.0\r\n\r\n").await;
+        let answer = until_closed(&mut plain).await;
+        assert!(!answer.contains("200"), "served without TLS: {answer}");
         stop.cancel();
     }
 }

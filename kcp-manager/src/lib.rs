@@ -45,6 +45,8 @@ pub mod http;
 pub mod leader;
 pub mod lifecycle;
 pub mod logging;
+pub mod metrics_auth;
+pub mod tls;
 
 pub use error::Error;
 pub use flags::{CommonFlags, Defaults, parse_flags};

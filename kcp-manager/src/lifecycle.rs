@@ -13,9 +13,11 @@ use crate::address::parse_listen_address;
 use crate::error::Error;
 use crate::flags::{CommonFlags, Defaults};
 use crate::health::Readiness;
-use crate::http::{Endpoint, OPENMETRICS, TEXT, serve};
+use crate::http::{Endpoint, Limits, OPENMETRICS, Secured, TEXT, serve, serve_with};
 use crate::leader::LeaderElection;
 use crate::logging::init_logging;
+use crate::metrics_auth::KubeAuthorizer;
+use crate::tls::{CertificateSource, server_config};
 
 /// The future a component gets: it completes when the component should stop (SIGTERM, Ctrl-C,
 /// or the Lease was lost) and then drain.
@@ -165,8 +167,16 @@ impl Manager {
                 };
                 (StatusCode::OK, OPENMETRICS, text)
             });
-            let bound = serve(addr, vec![("/metrics", metrics)], self.stop_servers.clone()).await?;
-            tracing::info!(address = %bound, "serving metrics");
+            let secured = if self.flags.metrics_secure {
+                Some(self.secured().await?)
+            } else {
+                None
+            };
+            let secure = secured.is_some();
+            let routes = vec![("/metrics", metrics)];
+            let stop = self.stop_servers.clone();
+            let bound = serve_with(addr, routes, Limits::default(), secured, stop).await?;
+            tracing::info!(address = %bound, secure, "serving metrics");
         }
         if let Some(addr) = parse_listen_address("health-address", &self.flags.health_address)? {
             let readiness = self.readiness.clone();
@@ -189,6 +199,24 @@ impl Manager {
         }
         tracing::info!(binary = %self.name, version = env!("CARGO_PKG_VERSION"), "started");
         Ok(())
+    }
+}
+
+impl Manager {
+    /// TLS and the TokenReview/SubjectAccessReview guard of `--metrics-secure`, asking the
+    /// API server of `--kubeconfig`.
+    async fn secured(&self) -> Result<Secured, Error> {
+        let source = CertificateSource {
+            dir: self.flags.metrics_cert_path.clone(),
+            cert_name: self.flags.metrics_cert_name.clone(),
+            key_name: self.flags.metrics_cert_key.clone(),
+        };
+        let tls = server_config(&source)?;
+        let client = kube::Client::try_from(self.kube_config().await?).map_err(Error::client)?;
+        Ok(Secured {
+            tls,
+            guard: Arc::new(KubeAuthorizer::new(client)),
+        })
     }
 }
 

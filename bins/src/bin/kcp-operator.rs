@@ -32,9 +32,6 @@ struct Flags {
     /// Accepted for compatibility; this version has no feature gates (as upstream).
     #[arg(long, default_value = "")]
     feature_gates: String,
-    /// Accepted for compatibility: metrics are served over plain HTTP.
-    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
-    metrics_secure: bool,
     /// Accepted for compatibility.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     enable_http2: bool,
@@ -55,10 +52,12 @@ enum Command {
     Crds,
 }
 
-/// Upstream's defaults: metrics off (`0`), health on `:8081`, Lease `239f9f9a.operator.kcp.io`.
+/// Upstream's defaults: metrics off (`0`) and secure when on, health on `:8081`, Lease
+/// `239f9f9a.operator.kcp.io`.
 fn defaults() -> Defaults {
     Defaults::new("kcp-operator")
         .metrics_address("0")
+        .metrics_secure(true)
         .health_address(":8081")
         .lease("kcp-operator-system", "239f9f9a.operator.kcp.io")
 }
