@@ -55,6 +55,21 @@ pub struct CommonFlags {
     /// Log format: json or console (case-insensitive).
     #[arg(long, default_value = "json")]
     pub log_format: LogFormat,
+    /// controller-runtime's development mode: console format, debug level.
+    #[arg(long, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub zap_devel: Option<bool>,
+    /// controller-runtime's log encoder: json or console (over --log-format).
+    #[arg(long)]
+    pub zap_encoder: Option<String>,
+    /// controller-runtime's log level: debug, info, error, panic, or a verbosity > 0.
+    #[arg(long)]
+    pub zap_log_level: Option<String>,
+    /// controller-runtime's stack trace level: accepted (Rust logs carry no stack traces).
+    #[arg(long)]
+    pub zap_stacktrace_level: Option<String>,
+    /// controller-runtime's time encoding: accepted (timestamps are RFC 3339).
+    #[arg(long)]
+    pub zap_time_encoding: Option<String>,
 }
 
 /// A binary's name and its defaults for the common flags.
@@ -72,6 +87,10 @@ pub struct Defaults {
     pub lease_namespace: String,
     /// Default `--leader-election-id`.
     pub lease_name: String,
+    /// Whether the Lease lives where the pod runs: then `--leader-election-namespace` defaults
+    /// to the pod's namespace (`POD_NAMESPACE`, else the in-cluster ServiceAccount's namespace
+    /// file), as controller-runtime's does, and to `lease_namespace` only outside a cluster.
+    pub lease_in_pod_namespace: bool,
 }
 
 impl Defaults {
@@ -85,6 +104,7 @@ impl Defaults {
             metrics_secure: false,
             lease_namespace: "default".into(),
             lease_name: name.to_string(),
+            lease_in_pod_namespace: false,
         }
     }
 
@@ -100,6 +120,30 @@ impl Defaults {
         self
     }
 
+    /// The Lease lives in the pod's namespace when there is one (see
+    /// [`Defaults::lease_in_pod_namespace`]).
+    pub fn lease_in_pod_namespace(mut self) -> Self {
+        self.lease_in_pod_namespace = true;
+        self
+    }
+
+    /// The default `--leader-election-namespace`, reading the pod's namespace where it applies.
+    pub fn lease_namespace_default(&self) -> String {
+        self.lease_namespace_with(
+            std::env::var("POD_NAMESPACE").ok(),
+            std::path::Path::new(IN_CLUSTER_NAMESPACE),
+        )
+    }
+
+    /// [`Defaults::lease_namespace_default`] with the pod's environment and namespace file given.
+    pub fn lease_namespace_with(&self, env: Option<String>, file: &std::path::Path) -> String {
+        let pod = self
+            .lease_in_pod_namespace
+            .then(|| pod_namespace(env, file));
+        pod.flatten()
+            .unwrap_or_else(|| self.lease_namespace.clone())
+    }
+
     /// Sets the default of `--metrics-secure`.
     pub fn metrics_secure(mut self, secure: bool) -> Self {
         self.metrics_secure = secure;
@@ -112,6 +156,17 @@ impl Defaults {
         self.lease_name = name.into();
         self
     }
+}
+
+/// Where a pod's ServiceAccount namespace is mounted.
+pub const IN_CLUSTER_NAMESPACE: &str = "/var/run/secrets/kubernetes.io/serviceaccount/namespace";
+
+/// The pod's namespace: `env` (`POD_NAMESPACE`) when set, else the content of `file`.
+pub fn pod_namespace(env: Option<String>, file: &std::path::Path) -> Option<String> {
+    env.filter(|n| !n.trim().is_empty())
+        .or_else(|| std::fs::read_to_string(file).ok())
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
 }
 
 /// Parses the process arguments into `F` with `defaults` filled in; exits with clap's message
@@ -143,7 +198,7 @@ where
         )
         .mut_arg(
             "leader_election_namespace",
-            with_default(&defaults.lease_namespace),
+            with_default(&defaults.lease_namespace_default()),
         )
         .mut_arg("leader_election_id", with_default(&defaults.lease_name));
     let mut matches = command.try_get_matches_from(args)?;
@@ -189,6 +244,41 @@ mod tests {
         assert!(!f.enable_leader_election);
         assert!(!f.metrics_secure);
         assert_eq!(f.log_format, LogFormat::Json);
+    }
+
+    #[test]
+    fn the_pod_namespace_comes_from_the_environment_then_the_service_account_file() {
+        let file = std::env::temp_dir().join(format!("pod-namespace-{}", std::process::id()));
+        std::fs::write(&file, "from-file\n").unwrap();
+        assert_eq!(
+            pod_namespace(Some("from-env".into()), &file).as_deref(),
+            Some("from-env")
+        );
+        assert_eq!(pod_namespace(None, &file).as_deref(), Some("from-file"));
+        assert_eq!(
+            pod_namespace(Some(" ".into()), &file).as_deref(),
+            Some("from-file")
+        );
+        std::fs::remove_file(&file).unwrap();
+        assert_eq!(pod_namespace(None, &file), None);
+    }
+
+    #[test]
+    fn the_lease_follows_the_pod_and_outside_one_the_binarys_namespace() {
+        let nowhere = std::path::Path::new("/nonexistent/namespace");
+        let in_pod = Defaults::new("tool")
+            .lease("tool-system", "id")
+            .lease_in_pod_namespace();
+        assert_eq!(
+            in_pod.lease_namespace_with(Some("ops".into()), nowhere),
+            "ops"
+        );
+        assert_eq!(in_pod.lease_namespace_with(None, nowhere), "tool-system");
+        let elsewhere = Defaults::new("tool").lease("kcp-side", "id");
+        assert_eq!(
+            elsewhere.lease_namespace_with(Some("ops".into()), nowhere),
+            "kcp-side"
+        );
     }
 
     #[test]

@@ -47,13 +47,14 @@ pub mod lifecycle;
 pub mod logging;
 pub mod metrics_auth;
 pub mod tls;
+pub mod zap;
 
 pub use error::Error;
 pub use flags::{CommonFlags, Defaults, parse_flags};
 pub use health::Readiness;
 pub use leader::LeaderElection;
 pub use lifecycle::{Manager, Shutdown, print_crds, shutdown_signal};
-pub use logging::{LogFormat, init_logging};
+pub use logging::{LogFormat, init_logging, init_logging_at};
 
 /// Re-exported so binaries register their metrics in the same registry type.
 pub use prometheus_client;

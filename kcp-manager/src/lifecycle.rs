@@ -15,7 +15,7 @@ use crate::flags::{CommonFlags, Defaults};
 use crate::health::Readiness;
 use crate::http::{Endpoint, Limits, OPENMETRICS, Secured, TEXT, serve, serve_with};
 use crate::leader::LeaderElection;
-use crate::logging::init_logging;
+use crate::logging::init_logging_at;
 use crate::metrics_auth::KubeAuthorizer;
 use crate::tls::{CertificateSource, server_config};
 
@@ -35,7 +35,11 @@ pub struct Manager {
 impl Manager {
     /// Sets up logging and validates the address flags (a bad one is an error naming it).
     pub fn new(defaults: &Defaults, flags: CommonFlags) -> Result<Self, Error> {
-        init_logging(flags.log_format, flags.log_debug);
+        let logs = crate::zap::log_settings(&flags)?;
+        init_logging_at(logs.format, logs.level);
+        for warning in &logs.warnings {
+            tracing::warn!("{warning}");
+        }
         parse_listen_address("metrics-address", &flags.metrics_address)?;
         parse_listen_address("health-address", &flags.health_address)?;
         Ok(Manager {

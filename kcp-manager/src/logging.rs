@@ -25,7 +25,11 @@ impl std::str::FromStr for LogFormat {
 /// Installs the global tracing subscriber (stderr). `RUST_LOG` overrides the level; a
 /// subscriber installed earlier (tests) is left in place.
 pub fn init_logging(format: LogFormat, debug: bool) {
-    let default = if debug { "debug" } else { "info" };
+    init_logging_at(format, if debug { "debug" } else { "info" });
+}
+
+/// [`init_logging`] at the default level `default` (`debug`, `info`, `error`, ...).
+pub fn init_logging_at(format: LogFormat, default: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
     let builder = tracing_subscriber::fmt()

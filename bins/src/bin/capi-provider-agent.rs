@@ -59,6 +59,7 @@ fn defaults() -> Defaults {
             "cluster-api-provider-agent",
             "7605f49b.agent-install.openshift.io",
         )
+        .lease_in_pod_namespace()
 }
 
 #[tokio::main]

@@ -62,13 +62,15 @@ enum Command {
     Crds,
 }
 
-/// kubebuilder's defaults (probes :8081) and upstream's leader-election ID, except metrics on
+/// kubebuilder's defaults (probes :8081; the Lease in the pod's namespace) and upstream's
+/// leader-election ID, except metrics on
 /// 127.0.0.1:8080 rather than every interface (the Deployment says where it wants them).
 fn defaults() -> Defaults {
     Defaults::new("capi-provider-kind")
         .metrics_address("127.0.0.1:8080")
         .health_address(":8081")
-        .lease("default", "0515b1bd.cluster-k8s.io")
+        .lease("capi-kind-system", "0515b1bd.cluster-k8s.io")
+        .lease_in_pod_namespace()
 }
 
 #[tokio::main]

@@ -60,6 +60,7 @@ fn defaults() -> Defaults {
         .metrics_secure(true)
         .health_address(":8081")
         .lease("kcp-operator-system", "239f9f9a.operator.kcp.io")
+        .lease_in_pod_namespace()
 }
 
 /// One worker thread whatever the node's core count: the operator waits on the API server far
