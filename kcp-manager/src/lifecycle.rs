@@ -267,11 +267,13 @@ pub fn print_crds<E: std::fmt::Display>(
     binary: &str,
     crds: Result<String, E>,
 ) -> std::process::ExitCode {
+    use std::io::Write as _;
     match crds {
-        Ok(yaml) => {
-            print!("{yaml}");
-            std::process::ExitCode::SUCCESS
-        }
+        // A reader that stops early (`| head`) closes the pipe: not worth a panic.
+        Ok(yaml) => match std::io::stdout().lock().write_all(yaml.as_bytes()) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(_) => std::process::ExitCode::FAILURE,
+        },
         Err(err) => {
             eprintln!("{binary}: {err}");
             std::process::ExitCode::FAILURE

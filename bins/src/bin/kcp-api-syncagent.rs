@@ -258,8 +258,11 @@ async fn print_service_rbac(flags: Flags) -> Result<(), Error> {
     };
     let role = yaml("ClusterRole", serde_saphyr::to_string(&role))?;
     let binding = yaml("ClusterRoleBinding", serde_saphyr::to_string(&binding))?;
-    print!("{role}---\n{binding}");
-    Ok(())
+    use std::io::Write as _;
+    std::io::stdout()
+        .lock()
+        .write_all(format!("{role}---\n{binding}").as_bytes())
+        .map_err(|e| Error::Component(format!("writing to stdout: {e}").into()))
 }
 
 fn provider(target: &KcpTarget) -> Arc<dyn ClusterProvider> {
