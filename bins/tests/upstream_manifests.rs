@@ -9,7 +9,6 @@ use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
@@ -19,7 +18,7 @@ use kcp_sim::{Config, PLAIN_CLUSTER, Server};
 
 /// The kcp agents' upstream metrics default is the fixed `127.0.0.1:8085`: their tests take
 /// turns.
-static PORT_8085: Mutex<()> = Mutex::new(());
+static PORT_8085: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 struct Running {
     child: Child,
@@ -158,7 +157,7 @@ fn path(p: &Path) -> String {
 /// the binary's default.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn init_agent_helm_chart_default_values() {
-    let _turn = PORT_8085.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = PORT_8085.lock().await;
     let sim = Server::start(Config::kcp()).await.unwrap();
     apply_yaml(
         &sim.object_client("root"),
@@ -196,7 +195,7 @@ async fn init_agent_helm_chart_default_values() {
 /// `/etc/api-syncagent/kcp/kubeconfig`, metrics on the binary's default.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn api_syncagent_helm_chart_default_values() {
-    let _turn = PORT_8085.lock().unwrap_or_else(|p| p.into_inner());
+    let _turn = PORT_8085.lock().await;
     let crds = parse_manifests("crds", &kcp_sync::api::crds_yaml().unwrap()).unwrap();
     let (_service, service_kubeconfig) = kube_with(crds, "kcp-system").await;
     let kcp = Server::start(Config::kcp()).await.unwrap();
