@@ -123,6 +123,7 @@ mod tests {
             "github.com/kcp-dev/init-agent",
             "k8s.io/kubernetes",
             "go.etcd.io/etcd/server/v3",
+            "helm.sh/helm/v3",
         ] {
             if package.starts_with(module) {
                 return module;
