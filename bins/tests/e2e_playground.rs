@@ -45,8 +45,12 @@ fn the_playground_converges_and_exits_when_ready() {
     );
     assert!(stdout.contains("everything converged"), "{stdout}");
     assert!(stdout.contains("sandbox=yes"), "{stdout}");
-    let config: kube::config::Kubeconfig =
-        serde_json::from_str(&std::fs::read_to_string(&kubeconfig).unwrap()).unwrap();
+    let text = std::fs::read_to_string(&kubeconfig).unwrap();
+    assert!(
+        !text.trim_start().starts_with('{'),
+        "YAML, like every tool's: {text}"
+    );
+    let config = kube::config::Kubeconfig::from_yaml(&text).unwrap();
     let _ = std::fs::remove_file(&kubeconfig);
     assert_eq!(config.current_context.as_deref(), Some("kcp"));
     let servers: Vec<String> = config

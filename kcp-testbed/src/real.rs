@@ -179,7 +179,7 @@ pub fn write_kubeconfig(path: &Path) -> Result<()> {
     let kube = shared_kube()?;
     let identities = &credentials()?.identities;
     let document = playground_kubeconfig(&kcp.admin, &kube.admin, identities);
-    let text = serde_json::to_string_pretty(&document)
+    let text = serde_saphyr::to_string(&document)
         .map_err(|e| Error::config("the test-bed kubeconfig", e))?;
     std::fs::write(path, text)
         .map_err(|e| Error::io("test bed", format!("writing {}", path.display()), e))

@@ -3,7 +3,7 @@
 
 use kcp_core::kube::config::{Context, Kubeconfig, NamedCluster, NamedContext};
 
-/// The kubeconfig text (JSON, which kubectl reads as YAML) for the two servers.
+/// The kubeconfig text (YAML, like every other tool's) for the two servers.
 pub fn render(kcp_url: &str, kube_url: &str) -> String {
     let cluster = |name: &str, server: &str| NamedCluster {
         name: name.to_string(),
@@ -30,7 +30,7 @@ pub fn render(kcp_url: &str, kube_url: &str) -> String {
         ..Default::default()
     };
     // A Kubeconfig of strings always serializes.
-    serde_json::to_string_pretty(&config).unwrap_or_default()
+    serde_saphyr::to_string(&config).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -41,7 +41,15 @@ mod tests {
     #[test]
     fn the_kubeconfig_has_a_kcp_and_a_kube_context_and_kcp_is_current() {
         let text = render("http://127.0.0.1:1/clusters/root", "http://127.0.0.1:2");
-        let config: Kubeconfig = serde_json::from_str(&text).unwrap();
+        assert!(
+            text.starts_with("apiVersion: v1\n") || text.contains("\ncurrent-context: kcp"),
+            "{text}"
+        );
+        assert!(
+            !text.trim_start().starts_with('{'),
+            "YAML, not JSON: {text}"
+        );
+        let config = Kubeconfig::from_yaml(&text).unwrap();
         assert_eq!(config.current_context.as_deref(), Some("kcp"));
         let servers: Vec<(String, Option<String>)> = config
             .clusters
