@@ -286,6 +286,34 @@ async fn metrics_are_served_only_to_who_may_read_them(
     assert_eq!(answers.1.0, "403", "user-1: {}", answers.1.1);
     assert_eq!(answers.2.0, "200", "admin: {}", answers.2.1);
     assert!(answers.2.1.contains("# EOF"), "{}", answers.2.1);
+    // controller-runtime's families, as its users' dashboards read them.
+    for family in [
+        "controller_runtime_reconcile",
+        "controller_runtime_reconcile_errors",
+        "controller_runtime_reconcile_time_seconds",
+        "controller_runtime_max_concurrent_reconciles",
+        "controller_runtime_active_workers",
+        "workqueue_adds",
+        "workqueue_depth",
+        "workqueue_queue_duration_seconds",
+        "workqueue_work_duration_seconds",
+        "workqueue_retries",
+        "workqueue_unfinished_work_seconds",
+        "workqueue_longest_running_processor_seconds",
+        "rest_client_requests",
+        "rest_client_request_duration_seconds",
+        "leader_election_master_status",
+        "process_resident_memory_bytes",
+        "process_cpu_seconds",
+        "process_open_fds",
+        "process_start_time_seconds",
+    ] {
+        assert!(
+            answers.2.1.contains(&format!("# TYPE {family} ")),
+            "{family} missing under --metrics-secure:\n{}",
+            answers.2.1
+        );
+    }
 }
 
 /// Applies the workload's objects and waits for what the binary writes in response.

@@ -81,14 +81,62 @@ fn replay(binary: &str, args: &[String], env: &[(&str, String)]) -> Running {
     }
 }
 
-/// A plain HTTP GET: the status code, or None when nothing answers.
-fn http_status(port: u16, path: &str) -> Option<u16> {
+/// A plain HTTP GET: the status code and body, or None when nothing answers.
+fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
     write!(stream, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").ok()?;
     let mut answer = String::new();
     stream.read_to_string(&mut answer).ok()?;
-    answer.split_whitespace().nth(1)?.parse().ok()
+    let code = answer.split_whitespace().nth(1)?.parse().ok()?;
+    let body = answer.split_once("\r\n\r\n").map(|(_, b)| b.to_owned())?;
+    Some((code, body))
+}
+
+fn http_status(port: u16, path: &str) -> Option<u16> {
+    http_get(port, path).map(|(code, _)| code)
+}
+
+/// The metric families controller-runtime users' dashboards and alerts read.
+pub const CONTROLLER_RUNTIME_FAMILIES: [&str; 19] = [
+    "controller_runtime_reconcile_total",
+    "controller_runtime_reconcile_errors_total",
+    "controller_runtime_reconcile_time_seconds",
+    "controller_runtime_max_concurrent_reconciles",
+    "controller_runtime_active_workers",
+    "workqueue_adds_total",
+    "workqueue_depth",
+    "workqueue_queue_duration_seconds",
+    "workqueue_work_duration_seconds",
+    "workqueue_retries_total",
+    "workqueue_unfinished_work_seconds",
+    "workqueue_longest_running_processor_seconds",
+    "rest_client_requests_total",
+    "rest_client_request_duration_seconds",
+    "leader_election_master_status",
+    "process_resident_memory_bytes",
+    "process_cpu_seconds_total",
+    "process_open_fds",
+    "process_start_time_seconds",
+];
+
+/// The families of [`CONTROLLER_RUNTIME_FAMILIES`] `exposition` lacks (a counter's `# TYPE`
+/// line names it without `_total`).
+fn missing_families(exposition: &str) -> Vec<&'static str> {
+    CONTROLLER_RUNTIME_FAMILIES
+        .into_iter()
+        .filter(|family| {
+            let base = family.strip_suffix("_total").unwrap_or(family);
+            !exposition.contains(&format!("# TYPE {base} "))
+        })
+        .collect()
+}
+
+/// Scrapes plain `/metrics` on `port` and requires every family.
+fn assert_families(port: u16) {
+    let (code, body) = http_get(port, "/metrics").expect("metrics answer");
+    assert_eq!(code, 200);
+    assert_eq!(missing_families(&body), Vec::<&str>::new(), "{body}");
 }
 
 /// The status of an HTTPS GET without a token (`curl -k`: the certificate is self-signed).
@@ -246,6 +294,9 @@ async fn ready_and_serving(running: &mut Running, health: u16, metrics: u16, sec
         http_status(health, "/readyz") == Some(200) && metrics && log.contains("became leader")
     })
     .await;
+    if !secure {
+        assert_families(metrics);
+    }
 }
 
 fn operator_crds() -> Vec<DynamicObject> {

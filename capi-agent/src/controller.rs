@@ -97,6 +97,12 @@ pub async fn run(
     let stop = CancellationToken::new();
     let (agent_store, agent_watch) = agent_reflector(&options, stop.clone());
     let mut ctx = Context::new(object_client, options.config.clone());
+    for controller in ["agentcluster", "agentmachine", "node-provider-id"] {
+        options
+            .metrics
+            .controllers
+            .init_controller(controller, usize::from(options.concurrency));
+    }
     ctx.metrics = options.metrics.clone();
     ctx.agents = Some(AgentCache::new(agent_store));
     let shared = Arc::new(Shared {

@@ -173,6 +173,10 @@ pub async fn run(
         config.max_concurrent_creates,
     );
     context.settings = config.settings;
+    // kube-runtime's controllers run without a concurrency limit here: 0 says so.
+    for kind in [KINDCluster::KIND, KindCluster::KIND] {
+        config.metrics.init_controller(kind, 0);
+    }
     let (wake_upstream, upstream_wakeups) = waker::<KINDCluster>();
     let (wake_capi, capi_wakeups) = waker::<KindCluster>();
     context.wake_upstream = Some(wake_upstream);

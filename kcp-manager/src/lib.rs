@@ -46,6 +46,7 @@ pub mod leader;
 pub mod lifecycle;
 pub mod logging;
 pub mod metrics_auth;
+pub mod process_metrics;
 pub mod tls;
 pub mod zap;
 

@@ -6,6 +6,9 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
 use http::StatusCode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 use tokio_util::sync::CancellationToken;
 
@@ -19,6 +22,11 @@ use crate::logging::init_logging_at;
 use crate::metrics_auth::KubeAuthorizer;
 use crate::tls::{CertificateSource, server_config};
 
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LeaseLabels {
+    name: String,
+}
+
 /// The future a component gets: it completes when the component should stop (SIGTERM, Ctrl-C,
 /// or the Lease was lost) and then drain.
 pub type Shutdown = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -28,6 +36,8 @@ pub struct Manager {
     name: String,
     flags: CommonFlags,
     registry: Arc<Mutex<Registry>>,
+    /// `leader_election_master_status{name}`: 1 while this replica holds the Lease.
+    leading: Family<LeaseLabels, Gauge>,
     readiness: Readiness,
     stop_servers: CancellationToken,
 }
@@ -42,10 +52,20 @@ impl Manager {
         }
         parse_listen_address("metrics-address", &flags.metrics_address)?;
         parse_listen_address("health-address", &flags.health_address)?;
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(crate::process_metrics::ProcessCollector));
+        let leading = Family::<LeaseLabels, Gauge>::default();
+        registry.register(
+            "leader_election_master_status",
+            "Whether this replica holds the leader-election Lease (1) or not (0)",
+            leading.clone(),
+        );
+        kcp_core::rest_metrics::register(&mut registry);
         Ok(Manager {
             name: defaults.name.clone(),
             flags,
-            registry: Arc::new(Mutex::new(Registry::default())),
+            registry: Arc::new(Mutex::new(registry)),
+            leading,
             readiness: Readiness::new(),
             stop_servers: CancellationToken::new(),
         })
@@ -124,6 +144,10 @@ impl Manager {
             reason: "no client for the Lease's cluster".into(),
         })?;
         self.readiness.set_standby(true);
+        let status = self.leading.get_or_create(&LeaseLabels {
+            name: election.name.clone(),
+        });
+        status.set(0);
         tracing::info!(lease = %election.name, namespace = %election.namespace, "waiting for leadership");
         let leadership = tokio::select! {
             acquired = election.acquire(client) => acquired,
@@ -131,10 +155,12 @@ impl Manager {
         };
         self.readiness.set_standby(false);
         let mut leadership = leadership?;
+        status.set(1);
         let lost = CancellationToken::new();
         let (lost_flag, signal) = (lost.clone(), lost.clone());
         let watch_lease = async move {
             leadership.lost().await;
+            status.set(0);
             lost_flag.cancel();
             leadership
         };

@@ -790,6 +790,25 @@ fn read_cache(hubs: &mut Hubs, groups: &BTreeSet<ControllerGroup>) -> ReadCache 
     cache
 }
 
+/// The config group's controllers, by the names their series carry (the kind, lowercase).
+const CONFIG_CONTROLLERS: [&str; 6] = [
+    "rootshard",
+    "shard",
+    "frontproxy",
+    "cacheserver",
+    "kubeconfig",
+    "virtualworkspace",
+];
+
+/// The workload group's controllers.
+const WORKLOAD_CONTROLLERS: [&str; 5] = [
+    "compiledrootshard",
+    "compiledshard",
+    "compiledfrontproxy",
+    "compiledcacheserver",
+    "compiledvirtualworkspace",
+];
+
 /// Runs the enabled controller groups against `client` until `shutdown` completes, then lets
 /// in-flight reconciles finish; kcp is reached through in-cluster Service URLs.
 pub async fn run(
@@ -841,13 +860,19 @@ pub async fn run_with(
     });
     let mut hubs = Hubs::new(client, ctx.stop.clone());
     let mut tasks = Vec::new();
+    // Every controller's controller-runtime series exist from the start (kube-runtime's
+    // controllers run without a concurrency limit here: 0 says so).
+    let init = |names: &[&str]| names.iter().for_each(|n| ctx.metrics.init_controller(n, 0));
     if groups.contains(&ControllerGroup::Config) {
+        init(&CONFIG_CONTROLLERS);
         tasks.extend(config_controllers(&mut hubs, &ctx, shutdown.clone()));
         if let Pki::Builtin(builtin) = pki {
+            init(&["certificate"]);
             tasks.extend(pki_controllers(&mut hubs, &ctx, builtin, shutdown.clone()));
         }
     }
     if groups.contains(&ControllerGroup::Workload) {
+        init(&WORKLOAD_CONTROLLERS);
         tasks.extend(workload_controllers(&mut hubs, &ctx, shutdown));
     }
     let _ = ctx.reads.set(read_cache(&mut hubs, groups));

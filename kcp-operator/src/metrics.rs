@@ -11,6 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
+use kcp_core::runtime::metrics::{ControllerMetrics, ReconcileResult};
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -81,6 +82,8 @@ pub struct Metrics {
     duration: Family<ResultLabels, Histogram, fn() -> Histogram>,
     errors: Family<ErrorLabels, Counter>,
     conditions: Family<ConditionLabels, Gauge>,
+    /// controller-runtime's series (`controller_runtime_*`, `workqueue_*`), beside upstream's.
+    controllers: ControllerMetrics,
 }
 
 fn histogram() -> Histogram {
@@ -99,6 +102,7 @@ impl Metrics {
             duration: Family::new_with_constructor(histogram),
             errors: Family::default(),
             conditions: Family::default(),
+            controllers: ControllerMetrics::register(registry),
         };
         for (family, kind) in m.phased.iter().zip(["rootshard", "shard", "frontproxy"]) {
             registry.register(
@@ -136,6 +140,11 @@ impl Metrics {
         m
     }
 
+    /// Creates the controller-runtime series of `controller` before its first reconcile.
+    pub fn init_controller(&self, controller: &str, workers: usize) {
+        self.controllers.init_controller(controller, workers);
+    }
+
     /// Metrics registered nowhere (embedders that do not serve metrics, tests).
     pub fn unregistered() -> Self {
         Self::register(&mut Registry::default())
@@ -143,6 +152,12 @@ impl Metrics {
 
     /// Records one reconcile of `controller`: its duration and, when it failed, the error.
     pub fn observe(&self, controller: &str, took: Duration, error: Option<&str>) {
+        let counted = if error.is_some() {
+            ReconcileResult::Error
+        } else {
+            ReconcileResult::Success
+        };
+        self.controllers.observe(controller, counted, took);
         let result = if error.is_some() { "error" } else { "success" };
         self.duration
             .get_or_create(&ResultLabels {

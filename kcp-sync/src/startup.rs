@@ -69,7 +69,8 @@ pub async fn resolve(kcp: kube::Config, source: ExportRef) -> Result<KcpTarget> 
             "{url} does not point at a workspace (/clusters/<name>)"
         )));
     };
-    let client = kube::Client::try_from(kcp.clone()).map_err(|e| config_error(e.to_string()))?;
+    let client =
+        kcp_core::rest_metrics::client(kcp.clone()).map_err(|e| config_error(e.to_string()))?;
     let (export_path, export_name) = match &source {
         ExportRef::Export(name) => (current.clone(), name.clone()),
         ExportRef::EndpointSlice(name) => {
@@ -95,8 +96,8 @@ pub async fn resolve(kcp: kube::Config, source: ExportRef) -> Result<KcpTarget> 
             .parse()
             .map_err(|e| config_error(format!("retargeting to {export_path}: {e}")))?;
     }
-    let export_client =
-        kube::Client::try_from(export_config.clone()).map_err(|e| config_error(e.to_string()))?;
+    let export_client = kcp_core::rest_metrics::client(export_config.clone())
+        .map_err(|e| config_error(e.to_string()))?;
     Api::<APIExport>::all(export_client)
         .get(&export_name)
         .await

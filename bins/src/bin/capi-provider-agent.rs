@@ -87,7 +87,8 @@ async fn main() -> ExitCode {
 async fn provider(flags: Flags) -> Result<(), Error> {
     let non_empty = |s: String| Some(s).filter(|s| !s.is_empty());
     let manager = Manager::new(&defaults(), flags.common)?;
-    let client = kube::Client::try_from(manager.kube_config().await?).map_err(Error::client)?;
+    let client =
+        kcp_core::rest_metrics::client(manager.kube_config().await?).map_err(Error::client)?;
     let mut options = Options::new(client.clone());
     options.config = ProviderConfig {
         namespace: non_empty(flags.namespace),

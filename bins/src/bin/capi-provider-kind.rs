@@ -107,7 +107,7 @@ async fn provider(flags: Flags) -> Result<(), Error> {
     let provisioner = provisioner(&flags)?;
     let manager = Manager::new(&defaults(), flags.common.clone())?;
     let kube = manager.kube_config().await?;
-    let client = kube::Client::try_from(kube).map_err(Error::client)?;
+    let client = kcp_core::rest_metrics::client(kube).map_err(Error::client)?;
     let mut config = ControllerConfig::new(client.clone(), provisioner);
     config.max_concurrent_creates = flags.max_concurrent_creates.max(1);
     config.settings.create_wait = Duration::from_secs(flags.create_wait_seconds);

@@ -224,8 +224,8 @@ async fn print_service_rbac(flags: Flags) -> Result<(), Error> {
     let namespace = namespace.ok_or_else(|| flag_error("namespace", "is required"))?;
     let selector = flags.published_resource_selector.clone();
     let manager = Manager::new(&defaults(), flags.common.clone())?;
-    let client =
-        kube::Client::try_from(service_config(&manager, &flags).await?).map_err(Error::client)?;
+    let client = kcp_core::rest_metrics::client(service_config(&manager, &flags).await?)
+        .map_err(Error::client)?;
     let service = KubeObjectClient::new(client.clone());
     let options = kcp_core::ListOptions::labels(selector);
     let prs: Vec<kcp_sync::api::PublishedResource> = service
@@ -290,13 +290,14 @@ async fn agent(flags: Flags) -> Result<(), Error> {
     }
     let manager = Manager::new(&defaults(), common)?;
     let service_config = service_config(&manager, &flags).await?;
-    let service = kube::Client::try_from(service_config).map_err(Error::client)?;
+    let service = kcp_core::rest_metrics::client(service_config).map_err(Error::client)?;
     let kcp_config =
         kcp_manager::lifecycle::load_kube_config(flags.kcp_kubeconfig.as_deref()).await?;
     let target = resolve(kcp_config, s.source.clone())
         .await
         .map_err(|e| Error::Component(Box::new(e)))?;
-    let kcp = kube::Client::try_from(target.export_config.clone()).map_err(Error::client)?;
+    let kcp =
+        kcp_core::rest_metrics::client(target.export_config.clone()).map_err(Error::client)?;
     let mut sync = SyncConfig::new(s.agent.clone(), s.namespace.clone());
     if flags.per_agent_finalizer {
         sync = sync.with_agent_finalizer();

@@ -85,7 +85,7 @@ async fn agent(flags: Flags) -> Result<(), Error> {
     lease_config.cluster_url = format!("{base}/clusters/{workspace}")
         .parse()
         .map_err(Error::client)?;
-    let lease_client = kube::Client::try_from(lease_config).map_err(Error::client)?;
+    let lease_client = kcp_core::rest_metrics::client(lease_config).map_err(Error::client)?;
     manager
         .run(Some(lease_client), |shutdown| async move {
             run(config, shutdown).await.map_err(Into::into)

@@ -98,7 +98,7 @@ async fn operator(flags: Flags) -> Result<(), Error> {
     }
     let manager = Manager::new(&defaults(), flags.common)?;
     let kube = manager.kube_config().await?;
-    let client = kube::Client::try_from(kube).map_err(Error::client)?;
+    let client = kcp_core::rest_metrics::client(kube).map_err(Error::client)?;
     let ready = manager.readiness().synced_flag();
     let metrics = manager.with_registry(Metrics::register);
     manager

@@ -45,7 +45,7 @@ impl ClusterClients {
         config.cluster_url = base
             .parse()
             .map_err(|e| Error::Config(format!("{base} is not a valid URL: {e}")))?;
-        let client = kube::Client::try_from(config)
+        let client = crate::rest_metrics::client(config)
             .map_err(|e| Error::Config(format!("building a client for {base}: {e}")))?;
         bases.insert(base.to_string(), client.clone());
         Ok(client)

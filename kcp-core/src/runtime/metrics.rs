@@ -1,11 +1,17 @@
 //! Per-controller metrics in a `prometheus-client` registry.
 //!
-//! The series keep controller-runtime's names, so dashboards built for the Go controllers work
-//! unchanged: `controller_runtime_reconcile_total{controller, result}`,
-//! `controller_runtime_reconcile_time_seconds{controller}` and `workqueue_depth{name}`. One
-//! registry per process: the process glue serves it on `/metrics`, and each component adds its
-//! own series to the same registry.
+//! The series keep controller-runtime's names and labels, so dashboards and alerts built for the
+//! Go controllers work unchanged: `controller_runtime_reconcile_total{controller, result}`,
+//! `controller_runtime_reconcile_errors_total`, `controller_runtime_reconcile_time_seconds`,
+//! `controller_runtime_max_concurrent_reconciles`, `controller_runtime_active_workers`
+//! (`{controller}`), and the `workqueue_*` family (`{name}`): `depth`, `adds_total`,
+//! `queue_duration_seconds`, `work_duration_seconds`, `retries_total`,
+//! `unfinished_work_seconds`, `longest_running_processor_seconds`. One registry per process: the
+//! process glue serves it on `/metrics`, and each component adds its own series to the same
+//! registry. A family a controller cannot measure (a kube-runtime controller's queue, which
+//! kube keeps to itself) is registered without samples rather than filled with made-up ones.
 
+use std::sync::atomic::AtomicU64;
 use std::time::Duration;
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -58,12 +64,35 @@ fn duration_histogram() -> Histogram {
     Histogram::new(exponential_buckets(0.005, 2.0, 15))
 }
 
+type Seconds = Gauge<f64, AtomicU64>;
+
 /// The controller series of one process; cheap to clone (clones share the series).
 #[derive(Debug, Clone)]
 pub struct ControllerMetrics {
     reconciles: Family<ResultLabels, Counter>,
+    errors: Family<ControllerLabels, Counter>,
     duration: Family<ControllerLabels, Histogram, fn() -> Histogram>,
+    max_concurrent: Family<ControllerLabels, Gauge>,
+    active: Family<ControllerLabels, Gauge>,
     depth: Family<QueueLabels, Gauge>,
+    adds: Family<QueueLabels, Counter>,
+    queue_wait: Family<QueueLabels, Histogram, fn() -> Histogram>,
+    work: Family<QueueLabels, Histogram, fn() -> Histogram>,
+    retries: Family<QueueLabels, Counter>,
+    unfinished: Family<QueueLabels, Seconds>,
+    longest: Family<QueueLabels, Seconds>,
+}
+
+/// One reconcile in progress, counted in `controller_runtime_active_workers` until dropped.
+#[derive(Debug)]
+pub struct ActiveWorker {
+    gauge: Gauge,
+}
+
+impl Drop for ActiveWorker {
+    fn drop(&mut self) {
+        self.gauge.dec();
+    }
 }
 
 impl ControllerMetrics {
@@ -71,25 +100,84 @@ impl ControllerMetrics {
     pub fn register(registry: &mut Registry) -> Self {
         let metrics = ControllerMetrics {
             reconciles: Family::default(),
+            errors: Family::default(),
             duration: Family::new_with_constructor(duration_histogram),
+            max_concurrent: Family::default(),
+            active: Family::default(),
             depth: Family::default(),
+            adds: Family::default(),
+            queue_wait: Family::new_with_constructor(duration_histogram),
+            work: Family::new_with_constructor(duration_histogram),
+            retries: Family::default(),
+            unfinished: Family::default(),
+            longest: Family::default(),
         };
-        registry.register(
-            "controller_runtime_reconcile",
-            "Reconciliations per controller and result",
-            metrics.reconciles.clone(),
-        );
-        registry.register(
-            "controller_runtime_reconcile_time_seconds",
-            "Time per reconciliation, per controller",
-            metrics.duration.clone(),
-        );
-        registry.register(
-            "workqueue_depth",
-            "Keys waiting in a controller's work queue",
-            metrics.depth.clone(),
-        );
+        metrics.register_in(registry);
         metrics
+    }
+
+    fn register_in(&self, registry: &mut Registry) {
+        let r = registry;
+        r.register(
+            "controller_runtime_reconcile",
+            "Total number of reconciliations per controller",
+            self.reconciles.clone(),
+        );
+        r.register(
+            "controller_runtime_reconcile_errors",
+            "Total number of reconciliation errors per controller",
+            self.errors.clone(),
+        );
+        r.register(
+            "controller_runtime_reconcile_time_seconds",
+            "Length of time per reconciliation per controller",
+            self.duration.clone(),
+        );
+        r.register(
+            "controller_runtime_max_concurrent_reconciles",
+            "Maximum number of concurrent reconciles per controller",
+            self.max_concurrent.clone(),
+        );
+        r.register(
+            "controller_runtime_active_workers",
+            "Number of currently used workers per controller",
+            self.active.clone(),
+        );
+        r.register(
+            "workqueue_depth",
+            "Current depth of workqueue",
+            self.depth.clone(),
+        );
+        r.register(
+            "workqueue_adds",
+            "Total number of adds handled by workqueue",
+            self.adds.clone(),
+        );
+        r.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            self.queue_wait.clone(),
+        );
+        r.register(
+            "workqueue_work_duration_seconds",
+            "How long in seconds processing an item from workqueue takes",
+            self.work.clone(),
+        );
+        r.register(
+            "workqueue_retries",
+            "Total number of retries handled by workqueue",
+            self.retries.clone(),
+        );
+        r.register(
+            "workqueue_unfinished_work_seconds",
+            "How many seconds of work has been done that is in progress",
+            self.unfinished.clone(),
+        );
+        r.register(
+            "workqueue_longest_running_processor_seconds",
+            "How many seconds the longest running processor has been running",
+            self.longest.clone(),
+        );
     }
 
     /// Series that are counted but never exposed (for controllers run without a registry).
@@ -97,7 +185,7 @@ impl ControllerMetrics {
         Self::register(&mut Registry::default())
     }
 
-    /// Counts one reconcile of `controller`.
+    /// Counts one reconcile of `controller` (an error in the errors total too).
     pub fn observe(&self, controller: &str, result: ReconcileResult, took: Duration) {
         self.reconciles
             .get_or_create(&ResultLabels {
@@ -105,11 +193,97 @@ impl ControllerMetrics {
                 result: result.as_str().to_string(),
             })
             .inc();
+        if result == ReconcileResult::Error {
+            self.errors
+                .get_or_create(&controller_labels(controller))
+                .inc();
+        }
         self.duration
             .get_or_create(&ControllerLabels {
                 controller: controller.to_string(),
             })
             .observe(took.as_secs_f64());
+    }
+
+    /// Creates every series of `controller` (and of its queue, named after it) at zero, as
+    /// controller-runtime does when a controller starts, so that dashboards and alerts see it
+    /// before its first reconcile; `workers` is how many reconciles it runs at once.
+    pub fn init_controller(&self, controller: &str, workers: usize) {
+        for result in [
+            ReconcileResult::Success,
+            ReconcileResult::Requeue,
+            ReconcileResult::Error,
+        ] {
+            let _ = self.reconciles.get_or_create(&ResultLabels {
+                controller: controller.to_string(),
+                result: result.as_str().to_string(),
+            });
+        }
+        let labels = controller_labels(controller);
+        let _ = self.errors.get_or_create(&labels);
+        let _ = self.duration.get_or_create(&labels);
+        let _ = self.active.get_or_create(&labels);
+        self.set_max_concurrent(controller, workers);
+        let queue = queue_labels(controller);
+        let _ = self.depth.get_or_create(&queue);
+        let _ = self.adds.get_or_create(&queue);
+        let _ = self.queue_wait.get_or_create(&queue);
+        let _ = self.work.get_or_create(&queue);
+        let _ = self.retries.get_or_create(&queue);
+        let _ = self.unfinished.get_or_create(&queue);
+        let _ = self.longest.get_or_create(&queue);
+    }
+
+    /// Sets how many reconciles of `controller` may run at once.
+    pub fn set_max_concurrent(&self, controller: &str, workers: usize) {
+        self.max_concurrent
+            .get_or_create(&controller_labels(controller))
+            .set(i64::try_from(workers).unwrap_or(i64::MAX));
+    }
+
+    /// Counts a reconcile of `controller` as running until the guard is dropped.
+    pub fn active(&self, controller: &str) -> ActiveWorker {
+        let gauge = self
+            .active
+            .get_or_create(&controller_labels(controller))
+            .clone();
+        gauge.inc();
+        ActiveWorker { gauge }
+    }
+
+    /// Counts one add to the queue `name`.
+    pub fn queue_added(&self, name: &str) {
+        self.adds.get_or_create(&queue_labels(name)).inc();
+    }
+
+    /// Records how long a key waited in the queue `name` before a worker took it.
+    pub fn queue_waited(&self, name: &str, waited: Duration) {
+        self.queue_wait
+            .get_or_create(&queue_labels(name))
+            .observe(waited.as_secs_f64());
+    }
+
+    /// Records how long a worker of the queue `name` took over one key.
+    pub fn work_done(&self, name: &str, took: Duration) {
+        self.work
+            .get_or_create(&queue_labels(name))
+            .observe(took.as_secs_f64());
+    }
+
+    /// Counts one retry (a backed-off add) in the queue `name`.
+    pub fn retried(&self, name: &str) {
+        self.retries.get_or_create(&queue_labels(name)).inc();
+    }
+
+    /// Sets the seconds of work in progress in the queue `name`, and of its longest item.
+    pub fn set_in_progress(&self, name: &str, unfinished: Duration, longest: Duration) {
+        let labels = queue_labels(name);
+        self.unfinished
+            .get_or_create(&labels)
+            .set(unfinished.as_secs_f64());
+        self.longest
+            .get_or_create(&labels)
+            .set(longest.as_secs_f64());
     }
 
     /// Sets the queue depth of `controller`.
@@ -129,6 +303,18 @@ impl ControllerMetrics {
                 result: result.as_str().to_string(),
             })
             .get()
+    }
+}
+
+fn controller_labels(controller: &str) -> ControllerLabels {
+    ControllerLabels {
+        controller: controller.to_string(),
+    }
+}
+
+fn queue_labels(name: &str) -> QueueLabels {
+    QueueLabels {
+        name: name.to_string(),
     }
 }
 
@@ -178,6 +364,55 @@ mod tests {
             ),
             "{text}"
         );
+    }
+
+    #[test]
+    fn errors_workers_and_queue_series_keep_controller_runtimes_names() {
+        let mut registry = Registry::default();
+        let m = ControllerMetrics::register(&mut registry);
+        m.observe("c", ReconcileResult::Error, Duration::from_millis(1));
+        m.set_max_concurrent("c", 4);
+        let running = m.active("c");
+        m.queue_added("c");
+        m.retried("c");
+        m.queue_waited("c", Duration::from_millis(2));
+        m.work_done("c", Duration::from_millis(2));
+        m.set_in_progress("c", Duration::from_secs(3), Duration::from_secs(2));
+        let text = encode(&registry);
+        for line in [
+            "controller_runtime_reconcile_errors_total{controller=\"c\"} 1",
+            "controller_runtime_max_concurrent_reconciles{controller=\"c\"} 4",
+            "controller_runtime_active_workers{controller=\"c\"} 1",
+            "workqueue_adds_total{name=\"c\"} 1",
+            "workqueue_retries_total{name=\"c\"} 1",
+            "workqueue_queue_duration_seconds_count{name=\"c\"} 1",
+            "workqueue_work_duration_seconds_count{name=\"c\"} 1",
+            "workqueue_unfinished_work_seconds{name=\"c\"} 3.0",
+            "workqueue_longest_running_processor_seconds{name=\"c\"} 2.0",
+        ] {
+            assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
+        drop(running);
+        assert!(
+            encode(&registry).contains("controller_runtime_active_workers{controller=\"c\"} 0")
+        );
+    }
+
+    #[test]
+    fn a_started_controller_has_every_series_before_its_first_reconcile() {
+        let mut registry = Registry::default();
+        let m = ControllerMetrics::register(&mut registry);
+        m.init_controller("c", 2);
+        let text = encode(&registry);
+        for line in [
+            "controller_runtime_reconcile_total{controller=\"c\",result=\"success\"} 0",
+            "controller_runtime_reconcile_errors_total{controller=\"c\"} 0",
+            "controller_runtime_max_concurrent_reconciles{controller=\"c\"} 2",
+            "workqueue_depth{name=\"c\"} 0",
+            "workqueue_work_duration_seconds_count{name=\"c\"} 0",
+        ] {
+            assert!(text.contains(line), "{line} missing from:\n{text}");
+        }
     }
 
     #[test]

@@ -15,7 +15,7 @@
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::hash::Hash;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::time::Duration;
 
 use tokio::sync::Notify;
@@ -23,6 +23,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::retry::Backoff;
+use crate::runtime::metrics::ControllerMetrics;
 
 /// The key of one object in a multi-cluster controller: (cluster, namespace, name).
 ///
@@ -78,6 +79,8 @@ struct State<K> {
     /// Pending delayed add per key: its deadline and the timer generation that may fire it.
     delayed: HashMap<K, (Instant, u64)>,
     failures: HashMap<K, u32>,
+    /// When each ready key was queued (for the queue-duration metric).
+    queued_at: HashMap<K, Instant>,
     generation: u64,
     shut_down: bool,
 }
@@ -87,6 +90,8 @@ struct Inner<K> {
     notify: Notify,
     stop: CancellationToken,
     backoff: Backoff,
+    /// The queue's name and the series its adds and waits are counted in, once set.
+    observer: OnceLock<(String, ControllerMetrics)>,
 }
 
 /// A deduplicating, rate-limited work queue (see the [module documentation](self)).
@@ -119,14 +124,21 @@ where
                     dirty: HashSet::new(),
                     delayed: HashMap::new(),
                     failures: HashMap::new(),
+                    queued_at: HashMap::new(),
                     generation: 0,
                     shut_down: false,
                 }),
                 notify: Notify::new(),
                 stop: CancellationToken::new(),
                 backoff,
+                observer: OnceLock::new(),
             }),
         }
+    }
+
+    /// Counts this queue's adds and waits under `name` in `metrics` (the first call wins).
+    pub fn observe_with(&self, name: impl Into<String>, metrics: ControllerMetrics) {
+        let _ = self.inner.observer.set((name.into(), metrics));
     }
 
     fn lock(&self) -> MutexGuard<'_, State<K>> {
@@ -144,10 +156,14 @@ where
         if s.shut_down {
             return;
         }
+        if let Some((name, metrics)) = self.inner.observer.get() {
+            metrics.queue_added(name);
+        }
         s.delayed.remove(&key);
         if s.in_flight.contains(&key) {
             s.dirty.insert(key);
         } else if s.queued.insert(key.clone()) {
+            s.queued_at.insert(key.clone(), Instant::now());
             s.ready.push_back(key);
             drop(s);
             self.inner.notify.notify_one();
@@ -232,6 +248,7 @@ where
         s.failures.remove(key);
         s.delayed.remove(key);
         s.dirty.remove(key);
+        s.queued_at.remove(key);
         if s.queued.remove(key) {
             s.ready.retain(|k| k != key);
         }
@@ -252,8 +269,14 @@ where
                 if let Some(key) = s.ready.pop_front() {
                     s.queued.remove(&key);
                     s.in_flight.insert(key.clone());
+                    let waited = s.queued_at.remove(&key).map(|at| at.elapsed());
                     let more = !s.ready.is_empty();
                     drop(s);
+                    if let (Some(waited), Some((name, metrics))) =
+                        (waited, self.inner.observer.get())
+                    {
+                        metrics.queue_waited(name, waited);
+                    }
                     if more {
                         self.inner.notify.notify_one();
                     }
@@ -270,6 +293,7 @@ where
         let mut s = self.lock();
         s.in_flight.remove(key);
         if s.dirty.remove(key) && !s.shut_down && s.queued.insert(key.clone()) {
+            s.queued_at.insert(key.clone(), Instant::now());
             s.ready.push_back(key.clone());
             drop(s);
             self.inner.notify.notify_one();
@@ -304,6 +328,7 @@ where
             s.delayed.clear();
             s.ready.clear();
             s.queued.clear();
+            s.queued_at.clear();
         }
         self.inner.stop.cancel();
         self.inner.notify.notify_waiters();

@@ -64,16 +64,62 @@ where
     R: Reconciler<K>,
 {
     let config = Arc::new(config);
+    config
+        .metrics
+        .init_controller(&config.name, config.workers.max(1));
+    queue.observe_with(config.name.clone(), config.metrics.clone());
+    let started: InProgress = Arc::new(std::sync::Mutex::new(vec![None; config.workers.max(1)]));
     let mut workers = JoinSet::new();
-    for _ in 0..config.workers.max(1) {
+    for slot in 0..config.workers.max(1) {
         let (queue, reconciler, config) = (queue.clone(), reconciler.clone(), config.clone());
+        let started = started.clone();
         workers.spawn(async move {
             while let Some(key) = queue.next().await {
+                set_slot(&started, slot, Some(Instant::now()));
                 process(&queue, reconciler.as_ref(), &config, key).await;
+                set_slot(&started, slot, None);
             }
         });
     }
+    let ticker = tokio::spawn(report_in_progress(config.clone(), started));
     while workers.join_next().await.is_some() {}
+    ticker.abort();
+}
+
+/// When each worker took the key it holds (`None`: idle).
+type InProgress = Arc<std::sync::Mutex<Vec<Option<Instant>>>>;
+
+fn set_slot(started: &InProgress, slot: usize, at: Option<Instant>) {
+    let mut slots = match started.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    };
+    if let Some(s) = slots.get_mut(slot) {
+        *s = at;
+    }
+}
+
+/// Every second, as controller-runtime's queue does: the seconds of work in progress and of the
+/// longest item (`workqueue_unfinished_work_seconds`, `..._longest_running_processor_seconds`).
+async fn report_in_progress(config: Arc<WorkerConfig>, started: InProgress) {
+    let mut tick = tokio::time::interval(std::time::Duration::from_secs(1));
+    loop {
+        tick.tick().await;
+        let running: Vec<std::time::Duration> = match started.lock() {
+            Ok(g) => g.iter().flatten().map(|at| at.elapsed()).collect(),
+            Err(poisoned) => poisoned
+                .into_inner()
+                .iter()
+                .flatten()
+                .map(|at| at.elapsed())
+                .collect(),
+        };
+        let unfinished = running.iter().sum();
+        let longest = running.iter().max().copied().unwrap_or_default();
+        config
+            .metrics
+            .set_in_progress(&config.name, unfinished, longest);
+    }
 }
 
 async fn process<K, R>(queue: &WorkQueue<K>, reconciler: &R, config: &WorkerConfig, key: K)
@@ -82,10 +128,14 @@ where
     R: Reconciler<K>,
 {
     let started = Instant::now();
+    let active = config.metrics.active(&config.name);
     let disposition = Disposition::of(reconciler.reconcile(&key).await);
+    drop(active);
+    let took = started.elapsed();
     config
         .metrics
-        .observe(&config.name, disposition.result(), started.elapsed());
+        .observe(&config.name, disposition.result(), took);
+    config.metrics.work_done(&config.name, took);
     queue.done(&key);
     match disposition {
         Disposition::Forget => queue.forget(&key),
@@ -94,6 +144,7 @@ where
             queue.add_after(key, delay);
         }
         Disposition::Retry(err) => {
+            config.metrics.retried(&config.name);
             let delay = queue.retry(key.clone());
             tracing::debug!(controller = %config.name, %key, error = %err, ?delay, "transient failure; retrying");
         }
