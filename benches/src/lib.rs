@@ -1,6 +1,6 @@
 //! Fixtures shared by the criterion benchmarks in `benches/benches/`.
 //!
-//! The figures quoted in README.md come from these benchmarks; see each bench file for what it
+//! The figures quoted in docs/benchmarks.md come from these benchmarks; see each bench file for what it
 //! measures and the target it is held to.
 
 use kcp_core::kube::api::DynamicObject;

@@ -109,6 +109,13 @@ pub fn manager_role() -> ClusterRole {
                 &["hostedcontrolplanes"],
                 &["get"],
             ),
+            // --metrics-secure: each scrape's token is authenticated and authorized.
+            rule(&["authentication.k8s.io"], &["tokenreviews"], &["create"]),
+            rule(
+                &["authorization.k8s.io"],
+                &["subjectaccessreviews"],
+                &["create"],
+            ),
         ]),
         ..ClusterRole::default()
     }

@@ -24,7 +24,7 @@
 //! [`table`], [`events`], [`protobuf`] and [`openapi`] are how answers are shown (Tables, watch events,
 //! Kubernetes protobuf bodies, OpenAPI v3 documents).
 //!
-//! Known differences from the real servers are listed in the crate README.
+//! Known differences from the real servers are listed in the project's docs/kcp-sim.md.
 
 pub mod api;
 pub mod apiexport;

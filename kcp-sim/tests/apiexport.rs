@@ -1039,7 +1039,7 @@ async fn export_claiming_configmaps(sim: &Server, verbs: Value) -> String {
     lc_provider
 }
 
-// kcp's apiexport authorizer, as measured on kcp v0.30.0 (README, "The real backend"),
+// kcp's apiexport authorizer, as measured on kcp v0.30.0 (docs/real-backend.md),
 // intersects the binding's and the export's verb lists literally and allows a request whose verb
 // (or `*`) is in the intersection. A v1alpha1 binding accepts all verbs (`*`). (kcp-sim serves
 // APIBindings as v1alpha1 only, so a binding with explicit verbs cannot be made here yet.)
