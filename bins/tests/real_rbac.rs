@@ -4,6 +4,8 @@
 //! whatever `KCP_RS_BACKEND` says.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -203,7 +205,8 @@ async fn the_shipped_rbac_suffices_and_a_removed_rule_is_named(d: &Deployed) {
         exercise(&admin, workload).await;
     }
     if let Some(port) = metrics {
-        metrics_are_served_only_to_who_may_read_them(port, kube).await;
+        support::secure_metrics::served_only_to_who_may_read_them(port, kube.admin.token.clone())
+            .await;
     }
     let text = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(
@@ -248,76 +251,6 @@ async fn the_shipped_rbac_suffices_and_a_removed_rule_is_named(d: &Deployed) {
         text.contains(&wanted) && text.contains(d.service_account)
     })
     .await;
-}
-
-/// `curl -k` of `/metrics` (the certificate is self-signed; the binaries' `--metrics-secure`
-/// is passed by `start` where their default is off) with `token`: the status code and
-/// the body.
-fn scrape(port: u16, token: Option<&str>) -> (String, String) {
-    let mut curl = Command::new("curl");
-    curl.args(["-sk", "-o", "-", "-w", "\n%{http_code}"]);
-    if let Some(token) = token {
-        curl.arg("-H").arg(format!("Authorization: Bearer {token}"));
-    }
-    let out = curl
-        .arg(format!("https://127.0.0.1:{port}/metrics"))
-        .output()
-        .expect("curl runs");
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let (body, code) = text.rsplit_once('\n').unwrap_or(("", &text));
-    (code.to_owned(), body.to_owned())
-}
-
-/// Under `--metrics-secure`, as controller-runtime's filter answers: 401 without a token, 403
-/// for a user no rule lets get /metrics, the metrics for one that may (the admin).
-async fn metrics_are_served_only_to_who_may_read_them(
-    port: u16,
-    kube: &kcp_testbed::real::SharedKube,
-) {
-    let ids = &kcp_testbed::real::credentials().unwrap().identities;
-    let user = ids.user("user-1").unwrap().token.clone();
-    let admin = kube.admin.token.clone();
-    let answers = tokio::task::spawn_blocking(move || {
-        (
-            scrape(port, None),
-            scrape(port, Some(&user)),
-            scrape(port, Some(&admin)),
-        )
-    })
-    .await
-    .unwrap();
-    assert_eq!(answers.0.0, "401", "anonymous: {}", answers.0.1);
-    assert_eq!(answers.1.0, "403", "user-1: {}", answers.1.1);
-    assert_eq!(answers.2.0, "200", "admin: {}", answers.2.1);
-    assert!(answers.2.1.contains("# EOF"), "{}", answers.2.1);
-    // controller-runtime's families, as its users' dashboards read them.
-    for family in [
-        "controller_runtime_reconcile",
-        "controller_runtime_reconcile_errors",
-        "controller_runtime_reconcile_time_seconds",
-        "controller_runtime_max_concurrent_reconciles",
-        "controller_runtime_active_workers",
-        "workqueue_adds",
-        "workqueue_depth",
-        "workqueue_queue_duration_seconds",
-        "workqueue_work_duration_seconds",
-        "workqueue_retries",
-        "workqueue_unfinished_work_seconds",
-        "workqueue_longest_running_processor_seconds",
-        "rest_client_requests",
-        "rest_client_request_duration_seconds",
-        "leader_election_master_status",
-        "process_resident_memory_bytes",
-        "process_cpu_seconds",
-        "process_open_fds",
-        "process_start_time_seconds",
-    ] {
-        assert!(
-            answers.2.1.contains(&format!("# TYPE {family} ")),
-            "{family} missing under --metrics-secure:\n{}",
-            answers.2.1
-        );
-    }
 }
 
 /// Applies the workload's objects and waits for what the binary writes in response.

@@ -5,6 +5,8 @@
 //! test starts binds 127.0.0.1, on a free port) and mounted file paths (the test's kubeconfigs).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
@@ -97,46 +99,15 @@ fn http_status(port: u16, path: &str) -> Option<u16> {
     http_get(port, path).map(|(code, _)| code)
 }
 
-/// The metric families controller-runtime users' dashboards and alerts read.
-pub const CONTROLLER_RUNTIME_FAMILIES: [&str; 19] = [
-    "controller_runtime_reconcile_total",
-    "controller_runtime_reconcile_errors_total",
-    "controller_runtime_reconcile_time_seconds",
-    "controller_runtime_max_concurrent_reconciles",
-    "controller_runtime_active_workers",
-    "workqueue_adds_total",
-    "workqueue_depth",
-    "workqueue_queue_duration_seconds",
-    "workqueue_work_duration_seconds",
-    "workqueue_retries_total",
-    "workqueue_unfinished_work_seconds",
-    "workqueue_longest_running_processor_seconds",
-    "rest_client_requests_total",
-    "rest_client_request_duration_seconds",
-    "leader_election_master_status",
-    "process_resident_memory_bytes",
-    "process_cpu_seconds_total",
-    "process_open_fds",
-    "process_start_time_seconds",
-];
-
-/// The families of [`CONTROLLER_RUNTIME_FAMILIES`] `exposition` lacks (a counter's `# TYPE`
-/// line names it without `_total`).
-fn missing_families(exposition: &str) -> Vec<&'static str> {
-    CONTROLLER_RUNTIME_FAMILIES
-        .into_iter()
-        .filter(|family| {
-            let base = family.strip_suffix("_total").unwrap_or(family);
-            !exposition.contains(&format!("# TYPE {base} "))
-        })
-        .collect()
-}
-
 /// Scrapes plain `/metrics` on `port` and requires every family.
 fn assert_families(port: u16) {
     let (code, body) = http_get(port, "/metrics").expect("metrics answer");
     assert_eq!(code, 200);
-    assert_eq!(missing_families(&body), Vec::<&str>::new(), "{body}");
+    assert_eq!(
+        support::secure_metrics::missing_families(&body),
+        Vec::<&str>::new(),
+        "{body}"
+    );
 }
 
 /// The status of an HTTPS GET without a token (`curl -k`: the certificate is self-signed).
@@ -215,6 +186,17 @@ async fn init_agent_helm_chart_default_values() {
     let config = sim.object_client("root:init-agent");
     apply(&config, kcp_init::api::crd_objects().unwrap()).await;
     apply_yaml(&config, &namespace("kcp-init-agent")).await;
+    // One InitTarget, so that its controller runs (and has series to scrape).
+    apply_yaml(
+        &sim.object_client("root"),
+        include_str!("../../examples/playground/01-workspace-type.yaml"),
+    )
+    .await;
+    apply_yaml(
+        &config,
+        include_str!("../../examples/playground/02-init.yaml"),
+    )
+    .await;
     let kubeconfig = temp_path("kcp-kubeconfig");
     sim.write_kubeconfig(&kubeconfig, &["root"]).unwrap();
     let mut running = replay(
@@ -229,9 +211,14 @@ async fn init_agent_helm_chart_default_values() {
         &[],
     );
     until(
-        "/metrics on 127.0.0.1:8085 and leadership",
+        "leadership and every metric family on 127.0.0.1:8085",
         &mut running,
-        |log| http_status(8085, "/metrics") == Some(200) && log.contains("became leader"),
+        |log| {
+            log.contains("became leader")
+                && http_get(8085, "/metrics").is_some_and(|(code, body)| {
+                    code == 200 && support::secure_metrics::missing_families(&body).is_empty()
+                })
+        },
     )
     .await;
 }
@@ -275,9 +262,14 @@ async fn api_syncagent_helm_chart_default_values() {
         ],
     );
     until(
-        "/metrics on 127.0.0.1:8085 and leadership",
+        "leadership and every metric family on 127.0.0.1:8085",
         &mut running,
-        |log| http_status(8085, "/metrics") == Some(200) && log.contains("became leader"),
+        |log| {
+            log.contains("became leader")
+                && http_get(8085, "/metrics").is_some_and(|(code, body)| {
+                    code == 200 && support::secure_metrics::missing_families(&body).is_empty()
+                })
+        },
     )
     .await;
 }
@@ -406,6 +398,25 @@ async fn kind_provider_kubebuilder_scaffold_manager() {
             format!("--metrics-bind-address=127.0.0.1:{metrics}"), // :8443
             "--leader-elect".to_owned(),
             format!("--health-probe-bind-address=127.0.0.1:{health}"), // :8081
+        ],
+        &[("KUBECONFIG", path(&kubeconfig))],
+    );
+    ready_and_serving(&mut running, health, metrics, false).await;
+}
+
+/// Not an upstream manifest: kcp-operator with `--metrics-secure=false`, so its families are
+/// scraped plain as well (under TLS they are scraped in `real_rbac.rs`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kcp_operator_with_plain_metrics_serves_every_family() {
+    let (_sim, kubeconfig) = kube_with(operator_crds(), "kcp-operator-system").await;
+    let (health, metrics) = (free_port(), free_port());
+    let mut running = replay(
+        env!("CARGO_BIN_EXE_kcp-operator"),
+        &[
+            format!("--metrics-bind-address=127.0.0.1:{metrics}"),
+            "--metrics-secure=false".to_owned(),
+            "--leader-elect".to_owned(),
+            format!("--health-probe-bind-address=127.0.0.1:{health}"),
         ],
         &[("KUBECONFIG", path(&kubeconfig))],
     );

@@ -184,7 +184,16 @@ impl ControllerMetrics {
     pub fn unregistered() -> Self {
         Self::register(&mut Registry::default())
     }
+}
 
+impl Default for ControllerMetrics {
+    /// [`ControllerMetrics::unregistered`].
+    fn default() -> Self {
+        Self::unregistered()
+    }
+}
+
+impl ControllerMetrics {
     /// Counts one reconcile of `controller` (an error in the errors total too).
     pub fn observe(&self, controller: &str, result: ReconcileResult, took: Duration) {
         self.reconciles

@@ -26,6 +26,7 @@ use kcp_core::cluster::{ClusterEvent, ClusterProvider};
 use kcp_core::kube::api::ApiResource;
 use kcp_core::kube::runtime::{WatchStreamExt as _, watcher};
 use kcp_core::runtime::conditions::now;
+use kcp_core::runtime::metrics::ControllerMetrics;
 use kcp_core::runtime::{
     ConditionUpdate, EventRecorder, Outcome, Reconciler, TaskSet, WorkQueue, WorkerConfig,
     run_workers, set_condition, write_status,
@@ -108,6 +109,8 @@ pub struct Metrics {
     /// `sync_agent_objects{published_resource, state}`: kcp objects of each PublishedResource
     /// by their last sync result (the same counts as the status's `objects`).
     pub objects: Family<ObjectLabels, Gauge>,
+    /// controller-runtime's series of the publish and sync controllers.
+    pub controllers: ControllerMetrics,
 }
 
 impl Metrics {
@@ -136,7 +139,10 @@ impl Metrics {
 impl Metrics {
     /// Registers the metrics in `registry`.
     pub fn register(registry: &mut Registry) -> Self {
-        let metrics = Self::default();
+        let metrics = Self {
+            controllers: ControllerMetrics::register(registry),
+            ..Self::default()
+        };
         registry.register(
             "sync_agent_published_resource",
             "Number of PublishedResources handled by this agent",
@@ -451,11 +457,9 @@ pub async fn run(agent: Agent, shutdown: impl std::future::Future<Output = ()>) 
         }
     });
     let triggers = tokio::spawn(triggers(agent.clone(), queue.clone()));
-    let workers = tokio::spawn(run_workers(
-        queue.clone(),
-        publisher.clone(),
-        WorkerConfig::new("publish", 4),
-    ));
+    let mut publish = WorkerConfig::new("publish", 4);
+    publish.metrics = publisher.shared.metrics.controllers.clone();
+    let workers = tokio::spawn(run_workers(queue.clone(), publisher.clone(), publish));
     shutdown.await;
     triggers.abort();
     provider_task.abort();

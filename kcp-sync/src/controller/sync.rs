@@ -270,11 +270,9 @@ pub async fn run_sync_controller(
         progress,
         caches: caches.clone(),
     });
-    let workers = tokio::spawn(run_workers(
-        queue.clone(),
-        reconciler,
-        WorkerConfig::new(name, shared.workers),
-    ));
+    let mut config = WorkerConfig::new(name, shared.workers);
+    config.metrics = shared.metrics.controllers.clone();
+    let workers = tokio::spawn(run_workers(queue.clone(), reconciler, config));
     loop {
         tokio::select! {
             () = token.cancelled() => break,

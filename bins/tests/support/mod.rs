@@ -1,0 +1,4 @@
+//! Helpers several of `bins`' test targets share.
+#![allow(dead_code)]
+
+pub mod secure_metrics;
