@@ -122,6 +122,13 @@ impl Mutator {
     }
 }
 
+/// The engine mutation templates are checked with when a PublishedResource is compiled (it
+/// keeps what it parsed, so a template is parsed once).
+fn syntax_checker() -> &'static TemplateEngine {
+    static ENGINE: std::sync::OnceLock<TemplateEngine> = std::sync::OnceLock::new();
+    ENGINE.get_or_init(TemplateEngine::new)
+}
+
 fn compile_rule(owner: &str, location: &str, rule: &ResourceMutation) -> Result<Located> {
     let invalid = |reason: String| Error::InvalidSpec {
         published_resource: owner.to_owned(),
@@ -158,6 +165,11 @@ fn compile_rule(owner: &str, location: &str, rule: &ResourceMutation) -> Result<
             replacement: r.replacement.clone(),
         }
     } else if let Some(t) = &rule.template {
+        // Parsed now, so a template that cannot render (bad syntax, an unknown function) is
+        // refused on the PublishedResource, not object by object.
+        syntax_checker()
+            .check(location, &t.template, &kcp_core::TemplateOptions::default())
+            .map_err(|e| invalid(format!("template: {e}")))?;
         Rule::Template {
             path: t.path.clone(),
             template: t.template.clone(),
@@ -518,10 +530,26 @@ mod tests {
     }
 
     #[test]
-    fn template_errors_name_the_object_and_rule() {
+    fn an_unknown_template_function_is_refused_when_compiling() {
         let err = mutate(vec![template("spec.image", "{{ nosuch }}")], thing())
             .unwrap_err()
             .to_string();
+        assert!(
+            err.contains("spec.mutation.spec[0]")
+                && err.contains("template")
+                && err.contains("nosuch"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn template_errors_at_render_time_name_the_object_and_rule() {
+        let err = mutate(
+            vec![template("spec.image", "{{ index .LocalObject.spec 7 }}")],
+            thing(),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(err.contains("Thing \"ns/n\""), "{err}");
         assert!(err.contains("spec.mutation.spec[0]"), "{err}");
     }

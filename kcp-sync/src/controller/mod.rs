@@ -299,12 +299,17 @@ fn api_resource(crd: &Value, gvk: &kcp_core::kube::api::GroupVersionKind) -> Api
 impl Reconciler<String> for Publisher {
     type Error = Error;
 
-    /// A Warning `ReconcilingError` on the PublishedResource (service cluster), as upstream.
+    /// A Warning `ReconcilingError` on the PublishedResource (service cluster), as upstream, and
+    /// its `Syncing` condition False with the error's reason and message (naming the field), so
+    /// the refusal stays visible until the object is fixed (the next good pass sets it True).
     async fn failed(&self, name: &String, error: &Error) {
         tracing::warn!(error = %error, key = %name, "publish reconcile failed");
         if name == EXPORT_KEY {
             return;
         }
+        let update = ConditionUpdate::new(CONDITION_SYNCING, false, error.reason())
+            .message(error.to_string());
+        self.write_syncing(name, update).await;
         let reference = k8s_openapi::api::core::v1::ObjectReference {
             api_version: Some(format!("{}/{}", crate::api::GROUP, crate::api::VERSION)),
             kind: Some("PublishedResource".into()),
@@ -370,18 +375,19 @@ impl Publisher {
         };
         let update = ConditionUpdate::new(CONDITION_SYNCING, syncing, reason)
             .generation(pr.metadata.generation);
-        let result = write_status::<PublishedResource, _>(
-            self.agent.service.as_ref(),
-            None,
-            pr.name(),
-            |obj| {
+        self.write_syncing(pr.name(), update).await;
+    }
+
+    /// The one writer of the `Syncing` condition.
+    async fn write_syncing(&self, name: &str, update: ConditionUpdate) {
+        let result =
+            write_status::<PublishedResource, _>(self.agent.service.as_ref(), None, name, |obj| {
                 let status = obj
                     .status
                     .get_or_insert_with(PublishedResourceStatus::default);
                 set_condition(&mut status.conditions, update.clone(), now());
-            },
-        )
-        .await;
+            })
+            .await;
         if let Err(e) = result {
             tracing::warn!(error = %e, "writing the Syncing condition failed");
         }
