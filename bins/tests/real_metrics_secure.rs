@@ -9,26 +9,14 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kube::api::DynamicObject;
 use kcp_core::{KubeObjectClient, ObjectClient, parse_manifests};
 use kcp_testbed::{Endpoint, KcpBed};
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    kcp_testbed::ports::free_port("a secure-metrics test").unwrap()
-}
+use support::process::{Running, free_port, ready};
 
 fn write_kubeconfig(dir: &Path, name: &str, endpoint: &Endpoint) -> PathBuf {
     let path = dir.join(format!("{name}.kubeconfig"));
@@ -43,18 +31,6 @@ async fn apply(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
         .apply_until_settled(&plan, Duration::from_secs(30))
         .await;
     assert!(report.is_complete(), "{report}");
-}
-
-fn ready(port: u16) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let _ = write!(stream, "GET /readyz HTTP/1.0\r\nHost: localhost\r\n\r\n");
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
 }
 
 /// Starts `binary` with `args` plus secure metrics on a free port and health on another; waits

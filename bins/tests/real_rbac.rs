@@ -6,8 +6,10 @@
 
 mod support;
 
+use support::process::{Running, free_port, ready};
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
@@ -57,15 +59,6 @@ impl Deployed {
             .join("../deploy")
             .join(self.dir);
         std::fs::read_to_string(dir.join(file)).unwrap()
-    }
-}
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
@@ -144,22 +137,6 @@ fn start(
         .spawn()
         .expect("the binary starts");
     Running(child)
-}
-
-fn free_port() -> u16 {
-    kcp_testbed::ports::free_port("a deployed binary").unwrap()
-}
-
-fn ready(port: u16) -> bool {
-    use std::io::{Read, Write};
-    let Ok(mut stream) = std::net::TcpStream::connect(("127.0.0.1", port)) else {
-        return false;
-    };
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let _ = write!(stream, "GET /readyz HTTP/1.0\r\nHost: localhost\r\n\r\n");
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    answer.starts_with("HTTP/1.1 200") || answer.starts_with("HTTP/1.0 200")
 }
 
 async fn wait_for<F: FnMut() -> bool>(what: &str, within: Duration, mut f: F) {

@@ -1,4 +1,5 @@
 //! Helpers several of `bins`' test targets share.
 #![allow(dead_code)]
 
+pub mod process;
 pub mod secure_metrics;
