@@ -17,6 +17,9 @@
 //!   workers on one key, drain on shutdown) run by [`run_workers`], and start dynamic
 //!   sub-controllers in a [`TaskSet`].
 //!
+//! [`child`] writes children by server-side apply, so a field no longer rendered is removed,
+//! and skips the write when the live object already matches.
+//!
 //! [`drain_controller`] stops a `Controller` that never synced its cache, which kube-runtime alone would
 //! wait for forever.
 //!
@@ -24,6 +27,7 @@
 //! depth) in a `prometheus-client` registry, under controller-runtime's metric names so
 //! existing dashboards keep working.
 
+pub mod child;
 pub mod conditions;
 pub mod drain;
 pub mod error_policy;
@@ -38,6 +42,7 @@ pub mod status;
 pub mod tasks;
 pub mod workers;
 
+pub use child::{Applied, apply_child};
 pub use conditions::{ConditionStatus, ConditionUpdate, StatusCondition, set_condition};
 pub use drain::drain_controller;
 pub use error_policy::ErrorPolicy;

@@ -8,7 +8,9 @@
 //! main stream and mappers reading specs), [`Hub::metas`] (owner-reference triggers) and
 //! [`Hub::changes`] (filtered by a fingerprint, see [`crate::triggers`]).
 //! Kinds only used to find owners (Secrets, Deployments, Services, ConfigMaps) are watched
-//! metadata-only ([`Hub::metadata`]). Objects are kept and passed on without `managedFields`.
+//! metadata-only ([`Hub::metadata`]). Objects are kept and passed on with only the operator's own server-side apply entry of
+//! `managedFields` (the rest is large and read by no pass; that entry tells a pass whether a
+//! child still holds a field it no longer renders, see [`crate::reconcile::ensure`]).
 
 use std::fmt::Debug;
 use std::future::Future;
@@ -291,11 +293,22 @@ fn meta_of<K: Resource>(o: &K) -> PartialObjectMeta<K> {
     }
 }
 
-/// Drops `managedFields` (large, and read by no pass) from the objects of `event`.
+/// Drops every `managedFields` entry but the operator's own apply of the object itself from the
+/// objects of `event`.
 fn strip<K: Resource>(event: &mut watcher::Event<K>) {
     match event {
         watcher::Event::Apply(o) | watcher::Event::InitApply(o) | watcher::Event::Delete(o) => {
-            o.meta_mut().managed_fields = None;
+            let meta = o.meta_mut();
+            if let Some(entries) = meta.managed_fields.as_mut() {
+                entries.retain(|e| {
+                    e.manager.as_deref() == Some(crate::reconcile::FIELD_MANAGER)
+                        && e.operation.as_deref() == Some("Apply")
+                        && e.subresource.as_deref().is_none_or(str::is_empty)
+                });
+            }
+            if meta.managed_fields.as_ref().is_some_and(Vec::is_empty) {
+                meta.managed_fields = None;
+            }
         }
         watcher::Event::Init | watcher::Event::InitDone => {}
     }

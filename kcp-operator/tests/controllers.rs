@@ -96,8 +96,8 @@ async fn wait_ready(
     let deadline = Instant::now() + Duration::from_secs(60);
     while Instant::now() < deadline {
         let _ = tokio::time::timeout(Duration::from_secs(5), async {
-            issue_certificates(config, 1).await;
-            run_deployments(workload).await;
+            issue_certificates(config, NS, 1).await;
+            run_deployments(workload, NS).await;
             sync.sync().await;
         })
         .await;
@@ -106,7 +106,17 @@ async fn wait_ready(
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("the installation did not become ready");
+    let rs: Option<RootShard> = config.get_typed(Some(NS), "root").await.ok().flatten();
+    let shard: Option<Shard> = config.get_typed(Some(NS), "alpha").await.ok().flatten();
+    let kc: Option<Kubeconfig> = config.get_typed(Some(NS), "admin").await.ok().flatten();
+    let vw: Option<VirtualWorkspace> = config.get_typed(Some(NS), "vw-root").await.ok().flatten();
+    panic!(
+        "the installation did not become ready: root {:?}; alpha {:?}; admin {:?}; vw-root {:?}",
+        rs.and_then(|o| o.status).map(|s| s.conditions),
+        shard.and_then(|o| o.status).map(|s| s.conditions),
+        kc.and_then(|o| o.status).map(|s| s.conditions),
+        vw.and_then(|o| o.status).map(|s| s.conditions),
+    );
 }
 
 /// A step run between checks (the config-workload syncer, or nothing).
@@ -151,7 +161,7 @@ async fn with_ten_percent_server_errors_everything_converges_without_duplicates(
     wait_ready(&client, &client, NoSync).await;
     sim.faults().set(FaultConfig::default());
     running.stop().await;
-    let deployments: Vec<Deployment> = all(&client).await;
+    let deployments: Vec<Deployment> = all(&client, NS).await;
     let mut names: Vec<_> = deployments
         .iter()
         .filter_map(|d| d.metadata.name.clone())
@@ -348,8 +358,8 @@ async fn config_and_workload_groups_run_against_separate_servers() {
     wait_ready(&config_client, &workload_client, syncer).await;
     config.stop().await;
     workload.stop().await;
-    let on_config: Vec<Deployment> = all(&config_client).await;
+    let on_config: Vec<Deployment> = all(&config_client, NS).await;
     assert!(on_config.is_empty(), "the config cluster runs no workloads");
-    let on_workload: Vec<Deployment> = all(&workload_client).await;
+    let on_workload: Vec<Deployment> = all(&workload_client, NS).await;
     assert_eq!(on_workload.len(), 6);
 }

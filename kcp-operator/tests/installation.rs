@@ -27,8 +27,8 @@ fn ready(conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition
 
 #[tokio::test]
 async fn example_installation_converges_to_ready_with_every_child() {
-    let (sim, client, kcp) = setup().await;
-    converge(&sim, &client, &kcp).await;
+    let (_sim, client, kcp) = setup().await;
+    converge(&client, NS, &kcp).await;
     let rs: RootShard = client.get_typed(Some(NS), "root").await.unwrap().unwrap();
     let status = rs.status.unwrap();
     assert_eq!(status.phase, "Running");
@@ -107,8 +107,8 @@ async fn example_installation_converges_to_ready_with_every_child() {
 
 #[tokio::test]
 async fn children_carry_upstream_names_labels_and_owner_references() {
-    let (sim, client, kcp) = setup().await;
-    converge(&sim, &client, &kcp).await;
+    let (_sim, client, kcp) = setup().await;
+    converge(&client, NS, &kcp).await;
     let rs: RootShard = client.get_typed(Some(NS), "root").await.unwrap().unwrap();
     let dep: Deployment = client
         .get_typed(Some(NS), "root-kcp")
@@ -170,18 +170,18 @@ async fn children_carry_upstream_names_labels_and_owner_references() {
 
 #[tokio::test]
 async fn second_reconcile_of_an_unchanged_installation_writes_nothing() {
-    let (sim, client, kcp) = setup().await;
-    assert_a_second_pass_writes_nothing(&sim, &client, &kcp).await;
+    let (_sim, client, kcp) = setup().await;
+    assert_a_second_pass_writes_nothing(&client, NS, &kcp).await;
 }
 
 #[tokio::test]
 async fn changed_shard_spec_rolls_its_deployment() {
-    let (sim, client, kcp) = setup().await;
-    converge(&sim, &client, &kcp).await;
+    let (_sim, client, kcp) = setup().await;
+    converge(&client, NS, &kcp).await;
     let mut shard: Shard = client.get_typed(Some(NS), "alpha").await.unwrap().unwrap();
     shard.spec.common.logging = Some(LoggingSpec { level: 6 });
     client.replace_typed(&shard).await.unwrap();
-    converge(&sim, &client, &kcp).await;
+    converge(&client, NS, &kcp).await;
     let dep: Deployment = client
         .get_typed(Some(NS), "alpha-shard-kcp")
         .await
@@ -196,16 +196,16 @@ async fn changed_shard_spec_rolls_its_deployment() {
 
 #[tokio::test]
 async fn renewed_certificate_reaches_the_kubeconfig_secret_and_rolls_deployments() {
-    let (sim, client, kcp) = setup().await;
-    converge(&sim, &client, &kcp).await;
+    let (_sim, client, kcp) = setup().await;
+    converge(&client, NS, &kcp).await;
     let dep_before: Deployment = client
         .get_typed(Some(NS), "root-kcp")
         .await
         .unwrap()
         .unwrap();
-    issue_certificates(&client, 2).await;
-    reconcile_all(&client, &kcp).await;
-    reconcile_all(&client, &kcp).await;
+    issue_certificates(&client, NS, 2).await;
+    reconcile_all(&client, NS, &kcp).await;
+    reconcile_all(&client, NS, &kcp).await;
     let secret: Secret = client
         .get_typed(Some(NS), "admin-kubeconfig")
         .await
@@ -242,8 +242,8 @@ async fn renewed_certificate_reaches_the_kubeconfig_secret_and_rolls_deployments
 
 #[tokio::test]
 async fn deleting_sources_garbage_collects_their_children() {
-    let (sim, client, kcp) = setup().await;
-    converge(&sim, &client, &kcp).await;
+    let (_sim, client, kcp) = setup().await;
+    converge(&client, NS, &kcp).await;
     for name in ["admin"] {
         let target = kcp_core::typed::object_ref_for::<Kubeconfig>(Some(NS), name);
         client
@@ -257,7 +257,7 @@ async fn deleting_sources_garbage_collects_their_children() {
         .await
         .unwrap();
     // The Kubeconfig's RBAC finalizer is released by the next pass.
-    reconcile_all(&client, &kcp).await;
+    reconcile_all(&client, NS, &kcp).await;
     for _ in 0..50 {
         tokio::task::yield_now().await;
     }
@@ -300,8 +300,8 @@ async fn deleting_sources_garbage_collects_their_children() {
 
 #[tokio::test]
 async fn kubeconfig_grants_its_cluster_roles_in_the_target_workspace() {
-    let (sim, client, kcp) = setup().await;
-    converge(&sim, &client, &kcp).await;
+    let (_sim, client, kcp) = setup().await;
+    converge(&client, NS, &kcp).await;
     let kc: Kubeconfig = client.get_typed(Some(NS), "admin").await.unwrap().unwrap();
     assert!(
         kc.metadata
@@ -334,14 +334,14 @@ async fn kubeconfig_grants_its_cluster_roles_in_the_target_workspace() {
 
 #[tokio::test]
 async fn deleting_a_kubeconfig_revokes_its_grants_then_releases_it() {
-    let (sim, client, kcp) = setup().await;
-    converge(&sim, &client, &kcp).await;
+    let (_sim, client, kcp) = setup().await;
+    converge(&client, NS, &kcp).await;
     let target = kcp_core::typed::object_ref_for::<Kubeconfig>(Some(NS), "admin");
     client
         .delete(&target, &DeleteOptions::default())
         .await
         .unwrap();
-    reconcile_all(&client, &kcp).await;
+    reconcile_all(&client, NS, &kcp).await;
     assert!(kcp.bindings("root:team-a").await.is_empty());
     assert!(
         client
@@ -354,8 +354,8 @@ async fn deleting_a_kubeconfig_revokes_its_grants_then_releases_it() {
 
 #[tokio::test]
 async fn kubeconfig_finalizer_is_released_when_the_target_is_gone() {
-    let (sim, client, kcp) = setup().await;
-    converge(&sim, &client, &kcp).await;
+    let (_sim, client, kcp) = setup().await;
+    converge(&client, NS, &kcp).await;
     for kind in ["edge"] {
         let target = kcp_core::typed::object_ref_for::<FrontProxy>(Some(NS), kind);
         client
@@ -368,7 +368,7 @@ async fn kubeconfig_finalizer_is_released_when_the_target_is_gone() {
         .delete(&target, &DeleteOptions::default())
         .await
         .unwrap();
-    reconcile_all(&client, &kcp).await;
+    reconcile_all(&client, NS, &kcp).await;
     assert!(
         client
             .get_typed::<Kubeconfig>(Some(NS), "admin")
@@ -381,8 +381,8 @@ async fn kubeconfig_finalizer_is_released_when_the_target_is_gone() {
 
 #[tokio::test]
 async fn deleting_a_shard_removes_its_kcp_registration_then_releases_it() {
-    let (sim, client, kcp) = setup().await;
-    converge(&sim, &client, &kcp).await;
+    let (_sim, client, kcp) = setup().await;
+    converge(&client, NS, &kcp).await;
     let shard: Shard = client.get_typed(Some(NS), "alpha").await.unwrap().unwrap();
     assert!(
         shard
@@ -404,7 +404,7 @@ async fn deleting_a_shard_removes_its_kcp_registration_then_releases_it() {
             .is_some(),
         "held by the finalizer"
     );
-    reconcile_all(&client, &kcp).await;
+    reconcile_all(&client, NS, &kcp).await;
     assert!(
         client
             .get_typed::<Shard>(Some(NS), "alpha")

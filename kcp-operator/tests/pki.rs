@@ -30,7 +30,7 @@ async fn self_signed_cluster_issuer(client: &dyn ObjectClient) {
 
 /// One pass of the built-in issuer over every Certificate at `at`.
 async fn issue_builtin(client: &dyn ObjectClient, at: i64) {
-    for cert in all::<Certificate>(client).await {
+    for cert in all::<Certificate>(client, NS).await {
         reconcile_certificate_at(client, &BuiltinPki::default(), &cert, at)
             .await
             .unwrap();
@@ -40,9 +40,9 @@ async fn issue_builtin(client: &dyn ObjectClient, at: i64) {
 async fn converge_builtin(sim: &Server, client: &dyn ObjectClient, kcp: &Kcp) {
     let mut last = 0;
     for _ in 0..16 {
-        reconcile_all(client, kcp).await;
+        reconcile_all(client, NS, kcp).await;
         issue_builtin(client, now()).await;
-        run_deployments(client).await;
+        run_deployments(client, NS).await;
         let rv = sim.resource_version();
         if rv == last {
             return;
@@ -91,7 +91,7 @@ async fn every_certificate_is_issued_chained_to_its_issuers_ca_with_the_sans_and
  {
     let (sim, client, kcp) = setup_builtin().await;
     converge_builtin(&sim, &client, &kcp).await;
-    let certs = all::<Certificate>(&client).await;
+    let certs = all::<Certificate>(&client, NS).await;
     assert!(
         certs.len() > 20,
         "the example has {} Certificates",
@@ -192,7 +192,7 @@ async fn a_renewal_reaches_the_kubeconfig_secret() {
         .unwrap()
         .unwrap();
     assert_eq!(renewed.status.unwrap().revision, Some(2));
-    reconcile_all(&client, &kcp).await;
+    reconcile_all(&client, NS, &kcp).await;
     let kubeconfig = key(&secret(&client, "admin-kubeconfig").await, "kubeconfig");
     let encoded = serde_json::to_value(k8s_openapi::ByteString(after.into_bytes())).unwrap();
     assert!(

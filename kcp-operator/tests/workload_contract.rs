@@ -44,12 +44,12 @@ async fn delete<K: kube::Resource<DynamicType = ()>>(client: &dyn ObjectClient, 
 
 #[tokio::test]
 async fn enabled_budgets_are_created_next_to_their_deployments() {
-    let (sim, client, kcp) = setup().await;
+    let (_sim, client, kcp) = setup().await;
     set_root_shard_budget(&client, budget(1)).await;
     let mut fp: FrontProxy = client.get_typed(Some(NS), "edge").await.unwrap().unwrap();
     fp.spec.pod_disruption_budget = budget(1);
     client.replace_typed(&fp).await.unwrap();
-    converge(&sim, &client, &kcp).await;
+    converge(&client, NS, &kcp).await;
 
     let root = pdb(&client, "root-kcp").await.expect("root-kcp budget");
     let crs: CompiledRootShard = client.get_typed(Some(NS), "root").await.unwrap().unwrap();
@@ -105,9 +105,9 @@ async fn a_budget_with_both_bounds_is_refused_by_the_api_server() {
 
 #[tokio::test]
 async fn a_budget_is_deleted_when_it_is_disabled() {
-    let (sim, client, kcp) = setup().await;
+    let (_sim, client, kcp) = setup().await;
     set_root_shard_budget(&client, budget(1)).await;
-    converge(&sim, &client, &kcp).await;
+    converge(&client, NS, &kcp).await;
     assert!(pdb(&client, "root-kcp").await.is_some());
 
     set_root_shard_budget(
@@ -118,13 +118,13 @@ async fn a_budget_is_deleted_when_it_is_disabled() {
         }),
     )
     .await;
-    converge(&sim, &client, &kcp).await;
+    converge(&client, NS, &kcp).await;
     assert!(pdb(&client, "root-kcp").await.is_none());
 }
 
 #[tokio::test]
 async fn a_budget_someone_else_owns_is_left_alone() {
-    let (sim, client, kcp) = setup().await;
+    let (_sim, client, kcp) = setup().await;
     let theirs = PodDisruptionBudget {
         metadata: kube::api::ObjectMeta {
             name: Some("root-kcp".into()),
@@ -134,17 +134,17 @@ async fn a_budget_someone_else_owns_is_left_alone() {
         ..Default::default()
     };
     client.create_typed(&theirs).await.unwrap();
-    converge(&sim, &client, &kcp).await;
+    converge(&client, NS, &kcp).await;
     assert!(pdb(&client, "root-kcp").await.is_some());
 }
 
 #[tokio::test]
 async fn deleting_the_source_garbage_collects_its_budget() {
-    let (sim, client, kcp) = setup().await;
+    let (_sim, client, kcp) = setup().await;
     let mut cs: CacheServer = client.get_typed(Some(NS), "cache").await.unwrap().unwrap();
     cs.spec.pod_disruption_budget = budget(1);
     client.replace_typed(&cs).await.unwrap();
-    converge(&sim, &client, &kcp).await;
+    converge(&client, NS, &kcp).await;
     assert!(pdb(&client, "cache-cache-server").await.is_some());
 
     delete::<CacheServer>(&client, "cache").await;
@@ -156,15 +156,15 @@ async fn deleting_the_source_garbage_collects_its_budget() {
 
 #[tokio::test]
 async fn a_second_pass_with_budgets_writes_nothing() {
-    let (sim, client, kcp) = setup().await;
+    let (_sim, client, kcp) = setup().await;
     set_root_shard_budget(&client, budget(1)).await;
-    assert_a_second_pass_writes_nothing(&sim, &client, &kcp).await;
+    assert_a_second_pass_writes_nothing(&client, NS, &kcp).await;
 }
 
 #[tokio::test]
 async fn compiled_objects_list_the_secrets_their_workload_requires() {
-    let (sim, client, kcp) = setup().await;
-    converge(&sim, &client, &kcp).await;
+    let (_sim, client, kcp) = setup().await;
+    converge(&client, NS, &kcp).await;
     let crs: CompiledRootShard = client.get_typed(Some(NS), "root").await.unwrap().unwrap();
     let required = &crs.spec.required_secrets;
     for name in [
@@ -199,8 +199,8 @@ async fn compiled_objects_list_the_secrets_their_workload_requires() {
 
 #[tokio::test]
 async fn a_missing_required_secret_is_named_instead_of_writing_a_deployment() {
-    let (sim, client, kcp) = setup().await;
-    converge(&sim, &client, &kcp).await;
+    let (_sim, client, kcp) = setup().await;
+    converge(&client, NS, &kcp).await;
     delete::<Deployment>(&client, "alpha-shard-kcp").await;
     delete::<Secret>(&client, "alpha-server").await;
 
