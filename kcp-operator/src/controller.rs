@@ -10,7 +10,12 @@
 //!   Certificate of that owner is ready (or when one is deleted);
 //! * Shard spec changes wake their RootShard; RootShard spec changes wake its Shards and
 //!   FrontProxies;
-//! * any Secret event wakes the Compiled* objects whose Deployment may mount it;
+//! * a Shard appearing or changing wakes the VirtualWorkspaces naming it in `shardRef`;
+//! * a RootShard, Shard or FrontProxy appearing or changing wakes the Kubeconfigs targeting it
+//!   (a Kubeconfig applied before its target also retries with backoff);
+//! * any Secret event wakes the Compiled* objects whose Deployment may mount it (those listing
+//!   it in `spec.requiredSecrets` always, so a renewed Kubeconfig Secret rolls the
+//!   VirtualWorkspace mounting it);
 //! * a Secret labelled `operator.kcp.io/kubeconfig=<kc>` (the client certificate) wakes that
 //!   Kubeconfig, so a renewal reaches the kubeconfig Secret at once.
 //!
@@ -340,9 +345,10 @@ fn follows_root_shard<K: Reconciled>(
 }
 
 /// The Kubeconfig controller: woken by its client certificate's Secret (labelled
-/// `operator.kcp.io/kubeconfig`).
+/// `operator.kcp.io/kubeconfig`), and by its target (a RootShard, Shard or FrontProxy) appearing
+/// or changing, so a Kubeconfig applied before its target does not wait for its backoff.
 fn kubeconfig_controller(hubs: &mut Hubs) -> Controller<Kubeconfig> {
-    controller::<Kubeconfig>(hubs)
+    let controller = controller::<Kubeconfig>(hubs)
         .owns_stream(certificates(hubs))
         .watches_stream(hubs.meta::<Secret>().metas_only(), |s| {
             let ns = s.metadata.namespace.clone().unwrap_or_default();
@@ -350,15 +356,45 @@ fn kubeconfig_controller(hubs: &mut Hubs) -> Controller<Kubeconfig> {
                 .labels
                 .and_then(|l| l.get(KUBECONFIG_LABEL).cloned())
                 .map(|n| ObjectRef::new(&n).within(&ns))
-        })
+        });
+    let controller = wakes_kubeconfigs::<RootShard>(controller, hubs, |t, name| match t {
+        TargetRef::RootShard(n) => n == name,
+        // A Shard or FrontProxy target is reached through its RootShard.
+        TargetRef::Shard(_) | TargetRef::FrontProxy(_) => true,
+    });
+    let controller = wakes_kubeconfigs::<Shard>(
+        controller,
+        hubs,
+        |t, name| matches!(t, TargetRef::Shard(n) if n == name),
+    );
+    wakes_kubeconfigs::<FrontProxy>(
+        controller,
+        hubs,
+        |t, name| matches!(t, TargetRef::FrontProxy(n) if n == name),
+    )
 }
 
-fn config_controllers(
+/// Wakes the Kubeconfigs whose target `is_target` says a changed `T` named `name` is.
+fn wakes_kubeconfigs<T: Reconciled + Shared>(
+    controller: Controller<Kubeconfig>,
     hubs: &mut Hubs,
-    ctx: &Arc<Context>,
-    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
-) -> Vec<BoxFuture<'static, ()>> {
-    let rs = root_shard_controller(hubs);
+    is_target: impl Fn(TargetRef<'_>, &str) -> bool + Send + Sync + 'static,
+) -> Controller<Kubeconfig> {
+    let store = controller.store();
+    controller.watches_stream(hubs.of::<T>().changes(spec_fingerprint::<T>), move |t| {
+        let name = t.meta().name.clone().unwrap_or_default();
+        refs(&store, t.meta().namespace.as_deref(), |kc: &Kubeconfig| {
+            kc.spec
+                .target
+                .resolve()
+                .is_some_and(|r| is_target(r, &name))
+        })
+    })
+}
+
+/// The VirtualWorkspace controller: woken by the RootShard it serves, and by the Shard it
+/// names appearing or changing (a VirtualWorkspace may be applied before its Shard).
+fn virtual_workspace_controller(hubs: &mut Hubs) -> Controller<VirtualWorkspace> {
     let vws = controller::<VirtualWorkspace>(hubs)
         .owns_stream(certificates(hubs))
         .owns_stream(hubs.of::<CompiledVirtualWorkspace>().metas());
@@ -370,6 +406,29 @@ fn config_controllers(
             .is_some_and(|r| r.name == rs)
             || v.spec.target.shard_ref.is_some()
     });
+    let store = vws.store();
+    vws.watches_stream(
+        hubs.of::<Shard>().changes(spec_fingerprint::<Shard>),
+        move |shard| {
+            let name = shard.metadata.name.clone();
+            refs(
+                &store,
+                shard.metadata.namespace.as_deref(),
+                |v: &VirtualWorkspace| {
+                    v.spec.target.shard_ref.as_ref().map(|r| &r.name) == name.as_ref()
+                },
+            )
+        },
+    )
+}
+
+fn config_controllers(
+    hubs: &mut Hubs,
+    ctx: &Arc<Context>,
+    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
+) -> Vec<BoxFuture<'static, ()>> {
+    let rs = root_shard_controller(hubs);
+    let vws = virtual_workspace_controller(hubs);
     let shards = controller::<Shard>(hubs)
         .owns_stream(certificates(hubs))
         .owns_stream(hubs.of::<CompiledShard>().metas());
@@ -526,17 +585,28 @@ async fn refresh_metrics(stores: Stores, metrics: Metrics, shutdown: impl Future
 trait Compiled: Reconciled {
     /// The RootShard whose Secrets (labelled `operator.kcp.io/rootshard`) it mounts.
     fn root_shard(&self) -> Option<&str>;
+
+    /// The Secrets its Deployment mounts (`spec.requiredSecrets`).
+    fn required_secrets(&self) -> &[String];
 }
 
 impl Compiled for CompiledRootShard {
     fn root_shard(&self) -> Option<&str> {
         self.metadata.name.as_deref()
     }
+
+    fn required_secrets(&self) -> &[String] {
+        &self.spec.required_secrets
+    }
 }
 
 impl Compiled for CompiledCacheServer {
     fn root_shard(&self) -> Option<&str> {
         None
+    }
+
+    fn required_secrets(&self) -> &[String] {
+        &self.spec.required_secrets
     }
 }
 
@@ -546,6 +616,10 @@ macro_rules! compiled_of_root_shard {
             fn root_shard(&self) -> Option<&str> {
                 Some(&self.spec.root_shard.name)
             }
+
+            fn required_secrets(&self) -> &[String] {
+                &self.spec.required_secrets
+            }
         }
     )*};
 }
@@ -553,13 +627,20 @@ macro_rules! compiled_of_root_shard {
 compiled_of_root_shard!(CompiledShard, CompiledFrontProxy, CompiledVirtualWorkspace);
 
 /// Whether a Secret event may concern `o`'s Deployment:
+/// * a Secret it lists in `spec.requiredSecrets` does (a VirtualWorkspace mounts Kubeconfig
+///   Secrets, so their renewal must roll it);
 /// * a Secret a Compiled* object controls (a proxy's dynamic kubeconfig) concerns only it;
 /// * a Secret of an installation (labelled `operator.kcp.io/rootshard`) concerns only the
 ///   Compiled* objects of that RootShard;
-/// * a Kubeconfig's Secrets (its client certificate, labelled `operator.kcp.io/kubeconfig`, or
-///   its output, controlled by the Kubeconfig) are never mounted;
+/// * other Kubeconfig Secrets (a client certificate, labelled `operator.kcp.io/kubeconfig`, or an
+///   output, controlled by the Kubeconfig) are not mounted;
 /// * any other Secret (a CacheServer's, or one a user provides) may be mounted by any of them.
 fn secret_concerns<K: Compiled>(o: &K, secret: &kube::api::ObjectMeta) -> bool {
+    if let Some(name) = secret.name.as_ref()
+        && o.required_secrets().contains(name)
+    {
+        return true;
+    }
     let controller = secret
         .owner_references
         .iter()
@@ -955,6 +1036,19 @@ mod tests {
         );
         assert!(secret_concerns(&fp, &dynamic));
         assert!(!secret_concerns(&root, &dynamic));
+    }
+
+    #[test]
+    fn a_kubeconfig_secret_a_virtual_workspace_mounts_wakes_it() {
+        let mut vw = CompiledVirtualWorkspace::new("vw", CompiledVirtualWorkspaceSpec::default());
+        vw.spec.required_secrets = vec!["vw-server-kubeconfig".into()];
+        let mut output = secret(
+            &[],
+            Some(("operator.kcp.io/v1alpha1", "Kubeconfig", "vw-server")),
+        );
+        assert!(!secret_concerns(&vw, &output));
+        output.name = Some("vw-server-kubeconfig".into());
+        assert!(secret_concerns(&vw, &output));
     }
 
     #[test]

@@ -16,6 +16,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kcp_core::client::DeleteOptions;
 use kcp_core::{ObjectClient as _, ObjectClientExt as _};
 use kcp_operator::api::*;
+use kcp_operator::reconcile::kubeconfig;
 use kcp_operator::render::certmanager::{Certificate, Issuer};
 
 fn ready(conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]) -> Option<&str> {
@@ -377,6 +378,35 @@ async fn kubeconfig_finalizer_is_released_when_the_target_is_gone() {
             .is_none(),
         "the finalizer must not hold the Kubeconfig"
     );
+}
+
+#[tokio::test]
+async fn a_kubeconfig_keeps_its_finalizer_and_grants_while_its_target_is_briefly_gone() {
+    let (_sim, client, kcp) = setup().await;
+    converge(&client, NS, &kcp).await;
+    let front_proxy = kcp_core::typed::object_ref_for::<FrontProxy>(Some(NS), "edge");
+    client
+        .delete(&front_proxy, &DeleteOptions::default())
+        .await
+        .unwrap();
+    let kc: Kubeconfig = client.get_typed(Some(NS), "admin").await.unwrap().unwrap();
+    let err = kubeconfig::reconcile_kubeconfig(&client, &kcp, &kc)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("spec.target.frontProxyRef"),
+        "{err}"
+    );
+    assert!(err.is_transient(), "retried with backoff: {err}");
+    let kc: Kubeconfig = client.get_typed(Some(NS), "admin").await.unwrap().unwrap();
+    assert_eq!(kc.status.unwrap().phase, "Failed");
+    assert!(
+        kc.metadata
+            .finalizers
+            .unwrap_or_default()
+            .contains(&"operator.kcp.io/cleanup-rbac".to_owned())
+    );
+    assert!(!kcp.bindings("root:team-a").await.is_empty());
 }
 
 #[tokio::test]

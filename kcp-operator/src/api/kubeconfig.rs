@@ -149,6 +149,15 @@ pub enum TargetRef<'a> {
 }
 
 impl TargetRef<'_> {
+    /// The field of the Kubeconfig that names it, e.g. `spec.target.frontProxyRef`.
+    pub fn field(&self) -> &'static str {
+        match self {
+            TargetRef::RootShard(_) => "spec.target.rootShardRef",
+            TargetRef::Shard(_) => "spec.target.shardRef",
+            TargetRef::FrontProxy(_) => "spec.target.frontProxyRef",
+        }
+    }
+
     /// `RootShard/<n>`, `Shard/<n>` or `FrontProxy/<n>` (the `status.targetName` form).
     pub fn display_name(&self) -> String {
         match self {

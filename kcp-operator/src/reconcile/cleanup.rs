@@ -159,7 +159,10 @@ pub fn render_cluster_role_binding(kc: &Kubeconfig, role: &str) -> ClusterRoleBi
 }
 
 /// Brings the Kubeconfig's grants in line and returns the workspace they now live in
-/// (`status.authorization.provisionedCluster`). `target` is `None` when the target is gone.
+/// (`status.authorization.provisionedCluster`). `target` is `None` when the target is gone:
+/// while the Kubeconfig lives that may be momentary (a FrontProxy recreated), so the finalizer
+/// and the grants stay; once it is deleted there is nothing left to reach them through, and
+/// the finalizer goes rather than hold the object forever.
 pub async fn kubeconfig_rbac(
     client: &dyn ObjectClient,
     addresser: &dyn Addresser,
@@ -175,9 +178,11 @@ pub async fn kubeconfig_rbac(
         .and_then(|s| s.authorization.as_ref())
         .map(|a| a.provisioned_cluster.clone());
     let Some(target) = target else {
-        // Nothing to reach: drop the finalizer rather than hold the object forever.
-        remove(client, kc, FINALIZER_CLEANUP_RBAC).await?;
-        return Ok(None);
+        if deleting {
+            remove(client, kc, FINALIZER_CLEANUP_RBAC).await?;
+            return Ok(None);
+        }
+        return Ok(provisioned);
     };
     if let Some(old) = provisioned
         .as_ref()

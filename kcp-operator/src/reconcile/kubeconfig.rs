@@ -20,7 +20,7 @@ use super::ensure::ensure;
 use super::{core, describe, owner_ref};
 use crate::addresser::{Addresser, Endpoint};
 use crate::api::*;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::render::certmanager::Certificate;
 use crate::render::kubeconfig::{EmbeddedCredentials, render_kubeconfig_secret};
 use crate::render::names::{self, Component};
@@ -204,13 +204,17 @@ async fn credentials(
 }
 
 /// One pass over a Kubeconfig; `addresser` reaches kcp for the RBAC part.
+///
+/// The Secret does not wait for the RBAC: it is written first, and a failure to reach kcp (the
+/// target workspace not existing yet, kcp unreachable from an out-of-cluster run) only delays
+/// the ClusterRoleBindings, which are retried with backoff. A missing target is written to
+/// status and retried with backoff too (its creation also wakes the Kubeconfig).
 pub async fn reconcile_kubeconfig(
     client: &dyn ObjectClient,
     addresser: &dyn Addresser,
     kc: &Kubeconfig,
 ) -> Result<Outcome> {
     let ns = kc.metadata.namespace.clone().unwrap_or_default();
-    let name = kc.metadata.name.clone().unwrap_or_default();
     let target_ref = kc.spec.target.resolve();
     let target = match target_ref {
         Some(t) => resolve(client, &ns, t).await?,
@@ -227,32 +231,70 @@ pub async fn reconcile_kubeconfig(
         kubeconfig_rbac(client, addresser, kc, rbac_target).await?;
         return Ok(Outcome::Done);
     }
-    let provisioned = kubeconfig_rbac(client, addresser, kc, rbac_target).await?;
-    let (reference, available, not_after, outcome) = match &target {
-        None => (
-            ConditionUpdate::new(CONDITION_REFERENCE_VALID, false, "ReferenceNotFound")
+    let previously = kc
+        .status
+        .as_ref()
+        .and_then(|s| s.authorization.as_ref())
+        .map(|a| a.provisioned_cluster.clone());
+    let Some(target) = &target else {
+        let observed = Observed {
+            reference: ConditionUpdate::new(CONDITION_REFERENCE_VALID, false, "ReferenceNotFound")
                 .message(format!("{}: the target does not exist.", describe(kc))),
-            ConditionUpdate::new(CONDITION_AVAILABLE, false, "ReferenceNotFound")
+            available: ConditionUpdate::new(CONDITION_AVAILABLE, false, "ReferenceNotFound")
                 .message("No target."),
-            None,
-            Outcome::Done,
-        ),
-        Some(target) => {
-            let (available, not_after, outcome) = provision(client, &ns, kc, target).await?;
-            (
-                ConditionUpdate::new(CONDITION_REFERENCE_VALID, true, "ReferenceValid")
-                    .message("The target exists."),
-                available,
-                not_after,
-                outcome,
-            )
-        }
+            not_after: None,
+            provisioned: previously,
+        };
+        write_kubeconfig_status(client, kc, observed).await?;
+        return match target_ref {
+            Some(t) => Err(Error::MissingReference {
+                object: describe(kc),
+                field: t.field().to_owned(),
+                target: t.display_name(),
+            }),
+            None => Ok(Outcome::Done),
+        };
     };
+    let (available, not_after, outcome) = provision(client, &ns, kc, target).await?;
+    let rbac = kubeconfig_rbac(client, addresser, kc, rbac_target).await;
+    let observed = Observed {
+        reference: ConditionUpdate::new(CONDITION_REFERENCE_VALID, true, "ReferenceValid")
+            .message("The target exists."),
+        available,
+        not_after,
+        provisioned: rbac.as_ref().map_or(previously, Clone::clone),
+    };
+    write_kubeconfig_status(client, kc, observed).await?;
+    rbac?;
+    Ok(outcome)
+}
+
+/// What one pass found out about a Kubeconfig, for its status.
+struct Observed {
+    reference: ConditionUpdate,
+    available: ConditionUpdate,
+    not_after: Option<String>,
+    /// The workspace its ClusterRoleBindings live in.
+    provisioned: Option<String>,
+}
+
+async fn write_kubeconfig_status(
+    client: &dyn ObjectClient,
+    kc: &Kubeconfig,
+    observed: Observed,
+) -> Result<()> {
+    let ns = kc.metadata.namespace.clone().unwrap_or_default();
+    let name = kc.metadata.name.clone().unwrap_or_default();
     let generation = kc.metadata.generation;
-    let target_name = target_ref.map(|t| t.display_name()).unwrap_or_default();
+    let target_name = kc
+        .spec
+        .target
+        .resolve()
+        .map(|t| t.display_name())
+        .unwrap_or_default();
     write_status::<Kubeconfig, _>(client, Some(&ns), &name, |obj| {
         let s = obj.status.get_or_insert_with(Default::default);
-        let updates = [reference.clone(), available.clone()];
+        let updates = [observed.reference.clone(), observed.available.clone()];
         apply_status(
             &mut s.conditions,
             &mut s.phase,
@@ -261,11 +303,12 @@ pub async fn reconcile_kubeconfig(
             generation,
             false,
         );
-        s.phase = kubeconfig_phase(&reference, &available).to_owned();
+        s.phase = kubeconfig_phase(&observed.reference, &observed.available).to_owned();
         s.target_name.clone_from(&target_name);
-        s.certificate_not_after.clone_from(&not_after);
+        s.certificate_not_after.clone_from(&observed.not_after);
         s.authorization =
-            provisioned
+            observed
+                .provisioned
                 .clone()
                 .map(|provisioned_cluster| KubeconfigAuthorizationStatus {
                     provisioned_cluster,
@@ -273,7 +316,7 @@ pub async fn reconcile_kubeconfig(
     })
     .await
     .map_err(core(format!("writing the status of {}", describe(kc))))?;
-    Ok(outcome)
+    Ok(())
 }
 
 /// `Failed` when the target is missing, `Ready` once the Secret is written, else

@@ -36,19 +36,28 @@ pub struct Kcp {
 impl Kcp {
     pub async fn start() -> Self {
         let server = Server::start(Config::kcp()).await.unwrap();
-        let root = server.object_client("root");
-        let ws = "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {name: team-a}\n";
-        apply_objects(&root, parse_manifests("ws.yaml", ws).unwrap()).await;
+        let kcp = Kcp {
+            server: Arc::new(server),
+        };
+        kcp.add_workspace("team-a").await;
+        kcp
+    }
+
+    /// Creates the workspace `root:<name>` and waits until it is Ready.
+    pub async fn add_workspace(&self, name: &str) {
+        let root = self.server.object_client("root");
+        let ws = format!(
+            "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\n"
+        );
+        apply_objects(&root, parse_manifests("ws.yaml", &ws).unwrap()).await;
         for _ in 0..200 {
-            let w: Option<kcp_core::kcp::Workspace> = root.get_typed(None, "team-a").await.unwrap();
+            let w: Option<kcp_core::kcp::Workspace> = root.get_typed(None, name).await.unwrap();
             if w.and_then(|w| w.status).and_then(|s| s.phase).as_deref() == Some("Ready") {
-                break;
+                return;
             }
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
-        Kcp {
-            server: Arc::new(server),
-        }
+        panic!("workspace root:{name} did not become ready");
     }
 
     /// The ClusterRoleBindings in a workspace.
@@ -97,11 +106,17 @@ pub struct Bed {
 }
 
 pub async fn setup_bed() -> Bed {
+    let bed = bare_bed().await;
+    apply_examples_in(bed.client.as_ref(), &bed.ns).await;
+    bed
+}
+
+/// A [`Bed`] without the examples.
+pub async fn bare_bed() -> Bed {
     let kube = kcp_testbed::KubeBed::start().await.unwrap();
     let client = kube.object_client().await.unwrap();
     let ns = kube.namespace(NS);
     prepare(client.as_ref(), &ns).await;
-    apply_examples_in(client.as_ref(), &ns).await;
     Bed {
         kube,
         client,
@@ -144,7 +159,7 @@ pub async fn apply_objects(client: &dyn ObjectClient, objects: Vec<kube::api::Dy
     let report = Applier::new(client, ApplierConfig::new("test"))
         .apply_until_settled(&plan, std::time::Duration::from_secs(60))
         .await;
-    assert!(report.is_complete(), "{report}");
+    assert!(report.is_complete(), "{report}: {report:?}");
 }
 
 pub async fn all<K>(client: &dyn ObjectClient, ns: &str) -> Vec<K>
@@ -397,7 +412,12 @@ pub async fn apply_examples(client: &dyn ObjectClient) {
 
 /// Applies the spec's example manifests into namespace `ns`.
 pub async fn apply_examples_in(client: &dyn ObjectClient, ns: &str) {
+    apply_objects(client, examples_in(ns)).await;
+}
+
+/// The spec's example manifests, in namespace `ns`.
+pub fn examples_in(ns: &str) -> Vec<kube::api::DynamicObject> {
     let examples = include_str!("../fixtures/examples.yaml")
         .replace("namespace: kcp}", &format!("namespace: {ns}}}"));
-    apply_objects(client, parse_manifests("examples.yaml", &examples).unwrap()).await;
+    parse_manifests("examples.yaml", &examples).unwrap()
 }
