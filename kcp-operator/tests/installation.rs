@@ -410,6 +410,28 @@ async fn a_kubeconfig_keeps_its_finalizer_and_grants_while_its_target_is_briefly
 }
 
 #[tokio::test]
+async fn an_object_being_deleted_reports_phase_deleting() {
+    let (_sim, client, kcp) = setup().await;
+    converge(&client, NS, &kcp).await;
+    let mut fp: FrontProxy = client.get_typed(Some(NS), "edge").await.unwrap().unwrap();
+    fp.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    client.replace_typed(&fp).await.unwrap();
+    let target = kcp_core::typed::object_ref_for::<FrontProxy>(Some(NS), "edge");
+    client
+        .delete(&target, &DeleteOptions::default())
+        .await
+        .unwrap();
+    let fp: FrontProxy = client.get_typed(Some(NS), "edge").await.unwrap().unwrap();
+    kcp_operator::reconcile::config::reconcile_front_proxy(&client, &fp)
+        .await
+        .unwrap();
+    let fp: FrontProxy = client.get_typed(Some(NS), "edge").await.unwrap().unwrap();
+    let status = fp.status.unwrap();
+    assert_eq!(status.phase, "Deleting");
+    assert!(!status.conditions.is_empty(), "the conditions stay");
+}
+
+#[tokio::test]
 async fn deleting_a_shard_removes_its_kcp_registration_then_releases_it() {
     let (_sim, client, kcp) = setup().await;
     converge(&client, NS, &kcp).await;

@@ -98,17 +98,31 @@ pub struct ExternalConfig {
     /// The external host name (a DNS record pointing at the front-proxy).
     pub hostname: String,
     /// The external port clients connect to.
+    #[schemars(schema_with = "go_uint32")]
     pub port: u32,
     /// The port of the front-proxy's Service when the external endpoint is served by an
     /// Ingress, Gateway or load balancer on another port; `port` when unset (as upstream).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "go_optional_uint32")]
     pub service_port: Option<u32>,
     /// A host name for internal access to front-proxy services; `hostname` when unset.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub private_hostname: String,
     /// A port for internal access; `port` when unset.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "go_optional_uint32")]
     pub private_port: Option<u32>,
+}
+
+/// The schema upstream's CRDs give a Go `uint32` (controller-gen writes `format: int32`; a
+/// real API server knows no `uint32` format).
+fn go_uint32(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "integer", "format": "int32"})
+}
+
+/// [`go_uint32`] for an optional field.
+fn go_optional_uint32(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"type": "integer", "format": "int32", "nullable": true})
 }
 
 /// A reference to an object by name, kind and group (an Issuer or ClusterIssuer).
@@ -396,12 +410,13 @@ pub struct AuthSpec {
     /// ServiceAccount authentication.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service_account: Option<ServiceAccountAuthentication>,
-    /// Groups dropped before requests are forwarded to shards (front-proxy).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub drop_groups: Vec<String>,
+    /// Groups dropped before requests are forwarded to shards (front-proxy). An explicitly
+    /// empty list is passed on as an empty flag, as upstream does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drop_groups: Option<Vec<String>>,
     /// Groups passed on to shards (front-proxy).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub pass_on_groups: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pass_on_groups: Option<Vec<String>>,
 }
 
 impl AuthSpec {

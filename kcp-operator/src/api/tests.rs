@@ -103,7 +103,10 @@ fn every_example_manifest_deserializes_into_its_kind() {
     assert_eq!(shard.spec.root_shard.name(), Some("root"));
     assert_eq!(shard.spec.common.logging.unwrap().level, 4);
     let fp: FrontProxy = serde_json::from_value(docs[2].clone()).unwrap();
-    assert_eq!(fp.spec.auth.unwrap().drop_groups, ["system:masters"]);
+    assert_eq!(
+        fp.spec.auth.unwrap().drop_groups.unwrap(),
+        ["system:masters"]
+    );
     let cs: CacheServer = serde_json::from_value(docs[3].clone()).unwrap();
     assert_eq!(cs.spec.replicas, Some(2));
     let kc: Kubeconfig = serde_json::from_value(docs[4].clone()).unwrap();

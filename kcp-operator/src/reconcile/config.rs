@@ -12,7 +12,7 @@ use kcp_core::runtime::conditions::ConditionUpdate;
 use kcp_core::runtime::{Outcome, write_status};
 
 use super::ensure::ensure;
-use super::phased::{compiled_available, write_phased};
+use super::phased::{compiled_available, write_deleting, write_phased};
 use super::{
     CertificateState, core, describe, ensure_certificates, ensure_merged_bundle, owner_ref,
     set_conditions,
@@ -195,7 +195,7 @@ async fn ensure_root_shard_bundles(
 
 /// One pass over a RootShard (spec section 5.1).
 pub async fn reconcile_root_shard(client: &dyn ObjectClient, rs: &RootShard) -> Result<Outcome> {
-    if rs.metadata.deletion_timestamp.is_some() {
+    if write_deleting(client, rs).await?.is_some() {
         return Ok(Outcome::Done);
     }
     let owner = owner_ref(rs)?;
@@ -290,9 +290,11 @@ pub async fn reconcile_shard(
     addresser: &dyn Addresser,
     shard: &Shard,
 ) -> Result<Outcome> {
-    if super::cleanup::shard_finalizer(client, addresser, shard).await? {
+    if let Some(deleting) = write_deleting(client, shard).await? {
+        super::cleanup::shard_finalizer(client, addresser, &deleting).await?;
         return Ok(Outcome::Done);
     }
+    super::cleanup::shard_finalizer(client, addresser, shard).await?;
     let (name, ns) = name_ns(&shard.metadata);
     let (rs, rs_condition) = root_shard_of(client, &ns, &shard.spec.root_shard).await?;
     let mut outcome = Outcome::Done;
@@ -378,7 +380,7 @@ async fn shard_children(
 
 /// One pass over a FrontProxy (spec section 5.4).
 pub async fn reconcile_front_proxy(client: &dyn ObjectClient, fp: &FrontProxy) -> Result<Outcome> {
-    if fp.metadata.deletion_timestamp.is_some() {
+    if write_deleting(client, fp).await?.is_some() {
         return Ok(Outcome::Done);
     }
     let (name, ns) = name_ns(&fp.metadata);
@@ -454,7 +456,7 @@ pub async fn reconcile_cache_server(
     client: &dyn ObjectClient,
     cs: &CacheServer,
 ) -> Result<Outcome> {
-    if cs.metadata.deletion_timestamp.is_some() {
+    if write_deleting(client, cs).await?.is_some() {
         return Ok(Outcome::Done);
     }
     let owner = owner_ref(cs)?;

@@ -68,14 +68,30 @@ pub fn front_proxy_url(fp: &FrontProxySpec, rs: &RootShardSpec) -> String {
     if let Some(e) = fp.external.as_ref().filter(|e| !e.hostname.is_empty()) {
         return format!("https://{}:{}", e.hostname, e.port);
     }
-    if !fp.external_hostname.is_empty() {
-        return if fp.external_hostname.contains(':') {
-            format!("https://{}", fp.external_hostname)
-        } else {
-            format!("https://{}:6443", fp.external_hostname)
+    let host = fp.external_hostname.as_str();
+    if !host.is_empty() {
+        return match has_port(host) {
+            true => format!("https://{host}"),
+            // A bare IPv6 address gets its brackets (upstream would write `https://::1:6443`).
+            false if host.contains(':') => {
+                let bare = host.trim_start_matches('[').trim_end_matches(']');
+                format!("https://[{bare}]:6443")
+            }
+            false => format!("https://{host}:6443"),
         };
     }
     format!("https://{}:{}", rs.external.hostname, rs.external.port)
+}
+
+/// Whether `host` carries a port, as Go's `net.SplitHostPort` decides (upstream's test):
+/// `[v6]:port` and `name:port` do; `name`, a bare IPv6 address and `[v6]` do not.
+fn has_port(host: &str) -> bool {
+    match host.strip_prefix('[') {
+        Some(rest) => rest
+            .split_once(']')
+            .is_some_and(|(_, after)| after.starts_with(':')),
+        None => host.matches(':').count() == 1,
+    }
 }
 
 async fn resolve(
@@ -303,7 +319,7 @@ async fn write_kubeconfig_status(
             generation,
             false,
         );
-        s.phase = kubeconfig_phase(&observed.reference, &observed.available).to_owned();
+        s.phase = kubeconfig_phase(&observed.reference).to_owned();
         s.target_name.clone_from(&target_name);
         s.certificate_not_after.clone_from(&observed.not_after);
         s.authorization =
@@ -319,13 +335,16 @@ async fn write_kubeconfig_status(
     Ok(())
 }
 
-/// `Failed` when the target is missing, `Ready` once the Secret is written, else
-/// `Provisioning` (upstream reports `Ready` before the Secret exists, spec section 9 item 8).
-pub fn kubeconfig_phase(reference: &ConditionUpdate, available: &ConditionUpdate) -> &'static str {
-    match (reference.status, available.status) {
-        (ConditionStatus::False, _) => "Failed",
-        (_, ConditionStatus::True) => "Ready",
-        _ => "Provisioning",
+/// Upstream's phase: `Ready` when the target reference is valid, `Failed` when it is not,
+/// `Provisioning` before that is known. It says nothing about the Secret: the `Available`
+/// condition (and the summary `Ready` condition) say whether the Secret is written, so tools
+/// waiting for the phase keep upstream's meaning and a wait for the Secret uses
+/// `kubectl wait --for=condition=Available`.
+pub fn kubeconfig_phase(reference: &ConditionUpdate) -> &'static str {
+    match reference.status {
+        ConditionStatus::True => "Ready",
+        ConditionStatus::False => "Failed",
+        ConditionStatus::Unknown => "Provisioning",
     }
 }
 
@@ -369,5 +388,31 @@ async fn provision(
                 .message("The kubeconfig Secret is up to date.");
             Ok((c, not_after, Outcome::Done))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn url(external_hostname: &str) -> String {
+        let fp = FrontProxySpec {
+            external_hostname: external_hostname.into(),
+            ..FrontProxySpec::default()
+        };
+        front_proxy_url(&fp, &RootShardSpec::default())
+    }
+
+    #[test]
+    fn a_deprecated_external_hostname_keeps_its_port_or_gets_6443() {
+        assert_eq!(url("kcp.example.com"), "https://kcp.example.com:6443");
+        assert_eq!(url("kcp.example.com:443"), "https://kcp.example.com:443");
+        assert_eq!(url("[2001:db8::1]:443"), "https://[2001:db8::1]:443");
+    }
+
+    #[test]
+    fn a_bare_ipv6_external_hostname_is_bracketed() {
+        assert_eq!(url("2001:db8::1"), "https://[2001:db8::1]:6443");
+        assert_eq!(url("[2001:db8::1]"), "https://[2001:db8::1]:6443");
     }
 }

@@ -6,7 +6,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kcp_core::ObjectClient;
 use kcp_core::ObjectClientExt as _;
 use kcp_core::runtime::conditions::ConditionUpdate;
-use kcp_core::runtime::write_status;
+use kcp_core::runtime::{StatusWrite, write_status};
 use kube::Resource;
 use kube::core::object::HasStatus;
 use serde::Serialize;
@@ -66,6 +66,35 @@ where
     .await
     .map_err(core(format!("writing the status of {}", describe(obj))))?;
     Ok(())
+}
+
+/// Writes phase `Deleting` into `obj`'s status once it is being deleted (as upstream does; a
+/// Shard waits there for its kcp registration to go, any object under foreground deletion for
+/// its children), keeping its conditions. `Some` (the object as it now is, for a finalizer
+/// update that must carry the latest resourceVersion) when it is being deleted.
+pub(crate) async fn write_deleting<K>(client: &dyn ObjectClient, obj: &K) -> Result<Option<K>>
+where
+    K: Resource<DynamicType = ()> + HasStatus + Serialize + DeserializeOwned + Clone + Send + Sync,
+    K::Status: PhasedStatus,
+{
+    if obj.meta().deletion_timestamp.is_none() {
+        return Ok(None);
+    }
+    let name = obj.meta().name.clone().unwrap_or_default();
+    let namespace = obj.meta().namespace.clone();
+    let written = write_status::<K, _>(client, namespace.as_deref(), &name, |live| {
+        let (_, phase, _) = live
+            .status_mut()
+            .get_or_insert_with(Default::default)
+            .parts();
+        *phase = status::phase(true, false).to_owned();
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(obj))))?;
+    Ok(Some(match written {
+        StatusWrite::Unchanged(now) | StatusWrite::Written(now) => now,
+        StatusWrite::Gone => obj.clone(),
+    }))
 }
 
 /// A source's `Available`: its Compiled* object `C` (same namespace and name) read and its

@@ -60,7 +60,7 @@ pub async fn reconcile_virtual_workspace(
     client: &dyn ObjectClient,
     vw: &VirtualWorkspace,
 ) -> Result<Outcome> {
-    if vw.metadata.deletion_timestamp.is_some() {
+    if super::phased::write_deleting(client, vw).await?.is_some() {
         return Ok(Outcome::Done);
     }
     let ns = vw.metadata.namespace.clone().unwrap_or_default();

@@ -247,17 +247,19 @@ fn proxy_args(input: &ProxyInput<'_>, mounts_proxy: bool) -> Vec<String> {
         }
         Some((_, fp)) => {
             if let Some(auth) = &fp.auth {
-                // Without the literal quotes upstream wraps the values in (spec section 9 item 5).
-                if !auth.drop_groups.is_empty() {
+                // Upstream's form, quotes included: kcp-front-proxy reads both flags as
+                // string slices, which are CSV, so `"a,b"` is the list a, b (kcp
+                // pkg/proxy/options/authentication.go); the same bytes roll no pod on takeover.
+                if let Some(groups) = &auth.drop_groups {
                     args.push(format!(
                         "--authentication-drop-groups={}",
-                        auth.drop_groups.join(",")
+                        go_quoted(groups)
                     ));
                 }
-                if !auth.pass_on_groups.is_empty() {
+                if let Some(groups) = &auth.pass_on_groups {
                     args.push(format!(
                         "--authentication-pass-on-groups={}",
-                        auth.pass_on_groups.join(",")
+                        go_quoted(groups)
                     ));
                 }
             }
@@ -426,4 +428,21 @@ pub fn render_proxy_service(input: &ProxyInput<'_>) -> Service {
         vec![https_port("https", proxy_service_port(input), 6443)],
         template,
     )
+}
+
+/// The groups joined by commas and quoted as Go's `%q` quotes them (group names are plain
+/// text; `"` and `\` are escaped, as `%q` does).
+fn go_quoted(groups: &[String]) -> String {
+    let joined = groups.join(",");
+    let mut quoted = String::with_capacity(joined.len() + 2);
+    quoted.push('"');
+    for c in joined.chars() {
+        match c {
+            '"' => quoted.push_str("\\\""),
+            '\\' => quoted.push_str("\\\\"),
+            c => quoted.push(c),
+        }
+    }
+    quoted.push('"');
+    quoted
 }

@@ -564,13 +564,46 @@ fn internal_proxy_objects_match_snapshot() {
     );
 }
 
-#[test]
-fn group_flags_carry_no_literal_quotes() {
+/// The group flags of the front-proxy, for `auth` given as YAML.
+fn group_flags(auth: &str) -> Vec<String> {
     let mut c = cfp();
-    c.spec.front_proxy.auth = Some(yaml("dropGroups: [a, b]\npassOnGroups: [c]"));
-    let a = args(&render_proxy_deployment(&ProxyInput::front_proxy(&c)));
-    assert!(a.contains(&"--authentication-drop-groups=a,b".to_owned()));
-    assert!(a.contains(&"--authentication-pass-on-groups=c".to_owned()));
+    c.spec.front_proxy.auth = Some(yaml(auth));
+    args(&render_proxy_deployment(&ProxyInput::front_proxy(&c)))
+        .into_iter()
+        .filter(|a| a.starts_with("--authentication-"))
+        .collect()
+}
+
+/// Expected values from upstream's own table, `TestGetArgs` in
+/// `internal/resources/compiledfrontproxy/deployment_test.go` (kcp-operator 406169b): the
+/// cases "with drop groups", "with pass on groups" and "with both drop and pass on groups".
+#[test]
+fn group_flags_are_quoted_as_upstream_quotes_them() {
+    assert_eq!(
+        group_flags("dropGroups: [group1, group2]"),
+        [r#"--authentication-drop-groups="group1,group2""#]
+    );
+    assert_eq!(
+        group_flags("passOnGroups: [group3, group4]"),
+        [r#"--authentication-pass-on-groups="group3,group4""#]
+    );
+    assert_eq!(
+        group_flags("dropGroups: [group1]\npassOnGroups: [group2]"),
+        [
+            r#"--authentication-drop-groups="group1""#,
+            r#"--authentication-pass-on-groups="group2""#
+        ]
+    );
+}
+
+/// Upstream emits the flag whenever the list is set (`auth.DropGroups != nil`), empty or not.
+#[test]
+fn an_explicitly_empty_group_list_is_passed_on() {
+    assert_eq!(
+        group_flags("dropGroups: []"),
+        [r#"--authentication-drop-groups="""#]
+    );
+    assert!(group_flags("serviceAccount: {enabled: true}").is_empty());
 }
 
 #[test]
