@@ -1,8 +1,10 @@
 //! Wiring: which watches trigger which reconcile, on `kube::runtime::Controller`.
 //!
-//! - `agentcluster-controller`: AgentClusters (polls what it does not watch every 5 s, as
-//!   upstream).
-//! - `agentmachine-controller`: AgentMachines; Machines (to the AgentMachine they own); Agents
+//! - `agentcluster-controller`: AgentClusters; Clusters whose pause state changed (to the
+//!   AgentCluster their `infrastructureRef` names, so an unpause is noticed, see
+//!   [`crate::pause_watch`]); polls what it does not watch every 5 s, as upstream.
+//! - `agentmachine-controller`: AgentMachines; Machines (to the AgentMachine they own);
+//!   Clusters whose pause state changed (to their AgentMachines); Agents
 //!   (a bound Agent to its AgentMachine, by label and namespace annotation; a usable free Agent
 //!   to the unassigned AgentMachines whose selector it matches, instead of every one).
 //!
@@ -35,6 +37,7 @@ use crate::foreign::{Agent, capi_gvk};
 use crate::machine::reconcile_agent_machine;
 use crate::metrics::Metrics;
 use crate::nodes::{Workloads, reconcile_node_provider_id};
+use crate::pause_watch::{infrastructure_of, machines_of, pause_changes};
 use crate::reconcile::{Context, ProviderConfig};
 use crate::select::{selector_matches, usable};
 
@@ -93,7 +96,8 @@ pub async fn run(
 ) -> Result<()> {
     let object_client: Arc<dyn ObjectClient> =
         Arc::new(KubeObjectClient::new(options.client.clone()));
-    let machine_resource = machine_resource(object_client.as_ref()).await?;
+    let machine_resource = capi_resource(object_client.as_ref(), "Machine").await?;
+    let cluster_resource = capi_resource(object_client.as_ref(), "Cluster").await?;
     let stop = CancellationToken::new();
     let (agent_store, agent_watch) = agent_reflector(&options, stop.clone());
     let mut ctx = Context::new(object_client, options.config.clone());
@@ -129,14 +133,26 @@ pub async fn run(
         config(watcher::Config::default()),
     )
     .with_config(ControllerConfig::default().concurrency(options.concurrency))
+    .watches_stream_with(
+        cluster_pauses(&options, namespace, &cluster_resource),
+        |c| infrastructure_of(&c),
+        cluster_resource.clone(),
+    )
     .graceful_shutdown_on(stop.clone().cancelled_owned());
     let machines = machine_controller(
         &options,
         namespace,
         config(watcher::Config::default()),
         machine_resource,
-    )
-    .graceful_shutdown_on(stop.clone().cancelled_owned());
+    );
+    let by_cluster = machines.store();
+    let machines = machines
+        .watches_stream_with(
+            cluster_pauses(&options, namespace, &cluster_resource),
+            move |c| machines_of(&by_cluster, &c),
+            cluster_resource,
+        )
+        .graceful_shutdown_on(stop.clone().cancelled_owned());
     let (cluster_store, machine_store) = (clusters.store(), machines.store());
     if let Some(ready) = options.ready.clone() {
         // Ready once the AgentMachine cache synced (kcp-core polls around kube-runtime's
@@ -204,11 +220,30 @@ fn machine_controller(
         })
 }
 
-/// The Machine kind as served: v1beta2 when the server has it, else v1beta1.
-async fn machine_resource(client: &dyn ObjectClient) -> Result<ApiResource> {
+/// Clusters (in `namespace`, or all) whose pause state changed.
+fn cluster_pauses(
+    options: &Options,
+    namespace: Option<&str>,
+    resource: &ApiResource,
+) -> impl futures::Stream<Item = std::result::Result<DynamicObject, watcher::Error>> + Send + 'static
+{
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) => Api::namespaced_with(options.client.clone(), ns, resource),
+        None => Api::all_with(options.client.clone(), resource),
+    };
+    pause_changes(
+        watcher(api, watcher::Config::default())
+            .default_backoff()
+            .applied_objects(),
+    )
+}
+
+/// A Cluster API kind (`Machine`, `Cluster`) as served: v1beta2 when the server has it, else
+/// v1beta1.
+async fn capi_resource(client: &dyn ObjectClient, kind: &str) -> Result<ApiResource> {
     let mut last = None;
     for version in crate::foreign::CAPI_VERSIONS {
-        match client.resolve(&capi_gvk(version, "Machine")).await {
+        match client.resolve(&capi_gvk(version, kind)).await {
             Ok(info) => return Ok(info.resource),
             Err(err) => last = Some(err),
         }

@@ -12,9 +12,10 @@
 //! - the finalizer is released when the Machine is gone, when the hook is done or absent on a
 //!   Machine past the hook phase, or when the AgentMachine is deleted without its Machine being
 //!   deleted (after unbinding);
-//! - the unbind wait is bounded ([`DEFAULT_UNBIND_TIMEOUT`]): past it the hook and finalizer are
-//!   released anyway and the AgentMachine says so (condition `Deleting`,
-//!   reason `UnbindTimedOut`), so deletion is never stuck.
+//! - the unbind wait is bounded ([`DEFAULT_UNBIND_TIMEOUT`], counted from the unbind, not from
+//!   the Machine's deletion): past it the hook and finalizer are released anyway and the
+//!   AgentMachine says so (condition `Deleting`, reason `UnbindTimedOut`), so deletion is never
+//!   stuck.
 
 use std::time::Duration;
 
@@ -144,9 +145,10 @@ pub struct Observed<'a> {
     pub paused: bool,
     /// The Agent.
     pub agent: AgentView<'a>,
-    /// How long deletion has been going on (since the Machine's or the AgentMachine's
-    /// deletionTimestamp, whichever is earlier).
-    pub deleting_for: Duration,
+    /// How long the unbind wait has been going on: since this provider started unbinding
+    /// (`UNBIND_STARTED_ANNOTATION`), not since the Machine's deletion, whose drain can take
+    /// longer than the whole bound.
+    pub unbinding_for: Duration,
     /// The bound on the unbind wait.
     pub timeout: Duration,
 }
@@ -154,7 +156,14 @@ pub struct Observed<'a> {
 /// The next deletion action for what is observed.
 pub fn step(o: &Observed<'_>) -> Step {
     let must_deprovision = match o.phase {
-        HookPhase::Gone => return Step::Release(ReleaseReason::MachineGone),
+        // Beyond upstream, which releases at once and leaves the host bound to a cluster that
+        // no longer has its Machine: a bound Agent is unbound first (no hook to wait at).
+        HookPhase::Gone => {
+            return match o.agent {
+                AgentView::Present(agent) if is_bound(agent) && !o.paused => Step::Unbind,
+                _ => Step::Release(ReleaseReason::MachineGone),
+            };
+        }
         HookPhase::PastHook => return Step::Release(ReleaseReason::PastHook),
         HookPhase::AtHook => true,
         // An AgentMachine deleted while its Machine lives: deprovision now, nothing to wait on.
@@ -177,7 +186,7 @@ pub fn step(o: &Observed<'_>) -> Step {
         AgentView::Present(agent) if UNBOUND_STATES.contains(&agent.state()) => {
             Step::Release(ReleaseReason::AgentUnbound)
         }
-        AgentView::Present(_) if o.deleting_for >= o.timeout => {
+        AgentView::Present(_) if o.unbinding_for >= o.timeout => {
             Step::Release(ReleaseReason::TimedOut)
         }
         AgentView::Present(_) => Step::WaitForUnbound,
@@ -237,7 +246,7 @@ mod tests {
             agent_machine_deleting: false,
             paused: false,
             agent,
-            deleting_for: Duration::ZERO,
+            unbinding_for: Duration::ZERO,
             timeout: DEFAULT_UNBIND_TIMEOUT,
         }
     }
@@ -304,6 +313,20 @@ mod tests {
     }
 
     #[test]
+    fn a_bound_agent_of_a_gone_machine_is_unbound_before_the_finalizer_goes() {
+        let bound = agent(true, "installed");
+        assert_eq!(
+            step(&observed(HookPhase::Gone, AgentView::Present(&bound))),
+            Step::Unbind
+        );
+        let unbinding = agent(false, "unbinding");
+        assert_eq!(
+            step(&observed(HookPhase::Gone, AgentView::Present(&unbinding))),
+            Step::Release(ReleaseReason::MachineGone)
+        );
+    }
+
+    #[test]
     fn a_bound_agent_at_the_hook_is_unbound_then_waited_for() {
         let bound = agent(true, "installed");
         assert_eq!(
@@ -365,7 +388,7 @@ mod tests {
     fn the_unbind_wait_is_bounded() {
         let unbinding = agent(false, "unbinding");
         let mut o = observed(HookPhase::AtHook, AgentView::Present(&unbinding));
-        o.deleting_for = DEFAULT_UNBIND_TIMEOUT;
+        o.unbinding_for = DEFAULT_UNBIND_TIMEOUT;
         assert_eq!(step(&o), Step::Release(ReleaseReason::TimedOut));
     }
 

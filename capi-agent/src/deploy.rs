@@ -87,7 +87,12 @@ pub fn manager_role() -> ClusterRole {
                 &["agentclusters/status", "agentmachines/status"],
                 &["update"],
             ),
-            rule(&["cluster.x-k8s.io"], &["clusters"], &["get"]),
+            // Watched for pause changes (see `pause_watch`).
+            rule(
+                &["cluster.x-k8s.io"],
+                &["clusters"],
+                &["get", "list", "watch"],
+            ),
             // Watched for deletion; the pre-terminate hook annotation with patch.
             rule(
                 &["cluster.x-k8s.io"],

@@ -28,6 +28,7 @@ pub mod foreign;
 pub mod machine;
 pub mod metrics;
 pub mod nodes;
+pub mod pause_watch;
 pub mod reconcile;
 pub mod render;
 pub mod select;

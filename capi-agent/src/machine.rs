@@ -29,7 +29,7 @@ use crate::agent_cache::AgentCache;
 use crate::api::v1beta1::Initialization;
 use crate::api::{
     AGENT_MACHINE_FINALIZER, AGENT_MACHINE_REF_LABEL, AgentCluster, AgentMachine, AgentReference,
-    CLUSTER_NAME_LABEL, MachineAddress, PRE_TERMINATE_HOOK,
+    CLUSTER_NAME_LABEL, MachineAddress, PRE_TERMINATE_HOOK, UNBIND_STARTED_ANNOTATION,
 };
 use crate::binding::{
     Binding, IgnitionSettings, addresses, bind_patch, bound_to, label_patch, provider_id,
@@ -605,7 +605,7 @@ async fn deletion(ctx: &Context, subject: &Subject<'_>, paused: bool) -> Result<
         agent_machine_deleting: am_deleting,
         paused,
         agent: view,
-        deleting_for: deleting_for(machine, am),
+        unbinding_for: unbind_wait(am),
         timeout: ctx.config.unbind_timeout,
     };
     act(
@@ -613,7 +613,7 @@ async fn deletion(ctx: &Context, subject: &Subject<'_>, paused: bool) -> Result<
         subject,
         step(&observed),
         agent.as_ref(),
-        observed.deleting_for,
+        observed.unbinding_for,
     )
     .await
 }
@@ -631,7 +631,7 @@ async fn act(
     subject: &Subject<'_>,
     next: Step,
     agent: Option<&Agent>,
-    deleting_for: Duration,
+    unbinding_for: Duration,
 ) -> Result<Option<Outcome>> {
     let client = ctx.client.as_ref();
     let am = subject.am;
@@ -646,6 +646,7 @@ async fn act(
             Ok(Some(Outcome::Done))
         }
         Step::Unbind => {
+            mark_unbind_started(client, am).await?;
             if let Some(agent) = agent {
                 patch_agent(client, agent, &unbind_patch(agent)).await?;
             }
@@ -654,42 +655,60 @@ async fn act(
             Ok(Some(Outcome::RequeueAfter(UNBIND_POLL)))
         }
         Step::WaitForUnbound => {
+            mark_unbind_started(client, am).await?;
             let state = agent.map(|a| a.state().to_owned()).unwrap_or_default();
             let message = format!(
                 "waiting {}s (at most {}s) for the Agent to return to discovery; host state {state:?}",
-                deleting_for.as_secs(),
+                unbinding_for.as_secs(),
                 ctx.config.unbind_timeout.as_secs()
             );
             write(client, am, deleting("WaitingForAgentUnbound", message)).await?;
             Ok(Some(Outcome::RequeueAfter(UNBIND_POLL)))
         }
         Step::Release(reason) => {
-            release(ctx, subject, reason, deleting_for).await?;
+            release(ctx, subject, reason, unbinding_for).await?;
             Ok(Some(Outcome::Done))
         }
     }
 }
 
-fn deleting_for(machine: Option<&Machine>, am: &AgentMachine) -> Duration {
-    let since = [
-        machine.and_then(|m| m.metadata.deletion_timestamp.as_ref()),
-        am.metadata.deletion_timestamp.as_ref(),
-    ]
-    .into_iter()
-    .flatten()
-    .map(|t| t.0)
-    .min();
-    since
+/// How long ago this provider started unbinding `am`'s Agent (zero before it did).
+fn unbind_wait(am: &AgentMachine) -> Duration {
+    am.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(UNBIND_STARTED_ANNOTATION))
+        .and_then(|t| t.parse::<jiff::Timestamp>().ok())
         .map(|t| jiff::Timestamp::now().duration_since(t))
         .and_then(|d| Duration::try_from(d).ok())
         .unwrap_or_default()
+}
+
+/// Records when the unbind wait started (once).
+async fn mark_unbind_started(client: &dyn ObjectClient, am: &AgentMachine) -> Result<()> {
+    let started = am
+        .metadata
+        .annotations
+        .as_ref()
+        .is_some_and(|a| a.contains_key(UNBIND_STARTED_ANNOTATION));
+    if started {
+        return Ok(());
+    }
+    let namespace = am.metadata.namespace.as_deref().unwrap_or_default();
+    let name = am.metadata.name.as_deref().unwrap_or_default();
+    let target = object_ref_for::<AgentMachine>(Some(namespace), name);
+    let now = jiff::Timestamp::now()
+        .round(jiff::Unit::Second)
+        .unwrap_or_else(|_| jiff::Timestamp::now());
+    let patch = serde_json::json!({"metadata": {"annotations": {UNBIND_STARTED_ANNOTATION: now.to_string()}}});
+    merge_patch(client, &target, Subresource::Main, &patch).await
 }
 
 async fn release(
     ctx: &Context,
     subject: &Subject<'_>,
     reason: ReleaseReason,
-    deleting_for: Duration,
+    unbinding_for: Duration,
 ) -> Result<()> {
     let client = ctx.client.as_ref();
     let (raw, am) = (subject.raw, subject.am);
@@ -700,7 +719,7 @@ async fn release(
         reason,
         ReleaseReason::AgentUnbound | ReleaseReason::TimedOut
     ) {
-        ctx.metrics.unbind(deleting_for);
+        ctx.metrics.unbind(unbinding_for);
     }
     if reason == ReleaseReason::TimedOut {
         let message = format!(
@@ -784,6 +803,9 @@ async fn write(client: &dyn ObjectClient, am: &AgentMachine, update: StatusUpdat
             status.addresses = addresses.clone();
         }
         if let Some(ready) = update.ready {
+            // One-way, as Cluster API's contract and upstream have it: once provisioned, an
+            // AgentMachine stays ready whatever its Agent's conditions do later.
+            let ready = ready || status.ready;
             status.ready = ready;
             status.initialization = Some(Initialization {
                 provisioned: Some(ready),

@@ -7,7 +7,9 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use capi_agent::api::{AGENT_MACHINE_FINALIZER, MachineAddressType, PRE_TERMINATE_HOOK};
+use capi_agent::api::{
+    AGENT_MACHINE_FINALIZER, MachineAddressType, PRE_TERMINATE_HOOK, UNBIND_STARTED_ANNOTATION,
+};
 use capi_agent::cluster::reconcile_agent_cluster;
 use capi_agent::machine::reconcile_agent_machine;
 use capi_agent::reconcile::{Context, ProviderConfig};
@@ -264,6 +266,32 @@ async fn ready_follows_the_agent_conditions_with_both_contract_fields() {
 }
 
 #[tokio::test]
+async fn once_provisioned_a_machine_stays_ready_when_its_agent_conditions_change() {
+    let (world, ctx) = world_with_machine().await;
+    world.agent("host-1", json!({})).await;
+    reconcile(&ctx, "m1").await;
+    let conditions = |installed: &str| {
+        json!({"status": {"conditions": [
+        {"type": "Validated", "status": "True"}, {"type": "Connected", "status": "True"},
+        {"type": "Bound", "status": "True"}, {"type": "SpecSynced", "status": "True"},
+        {"type": "RequirementsMet", "status": "True"}, {"type": "Installed", "status": installed}]}})
+    };
+    let agent = agent_ref("host-1");
+    world
+        .patch(&agent, Subresource::Status, conditions("True"))
+        .await;
+    reconcile(&ctx, "m1").await;
+    assert!(world.agent_machine("m1").await.status.unwrap().ready);
+    world
+        .patch(&agent, Subresource::Status, conditions("False"))
+        .await;
+    reconcile(&ctx, "m1").await;
+    let status = world.agent_machine("m1").await.status.unwrap();
+    assert!(status.ready);
+    assert_eq!(status.initialization.unwrap().provisioned, Some(true));
+}
+
+#[tokio::test]
 async fn the_agents_token_reference_follows_a_new_data_secret() {
     let (world, ctx) = world_with_machine().await;
     world.agent("host-1", json!({})).await;
@@ -514,6 +542,44 @@ async fn the_finalizer_is_dropped_when_the_machine_is_gone() {
 }
 
 #[tokio::test]
+async fn a_host_bound_to_a_gone_machine_is_unbound_before_the_finalizer_goes() {
+    let (world, ctx) = world_with_machine().await;
+    world.agent("host-1", json!({})).await;
+    reconcile(&ctx, "m1").await;
+    assert_eq!(
+        world.typed_agent("host-1").await.label("agentMachineRef"),
+        Some("m1")
+    );
+    world
+        .client
+        .delete(&agent_machine_ref("m1"), &Default::default())
+        .await
+        .unwrap();
+    world
+        .patch(
+            &machine_ref("m1"),
+            Subresource::Main,
+            json!({"metadata": {"finalizers": null}}),
+        )
+        .await;
+    world
+        .client
+        .delete(&machine_ref("m1"), &Default::default())
+        .await
+        .unwrap();
+    reconcile(&ctx, "m1").await;
+    assert!(
+        world.try_agent_machine("m1").await.is_some(),
+        "held until the host is unbound"
+    );
+    let agent = world.typed_agent("host-1").await;
+    assert_eq!(agent.label("agentMachineRef"), None);
+    assert_eq!(agent.spec.cluster_deployment_name, None);
+    reconcile(&ctx, "m1").await;
+    assert!(world.try_agent_machine("m1").await.is_none());
+}
+
+#[tokio::test]
 async fn the_finalizer_is_never_re_added_once_the_machine_is_deleted() {
     // Upstream quirk: step 3b re-adds the finalizer after the hook was removed, then hangs.
     let (world, ctx) = world_with_machine().await;
@@ -599,6 +665,58 @@ async fn the_unbind_wait_is_bounded_and_surfaced() {
     assert_eq!(
         condition(&am, "Deleting"),
         Some(("False".into(), "UnbindTimedOut".into()))
+    );
+}
+
+/// A machine bound to `host-1`, deleted and parked at the hook, its Agent unbinding (the
+/// provider has unbound it and waits for it to return to discovery).
+async fn unbinding_machine() -> (World, Context) {
+    let (world, ctx) = world_with_machine().await;
+    world.agent("host-1", json!({})).await;
+    reconcile(&ctx, "m1").await;
+    world.delete_machine_at_hook("m1").await;
+    reconcile(&ctx, "m1").await;
+    world
+        .patch(
+            &agent_ref("host-1"),
+            Subresource::Status,
+            json!({"status": {"debugInfo": {"state": "unbinding"}}}),
+        )
+        .await;
+    (world, ctx)
+}
+
+#[tokio::test]
+async fn the_unbind_wait_starts_when_the_agent_is_unbound() {
+    let (world, ctx) = unbinding_machine().await;
+    let am = world.agent_machine("m1").await;
+    let started = am.metadata.annotations.unwrap()[UNBIND_STARTED_ANNOTATION].clone();
+    let started: jiff::Timestamp = started.parse().unwrap();
+    assert!(jiff::Timestamp::now().duration_since(started).as_secs() < 60);
+    reconcile(&ctx, "m1").await;
+    assert!(!released(&world).await);
+    assert_eq!(
+        condition(&world.agent_machine("m1").await, "Deleting").map(|c| c.1),
+        Some("WaitingForAgentUnbound".into())
+    );
+}
+
+#[tokio::test]
+async fn the_unbind_timeout_counts_from_the_unbind() {
+    let (world, ctx) = unbinding_machine().await;
+    let long_ago = jiff::Timestamp::now() - jiff::SignedDuration::from_secs(16 * 60);
+    world
+        .patch(
+            &agent_machine_ref("m1"),
+            Subresource::Main,
+            json!({"metadata": {"annotations": {UNBIND_STARTED_ANNOTATION: long_ago.to_string()}}}),
+        )
+        .await;
+    reconcile(&ctx, "m1").await;
+    assert!(released(&world).await);
+    assert_eq!(
+        condition(&world.agent_machine("m1").await, "Deleting").map(|c| c.1),
+        Some("UnbindTimedOut".into())
     );
 }
 

@@ -365,3 +365,89 @@ async fn a_node_registering_after_its_machine_is_ready_gets_the_provider_id_thro
     .await;
     running.stop().await;
 }
+
+/// The Cluster `hc`'s `spec.paused`.
+async fn pause_cluster(world: &World, paused: bool) {
+    let cluster =
+        kcp_core::ObjectRef::namespaced(gvk("cluster.x-k8s.io", "v1beta2", "Cluster"), NS, "hc");
+    world
+        .patch(
+            &cluster,
+            kcp_core::Subresource::Main,
+            json!({"spec": {"paused": paused}}),
+        )
+        .await;
+}
+
+async fn cluster_deployment_owners(world: &World) -> Option<usize> {
+    let cd = world.get(&cd_ref("hc")).await?;
+    Some(cd.metadata.owner_references.unwrap_or_default().len())
+}
+
+async fn agent_cluster_paused(world: &World) -> Option<String> {
+    let ac = world.agent_cluster("hc").await;
+    ac.status?
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == "Paused")
+        .map(|c| c.status)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unpausing_the_cluster_wakes_the_agent_cluster_and_adopts_its_cluster_deployment_again() {
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    let running = start(&world);
+    until(
+        "the ClusterDeployment owned",
+        Duration::from_secs(30),
+        || async { cluster_deployment_owners(&world).await == Some(1) },
+    )
+    .await;
+    pause_cluster(&world, true).await;
+    until(
+        "the AgentCluster paused",
+        Duration::from_secs(30),
+        || async {
+            agent_cluster_paused(&world).await.as_deref() == Some("True")
+                && cluster_deployment_owners(&world).await == Some(0)
+        },
+    )
+    .await;
+    pause_cluster(&world, false).await;
+    until(
+        "the AgentCluster unpaused",
+        Duration::from_secs(30),
+        || async {
+            agent_cluster_paused(&world).await.as_deref() == Some("False")
+                && cluster_deployment_owners(&world).await == Some(1)
+        },
+    )
+    .await;
+    running.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unpausing_the_cluster_wakes_its_agent_machines() {
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    world.machine("m1", None).await;
+    world.agent("host-1", json!({})).await;
+    let running = start(&world);
+    let names = vec!["m1".to_string()];
+    until("m1 bound", Duration::from_secs(30), || async {
+        bound_and_waiting(&world, &names).await == (1, 0)
+    })
+    .await;
+    let paused = |status: &'static str| {
+        let world = &world;
+        move || async move {
+            condition(&world.agent_machine("m1").await, "Paused").is_some_and(|c| c.0 == status)
+        }
+    };
+    pause_cluster(&world, true).await;
+    until("m1 paused", Duration::from_secs(30), paused("True")).await;
+    pause_cluster(&world, false).await;
+    until("m1 unpaused", Duration::from_secs(30), paused("False")).await;
+    running.stop().await;
+}

@@ -49,6 +49,11 @@ pub const WATCH_LABEL: &str = "agent-install.openshift.io/watch";
 pub const TOKEN_KEY: &str = "ignition-token";
 /// CAPI's pause annotation (only the value `"true"` pauses).
 pub const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";
+/// When this provider started unbinding the Agent of an AgentMachine being deleted (RFC 3339):
+/// the unbind timeout counts from here, not from the Machine's deletion (a drain takes its own
+/// time). A kcp-rs addition.
+pub const UNBIND_STARTED_ANNOTATION: &str =
+    "capi-provider.agent-install.openshift.io/unbind-started";
 /// CAPI's externally-managed marker: such objects are never touched.
 pub const MANAGED_BY_ANNOTATION: &str = "cluster.x-k8s.io/managed-by";
 /// CAPI's Machine label naming the Cluster.

@@ -124,8 +124,10 @@ impl World {
         if let Some(s) = selector {
             spec["agentLabelSelector"] = s;
         }
+        // Labelled with its Cluster, as Cluster API labels the infrastructure machines it owns.
         self.create(json!({"apiVersion": "capi-provider.agent-install.openshift.io/v1beta1", "kind": "AgentMachine",
-            "metadata": {"name": name, "namespace": NS, "ownerReferences": [owner(&machine)]},
+            "metadata": {"name": name, "namespace": NS, "ownerReferences": [owner(&machine)],
+                         "labels": {"cluster.x-k8s.io/cluster-name": "hc"}},
             "spec": spec})).await;
         machine
     }
