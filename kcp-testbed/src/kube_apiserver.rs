@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::error::{Error, Result};
+use crate::etcd::Etcd;
 use crate::go_build;
 use crate::identities::Identities;
 use crate::kubeconfig::Endpoint;
@@ -23,39 +24,16 @@ pub struct KubeApiServer {
     pub ready_after: Duration,
     // Field order is drop order: the API server stops before its etcd.
     apiserver: PeerProcess,
-    etcd: PeerProcess,
+    etcd: Etcd,
 }
 
 impl KubeApiServer {
     /// Builds (or finds cached) etcd and kube-apiserver, starts both under `dir`, and waits
     /// until `/readyz` answers. Blocking: call from a plain thread.
     pub fn start(dir: &Path, identities: &Identities, tokens: &Path) -> Result<Self> {
-        let etcd_bin = go_build::build("etcd")?;
         let apiserver_bin = go_build::build("kube-apiserver")?;
-        let etcd_port = free_port("etcd")?;
-        let etcd_peer_port = free_port("etcd")?;
-        let etcd_url = format!("http://127.0.0.1:{etcd_port}");
-        let etcd = PeerProcess::spawn(
-            "etcd",
-            &etcd_bin.binary,
-            &[
-                "--data-dir".into(),
-                path_arg(&dir.join("etcd")),
-                "--listen-client-urls".into(),
-                etcd_url.clone(),
-                "--advertise-client-urls".into(),
-                etcd_url.clone(),
-                "--listen-peer-urls".into(),
-                format!("http://127.0.0.1:{etcd_peer_port}"),
-                "--initial-advertise-peer-urls".into(),
-                format!("http://127.0.0.1:{etcd_peer_port}"),
-                "--initial-cluster".into(),
-                format!("default=http://127.0.0.1:{etcd_peer_port}"),
-                "--unsafe-no-fsync".into(),
-            ],
-            &[],
-            &dir.join("etcd.log"),
-        )?;
+        let etcd = Etcd::start(dir)?;
+        let etcd_url = etcd.url.clone();
         let port = free_port("kube-apiserver")?;
         let cert_dir = dir.join("kube-certs");
         let (sa_key, sa_public) = write_service_account_key(dir)?;

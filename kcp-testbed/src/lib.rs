@@ -28,6 +28,7 @@
 
 pub mod backend;
 pub mod error;
+pub mod etcd;
 pub mod go_build;
 pub mod identities;
 mod janitor;
@@ -43,5 +44,6 @@ pub mod real;
 
 pub use backend::{BACKEND_VAR, Backend, KcpBed, KubeBed, create_workspace};
 pub use error::{Error, Result};
+pub use etcd::Etcd;
 pub use kubeconfig::Endpoint;
 pub use real::{shared_kcp, shared_kube, write_kubeconfig};
