@@ -27,8 +27,17 @@ use kcp_testbed::process::PeerProcess;
 /// The kcp release the test bed builds (`kcp-testbed/peers/PINS`).
 const KCP_TAG: &str = "v0.30.0";
 
-/// What a test adds to the RootShard's own spec: its etcd and address.
-fn installation(ns: &str, etcd: &str, port: u16) -> String {
+/// The loopback ports of the three servers.
+struct Ports {
+    root: u16,
+    shard: u16,
+    proxy: u16,
+}
+
+/// A root shard, a shard and a front-proxy with an admin Kubeconfig for each way in: what a
+/// user writes, plus the test's etcd and loopback addresses (a pod would use the Services).
+fn installation(ns: &str, etcd: &str, ports: &Ports) -> String {
+    let Ports { root, shard, proxy } = ports;
     format!(
         "apiVersion: cert-manager.io/v1
 kind: ClusterIssuer
@@ -40,18 +49,46 @@ kind: RootShard
 metadata: {{name: root, namespace: {ns}}}
 spec:
   image: {{tag: {KCP_TAG}}}
-  external: {{hostname: localhost, port: {port}}}
-  shardBaseURL: https://127.0.0.1:{port}
+  external: {{hostname: localhost, port: {proxy}}}
+  shardBaseURL: https://127.0.0.1:{root}
   certificates: {{issuerRef: {{group: cert-manager.io, kind: ClusterIssuer, name: selfsigned}}}}
   cache: {{embedded: {{enabled: true}}}}
-  etcd: {{endpoints: [\"{etcd}\"]}}
+  etcd: {{endpoints: [\"{etcd}\"], prefix: /root}}
   certificateTemplates: {{server: {{spec: {{dnsNames: [localhost], ipAddresses: [127.0.0.1]}}}}}}
+---
+apiVersion: operator.kcp.io/v1alpha1
+kind: Shard
+metadata: {{name: alpha, namespace: {ns}}}
+spec:
+  rootShard: {{ref: {{name: root}}}}
+  image: {{tag: {KCP_TAG}}}
+  shardBaseURL: https://127.0.0.1:{shard}
+  etcd: {{endpoints: [\"{etcd}\"], prefix: /alpha}}
+  certificateTemplates: {{server: {{spec: {{dnsNames: [localhost], ipAddresses: [127.0.0.1]}}}}}}
+---
+apiVersion: operator.kcp.io/v1alpha1
+kind: FrontProxy
+metadata: {{name: edge, namespace: {ns}}}
+spec:
+  rootShard: {{ref: {{name: root}}}}
+  image: {{tag: {KCP_TAG}}}
+  external: {{hostname: localhost, port: {proxy}}}
+---
+apiVersion: operator.kcp.io/v1alpha1
+kind: Kubeconfig
+metadata: {{name: root-admin, namespace: {ns}}}
+spec:
+  target: {{rootShardRef: {{name: root}}}}
+  username: kcp-admin
+  groups: [\"system:kcp:admin\"]
+  validity: 8766h
+  secretRef: {{name: root-admin-kubeconfig}}
 ---
 apiVersion: operator.kcp.io/v1alpha1
 kind: Kubeconfig
 metadata: {{name: admin, namespace: {ns}}}
 spec:
-  target: {{rootShardRef: {{name: root}}}}
+  target: {{frontProxyRef: {{name: edge}}}}
   username: kcp-admin
   groups: [\"system:kcp:admin\"]
   validity: 8766h
@@ -61,9 +98,14 @@ spec:
 }
 
 /// Reconciles, lets the built-in PKI sign every Certificate and marks Deployments available,
-/// until the admin kubeconfig Secret and the root shard's Deployment exist.
-async fn converge_builtin(client: &dyn ObjectClient, kcp: &Kcp) -> Deployment {
-    for _ in 0..20 {
+/// until the Secrets `secrets` and the Deployments `deployments` exist; returns those.
+async fn converge_builtin(
+    client: &dyn ObjectClient,
+    kcp: &Kcp,
+    secrets: &[&str],
+    deployments: &[&str],
+) -> Vec<Deployment> {
+    for _ in 0..30 {
         reconcile_all(client, NS, kcp).await;
         for cert in all::<Certificate>(client, NS).await {
             reconcile_certificate(client, &BuiltinPki::default(), &cert)
@@ -71,16 +113,26 @@ async fn converge_builtin(client: &dyn ObjectClient, kcp: &Kcp) -> Deployment {
                 .unwrap();
         }
         run_deployments(client, NS).await;
-        let secret: Option<Secret> = client
-            .get_typed(Some(NS), "admin-kubeconfig")
-            .await
-            .unwrap();
-        let deployment: Option<Deployment> = client.get_typed(Some(NS), "root-kcp").await.unwrap();
-        if let (Some(_), Some(deployment)) = (secret, deployment) {
-            return deployment;
+        let mut found = Vec::new();
+        for name in deployments {
+            if let Some(d) = client
+                .get_typed::<Deployment>(Some(NS), name)
+                .await
+                .unwrap()
+            {
+                found.push(d);
+            }
+        }
+        let mut secrets_found = 0;
+        for name in secrets {
+            let secret: Option<Secret> = client.get_typed(Some(NS), name).await.unwrap();
+            secrets_found += usize::from(secret.is_some());
+        }
+        if found.len() == deployments.len() && secrets_found == secrets.len() {
+            return found;
         }
     }
-    panic!("the root shard's Deployment and the admin kubeconfig were not rendered");
+    panic!("the Deployments {deployments:?} and Secrets {secrets:?} were not all rendered");
 }
 
 /// The files a container sees: every mounted Secret and ConfigMap key under its mount path.
@@ -131,11 +183,27 @@ async fn mounted_files(
     files
 }
 
-/// `text` with every container mount path moved under `root`.
+/// `text` with every container mount path moved under `root`, in one pass (a mount path that
+/// is a prefix of another, `/etc/x/kubeconfig` and `/etc/x/kubeconfig-client-cert`, is matched
+/// longest first and never moved twice).
 fn relocated(text: &str, mounts: &[String], root: &Path) -> String {
-    let mut out = text.to_owned();
-    for mount in mounts {
-        out = out.replace(mount.as_str(), &format!("{}{mount}", root.display()));
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while !rest.is_empty() {
+        let next = mounts
+            .iter()
+            .filter_map(|m| {
+                rest.find(m.as_str())
+                    .map(|at| (at, std::cmp::Reverse(m.len()), m))
+            })
+            .min();
+        let Some((at, _, mount)) = next else {
+            out.push_str(rest);
+            break;
+        };
+        out.push_str(&rest[..at]);
+        out.push_str(&format!("{}{mount}", root.display()));
+        rest = &rest[at + mount.len()..];
     }
     out
 }
@@ -178,12 +246,18 @@ async fn start_container(
         .filter_map(|e| e.value.clone().map(|v| (e.name.clone(), v)))
         .collect();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    PeerProcess::spawn(&container.name, binary, &args, &env, &root.join("kcp.log")).unwrap()
+    let name = deployment.metadata.name.clone().unwrap_or_default();
+    let log = root.join(format!("{name}.log"));
+    PeerProcess::spawn(&name, binary, &args, &env, &log).unwrap()
 }
 
 /// A client from context `context` of the kubeconfig in Secret `name` (key `kubeconfig`), as a
 /// user would use it.
 async fn kubeconfig_client(client: &dyn ObjectClient, name: &str, context: &str) -> kube::Client {
+    kube::Client::try_from(kubeconfig_config(client, name, context).await).unwrap()
+}
+
+async fn kubeconfig_config(client: &dyn ObjectClient, name: &str, context: &str) -> kube::Config {
     let secret: Secret = client.get_typed(Some(NS), name).await.unwrap().unwrap();
     let text = String::from_utf8(secret.data.unwrap()["kubeconfig"].0.clone()).unwrap();
     let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).unwrap();
@@ -191,10 +265,9 @@ async fn kubeconfig_client(client: &dyn ObjectClient, name: &str, context: &str)
         context: Some(context.to_owned()),
         ..Default::default()
     };
-    let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+    kube::Config::from_custom_kubeconfig(kubeconfig, &options)
         .await
-        .unwrap();
-    kube::Client::try_from(config).unwrap()
+        .unwrap()
 }
 
 /// GETs `path` until it answers (five minutes at most: a first kcp start is slow).
@@ -214,8 +287,21 @@ async fn wait_answering(kcp: &mut PeerProcess, client: &kube::Client, path: &str
     }
 }
 
+/// Builds a peer binary of the test bed off the async runtime.
+async fn peer(name: &'static str) -> PathBuf {
+    tokio::task::spawn_blocking(move || kcp_testbed::go_build::build(name))
+        .await
+        .unwrap()
+        .unwrap()
+        .binary
+}
+
+fn free_port() -> u16 {
+    kcp_testbed::ports::free_port("kcp").unwrap()
+}
+
 #[tokio::test]
-async fn a_root_shard_boots_from_its_rendered_deployment() {
+async fn a_root_shard_a_shard_and_a_front_proxy_boot_from_their_rendered_deployments() {
     let dir = kcp_testbed::real::credentials()
         .unwrap()
         .dir
@@ -226,33 +312,86 @@ async fn a_root_shard_boots_from_its_rendered_deployment() {
         .await
         .unwrap()
         .unwrap();
-    let binary = tokio::task::spawn_blocking(|| kcp_testbed::go_build::build("kcp"))
-        .await
-        .unwrap()
-        .unwrap()
-        .binary;
-    let port = kcp_testbed::ports::free_port("kcp").unwrap();
+    let (kcp_binary, proxy_binary) = (peer("kcp").await, peer("kcp-front-proxy").await);
+    let ports = Ports {
+        root: free_port(),
+        shard: free_port(),
+        proxy: free_port(),
+    };
     let (_sim, client) = setup_with(Config::default(), false).await;
-    let objects = kcp_core::parse_manifests("boot.yaml", &installation(NS, &etcd.url, port));
+    let objects = kcp_core::parse_manifests("boot.yaml", &installation(NS, &etcd.url, &ports));
     apply_objects(&client, objects.unwrap()).await;
     let kcp_of_installation = Kcp::start().await;
-    let deployment = converge_builtin(&client, &kcp_of_installation).await;
-    let added = [
-        "--bind-address=127.0.0.1".to_owned(),
-        format!("--secure-port={port}"),
-        format!("--root-directory={}", dir.join("kcp").display()),
-    ];
-    let mut kcp = start_container(&client, &deployment, &binary, &dir, &added).await;
-    let base = kubeconfig_client(&client, "admin-kubeconfig", "base").await;
-    let ready = wait_answering(&mut kcp, &base, "/readyz").await;
-    assert_eq!(ready.trim(), "ok");
-    let root = kubeconfig_client(&client, "admin-kubeconfig", "default").await;
-    let workspaces =
-        wait_answering(&mut kcp, &root, "/apis/tenancy.kcp.io/v1alpha1/workspaces").await;
+    let rendered = converge_builtin(
+        &client,
+        &kcp_of_installation,
+        &["root-admin-kubeconfig", "admin-kubeconfig"],
+        &["root-kcp", "alpha-shard-kcp", "edge-front-proxy"],
+    )
+    .await;
+    let listen = |port: u16, data: Option<&str>| {
+        let mut added = vec![
+            "--bind-address=127.0.0.1".to_owned(),
+            format!("--secure-port={port}"),
+        ];
+        if let Some(data) = data {
+            added.push(format!("--root-directory={}", dir.join(data).display()));
+        }
+        added
+    };
+
+    let root_added = listen(ports.root, Some("root"));
+    let mut root = start_container(&client, &rendered[0], &kcp_binary, &dir, &root_added).await;
+    let root_base = kubeconfig_client(&client, "root-admin-kubeconfig", "base").await;
+    assert_eq!(
+        wait_answering(&mut root, &root_base, "/readyz")
+            .await
+            .trim(),
+        "ok"
+    );
+
+    let shard_added = listen(ports.shard, Some("alpha"));
+    let mut shard = start_container(&client, &rendered[1], &kcp_binary, &dir, &shard_added).await;
+    let mut at_shard = kubeconfig_config(&client, "root-admin-kubeconfig", "base").await;
+    at_shard.cluster_url = format!("https://127.0.0.1:{}", ports.shard)
+        .parse()
+        .unwrap();
+    let at_shard = kube::Client::try_from(at_shard).unwrap();
+    assert_eq!(
+        wait_answering(&mut shard, &at_shard, "/readyz")
+            .await
+            .trim(),
+        "ok"
+    );
+    let registered = wait_answering(
+        &mut root,
+        &root_base,
+        "/clusters/root/apis/core.kcp.io/v1alpha1/shards/alpha",
+    )
+    .await;
+    assert!(registered.contains("\"kind\":\"Shard\""), "{registered}");
+
+    let mut proxy = start_container(
+        &client,
+        &rendered[2],
+        &proxy_binary,
+        &dir,
+        &listen(ports.proxy, None),
+    )
+    .await;
+    let through_proxy = kubeconfig_client(&client, "admin-kubeconfig", "default").await;
+    let workspaces = wait_answering(
+        &mut proxy,
+        &through_proxy,
+        "/apis/tenancy.kcp.io/v1alpha1/workspaces",
+    )
+    .await;
     assert!(
         workspaces.contains("\"kind\":\"WorkspaceList\""),
         "{workspaces}"
     );
-    kcp.stop(Duration::from_secs(10));
+    for process in [&mut proxy, &mut shard, &mut root] {
+        process.stop(Duration::from_secs(10));
+    }
     drop(etcd);
 }
