@@ -31,6 +31,9 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --name) name="$2"; shift ;;
     --kubeconfig) kubeconfig="$2"; shift ;;
+    --image|--config|--wait) shift ;;
+    # As the real kind (tests/real_kind_cli.rs runs every command line through it).
+    *) echo "ERROR: unknown flag: $1" >&2; exit 2 ;;
   esac
   shift
 done

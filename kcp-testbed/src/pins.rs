@@ -124,6 +124,7 @@ mod tests {
             "k8s.io/kubernetes",
             "go.etcd.io/etcd/server/v3",
             "helm.sh/helm/v3",
+            "sigs.k8s.io/kind",
         ] {
             if package.starts_with(module) {
                 return module;

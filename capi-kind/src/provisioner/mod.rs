@@ -13,7 +13,9 @@ mod kind_cli;
 #[cfg(feature = "sim")]
 mod sim;
 
-pub use kind_cli::{KindCli, parse_cluster_list};
+pub use kind_cli::{
+    KindCli, create_args, delete_args, kubeconfig_args, list_args, parse_cluster_list,
+};
 #[cfg(feature = "sim")]
 pub use sim::SimProvisioner;
 
