@@ -183,6 +183,9 @@ mod tests {
         async fn owner(&self, _: &str) -> Result<Option<String>> {
             Ok(None)
         }
+        async fn mark_owner(&self, _: &str, _: &str) -> Result<()> {
+            Ok(())
+        }
         async fn kubeconfig(&self, _: &str) -> Result<String> {
             Ok(String::new())
         }

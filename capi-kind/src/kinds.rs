@@ -46,7 +46,19 @@ pub trait KindObject:
     }
     /// Sets the `Paused` condition (CAPI only).
     fn set_paused(&mut self, _paused: bool, _why: &str, _now: Time) {}
+    /// Whether a provider (this one or the Go provider before it) created, tried to create or
+    /// took this object's kind cluster, by what its status keeps for good: then an unmarked
+    /// cluster of that name is this object's (the Go provider marks nothing) and is adopted,
+    /// and one whose marker cannot be read is still deleted with the object.
+    fn provisioned_here(&self) -> bool;
 }
+
+/// The history entries a provider writes when it created, or tried to create, the cluster
+/// (the Go provider's wording, kept by this one).
+const CREATION_HISTORY: [&str; 2] = [
+    "Cluster was successfully created",
+    "Cluster cannot be created",
+];
 
 impl KindObject for KINDCluster {
     const KIND: &'static str = "KINDCluster";
@@ -67,6 +79,15 @@ impl KindObject for KINDCluster {
     }
     fn kubeconfig_secret_names(&self, _: Option<&str>) -> Vec<String> {
         vec![upstream_secret_name(&self.spec.cluster_name)]
+    }
+    fn provisioned_here(&self) -> bool {
+        // The Go provider also calls a cluster that already existed ready, without history.
+        self.status.as_ref().is_some_and(|s| {
+            s.ready == Some(true)
+                || s.conditions
+                    .iter()
+                    .any(|e| CREATION_HISTORY.contains(&e.message.as_str()))
+        })
     }
 }
 
@@ -99,6 +120,12 @@ impl KindObject for KindCluster {
             .map(capi::kubeconfig_secret_name)
             .into_iter()
             .collect()
+    }
+    fn provisioned_here(&self) -> bool {
+        self.status
+            .as_ref()
+            .and_then(|s| s.initialization.as_ref())
+            .is_some_and(|i| i.provisioned == Some(true))
     }
     fn set_endpoint(&mut self, endpoint: &ApiEndpoint) -> bool {
         if self.spec.control_plane_endpoint.as_ref() == Some(endpoint) {

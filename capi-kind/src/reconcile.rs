@@ -286,7 +286,9 @@ async fn provision<K: KindObject>(obj: &K, ctx: &Context) -> Result<Outcome> {
         return start_creation(obj, ctx, &plan).await;
     }
     let owner = ctx.provisioner.owner(name).await?;
-    if owner.as_deref() != Some(plan.owner_uid.as_str()) {
+    if owner.is_none() && obj.provisioned_here() {
+        adopt(obj, ctx, name, &plan.owner_uid).await?;
+    } else if owner.as_deref() != Some(plan.owner_uid.as_str()) {
         // Whoever owns it may claim the name.
         ctx.claims.release(name, &plan.owner_uid);
         let message = format!(
@@ -304,6 +306,16 @@ async fn provision<K: KindObject>(obj: &K, ctx: &Context) -> Result<Outcome> {
         return Ok(Outcome::RequeueAfter(ctx.settings.retry_refused));
     }
     publish(obj, ctx, name, created_now).await
+}
+
+/// Takes over an unmarked cluster this object's provider made (the Go provider marks nothing):
+/// marks it as this object's, from then on deleted with it.
+async fn adopt<K: KindObject>(obj: &K, ctx: &Context, name: &str, owner_uid: &str) -> Result<()> {
+    ctx.provisioner.mark_owner(name, owner_uid).await?;
+    let message = format!("adopted kind cluster {name:?}, which this object's provider created");
+    tracing::info!(cluster = name, "kind cluster adopted");
+    event(obj, ctx, EventType::Normal, reason::ADOPTED, &message).await;
+    Ok(())
 }
 
 /// Records a refusal: the status (`phase`, `reason`, `message`) and a Warning Event.
@@ -507,12 +519,14 @@ async fn cleanup<K: KindObject>(obj: &K, ctx: &Context) -> Result<Outcome> {
             .claim(name, &plan.owner_uid, &plan.object)
             .is_ok();
         if ours && ctx.provisioner.list().await?.iter().any(|c| c == name) {
-            if ctx.provisioner.owner(name).await?.as_deref() == Some(plan.owner_uid.as_str()) {
+            let look = look_at_owner(ctx, name, &plan.owner_uid).await;
+            if deletes(look, obj.provisioned_here()) {
                 ctx.provisioner.delete(name).await?;
-                tracing::info!(cluster = name, "kind cluster deleted");
+                tracing::info!(cluster = name, ?look, "kind cluster deleted");
             } else {
                 tracing::info!(
                     cluster = name,
+                    ?look,
                     "not deleting a kind cluster this object does not own"
                 );
             }
@@ -530,6 +544,46 @@ async fn cleanup<K: KindObject>(obj: &K, ctx: &Context) -> Result<Outcome> {
         .await
         .map_err(|e| Error::core(&object, "removing the finalizer", e))?;
     Ok(Outcome::Done)
+}
+
+/// What a look at a cluster's ownership marker found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OwnerLook {
+    /// Marked as this object's.
+    Ours,
+    /// Marked as another object's.
+    Theirs,
+    /// Running, without a marker.
+    Unmarked,
+    /// Not readable in time: stopped, broken or half-created.
+    Unreadable,
+}
+
+/// How long deletion looks at a cluster's ownership marker before it decides without it.
+pub const OWNER_LOOK: std::time::Duration = std::time::Duration::from_secs(30);
+
+async fn look_at_owner(ctx: &Context, name: &str, owner_uid: &str) -> OwnerLook {
+    match tokio::time::timeout(OWNER_LOOK, ctx.provisioner.owner(name)).await {
+        Ok(Ok(Some(uid))) if uid == owner_uid => OwnerLook::Ours,
+        Ok(Ok(Some(_))) => OwnerLook::Theirs,
+        Ok(Ok(None)) => OwnerLook::Unmarked,
+        Ok(Err(err)) => {
+            tracing::info!(cluster = name, error = %err, "ownership marker unreadable");
+            OwnerLook::Unreadable
+        }
+        Err(_) => OwnerLook::Unreadable,
+    }
+}
+
+/// Whether deleting the object deletes its kind cluster: when marked as its own, or, unmarked
+/// or unreadable (a stopped or half-created cluster, a Go provider's), when its status shows
+/// its provider made it. Never one marked as another object's.
+pub fn deletes(look: OwnerLook, provisioned_here: bool) -> bool {
+    match look {
+        OwnerLook::Ours => true,
+        OwnerLook::Theirs => false,
+        OwnerLook::Unmarked | OwnerLook::Unreadable => provisioned_here,
+    }
 }
 
 /// Deletes Secret `name` in the object's namespace if this object controls it, or nothing
@@ -564,5 +618,20 @@ async fn delete_own_secret<K: KindObject>(
         Ok(_) => Ok(()),
         Err(err) if err.is_not_found() => Ok(()),
         Err(err) => Err(Error::core(&object, "deleting", err)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{OwnerLook, deletes};
+
+    #[test]
+    fn deletion_takes_an_unmarked_or_unreadable_cluster_only_when_the_object_made_it() {
+        assert!(deletes(OwnerLook::Ours, false));
+        assert!(!deletes(OwnerLook::Theirs, true));
+        for look in [OwnerLook::Unmarked, OwnerLook::Unreadable] {
+            assert!(deletes(look, true), "{look:?}");
+            assert!(!deletes(look, false), "{look:?}");
+        }
     }
 }

@@ -39,6 +39,8 @@ pub mod reason {
     pub const NAME_IN_USE: &str = "ClusterNameInUse";
     /// A kind cluster of that name exists but was not created for this object.
     pub const NOT_OWNED: &str = "ClusterNotOwned";
+    /// An unmarked cluster this object's provider made was taken over.
+    pub const ADOPTED: &str = "ClusterAdopted";
     /// The cluster disappeared out of band and is being created again.
     pub const MISSING: &str = "ClusterMissing";
     /// The object is being deleted.

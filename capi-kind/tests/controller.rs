@@ -37,11 +37,15 @@ impl Env {
         provisioner: SimProvisioner,
         configure: impl FnOnce(&mut ControllerConfig, &Server),
     ) -> Env {
-        let sim = Server::start(Config::default()).await.unwrap();
-        let admin = sim.object_client("");
-        for crd in capi_kind::api::crd_objects().unwrap() {
-            admin.create(&crd).await.unwrap();
-        }
+        Env::run_on(management().await, provisioner, configure)
+    }
+
+    /// Starts the controllers against `sim` (a [`management`] server).
+    fn run_on(
+        sim: Server,
+        provisioner: SimProvisioner,
+        configure: impl FnOnce(&mut ControllerConfig, &Server),
+    ) -> Env {
         let mut config =
             ControllerConfig::new(sim.client("").unwrap(), Arc::new(provisioner.clone()));
         config.backoff = Backoff::new(Duration::from_millis(100), Duration::from_millis(500));
@@ -109,6 +113,16 @@ impl Env {
             .unwrap()
             .unwrap();
     }
+}
+
+/// The management cluster: a kcp-sim with the provider's CRDs.
+async fn management() -> Server {
+    let sim = Server::start(Config::default()).await.unwrap();
+    let admin = sim.object_client("");
+    for crd in capi_kind::api::crd_objects().unwrap() {
+        admin.create(&crd).await.unwrap();
+    }
+    sim
 }
 
 /// Waits (on a watch, up to 30 s) until `name` satisfies `condition`.
@@ -404,6 +418,72 @@ async fn an_unmarked_cluster_is_neither_adopted_nor_deleted() {
         .unwrap();
     wait_gone(&api, "test-cluster-1").await;
     assert_eq!(env.provisioner.list().await.unwrap(), ["test-1"]);
+    env.stop().await;
+}
+
+/// KINDCluster `test-cluster-1` as the Go provider leaves it: its finalizer, `ready` and the
+/// history entry of the creation, on `sim` before any controller of ours runs.
+async fn left_by_the_go_provider(sim: &Server) {
+    let api: Api<KINDCluster> = Api::namespaced(sim.client("").unwrap(), "default");
+    let mut obj: KINDCluster = serde_saphyr::from_str(TEST1).unwrap();
+    obj.metadata.finalizers = Some(vec![capi_kind::api::upstream::FINALIZER.to_owned()]);
+    api.create(&PostParams::default(), &obj).await.unwrap();
+    let status = serde_json::json!({"status": {"ready": true, "failureMessage": "",
+        "conditions": [{"timestamp": "2026-01-01T00:00:00Z",
+                        "message": "Cluster was successfully created", "reason": ""}]}});
+    api.patch_status(
+        "test-cluster-1",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(&status),
+    )
+    .await
+    .unwrap();
+}
+
+#[tokio::test]
+async fn a_cluster_the_go_provider_created_is_adopted_and_deleted_with_its_object() {
+    let sim = management().await;
+    let provisioner = SimProvisioner::new();
+    provisioner.create_unmarked("test-1").await.unwrap();
+    left_by_the_go_provider(&sim).await;
+    let env = Env::run_on(sim, provisioner, |_, _| ());
+    let api = env.api::<KINDCluster>();
+    wait_for(&api, "test-cluster-1", "Ready", |o| {
+        upstream_phase(o) == Some(Phase::Ready)
+    })
+    .await;
+    let uid = api
+        .get("test-cluster-1")
+        .await
+        .unwrap()
+        .metadata
+        .uid
+        .unwrap();
+    assert_eq!(env.provisioner.owner("test-1").await.unwrap(), Some(uid));
+    assert_eq!(env.provisioner.creates(), 0, "adopted, not recreated");
+    api.delete("test-cluster-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&api, "test-cluster-1").await;
+    assert!(env.provisioner.list().await.unwrap().is_empty());
+    env.stop().await;
+}
+
+#[tokio::test]
+async fn a_stopped_cluster_is_still_deleted_with_its_object() {
+    let env = Env::start().await;
+    let api = env.api::<KINDCluster>();
+    env.create::<KINDCluster>(TEST1).await;
+    wait_for(&api, "test-cluster-1", "Ready", |o| {
+        upstream_phase(o) == Some(Phase::Ready)
+    })
+    .await;
+    env.provisioner.stop_cluster("test-1");
+    api.delete("test-cluster-1", &DeleteParams::default())
+        .await
+        .unwrap();
+    wait_gone(&api, "test-cluster-1").await;
+    assert!(env.provisioner.list().await.unwrap().is_empty());
     env.stop().await;
 }
 

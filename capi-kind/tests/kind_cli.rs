@@ -222,6 +222,17 @@ async fn a_cluster_created_by_hand_has_no_owner() {
     assert_eq!(kind.cli().owner("mine").await.unwrap(), None);
 }
 
+#[tokio::test]
+async fn adopting_a_cluster_labels_its_nodes_with_the_marker() {
+    let kind = FakeKind::new("adopt").await;
+    kind.add_unmarked_cluster("theirs").await;
+    kind.cli().mark_owner("theirs", "uid-9").await.unwrap();
+    assert_eq!(
+        kind.cli().owner("theirs").await.unwrap().as_deref(),
+        Some("uid-9")
+    );
+}
+
 async fn start_controller(kind: &FakeKind) -> (Server, tokio::sync::watch::Sender<bool>) {
     let management = Server::start(Config::default()).await.unwrap();
     for crd in capi_kind::api::crd_objects().unwrap() {

@@ -35,6 +35,20 @@ pub struct KindCli {
 }
 
 impl KindCli {
+    /// The Nodes of cluster `name`, through the kubeconfig kind exports (`what` names the
+    /// operation in errors).
+    async fn nodes(&self, name: &str, what: &'static str) -> Result<kube::Api<Node>> {
+        let kubeconfig = self.kubeconfig(name).await?;
+        let failed = |e: String| Error::provisioner(name, what, e);
+        let parsed =
+            kube::config::Kubeconfig::from_yaml(&kubeconfig).map_err(|e| failed(e.to_string()))?;
+        let config = kube::Config::from_custom_kubeconfig(parsed, &Default::default())
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        let client = kube::Client::try_from(config).map_err(|e| failed(e.to_string()))?;
+        Ok(kube::Api::all(client))
+    }
+
     /// A provisioner running `binary` (a path, or a name looked up on `PATH`), with kind's
     /// scratch kubeconfigs in the system temporary directory.
     pub fn new(binary: impl Into<PathBuf>) -> Self {
@@ -203,15 +217,9 @@ impl Provisioner for KindCli {
     }
 
     async fn owner(&self, name: &str) -> Result<Option<String>> {
-        let kubeconfig = self.kubeconfig(name).await?;
+        let nodes = self.nodes(name, "read the ownership marker").await?;
         let failed = |e: String| Error::provisioner(name, "read the ownership marker", e);
-        let parsed =
-            kube::config::Kubeconfig::from_yaml(&kubeconfig).map_err(|e| failed(e.to_string()))?;
-        let config = kube::Config::from_custom_kubeconfig(parsed, &Default::default())
-            .await
-            .map_err(|e| failed(e.to_string()))?;
-        let client = kube::Client::try_from(config).map_err(|e| failed(e.to_string()))?;
-        let nodes = kube::Api::<Node>::all(client)
+        let nodes = nodes
             .list(&ListParams::default().labels(OWNER_LABEL))
             .await
             .map_err(|e| failed(format!("listing Nodes: {e}")))?;
@@ -219,6 +227,29 @@ impl Provisioner for KindCli {
             .items
             .iter()
             .find_map(|n| n.metadata.labels.as_ref()?.get(OWNER_LABEL).cloned()))
+    }
+
+    async fn mark_owner(&self, name: &str, owner_uid: &str) -> Result<()> {
+        let what = "mark the ownership";
+        let nodes = self.nodes(name, what).await?;
+        let failed = |e: String| Error::provisioner(name, what, e);
+        let list = nodes
+            .list(&ListParams::default())
+            .await
+            .map_err(|e| failed(format!("listing Nodes: {e}")))?;
+        let patch = serde_json::json!({"metadata": {"labels": {OWNER_LABEL: owner_uid}}});
+        for node in list.items {
+            let node_name = node.metadata.name.unwrap_or_default();
+            nodes
+                .patch(
+                    &node_name,
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(&patch),
+                )
+                .await
+                .map_err(|e| failed(format!("labelling Node {node_name}: {e}")))?;
+        }
+        Ok(())
     }
 
     async fn kubeconfig(&self, name: &str) -> Result<String> {

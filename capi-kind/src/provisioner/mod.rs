@@ -61,6 +61,9 @@ pub trait Provisioner: Send + Sync + 'static {
     /// The ownership marker of an existing cluster: the UID it was created for, `None` when it
     /// carries no marker (created by someone else).
     async fn owner(&self, name: &str) -> Result<Option<String>>;
+    /// Marks an existing cluster as created for `owner_uid` (labels its Nodes), so it is
+    /// taken over: a cluster the Go provider created carries no marker.
+    async fn mark_owner(&self, name: &str, owner_uid: &str) -> Result<()>;
     /// The cluster's admin kubeconfig, exported now.
     async fn kubeconfig(&self, name: &str) -> Result<String>;
     /// The cluster's API endpoint (from its kubeconfig by default).

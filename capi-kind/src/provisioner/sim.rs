@@ -18,6 +18,17 @@ use crate::error::{Error, Result};
 struct SimCluster {
     server: Server,
     owner: Option<String>,
+    /// Stopped: listed, but its kubeconfig and marker cannot be read.
+    stopped: bool,
+}
+
+/// The error kind gives for a cluster whose control-plane container is not running.
+fn not_running(name: &str, operation: &'static str) -> Error {
+    Error::provisioner(
+        name,
+        operation,
+        "the control-plane container is not running",
+    )
 }
 
 #[derive(Default)]
@@ -77,9 +88,18 @@ impl SimProvisioner {
             SimCluster {
                 server,
                 owner: None,
+                stopped: false,
             },
         );
         Ok(())
+    }
+
+    /// Stops a cluster's API server, as a stopped kind container leaves it: still listed, its
+    /// kubeconfig and ownership marker unreadable.
+    pub fn stop_cluster(&self, name: &str) {
+        if let Some(cluster) = self.lock().clusters.get_mut(name) {
+            cluster.stopped = true;
+        }
     }
 
     /// The base URL of a cluster's API server.
@@ -120,6 +140,7 @@ impl Provisioner for SimProvisioner {
         let cluster = SimCluster {
             server,
             owner: Some(request.owner_uid.clone()),
+            stopped: false,
         };
         self.lock().clusters.insert(request.name.clone(), cluster);
         Ok(())
@@ -142,7 +163,20 @@ impl Provisioner for SimProvisioner {
         let cluster = state.clusters.get(name).ok_or_else(|| {
             Error::provisioner(name, "read the ownership marker", "no such cluster")
         })?;
+        if cluster.stopped {
+            return Err(not_running(name, "read the ownership marker"));
+        }
         Ok(cluster.owner.clone())
+    }
+
+    async fn mark_owner(&self, name: &str, owner_uid: &str) -> Result<()> {
+        let mut state = self.lock();
+        let cluster = state
+            .clusters
+            .get_mut(name)
+            .ok_or_else(|| Error::provisioner(name, "mark the ownership", "no such cluster"))?;
+        cluster.owner = Some(owner_uid.to_owned());
+        Ok(())
     }
 
     async fn kubeconfig(&self, name: &str) -> Result<String> {
@@ -151,6 +185,9 @@ impl Provisioner for SimProvisioner {
             .clusters
             .get(name)
             .ok_or_else(|| Error::provisioner(name, "get kubeconfig", "no such cluster"))?;
+        if cluster.stopped {
+            return Err(not_running(name, "get kubeconfig"));
+        }
         Ok(cluster.server.kubeconfig(&[&format!("kind-{name}")]))
     }
 }
