@@ -516,10 +516,8 @@ async fn the_legacy_hook_condition_in_the_deprecated_section_is_honoured() {
     assert!(released(&world).await);
 }
 
-#[tokio::test]
-async fn the_finalizer_is_dropped_when_the_machine_is_gone() {
-    let (world, ctx) = world_with_machine().await;
-    reconcile(&ctx, "m1").await;
+/// Deletes AgentMachine `m1` (held by its finalizer), then its Machine for good.
+async fn delete_agent_machine_after_its_machine(world: &World) {
     world
         .client
         .delete(&agent_machine_ref("m1"), &Default::default())
@@ -537,6 +535,13 @@ async fn the_finalizer_is_dropped_when_the_machine_is_gone() {
         .delete(&machine_ref("m1"), &Default::default())
         .await
         .unwrap();
+}
+
+#[tokio::test]
+async fn the_finalizer_is_dropped_when_the_machine_is_gone() {
+    let (world, ctx) = world_with_machine().await;
+    reconcile(&ctx, "m1").await;
+    delete_agent_machine_after_its_machine(&world).await;
     reconcile(&ctx, "m1").await;
     assert!(world.try_agent_machine("m1").await.is_none());
 }
@@ -550,23 +555,7 @@ async fn a_host_bound_to_a_gone_machine_is_unbound_before_the_finalizer_goes() {
         world.typed_agent("host-1").await.label("agentMachineRef"),
         Some("m1")
     );
-    world
-        .client
-        .delete(&agent_machine_ref("m1"), &Default::default())
-        .await
-        .unwrap();
-    world
-        .patch(
-            &machine_ref("m1"),
-            Subresource::Main,
-            json!({"metadata": {"finalizers": null}}),
-        )
-        .await;
-    world
-        .client
-        .delete(&machine_ref("m1"), &Default::default())
-        .await
-        .unwrap();
+    delete_agent_machine_after_its_machine(&world).await;
     reconcile(&ctx, "m1").await;
     assert!(
         world.try_agent_machine("m1").await.is_some(),

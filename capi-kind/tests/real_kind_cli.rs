@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use capi_kind::api::{KINDCluster, KindCluster};
 use capi_kind::kind_config::render_kind_config;
-use capi_kind::plan::{plan_capi, plan_upstream};
+use capi_kind::plan::{ClusterPlan, plan_capi, plan_upstream};
 use capi_kind::provisioner::{CreateRequest, create_args, delete_args, kubeconfig_args, list_args};
 
 /// What the `docker` on `PATH` says to anything but `info` and `ps`.
@@ -103,14 +103,17 @@ fn assert_stopped_at_the_runtime(args: &[String], (succeeded, said): (bool, Stri
     );
 }
 
-fn request(config: String, name: &str, image: Option<String>) -> CreateRequest {
-    CreateRequest {
-        name: name.to_owned(),
-        image,
-        config,
-        owner_uid: "3f0c8a52-0000-4000-8000-000000000001".to_owned(),
+/// The `kind create cluster` command line the provisioner runs for `plan` (with `config`, the
+/// rendered kind config it sends on stdin).
+fn create_line(kind: &Kind, plan: &ClusterPlan, config: &str) -> Vec<String> {
+    let request = CreateRequest {
+        name: plan.cluster_name.clone(),
+        image: plan.image.clone(),
+        config: config.to_owned(),
+        owner_uid: plan.owner_uid.clone(),
         wait: Duration::from_secs(300),
-    }
+    };
+    create_args(&request, &kind.kubeconfig())
 }
 
 fn with_uid<T: serde::de::DeserializeOwned>(yaml: &str) -> T {
@@ -154,10 +157,7 @@ fn a_create_with_every_config_section_is_accepted_up_to_the_container_runtime() 
     let kind = Kind::new();
     let plan = plan_capi(&with_uid::<KindCluster>(EVERY_SECTION)).unwrap();
     let config = render_kind_config(&plan.config).unwrap();
-    let args = create_args(
-        &request(config.clone(), &plan.cluster_name, plan.image.clone()),
-        &kind.kubeconfig(),
-    );
+    let args = create_line(&kind, &plan, &config);
     assert_stopped_at_the_runtime(&args, kind.run(&args, Some(&config)));
 }
 
@@ -166,10 +166,7 @@ fn a_create_of_the_go_providers_object_is_accepted_up_to_the_container_runtime()
     let kind = Kind::new();
     let plan = plan_upstream(&with_uid::<KINDCluster>(UPSTREAM)).unwrap();
     let config = render_kind_config(&plan.config).unwrap();
-    let args = create_args(
-        &request(config.clone(), &plan.cluster_name, plan.image.clone()),
-        &kind.kubeconfig(),
-    );
+    let args = create_line(&kind, &plan, &config);
     assert_stopped_at_the_runtime(&args, kind.run(&args, Some(&config)));
 }
 
@@ -180,10 +177,7 @@ fn a_config_kind_refuses_is_refused_before_the_container_runtime() {
     let config = render_kind_config(&plan.config)
         .unwrap()
         .replace("ipFamily: dual", "ipFamily: sideways");
-    let args = create_args(
-        &request(config.clone(), &plan.cluster_name, plan.image.clone()),
-        &kind.kubeconfig(),
-    );
+    let args = create_line(&kind, &plan, &config);
     let (succeeded, said) = kind.run(&args, Some(&config));
     assert!(!succeeded && !said.contains(NO_RUNTIME), "{said}");
     assert!(said.contains("invalid ipFamily: sideways"), "{said}");

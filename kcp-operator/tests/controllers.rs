@@ -15,54 +15,13 @@ use k8s_openapi::api::core::v1::Secret;
 use kcp_core::client::ListOptions;
 use kcp_core::{ObjectClient, ObjectClientExt as _};
 use kcp_operator::api::*;
-use kcp_operator::controller::{ControllerGroup, run_with};
+use kcp_operator::controller::ControllerGroup;
 use kcp_sim::faults::{ErrorRule, FaultConfig};
 use kcp_sim::{Config, Server};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use tokio::sync::watch;
+use std::sync::atomic::Ordering;
 
-struct Running {
-    stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
-    /// Set by the controllers once every cache synced.
-    synced: Arc<AtomicBool>,
-}
-
-impl Running {
-    async fn stop(self) {
-        self.stop.send(true).unwrap();
-        tokio::time::timeout(Duration::from_secs(30), self.task)
-            .await
-            .expect("controllers drain")
-            .unwrap();
-    }
-}
-
-fn start(sim: &Server, groups: &[ControllerGroup], kcp: &Kcp) -> Running {
-    let client = sim.client("").unwrap();
-    let addresser: Arc<dyn kcp_operator::addresser::Addresser> = Arc::new(Kcp {
-        server: kcp.server.clone(),
-    });
-    let groups: BTreeSet<_> = groups.iter().copied().collect();
-    let (stop, mut rx) = watch::channel(false);
-    let synced = Arc::new(AtomicBool::new(false));
-    let flag = synced.clone();
-    let task = tokio::spawn(async move {
-        run_with(
-            client,
-            &groups,
-            &kcp_operator::pki::Pki::CertManager,
-            addresser,
-            kcp_operator::metrics::Metrics::unregistered(),
-            flag,
-            async move {
-                let _ = rx.wait_for(|s| *s).await;
-            },
-        )
-        .await;
-    });
-    Running { stop, task, synced }
+fn start(sim: &Server, groups: &[ControllerGroup], kcp: &Kcp) -> Operator {
+    Operator::start(sim.client("").unwrap(), groups, kcp)
 }
 
 async fn is_ready(client: &dyn ObjectClient) -> bool {

@@ -10,60 +10,15 @@
 
 mod common;
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use common::*;
 use k8s_openapi::api::core::v1::Secret;
 use kcp_core::ObjectClientExt as _;
 use kcp_operator::api::*;
-use kcp_operator::controller::{ControllerGroup, run_with};
 use kube::api::DynamicObject;
-use tokio::sync::watch;
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
-
-/// The controllers of both groups, running against the bed until dropped.
-struct Operator {
-    stop: watch::Sender<bool>,
-    task: tokio::task::JoinHandle<()>,
-}
-
-impl Operator {
-    async fn start(bed: &Bed) -> Operator {
-        let client = kube::Client::try_from(bed.kube.config().await.unwrap()).unwrap();
-        let addresser: Arc<dyn kcp_operator::addresser::Addresser> = Arc::new(Kcp {
-            server: bed.kcp.server.clone(),
-        });
-        let groups = BTreeSet::from([ControllerGroup::Config, ControllerGroup::Workload]);
-        let (stop, mut rx) = watch::channel(false);
-        let task = tokio::spawn(async move {
-            run_with(
-                client,
-                &groups,
-                &kcp_operator::pki::Pki::CertManager,
-                addresser,
-                kcp_operator::metrics::Metrics::unregistered(),
-                Arc::new(AtomicBool::new(false)),
-                async move {
-                    let _ = rx.wait_for(|s| *s).await;
-                },
-            )
-            .await;
-        });
-        Operator { stop, task }
-    }
-
-    async fn stop(self) {
-        self.stop.send(true).unwrap();
-        tokio::time::timeout(Duration::from_secs(30), self.task)
-            .await
-            .expect("controllers drain")
-            .unwrap();
-    }
-}
 
 fn named<'a>(objects: &'a [DynamicObject], kind: &str, name: &str) -> &'a DynamicObject {
     objects
@@ -114,7 +69,7 @@ async fn a_kubeconfig_applied_before_its_target_becomes_ready() {
     let _turn = SERIAL.lock().await;
     let bed = bare_bed().await;
     let examples = examples_in(&bed.ns);
-    let operator = Operator::start(&bed).await;
+    let operator = Operator::on(&bed).await;
     apply_objects(
         bed.client.as_ref(),
         without(&examples, "FrontProxy", "edge"),
@@ -152,7 +107,7 @@ async fn a_virtual_workspace_applied_before_its_shard_is_compiled() {
     );
     let mut first = without(&examples, "Shard", "alpha");
     first.extend(kcp_core::parse_manifests("vw.yaml", &vw).unwrap());
-    let operator = Operator::start(&bed).await;
+    let operator = Operator::on(&bed).await;
     apply_objects(bed.client.as_ref(), first).await;
     let reference_valid = |status: &str| {
         let status = status.to_owned();
@@ -212,7 +167,7 @@ async fn a_kubeconfig_gets_its_secret_before_its_rbac_workspace_exists() {
             o.data["spec"]["targetWorkspace"] = "root:later".into();
         }
     }
-    let operator = Operator::start(&bed).await;
+    let operator = Operator::on(&bed).await;
     apply_objects(bed.client.as_ref(), examples).await;
     wait_for(&bed, "the kubeconfig Secret", || async {
         let secret: Option<Secret> = bed

@@ -13,6 +13,7 @@ use kcp_core::client::ListOptions;
 use kcp_core::{ObjectClient, ObjectClientExt as _, parse_manifests};
 use kcp_operator::addresser::{Addresser, Endpoint};
 use kcp_operator::api::*;
+use kcp_operator::controller::{ControllerGroup, run_with};
 use kcp_operator::reconcile::{config, kubeconfig, virtualworkspace, workload};
 use kcp_operator::render::certmanager::{self, Certificate, CertificateStatus};
 use kcp_sim::{Config, Server};
@@ -162,14 +163,30 @@ pub async fn apply_objects(client: &dyn ObjectClient, objects: Vec<kube::api::Dy
     assert!(report.is_complete(), "{report}: {report:?}");
 }
 
-pub async fn all<K>(client: &dyn ObjectClient, ns: &str) -> Vec<K>
-where
+/// A typed Kubernetes object the helpers read and write.
+pub trait Typed:
+    kube::Resource<DynamicType = ()>
+    + serde::de::DeserializeOwned
+    + serde::Serialize
+    + Clone
+    + Send
+    + Sync
+{
+}
+
+impl<K> Typed for K where
     K: kube::Resource<DynamicType = ()>
         + serde::de::DeserializeOwned
         + serde::Serialize
         + Clone
         + Send
-        + Sync,
+        + Sync
+{
+}
+
+pub async fn all<K>(client: &dyn ObjectClient, ns: &str) -> Vec<K>
+where
+    K: Typed,
 {
     client
         .list_typed(Some(ns), &ListOptions::default())
@@ -180,12 +197,7 @@ where
 /// Like [`all`], but empty on errors (for the helpers playing controllers under faults).
 pub async fn try_all<K>(client: &dyn ObjectClient, ns: &str) -> Vec<K>
 where
-    K: kube::Resource<DynamicType = ()>
-        + serde::de::DeserializeOwned
-        + serde::Serialize
-        + Clone
-        + Send
-        + Sync,
+    K: Typed,
 {
     client
         .list_typed(Some(ns), &ListOptions::default())
@@ -335,12 +347,7 @@ pub async fn run_deployments(client: &dyn ObjectClient, ns: &str) {
 pub async fn versions(client: &dyn ObjectClient, ns: &str) -> BTreeMap<String, String> {
     async fn of<K>(client: &dyn ObjectClient, ns: &str, out: &mut BTreeMap<String, String>)
     where
-        K: kube::Resource<DynamicType = ()>
-            + serde::de::DeserializeOwned
-            + serde::Serialize
-            + Clone
-            + Send
-            + Sync,
+        K: Typed,
     {
         for o in all::<K>(client, ns).await {
             let meta = o.meta();
@@ -420,4 +427,56 @@ pub fn examples_in(ns: &str) -> Vec<kube::api::DynamicObject> {
     let examples = include_str!("../fixtures/examples.yaml")
         .replace("namespace: kcp}", &format!("namespace: {ns}}}"));
     parse_manifests("examples.yaml", &examples).unwrap()
+}
+
+/// Both controller groups of the operator (`run_with`), running until stopped.
+pub struct Operator {
+    stop: tokio::sync::watch::Sender<bool>,
+    task: tokio::task::JoinHandle<()>,
+    /// Set by the controllers once every cache synced.
+    pub synced: Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Operator {
+    /// Runs `groups` against `client`, reaching the installation's kcp through `kcp`.
+    pub fn start(client: kube::Client, groups: &[ControllerGroup], kcp: &Kcp) -> Operator {
+        let addresser: Arc<dyn Addresser> = Arc::new(Kcp {
+            server: kcp.server.clone(),
+        });
+        let groups: std::collections::BTreeSet<_> = groups.iter().copied().collect();
+        let (stop, mut rx) = tokio::sync::watch::channel(false);
+        let synced = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = synced.clone();
+        let task = tokio::spawn(async move {
+            run_with(
+                client,
+                &groups,
+                &kcp_operator::pki::Pki::CertManager,
+                addresser,
+                kcp_operator::metrics::Metrics::unregistered(),
+                flag,
+                async move {
+                    let _ = rx.wait_for(|s| *s).await;
+                },
+            )
+            .await;
+        });
+        Operator { stop, task, synced }
+    }
+
+    /// Both groups against the bed's management cluster.
+    pub async fn on(bed: &Bed) -> Operator {
+        let client = kube::Client::try_from(bed.kube.config().await.unwrap()).unwrap();
+        let groups = [ControllerGroup::Config, ControllerGroup::Workload];
+        Operator::start(client, &groups, &bed.kcp)
+    }
+
+    /// Stops the controllers and waits until they drained.
+    pub async fn stop(self) {
+        self.stop.send(true).unwrap();
+        tokio::time::timeout(std::time::Duration::from_secs(30), self.task)
+            .await
+            .expect("controllers drain")
+            .unwrap();
+    }
 }
