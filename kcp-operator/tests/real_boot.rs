@@ -208,7 +208,8 @@ fn relocated(text: &str, mounts: &[String], root: &Path) -> String {
     out
 }
 
-/// Starts the container's command as the real binary `binary`, its files under `root`.
+/// Starts the container's command as the real binary `binary`, its files under
+/// `root/<deployment>`.
 async fn start_container(
     client: &dyn ObjectClient,
     deployment: &Deployment,
@@ -218,6 +219,9 @@ async fn start_container(
 ) -> PeerProcess {
     let pod = deployment.spec.clone().unwrap().template.spec.unwrap();
     let container = pod.containers[0].clone();
+    // Each pod has its own filesystem: kcp reloads its serving certificate when the file changes.
+    let name = deployment.metadata.name.clone().unwrap_or_default();
+    let root = &root.join(&name);
     let mut mounts: Vec<String> = container
         .volume_mounts
         .iter()
@@ -246,7 +250,6 @@ async fn start_container(
         .filter_map(|e| e.value.clone().map(|v| (e.name.clone(), v)))
         .collect();
     let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
-    let name = deployment.metadata.name.clone().unwrap_or_default();
     let log = root.join(format!("{name}.log"));
     PeerProcess::spawn(&name, binary, &args, &env, &log).unwrap()
 }
