@@ -629,25 +629,11 @@ async fn deleting_a_paused_machine_releases_without_unbinding() {
 
 #[tokio::test]
 async fn the_unbind_wait_is_bounded_and_surfaced() {
-    let world = World::start().await;
-    world.hosted_cluster().await;
+    let (world, _) = unbinding_machine().await;
     let ctx = world.context_with(ProviderConfig {
         unbind_timeout: Duration::ZERO,
         ..ProviderConfig::default()
     });
-    reconcile_agent_cluster(&ctx, NS, "hc").await.unwrap();
-    world.machine("m1", None).await;
-    world.agent("host-1", json!({})).await;
-    reconcile(&ctx, "m1").await;
-    world.delete_machine_at_hook("m1").await;
-    reconcile(&ctx, "m1").await;
-    world
-        .patch(
-            &agent_ref("host-1"),
-            Subresource::Status,
-            json!({"status": {"debugInfo": {"state": "unbinding"}}}),
-        )
-        .await;
     reconcile(&ctx, "m1").await;
     assert!(released(&world).await);
     let am = world.agent_machine("m1").await;

@@ -5,14 +5,17 @@
 # its config (entrypoint, user, labels, architecture), its size, and that the binary runs from
 # the image's own root filesystem (`--help`, and `crds` where the binary has it).
 #
-#   deploy/images/build.sh [out-dir]      (default: target/images)
+#   deploy/images/build.sh [out-dir]      (default: <target>/images)
+#
+# <target> is $CARGO_TARGET_DIR when set (where cargo put the release binaries), else target.
 #
 # Each image is an OCI image layout in <out-dir>/<binary>, tagged <version> and latest;
 # push one with: skopeo copy oci:<out-dir>/<binary>:<version> docker://ghcr.io/kcp-rs/<binary>:<version>
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-OUT=${1:-target/images}
+TARGET=${CARGO_TARGET_DIR:-target}
+OUT=${1:-$TARGET/images}
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
 REVISION=$(git rev-parse HEAD 2>/dev/null || echo unknown)
 MAX_BYTES=$((25 * 1024 * 1024))
@@ -78,7 +81,7 @@ build_image() {
   umoci init --layout "$layout"
   umoci new --image "$layout:$VERSION"
   umoci unpack --rootless --image "$layout:$VERSION" "$work/bundle" >/dev/null
-  make_rootfs "$work/bundle/rootfs" "target/release/$name" "$entrypoint"
+  make_rootfs "$work/bundle/rootfs" "$TARGET/release/$name" "$entrypoint"
   umoci repack --image "$layout:$VERSION" "$work/bundle"
   umoci config --image "$layout:$VERSION" \
     --architecture amd64 --os linux \
