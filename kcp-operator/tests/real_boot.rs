@@ -373,6 +373,23 @@ async fn a_root_shard_a_shard_and_a_front_proxy_boot_from_their_rendered_deploym
     )
     .await;
     assert!(registered.contains("\"kind\":\"Shard\""), "{registered}");
+    // The external port differs from 6443 (clients come through the front-proxy), so the shard's
+    // `--external-hostname` carries it, and kcp advertises it.
+    let external = format!("localhost:{}", ports.proxy);
+    let shard_args = rendered[1]
+        .spec
+        .clone()
+        .unwrap()
+        .template
+        .spec
+        .unwrap()
+        .containers[0]
+        .args
+        .clone()
+        .unwrap();
+    assert!(shard_args.contains(&format!("--external-hostname={external}")));
+    let masters = as_shard_client(&client, &dir, ports.shard).await;
+    assert_eq!(advertised(&masters).await, external);
 
     let mut proxy = start_container(
         &client,
@@ -393,8 +410,52 @@ async fn a_root_shard_a_shard_and_a_front_proxy_boot_from_their_rendered_deploym
         workspaces.contains("\"kind\":\"WorkspaceList\""),
         "{workspaces}"
     );
+    // Upstream renders the host alone; kcp then completes it with its own secure port, which no
+    // client outside the pod can use.
+    shard.stop(Duration::from_secs(10));
+    let mut upstream_form = shard_added.clone();
+    upstream_form.push("--external-hostname=localhost".to_owned());
+    let mut shard = start_container(&client, &rendered[1], &kcp_binary, &dir, &upstream_form).await;
+    wait_answering(&mut shard, &at_shard, "/readyz").await;
+    assert_eq!(
+        advertised(&masters).await,
+        format!("localhost:{}", ports.shard)
+    );
     for process in [&mut proxy, &mut shard, &mut root] {
         process.stop(Duration::from_secs(10));
     }
     drop(etcd);
+}
+
+/// A client of the shard `alpha` on `port` with the shard's own client certificate (Secret
+/// `alpha-client`, group `system:masters`), trusting the root shard's server CA.
+async fn as_shard_client(client: &dyn ObjectClient, dir: &Path, port: u16) -> kube::Client {
+    let secret: Secret = client
+        .get_typed(Some(NS), "alpha-client")
+        .await
+        .unwrap()
+        .unwrap();
+    let data = secret.data.unwrap();
+    let (cert, key) = (dir.join("alpha-client.crt"), dir.join("alpha-client.key"));
+    std::fs::write(&cert, &data["tls.crt"].0).unwrap();
+    std::fs::write(&key, &data["tls.key"].0).unwrap();
+    let mut config = kubeconfig_config(client, "root-admin-kubeconfig", "base").await;
+    config.cluster_url = format!("https://127.0.0.1:{port}").parse().unwrap();
+    config.auth_info = kube::config::AuthInfo {
+        client_certificate: Some(cert.display().to_string()),
+        client_key: Some(key.display().to_string()),
+        ..Default::default()
+    };
+    kube::Client::try_from(config).unwrap()
+}
+
+/// The address a server advertises to clients (`/api`'s `serverAddressByClientCIDRs`).
+async fn advertised(client: &kube::Client) -> String {
+    let request = http::Request::get("/api").body(Vec::new()).unwrap();
+    let body = client.request_text(request).await.unwrap();
+    let api: serde_json::Value = serde_json::from_str(&body).unwrap();
+    api["serverAddressByClientCIDRs"][0]["serverAddress"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
