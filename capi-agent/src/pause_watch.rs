@@ -43,7 +43,8 @@ pub fn pause_changes(
         let pass = match event {
             Ok(cluster) => {
                 let key = (cluster.namespace(), cluster.name_any());
-                seen.insert(key, pause_state(cluster)) != Some(pause_state(cluster))
+                let state = pause_state(cluster);
+                seen.insert(key, state.clone()) != Some(state)
             }
             Err(_) => true,
         };

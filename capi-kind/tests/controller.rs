@@ -162,8 +162,8 @@ where
     wait_gone(api, name).await;
 }
 
-/// Waits until KINDCluster `name` is Ready.
-async fn wait_upstream_ready(api: &Api<KINDCluster>, name: &str) {
+/// Waits until KINDCluster `name` (the Go provider's kind) is Ready.
+async fn wait_kind_cluster_ready(api: &Api<KINDCluster>, name: &str) {
     wait_for(api, name, "Ready", |o| {
         upstream_phase(o) == Some(Phase::Ready)
     })
@@ -210,7 +210,7 @@ async fn an_upstream_kind_cluster_becomes_ready_with_its_config_secret() {
     let env = Env::start().await;
     let api = env.api::<KINDCluster>();
     env.create::<KINDCluster>(TEST1).await;
-    wait_upstream_ready(&api, "test-cluster-1").await;
+    wait_kind_cluster_ready(&api, "test-cluster-1").await;
     let obj = api.get("test-cluster-1").await.unwrap();
     let status = obj.status.clone().unwrap();
     assert_eq!(status.ready, Some(true));
@@ -322,7 +322,7 @@ async fn deleting_the_object_deletes_the_cluster_and_its_secrets() {
     let env = Env::start().await;
     let api = env.api::<KINDCluster>();
     env.create::<KINDCluster>(TEST1).await;
-    wait_upstream_ready(&api, "test-cluster-1").await;
+    wait_kind_cluster_ready(&api, "test-cluster-1").await;
     delete_and_wait(&api, "test-cluster-1").await;
     assert!(env.provisioner.list().await.unwrap().is_empty());
     assert!(
@@ -340,7 +340,7 @@ async fn a_cluster_deleted_out_of_band_is_recreated() {
     let env = Env::start().await;
     let api = env.api::<KINDCluster>();
     env.create::<KINDCluster>(TEST1).await;
-    wait_upstream_ready(&api, "test-cluster-1").await;
+    wait_kind_cluster_ready(&api, "test-cluster-1").await;
     let first_url = env.provisioner.url("test-1").unwrap();
     env.provisioner.delete("test-1").await.unwrap();
     wait_for(&api, "test-cluster-1", "the recreation", |o| {
@@ -447,7 +447,7 @@ async fn a_cluster_the_go_provider_created_is_adopted_and_deleted_with_its_objec
     left_by_the_go_provider(&sim).await;
     let env = Env::run_on(sim, provisioner, |_, _| ());
     let api = env.api::<KINDCluster>();
-    wait_upstream_ready(&api, "test-cluster-1").await;
+    wait_kind_cluster_ready(&api, "test-cluster-1").await;
     let uid = api
         .get("test-cluster-1")
         .await
@@ -467,7 +467,7 @@ async fn a_stopped_cluster_is_still_deleted_with_its_object() {
     let env = Env::start().await;
     let api = env.api::<KINDCluster>();
     env.create::<KINDCluster>(TEST1).await;
-    wait_upstream_ready(&api, "test-cluster-1").await;
+    wait_kind_cluster_ready(&api, "test-cluster-1").await;
     env.provisioner.stop_cluster("test-1");
     delete_and_wait(&api, "test-cluster-1").await;
     assert!(env.provisioner.list().await.unwrap().is_empty());
@@ -493,7 +493,7 @@ async fn a_failed_create_is_reported_then_retried() {
     );
     assert_eq!(status.conditions[0].message, "Cluster cannot be created");
     env.provisioner.fail_creates(None);
-    wait_upstream_ready(&api, "test-cluster-1").await;
+    wait_kind_cluster_ready(&api, "test-cluster-1").await;
     let status = api.get("test-cluster-1").await.unwrap().status.unwrap();
     assert!(status.failure_message.is_empty());
     assert!(status.conditions.len() <= capi_kind::api::upstream::HISTORY_LIMIT);
@@ -621,7 +621,7 @@ async fn upstream_invalid_samples_are_refused_without_breaking_the_others() {
             status.failure_message
         );
     }
-    wait_upstream_ready(&api, "test-cluster-1").await;
+    wait_kind_cluster_ready(&api, "test-cluster-1").await;
     assert_eq!(env.provisioner.list().await.unwrap(), ["test-1"]);
     env.stop().await;
 }
@@ -666,7 +666,7 @@ async fn a_kubeconfig_secret_changed_by_hand_is_restored() {
     let env = Env::start().await;
     let api = env.api::<KINDCluster>();
     env.create::<KINDCluster>(TEST1).await;
-    wait_upstream_ready(&api, "test-cluster-1").await;
+    wait_kind_cluster_ready(&api, "test-cluster-1").await;
     let secrets = env.api::<Secret>();
     let mut secret = secrets.get("test-1-config").await.unwrap();
     let original = secret.data.clone();
@@ -744,7 +744,7 @@ async fn with_a_watch_filter_only_labelled_objects_are_served() {
         "apiVersion: infrastructure.cluster-k8s.io/v1alpha1\nkind: KINDCluster\nmetadata:\n  name: mine\n  namespace: default\n  labels: {cluster.x-k8s.io/watch-filter: team-a}\nspec: {clusterName: mine}\n",
     )
     .await;
-    wait_upstream_ready(&api, "mine").await;
+    wait_kind_cluster_ready(&api, "mine").await;
     let other = api.get("test-cluster-1").await.unwrap();
     assert!(
         other.status.is_none() && other.metadata.finalizers.is_none(),

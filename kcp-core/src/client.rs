@@ -358,7 +358,8 @@ pub trait ObjectClient: Send + Sync {
     }
 }
 
-fn to_value(obj: &DynamicObject, target: &ObjectRef) -> Result<Value> {
+/// `obj` as JSON, an error naming `target` if it cannot be encoded.
+pub(crate) fn to_value(obj: &DynamicObject, target: &ObjectRef) -> Result<Value> {
     serde_json::to_value(obj).map_err(|source| Error::Serialization {
         context: format!("encoding {target}"),
         source,

@@ -19,8 +19,8 @@
 use kube::api::DynamicObject;
 use serde_json::{Map, Value};
 
-use crate::client::{ObjectClient, ObjectRef, PatchOptions};
-use crate::error::{Error, Result};
+use crate::client::{ObjectClient, ObjectRef, PatchOptions, to_value};
+use crate::error::Result;
 
 /// What [`apply_child`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +43,8 @@ pub async fn apply_child(
     manager: &str,
 ) -> Result<(Applied, DynamicObject)> {
     let target = ObjectRef::from_object(desired)?;
-    let want = to_value(desired, &target)?;
+    let mut want = to_value(desired, &target)?;
+    strip_server_fields(&mut want);
     if let Some(live) = live {
         let have = to_value(&live, &target)?;
         if !apply_needed(&want, &have, manager) {
@@ -62,16 +63,14 @@ pub async fn apply_child(
     Ok((Applied::Created, written))
 }
 
-/// Whether an apply of `desired` by `manager` could change `live`: something rendered is not in
-/// the live object, or something the manager's last apply owned is no longer rendered (or the
-/// manager never applied this object).
+/// Whether an apply of `desired` (as rendered: no status, no server metadata) by `manager` could
+/// change `live`: something rendered is not in the live object, or something the manager's last
+/// apply owned is no longer rendered (or the manager never applied this object).
 pub fn apply_needed(desired: &Value, live: &Value, manager: &str) -> bool {
-    let mut rendered = desired.clone();
-    strip_server_fields(&mut rendered);
     let Some(owned) = applied_fields(live, manager) else {
         return true;
     };
-    !(contained_in(&rendered, live) && renders_every_owned_field(owned, &rendered))
+    !(contained_in(desired, live) && renders_every_owned_field(owned, desired))
 }
 
 /// The field set (FieldsV1) `manager` owns through server-side apply of the object itself (not
@@ -185,13 +184,6 @@ fn strip_server_fields(value: &mut Value) {
             meta.remove(key);
         }
     }
-}
-
-fn to_value(obj: &DynamicObject, target: &ObjectRef) -> Result<Value> {
-    serde_json::to_value(obj).map_err(|source| Error::Serialization {
-        context: format!("comparing {target}"),
-        source,
-    })
 }
 
 #[cfg(test)]

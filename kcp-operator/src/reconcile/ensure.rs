@@ -15,12 +15,8 @@ use kube::Resource;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use super::FIELD_MANAGER;
-use crate::error::{Error, Result};
-
-fn core(context: String) -> impl FnOnce(kcp_core::Error) -> Error {
-    move |source| Error::Core { context, source }
-}
+use super::{FIELD_MANAGER, core};
+use crate::error::Result;
 
 /// Makes `desired` exist as the controller-owned child of `owner` (when given), equal to what
 /// is rendered for the operator's fields. Returns what was done and the object as it is now.
@@ -34,11 +30,10 @@ where
 {
     let mut object = desired.clone();
     if let Some(owner) = owner {
-        set_controller(object.meta_mut(), owner.clone())
-            .map_err(core("setting the owner".into()))?;
+        set_controller(object.meta_mut(), owner.clone()).map_err(core("setting the owner"))?;
     }
-    let dynamic = to_dynamic(&object).map_err(core("serializing a child".into()))?;
-    let target = ObjectRef::from_object(&dynamic).map_err(core("naming a child".into()))?;
+    let dynamic = to_dynamic(&object).map_err(core("serializing a child"))?;
+    let target = ObjectRef::from_object(&dynamic).map_err(core("naming a child"))?;
     let live = client
         .get(&target)
         .await
