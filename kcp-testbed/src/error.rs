@@ -30,6 +30,26 @@ pub enum Error {
         /// What was tried.
         reason: String,
     },
+    /// A line of a wrapper's `SHIMS` file could not be read.
+    #[error("peer {peer}: SHIMS line {line}: {reason}")]
+    Shims {
+        /// The peer whose wrapper holds the file.
+        peer: String,
+        /// One-based line number.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A shim module could not be assembled.
+    #[error("peer {peer}: assembling the shim of {module}: {reason}")]
+    Shim {
+        /// The peer that needs it.
+        peer: String,
+        /// The module path the shim stands in for.
+        module: String,
+        /// What failed.
+        reason: String,
+    },
     /// `go build` failed (a module the proxy refused, a compile error, ...).
     #[error("peer {peer} {version}: go build failed (log {log}):\n{tail}")]
     Build {

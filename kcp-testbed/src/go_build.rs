@@ -13,6 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::log_tail::tail;
 use crate::pins::{self, Pin};
+use crate::shim;
 
 /// A peer binary, built (or found in the cache).
 #[derive(Debug, Clone)]
@@ -68,7 +69,19 @@ pub fn build(peer: &str) -> Result<Built> {
     lock.lock()
         .map_err(|e| Error::io(peer, "taking the build lock", e))?;
     if !binary.is_file() {
-        run_go_build(&go, &go_version, &pin, &binary, &log)?;
+        let shims = shim::shims_of(&pin)?;
+        let module_dir = if shims.is_empty() {
+            pin.wrapper_dir()
+        } else {
+            dir.join("module")
+        };
+        let build = GoBuild {
+            go: &go,
+            go_version: &go_version,
+            pin: &pin,
+            module_dir: &module_dir,
+        };
+        build.run(&shims, &binary, &log)?;
     }
     Ok(Built { pin, binary, log })
 }
@@ -94,16 +107,17 @@ fn go_version(go: &Path, pin: &Pin) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
-/// What decides the binary: the wrapper's go.mod and go.sum, the package, the Go version.
+/// What decides the binary: the wrapper's go.mod, go.sum and SHIMS, the package, the Go version.
 fn cache_key(pin: &Pin, go_version: &str) -> Result<String> {
     let mut hash = Sha256::new();
-    for file in ["go.mod", "go.sum"] {
+    for file in ["go.mod", "go.sum", shim::SHIMS_FILE] {
         let path = pin.wrapper_dir().join(file);
         match fs::read(&path) {
             Ok(bytes) => hash.update(&bytes),
             // A wrapper whose dependencies could never be resolved has no go.sum; the build
             // then fails with the Go command's own words.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && file == "go.sum" => {}
+            // A wrapper without shims has no SHIMS file.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && file != "go.mod" => {}
             Err(e) => {
                 return Err(Error::io(
                     &pin.peer,
@@ -118,70 +132,87 @@ fn cache_key(pin: &Pin, go_version: &str) -> Result<String> {
     Ok(hex::encode(&hash.finalize()[..6]))
 }
 
-fn run_go_build(go: &Path, go_version: &str, pin: &Pin, binary: &Path, log: &Path) -> Result<()> {
-    let io = |action: &str, e| Error::io(&pin.peer, action.to_string(), e);
-    let mut log_file = OpenOptions::new()
-        .create(true)
-        .write(true)
-        .truncate(true)
-        .open(log)
-        .map_err(|e| io("creating the build log", e))?;
-    let partial = binary.with_extension("partial");
-    let started = Instant::now();
-    writeln!(
-        log_file,
-        "# {} {} ({}) with {go_version} in {}",
-        pin.peer,
-        pin.version,
-        pin.package,
-        pin.wrapper_dir().display()
-    )
-    .map_err(|e| io("writing the build log", e))?;
-    // Download first: a module the proxy refuses is then reported in the proxy's own words.
-    let download = go_command_in(go, pin, &log_file)?
-        .args(["mod", "download"])
-        .status()
-        .map_err(|e| io(&format!("running {} mod download", go.display()), e))?;
-    let status = if download.success() {
-        go_command_in(go, pin, &log_file)?
-            .arg("build")
-            .args(["-trimpath", "-ldflags", "-s -w", "-o"])
-            .arg(&partial)
-            .arg(&pin.package)
-            .status()
-            .map_err(|e| io(&format!("running {} build", go.display()), e))?
-    } else {
-        download
-    };
-    let seconds = started.elapsed().as_secs_f64();
-    let _ = writeln!(log_file, "# exit {status} after {seconds:.1} s");
-    if !status.success() {
-        return Err(Error::Build {
-            peer: pin.peer.clone(),
-            version: pin.version.clone(),
-            log: log.to_path_buf(),
-            tail: tail(log, 25),
-        });
-    }
-    fs::rename(&partial, binary).map_err(|e| io("moving the built binary into place", e))?;
-    tracing::info!(peer = %pin.peer, version = %pin.version, seconds, "peer built");
-    Ok(())
+/// One build of a peer: the Go command, its version, the pin and the module directory it runs in
+/// (the wrapper, or the build copy when the wrapper has shims).
+struct GoBuild<'a> {
+    go: &'a Path,
+    go_version: &'a str,
+    pin: &'a Pin,
+    module_dir: &'a Path,
 }
 
-/// The Go command in the peer's wrapper module, with the build environment and the log as output.
-fn go_command_in(go: &Path, pin: &Pin, log: &File) -> Result<Command> {
-    let io = |e| Error::io(&pin.peer, "sharing the build log", e);
-    let mut command = Command::new(go);
-    command
-        .current_dir(pin.wrapper_dir())
-        .env("CGO_ENABLED", "0")
-        .env("GOTOOLCHAIN", "local")
-        .env("GOWORK", "off")
-        .env("GOFLAGS", "-mod=readonly")
-        // The checksum database does not answer for kcp's modules; the committed go.sum pins them.
-        .env("GONOSUMDB", "github.com/kcp-dev")
-        .stdin(Stdio::null())
-        .stdout(log.try_clone().map_err(io)?)
-        .stderr(log.try_clone().map_err(io)?);
-    Ok(command)
+impl GoBuild<'_> {
+    fn run(&self, shims: &[shim::Shim], binary: &Path, log: &Path) -> Result<()> {
+        let pin = self.pin;
+        let io = |action: &str, e| Error::io(&pin.peer, action.to_string(), e);
+        let mut log_file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(log)
+            .map_err(|e| io("creating the build log", e))?;
+        let partial = binary.with_extension("partial");
+        let started = Instant::now();
+        writeln!(
+            log_file,
+            "# {} {} ({}) with {} in {}",
+            pin.peer,
+            pin.version,
+            pin.package,
+            self.go_version,
+            self.module_dir.display()
+        )
+        .map_err(|e| io("writing the build log", e))?;
+        if !shims.is_empty() {
+            shim::assemble(pin, shims, self.module_dir, || self.command(&log_file))?;
+        }
+        // Download first: a module the proxy refuses is then reported in the proxy's own words.
+        let download = self
+            .command(&log_file)?
+            .args(["mod", "download"])
+            .status()
+            .map_err(|e| io(&format!("running {} mod download", self.go.display()), e))?;
+        let status = if download.success() {
+            self.command(&log_file)?
+                .arg("build")
+                .args(["-trimpath", "-ldflags", "-s -w", "-o"])
+                .arg(&partial)
+                .arg(&pin.package)
+                .status()
+                .map_err(|e| io(&format!("running {} build", self.go.display()), e))?
+        } else {
+            download
+        };
+        let seconds = started.elapsed().as_secs_f64();
+        let _ = writeln!(log_file, "# exit {status} after {seconds:.1} s");
+        if !status.success() {
+            return Err(Error::Build {
+                peer: pin.peer.clone(),
+                version: pin.version.clone(),
+                log: log.to_path_buf(),
+                tail: tail(log, 25),
+            });
+        }
+        fs::rename(&partial, binary).map_err(|e| io("moving the built binary into place", e))?;
+        tracing::info!(peer = %pin.peer, version = %pin.version, seconds, "peer built");
+        Ok(())
+    }
+
+    /// The Go command in the module directory, with the build environment and the log as output.
+    fn command(&self, log: &File) -> Result<Command> {
+        let io = |e| Error::io(&self.pin.peer, "sharing the build log", e);
+        let mut command = Command::new(self.go);
+        command
+            .current_dir(self.module_dir)
+            .env("CGO_ENABLED", "0")
+            .env("GOTOOLCHAIN", "local")
+            .env("GOWORK", "off")
+            .env("GOFLAGS", "-mod=readonly")
+            // The checksum database does not answer for kcp's modules; the committed go.sum pins them.
+            .env("GONOSUMDB", "github.com/kcp-dev")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone().map_err(io)?)
+            .stderr(log.try_clone().map_err(io)?);
+        Ok(command)
+    }
 }

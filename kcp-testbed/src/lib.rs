@@ -41,6 +41,7 @@ pub mod ports;
 mod probe;
 pub mod process;
 pub mod real;
+pub mod shim;
 
 pub use backend::{BACKEND_VAR, Backend, KcpBed, KubeBed, create_workspace};
 pub use error::{Error, Result};

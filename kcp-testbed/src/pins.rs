@@ -125,6 +125,7 @@ mod tests {
             "go.etcd.io/etcd/server/v3",
             "helm.sh/helm/v3",
             "sigs.k8s.io/kind",
+            "github.com/kcp-dev/api-syncagent",
         ] {
             if package.starts_with(module) {
                 return module;

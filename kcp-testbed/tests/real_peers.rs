@@ -168,6 +168,31 @@ fn a_peer_the_proxy_does_not_serve_fails_naming_peer_version_and_log() {
     }
 }
 
+#[test]
+fn a_peer_needing_a_refused_module_builds_from_its_shim() {
+    // api-syncagent needs github.com/kcp-dev/virtual-workspace-framework, which the proxy
+    // refuses; its wrapper's SHIMS assembles the one package it uses from kcp's module.
+    let built = go_build::build("api-syncagent").unwrap();
+    let out = std::process::Command::new(&built.binary)
+        .arg("--help")
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stderr);
+    assert!(help.contains("--apiexportendpointslice-ref"), "{help}");
+    let shim = built
+        .binary
+        .parent()
+        .unwrap()
+        .join("module/shim/virtual-workspace-framework/crdpuller/discovery.go");
+    assert!(shim.is_file(), "the shim is built outside the checkout");
+    assert!(
+        !kcp_testbed::pins::peers_dir()
+            .join("api-syncagent/shim")
+            .exists(),
+        "nothing of upstream's source lands in the checkout"
+    );
+}
+
 fn kubectl() -> String {
     std::env::var("KUBECTL").unwrap_or_else(|_| "kubectl".to_string())
 }
