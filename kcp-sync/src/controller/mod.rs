@@ -203,7 +203,10 @@ struct Publisher {
     shared: SyncShared,
     controllers: Mutex<TaskSet<String>>,
     export_queue: WorkQueue<String>,
+    /// Events on PublishedResources (upstream's apiresourceschema controller writes them).
     recorder: EventRecorder,
+    /// Events on the APIExport (upstream's apiexport controller writes them).
+    export_recorder: EventRecorder,
 }
 
 /// The export key: not a valid object name, so no PublishedResource collides with it.
@@ -418,7 +421,7 @@ impl Publisher {
             .collect();
         reconcile_export(
             agent.kcp.as_ref(),
-            Some(&self.recorder),
+            Some(&self.export_recorder),
             &agent.sync.agent,
             &agent.export_name,
             &prs,
@@ -442,7 +445,7 @@ pub async fn run(agent: Agent, shutdown: impl std::future::Future<Output = ()>) 
         clusters: clusters.clone(),
         engine: Arc::new(TemplateEngine::new()),
         workers: agent.workers,
-        recorder: EventRecorder::new("kcp-api-syncagent"),
+        recorder: EventRecorder::new(crate::reconcile::kcp_events::SYNC_COMPONENT),
         status_interval: agent.status_interval,
         metrics: agent.metrics.clone(),
     };
@@ -452,7 +455,8 @@ pub async fn run(agent: Agent, shutdown: impl std::future::Future<Output = ()>) 
         shared,
         controllers: Mutex::new(TaskSet::new()),
         export_queue: queue.clone(),
-        recorder: EventRecorder::new("kcp-api-syncagent"),
+        recorder: EventRecorder::new("syncagent-apiresourceschema"),
+        export_recorder: EventRecorder::new("syncagent-apiexport"),
     });
     let (tx, mut rx) = mpsc::channel::<ClusterEvent>(256);
     let provider = agent.provider.clone();

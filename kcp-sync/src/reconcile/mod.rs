@@ -8,6 +8,7 @@
 pub mod caches;
 pub mod discovery;
 pub mod export;
+pub mod kcp_events;
 pub mod local_index;
 pub mod object_cache;
 pub mod related;

@@ -9,6 +9,7 @@
 use std::collections::BTreeMap;
 
 use kcp_core::kube::api::GroupVersionKind;
+use kcp_core::runtime::EventType;
 use kcp_core::{
     DeleteOptions, ListOptions, ObjectClient, ObjectPatch, ObjectRef, PatchOptions, Subresource,
     TemplateEngine,
@@ -16,6 +17,7 @@ use kcp_core::{
 use serde_json::{Value, json};
 
 use super::discovery::{ApiDocuments, kind_of_resource};
+use super::kcp_events::{ACCEPTED, CLEANUP, DELETED, KcpEvents, PLACED, SYNCED};
 use super::state_store::StateStore;
 use super::{crd_gvk, from_json, get_json, to_json};
 use crate::api::{RelatedResourceObjectSpec, RelatedResourceOrigin, RelatedResourceSpec};
@@ -141,9 +143,29 @@ pub struct RelatedSides<'a> {
     pub engine: &'a TemplateEngine,
     /// The finalizer on kcp originals.
     pub finalizer: &'a str,
+    /// Events on the kcp side of each related object, as for primaries.
+    pub events: KcpEvents<'a>,
 }
 
 impl RelatedSides<'_> {
+    /// Records an Event on the kcp side of a related pair: the copy when the original is on the
+    /// service cluster, else the original (upstream writes Events in kcp only).
+    async fn event(
+        &self,
+        rel: &RelatedSync,
+        (origin, dest): (&Value, &Value),
+        reason: &str,
+        message: &str,
+    ) {
+        let on = match rel.spec.origin {
+            RelatedResourceOrigin::Service => dest,
+            RelatedResourceOrigin::Kcp => origin,
+        };
+        self.events
+            .record(on, EventType::Normal, reason, message)
+            .await;
+    }
+
     fn clients(&self, origin: RelatedResourceOrigin) -> (&dyn ObjectClient, &dyn ObjectClient) {
         match origin {
             RelatedResourceOrigin::Kcp => (self.kcp, self.service),
@@ -431,6 +453,9 @@ async fn sync_copy(sides: &RelatedSides<'_>, rel: &RelatedSync, item: &Located) 
             true,
         )
         .await?;
+        sides
+            .event(rel, (&item.origin, &Value::Null), ACCEPTED.0, ACCEPTED.1)
+            .await;
         return Ok(true);
     }
     let target = dest_ref(rel, item);
@@ -451,10 +476,13 @@ async fn sync_copy(sides: &RelatedSides<'_>, rel: &RelatedSync, item: &Located) 
             copy["metadata"]["namespace"] = json!(item.dest_namespace);
             super::sync::ensure_namespace(dest_client, &item.dest_namespace).await?;
         }
-        dest_client
+        let created = dest_client
             .create(&from_json(copy)?)
             .await
             .map_err(|e| Error::core(format!("{}: creating {target}", rel.location()), e))?;
+        sides
+            .event(rel, (&item.origin, &to_json(&created)?), PLACED.0, PLACED.1)
+            .await;
         sides.store.put(&key, &source, &subs).await?;
         return Ok(true);
     };
@@ -507,6 +535,9 @@ async fn sync_copy(sides: &RelatedSides<'_>, rel: &RelatedSync, item: &Located) 
     };
     if wrote {
         sides.store.put(&key, &current, &subs).await?;
+        sides
+            .event(rel, (&item.origin, &dest), SYNCED.0, SYNCED.1)
+            .await;
     }
     if rel.spec.sync_status && source.get("status") != dest.get("status") && !wrote {
         forward_status(dest_client, rel, &target, &source, &dest).await?;
@@ -550,6 +581,9 @@ async fn delete_copy(sides: &RelatedSides<'_>, rel: &RelatedSync, item: &Located
     let target = dest_ref(rel, item);
     if let Some(dest) = get_json(dest_client, &target).await? {
         if !is_deleting(&dest) {
+            sides
+                .event(rel, (&item.origin, &dest), CLEANUP.0, CLEANUP.1)
+                .await;
             dest_client
                 .delete(&target, &DeleteOptions::default())
                 .await
@@ -566,6 +600,12 @@ async fn delete_copy(sides: &RelatedSides<'_>, rel: &RelatedSync, item: &Located
             false,
         )
         .await?;
+        // The copy is gone: with a service original there is no kcp object left to tell.
+        if rel.spec.origin == RelatedResourceOrigin::Kcp {
+            sides
+                .event(rel, (&item.origin, &Value::Null), DELETED.0, DELETED.1)
+                .await;
+        }
         return Ok(true);
     }
     Ok(false)

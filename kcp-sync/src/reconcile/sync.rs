@@ -20,7 +20,7 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::{Namespace, ObjectReference};
+use k8s_openapi::api::core::v1::Namespace;
 use kcp_core::kcp::types::LogicalCluster;
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::runtime::{EventRecorder, EventType};
@@ -32,6 +32,7 @@ use serde_json::{Value, json};
 
 use super::caches::{SyncCaches, object_key};
 use super::discovery::ApiDocuments;
+use super::kcp_events::{ACCEPTED, CLEANUP, DELETED, KcpEvents, PLACED, STATUS_SYNCED, SYNCED};
 use super::object_cache::Cached;
 use super::related::{RelatedSides, RelatedSync, prune_primary_annotations, sync_related};
 use super::schema::Projected;
@@ -189,6 +190,18 @@ pub struct SyncContext<'a> {
     pub caches: Option<&'a SyncCaches>,
 }
 
+impl SyncContext<'_> {
+    /// Where this step's Events go.
+    pub fn kcp_events(&self) -> KcpEvents<'_> {
+        KcpEvents {
+            recorder: self.recorder,
+            caches: self.caches,
+            kcp: self.sides.kcp,
+            cluster: self.sides.cluster,
+        }
+    }
+}
+
 /// The state of one step: the objects as read.
 struct Pair {
     remote: Value,
@@ -228,14 +241,7 @@ pub async fn sync_object(
     }
     if !has_finalizer(&pair.remote, &ctx.config.finalizer) {
         set_finalizers(ctx, &remote_ref, &pair.remote, true).await?;
-        event(
-            ctx,
-            &pair.remote,
-            EventType::Normal,
-            "ObjectAccepted",
-            "Object has been seen by the service provider.",
-        )
-        .await;
+        event(ctx, &pair.remote, EventType::Normal, ACCEPTED.0, ACCEPTED.1).await;
         return Ok(Step::Again);
     }
     sync_live(ctx, target, &remote_ref, pair, &store).await
@@ -445,14 +451,7 @@ async fn handle_deletion(
                 meta_opt(local, "namespace"),
                 meta(local, "name"),
             );
-            event(
-                ctx,
-                &pair.remote,
-                EventType::Normal,
-                "ObjectCleanup",
-                "Object deletion has been started and will progress in the background.",
-            )
-            .await;
+            event(ctx, &pair.remote, EventType::Normal, CLEANUP.0, CLEANUP.1).await;
             let outcome = ctx
                 .sides
                 .service
@@ -473,14 +472,7 @@ async fn handle_deletion(
     }
     set_finalizers(ctx, remote_ref, &pair.remote, false).await?;
     store.delete().await?;
-    event(
-        ctx,
-        &pair.remote,
-        EventType::Normal,
-        "ObjectDeleted",
-        "Object deletion has been completed, finalizer has been removed.",
-    )
-    .await;
+    event(ctx, &pair.remote, EventType::Normal, DELETED.0, DELETED.1).await;
     Ok(Step::Gone)
 }
 
@@ -512,14 +504,7 @@ async fn sync_live(
                 .put(&state_key(&pair.key), &source, &target.subresources)
                 .await?;
         }
-        event(
-            ctx,
-            &pair.remote,
-            EventType::Normal,
-            "ObjectPlaced",
-            "Object has been placed.",
-        )
-        .await;
+        event(ctx, &pair.remote, EventType::Normal, PLACED.0, PLACED.1).await;
         return Ok(Step::Again);
     };
     if is_deleting(&local) {
@@ -529,14 +514,7 @@ async fn sync_live(
         .mutator
         .mutate_status(ctx.engine, &local, Some(&source))?;
     if sync_spec(ctx, target, &pair.key, &source, &local, store).await? {
-        event(
-            ctx,
-            &pair.remote,
-            EventType::Normal,
-            "ObjectSynced",
-            "The current desired state of the object has been synchronized.",
-        )
-        .await;
+        event(ctx, &pair.remote, EventType::Normal, SYNCED.0, SYNCED.1).await;
         return Ok(Step::Again);
     }
     sync_status_back(ctx, target, remote_ref, &pair.remote, &source, &local).await?;
@@ -568,6 +546,7 @@ async fn related_step(
         store,
         engine: ctx.engine,
         finalizer: &ctx.config.finalizer,
+        events: ctx.kcp_events(),
     };
     let (mut wrote, mut wanted) = (false, Vec::new());
     for rel in &target.related {
@@ -909,8 +888,8 @@ async fn sync_status_back(
         ctx,
         remote,
         EventType::Normal,
-        "ObjectStatusSynced",
-        "The current object status has been updated.",
+        STATUS_SYNCED.0,
+        STATUS_SYNCED.1,
     )
     .await;
     Ok(())
@@ -924,47 +903,5 @@ async fn event(
     reason: &str,
     message: &str,
 ) {
-    let Some(recorder) = ctx.recorder else {
-        return;
-    };
-    let reference = ObjectReference {
-        api_version: remote
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        kind: remote
-            .get("kind")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
-        name: meta_opt(remote, "name").map(str::to_owned),
-        namespace: meta_opt(remote, "namespace").map(str::to_owned),
-        uid: meta_opt(remote, "uid").map(str::to_owned),
-        resource_version: None,
-        field_path: None,
-    };
-    let name = EventRecorder::event_name(&reference, kind, reason, message);
-    let key = format!(
-        "{}/{}/{name}",
-        ctx.sides.cluster,
-        reference.namespace.as_deref().unwrap_or_default()
-    );
-    let known = ctx.caches.is_some_and(|c| c.has_event(&key));
-    let kcp = ctx.sides.kcp;
-    let result = if known {
-        recorder
-            .record(kcp, &reference, kind, reason, message)
-            .await
-    } else {
-        recorder
-            .record_likely_new(kcp, &reference, kind, reason, message)
-            .await
-    };
-    match result {
-        Ok(_) => {
-            if let Some(caches) = ctx.caches {
-                caches.add_event(key);
-            }
-        }
-        Err(e) => tracing::debug!(error = %e, reason, "recording an Event failed"),
-    }
+    ctx.kcp_events().record(remote, kind, reason, message).await;
 }

@@ -1,0 +1,600 @@
+//! kcp-api-syncagent beside upstream's api-syncagent v0.7.0 (built from its Go module by the test
+//! bed), on the same real kcp and kube-apiserver, with the same PublishedResource: what the Go
+//! agent writes is the expected value. Each agent has its own provider workspace, consumer
+//! workspace and state namespace, and picks its PublishedResource by label; the answers are
+//! compared after replacing what necessarily differs (the consumer's logical cluster, the agent's
+//! name, uids, resourceVersions, timestamps). Always the real backend.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
+use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
+use kcp_core::{KubeObjectClient, ListOptions, ObjectClient, ObjectRef, parse_manifests};
+use kcp_testbed::{Endpoint, KcpBed};
+use serde_json::{Value, json};
+use support::process::{Running, free_port, ready};
+
+const RS_AGENT: &str = env!("CARGO_BIN_EXE_kcp-api-syncagent");
+const DATABASE_CRD: &str = include_str!("../../examples/playground/sync/01-service.yaml");
+/// The PublishedResource CRD as upstream ships it, in its Go module.
+const UPSTREAM_CRD: &str = "deploy/crd/kcp.io/syncagent.kcp.io_publishedresources.yaml";
+
+/// Which agent a side of the comparison runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Go,
+    Rs,
+}
+
+impl Side {
+    fn name(self) -> &'static str {
+        match self {
+            Side::Go => "go",
+            Side::Rs => "rs",
+        }
+    }
+}
+
+/// One side's workspaces, namespace and kubeconfigs.
+struct Lane {
+    side: Side,
+    provider: Arc<dyn ObjectClient>,
+    consumer: Arc<dyn ObjectClient>,
+    consumer_cluster: String,
+    provider_cluster: String,
+    consumer_path: String,
+    agent: String,
+    kcp_kubeconfig: PathBuf,
+    namespace: String,
+}
+
+/// The shared servers, the service cluster's client and the two lanes.
+struct World {
+    bed: KcpBed,
+    service: Arc<dyn ObjectClient>,
+    service_kubeconfig: PathBuf,
+    dir: PathBuf,
+}
+
+fn write_kubeconfig(dir: &Path, name: &str, endpoint: &Endpoint) -> PathBuf {
+    let path = dir.join(format!("{name}.kubeconfig"));
+    let document = kcp_testbed::kubeconfig::kubeconfig(&[(name, endpoint)]);
+    std::fs::write(&path, document.to_string()).unwrap();
+    path
+}
+
+async fn apply(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
+    let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap();
+    let report = Applier::new(client, ApplierConfig::new("oracle-test"))
+        .apply_until_settled(&plan, Duration::from_secs(60))
+        .await;
+    assert!(report.is_complete(), "{report}: {report:?}");
+}
+
+async fn apply_yaml(client: &dyn ObjectClient, yaml: &str) {
+    apply(client, parse_manifests("test.yaml", yaml).unwrap()).await;
+}
+
+fn object(value: Value) -> DynamicObject {
+    serde_json::from_value(value).unwrap()
+}
+
+async fn wait_for<T, F, Fut>(what: &str, within: Duration, mut probe: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(found) = probe().await {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Upstream's module directory (downloaded by the peer's build).
+fn upstream_module() -> PathBuf {
+    let built = kcp_testbed::go_build::build("api-syncagent").unwrap();
+    let module = format!("github.com/kcp-dev/api-syncagent@{}", built.pin.version);
+    let out = Command::new(kcp_testbed::go_build::go_command())
+        .args(["mod", "download", "-json", &module])
+        .current_dir(built.binary.parent().unwrap().join("module"))
+        .env("GOFLAGS", "-mod=mod")
+        .env("GONOSUMDB", "github.com/kcp-dev")
+        .env("GOTOOLCHAIN", "local")
+        .output()
+        .unwrap();
+    let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+    PathBuf::from(answer["Dir"].as_str().unwrap())
+}
+
+impl World {
+    async fn start() -> World {
+        let bed = KcpBed::start_real().await.unwrap();
+        let kube = tokio::task::spawn_blocking(kcp_testbed::shared_kube)
+            .await
+            .unwrap()
+            .unwrap();
+        let service: Arc<dyn ObjectClient> =
+            Arc::new(KubeObjectClient::new(kube.admin.client().unwrap()));
+        let crd = tokio::task::spawn_blocking(upstream_module).await.unwrap();
+        apply_yaml(
+            &*service,
+            &std::fs::read_to_string(crd.join(UPSTREAM_CRD)).unwrap(),
+        )
+        .await;
+        let crds: Vec<DynamicObject> = parse_manifests("service", DATABASE_CRD)
+            .unwrap()
+            .into_iter()
+            .filter(|o| {
+                o.types
+                    .as_ref()
+                    .is_some_and(|t| t.kind == "CustomResourceDefinition")
+            })
+            .collect();
+        apply(&*service, crds).await;
+        let dir = kcp_testbed::real::credentials()
+            .unwrap()
+            .dir
+            .join(format!("oracle-{}", bed.root().rsplit(':').next().unwrap()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let service_kubeconfig = write_kubeconfig(&dir, "service", &kube.admin);
+        World {
+            bed,
+            service,
+            service_kubeconfig,
+            dir,
+        }
+    }
+
+    /// A lane: provider workspace with the APIExport `databases`, a consumer workspace, a state
+    /// namespace on the service cluster and a PublishedResource labelled for the side.
+    async fn lane(&self, side: Side, published: Value) -> Lane {
+        let (provider_ws, consumer_ws) = (
+            format!("provider-{}", side.name()),
+            format!("consumer-{}", side.name()),
+        );
+        let root = self.bed.object_client(self.bed.root()).await.unwrap();
+        let consumer_cluster = kcp_testbed::create_workspace(&*root, &consumer_ws, None)
+            .await
+            .unwrap();
+        let provider_cluster = kcp_testbed::create_workspace(&*root, &provider_ws, None)
+            .await
+            .unwrap();
+        let provider_path = self.bed.path(&provider_ws);
+        let provider = self.bed.object_client(&provider_path).await.unwrap();
+        apply(
+            &*provider,
+            vec![object(
+                json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport",
+                "metadata": {"name": "databases"}, "spec": {}}),
+            )],
+        )
+        .await;
+        let namespace = format!("sync-{}", side.name());
+        let mut published = published;
+        published["metadata"]["name"] = json!(format!("databases-{}", side.name()));
+        published["metadata"]["labels"] = json!({"oracle": side.name()});
+        apply(
+            &*self.service,
+            vec![
+                object(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})),
+                object(published),
+            ],
+        )
+        .await;
+        let consumer_path = self.bed.path(&consumer_ws);
+        let kcp_kubeconfig = write_kubeconfig(
+            &self.dir,
+            &format!("kcp-{}", side.name()),
+            &self.bed.real_endpoint(&provider_path).unwrap(),
+        );
+        Lane {
+            side,
+            provider,
+            consumer_cluster,
+            provider_cluster,
+            agent: format!("oracle-{}", side.name()),
+            consumer: self.bed.object_client(&consumer_path).await.unwrap(),
+            consumer_path,
+            kcp_kubeconfig,
+            namespace,
+        }
+    }
+
+    /// Starts `binary` as the agent `agent_name` for `lane`, with upstream's e2e flags.
+    async fn agent(&self, binary: &Path, lane: &Lane) -> Running {
+        let agent_name = &lane.agent;
+        let health = free_port();
+        let log = self
+            .dir
+            .join(format!("{agent_name}-{}.log", lane.side.name()));
+        let child = Command::new(binary)
+            .arg(format!("--agent-name={agent_name}"))
+            .arg("--apiexportendpointslice-ref=databases")
+            .arg("--enable-leader-election=false")
+            .arg(format!(
+                "--kubeconfig={}",
+                self.service_kubeconfig.display()
+            ))
+            .arg(format!(
+                "--kcp-kubeconfig={}",
+                lane.kcp_kubeconfig.display()
+            ))
+            .arg(format!("--namespace={}", lane.namespace))
+            .arg("--log-format=Console")
+            .arg(format!("--health-address=127.0.0.1:{health}"))
+            .arg(format!("--metrics-address=127.0.0.1:{}", free_port()))
+            .arg(format!(
+                "--published-resource-selector=oracle={}",
+                lane.side.name()
+            ))
+            .env_remove("KUBECONFIG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
+            .spawn()
+            .unwrap();
+        let running = Running(child);
+        let deadline = Instant::now() + Duration::from_secs(90);
+        // Upstream registers no readiness check (its /readyz answers 404): its probe server
+        // listening is as far as it tells.
+        let up = |side: Side| match side {
+            Side::Go => std::net::TcpStream::connect(("127.0.0.1", health)).is_ok(),
+            Side::Rs => ready(health),
+        };
+        while !up(lane.side) {
+            assert!(
+                Instant::now() < deadline,
+                "{agent_name} not ready:\n{}",
+                std::fs::read_to_string(&log).unwrap_or_default()
+            );
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+        running
+    }
+}
+
+fn go_agent_binary() -> PathBuf {
+    kcp_testbed::go_build::build("api-syncagent")
+        .unwrap()
+        .binary
+}
+
+/// The example PublishedResource of the playground: Databases, with their credentials Secret
+/// coming back from the service cluster.
+fn databases_published() -> Value {
+    let docs = parse_manifests("service", DATABASE_CRD).unwrap();
+    let pr = docs
+        .into_iter()
+        .find(|o| {
+            o.types
+                .as_ref()
+                .is_some_and(|t| t.kind == "PublishedResource")
+        })
+        .unwrap();
+    serde_json::to_value(pr).unwrap()
+}
+
+fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
+    GroupVersionKind::gvk(group, version, kind)
+}
+
+/// The lane's APIExport as `apis.kcp.io/v1alpha2`, once it lists a resource.
+async fn filled_export(lane: &Lane) -> DynamicObject {
+    let at = ObjectRef::cluster_scoped(gvk("apis.kcp.io", "v1alpha2", "APIExport"), "databases");
+    wait_for(
+        &format!("the {} agent's APIExport resources", lane.side.name()),
+        Duration::from_secs(120),
+        || async {
+            let export = lane.provider.get(&at).await.ok()??;
+            let resources = export.data["spec"]["resources"].as_array()?;
+            (!resources.is_empty()).then_some(export)
+        },
+    )
+    .await
+}
+
+/// The claims of an export, sorted, as comparable values.
+fn claims(export: &DynamicObject) -> Vec<Value> {
+    let mut claims: Vec<Value> = export.data["spec"]["permissionClaims"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|mut c| {
+            if let Some(verbs) = c["verbs"].as_array_mut() {
+                verbs.sort_by_key(|v| v.to_string());
+            }
+            c
+        })
+        .collect();
+    claims.sort_by_key(|c| c.to_string());
+    claims
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_agents_publish_the_same_schema_and_the_same_claims() {
+    let world = World::start().await;
+    let (go, rs) = (
+        world.lane(Side::Go, databases_published()).await,
+        world.lane(Side::Rs, databases_published()).await,
+    );
+    let _go_agent = world.agent(&go_agent_binary(), &go).await;
+    let _rs_agent = world.agent(Path::new(RS_AGENT), &rs).await;
+    let (go_export, rs_export) = (filled_export(&go).await, filled_export(&rs).await);
+    assert_eq!(
+        rs_export.data["spec"]["resources"], go_export.data["spec"]["resources"],
+        "the schema's name (a hash of its spec) and the export's resource entry"
+    );
+    assert_eq!(claims(&rs_export), claims(&go_export));
+    let schema = go_export.data["spec"]["resources"][0]["schema"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let at =
+        ObjectRef::cluster_scoped(gvk("apis.kcp.io", "v1alpha1", "APIResourceSchema"), &schema);
+    let (go_ars, rs_ars) = (
+        go.provider.get(&at).await.unwrap().unwrap(),
+        rs.provider.get(&at).await.unwrap().unwrap(),
+    );
+    assert_eq!(rs_ars.data["spec"], go_ars.data["spec"]);
+    assert_eq!(
+        normalized(&rs, &rs_ars)["metadata"],
+        normalized(&go, &go_ars)["metadata"]
+    );
+}
+
+/// `object` with what necessarily differs between the lanes replaced by placeholders (logical
+/// clusters, agent name, the side's suffix) and what every write changes removed.
+fn normalized(lane: &Lane, object: &impl serde::Serialize) -> Value {
+    let side = lane.side.name();
+    let text = serde_json::to_string(object)
+        .unwrap()
+        .replace(&lane.consumer_cluster, "<consumer>")
+        .replace(&lane.provider_cluster, "<provider>")
+        .replace(&lane.consumer_path, "<consumer-path>")
+        .replace(&lane.agent, "<agent>")
+        .replace(&format!("-{side}\""), "-<side>\"");
+    let mut value: Value = serde_json::from_str(&text).unwrap();
+    strip_volatile(&mut value);
+    value
+}
+
+/// Removes uids, resourceVersions, timestamps, generations and managedFields, at any depth, and
+/// names kcp's claim labels (whose key hashes the export's cluster) by their prefix only.
+fn strip_volatile(value: &mut Value) {
+    const CLAIMED: &str = "claimed.internal.apis.kcp.io/";
+    match value {
+        Value::Object(map) => {
+            let claimed: Vec<String> = map
+                .keys()
+                .filter(|k| k.starts_with(CLAIMED))
+                .cloned()
+                .collect();
+            for key in claimed {
+                if let Some(label) = map.remove(&key) {
+                    map.insert(format!("{CLAIMED}<export>"), label);
+                }
+            }
+            for key in [
+                "uid",
+                "resourceVersion",
+                "creationTimestamp",
+                "managedFields",
+                "generation",
+                "firstTimestamp",
+                "lastTimestamp",
+                "eventTime",
+            ] {
+                map.remove(key);
+            }
+            map.values_mut().for_each(strip_volatile);
+        }
+        Value::Array(items) => items.iter_mut().for_each(strip_volatile),
+        _ => {}
+    }
+}
+
+/// Binds the lane's consumer to its provider's export the way upstream documents (v1alpha1,
+/// every claim accepted with `all: true`) and creates the Database `orders` in `default`.
+async fn order_a_database(lane: &Lane) {
+    let provider_path = lane.consumer_path.replace(
+        &format!("consumer-{}", lane.side.name()),
+        &format!("provider-{}", lane.side.name()),
+    );
+    let accepted = |group: &str, resource: &str| json!({"group": group, "resource": resource, "all": true, "state": "Accepted"});
+    apply(
+        &*lane.consumer,
+        vec![object(
+            json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding",
+            "metadata": {"name": "databases"},
+            "spec": {"reference": {"export": {"path": provider_path, "name": "databases"}},
+                "permissionClaims": [accepted("", "events"), accepted("", "namespaces"),
+                    accepted("", "secrets")]}}),
+        )],
+    )
+    .await;
+    apply(
+        &*lane.consumer,
+        vec![object(
+            json!({"apiVersion": "db.example.com/v1", "kind": "Database",
+            "metadata": {"name": "orders", "namespace": "default"},
+            "spec": {"size": "small", "secretName": "orders-credentials"}}),
+        )],
+    )
+    .await;
+}
+
+fn database() -> GroupVersionKind {
+    gvk("db.example.com", "v1", "Database")
+}
+
+/// The lane's local copies of consumer objects on the service cluster (by its agent's label).
+async fn local_copies(world: &World, lane: &Lane) -> Vec<DynamicObject> {
+    let options = ListOptions {
+        label_selector: Some(format!("syncagent.kcp.io/agent-name={}", lane.agent)),
+        ..ListOptions::default()
+    };
+    world
+        .service
+        .list(&database(), None, &options)
+        .await
+        .unwrap()
+        .items
+}
+
+/// Plays the database operator on the service cluster: the local copy gets a status and its
+/// credentials Secret (owned by it).
+async fn provision(world: &World, local: &DynamicObject) {
+    let namespace = local.metadata.namespace.clone().unwrap();
+    let mut ready = local.clone();
+    ready.data["status"] = json!({"phase": "Ready", "endpoint": "db:5432"});
+    world.service.update_status(&ready).await.unwrap();
+    let owner = json!([{"apiVersion": "db.example.com/v1", "kind": "Database",
+        "name": local.metadata.name, "uid": local.metadata.uid, "controller": true}]);
+    world
+        .service
+        .create(&object(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": "orders-credentials", "namespace": namespace,
+                "ownerReferences": owner},
+            "stringData": {"password": "s3cret"}})))
+        .await
+        .unwrap();
+}
+
+/// Everything an agent wrote for one consumer object, normalized: the kcp object, the local
+/// copy, the credentials Secret that came back, the state Secrets and the Events in kcp.
+async fn footprint(world: &World, lane: &Lane) -> Value {
+    let at = |gvk, name: &str| ObjectRef::namespaced(gvk, "default", name);
+    let kcp_object = lane.consumer.get(&at(database(), "orders")).await.unwrap();
+    let secret = lane
+        .consumer
+        .get(&at(gvk("", "v1", "Secret"), "orders-credentials"))
+        .await
+        .unwrap();
+    let locals = local_copies(world, lane).await;
+    let state_options = ListOptions::default();
+    let mut states: Vec<DynamicObject> = world
+        .service
+        .list(
+            &gvk("", "v1", "Secret"),
+            Some(&lane.namespace),
+            &state_options,
+        )
+        .await
+        .unwrap()
+        .items;
+    states.retain(|s| {
+        s.metadata
+            .name
+            .as_deref()
+            .is_some_and(|n| n.starts_with("obj-state-"))
+    });
+    let states: Vec<Value> = states.iter().map(decoded_state).collect();
+    let mut events: Vec<Value> = lane
+        .consumer
+        .list(
+            &gvk("", "v1", "Event"),
+            Some("default"),
+            &ListOptions::default(),
+        )
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|e| {
+            json!({"reason": e.data["reason"], "type": e.data["type"],
+                "message": e.data["message"], "object": e.data["involvedObject"]["kind"],
+                "source": e.data["source"], "reportingComponent": e.data["reportingComponent"]})
+        })
+        .collect();
+    events.sort_by_key(|e| e.to_string());
+    events.dedup();
+    normalized(
+        lane,
+        &json!({"kcp": kcp_object, "secret": secret, "locals": locals, "states": states,
+            "events": events}),
+    )
+}
+
+/// A state Secret with its data as the decoded snapshots, sorted: the keys hash the consumer's
+/// cluster with the object, so they cannot be compared across lanes (the takeover test
+/// compares them on one consumer).
+fn decoded_state(secret: &DynamicObject) -> Value {
+    use base64::Engine as _;
+    let mut value = serde_json::to_value(secret).unwrap();
+    let data = value["data"].as_object().cloned().unwrap_or_default();
+    let mut snapshots: Vec<Value> = data
+        .values()
+        .map(|encoded| {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(encoded.as_str().unwrap())
+                .unwrap();
+            serde_json::from_slice(&bytes).unwrap()
+        })
+        .collect();
+    snapshots.sort_by_key(|s| s.to_string());
+    value["data"] = Value::Array(snapshots);
+    value
+}
+
+/// Waits until the lane's Database is Ready in kcp and its Secret came back.
+async fn settled(lane: &Lane) {
+    let at = |gvk, name: &str| ObjectRef::namespaced(gvk, "default", name);
+    wait_for(
+        &format!("the {} agent's status and Secret in kcp", lane.side.name()),
+        Duration::from_secs(120),
+        || async {
+            let db = lane.consumer.get(&at(database(), "orders")).await.ok()??;
+            let secret = lane
+                .consumer
+                .get(&at(gvk("", "v1", "Secret"), "orders-credentials"))
+                .await
+                .ok()??;
+            (db.data["status"]["phase"] == "Ready").then_some(secret)
+        },
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_object_syncs_down_and_back_as_upstream_syncs_it() {
+    let world = World::start().await;
+    let (go, rs) = (
+        world.lane(Side::Go, databases_published()).await,
+        world.lane(Side::Rs, databases_published()).await,
+    );
+    let _go_agent = world.agent(&go_agent_binary(), &go).await;
+    let _rs_agent = world.agent(Path::new(RS_AGENT), &rs).await;
+    for lane in [&go, &rs] {
+        filled_export(lane).await;
+        order_a_database(lane).await;
+        let local = wait_for("a local copy", Duration::from_secs(120), || async {
+            local_copies(&world, lane).await.into_iter().next()
+        })
+        .await;
+        provision(&world, &local).await;
+    }
+    settled(&go).await;
+    settled(&rs).await;
+    // Let the Events and the last status writes land on both sides.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (go_footprint, rs_footprint) = (footprint(&world, &go).await, footprint(&world, &rs).await);
+    for part in ["kcp", "locals", "secret", "states", "events"] {
+        assert_eq!(
+            rs_footprint[part],
+            go_footprint[part],
+            "{part} differs from upstream's:\nours:     {}\nupstream: {}",
+            serde_json::to_string_pretty(&rs_footprint[part]).unwrap(),
+            serde_json::to_string_pretty(&go_footprint[part]).unwrap()
+        );
+    }
+}

@@ -1,0 +1,105 @@
+//! Events on objects in a consumer workspace, as upstream's sync controller writes them: on the
+//! kcp side only (a consumer sees them with `kubectl describe`), for primaries and related
+//! objects alike, reported by the component `syncagent-sync`. Recording is best effort: a
+//! failure is logged and never fails the sync.
+
+use k8s_openapi::api::core::v1::ObjectReference;
+use kcp_core::ObjectClient;
+use kcp_core::runtime::{EventRecorder, EventType};
+use serde_json::Value;
+
+use super::caches::SyncCaches;
+use crate::metadata::meta_str;
+
+/// The reporting component of sync Events: upstream's sync controller's name.
+pub const SYNC_COMPONENT: &str = "syncagent-sync";
+
+/// Upstream's Events (reason, message), for primaries and related objects alike.
+pub const ACCEPTED: (&str, &str) = (
+    "ObjectAccepted",
+    "Object has been seen by the service provider.",
+);
+/// The copy was created.
+pub const PLACED: (&str, &str) = ("ObjectPlaced", "Object has been placed.");
+/// The copy's spec was brought up to date.
+pub const SYNCED: (&str, &str) = (
+    "ObjectSynced",
+    "The current desired state of the object has been synchronized.",
+);
+/// The status came back into kcp.
+pub const STATUS_SYNCED: (&str, &str) = (
+    "ObjectStatusSynced",
+    "The current object status has been updated.",
+);
+/// The copy's deletion was started.
+pub const CLEANUP: (&str, &str) = (
+    "ObjectCleanup",
+    "Object deletion has been started and will progress in the background.",
+);
+/// The copy is gone and the original released.
+pub const DELETED: (&str, &str) = (
+    "ObjectDeleted",
+    "Object deletion has been completed, finalizer has been removed.",
+);
+
+/// Where Events of one consumer cluster go.
+#[derive(Clone, Copy)]
+pub struct KcpEvents<'a> {
+    /// The recorder; `None` records nothing.
+    pub recorder: Option<&'a EventRecorder>,
+    /// The controller's caches: an Event recorded before is counted up without a failed create.
+    pub caches: Option<&'a SyncCaches>,
+    /// The consumer cluster, through the virtual workspace.
+    pub kcp: &'a dyn ObjectClient,
+    /// Its logical cluster name.
+    pub cluster: &'a str,
+}
+
+impl KcpEvents<'_> {
+    /// Records an Event about `object` (a kcp object as JSON).
+    pub async fn record(&self, object: &Value, kind: EventType, reason: &str, message: &str) {
+        let Some(recorder) = self.recorder else {
+            return;
+        };
+        let reference = reference_to(object);
+        let name = EventRecorder::event_name(&reference, kind, reason, message);
+        let key = format!(
+            "{}/{}/{name}",
+            self.cluster,
+            reference.namespace.as_deref().unwrap_or_default()
+        );
+        let known = self.caches.is_some_and(|c| c.has_event(&key));
+        let result = if known {
+            recorder
+                .record(self.kcp, &reference, kind, reason, message)
+                .await
+        } else {
+            recorder
+                .record_likely_new(self.kcp, &reference, kind, reason, message)
+                .await
+        };
+        match result {
+            Ok(_) => {
+                if let Some(caches) = self.caches {
+                    caches.add_event(key);
+                }
+            }
+            Err(e) => tracing::debug!(error = %e, reason, "recording an Event failed"),
+        }
+    }
+}
+
+/// The Event's `involvedObject` for an object as JSON.
+fn reference_to(object: &Value) -> ObjectReference {
+    let field = |name: &str| Some(meta_str(object, name).to_owned()).filter(|s| !s.is_empty());
+    let top = |name: &str| object.get(name).and_then(Value::as_str).map(str::to_owned);
+    ObjectReference {
+        api_version: top("apiVersion"),
+        kind: top("kind"),
+        name: field("name"),
+        namespace: field("namespace"),
+        uid: field("uid"),
+        resource_version: None,
+        field_path: None,
+    }
+}
