@@ -212,6 +212,11 @@ impl World {
 
     /// Starts `binary` as the agent `agent_name` for `lane`, with upstream's e2e flags.
     async fn agent(&self, binary: &Path, lane: &Lane) -> Running {
+        self.agent_with(binary, lane, &[]).await
+    }
+
+    /// [`World::agent`] with `extra` flags.
+    async fn agent_with(&self, binary: &Path, lane: &Lane, extra: &[&str]) -> Running {
         let agent_name = &lane.agent;
         let health = free_port();
         let log = self
@@ -237,6 +242,7 @@ impl World {
                 "--published-resource-selector=oracle={}",
                 lane.side.name()
             ))
+            .args(extra)
             .env_remove("KUBECONFIG")
             .stdout(Stdio::null())
             .stderr(Stdio::from(std::fs::File::create(&log).unwrap()))
@@ -597,4 +603,268 @@ async fn a_consumer_object_syncs_down_and_back_as_upstream_syncs_it() {
             serde_json::to_string_pretty(&go_footprint[part]).unwrap()
         );
     }
+}
+
+/// Every object an agent wrote or keeps for the lane, by a readable key: (uid, resourceVersion).
+async fn versions(
+    world: &World,
+    lane: &Lane,
+) -> std::collections::BTreeMap<String, (String, String)> {
+    let mut seen = std::collections::BTreeMap::new();
+    let mut note = |side: &str, items: Vec<DynamicObject>| {
+        for o in items {
+            let kind = o.types.as_ref().map(|t| t.kind.clone()).unwrap_or_default();
+            let key = format!(
+                "{side} {kind} {}/{}",
+                o.metadata.namespace.clone().unwrap_or_default(),
+                o.metadata.name.clone().unwrap_or_default()
+            );
+            let stamp = (
+                o.metadata.uid.clone().unwrap_or_default(),
+                o.metadata.resource_version.clone().unwrap_or_default(),
+            );
+            seen.insert(key, stamp);
+        }
+    };
+    let all = ListOptions::default();
+    let secret = gvk("", "v1", "Secret");
+    note(
+        "kcp",
+        lane.consumer
+            .list(&database(), None, &all)
+            .await
+            .unwrap()
+            .items,
+    );
+    note(
+        "kcp",
+        lane.consumer
+            .list(&secret, Some("default"), &all)
+            .await
+            .unwrap()
+            .items,
+    );
+    let export = gvk("apis.kcp.io", "v1alpha2", "APIExport");
+    note(
+        "kcp",
+        lane.provider.list(&export, None, &all).await.unwrap().items,
+    );
+    let schemas = gvk("apis.kcp.io", "v1alpha1", "APIResourceSchema");
+    note(
+        "kcp",
+        lane.provider
+            .list(&schemas, None, &all)
+            .await
+            .unwrap()
+            .items,
+    );
+    let locals = local_copies(world, lane).await;
+    let local_namespaces: std::collections::BTreeSet<String> = locals
+        .iter()
+        .filter_map(|l| l.metadata.namespace.clone())
+        .collect();
+    note("service", locals);
+    for namespace in local_namespaces.iter().chain([&lane.namespace]) {
+        let secrets = world
+            .service
+            .list(&secret, Some(namespace), &all)
+            .await
+            .unwrap()
+            .items;
+        note("service", secrets);
+    }
+    seen
+}
+
+/// The keys of the state Secrets in the lane's namespace, per Secret.
+async fn state_keys(world: &World, lane: &Lane) -> Vec<(String, Vec<String>)> {
+    let secrets = world
+        .service
+        .list(
+            &gvk("", "v1", "Secret"),
+            Some(&lane.namespace),
+            &ListOptions::default(),
+        )
+        .await
+        .unwrap()
+        .items;
+    secrets
+        .into_iter()
+        .filter(|s| {
+            s.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| n.starts_with("obj-state-"))
+        })
+        .map(|s| {
+            let keys = s.data["data"]
+                .as_object()
+                .map(|d| d.keys().cloned().collect())
+                .unwrap_or_default();
+            (s.metadata.name.unwrap_or_default(), keys)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ours_takes_over_from_the_go_agent_without_recreating_or_orphaning_anything() {
+    const DATABASES: usize = 5;
+    let world = World::start().await;
+    let lane = world.lane(Side::Go, databases_published()).await;
+    let go_agent = world.agent(&go_agent_binary(), &lane).await;
+    filled_export(&lane).await;
+    order_a_database(&lane).await;
+    for i in 1..DATABASES {
+        lane.consumer
+            .create(&object(
+                json!({"apiVersion": "db.example.com/v1", "kind": "Database",
+                "metadata": {"name": format!("orders-{i}"), "namespace": "default"},
+                "spec": {"size": "small", "secretName": format!("orders-{i}-credentials")}}),
+            ))
+            .await
+            .unwrap();
+    }
+    let locals = wait_for("every local copy", Duration::from_secs(120), || async {
+        let locals = local_copies(&world, &lane).await;
+        (locals.len() == DATABASES).then_some(locals)
+    })
+    .await;
+    provision(
+        &world,
+        locals
+            .iter()
+            .find(|l| l.data["spec"]["secretName"] == "orders-credentials")
+            .unwrap(),
+    )
+    .await;
+    settled(&lane).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (before, keys_before) = (
+        versions(&world, &lane).await,
+        state_keys(&world, &lane).await,
+    );
+    drop(go_agent);
+
+    // Ours, with the Go agent's name, namespace, kubeconfigs and selector.
+    let _ours = world.agent(Path::new(RS_AGENT), &lane).await;
+    // One change after the takeover, to see ours is at work.
+    let at = ObjectRef::namespaced(database(), "default", "orders-1");
+    let mut changed = lane.consumer.get(&at).await.unwrap().unwrap();
+    changed.data["spec"]["size"] = json!("large");
+    lane.consumer
+        .replace(&changed, kcp_core::Subresource::Main)
+        .await
+        .unwrap();
+    wait_for(
+        "the change in the local copy",
+        Duration::from_secs(60),
+        || async {
+            local_copies(&world, &lane).await.into_iter().find(|l| {
+                l.data["spec"]["secretName"] == "orders-1-credentials"
+                    && l.data["spec"]["size"] == "large"
+            })
+        },
+    )
+    .await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (after, keys_after) = (
+        versions(&world, &lane).await,
+        state_keys(&world, &lane).await,
+    );
+
+    let recreated: Vec<&String> = before
+        .iter()
+        .filter(|(key, (uid, _))| after.get(*key).is_some_and(|(u, _)| u != uid))
+        .map(|(key, _)| key)
+        .collect();
+    let gone: Vec<&String> = before.keys().filter(|k| !after.contains_key(*k)).collect();
+    let added: Vec<&String> = after.keys().filter(|k| !before.contains_key(*k)).collect();
+    let written: Vec<&String> = before
+        .iter()
+        .filter(|(key, (uid, rv))| after.get(*key).is_some_and(|(u, r)| u == uid && r != rv))
+        .map(|(key, _)| key)
+        .collect();
+    eprintln!(
+        "takeover of {} objects: {} written {written:#?}, {} added {added:#?}",
+        before.len(),
+        written.len(),
+        added.len()
+    );
+    assert!(recreated.is_empty(), "re-created: {recreated:#?}");
+    assert!(gone.is_empty(), "gone: {gone:#?}");
+    assert!(added.is_empty(), "added: {added:#?}");
+    // Only what the one change touches is written: the kcp object (by the test), its local
+    // copy and its state Secret; the export, the schema and every other object stay as they were.
+    let state_prefix = format!("service Secret {}/obj-state-", lane.namespace);
+    assert_eq!(written.len(), 3, "{written:#?}");
+    assert!(written.contains(&&"kcp Database default/orders-1".to_string()));
+    assert!(written.iter().any(|k| k.starts_with("service Database ")));
+    assert!(written.iter().any(|k| k.starts_with(&state_prefix)));
+    assert_eq!(keys_after.len(), keys_before.len(), "state Secrets");
+    for ((name, before), (_, after)) in keys_before.iter().zip(&keys_after) {
+        assert_eq!(
+            after, before,
+            "the keys of {name}: ours reads what the Go agent wrote"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_a_per_agent_finalizer_objects_the_go_agent_held_are_released_on_deletion() {
+    let world = World::start().await;
+    let lane = world.lane(Side::Go, databases_published()).await;
+    let go_agent = world.agent(&go_agent_binary(), &lane).await;
+    filled_export(&lane).await;
+    order_a_database(&lane).await;
+    lane.consumer
+        .create(&object(
+            json!({"apiVersion": "db.example.com/v1", "kind": "Database",
+            "metadata": {"name": "kept", "namespace": "default"},
+            "spec": {"size": "small", "secretName": "kept-credentials"}}),
+        ))
+        .await
+        .unwrap();
+    wait_for("both local copies", Duration::from_secs(120), || async {
+        (local_copies(&world, &lane).await.len() == 2).then_some(())
+    })
+    .await;
+    drop(go_agent);
+    // Deleted while no agent runs: upstream's shared finalizer holds it.
+    let orders = ObjectRef::namespaced(database(), "default", "orders");
+    lane.consumer
+        .delete(&orders, &kcp_core::DeleteOptions::default())
+        .await
+        .unwrap();
+    let _ours = world
+        .agent_with(Path::new(RS_AGENT), &lane, &["--per-agent-finalizer"])
+        .await;
+    wait_for(
+        "the deleted object gone from kcp",
+        Duration::from_secs(60),
+        || async {
+            lane.consumer
+                .get(&orders)
+                .await
+                .unwrap()
+                .is_none()
+                .then_some(())
+        },
+    )
+    .await;
+    let kept = ObjectRef::namespaced(database(), "default", "kept");
+    let own = format!("syncagent.kcp.io/cleanup-{}", lane.agent);
+    wait_for(
+        "the shared finalizer swapped for ours",
+        Duration::from_secs(60),
+        || async {
+            let live = lane.consumer.get(&kept).await.unwrap()?;
+            (live.metadata.finalizers == Some(vec![own.clone()])).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(
+        local_copies(&world, &lane).await.len(),
+        1,
+        "the deleted one's copy went too"
+    );
 }

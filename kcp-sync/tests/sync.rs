@@ -445,6 +445,38 @@ async fn a_per_agent_finalizer_is_used_when_configured() {
 }
 
 #[tokio::test]
+async fn a_per_agent_finalizer_replaces_the_shared_one_the_go_agent_of_the_same_name_left() {
+    let mut h = Harness::start(crontab_pr("crontabs")).await;
+    let c = h.consumer("team-1").await;
+    crontab(&c, "my-crontab", json!({})).await;
+    h.sync(&c, "my-crontab").await;
+    h.config = h.config.clone().with_agent_finalizer();
+    h.sync(&c, "my-crontab").await;
+    let remote = remote(&c, "my-crontab").await.unwrap();
+    assert_eq!(
+        remote.metadata.finalizers,
+        Some(vec![format!("syncagent.kcp.io/cleanup-{AGENT}")])
+    );
+}
+
+#[tokio::test]
+async fn a_per_agent_finalizer_releases_an_object_deleted_under_the_shared_one() {
+    let mut h = Harness::start(crontab_pr("crontabs")).await;
+    let c = h.consumer("team-1").await;
+    crontab(&c, "my-crontab", json!({})).await;
+    h.sync(&c, "my-crontab").await;
+    let target = ObjectRef::namespaced(crontab_gvk(), "default", "my-crontab");
+    c.user.delete(&target, &Default::default()).await.unwrap();
+    h.config = h.config.clone().with_agent_finalizer();
+    h.sync(&c, "my-crontab").await;
+    assert!(h.locals().await.is_empty(), "the local copy is deleted");
+    assert!(
+        remote(&c, "my-crontab").await.is_none(),
+        "the shared finalizer no longer holds the kcp object"
+    );
+}
+
+#[tokio::test]
 async fn objects_outside_the_resource_filter_are_not_synced() {
     let mut pr = crontab_pr("crontabs");
     pr.spec.filter = Some(kcp_sync::api::ResourceFilter {

@@ -239,12 +239,37 @@ pub async fn sync_object(
     if is_deleting(&pair.remote) {
         return handle_deletion(ctx, target, &remote_ref, &pair, &store).await;
     }
-    if !has_finalizer(&pair.remote, &ctx.config.finalizer) {
-        set_finalizers(ctx, &remote_ref, &pair.remote, true).await?;
+    let inherited = inherits_shared_finalizer(ctx, &pair, &store).await?;
+    if !has_finalizer(&pair.remote, &ctx.config.finalizer) || inherited {
+        set_finalizers(ctx, &remote_ref, &pair.remote, true, inherited).await?;
         event(ctx, &pair.remote, EventType::Normal, ACCEPTED.0, ACCEPTED.1).await;
         return Ok(Step::Again);
     }
     sync_live(ctx, target, &remote_ref, pair, &store).await
+}
+
+/// Whether this agent, running with a per-agent finalizer, answers for upstream's shared
+/// finalizer on the kcp object too: it is there, and the local copy carries this agent's name,
+/// so the Go agent of the same name left it before this one took over. The shared finalizer is
+/// then swapped for the agent's own, or removed on deletion, so nothing waits for an agent that
+/// no longer runs. On deletion, once the local copy is gone (this agent deleted it a step
+/// before), this agent's state Secret still holding the object stands for the copy.
+async fn inherits_shared_finalizer(
+    ctx: &SyncContext<'_>,
+    pair: &Pair,
+    store: &StateStore<'_>,
+) -> Result<bool> {
+    if ctx.config.finalizer == CLEANUP_FINALIZER || !has_finalizer(&pair.remote, CLEANUP_FINALIZER)
+    {
+        return Ok(false);
+    }
+    Ok(match &pair.local {
+        Some(local) => {
+            meta_map_str(local, "labels", AGENT_NAME_LABEL) == Some(ctx.config.agent.as_str())
+        }
+        None if is_deleting(&pair.remote) => store.get(&state_key(&pair.key)).await?.is_some(),
+        None => false,
+    })
 }
 
 /// The kcp object: from the watch cache when it has it, else from the server.
@@ -328,7 +353,7 @@ async fn release_filtered(
     remote: &Value,
 ) -> Result<Step> {
     if has_finalizer(remote, &ctx.config.finalizer) {
-        set_finalizers(ctx, remote_ref, remote, false).await?;
+        set_finalizers(ctx, remote_ref, remote, false, false).await?;
     }
     Ok(Step::Done)
 }
@@ -399,18 +424,23 @@ async fn list_local(
     }
 }
 
-/// Adds or removes our finalizer with a merge patch of the whole (sorted) list.
+/// Adds or removes our finalizer with a merge patch of the whole (sorted) list; an
+/// `inherited` shared finalizer goes either way.
 async fn set_finalizers(
     ctx: &SyncContext<'_>,
     target: &ObjectRef,
     remote: &Value,
     add: bool,
+    inherited: bool,
 ) -> Result<()> {
     let mut set: BTreeSet<String> = finalizers(remote).into_iter().collect();
     if add {
         set.insert(ctx.config.finalizer.clone());
     } else {
         set.remove(&ctx.config.finalizer);
+    }
+    if inherited {
+        set.remove(CLEANUP_FINALIZER);
     }
     let patch = json!({"metadata": {
         "finalizers": set.into_iter().collect::<Vec<_>>(),
@@ -438,7 +468,8 @@ async fn handle_deletion(
     pair: &Pair,
     store: &StateStore<'_>,
 ) -> Result<Step> {
-    if !has_finalizer(&pair.remote, &ctx.config.finalizer) {
+    let inherited = inherits_shared_finalizer(ctx, pair, store).await?;
+    if !has_finalizer(&pair.remote, &ctx.config.finalizer) && !inherited {
         return Ok(Step::Done);
     }
     if let Some(local) = &pair.local {
@@ -470,7 +501,7 @@ async fn handle_deletion(
             return Ok(Step::Done);
         }
     }
-    set_finalizers(ctx, remote_ref, &pair.remote, false).await?;
+    set_finalizers(ctx, remote_ref, &pair.remote, false, inherited).await?;
     store.delete().await?;
     event(ctx, &pair.remote, EventType::Normal, DELETED.0, DELETED.1).await;
     Ok(Step::Gone)
