@@ -44,6 +44,8 @@ impl Side {
 /// One side's workspaces, namespace and kubeconfigs.
 struct Lane {
     side: Side,
+    /// `<side>-<test>`: names on the shared service cluster are unique per test.
+    tag: String,
     provider: Arc<dyn ObjectClient>,
     consumer: Arc<dyn ObjectClient>,
     consumer_cluster: String,
@@ -155,6 +157,12 @@ impl World {
         }
     }
 
+    /// The side's tag in this test: `<side>-<the test's workspace suffix>`.
+    fn tag(&self, side: Side) -> String {
+        let root = self.bed.root().rsplit(':').next().unwrap_or_default();
+        format!("{}-{}", side.name(), root.trim_start_matches("e2e-"))
+    }
+
     /// A lane: provider workspace with the APIExport `databases`, a consumer workspace, a state
     /// namespace on the service cluster and a PublishedResource labelled for the side.
     async fn lane(&self, side: Side, published: Value) -> Lane {
@@ -179,10 +187,11 @@ impl World {
             )],
         )
         .await;
-        let namespace = format!("sync-{}", side.name());
+        let tag = self.tag(side);
+        let namespace = format!("sync-{tag}");
         let mut published = published;
-        published["metadata"]["name"] = json!(format!("databases-{}", side.name()));
-        published["metadata"]["labels"] = json!({"oracle": side.name()});
+        published["metadata"]["name"] = json!(format!("databases-{tag}"));
+        published["metadata"]["labels"] = json!({"oracle": tag});
         apply(
             &*self.service,
             vec![
@@ -202,7 +211,8 @@ impl World {
             provider,
             consumer_cluster,
             provider_cluster,
-            agent: format!("oracle-{}", side.name()),
+            agent: format!("oracle-{tag}"),
+            tag,
             consumer: self.bed.object_client(&consumer_path).await.unwrap(),
             consumer_path,
             kcp_kubeconfig,
@@ -219,9 +229,12 @@ impl World {
     async fn agent_with(&self, binary: &Path, lane: &Lane, extra: &[&str]) -> Running {
         let agent_name = &lane.agent;
         let health = free_port();
+        // Beside the peers' logs, which the test bed keeps for a day (not its data directories).
+        let binary_name = binary.file_name().unwrap().to_string_lossy();
+        let run = self.dir.file_name().unwrap().to_string_lossy();
         let log = self
             .dir
-            .join(format!("{agent_name}-{}.log", lane.side.name()));
+            .with_file_name(format!("{run}-{agent_name}-{binary_name}.log"));
         let child = Command::new(binary)
             .arg(format!("--agent-name={agent_name}"))
             .arg("--apiexportendpointslice-ref=databases")
@@ -238,10 +251,7 @@ impl World {
             .arg("--log-format=Console")
             .arg(format!("--health-address=127.0.0.1:{health}"))
             .arg(format!("--metrics-address=127.0.0.1:{}", free_port()))
-            .arg(format!(
-                "--published-resource-selector=oracle={}",
-                lane.side.name()
-            ))
+            .arg(format!("--published-resource-selector=oracle={}", lane.tag))
             .args(extra)
             .env_remove("KUBECONFIG")
             .stdout(Stdio::null())
@@ -368,6 +378,7 @@ fn normalized(lane: &Lane, object: &impl serde::Serialize) -> Value {
         .replace(&lane.provider_cluster, "<provider>")
         .replace(&lane.consumer_path, "<consumer-path>")
         .replace(&lane.agent, "<agent>")
+        .replace(&lane.tag, "<side>")
         .replace(&format!("-{side}\""), "-<side>\"");
     let mut value: Value = serde_json::from_str(&text).unwrap();
     strip_volatile(&mut value);
@@ -867,4 +878,76 @@ async fn with_a_per_agent_finalizer_objects_the_go_agent_held_are_released_on_de
         1,
         "the deleted one's copy went too"
     );
+}
+
+/// The playground's PublishedResource of a built-in kind (ConfigMaps as KubeConfigMaps), and one
+/// of Deployments, whose schema from OpenAPI v3 real kcp refused (empty defaults of enums).
+fn builtins_published() -> [Value; 2] {
+    let docs = parse_manifests(
+        "configmaps",
+        include_str!("../../examples/playground/sync/publish-configmaps.yaml"),
+    )
+    .unwrap();
+    let configmaps = serde_json::to_value(&docs[0]).unwrap();
+    let mut deployments = configmaps.clone();
+    deployments["spec"] = json!({
+        "resource": {"apiGroup": "apps", "kind": "Deployment", "version": "v1"},
+        "projection": {"group": "kcp.example.com", "kind": "KubeDeployment", "plural": "kubedeployments"}});
+    [configmaps, deployments]
+}
+
+/// The lane's export once it lists `count` resources.
+async fn export_with(lane: &Lane, count: usize) -> DynamicObject {
+    let at = ObjectRef::cluster_scoped(gvk("apis.kcp.io", "v1alpha2", "APIExport"), "databases");
+    wait_for(
+        &format!(
+            "{count} resources in the {} agent's APIExport",
+            lane.side.name()
+        ),
+        Duration::from_secs(120),
+        || async {
+            let export = lane.provider.get(&at).await.ok()??;
+            let resources = export.data["spec"]["resources"].as_array()?;
+            (resources.len() == count).then_some(export)
+        },
+    )
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn builtin_kinds_get_the_schemas_upstream_gives_them() {
+    let world = World::start().await;
+    let [configmaps, deployments] = builtins_published();
+    let (go, rs) = (
+        world.lane(Side::Go, configmaps.clone()).await,
+        world.lane(Side::Rs, configmaps).await,
+    );
+    for side in [Side::Go, Side::Rs] {
+        let mut second = deployments.clone();
+        second["metadata"]["name"] = json!(format!("deployments-{}", world.tag(side)));
+        second["metadata"]["labels"] = json!({"oracle": world.tag(side)});
+        apply(&*world.service, vec![object(second)]).await;
+    }
+    let _go_agent = world.agent(&go_agent_binary(), &go).await;
+    let _rs_agent = world.agent(Path::new(RS_AGENT), &rs).await;
+    let (go_export, rs_export) = (export_with(&go, 2).await, export_with(&rs, 2).await);
+    let sorted = |export: &DynamicObject| {
+        let mut resources = export.data["spec"]["resources"].as_array().unwrap().clone();
+        resources.sort_by_key(|r| r["name"].to_string());
+        resources
+    };
+    assert_eq!(
+        sorted(&rs_export),
+        sorted(&go_export),
+        "schema names: hashes of the schemas"
+    );
+    for resource in sorted(&go_export) {
+        let at = ObjectRef::cluster_scoped(
+            gvk("apis.kcp.io", "v1alpha1", "APIResourceSchema"),
+            resource["schema"].as_str().unwrap(),
+        );
+        let go_ars = go.provider.get(&at).await.unwrap().unwrap();
+        let rs_ars = rs.provider.get(&at).await.unwrap().unwrap();
+        assert_eq!(rs_ars.data["spec"], go_ars.data["spec"]);
+    }
 }

@@ -1,11 +1,12 @@
-//! Discovery and OpenAPI v3 reads for builtin (non-CRD) kinds: what the service cluster says
-//! about a group and kind ([`discover`]) and the OpenAPI v3 document of each of its versions
-//! ([`openapi_documents`]), the inputs of [`crate::schema::builtin::synthesize_crd`].
+//! Discovery and OpenAPI reads for builtin (non-CRD) kinds: what the service cluster says
+//! about a group and kind ([`discover`]) and the models of its versions ([`openapi_models`]),
+//! the inputs of [`crate::schema::builtin::synthesize_crd`].
 //!
 //! Documents are read through [`ApiDocuments`], a raw JSON GET implemented for
-//! [`kube::Client`]. Upstream reads OpenAPI v2 (`/openapi/v2`); kcp-sync reads the v3
-//! document of each group-version (`/openapi/v3/api/v1`, `/openapi/v3/apis/<group>/<version>`),
-//! served by kube-apiserver since 1.27. A 404 there is permanent and says so.
+//! [`kube::Client`]. As upstream, the schema comes from OpenAPI v2 (`/openapi/v2`); only a
+//! server without it is read through the v3 document of each group-version
+//! (`/openapi/v3/api/v1`, `/openapi/v3/apis/<group>/<version>`, served since Kubernetes 1.27).
+//! A 404 on v3 is permanent and says so.
 
 use std::collections::BTreeMap;
 
@@ -13,7 +14,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::error::{Error, Result};
-use crate::schema::builtin::{Discovered, DiscoveredVersion};
+use crate::schema::builtin::{Discovered, DiscoveredVersion, OpenApiModels, model_name};
 
 /// Raw JSON documents of the service cluster's API server.
 #[async_trait]
@@ -195,6 +196,40 @@ fn discovered(group: &str, kind: &str, resource: &Value, first: DiscoveredVersio
         preferred: first.name.clone(),
         versions: vec![first],
     }
+}
+
+/// The models a builtin kind's schema is read from: the OpenAPI v2 document, as upstream reads
+/// it; where the server serves none (404) or its v2 document lacks a model of the kind (kcp-sim
+/// serves an empty one), the v3 document of every version, with a warning that the schema (and
+/// its APIResourceSchema name) then differs from upstream's.
+pub async fn openapi_models(
+    docs: &dyn ApiDocuments,
+    discovered: &Discovered,
+) -> Result<OpenApiModels> {
+    if let Some(document) = docs.get_json("/openapi/v2").await?
+        && has_v2_models(&document, discovered)
+    {
+        return Ok(OpenApiModels::V2(document));
+    }
+    tracing::warn!(
+        kind = %discovered.kind,
+        group = %discovered.group,
+        "the service cluster's OpenAPI v2 document has no model of this kind: the schema is read \
+         from OpenAPI v3, and its APIResourceSchema name differs from the one upstream's agent gives it"
+    );
+    Ok(OpenApiModels::V3(
+        openapi_documents(docs, discovered).await?,
+    ))
+}
+
+fn has_v2_models(document: &Value, discovered: &Discovered) -> bool {
+    let Some(definitions) = document.get("definitions").and_then(Value::as_object) else {
+        return false;
+    };
+    discovered
+        .versions
+        .iter()
+        .all(|v| model_name(definitions, &discovered.group, &v.name, &discovered.kind).is_some())
 }
 
 /// The OpenAPI v3 document of every discovered version, by version.

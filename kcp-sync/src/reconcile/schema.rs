@@ -12,7 +12,7 @@ use kcp_core::typed::{object_ref_for, to_dynamic};
 use kcp_core::{ListOptions, ObjectClient, ObjectClientExt as _, ObjectPatch, PatchOptions};
 use serde_json::Value;
 
-use super::discovery::{ApiDocuments, discover, openapi_documents};
+use super::discovery::{ApiDocuments, discover, openapi_models};
 use super::{crd_gvk, to_json};
 use crate::api::{
     AGENT_NAME_ANNOTATION, AGENT_NAME_LABEL, CONDITION_SCHEMA_READY, PublishedResource,
@@ -69,8 +69,8 @@ pub async fn find_source_crd(
             "is neither a CustomResourceDefinition nor served by the service cluster (discovery)",
         )
     })?;
-    let documents = openapi_documents(docs, &discovered).await?;
-    synthesize_crd(&discovered, &documents).map_err(|reason| Error::InvalidCrd {
+    let models = openapi_models(docs, &discovered).await?;
+    synthesize_crd(&discovered, &models).map_err(|reason| Error::InvalidCrd {
         crd: discovered.crd_name(),
         field: "spec.versions".into(),
         reason,

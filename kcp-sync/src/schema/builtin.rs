@@ -125,17 +125,26 @@ pub fn is_protected_group(group: &str) -> bool {
         .any(|d| group == *d || group.ends_with(&format!(".{d}")))
 }
 
-/// The CRD of a builtin kind; `documents` holds the OpenAPI v3 document of each version.
-/// Errors say which version's model is missing.
-pub fn synthesize_crd(
-    discovered: &Discovered,
-    documents: &BTreeMap<String, Value>,
-) -> Result<Value, String> {
+/// Where a builtin kind's schemas come from.
+#[derive(Debug, Clone)]
+pub enum OpenApiModels {
+    /// The service cluster's OpenAPI v2 document, as upstream reads it: the schema upstream
+    /// would give, hence the APIResourceSchema name upstream would give ([`openapi_v2`]).
+    V2(Value),
+    /// The OpenAPI v3 document of each version, where v2 is not served: a schema of the same
+    /// meaning, but not upstream's (its name differs).
+    V3(BTreeMap<String, Value>),
+}
+
+/// The CRD of a builtin kind from `models`. Errors say which version's model is missing.
+///
+/// [`openapi_v2`]: super::openapi_v2
+pub fn synthesize_crd(discovered: &Discovered, models: &OpenApiModels) -> Result<Value, String> {
     let mut versions = discovered.versions.clone();
     versions.sort_by(|a, b| compare_kube_versions(&a.name, &b.name));
     let rendered: Vec<Value> = versions
         .iter()
-        .map(|v| render_version(discovered, v, documents))
+        .map(|v| render_version(discovered, v, models))
         .collect::<Result<_, _>>()?;
     let kind = &discovered.kind;
     let singular = if discovered.singular.is_empty() {
@@ -172,33 +181,20 @@ pub fn synthesize_crd(
 fn render_version(
     discovered: &Discovered,
     version: &DiscoveredVersion,
-    documents: &BTreeMap<String, Value>,
+    models: &OpenApiModels,
 ) -> Result<Value, String> {
-    let doc = documents
-        .get(&version.name)
-        .ok_or_else(|| format!("no OpenAPI document for version {:?}", version.name))?;
-    let schemas = doc
-        .pointer("/components/schemas")
-        .and_then(Value::as_object)
-        .ok_or_else(|| {
-            format!(
-                "the OpenAPI document of version {:?} has no components.schemas",
-                version.name
-            )
-        })?;
-    let name = model_name(schemas, &discovered.group, &version.name, &discovered.kind)
-        .ok_or_else(|| {
-            format!(
-                "the OpenAPI document of version {:?} has no model with x-kubernetes-group-version-kind {}",
-                version.name,
-                gvk_text(&discovered.group, &version.name, &discovered.kind)
-            )
-        })?;
+    // Upstream files a builtin kind's subresources under the empty version discovery gives
+    // builtin resources and looks them up under the real one, so its CRD never has any; with
+    // the v2 models (upstream's schema, upstream's name) kcp-sync gives none either.
+    let (schema, discovered_subresources) = match models {
+        OpenApiModels::V2(document) => (v2_schema(discovered, &version.name, document)?, false),
+        OpenApiModels::V3(documents) => (v3_schema(discovered, &version.name, documents)?, true),
+    };
     let mut subresources = Map::new();
-    if version.status {
+    if discovered_subresources && version.status {
         subresources.insert("status".into(), json!({}));
     }
-    if version.scale {
+    if discovered_subresources && version.scale {
         subresources.insert(
             "scale".into(),
             json!({"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"}),
@@ -208,9 +204,51 @@ fn render_version(
         "name": version.name,
         "served": true,
         "storage": version.name == discovered.preferred,
-        "schema": {"openAPIV3Schema": structural_schema(schemas, name)},
+        "schema": {"openAPIV3Schema": schema},
         "subresources": subresources,
     }))
+}
+
+fn v2_schema(discovered: &Discovered, version: &str, document: &Value) -> Result<Value, String> {
+    let definitions = document
+        .get("definitions")
+        .and_then(Value::as_object)
+        .ok_or("the OpenAPI v2 document has no definitions")?;
+    let name = model_name(definitions, &discovered.group, version, &discovered.kind)
+        .ok_or_else(|| no_model("v2 document", version, discovered))?;
+    super::openapi_v2::schema_of(definitions, name)
+}
+
+fn v3_schema(
+    discovered: &Discovered,
+    version: &str,
+    documents: &BTreeMap<String, Value>,
+) -> Result<Value, String> {
+    let doc = documents
+        .get(version)
+        .ok_or_else(|| format!("no OpenAPI document for version {version:?}"))?;
+    let schemas = doc
+        .pointer("/components/schemas")
+        .and_then(Value::as_object)
+        .ok_or_else(|| {
+            format!("the OpenAPI document of version {version:?} has no components.schemas")
+        })?;
+    let name =
+        model_name(schemas, &discovered.group, version, &discovered.kind).ok_or_else(|| {
+            no_model(
+                &format!("document of version {version:?}"),
+                version,
+                discovered,
+            )
+        })?;
+    Ok(structural_schema(schemas, name))
+}
+
+fn no_model(document: &str, version: &str, discovered: &Discovered) -> String {
+    format!(
+        "the OpenAPI {document} has no model with x-kubernetes-group-version-kind {}",
+        gvk_text(&discovered.group, version, &discovered.kind)
+    )
 }
 
 fn gvk_text(group: &str, version: &str, kind: &str) -> String {
@@ -222,7 +260,9 @@ fn gvk_text(group: &str, version: &str, kind: &str) -> String {
 }
 
 /// The name of the model marked with this group, version and kind.
-fn model_name<'a>(
+/// The name of the model (a v2 definition or a v3 component schema) whose
+/// `x-kubernetes-group-version-kind` lists the kind.
+pub fn model_name<'a>(
     schemas: &'a Map<String, Value>,
     group: &str,
     version: &str,

@@ -10,6 +10,7 @@
 
 pub mod builtin;
 pub mod gojson;
+pub mod openapi_v2;
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;

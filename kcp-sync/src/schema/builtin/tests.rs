@@ -49,14 +49,14 @@ fn configmap() -> Value {
         "v1".to_owned(),
         document("", "v1", "ConfigMap", "configmaps"),
     )]);
-    synthesize_crd(&d, &docs).expect("synthesised")
+    synthesize_crd(&d, &OpenApiModels::V3(docs.clone())).expect("synthesised")
 }
 
 fn role() -> Value {
     let group = "rbac.authorization.k8s.io";
     let d = discovered(group, "Role", "roles", &[("v1", false, false)]);
     let docs = BTreeMap::from([("v1".to_owned(), document(group, "v1", "Role", "roles"))]);
-    synthesize_crd(&d, &docs).expect("synthesised")
+    synthesize_crd(&d, &OpenApiModels::V3(docs.clone())).expect("synthesised")
 }
 
 fn deployment() -> Value {
@@ -65,7 +65,7 @@ fn deployment() -> Value {
         "v1".to_owned(),
         document("apps", "v1", "Deployment", "deployments"),
     )]);
-    synthesize_crd(&d, &docs).expect("synthesised")
+    synthesize_crd(&d, &OpenApiModels::V3(docs.clone())).expect("synthesised")
 }
 
 /// Every key of a name anywhere in `v`, removed (keeps big snapshots reviewable).
@@ -227,7 +227,7 @@ fn a_multi_version_kind_gets_one_version_each_sorted_by_priority_storage_preferr
         .iter()
         .map(|v| ((*v).to_owned(), doc(v)))
         .collect();
-    let crd = synthesize_crd(&d, &docs).expect("synthesised");
+    let crd = synthesize_crd(&d, &OpenApiModels::V3(docs.clone())).expect("synthesised");
     let versions: Vec<(&str, bool)> = crd["spec"]["versions"]
         .as_array()
         .expect("versions")
@@ -254,9 +254,9 @@ fn a_multi_version_kind_gets_one_version_each_sorted_by_priority_storage_preferr
 fn a_version_without_a_model_is_an_error_naming_it() {
     let d = discovered("", "ConfigMap", "configmaps", &[("v1", false, false)]);
     let docs = BTreeMap::from([("v1".to_owned(), document("", "v1", "Secret", "secrets"))]);
-    let err = synthesize_crd(&d, &docs).expect_err("no model");
+    let err = synthesize_crd(&d, &OpenApiModels::V3(docs.clone())).expect_err("no model");
     assert!(err.contains("v1, Kind=ConfigMap"), "{err}");
-    let err = synthesize_crd(&d, &BTreeMap::new()).expect_err("no document");
+    let err = synthesize_crd(&d, &OpenApiModels::V3(BTreeMap::new())).expect_err("no document");
     assert!(
         err.contains("no OpenAPI document for version \"v1\""),
         "{err}"
