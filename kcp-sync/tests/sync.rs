@@ -326,6 +326,57 @@ async fn deletion_in_kcp_removes_the_local_copy_then_the_finalizer_and_the_state
 }
 
 #[tokio::test]
+async fn under_upstreams_chart_rules_state_secrets_are_updated_and_kept() {
+    // Upstream's Helm chart grants get/list/watch/create/update on Secrets: no patch, no delete.
+    let h = Harness::start(crontab_pr("crontabs")).await;
+    h.env.service_sim.faults().add_error(
+        kcp_sim::ErrorRule::new(403, 1.0)
+            .verbs([kcp_sim::Verb::Patch, kcp_sim::Verb::Delete])
+            .resources(["secrets"]),
+    );
+    let c = h.consumer("team-1").await;
+    let obj = crontab(&c, "my-crontab", json!({"cronSpec": "a"})).await;
+    h.sync(&c, "my-crontab").await;
+    let mut changed = remote(&c, "my-crontab").await.unwrap();
+    changed.data["spec"]["cronSpec"] = json!("b");
+    c.user.replace(&changed, Subresource::Main).await.unwrap();
+    h.sync(&c, "my-crontab").await;
+    assert_eq!(h.local().await.data["spec"]["cronSpec"], "b");
+    let name = kcp_sync::state::secret_name(&serde_json::to_value(&obj).unwrap(), &c.cluster);
+    let secret: Secret = h
+        .env
+        .service
+        .get_typed(Some(STATE_NS), &name)
+        .await
+        .unwrap()
+        .unwrap();
+    let stored = secret.data.unwrap().into_values().next().unwrap();
+    assert!(
+        String::from_utf8(stored.0).unwrap().contains("\"b\""),
+        "the new state was written by an update"
+    );
+    c.user
+        .delete(
+            &ObjectRef::namespaced(crontab_gvk(), "default", "my-crontab"),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+    h.sync(&c, "my-crontab").await;
+    assert!(
+        remote(&c, "my-crontab").await.is_none(),
+        "released all the same"
+    );
+    let kept: Option<Secret> = h
+        .env
+        .service
+        .get_typed(Some(STATE_NS), &name)
+        .await
+        .unwrap();
+    assert!(kept.is_some(), "kept, as upstream keeps every state Secret");
+}
+
+#[tokio::test]
 async fn the_same_name_in_two_workspaces_gives_two_local_objects() {
     let h = Harness::start(crontab_pr("crontabs")).await;
     let c1 = h.consumer("team-1").await;

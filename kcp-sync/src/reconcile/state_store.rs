@@ -4,7 +4,10 @@
 //! Better than upstream: writes are merge patches of the one data key (two writers touching
 //! different keys never conflict, and no full-Secret read-modify-write is lost), a create
 //! that races with another falls back to the patch, and [`StateStore::delete`] removes the
-//! Secret when its primary is released (upstream never deletes them).
+//! Secret when its primary is released (upstream never deletes them). Under upstream's Helm
+//! chart, which grants neither `patch` nor `delete` on Secrets, a refused patch becomes
+//! upstream's read-and-update and a refused delete keeps the Secret, so swapping only the image
+//! works.
 //!
 //! With a [`StateCache`] (one per sync controller), the store remembers what it read and
 //! wrote: a read of a known Secret costs no request, an unchanged state is not written again,
@@ -239,7 +242,35 @@ impl<'a> StateStore<'a> {
         match result {
             Ok(_) => Ok(true),
             Err(e) if e.is_not_found() => Ok(false),
+            // Upstream's Helm chart grants get/list/watch/create/update on Secrets, not patch:
+            // under it, write the way upstream writes (read, set the key, update).
+            Err(e) if e.is_status(403) => self.update(key, value).await,
             Err(e) => Err(Error::core(self.context("patching"), e)),
+        }
+    }
+
+    /// Reads the Secret, sets `key` (and the labels) and updates it under its
+    /// resourceVersion (a conflict is a transient error: the step runs again); `false` when
+    /// the Secret does not exist.
+    async fn update(&self, key: &str, value: &[u8]) -> Result<bool> {
+        let current: Option<Secret> = self
+            .client
+            .get_typed(Some(&self.namespace), &self.name)
+            .await
+            .map_err(|e| Error::core(self.context("reading"), e))?;
+        let Some(mut secret) = current else {
+            return Ok(false);
+        };
+        secret
+            .data
+            .get_or_insert_with(BTreeMap::new)
+            .insert(key.to_owned(), ByteString(value.to_vec()));
+        let labels = secret.metadata.labels.get_or_insert_with(BTreeMap::new);
+        labels.extend(self.labels.clone());
+        match self.client.replace_typed(&secret).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.is_not_found() => Ok(false),
+            Err(e) => Err(Error::core(self.context("updating"), e)),
         }
     }
 
@@ -248,13 +279,22 @@ impl<'a> StateStore<'a> {
         if let Some(cache) = self.cache {
             cache.forget(&self.name);
         }
-        self.client
+        let deleted = self
+            .client
             .delete(
                 &object_ref_for::<Secret>(Some(&self.namespace), &self.name),
                 &DeleteOptions::default(),
             )
-            .await
-            .map_err(|e| Error::core(self.context("deleting"), e))?;
+            .await;
+        match deleted {
+            Ok(_) => {}
+            // Under upstream's Helm chart (no delete on Secrets) the Secret stays, as upstream
+            // leaves every state Secret.
+            Err(e) if e.is_status(403) => {
+                tracing::debug!(secret = %self.name, "not allowed to delete the state Secret; kept");
+            }
+            Err(e) => return Err(Error::core(self.context("deleting"), e)),
+        }
         if let Some(cache) = self.cache {
             cache.set(&self.name, None);
         }
