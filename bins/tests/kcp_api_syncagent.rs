@@ -107,6 +107,43 @@ fn missing_required_flags_are_reported_together() {
     }
 }
 
+/// The flag errors of a start with `args` (it has no kubeconfigs, so it stops at the flags).
+fn flag_errors(args: &[&str]) -> String {
+    let out = Command::new(AGENT)
+        .args(["--log-format", "console", "--namespace", "sync"])
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    String::from_utf8(out.stderr).unwrap()
+}
+
+#[test]
+fn an_agent_name_too_long_for_the_per_agent_finalizer_is_refused_at_start() {
+    let long = format!("a{}", "b".repeat(55));
+    let stderr = flag_errors(&["--agent-name", &long, "--per-agent-finalizer"]);
+    assert!(
+        stderr.contains("too long for --per-agent-finalizer"),
+        "{stderr}"
+    );
+    let stderr = flag_errors(&["--agent-name", &long]);
+    assert!(
+        !stderr.contains("too long"),
+        "only the per-agent finalizer limits it: {stderr}"
+    );
+}
+
+#[test]
+fn an_empty_agent_name_means_the_default() {
+    let stderr = flag_errors(&[
+        "--apiexportendpointslice-ref",
+        "databases",
+        "--agent-name",
+        "",
+    ]);
+    assert!(!stderr.contains("--agent-name"), "{stderr}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_binary_publishes_the_crd_and_syncs_a_consumer_object() {
     let (kube, kcp) = (

@@ -377,6 +377,49 @@ async fn under_upstreams_chart_rules_state_secrets_are_updated_and_kept() {
 }
 
 #[tokio::test]
+async fn a_local_copy_held_by_another_finalizer_is_looked_at_again_not_only_on_events() {
+    let h = Harness::start(crontab_pr("crontabs")).await;
+    let c = h.consumer("team-1").await;
+    crontab(&c, "my-crontab", json!({})).await;
+    h.sync(&c, "my-crontab").await;
+    let mut local = h.local().await;
+    local.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    h.env
+        .service
+        .replace(&local, Subresource::Main)
+        .await
+        .unwrap();
+    c.user
+        .delete(
+            &ObjectRef::namespaced(crontab_gvk(), "default", "my-crontab"),
+            &Default::default(),
+        )
+        .await
+        .unwrap();
+    let mut step = Step::Again;
+    for _ in 0..5 {
+        step = sync_object(&h.ctx(&c), &h.target, Some("default"), "my-crontab")
+            .await
+            .unwrap();
+        if step != Step::Again {
+            break;
+        }
+    }
+    assert_eq!(
+        step,
+        Step::Waiting,
+        "the controller requeues it after a while"
+    );
+    assert_eq!(
+        sync_object(&h.ctx(&c), &h.target, Some("default"), "my-crontab")
+            .await
+            .unwrap(),
+        Step::Waiting,
+        "still terminating: still waiting"
+    );
+}
+
+#[tokio::test]
 async fn the_same_name_in_two_workspaces_gives_two_local_objects() {
     let h = Harness::start(crontab_pr("crontabs")).await;
     let c1 = h.consumer("team-1").await;
@@ -612,6 +655,49 @@ fn related(
         watch: None,
         sync_status: false,
     }
+}
+
+#[tokio::test]
+async fn a_related_resource_projected_into_a_group_only_kcp_serves_resolves_to_its_kind() {
+    // Upstream's e2e "use a resource from the same APIExport as a related resource": Backups of
+    // eksempel.no on the service cluster, projected into kcp.example.com, which only kcp serves.
+    let env = Env::start().await;
+    create(&env.service, json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "backups.eksempel.no"},
+        "spec": {"group": "eksempel.no", "scope": "Namespaced",
+            "names": {"plural": "backups", "singular": "backup", "kind": "Backup", "listKind": "BackupList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}})).await;
+    let mut spec = related(
+        RelatedResourceOrigin::Service,
+        RelatedResourceKind::Secret,
+        "spec.backup",
+        false,
+    );
+    spec.kind = None;
+    (spec.group, spec.version, spec.resource) =
+        ("eksempel.no".into(), "v1".into(), "backups".into());
+    spec.projection = Some(kcp_sync::api::RelatedResourceProjection {
+        group: "kcp.example.com".into(),
+        ..Default::default()
+    });
+    let rel = kcp_sync::reconcile::related::RelatedSync::new(
+        &env.service,
+        None,
+        ("crontabs", Default::default()),
+        0,
+        &spec,
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        rel.origin_gvk,
+        GroupVersionKind::gvk("eksempel.no", "v1", "Backup")
+    );
+    assert_eq!(
+        rel.dest_gvk,
+        GroupVersionKind::gvk("kcp.example.com", "v1", "Backup")
+    );
 }
 
 fn pr_with(related: RelatedResourceSpec) -> PublishedResource {

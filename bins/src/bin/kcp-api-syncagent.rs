@@ -70,6 +70,9 @@ enum Command {
     Rbac,
 }
 
+/// A finalizer's name part is at most 63 characters; `cleanup-` takes 8 of them.
+const MAX_AGENT_NAME_FOR_FINALIZER: usize = 55;
+
 /// Upstream's metrics default; the Lease is `syncagent.<agent>` in `--namespace` (set below).
 fn defaults() -> Defaults {
     Defaults::new("kcp-api-syncagent").metrics_address("127.0.0.1:8085")
@@ -142,12 +145,23 @@ fn settings(flags: &Flags) -> Result<Settings, Error> {
         Some(ExportRef::EndpointSlice(n) | ExportRef::Export(n)) => n.clone(),
         None => String::new(),
     };
+    // An empty --agent-name means the default, as upstream's "can be left blank".
     let agent = flags
         .agent_name
         .clone()
+        .filter(|name| !name.is_empty())
         .unwrap_or_else(|| format!("{reference}-syncagent"));
     if !is_dns1035_label(&agent) {
         errors.push(("agent-name", format!("{agent:?} is not a DNS-1035 label")));
+    } else if flags.per_agent_finalizer && agent.len() > MAX_AGENT_NAME_FOR_FINALIZER {
+        errors.push((
+            "agent-name",
+            format!(
+                "{agent:?} is too long for --per-agent-finalizer: the finalizer \
+                 syncagent.kcp.io/cleanup-<agent-name> allows at most \
+                 {MAX_AGENT_NAME_FOR_FINALIZER} characters of it"
+            ),
+        ));
     }
     if let Err(e) = LabelSelector::parse(&flags.published_resource_selector) {
         errors.push(("published-resource-selector", e.to_string()));

@@ -128,6 +128,10 @@ struct ObjectReconciler {
     caches: Arc<SyncCaches>,
 }
 
+/// How often a primary whose local copy is terminating is looked at again (upstream's fixed
+/// requeue), besides the watch event of its final deletion.
+const WAITING_RECHECK: Duration = Duration::from_secs(5);
+
 #[async_trait]
 impl Reconciler<ObjectKey> for ObjectReconciler {
     type Error = Error;
@@ -160,6 +164,10 @@ impl Reconciler<ObjectKey> for ObjectReconciler {
             Ok(Step::Again) => {
                 self.progress.pending(key);
                 Ok(Outcome::RequeueAfter(Duration::ZERO))
+            }
+            Ok(Step::Waiting) => {
+                self.progress.pending(key);
+                Ok(Outcome::RequeueAfter(WAITING_RECHECK))
             }
             Err(e) => {
                 if e.is_conflict() {

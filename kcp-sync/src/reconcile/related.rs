@@ -98,6 +98,32 @@ pub async fn resolve_kind(
     Ok(GroupVersionKind::gvk(group, version, &kind))
 }
 
+/// The kinds of a related resource on the service cluster and in kcp. The service side's is
+/// looked up there; kcp's too when the service cluster serves it, else (a kind only kcp serves:
+/// another PublishedResource's projection into a kcp group, another export's resource through
+/// `identityHash`) it is the service side's kind under kcp's group and version, as upstream's
+/// kcp-side REST mapping finds it when the resource keeps its name.
+async fn resolve_sides(
+    service: &dyn ObjectClient,
+    docs: Option<&dyn ApiDocuments>,
+    spec: &RelatedResourceSpec,
+) -> Result<(GroupVersionKind, GroupVersionKind)> {
+    let (origin, dest) = (spec.origin_gvr(), spec.destination_gvr());
+    let ((sg, sv, sr), (kg, kv, kr)) = match spec.origin {
+        RelatedResourceOrigin::Kcp => (dest, origin),
+        RelatedResourceOrigin::Service => (origin, dest),
+    };
+    let service_gvk = resolve_kind(service, docs, (&sg, &sv, &sr)).await?;
+    let kcp_gvk = match resolve_kind(service, docs, (&kg, &kv, &kr)).await {
+        Ok(gvk) => gvk,
+        Err(Error::InvalidObject { .. }) if kr == sr => {
+            GroupVersionKind::gvk(&kg, &kv, &service_gvk.kind)
+        }
+        Err(e) => return Err(e),
+    };
+    Ok((service_gvk, kcp_gvk))
+}
+
 impl RelatedSync {
     /// Resolves and compiles `spec.related[index]` of PublishedResource `owner`, whose objects
     /// may live in the service namespaces `extra_namespaces` besides the local copy's.
@@ -108,11 +134,14 @@ impl RelatedSync {
         index: usize,
         spec: &RelatedResourceSpec,
     ) -> Result<Self> {
-        let (og, ov, or) = spec.origin_gvr();
-        let (dg, dv, dr) = spec.destination_gvr();
+        let (service_gvk, kcp_gvk) = resolve_sides(service, docs, spec).await?;
+        let (origin_gvk, dest_gvk) = match spec.origin {
+            RelatedResourceOrigin::Kcp => (kcp_gvk, service_gvk),
+            RelatedResourceOrigin::Service => (service_gvk, kcp_gvk),
+        };
         Ok(Self {
-            origin_gvk: resolve_kind(service, docs, (&og, &ov, &or)).await?,
-            dest_gvk: resolve_kind(service, docs, (&dg, &dv, &dr)).await?,
+            origin_gvk,
+            dest_gvk,
             mutator: Mutator::new(
                 owner,
                 &format!("spec.related[{index}].mutation"),

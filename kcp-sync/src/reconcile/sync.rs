@@ -173,6 +173,9 @@ pub enum Step {
     Again,
     /// The kcp object does not exist (or was just released after its deletion).
     Gone,
+    /// Waiting for something others finish (the local copy's other finalizers): look again
+    /// after a while, and when it changes.
+    Waiting,
 }
 
 /// Everything one step needs.
@@ -491,14 +494,15 @@ async fn handle_deletion(
                 .map_err(|e| Error::core(format!("deleting the local copy of {}", pair.key), e))?;
             if let DeleteOutcome::Terminating(deleting) = outcome {
                 remember_local(ctx, &pair.key, &deleting);
-                // The local copy's final deletion (a watched event) brings the primary back.
-                return Ok(Step::Done);
+                // Its final deletion (a watched event) brings the primary back; a look now and
+                // then covers a missed event.
+                return Ok(Step::Waiting);
             }
             if let Some(caches) = ctx.caches {
                 caches.local.remove(&pair.key, local);
             }
         } else {
-            return Ok(Step::Done);
+            return Ok(Step::Waiting);
         }
     }
     set_finalizers(ctx, remote_ref, &pair.remote, false, inherited).await?;
