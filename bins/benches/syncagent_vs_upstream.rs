@@ -77,10 +77,7 @@ struct Servers {
 }
 
 fn write_kubeconfig(dir: &Path, name: &str, endpoint: &Endpoint) -> PathBuf {
-    let path = dir.join(format!("{name}.kubeconfig"));
-    let document = kcp_testbed::kubeconfig::kubeconfig(&[(name, endpoint)]);
-    std::fs::write(&path, document.to_string()).unwrap_or_else(|e| panic!("{e}"));
-    path
+    kcp_testbed::kubeconfig::write_file(dir, name, endpoint).unwrap_or_else(|e| panic!("{e}"))
 }
 
 async fn servers() -> Servers {

@@ -19,10 +19,7 @@ use kcp_testbed::{Endpoint, KcpBed};
 use support::process::{Running, free_port, ready};
 
 fn write_kubeconfig(dir: &Path, name: &str, endpoint: &Endpoint) -> PathBuf {
-    let path = dir.join(format!("{name}.kubeconfig"));
-    let document = kcp_testbed::kubeconfig::kubeconfig(&[(name, endpoint)]);
-    std::fs::write(&path, document.to_string()).unwrap();
-    path
+    kcp_testbed::kubeconfig::write_file(dir, name, endpoint).unwrap()
 }
 
 async fn apply(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {

@@ -65,10 +65,7 @@ struct World {
 }
 
 fn write_kubeconfig(dir: &Path, name: &str, endpoint: &Endpoint) -> PathBuf {
-    let path = dir.join(format!("{name}.kubeconfig"));
-    let document = kcp_testbed::kubeconfig::kubeconfig(&[(name, endpoint)]);
-    std::fs::write(&path, document.to_string()).unwrap();
-    path
+    kcp_testbed::kubeconfig::write_file(dir, name, endpoint).unwrap()
 }
 
 async fn apply(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
@@ -278,6 +275,34 @@ impl World {
     }
 }
 
+/// Both lanes of a fresh world, each with its agent running.
+struct SideBySide {
+    world: World,
+    go: Lane,
+    rs: Lane,
+    _agents: [Running; 2],
+}
+
+impl SideBySide {
+    async fn start(published: Value) -> SideBySide {
+        let world = World::start().await;
+        let (go, rs) = (
+            world.lane(Side::Go, published.clone()).await,
+            world.lane(Side::Rs, published).await,
+        );
+        let _agents = [
+            world.agent(&go_agent_binary(), &go).await,
+            world.agent(Path::new(RS_AGENT), &rs).await,
+        ];
+        SideBySide {
+            world,
+            go,
+            rs,
+            _agents,
+        }
+    }
+}
+
 fn go_agent_binary() -> PathBuf {
     kcp_testbed::go_build::build("api-syncagent")
         .unwrap()
@@ -338,13 +363,12 @@ fn claims(export: &DynamicObject) -> Vec<Value> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn both_agents_publish_the_same_schema_and_the_same_claims() {
-    let world = World::start().await;
-    let (go, rs) = (
-        world.lane(Side::Go, databases_published()).await,
-        world.lane(Side::Rs, databases_published()).await,
-    );
-    let _go_agent = world.agent(&go_agent_binary(), &go).await;
-    let _rs_agent = world.agent(Path::new(RS_AGENT), &rs).await;
+    let SideBySide {
+        world: _,
+        go,
+        rs,
+        _agents,
+    } = SideBySide::start(databases_published()).await;
     let (go_export, rs_export) = (filled_export(&go).await, filled_export(&rs).await);
     assert_eq!(
         rs_export.data["spec"]["resources"], go_export.data["spec"]["resources"],
@@ -584,13 +608,12 @@ async fn settled(lane: &Lane) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_object_syncs_down_and_back_as_upstream_syncs_it() {
-    let world = World::start().await;
-    let (go, rs) = (
-        world.lane(Side::Go, databases_published()).await,
-        world.lane(Side::Rs, databases_published()).await,
-    );
-    let _go_agent = world.agent(&go_agent_binary(), &go).await;
-    let _rs_agent = world.agent(Path::new(RS_AGENT), &rs).await;
+    let SideBySide {
+        world,
+        go,
+        rs,
+        _agents,
+    } = SideBySide::start(databases_published()).await;
     for lane in [&go, &rs] {
         filled_export(lane).await;
         order_a_database(lane).await;
@@ -916,20 +939,19 @@ async fn export_with(lane: &Lane, count: usize) -> DynamicObject {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn builtin_kinds_get_the_schemas_upstream_gives_them() {
-    let world = World::start().await;
     let [configmaps, deployments] = builtins_published();
-    let (go, rs) = (
-        world.lane(Side::Go, configmaps.clone()).await,
-        world.lane(Side::Rs, configmaps).await,
-    );
+    let SideBySide {
+        world,
+        go,
+        rs,
+        _agents,
+    } = SideBySide::start(configmaps).await;
     for side in [Side::Go, Side::Rs] {
         let mut second = deployments.clone();
         second["metadata"]["name"] = json!(format!("deployments-{}", world.tag(side)));
         second["metadata"]["labels"] = json!({"oracle": world.tag(side)});
         apply(&*world.service, vec![object(second)]).await;
     }
-    let _go_agent = world.agent(&go_agent_binary(), &go).await;
-    let _rs_agent = world.agent(Path::new(RS_AGENT), &rs).await;
     let (go_export, rs_export) = (export_with(&go, 2).await, export_with(&rs, 2).await);
     let sorted = |export: &DynamicObject| {
         let mut resources = export.data["spec"]["resources"].as_array().unwrap().clone();

@@ -145,6 +145,14 @@ impl Harness {
         panic!("sync of {name} did not settle in 20 steps");
     }
 
+    /// The consumer `team-1` with the CronTab `my-crontab` (empty spec), synced.
+    async fn synced_crontab(&self) -> Consumer {
+        let c = self.consumer("team-1").await;
+        crontab(&c, "my-crontab", json!({})).await;
+        self.sync(&c, "my-crontab").await;
+        c
+    }
+
     async fn locals(&self) -> Vec<DynamicObject> {
         self.env
             .service
@@ -379,9 +387,7 @@ async fn under_upstreams_chart_rules_state_secrets_are_updated_and_kept() {
 #[tokio::test]
 async fn a_local_copy_held_by_another_finalizer_is_looked_at_again_not_only_on_events() {
     let h = Harness::start(crontab_pr("crontabs")).await;
-    let c = h.consumer("team-1").await;
-    crontab(&c, "my-crontab", json!({})).await;
-    h.sync(&c, "my-crontab").await;
+    let c = h.synced_crontab().await;
     let mut local = h.local().await;
     local.metadata.finalizers = Some(vec!["example.com/hold".into()]);
     h.env
@@ -528,9 +534,7 @@ async fn a_per_agent_finalizer_is_used_when_configured() {
         SyncConfig::new(AGENT, STATE_NS).with_agent_finalizer(),
     )
     .await;
-    let c = h.consumer("team-1").await;
-    crontab(&c, "my-crontab", json!({})).await;
-    h.sync(&c, "my-crontab").await;
+    let c = h.synced_crontab().await;
     let remote = remote(&c, "my-crontab").await.unwrap();
     assert_eq!(
         remote.metadata.finalizers,
@@ -541,9 +545,7 @@ async fn a_per_agent_finalizer_is_used_when_configured() {
 #[tokio::test]
 async fn a_per_agent_finalizer_replaces_the_shared_one_the_go_agent_of_the_same_name_left() {
     let mut h = Harness::start(crontab_pr("crontabs")).await;
-    let c = h.consumer("team-1").await;
-    crontab(&c, "my-crontab", json!({})).await;
-    h.sync(&c, "my-crontab").await;
+    let c = h.synced_crontab().await;
     h.config = h.config.clone().with_agent_finalizer();
     h.sync(&c, "my-crontab").await;
     let remote = remote(&c, "my-crontab").await.unwrap();
@@ -556,9 +558,7 @@ async fn a_per_agent_finalizer_replaces_the_shared_one_the_go_agent_of_the_same_
 #[tokio::test]
 async fn a_per_agent_finalizer_releases_an_object_deleted_under_the_shared_one() {
     let mut h = Harness::start(crontab_pr("crontabs")).await;
-    let c = h.consumer("team-1").await;
-    crontab(&c, "my-crontab", json!({})).await;
-    h.sync(&c, "my-crontab").await;
+    let c = h.synced_crontab().await;
     let target = ObjectRef::namespaced(crontab_gvk(), "default", "my-crontab");
     c.user.delete(&target, &Default::default()).await.unwrap();
     h.config = h.config.clone().with_agent_finalizer();
@@ -581,9 +581,7 @@ async fn objects_outside_the_resource_filter_are_not_synced() {
         }),
     });
     let h = Harness::start(pr).await;
-    let c = h.consumer("team-1").await;
-    crontab(&c, "my-crontab", json!({})).await;
-    h.sync(&c, "my-crontab").await;
+    let c = h.synced_crontab().await;
     assert!(h.locals().await.is_empty());
     assert_eq!(
         remote(&c, "my-crontab").await.unwrap().metadata.finalizers,

@@ -69,6 +69,20 @@ impl Endpoint {
     }
 }
 
+/// Writes `<dir>/<name>.kubeconfig` with the one context `name` for `endpoint` (for a process a
+/// test starts with `--kubeconfig`); returns its path.
+pub fn write_file(
+    dir: &std::path::Path,
+    name: &str,
+    endpoint: &Endpoint,
+) -> Result<std::path::PathBuf> {
+    let path = dir.join(format!("{name}.kubeconfig"));
+    let document = kubeconfig(&[(name, endpoint)]);
+    std::fs::write(&path, document.to_string())
+        .map_err(|e| Error::io("test bed", format!("writing {}", path.display()), e))?;
+    Ok(path)
+}
+
 /// A kubeconfig document (JSON, which every kubeconfig reader accepts) with one context, cluster
 /// and user per named endpoint; the first is the current context.
 pub fn kubeconfig(contexts: &[(&str, &Endpoint)]) -> Value {
