@@ -444,25 +444,55 @@ fn strip_volatile(value: &mut Value) {
     }
 }
 
-/// Binds the lane's consumer to its provider's export the way upstream documents (v1alpha1,
-/// every claim accepted with `all: true`) and creates the Database `orders` in `default`.
+/// The two ways upstream documents binding an export and accepting its claims.
+#[derive(Debug, Clone, Copy)]
+enum Binding {
+    /// `apis.kcp.io/v1alpha1`, every claim accepted with `all: true`.
+    V1alpha1All,
+    /// `apis.kcp.io/v1alpha2`, every claim accepted with `verbs: ["*"]`.
+    V1alpha2AllVerbs,
+}
+
+impl Binding {
+    fn object(self, provider_path: &str) -> DynamicObject {
+        let claims = [("", "events"), ("", "namespaces"), ("", "secrets")];
+        let (api_version, accepted): (&str, Vec<Value>) = match self {
+            Binding::V1alpha1All => (
+                "apis.kcp.io/v1alpha1",
+                claims
+                    .iter()
+                    .map(|(g, r)| json!({"group": g, "resource": r, "all": true, "state": "Accepted"}))
+                    .collect(),
+            ),
+            Binding::V1alpha2AllVerbs => (
+                "apis.kcp.io/v1alpha2",
+                claims
+                    .iter()
+                    .map(|(g, r)| json!({"group": g, "resource": r, "verbs": ["*"],
+                        "selector": {"matchAll": true}, "state": "Accepted"}))
+                    .collect(),
+            ),
+        };
+        object(json!({"apiVersion": api_version, "kind": "APIBinding",
+            "metadata": {"name": "databases"},
+            "spec": {"reference": {"export": {"path": provider_path, "name": "databases"}},
+                "permissionClaims": accepted}}))
+    }
+}
+
+/// Binds the lane's consumer to its provider's export (v1alpha1, every claim accepted with
+/// `all: true`, as upstream's e2e does) and creates the Database `orders` in `default`.
 async fn order_a_database(lane: &Lane) {
+    order_a_database_bound(lane, Binding::V1alpha1All).await;
+}
+
+/// [`order_a_database`] with the binding made `binding`'s way.
+async fn order_a_database_bound(lane: &Lane, binding: Binding) {
     let provider_path = lane.consumer_path.replace(
         &format!("consumer-{}", lane.side.name()),
         &format!("provider-{}", lane.side.name()),
     );
-    let accepted = |group: &str, resource: &str| json!({"group": group, "resource": resource, "all": true, "state": "Accepted"});
-    apply(
-        &*lane.consumer,
-        vec![object(
-            json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding",
-            "metadata": {"name": "databases"},
-            "spec": {"reference": {"export": {"path": provider_path, "name": "databases"}},
-                "permissionClaims": [accepted("", "events"), accepted("", "namespaces"),
-                    accepted("", "secrets")]}}),
-        )],
-    )
-    .await;
+    apply(&*lane.consumer, vec![binding.object(&provider_path)]).await;
     apply(
         &*lane.consumer,
         vec![object(
@@ -608,6 +638,15 @@ async fn settled(lane: &Lane) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_object_syncs_down_and_back_as_upstream_syncs_it() {
+    syncs_down_and_back_alike(Binding::V1alpha1All).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_bound_with_v1alpha2_all_verbs_is_served_as_upstream_serves_it() {
+    syncs_down_and_back_alike(Binding::V1alpha2AllVerbs).await;
+}
+
+async fn syncs_down_and_back_alike(binding: Binding) {
     let SideBySide {
         world,
         go,
@@ -616,7 +655,7 @@ async fn a_consumer_object_syncs_down_and_back_as_upstream_syncs_it() {
     } = SideBySide::start(databases_published()).await;
     for lane in [&go, &rs] {
         filled_export(lane).await;
-        order_a_database(lane).await;
+        order_a_database_bound(lane, binding).await;
         let local = wait_for("a local copy", Duration::from_secs(120), || async {
             local_copies(&world, lane).await.into_iter().next()
         })
