@@ -455,7 +455,12 @@ enum Binding {
 
 impl Binding {
     fn object(self, provider_path: &str) -> DynamicObject {
-        let claims = [("", "events"), ("", "namespaces"), ("", "secrets")];
+        let claims = [
+            ("", "events"),
+            ("", "namespaces"),
+            ("", "secrets"),
+            ("", "configmaps"),
+        ];
         let (api_version, accepted): (&str, Vec<Value>) = match self {
             Binding::V1alpha1All => (
                 "apis.kcp.io/v1alpha1",
@@ -488,11 +493,21 @@ async fn order_a_database(lane: &Lane) {
 
 /// [`order_a_database`] with the binding made `binding`'s way.
 async fn order_a_database_bound(lane: &Lane, binding: Binding) {
+    bind(lane, binding).await;
+    order(lane).await;
+}
+
+/// Binds the lane's consumer to its provider's export.
+async fn bind(lane: &Lane, binding: Binding) {
     let provider_path = lane.consumer_path.replace(
         &format!("consumer-{}", lane.side.name()),
         &format!("provider-{}", lane.side.name()),
     );
     apply(&*lane.consumer, vec![binding.object(&provider_path)]).await;
+}
+
+/// Creates the Database `orders` in `default` of the lane's consumer.
+async fn order(lane: &Lane) {
     apply(
         &*lane.consumer,
         vec![object(
@@ -552,6 +567,27 @@ async fn footprint(world: &World, lane: &Lane) -> Value {
         .await
         .unwrap();
     let locals = local_copies(world, lane).await;
+    let settings = lane
+        .consumer
+        .get(&at(gvk("", "v1", "ConfigMap"), "orders-settings"))
+        .await
+        .unwrap();
+    let mut local_settings = Vec::new();
+    for namespace in locals
+        .iter()
+        .filter_map(|l| l.metadata.namespace.as_deref())
+    {
+        let copy = world
+            .service
+            .get(&ObjectRef::namespaced(
+                gvk("", "v1", "ConfigMap"),
+                namespace,
+                "orders-settings",
+            ))
+            .await
+            .unwrap();
+        local_settings.extend(copy);
+    }
     let state_options = ListOptions::default();
     let mut states: Vec<DynamicObject> = world
         .service
@@ -592,7 +628,7 @@ async fn footprint(world: &World, lane: &Lane) -> Value {
     normalized(
         lane,
         &json!({"kcp": kcp_object, "secret": secret, "locals": locals, "states": states,
-            "events": events}),
+            "events": events, "settings": settings, "local_settings": local_settings}),
     )
 }
 
@@ -667,7 +703,15 @@ async fn syncs_down_and_back_alike(binding: Binding) {
     // Let the Events and the last status writes land on both sides.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (go_footprint, rs_footprint) = (footprint(&world, &go).await, footprint(&world, &rs).await);
-    for part in ["kcp", "locals", "secret", "states", "events"] {
+    for part in [
+        "kcp",
+        "locals",
+        "secret",
+        "states",
+        "events",
+        "settings",
+        "local_settings",
+    ] {
         assert_eq!(
             rs_footprint[part],
             go_footprint[part],
@@ -1010,5 +1054,74 @@ async fn builtin_kinds_get_the_schemas_upstream_gives_them() {
         let go_ars = go.provider.get(&at).await.unwrap().unwrap();
         let rs_ars = rs.provider.get(&at).await.unwrap().unwrap();
         assert_eq!(rs_ars.data["spec"], go_ars.data["spec"]);
+    }
+}
+
+/// The Databases PublishedResource with a second related resource: a ConfigMap the consumer
+/// writes in kcp, copied to the local copy's namespace. Its name is a fixed template, as in
+/// upstream's e2e: a template is rendered on each side against that side's primary, so
+/// `{{ .Object.metadata.name }}` would name the copy after the local copy's hashed name.
+fn databases_with_settings_published() -> Value {
+    let mut published = databases_published();
+    let related = published["spec"]["related"].as_array_mut().unwrap();
+    related.push(
+        json!({"identifier": "settings", "origin": "kcp", "kind": "ConfigMap",
+        "object": {"template": {"template": "orders-settings"}}}),
+    );
+    published
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_related_object_from_kcp_is_copied_as_upstream_copies_it() {
+    let SideBySide {
+        world,
+        go,
+        rs,
+        _agents,
+    } = SideBySide::start(databases_with_settings_published()).await;
+    for lane in [&go, &rs] {
+        filled_export(lane).await;
+        bind(lane, Binding::V1alpha1All).await;
+        // Before the Database, as upstream's e2e creates it: kcp labels claimed objects for the
+        // virtual workspace a moment after they are written.
+        lane.consumer
+            .create(&object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": "orders-settings", "namespace": "default"},
+                "data": {"tier": "gold"}})))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        order(lane).await;
+        let local = wait_for("a local copy", Duration::from_secs(120), || async {
+            local_copies(&world, lane).await.into_iter().next()
+        })
+        .await;
+        provision(&world, &local).await;
+    }
+    for lane in [&rs, &go] {
+        settled(lane).await;
+        wait_for(
+            &format!("the {} agent's copy of the ConfigMap", lane.side.name()),
+            Duration::from_secs(120),
+            || async {
+                let footprint = footprint(&world, lane).await;
+                footprint["local_settings"]
+                    .as_array()
+                    .is_some_and(|c| !c.is_empty())
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let (go_footprint, rs_footprint) = (footprint(&world, &go).await, footprint(&world, &rs).await);
+    for part in ["kcp", "settings", "local_settings", "events"] {
+        assert_eq!(
+            rs_footprint[part],
+            go_footprint[part],
+            "{part} differs from upstream's:\nours:     {}\nupstream: {}",
+            serde_json::to_string_pretty(&rs_footprint[part]).unwrap(),
+            serde_json::to_string_pretty(&go_footprint[part]).unwrap()
+        );
     }
 }
