@@ -653,6 +653,19 @@ fn decoded_state(secret: &DynamicObject) -> Value {
     value
 }
 
+/// Asserts each named part of our footprint equals upstream's, printing both when not.
+fn assert_same_parts(ours: &Value, upstream: &Value, parts: &[&str]) {
+    for part in parts {
+        assert_eq!(
+            ours[part],
+            upstream[part],
+            "{part} differs from upstream's:\nours:     {}\nupstream: {}",
+            serde_json::to_string_pretty(&ours[part]).unwrap(),
+            serde_json::to_string_pretty(&upstream[part]).unwrap()
+        );
+    }
+}
+
 /// Waits until the lane's Database is Ready in kcp and its Secret came back.
 async fn settled(lane: &Lane) {
     let at = |gvk, name: &str| ObjectRef::namespaced(gvk, "default", name);
@@ -703,23 +716,19 @@ async fn syncs_down_and_back_alike(binding: Binding) {
     // Let the Events and the last status writes land on both sides.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (go_footprint, rs_footprint) = (footprint(&world, &go).await, footprint(&world, &rs).await);
-    for part in [
-        "kcp",
-        "locals",
-        "secret",
-        "states",
-        "events",
-        "settings",
-        "local_settings",
-    ] {
-        assert_eq!(
-            rs_footprint[part],
-            go_footprint[part],
-            "{part} differs from upstream's:\nours:     {}\nupstream: {}",
-            serde_json::to_string_pretty(&rs_footprint[part]).unwrap(),
-            serde_json::to_string_pretty(&go_footprint[part]).unwrap()
-        );
-    }
+    assert_same_parts(
+        &rs_footprint,
+        &go_footprint,
+        &[
+            "kcp",
+            "locals",
+            "secret",
+            "states",
+            "events",
+            "settings",
+            "local_settings",
+        ],
+    );
 }
 
 /// Every object an agent wrote or keeps for the lane, by a readable key: (uid, resourceVersion).
@@ -1115,13 +1124,9 @@ async fn a_related_object_from_kcp_is_copied_as_upstream_copies_it() {
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (go_footprint, rs_footprint) = (footprint(&world, &go).await, footprint(&world, &rs).await);
-    for part in ["kcp", "settings", "local_settings", "events"] {
-        assert_eq!(
-            rs_footprint[part],
-            go_footprint[part],
-            "{part} differs from upstream's:\nours:     {}\nupstream: {}",
-            serde_json::to_string_pretty(&rs_footprint[part]).unwrap(),
-            serde_json::to_string_pretty(&go_footprint[part]).unwrap()
-        );
-    }
+    assert_same_parts(
+        &rs_footprint,
+        &go_footprint,
+        &["kcp", "settings", "local_settings", "events"],
+    );
 }

@@ -114,6 +114,10 @@ async fn resolve_sides(
         RelatedResourceOrigin::Service => (origin, dest),
     };
     let service_gvk = resolve_kind(service, docs, (&sg, &sv, &sr)).await?;
+    if (&kg, &kv, &kr) == (&sg, &sv, &sr) {
+        // No projection: the same kind on both sides, looked up once.
+        return Ok((service_gvk.clone(), service_gvk));
+    }
     let kcp_gvk = match resolve_kind(service, docs, (&kg, &kv, &kr)).await {
         Ok(gvk) => gvk,
         Err(Error::InvalidObject { .. }) if kr == sr => {
