@@ -25,11 +25,7 @@ impl Drop for Running {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    kcp_testbed::ports::free_port("a binary under test").unwrap()
 }
 
 fn http_get(port: u16, path: &str) -> Option<(u16, String)> {

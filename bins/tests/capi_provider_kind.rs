@@ -31,11 +31,7 @@ fn temp_dir(name: &str) -> PathBuf {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    kcp_testbed::ports::free_port("a binary under test").unwrap()
 }
 
 fn http_answer(port: u16, path: &str) -> Option<String> {

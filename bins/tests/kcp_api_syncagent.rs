@@ -32,11 +32,7 @@ fn temp_path(name: &str) -> PathBuf {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    kcp_testbed::ports::free_port("a binary under test").unwrap()
 }
 
 /// A plain HTTP GET: (status code, body), or None when nothing listens.

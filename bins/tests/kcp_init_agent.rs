@@ -34,11 +34,7 @@ fn fastrand_u64() -> u64 {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    kcp_testbed::ports::free_port("a binary under test").unwrap()
 }
 
 /// A plain HTTP GET: (status code, body), or None when nothing listens.
@@ -191,14 +187,21 @@ async fn the_agent_binary_is_ready_after_sync_initializes_serves_metrics_and_dra
         assert!(Instant::now() < deadline, "workspaces not Ready");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // A workspace turns Ready as soon as the initializer is gone, a moment before the agent
+    // has read the answer and counted it: wait for the count, not just for Ready.
+    wait_for(
+        "three initializations counted",
+        Duration::from_secs(10),
+        || initialized_by(metrics) == 3,
+    )
+    .await;
     let (_, text) = http_get(metrics, "/metrics").unwrap();
     assert!(
-        text.contains("kcp_init_clusters_initialized_total{target=\"init-dev-environment\"} 3"),
+        text.contains(
+            "kcp_init_initialization_duration_seconds_count{target=\"init-dev-environment\"} 3"
+        ),
         "{text}"
     );
-    assert!(text.contains(
-        "kcp_init_initialization_duration_seconds_count{target=\"init-dev-environment\"} 3"
-    ));
 
     let pid = running.0.id().to_string();
     assert!(
@@ -253,6 +256,12 @@ async fn with_leader_election_only_one_of_two_agents_acts() {
         assert!(Instant::now() < deadline, "workspaces not Ready");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    wait_for(
+        "three initializations counted",
+        Duration::from_secs(10),
+        || initialized_by(m1) + initialized_by(m2) >= 3,
+    )
+    .await;
     let (a, b) = (initialized_by(m1), initialized_by(m2));
     assert_eq!(a + b, 3, "a={a} b={b}");
     assert!(a == 0 || b == 0, "both agents acted: a={a} b={b}");
@@ -319,6 +328,12 @@ async fn both_replicas_are_ready_and_a_killed_leader_hands_over_within_the_lease
         assert!(Instant::now() < deadline, "workspaces not Ready");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    wait_for(
+        "three initializations counted",
+        Duration::from_secs(10),
+        || ports.iter().map(|(m, _)| initialized_by(*m)).sum::<u64>() >= 3,
+    )
+    .await;
     let counts: Vec<u64> = ports.iter().map(|(m, _)| initialized_by(*m)).collect();
     let leader = counts
         .iter()

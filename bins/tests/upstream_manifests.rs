@@ -60,11 +60,7 @@ fn fastrand_u32() -> u32 {
 }
 
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
+    kcp_testbed::ports::free_port("a binary under test").unwrap()
 }
 
 /// Starts `binary` with `args` and `env`; its log is kept until it stops.

@@ -39,10 +39,7 @@ pub fn rss_mib(pid: u32) -> f64 {
 
 /// A port nobody listens on now.
 pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or_else(|e| panic!("{e}"))
+    kcp_testbed::ports::free_port("a binary under benchmark").unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// Criterion group `group`, benchmark `start_to_ready`: the sum of `run_once` (one process
