@@ -12,6 +12,7 @@
 //!   in the binary), through the shared [`sync::Clusters`] registry.
 
 pub mod progress;
+pub mod publish_trigger;
 pub mod related_watch;
 pub mod sync;
 
@@ -511,14 +512,19 @@ async fn triggers(agent: Arc<Agent>, queue: WorkQueue<String>) {
     let crd_events = watcher(crds, watcher::Config::default()).default_backoff();
     futures::pin_mut!(pr_events, crd_events);
     let mut tick = tokio::time::interval(agent.resync);
+    let mut admitted = publish_trigger::PublishTriggers::default();
     loop {
         tokio::select! {
             Some(event) = pr_events.next() => {
-                if let Ok(watcher::Event::Apply(pr) | watcher::Event::InitApply(pr) | watcher::Event::Delete(pr)) = event {
-                    queue.add(pr.name().to_owned());
+                if let Some(name) = event.ok().and_then(|e| admitted.admit(&e)) {
+                    queue.add(name);
                 }
             }
-            Some(_) = crd_events.next() => enqueue_all().await,
+            Some(event) = crd_events.next() => {
+                for name in event.map(|e| admitted.admit_crd(&e)).unwrap_or_default() {
+                    queue.add(name);
+                }
+            }
             _ = tick.tick() => enqueue_all().await,
         }
     }
