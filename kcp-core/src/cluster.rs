@@ -53,6 +53,12 @@ pub struct EngagedCluster {
     /// The cluster-scoped base URL the clients talk to, when there is one; for logs and for
     /// building further clients.
     pub base_url: Option<String>,
+    /// A `kube::Client` of the whole view the cluster was engaged through
+    /// (`<base_url>/clusters/*`), shared by every cluster of that URL: a controller watches a
+    /// kind once per URL with it, instead of once per cluster. `None` when the provider has no
+    /// such view. (Behind an `Arc`: it is shared, and a second `kube::Client` inline would
+    /// double the size of every [`ClusterEvent`].)
+    pub view: Option<Arc<kube::Client>>,
     /// The object that announced the cluster, as the provider last saw it (the LogicalCluster
     /// in an initializing view, the APIBinding of an APIExport view), when there is one.
     pub announced_by: Option<Arc<DynamicObject>>,
@@ -66,6 +72,7 @@ impl EngagedCluster {
             client,
             kube: None,
             base_url: None,
+            view: None,
             announced_by: None,
         }
     }
@@ -87,6 +94,12 @@ impl EngagedCluster {
         self.base_url = Some(url.into());
         self
     }
+
+    /// Adds the `kube::Client` of the wildcard view the cluster belongs to.
+    pub fn with_view(mut self, view: kube::Client) -> Self {
+        self.view = Some(Arc::new(view));
+        self
+    }
 }
 
 impl fmt::Debug for EngagedCluster {
@@ -95,6 +108,7 @@ impl fmt::Debug for EngagedCluster {
             .field("name", &self.name)
             .field("kube", &self.kube.is_some())
             .field("base_url", &self.base_url)
+            .field("view", &self.view.is_some())
             .finish_non_exhaustive()
     }
 }

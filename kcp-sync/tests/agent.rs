@@ -414,6 +414,48 @@ async fn with_injected_500s_and_dropped_watches_every_object_converges_once() {
     task.await.unwrap().unwrap();
 }
 
+/// Upstream watches a kind once per virtual-workspace URL, not once per consumer: with five
+/// consumers on one shard, the agent opens one watch of the kind in kcp.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn consumers_on_one_shard_share_one_watch_of_the_kind() {
+    let env = Env::start().await;
+    let (team, stop, task) = agent_with_consumer(&env, crontab_pr("crontabs")).await;
+    let root = env.kcp_sim.object_client("root");
+    let mut consumers = vec![team];
+    for i in 2..=5 {
+        let name = format!("team-{i}");
+        create(&root, json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name}, "spec": {}})).await;
+        let consumer = env.kcp_sim.object_client(&format!("root:{name}"));
+        create(&consumer, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
+            "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}}})).await;
+        consumers.push(consumer);
+    }
+    for consumer in &consumers {
+        create(
+            consumer,
+            json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+            "metadata": {"name": "same", "namespace": "default"}, "spec": {}}),
+        )
+        .await;
+    }
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    eventually("a local copy per workspace", || async {
+        env.service
+            .list(&gvk, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+            == 5
+    })
+    .await;
+    let requests = env.kcp_sim.requests().snapshot();
+    let watches = requests.get("watch crontabs").map(|c| c.count);
+    assert_eq!(watches, Some(1), "{requests:?}");
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn consumers_on_two_shards_are_both_served() {
     let env = Env::start_with(kcp_sim::Config {

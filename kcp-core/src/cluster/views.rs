@@ -301,9 +301,11 @@ impl Views<'_> {
         announcement: DynamicObject,
     ) -> Result<EngagedCluster> {
         let kube = self.clients.cluster(url, name.as_str())?;
+        let view = self.clients.cluster(url, "*")?;
         let client = Arc::new(KubeObjectClient::new(kube.clone()));
         Ok(EngagedCluster::new(name, client)
             .with_kube(kube)
+            .with_view(view)
             .with_base_url(url)
             .with_announcement(announcement))
     }

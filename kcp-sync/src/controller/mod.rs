@@ -11,6 +11,7 @@
 //! * Consumer clusters come from any [`ClusterProvider`] (the APIExportEndpointSlice provider
 //!   in the binary), through the shared [`sync::Clusters`] registry.
 
+mod kcp_watches;
 pub mod progress;
 pub mod publish_trigger;
 pub mod related_watch;

@@ -7,12 +7,14 @@
 use std::sync::Arc;
 
 use futures::StreamExt as _;
+use kcp_core::kcp::CLUSTER_ANNOTATION;
 use kcp_core::kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kcp_core::kube::runtime::{WatchStreamExt as _, watcher};
 use kcp_core::runtime::{ObjectKey, WorkQueue};
 use kcp_core::{ListOptions, ObjectClient, ObjectRef};
 use tokio_util::sync::CancellationToken;
 
+use super::sync::Clusters;
 use crate::api::RelatedResourceOrigin;
 use crate::metadata::RemoteObjectKey;
 use crate::reconcile::sync::PrimarySync;
@@ -98,6 +100,40 @@ fn key_of(cluster: &str, namespace: Option<&str>, name: &str) -> ObjectKey {
     }
 }
 
+/// Where a related watch runs, which says how a changed object leads to its primaries.
+#[derive(Clone)]
+pub enum RelatedSide {
+    /// The service cluster: the local primaries lead back to their kcp objects.
+    Service(Arc<dyn ObjectClient>),
+    /// One kcp cluster.
+    Cluster {
+        /// Its name.
+        name: String,
+        /// Its client, for `bySelector` lists.
+        client: Arc<dyn ObjectClient>,
+    },
+    /// Every cluster of a wildcard view: an object's `kcp.io/cluster` annotation names its
+    /// cluster, served by the engaged cluster of that name (objects of clusters not engaged
+    /// are skipped; engaging a cluster enqueues its primaries anyway).
+    View(Clusters),
+}
+
+impl RelatedSide {
+    /// The client to look primaries up with, and the kcp cluster (`None` on the service side).
+    fn resolve(&self, obj: &DynamicObject) -> Option<(Arc<dyn ObjectClient>, Option<String>)> {
+        match self {
+            RelatedSide::Service(client) => Some((client.clone(), None)),
+            RelatedSide::Cluster { name, client } => Some((client.clone(), Some(name.clone()))),
+            RelatedSide::View(clusters) => {
+                let annotations = obj.metadata.annotations.as_ref()?;
+                let name = annotations.get(CLUSTER_ANNOTATION)?;
+                let cluster = clusters.get(name)?;
+                Some((cluster.client, Some(name.clone())))
+            }
+        }
+    }
+}
+
 /// The kcp objects a changed related object maps to. `cluster` is `None` on the service
 /// side (the local primaries lead back to their kcp objects).
 async fn primaries_of(
@@ -154,12 +190,11 @@ async fn primaries_of(
 }
 
 /// Watches `watch.resource` through `kube` until `token` is cancelled, enqueueing the
-/// primaries each change maps to (`cluster`: the kcp cluster, or `None` on the service side).
+/// primaries each change maps to on `side`.
 pub async fn run_related_watch(
     kube: kube::Client,
     watch: RelatedWatch,
-    client: Arc<dyn ObjectClient>,
-    cluster: Option<String>,
+    side: RelatedSide,
     queue: WorkQueue<ObjectKey>,
     token: CancellationToken,
 ) {
@@ -175,6 +210,9 @@ pub async fn run_related_watch(
             Some(Ok(
                 watcher::Event::Apply(o) | watcher::Event::Delete(o) | watcher::Event::InitApply(o),
             )) => {
+                let Some((client, cluster)) = side.resolve(&o) else {
+                    continue;
+                };
                 for key in primaries_of(&watch, &o, client.as_ref(), cluster.as_deref()).await {
                     queue.add(key);
                 }

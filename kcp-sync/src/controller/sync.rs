@@ -1,9 +1,10 @@
 //! One sync controller per PublishedResource (the "syncmanager" of upstream §4.1), over the
 //! engaged consumer clusters.
 //!
-//! A controller watches the projected kind in every engaged cluster (keys: cluster,
-//! namespace, name) and the local copies on the service cluster (mapped back through their
-//! link metadata), and runs [`sync_object`] on kcp-core's work queue. Clusters engaged after
+//! A controller watches the projected kind in the engaged clusters, once per virtual-workspace
+//! URL (see [`super::kcp_watches`]; keys: cluster, namespace, name), and the local copies on
+//! the service cluster (mapped back through their link metadata), and runs [`sync_object`] on
+//! kcp-core's work queue. Clusters engaged after
 //! the controller started are picked up from the shared [`Clusters`] registry (upstream bug
 //! #99 was missing exactly that).
 
@@ -26,14 +27,15 @@ use kcp_core::{Backoff, ObjectClient, TemplateEngine};
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
+use super::kcp_watches::KcpWatches;
 use super::progress::{Progress, Summary};
-use super::related_watch::{RelatedWatch, related_watches, run_related_watch};
+use super::related_watch::{RelatedSide, related_watches, run_related_watch};
 use crate::api::{
     CONDITION_READY, PublishedResource, PublishedResourceStatus, RelatedResourceOrigin,
 };
 use crate::error::Error;
 use crate::metadata::{AGENT_NAME_LABEL, RemoteObjectKey};
-use crate::reconcile::caches::{SyncCaches, object_key};
+use crate::reconcile::caches::SyncCaches;
 use crate::reconcile::local_index::{RemoteId, index_key};
 use crate::reconcile::sync::{PrimarySync, Sides, Step, SyncConfig, SyncContext, sync_object};
 
@@ -235,14 +237,15 @@ pub async fn run_sync_controller(
     let mut changes = shared.clusters.subscribe();
     let related = related_watches(&target);
     let caches = Arc::new(SyncCaches::default());
-    let w = Watches {
+    let w = KcpWatches {
         queue: &queue,
         remote: &remote,
         related: &related,
         caches: &caches,
+        clusters: &shared.clusters,
     };
     for cluster in shared.clusters.all() {
-        w.cluster(&mut watches, cluster);
+        w.engaged(&mut watches, cluster);
     }
     if let Some(kube) = shared.service_kube.clone() {
         let caches = caches.clone();
@@ -254,14 +257,10 @@ pub async fn run_sync_controller(
             .iter()
             .filter(|r| r.origin == RelatedResourceOrigin::Service)
         {
-            let (kube, rel, service, queue) = (
-                kube.clone(),
-                rel.clone(),
-                shared.service.clone(),
-                queue.clone(),
-            );
+            let side = RelatedSide::Service(shared.service.clone());
+            let (kube, rel, queue) = (kube.clone(), rel.clone(), queue.clone());
             watches.ensure(format!("#r{}", rel.index), "service", move |t| {
-                run_related_watch(kube, rel, service, None, queue, t)
+                run_related_watch(kube, rel, side, queue, t)
             });
         }
     }
@@ -285,15 +284,11 @@ pub async fn run_sync_controller(
         tokio::select! {
             () = token.cancelled() => break,
             change = changes.recv() => match change {
-                Ok(ClusterEvent::Engaged(cluster)) => w.cluster(&mut watches, cluster),
-                Ok(ClusterEvent::Disengaged(name)) => {
-                    let prefix = format!("{}#", name.as_str());
-                    watches.retain(|k| k != name.as_str() && !k.starts_with(&prefix));
-                    caches.remote.retain(|k, _| k.cluster != name.as_str());
-                }
+                Ok(ClusterEvent::Engaged(cluster)) => w.engaged(&mut watches, cluster),
+                Ok(ClusterEvent::Disengaged(name)) => w.disengaged(&mut watches, name.as_str()),
                 Err(broadcast::error::RecvError::Lagged(_)) => {
                     for cluster in shared.clusters.all() {
-                        w.cluster(&mut watches, cluster);
+                        w.engaged(&mut watches, cluster);
                     }
                 }
                 Err(broadcast::error::RecvError::Closed) => break,
@@ -304,126 +299,6 @@ pub async fn run_sync_controller(
     status.abort();
     queue.shutdown();
     let _ = workers.await;
-}
-
-/// What a controller watches per engaged cluster.
-struct Watches<'a> {
-    queue: &'a WorkQueue<ObjectKey>,
-    remote: &'a ApiResource,
-    related: &'a [RelatedWatch],
-    caches: &'a Arc<SyncCaches>,
-}
-
-impl Watches<'_> {
-    /// Starts (or keeps) the watches of `cluster`: the primary kind, and the kcp-origin
-    /// related kinds with a `watch`.
-    fn cluster(&self, watches: &mut TaskSet<String>, cluster: EngagedCluster) {
-        let Some(kube) = cluster.kube.clone() else {
-            return;
-        };
-        let name = cluster.name.as_str().to_owned();
-        let fingerprint = cluster.base_url.clone().unwrap_or_default();
-        for rel in self
-            .related
-            .iter()
-            .filter(|r| r.origin == RelatedResourceOrigin::Kcp)
-        {
-            let (kube, rel, client, queue) = (
-                kube.clone(),
-                rel.clone(),
-                cluster.client.clone(),
-                self.queue.clone(),
-            );
-            let cluster_name = Some(name.clone());
-            watches.ensure(format!("{name}#r{}", rel.index), &fingerprint, move |t| {
-                run_related_watch(kube, rel, client, cluster_name, queue, t)
-            });
-        }
-        let cluster = WatchedCluster {
-            name,
-            fingerprint,
-            kube,
-        };
-        watch_cluster(watches, self.queue, self.remote, self.caches, cluster);
-    }
-}
-
-/// One engaged cluster's watch of the primary kind.
-struct WatchedCluster {
-    name: String,
-    fingerprint: String,
-    kube: kube::Client,
-}
-
-fn watch_cluster(
-    watches: &mut TaskSet<String>,
-    queue: &WorkQueue<ObjectKey>,
-    remote: &ApiResource,
-    caches: &Arc<SyncCaches>,
-    cluster: WatchedCluster,
-) {
-    let (queue, remote, caches) = (queue.clone(), remote.clone(), caches.clone());
-    let WatchedCluster {
-        name,
-        fingerprint,
-        kube,
-    } = cluster;
-    watches.ensure(name.clone(), &fingerprint, move |token| async move {
-        let api = kube::Api::<DynamicObject>::all_with(kube, &remote);
-        let stream = watcher(api, watcher::Config::default()).default_backoff();
-        futures::pin_mut!(stream);
-        let mut listed: Option<HashSet<ObjectKey>> = None;
-        loop {
-            tokio::select! {
-                () = token.cancelled() => return,
-                event = stream.next() => match event {
-                    Some(Ok(event)) => remote_event(&queue, &caches, &name, &mut listed, event),
-                    Some(Err(e)) => tracing::debug!(error = %e, cluster = %name, "watch error"),
-                    None => return,
-                },
-            }
-        }
-    });
-}
-
-/// Caches and enqueues one event of a cluster's watch; a relist (`listed`: the keys listed so
-/// far) drops the cached objects it no longer lists.
-fn remote_event(
-    queue: &WorkQueue<ObjectKey>,
-    caches: &SyncCaches,
-    cluster: &str,
-    listed: &mut Option<HashSet<ObjectKey>>,
-    event: watcher::Event<DynamicObject>,
-) {
-    let (obj, deleted) = match event {
-        watcher::Event::Apply(o) | watcher::Event::InitApply(o) => (o, false),
-        watcher::Event::Delete(o) => (o, true),
-        watcher::Event::Init => {
-            *listed = Some(HashSet::new());
-            return;
-        }
-        watcher::Event::InitDone => {
-            if let Some(keys) = listed.take() {
-                caches
-                    .remote
-                    .retain(|k, _| k.cluster != cluster || keys.contains(k));
-            }
-            return;
-        }
-    };
-    let name = obj.metadata.name.clone().unwrap_or_default();
-    let key = object_key(cluster, obj.metadata.namespace.as_deref(), &name);
-    if let Ok(value) = serde_json::to_value(&obj) {
-        if deleted {
-            caches.remote.delete(&key, &value);
-        } else {
-            caches.remote.upsert(&key, value);
-        }
-    }
-    if let Some(keys) = listed.as_mut() {
-        keys.insert(key.clone());
-    }
-    queue.add(key);
 }
 
 async fn watch_local(

@@ -153,6 +153,23 @@ impl<K: Hash + Eq + Clone> ObjectCache<K> {
         }
     }
 
+    /// The keys of the live objects `wanted` accepts.
+    pub fn live_keys(&self, mut wanted: impl FnMut(&K) -> bool) -> Vec<K>
+    where
+        K: Clone,
+    {
+        self.entries
+            .read()
+            .map(|entries| {
+                entries
+                    .iter()
+                    .filter(|(k, e)| e.object.is_some() && wanted(k))
+                    .map(|(k, _)| k.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// How many live objects are cached.
     pub fn len(&self) -> usize {
         self.entries
