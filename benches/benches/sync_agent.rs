@@ -145,6 +145,10 @@ fn agent(kube: &Server, kcp: &Server) -> Agent {
         service: Arc::new(kube.object_client(PLAIN_CLUSTER)),
         service_kube: Some(kube.client(PLAIN_CLUSTER).unwrap_or_else(|e| panic!("{e}"))),
         kcp: Arc::new(kcp.object_client("root:provider")),
+        kcp_kube: Some(
+            kcp.client("root:provider")
+                .unwrap_or_else(|e| panic!("{e}")),
+        ),
         provider: Arc::new(provider),
         resync: Duration::from_secs(300),
         workers: std::env::var("KCP_SYNC_BENCH_WORKERS")

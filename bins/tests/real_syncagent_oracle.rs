@@ -330,10 +330,15 @@ fn gvk(group: &str, version: &str, kind: &str) -> GroupVersionKind {
 
 /// The lane's APIExport as `apis.kcp.io/v1alpha2`, once it lists a resource.
 async fn filled_export(lane: &Lane) -> DynamicObject {
+    filled_export_within(lane, Duration::from_secs(120)).await
+}
+
+/// [`filled_export`], waiting `within` at most.
+async fn filled_export_within(lane: &Lane, within: Duration) -> DynamicObject {
     let at = ObjectRef::cluster_scoped(gvk("apis.kcp.io", "v1alpha2", "APIExport"), "databases");
     wait_for(
         &format!("the {} agent's APIExport resources", lane.side.name()),
-        Duration::from_secs(120),
+        within,
         || async {
             let export = lane.provider.get(&at).await.ok()??;
             let resources = export.data["spec"]["resources"].as_array()?;
@@ -390,6 +395,32 @@ async fn both_agents_publish_the_same_schema_and_the_same_claims() {
         normalized(&rs, &rs_ars)["metadata"],
         normalized(&go, &go_ars)["metadata"]
     );
+}
+
+/// Both agents watch their APIExport: a resource removed from it by hand is back within
+/// seconds (the resync of either is minutes away), and both write back the same entry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_edited_apiexport_is_repaired_at_once_as_upstream_repairs_it() {
+    let SideBySide {
+        world: _,
+        go,
+        rs,
+        _agents,
+    } = SideBySide::start(databases_published()).await;
+    let mut repaired = Vec::new();
+    for lane in [&go, &rs] {
+        let mut export = filled_export(lane).await;
+        let before = export.data["spec"]["resources"].clone();
+        export.data["spec"]["resources"] = json!([]);
+        lane.provider
+            .replace(&export, kcp_core::Subresource::Main)
+            .await
+            .unwrap();
+        let after = filled_export_within(lane, Duration::from_secs(20)).await;
+        assert_eq!(after.data["spec"]["resources"], before);
+        repaired.push(after.data["spec"]["resources"].clone());
+    }
+    assert_eq!(repaired[1], repaired[0]);
 }
 
 /// `object` with what necessarily differs between the lanes replaced by placeholders (logical

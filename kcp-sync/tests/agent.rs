@@ -414,6 +414,35 @@ async fn with_injected_500s_and_dropped_watches_every_object_converges_once() {
     task.await.unwrap().unwrap();
 }
 
+/// The APIExport is watched: a schema someone removed from it by hand is back at once, not
+/// at the next resync (five minutes in the agent under test).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hand_edited_apiexport_is_repaired_at_once() {
+    let env = Env::start().await;
+    let (_team, stop, task) = agent_with_consumer(&env, crontab_pr("crontabs")).await;
+    let gvk = GroupVersionKind::gvk("apis.kcp.io", "v1alpha2", "APIExport");
+    let mut export = env
+        .provider
+        .get(&ObjectRef::cluster_scoped(gvk, "crontabs"))
+        .await
+        .unwrap()
+        .unwrap();
+    export.data["spec"]["resources"] = json!([]);
+    env.provider
+        .replace(&export, kcp_core::Subresource::Main)
+        .await
+        .unwrap();
+    eventually("the schema back in the export", || async {
+        export_resources(&env)
+            .await
+            .as_array()
+            .is_some_and(|r| r.len() == 1)
+    })
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
 /// Upstream watches a kind once per virtual-workspace URL, not once per consumer: with five
 /// consumers on one shard, the agent opens one watch of the kind in kcp.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

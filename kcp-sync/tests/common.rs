@@ -271,6 +271,7 @@ pub fn agent(env: &Env) -> Agent {
         service: Arc::new(env.service_sim.object_client(PLAIN_CLUSTER)),
         service_kube: Some(env.service_sim.client(PLAIN_CLUSTER).unwrap()),
         kcp: Arc::new(env.kcp_sim.object_client("root:provider")),
+        kcp_kube: Some(env.kcp_sim.client("root:provider").unwrap()),
         provider: Arc::new(provider),
         resync: Duration::from_secs(300),
         workers: 2,

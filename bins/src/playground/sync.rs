@@ -254,6 +254,7 @@ fn agent(playground: &Playground, ready: Arc<AtomicBool>) -> Result<Agent, Playg
         service: playground.kube.object_client(PLAIN_CLUSTER)?,
         service_kube: Some(playground.kube.client(PLAIN_CLUSTER)?),
         kcp: playground.kcp.object_client(PROVIDER)?,
+        kcp_kube: Some(playground.kcp.client(PROVIDER)?),
         provider: Arc::new(provider),
         resync: Duration::from_secs(300),
         workers: 4,

@@ -25,7 +25,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use futures::StreamExt as _;
 use kcp_core::cluster::{ClusterEvent, ClusterProvider};
-use kcp_core::kube::api::ApiResource;
+use kcp_core::kube::api::{ApiResource, DynamicObject};
 use kcp_core::kube::runtime::{WatchStreamExt as _, watcher};
 use kcp_core::runtime::conditions::now;
 use kcp_core::runtime::metrics::ControllerMetrics;
@@ -186,6 +186,9 @@ pub struct Agent {
     pub service_kube: Option<kube::Client>,
     /// The APIExport's workspace in kcp.
     pub kcp: Arc<dyn ObjectClient>,
+    /// The APIExport's workspace for watches: an edit of the APIExport by someone else is
+    /// repaired at once (`None`: at the next resync).
+    pub kcp_kube: Option<kube::Client>,
     /// The consumer clusters.
     pub provider: Arc<dyn ClusterProvider>,
     /// How often every PublishedResource is reconciled without a trigger.
@@ -484,7 +487,24 @@ pub async fn run(agent: Agent, shutdown: impl std::future::Future<Output = ()>) 
     Ok(())
 }
 
-/// Enqueues PublishedResources on changes (watches) and every `resync`.
+/// The watch of the agent's APIExport, or nothing without a kcp client for watches.
+fn export_events(
+    agent: &Agent,
+) -> futures::stream::BoxStream<
+    'static,
+    std::result::Result<watcher::Event<DynamicObject>, watcher::Error>,
+> {
+    let Some(kube) = agent.kcp_kube.clone() else {
+        return futures::stream::pending().boxed();
+    };
+    let resource = ApiResource::from_gvk(&crate::reconcile::export::export_gvk());
+    let api = kube::Api::<DynamicObject>::all_with(kube, &resource);
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", agent.export_name));
+    watcher(api, config).default_backoff().boxed()
+}
+
+/// Enqueues PublishedResources on changes (watches) and every `resync`, and the export when
+/// the APIExport was changed by someone else.
 async fn triggers(agent: Arc<Agent>, queue: WorkQueue<String>) {
     let enqueue_all = || {
         let (agent, queue) = (agent.clone(), queue.clone());
@@ -511,11 +531,18 @@ async fn triggers(agent: Arc<Agent>, queue: WorkQueue<String>) {
     let pr_events =
         watcher(prs, watcher::Config::default().labels(&agent.selector)).default_backoff();
     let crd_events = watcher(crds, watcher::Config::default()).default_backoff();
-    futures::pin_mut!(pr_events, crd_events);
+    let export_events = export_events(&agent);
+    futures::pin_mut!(pr_events, crd_events, export_events);
     let mut tick = tokio::time::interval(agent.resync);
     let mut admitted = publish_trigger::PublishTriggers::default();
+    let mut export = publish_trigger::ExportTrigger::default();
     loop {
         tokio::select! {
+            Some(event) = export_events.next() => {
+                if event.is_ok_and(|e| export.admit(&e)) {
+                    queue.add(EXPORT_KEY.to_owned());
+                }
+            }
             Some(event) = pr_events.next() => {
                 if let Some(name) = event.ok().and_then(|e| admitted.admit(&e)) {
                     queue.add(name);

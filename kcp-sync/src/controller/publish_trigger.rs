@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kcp_core::kube::api::DynamicObject;
 use kcp_core::kube::runtime::watcher;
 
 use crate::api::PublishedResource;
@@ -98,6 +99,32 @@ impl PublishTriggers {
             .collect();
         names.sort();
         names
+    }
+}
+
+/// Whether an event of the agent's APIExport asks for the export to be reconciled: a new
+/// object, a spec change (the generation), or its deletion; not a status update by kcp.
+#[derive(Debug, Default)]
+pub struct ExportTrigger {
+    seen: Option<(Option<String>, Option<i64>)>,
+}
+
+impl ExportTrigger {
+    /// Whether to reconcile the export after `event`.
+    pub fn admit(&mut self, event: &watcher::Event<DynamicObject>) -> bool {
+        match event {
+            watcher::Event::Apply(export) | watcher::Event::InitApply(export) => {
+                let print = (export.metadata.uid.clone(), export.metadata.generation);
+                let changed = self.seen.as_ref() != Some(&print);
+                self.seen = Some(print);
+                changed
+            }
+            watcher::Event::Delete(_) => {
+                self.seen = None;
+                true
+            }
+            watcher::Event::Init | watcher::Event::InitDone => false,
+        }
     }
 }
 
@@ -207,6 +234,24 @@ mod tests {
         assert_eq!(changed, vec!["databases".to_string()]);
         let gone = triggers.admit_crd(&watcher::Event::Delete(crd(2, "Database")));
         assert_eq!(gone, vec!["databases".to_string()]);
+    }
+
+    fn export(generation: i64) -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
+            "metadata": {"name": "things", "uid": "e1", "generation": generation},
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn an_edited_or_deleted_export_is_reconciled_and_a_status_update_is_not() {
+        let mut trigger = ExportTrigger::default();
+        assert!(trigger.admit(&watcher::Event::InitApply(export(1))));
+        assert!(!trigger.admit(&watcher::Event::Apply(export(1))));
+        assert!(trigger.admit(&watcher::Event::Apply(export(2))));
+        assert!(trigger.admit(&watcher::Event::Delete(export(2))));
+        assert!(trigger.admit(&watcher::Event::Apply(export(2))));
     }
 
     #[test]
