@@ -11,7 +11,7 @@ use common::{Env, STATE_NS, agent, create, crontab_pr, eventually};
 use kcp_core::kube::api::GroupVersionKind;
 use kcp_core::{ListOptions, ObjectClient, ObjectClientExt as _, ObjectRef};
 use kcp_sim::PLAIN_CLUSTER;
-use kcp_sync::controller::{Agent, Metrics, ObjectLabels, run};
+use kcp_sync::controller::{Agent, ControllerName, Metrics, ObjectLabels, run};
 use serde_json::{Value, json};
 
 async fn export_resources(env: &Env) -> Value {
@@ -437,6 +437,77 @@ async fn a_hand_edited_apiexport_is_repaired_at_once() {
             .await
             .as_array()
             .is_some_and(|r| r.len() == 1)
+    })
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
+/// A watch of a kind its URL does not serve yet would fail and back off ever longer (the
+/// first object then syncs up to half a minute late): the agent asks discovery first, watches
+/// once the kind is served, and syncs within a second of that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kind_is_watched_once_its_url_serves_it_and_not_before() {
+    let env = Env::start().await;
+    let mut config = agent(&env);
+    config.disabled.insert(ControllerName::ApiExport);
+    create(
+        &env.service,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STATE_NS}}),
+    )
+    .await;
+    env.publish(&crontab_pr("crontabs")).await;
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(run(config, async {
+        let _ = stopped.await;
+    }));
+    let root = env.kcp_sim.object_client("root");
+    create(&root, json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "team-1"}, "spec": {}})).await;
+    let team = env.kcp_sim.object_client("root:team-1");
+    create(&team, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
+        "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}}})).await;
+    let schema = loop {
+        let status = env.pr("crontabs").await.status.unwrap_or_default();
+        if let Some(name) = status.resource_schema_name {
+            break name;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let requests = env.kcp_sim.requests().snapshot();
+    assert!(
+        !requests.contains_key("list crontabs") && !requests.contains_key("watch crontabs"),
+        "{requests:?}"
+    );
+
+    let gvk = GroupVersionKind::gvk("apis.kcp.io", "v1alpha2", "APIExport");
+    let mut export = env
+        .provider
+        .get(&ObjectRef::cluster_scoped(gvk, "crontabs"))
+        .await
+        .unwrap()
+        .unwrap();
+    export.data["spec"]["resources"] = json!([{"group": "example.com", "name": "crontabs",
+        "schema": schema, "storage": {"crd": {}}}]);
+    env.provider
+        .replace(&export, kcp_core::Subresource::Main)
+        .await
+        .unwrap();
+    create(
+        &team,
+        json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "first", "namespace": "default"}, "spec": {}}),
+    )
+    .await;
+    let copies = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    common::eventually_within("the local copy within two seconds", 100, || async {
+        env.service
+            .list(&copies, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len()
+            == 1
     })
     .await;
     let _ = stop.send(());

@@ -13,9 +13,12 @@
 //! provider has not engaged yet: they are cached and enqueued like the others (a key of a
 //! cluster not engaged reconciles to nothing), and enqueued again from the cache when their
 //! cluster is engaged.
+//!
+//! A watch starts once its URL serves the kind (see [`served`]).
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt as _;
 use kcp_core::cluster::EngagedCluster;
@@ -123,6 +126,12 @@ impl KcpWatches<'_> {
         let (queue, remote, caches) =
             (self.queue.clone(), self.remote.clone(), self.caches.clone());
         watches.ensure(key, fingerprint, move |token| async move {
+            while !served(&kube, &remote).await {
+                tokio::select! {
+                    () = token.cancelled() => return,
+                    () = tokio::time::sleep(SERVED_RECHECK) => {}
+                }
+            }
             let api = kcp_core::kube::Api::<DynamicObject>::all_with(kube, &remote);
             let stream = watcher(api, watcher::Config::default()).default_backoff();
             futures::pin_mut!(stream);
@@ -138,6 +147,29 @@ impl KcpWatches<'_> {
                 }
             }
         });
+    }
+}
+
+/// How often a URL that does not serve the kind yet is asked again (upstream: 1 s).
+const SERVED_RECHECK: Duration = Duration::from_secs(1);
+
+/// Whether the discovery behind `kube` lists `resource`. A watch starts only then, as
+/// upstream starts a sync controller only once its endpoints serve the kind: a watch of a kind
+/// not served yet fails, and its backoff would grow to half a minute before the first object
+/// syncs. Unlike upstream, one URL that does not serve the kind yet holds back only its own
+/// watch, not every shard's.
+pub(super) async fn served(kube: &kcp_core::kube::Client, resource: &ApiResource) -> bool {
+    let listed = if resource.group.is_empty() {
+        kube.list_core_api_resources(&resource.version).await
+    } else {
+        kube.list_api_group_resources(&resource.api_version).await
+    };
+    match listed {
+        Ok(list) => list.resources.iter().any(|r| r.name == resource.plural),
+        Err(e) => {
+            tracing::debug!(error = %e, resource = %resource.plural, "discovery of a watched kind failed");
+            false
+        }
     }
 }
 
