@@ -7,6 +7,9 @@
 //! agent's start until every local copy exists (and the objects per second), the agent's
 //! resident memory idle before the backlog and once everything is synced, and the latency of a
 //! spec change in kcp reaching the local copy (p50, p99 over 40 changes, one at a time).
+//! It also prints the most TCP connections the agent held to kcp while syncing (one watch per
+//! consumer workspace would be one connection each). `KCP_SYNC_VS_AGENTS` (default
+//! `upstream,kcp-rs`) chooses the agents, so that a large run can leave out the slow one.
 //! Criterion then times one new object end to end (created in kcp until its local copy exists)
 //! for each agent.
 
@@ -18,11 +21,12 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use futures::StreamExt as _;
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::{KubeObjectClient, ListOptions, ObjectClient, ObjectRef, Subresource};
 use kcp_testbed::{Endpoint, KcpBed};
 use serde_json::{Value, json};
-use support::{free_port, rss_mib};
+use support::{connections_to, free_port, rss_mib};
 
 const RS_AGENT: &str = env!("CARGO_BIN_EXE_kcp-api-syncagent");
 const CHANGES: usize = 40;
@@ -74,6 +78,8 @@ struct Servers {
     service: Arc<dyn ObjectClient>,
     service_kubeconfig: PathBuf,
     dir: PathBuf,
+    /// kcp's port (its virtual workspaces are served there too).
+    kcp_port: u16,
 }
 
 fn write_kubeconfig(dir: &Path, name: &str, endpoint: &Endpoint) -> PathBuf {
@@ -106,11 +112,21 @@ async fn servers() -> Servers {
             .is_ok()
     })
     .await;
+    let kcp_url = bed
+        .real_endpoint(bed.root())
+        .unwrap_or_else(|| panic!("a real bed"))
+        .url;
+    let kcp_port = kcp_url
+        .parse::<http::Uri>()
+        .ok()
+        .and_then(|u| u.port_u16())
+        .unwrap_or_else(|| panic!("no port in {kcp_url}"));
     Servers {
         bed,
         service,
         service_kubeconfig,
         dir,
+        kcp_port,
     }
 }
 
@@ -165,28 +181,34 @@ async fn lane(s: &Servers, name: &'static str, binary: PathBuf, consumers: usize
         "spec": {"resource": {"apiGroup": "example.com", "kind": "Thing", "versions": ["v1"]}}}),
     )
     .await;
-    let mut clients = Vec::new();
-    for i in 0..consumers {
-        let ws = format!("{name}-c{i}");
-        kcp_testbed::create_workspace(&*root, &ws, None)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let consumer = s
-            .bed
-            .object_client(&s.bed.path(&ws))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let claim = |r: &str| json!({"group": "", "resource": r, "all": true, "state": "Accepted"});
-        create_or_keep(
-            &*consumer,
-            json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding",
-            "metadata": {"name": "things"},
-            "spec": {"reference": {"export": {"path": provider_path, "name": "things"}},
-                "permissionClaims": [claim("events"), claim("namespaces")]}}),
-        )
+    // Consumers are made 16 at a time: a thousand one by one take most of an hour.
+    let (root, provider_path) = (&root, &provider_path);
+    let clients: Vec<Arc<dyn ObjectClient>> = futures::stream::iter(0..consumers)
+        .map(|i| async move {
+            let ws = format!("{name}-c{i}");
+            kcp_testbed::create_workspace(&**root, &ws, None)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let consumer = s
+                .bed
+                .object_client(&s.bed.path(&ws))
+                .await
+                .unwrap_or_else(|e| panic!("{e}"));
+            let claim =
+                |r: &str| json!({"group": "", "resource": r, "all": true, "state": "Accepted"});
+            create_or_keep(
+                &*consumer,
+                json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding",
+                "metadata": {"name": "things"},
+                "spec": {"reference": {"export": {"path": provider_path, "name": "things"}},
+                    "permissionClaims": [claim("events"), claim("namespaces")]}}),
+            )
+            .await;
+            consumer
+        })
+        .buffer_unordered(16)
+        .collect()
         .await;
-        clients.push(consumer);
-    }
     Lane {
         name,
         binary,
@@ -195,7 +217,7 @@ async fn lane(s: &Servers, name: &'static str, binary: PathBuf, consumers: usize
             &s.dir,
             &format!("vs-kcp-{tag}"),
             &s.bed
-                .real_endpoint(&provider_path)
+                .real_endpoint(provider_path)
                 .unwrap_or_else(|| panic!("a real bed")),
         ),
         consumers: clients,
@@ -260,6 +282,7 @@ async fn local_count(s: &Servers, lane: &Lane) -> usize {
 struct Measured {
     objects: usize,
     sync_all: Duration,
+    kcp_connections: usize,
     idle_mib: f64,
     synced_mib: f64,
     p50: Duration,
@@ -267,23 +290,25 @@ struct Measured {
 }
 
 async fn backlog(lane: &Lane, objects: usize) {
-    for consumer in &lane.consumers {
-        wait_until("the binding serving Things", || async {
-            consumer
-                .list(&thing(), Some("default"), &ListOptions::default())
-                .await
-                .is_ok()
+    futures::stream::iter(&lane.consumers)
+        .for_each_concurrent(16, |consumer| async move {
+            wait_until("the binding serving Things", || async {
+                consumer
+                    .list(&thing(), Some("default"), &ListOptions::default())
+                    .await
+                    .is_ok()
+            })
+            .await;
+            for j in 0..objects {
+                create_or_keep(
+                    &**consumer,
+                    json!({"apiVersion": "example.com/v1", "kind": "Thing",
+                    "metadata": {"name": format!("t{j}"), "namespace": "default"}, "spec": {"n": j}}),
+                )
+                .await;
+            }
         })
         .await;
-        for j in 0..objects {
-            create_or_keep(
-                &**consumer,
-                json!({"apiVersion": "example.com/v1", "kind": "Thing",
-                "metadata": {"name": format!("t{j}"), "namespace": "default"}, "spec": {"n": j}}),
-            )
-            .await;
-        }
-    }
 }
 
 async fn change_latencies(s: &Servers, lane: &Lane) -> Vec<Duration> {
@@ -334,10 +359,15 @@ async fn measure(s: &Servers, lane: &Lane, objects: usize) -> (Agent, Measured) 
     let agent = spawn(s, lane, &[]);
     tokio::time::sleep(Duration::from_millis(300)).await;
     let idle_mib = rss_mib(agent.0.id());
-    wait_until("every local copy", || async {
-        local_count(s, lane).await >= total
-    })
-    .await;
+    let mut kcp_connections = 0;
+    while local_count(s, lane).await < total {
+        kcp_connections = kcp_connections.max(connections_to(agent.0.id(), s.kcp_port));
+        assert!(
+            started.elapsed() < Duration::from_secs(3600),
+            "every local copy within an hour"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let sync_all = started.elapsed();
     tokio::time::sleep(Duration::from_secs(3)).await;
     let synced_mib = rss_mib(agent.0.id());
@@ -346,6 +376,7 @@ async fn measure(s: &Servers, lane: &Lane, objects: usize) -> (Agent, Measured) 
     let measured = Measured {
         objects: total,
         sync_all,
+        kcp_connections,
         idle_mib,
         synced_mib,
         p50: at(0.5),
@@ -356,10 +387,11 @@ async fn measure(s: &Servers, lane: &Lane, objects: usize) -> (Agent, Measured) 
 
 fn print(name: &str, m: &Measured) {
     eprintln!(
-        "{name:>10} | {:>6} objects | all synced after {:>6.1} s ({:>6.1} objects/s) | RSS {:>5.1} MiB at start, {:>5.1} MiB synced | change p50 {:>6.1} ms, p99 {:>6.1} ms",
+        "{name:>10} | {:>6} objects | all synced after {:>6.1} s ({:>6.1} objects/s) | at most {} connections to kcp | RSS {:>5.1} MiB at start, {:>5.1} MiB synced | change p50 {:>6.1} ms, p99 {:>6.1} ms",
         m.objects,
         m.sync_all.as_secs_f64(),
         m.objects as f64 / m.sync_all.as_secs_f64(),
+        m.kcp_connections,
         m.idle_mib,
         m.synced_mib,
         m.p50.as_secs_f64() * 1e3,
@@ -389,7 +421,11 @@ fn side_by_side(c: &mut Criterion) {
         .binary;
     let s = rt.block_on(servers());
     let mut running = Vec::new();
-    for (name, binary) in [("upstream", go_binary), ("kcp-rs", PathBuf::from(RS_AGENT))] {
+    let agents = std::env::var("KCP_SYNC_VS_AGENTS").unwrap_or("upstream,kcp-rs".into());
+    let chosen = [("upstream", go_binary), ("kcp-rs", PathBuf::from(RS_AGENT))]
+        .into_iter()
+        .filter(|(name, _)| agents.split(',').any(|a| a.trim() == *name));
+    for (name, binary) in chosen {
         let lane = rt.block_on(lane(&s, name, binary, consumers));
         let (agent, measured) = rt.block_on(measure(&s, &lane, objects));
         print(name, &measured);

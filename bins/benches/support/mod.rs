@@ -1,5 +1,5 @@
-//! What the process benches share: a free port, `/readyz` polling, resident memory from
-//! `/proc`, applying a set-up through the apply engine, and the criterion benchmark timing a
+//! What the process benches share: a free port, `/readyz` polling, resident memory and TCP
+//! connections from `/proc`, applying a set-up through the apply engine, and the criterion benchmark timing a
 //! process from start to ready.
 #![allow(dead_code)]
 
@@ -35,6 +35,36 @@ pub fn rss_mib(pid: u32) -> f64 {
         })
         .unwrap_or(0.0)
         / 1024.0
+}
+
+/// The established TCP connections of process `pid` to `127.0.0.1:port` (its sockets in
+/// `/proc/<pid>/fd`, matched with `/proc/<pid>/net/tcp`; 0 if the process is gone).
+pub fn connections_to(pid: u32, port: u16) -> usize {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+        return 0;
+    };
+    let sockets: std::collections::HashSet<String> = fds
+        .filter_map(|fd| std::fs::read_link(fd.ok()?.path()).ok())
+        .filter_map(|target| {
+            let target = target.to_string_lossy().into_owned();
+            let inode = target.strip_prefix("socket:[")?.strip_suffix(']')?;
+            Some(inode.to_owned())
+        })
+        .collect();
+    let table = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
+    let wanted = format!("0100007F:{port:04X}");
+    table
+        .lines()
+        .skip(1)
+        .filter(|line| {
+            let fields: Vec<&str> = line.split_whitespace().collect();
+            // sl local remote state ... inode (the 10th field)
+            fields.len() > 9
+                && fields[2] == wanted
+                && fields[3] == "01"
+                && sockets.contains(fields[9])
+        })
+        .count()
 }
 
 /// A port nobody listens on now.
