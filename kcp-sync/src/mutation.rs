@@ -168,7 +168,7 @@ fn compile_rule(owner: &str, location: &str, rule: &ResourceMutation) -> Result<
         // Parsed now, so a template that cannot render (bad syntax, an unknown function) is
         // refused on the PublishedResource, not object by object.
         syntax_checker()
-            .check(location, &t.template, &kcp_core::TemplateOptions::default())
+            .check(location, &t.template, &template_options())
             .map_err(|e| invalid(format!("template: {e}")))?;
         Rule::Template {
             path: t.path.clone(),
@@ -242,11 +242,18 @@ fn apply_rule(
                 "RemoteObject": other.cloned().unwrap_or(Value::Null),
             });
             let rendered = engine
-                .render(path, template, &context)
+                .render_with(path, template, &template_options(), &context)
                 .map_err(|e| e.to_string())?;
             path::set(object, path, Value::String(rendered.trim().to_owned()))
         }
     }
+}
+
+/// How mutation templates render: as upstream's, with Go's `html/template` (its escaping of
+/// `<`, `>`, `&`, quotes and `+`), so that a takeover computes the same values the Go agent
+/// stored. (Naming templates are `text/template` upstream, and here.)
+fn template_options() -> kcp_core::TemplateOptions {
+    kcp_core::TemplateOptions::go().with_escaping(kcp_core::template::Escaping::Html)
 }
 
 /// Runs a CEL program with `self`, `other` and `value` bound; the result as JSON.
@@ -414,10 +421,22 @@ mod tests {
         assert_eq!(out["spec"]["replicas"], "");
     }
 
+    /// The case `html mutation value` of kcp-core's Go differential table: its template and
+    /// data are this mutation's, its output what Go's `html/template` rendered (checked live
+    /// against Go in CI).
     #[test]
-    fn template_output_is_text_not_html_escaped() {
-        let out = mutate(vec![template("spec.image", "{{ \"a<b&c\" }}")], thing()).unwrap();
-        assert_eq!(out["spec"]["image"], "a<b&c");
+    fn template_output_is_escaped_as_upstreams_html_template_escapes_it() {
+        let table = include_str!("../../kcp-core/tests/go_differential/cases.json");
+        let cases: Vec<Value> = serde_json::from_str(table).unwrap();
+        let case = cases
+            .iter()
+            .find(|c| c["name"] == "html mutation value")
+            .unwrap();
+        let object = case["data"]["LocalObject"].clone();
+        let rule = template("spec.value", case["template"].as_str().unwrap());
+        let out = mutate(vec![rule], object).unwrap();
+        let go = case["output"].as_str().unwrap().trim();
+        assert_eq!(out["spec"]["value"], go);
     }
 
     #[test]

@@ -414,6 +414,52 @@ async fn with_injected_500s_and_dropped_watches_every_object_converges_once() {
     task.await.unwrap().unwrap();
 }
 
+/// An object that cannot be synced gets upstream's Warning, word for word (its text is in
+/// api-syncagent v0.7.0's `internal/controller/sync/controller.go`): consumers' alerts on it
+/// keep matching after a takeover.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_that_cannot_be_synced_gets_upstreams_reconciling_error() {
+    let env = Env::start().await;
+    let mut pr = crontab_pr("crontabs");
+    pr.spec.naming = Some(kcp_sync::api::ResourceNaming {
+        name: "{{ .Object.metadata.name }}_not-a-dns-name".into(),
+        namespace: String::new(),
+    });
+    let (team, stop, task) = agent_with_consumer(&env, pr).await;
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    eventually("the CronTab kind served in the consumer", || async {
+        team.list(&gvk, None, &ListOptions::default()).await.is_ok()
+    })
+    .await;
+    create(
+        &team,
+        json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "broken", "namespace": "default"}, "spec": {}}),
+    )
+    .await;
+    let events = GroupVersionKind::gvk("", "v1", "Event");
+    let warning = || async {
+        team.list(&events, Some("default"), &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .find(|e| e.data["reason"] == "ReconcilingError")
+    };
+    eventually("a ReconcilingError Event", || async {
+        warning().await.is_some()
+    })
+    .await;
+    let event = warning().await.unwrap();
+    assert_eq!(event.data["type"], "Warning");
+    assert_eq!(
+        event.data["message"],
+        "Failed to process object: a provider-side issue has occurred."
+    );
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
 /// The APIExport is watched: a schema someone removed from it by hand is back at once, not
 /// at the next resync (five minutes in the agent under test).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -461,11 +507,7 @@ async fn the_kind_is_watched_once_its_url_serves_it_and_not_before() {
     let task = tokio::spawn(run(config, async {
         let _ = stopped.await;
     }));
-    let root = env.kcp_sim.object_client("root");
-    create(&root, json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "team-1"}, "spec": {}})).await;
-    let team = env.kcp_sim.object_client("root:team-1");
-    create(&team, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
-        "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}}})).await;
+    let team = bound_consumer(&env, "team-1").await;
     let schema = loop {
         let status = env.pr("crontabs").await.status.unwrap_or_default();
         if let Some(name) = status.resource_schema_name {
@@ -499,19 +541,33 @@ async fn the_kind_is_watched_once_its_url_serves_it_and_not_before() {
         "metadata": {"name": "first", "namespace": "default"}, "spec": {}}),
     )
     .await;
-    let copies = GroupVersionKind::gvk("example.com", "v1", "CronTab");
     common::eventually_within("the local copy within two seconds", 100, || async {
-        env.service
-            .list(&copies, None, &ListOptions::default())
-            .await
-            .unwrap()
-            .items
-            .len()
-            == 1
+        local_crontabs(&env).await == 1
     })
     .await;
     let _ = stop.send(());
     task.await.unwrap().unwrap();
+}
+
+/// A workspace `root:<name>` bound to the export `crontabs` (no claims).
+async fn bound_consumer(env: &Env, name: &str) -> kcp_sim::SimClient {
+    let root = env.kcp_sim.object_client("root");
+    create(&root, json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name}, "spec": {}})).await;
+    let consumer = env.kcp_sim.object_client(&format!("root:{name}"));
+    create(&consumer, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
+        "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}}})).await;
+    consumer
+}
+
+/// How many CronTabs the service cluster holds (the local copies).
+async fn local_crontabs(env: &Env) -> usize {
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    env.service
+        .list(&gvk, None, &ListOptions::default())
+        .await
+        .unwrap()
+        .items
+        .len()
 }
 
 /// Upstream watches a kind once per virtual-workspace URL, not once per consumer: with five
@@ -520,15 +576,9 @@ async fn the_kind_is_watched_once_its_url_serves_it_and_not_before() {
 async fn consumers_on_one_shard_share_one_watch_of_the_kind() {
     let env = Env::start().await;
     let (team, stop, task) = agent_with_consumer(&env, crontab_pr("crontabs")).await;
-    let root = env.kcp_sim.object_client("root");
     let mut consumers = vec![team];
     for i in 2..=5 {
-        let name = format!("team-{i}");
-        create(&root, json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name}, "spec": {}})).await;
-        let consumer = env.kcp_sim.object_client(&format!("root:{name}"));
-        create(&consumer, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
-            "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}}})).await;
-        consumers.push(consumer);
+        consumers.push(bound_consumer(&env, &format!("team-{i}")).await);
     }
     for consumer in &consumers {
         create(
@@ -538,15 +588,8 @@ async fn consumers_on_one_shard_share_one_watch_of_the_kind() {
         )
         .await;
     }
-    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
     eventually("a local copy per workspace", || async {
-        env.service
-            .list(&gvk, None, &ListOptions::default())
-            .await
-            .unwrap()
-            .items
-            .len()
-            == 5
+        local_crontabs(&env).await == 5
     })
     .await;
     let requests = env.kcp_sim.requests().snapshot();
@@ -564,11 +607,7 @@ async fn consumers_on_two_shards_are_both_served() {
     })
     .await;
     let (team, stop, task) = agent_with_consumer(&env, crontab_pr("crontabs")).await;
-    let root = env.kcp_sim.object_client("root");
-    create(&root, json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "team-2"}, "spec": {}})).await;
-    let team2 = env.kcp_sim.object_client("root:team-2");
-    create(&team2, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
-        "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}}})).await;
+    let team2 = bound_consumer(&env, "team-2").await;
     for client in [&team, &team2] {
         create(
             client,
@@ -577,15 +616,8 @@ async fn consumers_on_two_shards_are_both_served() {
         )
         .await;
     }
-    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
     eventually("a local copy per workspace", || async {
-        env.service
-            .list(&gvk, None, &ListOptions::default())
-            .await
-            .unwrap()
-            .items
-            .len()
-            == 2
+        local_crontabs(&env).await == 2
     })
     .await;
     let _ = stop.send(());

@@ -238,4 +238,7 @@ case("html unsafe url", '<a href="{{ .ClusterPath }}">x</a>', html=True)
 case("html comment dropped", 'a<!-- c -->b {{ .n }}', html=True)
 case("html toJson mangled", '{{ toJson .m }}', html=True)
 case("html yaml manifest", 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\ndata:\n  path: {{ .ClusterPath | quote }}\n  hash: "{{ .ClusterName | sha256sum | trunc 8 }}"\n', html=True)
+case("html mutation value", '{{ .Value.String }} | {{ .LocalObject.spec.note }}',
+     {"Value": {"String": 'a<b>&"c"+d'}, "LocalObject": {"spec": {"note": "x & y", "value": 'a<b>&"c"+d'}}},
+     html=True)
 case("html range and if", '{{ range .strs }}<li>{{ . }}</li>{{ end }}{{ if .b }}<p>{{ .s }}</p>{{ end }}', html=True)

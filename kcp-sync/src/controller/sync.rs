@@ -196,7 +196,7 @@ impl Reconciler<ObjectKey> for ObjectReconciler {
             namespace: key.namespace.clone(),
             ..ObjectReference::default()
         };
-        let message = "a provider-side issue has occurred";
+        let message = "Failed to process object: a provider-side issue has occurred.";
         if let Err(e) = self
             .shared
             .recorder
