@@ -17,9 +17,9 @@
 //! line saying so; set `KCP_REQUIRE_GO_ORACLE=1` (CI does) to make a missing Go a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+mod go_oracle;
+
+use std::path::Path;
 
 use kcp_core::Error;
 use kcp_core::template::{Escaping, TemplateEngine, TemplateOptions};
@@ -184,82 +184,9 @@ fn every_case_renders_as_go_rendered_it() {
     );
 }
 
-/// The Go renderer, built from the `gotmpl-oracle/` module (sprig and ghodss/yaml at the versions
-/// its go.mod and go.sum pin, from the Go module proxy), or why not. The Go command is
-/// `KCP_RS_GO`, else the machine's own in /usr/local/go (never a distribution `golang-go` that
-/// may shadow it on PATH), else `go`.
-fn build_oracle() -> Result<PathBuf, String> {
-    let go = std::env::var_os("KCP_RS_GO")
-        .map(PathBuf::from)
-        .or_else(|| {
-            let local = PathBuf::from("/usr/local/go/bin/go");
-            local.is_file().then_some(local)
-        })
-        .unwrap_or_else(|| PathBuf::from("go"));
-    let binary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gotmpl-oracle");
-    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/gotmpl-oracle");
-    let output = Command::new(&go)
-        .args(["build", "-o"])
-        .arg(&binary)
-        .arg(".")
-        .current_dir(&source)
-        .env("GOFLAGS", "-mod=readonly")
-        .env("GOWORK", "off")
-        .env("GOTOOLCHAIN", "local")
-        .env("CGO_ENABLED", "0")
-        .output()
-        .map_err(|e| format!("cannot run {}: {e}", go.display()))?;
-    if !output.status.success() {
-        return Err(format!(
-            "`{} build` in {} failed ({}): {}",
-            go.display(),
-            source.display(),
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim()
-        ));
-    }
-    Ok(binary)
-}
-
-/// Asks the oracle one JSON request per line and returns its answers.
-fn ask_oracle(binary: &Path, requests: &[Value]) -> Vec<Value> {
-    let mut child = Command::new(binary)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input: String = requests.iter().map(|r| format!("{r}\n")).collect();
-    let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-    let answers: Vec<Value> = BufReader::new(child.stdout.take().unwrap())
-        .lines()
-        .map(|l| serde_json::from_str(&l.unwrap()).unwrap())
-        .collect();
-    writer.join().unwrap().unwrap();
-    assert!(child.wait().unwrap().success());
-    answers
-}
-
-fn oracle_or_skip() -> Option<PathBuf> {
-    match build_oracle() {
-        Ok(binary) => Some(binary),
-        Err(why) => {
-            let message = format!(
-                "SKIPPED: live Go comparison not run: {why} (needs Go 1.26 and the Go module proxy)"
-            );
-            if std::env::var_os("KCP_REQUIRE_GO_ORACLE").is_some() {
-                panic!("{message}; KCP_REQUIRE_GO_ORACLE is set");
-            }
-            println!("{message}");
-            eprintln!("{message}");
-            None
-        }
-    }
-}
-
 #[test]
 fn every_case_renders_as_go_renders_it_live() {
-    let Some(oracle) = oracle_or_skip() else {
+    let Some(oracle) = go_oracle::built_or_skip() else {
         return;
     };
     let cases = cases();
@@ -269,7 +196,7 @@ fn every_case_renders_as_go_renders_it_live() {
             serde_json::json!({"template": c.template, "data": c.data, "yaml": c.yaml, "html": c.html})
         })
         .collect();
-    let answers = ask_oracle(&oracle, &requests);
+    let answers = go_oracle::ask(&oracle, &requests);
     assert_eq!(answers.len(), cases.len());
     let engine = TemplateEngine::new();
     let mut failures = Vec::new();
@@ -309,10 +236,10 @@ fn every_case_renders_as_go_renders_it_live() {
 
 #[test]
 fn every_sprig_function_is_supported_or_excluded_with_a_reason() {
-    let Some(oracle) = oracle_or_skip() else {
+    let Some(oracle) = go_oracle::built_or_skip() else {
         return;
     };
-    let answers = ask_oracle(&oracle, &[serde_json::json!({"list_functions": true})]);
+    let answers = go_oracle::ask(&oracle, &[serde_json::json!({"list_functions": true})]);
     let names: Vec<String> = serde_json::from_value(answers[0]["functions"].clone()).unwrap();
     assert!(names.len() > 200, "{names:?}");
     let engine = TemplateEngine::new();

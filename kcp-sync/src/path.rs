@@ -1,9 +1,12 @@
 //! The gjson/sjson path syntax upstream uses in mutations and related-object references.
 //!
-//! A path is dot-separated, without a leading dot: `spec.secretName`, `spec.list.1`,
-//! `spec.items.#.name` (read only: the `name` of every element), `spec.items.#` (the length).
-//! `\.` escapes a dot inside a key. When writing, a numeric segment indexes an array (the
-//! index equal to the length, or `-1`, appends) and missing intermediate objects are created.
+//! Reading takes gjson's whole syntax (`spec.items.#.name`, `spec.items.#`, wildcards `*` and
+//! `?`, queries `#(name=="web")` and `#(...)#`, `@modifiers`, `|` pipes, multipaths), through the
+//! `gjson` crate: tidwall's own Rust port of the Go library upstream reads paths with, so a path
+//! finds here what it finds there (kcp-sync's `tests/gjson_paths.rs` compares both with Go's
+//! gjson v1.18.0, upstream's version). Writing takes sjson's syntax, which is the plain one:
+//! dot-separated keys, `\.` escaping a dot inside a key, a numeric segment indexing an array
+//! (the index equal to the length, or `-1`, appends); missing intermediate objects are created.
 
 use serde_json::{Map, Value};
 
@@ -27,42 +30,40 @@ pub fn parse(path: &str) -> Vec<String> {
     segments
 }
 
-/// The value at `path`, `None` when it does not exist. `#` maps the rest of the path over an
-/// array (or gives its length when last).
+/// The value at `path` (gjson's syntax), `None` when it does not exist.
 pub fn get(value: &Value, path: &str) -> Option<Value> {
-    get_segments(value, &parse(path))
-}
-
-fn get_segments(value: &Value, segments: &[String]) -> Option<Value> {
-    let Some((first, rest)) = segments.split_first() else {
-        return Some(value.clone());
-    };
-    if first == "#" {
-        let items = value.as_array()?;
-        if rest.is_empty() {
-            return Some(Value::from(items.len()));
-        }
-        let mapped: Vec<Value> = items
-            .iter()
-            .filter_map(|item| get_segments(item, rest))
-            .collect();
-        return Some(Value::Array(mapped));
+    let document = serde_json::to_string(value).ok()?;
+    let found = gjson::get(&document, path);
+    if !found.exists() {
+        return None;
     }
-    let next = match value {
-        Value::Object(map) => map.get(first.as_str()),
-        Value::Array(items) => first.parse::<usize>().ok().and_then(|i| items.get(i)),
-        _ => None,
-    }?;
-    get_segments(next, rest)
+    serde_json::from_str(found.json()).ok()
 }
 
-/// The value at `path` as gjson's `Result.String()`: strings as they are, other values as
-/// their JSON text, missing values as `""`.
+/// The value at `path` as gjson's `Result.String()`: strings unescaped, integers as written,
+/// other numbers in their shortest decimal form, `true`/`false`, objects and arrays as their
+/// JSON text exactly as the path produced it (a `@pretty` modifier's indentation included),
+/// `null` and missing values as `""`.
 pub fn get_string(value: &Value, path: &str) -> String {
-    match get(value, path) {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s,
-        Some(other) => other.to_string(),
+    let Ok(document) = serde_json::to_string(value) else {
+        return String::new();
+    };
+    let found = gjson::get(&document, path);
+    match found.kind() {
+        gjson::Kind::Null => String::new(),
+        gjson::Kind::String => found.str().to_owned(),
+        gjson::Kind::Number => number_string(found.json(), found.f64()),
+        _ => found.json().to_owned(),
+    }
+}
+
+/// gjson's text of a number: the raw text when it is an integer, else the shortest decimal.
+fn number_string(raw: &str, number: f64) -> String {
+    let digits = raw.strip_prefix('-').unwrap_or(raw);
+    if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        raw.to_owned()
+    } else {
+        number.to_string()
     }
 }
 

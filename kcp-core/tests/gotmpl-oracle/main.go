@@ -7,6 +7,11 @@
 //	answer:  {"output": "..."} or {"error": "..."}; with "yaml": true also {"json": "..."}
 //	request: {"list_functions": true}
 //	answer:  {"functions": ["abbrev", ...]} (the names in sprig.TxtFuncMap())
+//	request: {"gjson_path": "...", "document": "..."}
+//	answer:  {"exists": true, "raw": "...", "output": "..."} (gjson.Get: Exists, Raw, String())
+//
+// gjson is github.com/tidwall/gjson v1.18.0, the version upstream api-syncagent pins for its
+// mutation paths and related-object references.
 //
 // Templates run on text/template with sprig.TxtFuncMap() plus the functions api-syncagent adds
 // (sha3sum, sha3short, shortHash) and helm-style toYaml; with "html", on html/template (as the
@@ -38,6 +43,7 @@ import (
 
 	"github.com/Masterminds/sprig/v3"
 	"github.com/ghodss/yaml"
+	"github.com/tidwall/gjson"
 	"golang.org/x/crypto/sha3"
 )
 
@@ -47,6 +53,8 @@ type request struct {
 	YAML          bool            `json:"yaml"`
 	HTML          bool            `json:"html"`
 	ListFunctions bool            `json:"list_functions"`
+	GjsonPath     *string         `json:"gjson_path"`
+	Document      string          `json:"document"`
 }
 
 type answer struct {
@@ -54,6 +62,17 @@ type answer struct {
 	Error     *string  `json:"error,omitempty"`
 	JSON      *string  `json:"json,omitempty"`
 	Functions []string `json:"functions,omitempty"`
+	Exists    *bool    `json:"exists,omitempty"`
+	Raw       *string  `json:"raw,omitempty"`
+}
+
+// gjsonGet answers a gjson request as api-syncagent reads a path.
+func gjsonGet(path, document string) answer {
+	result := gjson.Get(document, path)
+	exists := result.Exists()
+	raw := result.Raw
+	text := result.String()
+	return answer{Exists: &exists, Raw: &raw, Output: &text}
 }
 
 func sha3sum(input string) string {
@@ -204,6 +223,8 @@ func main() {
 			a = answer{Error: &msg}
 		} else if req.ListFunctions {
 			a = functionNames()
+		} else if req.GjsonPath != nil {
+			a = gjsonGet(*req.GjsonPath, req.Document)
 		} else {
 			a = render(req)
 		}
