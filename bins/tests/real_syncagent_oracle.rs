@@ -1111,6 +1111,46 @@ fn databases_with_settings_published() -> Value {
     published
 }
 
+/// Beyond upstream: a related kcp object created after its primary was synced (and labelled
+/// into the virtual workspace by kcp a moment later) is copied without any `watch` configured;
+/// upstream's agent looks again only when the primary changes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_related_object_from_kcp_created_after_its_primary_is_copied_by_ours() {
+    let SideBySide {
+        world,
+        go: _,
+        rs,
+        _agents,
+    } = SideBySide::start(databases_with_settings_published()).await;
+    filled_export(&rs).await;
+    bind(&rs, Binding::V1alpha1All).await;
+    order(&rs).await;
+    let local = wait_for("a local copy", Duration::from_secs(120), || async {
+        local_copies(&world, &rs).await.into_iter().next()
+    })
+    .await;
+    provision(&world, &local).await;
+    settled(&rs).await;
+    rs.consumer
+        .create(&object(json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "orders-settings", "namespace": "default"},
+            "data": {"tier": "gold"}})))
+        .await
+        .unwrap();
+    wait_for(
+        "our copy of the ConfigMap",
+        Duration::from_secs(60),
+        || async {
+            let footprint = footprint(&world, &rs).await;
+            footprint["local_settings"]
+                .as_array()
+                .is_some_and(|c| !c.is_empty())
+                .then_some(())
+        },
+    )
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_related_object_from_kcp_is_copied_as_upstream_copies_it() {
     let SideBySide {

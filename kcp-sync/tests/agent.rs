@@ -362,6 +362,57 @@ async fn a_related_secret_created_later_reaches_kcp_through_its_owner_watch() {
     task.await.unwrap().unwrap();
 }
 
+/// A kcp object a primary names may become visible only after the primary was synced (on a
+/// real kcp, claimed objects are labelled into the virtual workspace a moment later): without
+/// any `watch` configured, it is still copied once it appears, not only at the primary's next
+/// change as upstream does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_related_kcp_object_appearing_later_is_copied_without_a_watch() {
+    let env = Env::start().await;
+    let mut pr = crontab_pr("crontabs");
+    pr.spec.related = Some(vec![
+        serde_json::from_value(json!({
+            "identifier": "creds", "origin": "kcp", "kind": "Secret",
+            "object": {"reference": {"path": "spec.secretName"}},
+        }))
+        .unwrap(),
+    ]);
+    let (team, stop, task) = agent_with_consumer(&env, pr).await;
+    create(
+        &team,
+        json!({"apiVersion": "example.com/v1", "kind": "CronTab",
+        "metadata": {"name": "db", "namespace": "default"}, "spec": {"secretName": "db-creds"}}),
+    )
+    .await;
+    eventually("the CronTab synced and settled", || async {
+        let status = env.pr("crontabs").await.status.unwrap_or_default();
+        local_crontabs(&env).await == 1 && status.objects.synced == 1
+    })
+    .await;
+    // The watch events of the agent's own writes come back and are reconciled too.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    create(
+        &team,
+        json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "db-creds", "namespace": "default"},
+        "data": {"password": "c2VjcmV0"}}),
+    )
+    .await;
+    let secrets = GroupVersionKind::gvk("", "v1", "Secret");
+    eventually("the Secret copied to the service cluster", || async {
+        env.service
+            .list(&secrets, None, &ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .iter()
+            .any(|s| s.metadata.name.as_deref() == Some("db-creds"))
+    })
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_injected_500s_and_dropped_watches_every_object_converges_once() {
     let env = Env::start().await;

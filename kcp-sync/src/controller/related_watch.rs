@@ -33,18 +33,41 @@ pub struct RelatedWatch {
     pub by_owner: bool,
     /// `bySelector`: primaries matching this selector (`k=v,...`).
     pub selector: Option<String>,
+    /// No `watch` configured, kcp origin: every primary of the object's namespace (see
+    /// [`related_watches`]).
+    pub by_namespace: bool,
     /// The primary's kind on the watched side.
     pub primary: GroupVersionKind,
 }
 
-/// The watches `target`'s related resources ask for.
+/// The watches `target`'s related resources ask for, and one more for every kcp-origin
+/// related resource without a `watch`: on a real kcp a claimed object becomes visible in the
+/// virtual workspace only once kcp has labelled it, a moment after it was created, so a
+/// primary that named it found nothing and, upstream, never looks again until the primary
+/// changes. Watching the kind (once per URL) and re-examining the primaries of the object's
+/// namespace when it appears closes that gap.
 pub fn related_watches(target: &PrimarySync) -> Vec<RelatedWatch> {
     target
         .related
         .iter()
         .filter_map(|rel| {
-            let watch = rel.spec.watch.as_ref()?;
             let (_, _, plural) = rel.spec.origin_gvr();
+            let primary = match rel.spec.origin {
+                RelatedResourceOrigin::Kcp => target.remote_gvk.clone(),
+                RelatedResourceOrigin::Service => target.local_gvk.clone(),
+            };
+            let resource = ApiResource::from_gvk_with_plural(&rel.origin_gvk, &plural);
+            let Some(watch) = rel.spec.watch.as_ref() else {
+                return (rel.spec.origin == RelatedResourceOrigin::Kcp).then(|| RelatedWatch {
+                    index: rel.index,
+                    origin: rel.spec.origin,
+                    resource,
+                    by_owner: false,
+                    selector: None,
+                    by_namespace: true,
+                    primary,
+                });
+            };
             let selector = watch.by_selector.as_ref().map(|s| {
                 let mut parts: Vec<String> = s
                     .match_labels
@@ -63,16 +86,13 @@ pub fn related_watches(target: &PrimarySync) -> Vec<RelatedWatch> {
                 }
                 parts.join(",")
             });
-            let primary = match rel.spec.origin {
-                RelatedResourceOrigin::Kcp => target.remote_gvk.clone(),
-                RelatedResourceOrigin::Service => target.local_gvk.clone(),
-            };
             Some(RelatedWatch {
                 index: rel.index,
                 origin: rel.spec.origin,
-                resource: ApiResource::from_gvk_with_plural(&rel.origin_gvk, &plural),
+                resource,
                 by_owner: watch.by_owner.is_some(),
                 selector,
+                by_namespace: false,
                 primary,
             })
         })
@@ -160,6 +180,23 @@ async fn primaries_of(
                 }
             }
         }
+    }
+    if watch.by_namespace
+        && let Some(c) = cluster
+    {
+        let ns = obj.metadata.namespace.as_deref().filter(|n| !n.is_empty());
+        let listed = client
+            .list(&watch.primary, ns, &ListOptions::default())
+            .await
+            .map(|l| l.items)
+            .unwrap_or_default();
+        return listed
+            .iter()
+            .map(|p| {
+                let name = p.metadata.name.as_deref().unwrap_or_default();
+                key_of(c, p.metadata.namespace.as_deref(), name)
+            })
+            .collect();
     }
     if let Some(selector) = &watch.selector {
         let listed = client
