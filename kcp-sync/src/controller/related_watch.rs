@@ -58,7 +58,7 @@ pub fn related_watches(target: &PrimarySync) -> Vec<RelatedWatch> {
             };
             let resource = ApiResource::from_gvk_with_plural(&rel.origin_gvk, &plural);
             let Some(watch) = rel.spec.watch.as_ref() else {
-                return (rel.spec.origin == RelatedResourceOrigin::Kcp).then(|| RelatedWatch {
+                return (rel.spec.origin == RelatedResourceOrigin::Kcp).then_some(RelatedWatch {
                     index: rel.index,
                     origin: rel.spec.origin,
                     resource,
