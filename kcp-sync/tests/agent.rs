@@ -8,21 +8,44 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{Env, STATE_NS, agent, create, crontab_pr, eventually};
-use kcp_core::kube::api::GroupVersionKind;
+use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::{ListOptions, ObjectClient, ObjectClientExt as _, ObjectRef};
 use kcp_sim::PLAIN_CLUSTER;
 use kcp_sync::controller::{Agent, ControllerName, Metrics, ObjectLabels, run};
 use serde_json::{Value, json};
 
-async fn export_resources(env: &Env) -> Value {
+/// The CronTabs the service cluster holds (the local copies).
+async fn local_crontabs(env: &Env) -> Vec<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
+    env.service
+        .list(&gvk, None, &ListOptions::default())
+        .await
+        .unwrap()
+        .items
+}
+
+/// The APIExport `crontabs` in the provider workspace.
+async fn crontabs_export(env: &Env) -> DynamicObject {
     let gvk = GroupVersionKind::gvk("apis.kcp.io", "v1alpha2", "APIExport");
-    let export = env
-        .provider
+    env.provider
         .get(&ObjectRef::cluster_scoped(gvk, "crontabs"))
         .await
         .unwrap()
+        .unwrap()
+}
+
+/// Writes `resources` into the APIExport by hand, as someone other than the agent.
+async fn set_export_resources(env: &Env, resources: Value) {
+    let mut export = crontabs_export(env).await;
+    export.data["spec"]["resources"] = resources;
+    env.provider
+        .replace(&export, kcp_core::Subresource::Main)
+        .await
         .unwrap();
-    export.data["spec"]["resources"].clone()
+}
+
+async fn export_resources(env: &Env) -> Value {
+    crontabs_export(env).await.data["spec"]["resources"].clone()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -66,22 +89,10 @@ async fn a_consumer_object_is_synced_down_and_its_status_up_by_the_running_agent
 
     let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
     eventually("the local copy", || async {
-        env.service
-            .list(&gvk, None, &ListOptions::default())
-            .await
-            .unwrap()
-            .items
-            .len()
-            == 1
+        local_crontabs(&env).await.len() == 1
     })
     .await;
-    let mut local = env
-        .service
-        .list(&gvk, None, &ListOptions::default())
-        .await
-        .unwrap()
-        .items
-        .remove(0);
+    let mut local = local_crontabs(&env).await.remove(0);
     assert_eq!(local.data["spec"], json!({"cronSpec": "* * * *"}));
     eventually(
         "the synced count and Ready on the PublishedResource",
@@ -147,14 +158,7 @@ async fn a_consumer_object_is_synced_down_and_its_status_up_by_the_running_agent
 
     team.delete(&remote, &Default::default()).await.unwrap();
     eventually("the deletion in kcp and of the local copy", || async {
-        team.get(&remote).await.unwrap().is_none()
-            && env
-                .service
-                .list(&gvk, None, &ListOptions::default())
-                .await
-                .unwrap()
-                .items
-                .is_empty()
+        team.get(&remote).await.unwrap().is_none() && local_crontabs(&env).await.is_empty()
     })
     .await;
 
@@ -239,13 +243,7 @@ async fn a_synced_object_costs_its_writes_and_no_reads() {
         )
         .await;
     }
-    let local_copies = || async {
-        env.service
-            .list(&gvk, None, &ListOptions::default())
-            .await
-            .unwrap()
-            .items
-    };
+    let local_copies = || async { local_crontabs(&env).await };
     eventually("10 local copies", || async {
         local_copies().await.len() == 10
     })
@@ -321,24 +319,11 @@ async fn a_related_secret_created_later_reaches_kcp_through_its_owner_watch() {
         "metadata": {"name": "db", "namespace": "default"}, "spec": {"secretName": "db-creds"}}),
     )
     .await;
-    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
     eventually("the local copy", || async {
-        env.service
-            .list(&gvk, None, &ListOptions::default())
-            .await
-            .unwrap()
-            .items
-            .len()
-            == 1
+        local_crontabs(&env).await.len() == 1
     })
     .await;
-    let local = env
-        .service
-        .list(&gvk, None, &ListOptions::default())
-        .await
-        .unwrap()
-        .items
-        .remove(0);
+    let local = local_crontabs(&env).await.remove(0);
     // The service-side controller creates the Secret later, owned by the local copy.
     create(
         &env.service,
@@ -386,7 +371,7 @@ async fn a_related_kcp_object_appearing_later_is_copied_without_a_watch() {
     .await;
     eventually("the CronTab synced and settled", || async {
         let status = env.pr("crontabs").await.status.unwrap_or_default();
-        local_crontabs(&env).await == 1 && status.objects.synced == 1
+        local_crontabs(&env).await.len() == 1 && status.objects.synced == 1
     })
     .await;
     // The watch events of the agent's own writes come back and are reconciled too.
@@ -454,12 +439,7 @@ async fn with_injected_500s_and_dropped_watches_every_object_converges_once() {
     for sim in [&env.service_sim, &env.kcp_sim] {
         sim.faults().clear();
     }
-    let copies = env
-        .service
-        .list(&gvk, None, &ListOptions::default())
-        .await
-        .unwrap()
-        .items;
+    let copies = local_crontabs(&env).await;
     assert_eq!(copies.len(), 20, "every object exactly once");
     let _ = stop.send(());
     task.await.unwrap().unwrap();
@@ -517,18 +497,7 @@ async fn an_object_that_cannot_be_synced_gets_upstreams_reconciling_error() {
 async fn a_hand_edited_apiexport_is_repaired_at_once() {
     let env = Env::start().await;
     let (_team, stop, task) = agent_with_consumer(&env, crontab_pr("crontabs")).await;
-    let gvk = GroupVersionKind::gvk("apis.kcp.io", "v1alpha2", "APIExport");
-    let mut export = env
-        .provider
-        .get(&ObjectRef::cluster_scoped(gvk, "crontabs"))
-        .await
-        .unwrap()
-        .unwrap();
-    export.data["spec"]["resources"] = json!([]);
-    env.provider
-        .replace(&export, kcp_core::Subresource::Main)
-        .await
-        .unwrap();
+    set_export_resources(&env, json!([])).await;
     eventually("the schema back in the export", || async {
         export_resources(&env)
             .await
@@ -573,19 +542,9 @@ async fn the_kind_is_watched_once_its_url_serves_it_and_not_before() {
         "{requests:?}"
     );
 
-    let gvk = GroupVersionKind::gvk("apis.kcp.io", "v1alpha2", "APIExport");
-    let mut export = env
-        .provider
-        .get(&ObjectRef::cluster_scoped(gvk, "crontabs"))
-        .await
-        .unwrap()
-        .unwrap();
-    export.data["spec"]["resources"] = json!([{"group": "example.com", "name": "crontabs",
+    let resources = json!([{"group": "example.com", "name": "crontabs",
         "schema": schema, "storage": {"crd": {}}}]);
-    env.provider
-        .replace(&export, kcp_core::Subresource::Main)
-        .await
-        .unwrap();
+    set_export_resources(&env, resources).await;
     create(
         &team,
         json!({"apiVersion": "example.com/v1", "kind": "CronTab",
@@ -593,7 +552,7 @@ async fn the_kind_is_watched_once_its_url_serves_it_and_not_before() {
     )
     .await;
     common::eventually_within("the local copy within two seconds", 100, || async {
-        local_crontabs(&env).await == 1
+        local_crontabs(&env).await.len() == 1
     })
     .await;
     let _ = stop.send(());
@@ -608,17 +567,6 @@ async fn bound_consumer(env: &Env, name: &str) -> kcp_sim::SimClient {
     create(&consumer, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
         "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}}})).await;
     consumer
-}
-
-/// How many CronTabs the service cluster holds (the local copies).
-async fn local_crontabs(env: &Env) -> usize {
-    let gvk = GroupVersionKind::gvk("example.com", "v1", "CronTab");
-    env.service
-        .list(&gvk, None, &ListOptions::default())
-        .await
-        .unwrap()
-        .items
-        .len()
 }
 
 /// Upstream watches a kind once per virtual-workspace URL, not once per consumer: with five
@@ -640,7 +588,7 @@ async fn consumers_on_one_shard_share_one_watch_of_the_kind() {
         .await;
     }
     eventually("a local copy per workspace", || async {
-        local_crontabs(&env).await == 5
+        local_crontabs(&env).await.len() == 5
     })
     .await;
     let requests = env.kcp_sim.requests().snapshot();
@@ -668,7 +616,7 @@ async fn consumers_on_two_shards_are_both_served() {
         .await;
     }
     eventually("a local copy per workspace", || async {
-        local_crontabs(&env).await == 2
+        local_crontabs(&env).await.len() == 2
     })
     .await;
     let _ = stop.send(());
@@ -689,24 +637,13 @@ async fn a_restarted_agent_resumes_from_the_state_secrets_without_duplicates() {
         .await;
     }
     eventually("5 local copies", || async {
-        env.service
-            .list(&gvk, None, &ListOptions::default())
-            .await
-            .unwrap()
-            .items
-            .len()
-            == 5
+        local_crontabs(&env).await.len() == 5
     })
     .await;
     let _ = stop.send(());
     task.await.unwrap().unwrap();
     // While the agent is down, a local change and a kcp change to different fields.
-    let mut local = env
-        .service
-        .list(&gvk, None, &ListOptions::default())
-        .await
-        .unwrap()
-        .items;
+    let mut local = local_crontabs(&env).await;
     local.sort_by_key(|o| o.data["spec"]["n"].as_i64());
     let mut first = local.remove(0);
     first.data["spec"]["local"] = json!(true);
@@ -728,12 +665,7 @@ async fn a_restarted_agent_resumes_from_the_state_secrets_without_duplicates() {
     eventually(
         "the kcp change on the local copy, the local change kept",
         || async {
-            let list = env
-                .service
-                .list(&gvk, None, &ListOptions::default())
-                .await
-                .unwrap()
-                .items;
+            let list = local_crontabs(&env).await;
             list.len() == 5
                 && list
                     .iter()
