@@ -568,6 +568,15 @@ async fn local_copies(world: &World, lane: &Lane) -> Vec<DynamicObject> {
         .items
 }
 
+/// Waits for the lane's local copy and provisions it as the service's operator would.
+async fn provision_local_copy(world: &World, lane: &Lane) {
+    let local = wait_for("a local copy", Duration::from_secs(120), || async {
+        local_copies(world, lane).await.into_iter().next()
+    })
+    .await;
+    provision(world, &local).await;
+}
+
 /// Plays the database operator on the service cluster: the local copy gets a status and its
 /// credentials Secret (owned by it).
 async fn provision(world: &World, local: &DynamicObject) {
@@ -736,11 +745,7 @@ async fn syncs_down_and_back_alike(binding: Binding) {
     for lane in [&go, &rs] {
         filled_export(lane).await;
         order_a_database_bound(lane, binding).await;
-        let local = wait_for("a local copy", Duration::from_secs(120), || async {
-            local_copies(&world, lane).await.into_iter().next()
-        })
-        .await;
-        provision(&world, &local).await;
+        provision_local_copy(&world, lane).await;
     }
     settled(&go).await;
     settled(&rs).await;
@@ -1116,38 +1121,40 @@ fn databases_with_settings_published() -> Value {
 /// upstream's agent looks again only when the primary changes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_related_object_from_kcp_created_after_its_primary_is_copied_by_ours() {
-    let SideBySide {
-        world,
-        go: _,
-        rs,
-        _agents,
-    } = SideBySide::start(databases_with_settings_published()).await;
+    let world = World::start().await;
+    let rs = world
+        .lane(Side::Rs, databases_with_settings_published())
+        .await;
+    let _agent = world.agent(Path::new(RS_AGENT), &rs).await;
     filled_export(&rs).await;
     bind(&rs, Binding::V1alpha1All).await;
     order(&rs).await;
-    let local = wait_for("a local copy", Duration::from_secs(120), || async {
-        local_copies(&world, &rs).await.into_iter().next()
-    })
-    .await;
-    provision(&world, &local).await;
+    provision_local_copy(&world, &rs).await;
     settled(&rs).await;
-    rs.consumer
+    create_settings(&rs).await;
+    settings_copied(&world, &rs, Duration::from_secs(60)).await;
+}
+
+/// The related ConfigMap `orders-settings` of `databases_with_settings_published`, in kcp.
+async fn create_settings(lane: &Lane) {
+    lane.consumer
         .create(&object(json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": "orders-settings", "namespace": "default"},
             "data": {"tier": "gold"}})))
         .await
         .unwrap();
-    wait_for(
-        "our copy of the ConfigMap",
-        Duration::from_secs(60),
-        || async {
-            let footprint = footprint(&world, &rs).await;
-            footprint["local_settings"]
-                .as_array()
-                .is_some_and(|c| !c.is_empty())
-                .then_some(())
-        },
-    )
+}
+
+/// Waits until the lane's agent copied `orders-settings` to the service cluster.
+async fn settings_copied(world: &World, lane: &Lane, within: Duration) {
+    let what = format!("the {} agent's copy of the ConfigMap", lane.side.name());
+    wait_for(&what, within, || async {
+        let footprint = footprint(world, lane).await;
+        footprint["local_settings"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty())
+            .then_some(())
+    })
     .await;
 }
 
@@ -1164,34 +1171,14 @@ async fn a_related_object_from_kcp_is_copied_as_upstream_copies_it() {
         bind(lane, Binding::V1alpha1All).await;
         // Before the Database, as upstream's e2e creates it: kcp labels claimed objects for the
         // virtual workspace a moment after they are written.
-        lane.consumer
-            .create(&object(json!({"apiVersion": "v1", "kind": "ConfigMap",
-                "metadata": {"name": "orders-settings", "namespace": "default"},
-                "data": {"tier": "gold"}})))
-            .await
-            .unwrap();
+        create_settings(lane).await;
         tokio::time::sleep(Duration::from_secs(2)).await;
         order(lane).await;
-        let local = wait_for("a local copy", Duration::from_secs(120), || async {
-            local_copies(&world, lane).await.into_iter().next()
-        })
-        .await;
-        provision(&world, &local).await;
+        provision_local_copy(&world, lane).await;
     }
     for lane in [&rs, &go] {
         settled(lane).await;
-        wait_for(
-            &format!("the {} agent's copy of the ConfigMap", lane.side.name()),
-            Duration::from_secs(120),
-            || async {
-                let footprint = footprint(&world, lane).await;
-                footprint["local_settings"]
-                    .as_array()
-                    .is_some_and(|c| !c.is_empty())
-                    .then_some(())
-            },
-        )
-        .await;
+        settings_copied(&world, lane, Duration::from_secs(120)).await;
     }
     tokio::time::sleep(Duration::from_secs(3)).await;
     let (go_footprint, rs_footprint) = (footprint(&world, &go).await, footprint(&world, &rs).await);
