@@ -115,6 +115,29 @@ fn upstream_module() -> PathBuf {
     PathBuf::from(answer["Dir"].as_str().unwrap())
 }
 
+/// Every Event reason and message ours writes on kcp objects is written, in those words, by
+/// upstream's agent: read in its source (`internal/`), not in ours.
+#[test]
+fn every_event_ours_writes_on_kcp_objects_is_worded_as_in_upstreams_source() {
+    let internal = upstream_module().join("internal");
+    let mut source = String::new();
+    let mut dirs = vec![internal];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "go") {
+                source.push_str(&std::fs::read_to_string(&path).unwrap());
+            }
+        }
+    }
+    for (reason, message) in kcp_sync::reconcile::kcp_events::ALL {
+        let written = format!("\"{reason}\", \"{message}\"");
+        assert!(source.contains(&written), "upstream never writes {written}");
+    }
+}
+
 impl World {
     async fn start() -> World {
         let bed = KcpBed::start_real().await.unwrap();

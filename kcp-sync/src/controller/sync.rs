@@ -36,6 +36,7 @@ use crate::api::{
 use crate::error::Error;
 use crate::metadata::{AGENT_NAME_LABEL, RemoteObjectKey};
 use crate::reconcile::caches::SyncCaches;
+use crate::reconcile::kcp_events::RECONCILING_ERROR;
 use crate::reconcile::local_index::{RemoteId, index_key};
 use crate::reconcile::sync::{PrimarySync, Sides, Step, SyncConfig, SyncContext, sync_object};
 
@@ -196,7 +197,7 @@ impl Reconciler<ObjectKey> for ObjectReconciler {
             namespace: key.namespace.clone(),
             ..ObjectReference::default()
         };
-        let message = "Failed to process object: a provider-side issue has occurred.";
+        let (reason, message) = RECONCILING_ERROR;
         if let Err(e) = self
             .shared
             .recorder
@@ -204,7 +205,7 @@ impl Reconciler<ObjectKey> for ObjectReconciler {
                 cluster.client.as_ref(),
                 &reference,
                 EventType::Warning,
-                "ReconcilingError",
+                reason,
                 message,
             )
             .await

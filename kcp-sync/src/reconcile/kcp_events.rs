@@ -41,6 +41,22 @@ pub const DELETED: (&str, &str) = (
     "ObjectDeleted",
     "Object deletion has been completed, finalizer has been removed.",
 );
+/// The Warning on a kcp object that could not be synced: upstream's generic text (the real
+/// error stays on the service side, in the log and the PublishedResource's status).
+pub const RECONCILING_ERROR: (&str, &str) = (
+    "ReconcilingError",
+    "Failed to process object: a provider-side issue has occurred.",
+);
+/// Every (reason, message) the sync controllers write on kcp objects.
+pub const ALL: [(&str, &str); 7] = [
+    ACCEPTED,
+    PLACED,
+    SYNCED,
+    STATUS_SYNCED,
+    CLEANUP,
+    DELETED,
+    RECONCILING_ERROR,
+];
 
 /// Where Events of one consumer cluster go.
 #[derive(Clone, Copy)]
