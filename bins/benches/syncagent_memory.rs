@@ -10,7 +10,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -19,29 +19,13 @@ use kcp_core::ObjectClient;
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_sim::{Config, PLAIN_CLUSTER, Server, SimClient};
 use serde_json::{Value, json};
-use support::{free_port, ready, rss_mib};
+use support::{Running, THING_CRD, free_port, ready, rss_mib};
 
 const AGENT: &str = env!("CARGO_BIN_EXE_kcp-api-syncagent");
-
-const CRD: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
- "metadata": {"name": "things.example.com"},
- "spec": {"group": "example.com", "scope": "Namespaced",
-  "names": {"plural": "things", "singular": "thing", "kind": "Thing", "listKind": "ThingList"},
-  "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
-   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}"#;
 
 async fn create(client: &dyn ObjectClient, value: Value) {
     let obj: DynamicObject = serde_json::from_value(value).unwrap_or_else(|e| panic!("{e}"));
     client.create(&obj).await.unwrap_or_else(|e| panic!("{e}"));
-}
-
-struct Agent(Child);
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Both servers, the published CRD, `workspaces` bound consumers; the kubeconfig paths.
@@ -56,7 +40,11 @@ async fn setup(workspaces: usize) -> (Server, Server, Vec<SimClient>, PathBuf, P
     for crd in kcp_sync::api::crds() {
         create(&service, serde_json::to_value(crd).unwrap_or_default()).await;
     }
-    create(&service, serde_json::from_str(CRD).unwrap_or_default()).await;
+    create(
+        &service,
+        serde_json::from_str(THING_CRD).unwrap_or_default(),
+    )
+    .await;
     create(
         &service,
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "agent"}}),
@@ -84,8 +72,8 @@ async fn setup(workspaces: usize) -> (Server, Server, Vec<SimClient>, PathBuf, P
     (kube, kcp, consumers, service_kc, kcp_kc)
 }
 
-fn spawn(service_kc: &Path, kcp_kc: &Path, health: u16) -> Agent {
-    Agent(
+fn spawn(service_kc: &Path, kcp_kc: &Path, health: u16) -> Running {
+    Running(
         Command::new(AGENT)
             .arg(format!("--kubeconfig={}", service_kc.display()))
             .arg(format!("--kcp-kubeconfig={}", kcp_kc.display()))

@@ -16,7 +16,7 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -26,17 +26,10 @@ use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::{KubeObjectClient, ListOptions, ObjectClient, ObjectRef, Subresource};
 use kcp_testbed::{Endpoint, KcpBed};
 use serde_json::{Value, json};
-use support::{connections_to, free_port, rss_mib};
+use support::{Running, THING_CRD, connections_to, free_port, rss_mib};
 
 const RS_AGENT: &str = env!("CARGO_BIN_EXE_kcp-api-syncagent");
 const CHANGES: usize = 40;
-
-const CRD: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
- "metadata": {"name": "things.example.com"},
- "spec": {"group": "example.com", "scope": "Namespaced",
-  "names": {"plural": "things", "singular": "thing", "kind": "Thing", "listKind": "ThingList"},
-  "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
-   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}"#;
 
 fn object(value: Value) -> DynamicObject {
     serde_json::from_value(value).unwrap_or_else(|e| panic!("{e}"))
@@ -51,15 +44,6 @@ async fn create_or_keep(client: &dyn ObjectClient, value: Value) {
         Ok(_) => {}
         Err(e) if e.is_already_exists() => {}
         Err(e) => panic!("{e}"),
-    }
-}
-
-struct Agent(Child);
-
-impl Drop for Agent {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
     }
 }
 
@@ -98,7 +82,11 @@ async fn servers() -> Servers {
     for crd in kcp_sync::api::crds() {
         create_or_keep(&*service, serde_json::to_value(crd).unwrap_or_default()).await;
     }
-    create_or_keep(&*service, serde_json::from_str(CRD).unwrap_or_default()).await;
+    create_or_keep(
+        &*service,
+        serde_json::from_str(THING_CRD).unwrap_or_default(),
+    )
+    .await;
     let dir = kcp_testbed::real::credentials()
         .unwrap_or_else(|e| panic!("{e}"))
         .dir
@@ -224,10 +212,10 @@ async fn lane(s: &Servers, name: &'static str, binary: PathBuf, consumers: usize
     }
 }
 
-fn spawn(s: &Servers, lane: &Lane, extra: &[&str]) -> Agent {
+fn spawn(s: &Servers, lane: &Lane, extra: &[&str]) -> Running {
     let tag = lane.agent.trim_start_matches("vs-");
     let log = s.dir.join(format!("{}{}.log", lane.agent, extra.concat()));
-    Agent(
+    Running(
         Command::new(&lane.binary)
             .arg(format!("--agent-name={}", lane.agent))
             .arg("--apiexportendpointslice-ref=things")
@@ -348,7 +336,7 @@ async fn change_latencies(s: &Servers, lane: &Lane) -> Vec<Duration> {
     latencies
 }
 
-async fn measure(s: &Servers, lane: &Lane, objects: usize) -> (Agent, Measured) {
+async fn measure(s: &Servers, lane: &Lane, objects: usize) -> (Running, Measured) {
     // The agent itself publishes the schema the consumers need to hold the backlog: it runs
     // without its sync controller until then.
     let publisher = spawn(s, lane, &["--disabled-controllers=sync"]);

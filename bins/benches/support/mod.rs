@@ -12,6 +12,25 @@ use criterion::Criterion;
 use kcp_core::kube::api::DynamicObject;
 use kcp_core::{Applier, ApplierConfig, ApplyPlan, ObjectClient, RuleSet};
 
+/// The `things.example.com` CRD (kind `Thing`, schemaless, with a status subresource) the
+/// sync-agent benches publish.
+pub const THING_CRD: &str = r#"{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+ "metadata": {"name": "things.example.com"},
+ "spec": {"group": "example.com", "scope": "Namespaced",
+  "names": {"plural": "things", "singular": "thing", "kind": "Thing", "listKind": "ThingList"},
+  "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
+   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}}"#;
+
+/// A started process, killed and reaped when dropped.
+pub struct Running(pub std::process::Child);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Whether the health endpoint on `port` answers `/readyz` with 200.
 pub fn ready(port: u16) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
