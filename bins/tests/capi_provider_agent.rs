@@ -1,32 +1,22 @@
 //! The `capi-provider-agent` binary, run as a process against kcp-sim.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use capi_agent::api::AgentCluster;
 use kcp_core::kube::api::DynamicObject;
 use kcp_core::{ObjectClient, ObjectClientExt, parse_manifests};
 use kcp_sim::{Config, Server};
+use support::process::{Running, free_port};
 
 const PROVIDER: &str = env!("CARGO_BIN_EXE_capi-provider-agent");
 const FOREIGN_CRDS: &str = include_str!("../../examples/playground/agent/00-foreign-crds.yaml");
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    kcp_testbed::ports::free_port("a binary under test").unwrap()
-}
 
 fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     let mut stream = TcpStream::connect(("127.0.0.1", port)).ok()?;

@@ -1,15 +1,18 @@
 //! The `capi-provider-kind` binary as a process against kcp-sim, and its deploy assets.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use capi_kind::api::{KINDCluster, Phase};
 use kcp_core::{ObjectClient, ObjectClientExt, parse_manifests};
 use kcp_sim::{Config, Server};
+use support::process::{Running, free_port};
 
 const PROVIDER: &str = env!("CARGO_BIN_EXE_capi-provider-kind");
 const DEPLOY: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/capi-provider-kind");
@@ -28,10 +31,6 @@ fn temp_dir(name: &str) -> PathBuf {
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     dir
-}
-
-fn free_port() -> u16 {
-    kcp_testbed::ports::free_port("a binary under test").unwrap()
 }
 
 fn http_answer(port: u16, path: &str) -> Option<String> {
@@ -58,15 +57,6 @@ fn http_get(port: u16, path: &str) -> Option<String> {
             .1
             .to_string(),
     )
-}
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// clusterctl's `infrastructure-components.yaml`: the kustomize parts, every object labelled

@@ -2,6 +2,8 @@
 //! cluster and kcp), configured with the upstream flags.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
@@ -12,6 +14,7 @@ use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kube::api::GroupVersionKind;
 use kcp_core::{ListOptions, ObjectClient, parse_manifests};
 use kcp_sim::{Config, PLAIN_CLUSTER, Server};
+use support::process::free_port;
 
 const AGENT: &str = env!("CARGO_BIN_EXE_kcp-api-syncagent");
 const SERVICE: &str = include_str!("../../examples/playground/sync/01-service.yaml");
@@ -29,10 +32,6 @@ fn temp_path(name: &str) -> PathBuf {
         "kcp-syncagent-{}-{nanos}-{name}",
         std::process::id()
     ))
-}
-
-fn free_port() -> u16 {
-    kcp_testbed::ports::free_port("a binary under test").unwrap()
 }
 
 /// A plain HTTP GET: (status code, body), or None when nothing listens.

@@ -1,10 +1,12 @@
 //! The `kcp-init-agent` binary, run as processes against kcp-sim.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod support;
+
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
@@ -12,6 +14,7 @@ use kcp_core::kcp::Workspace;
 use kcp_core::kube::api::DynamicObject;
 use kcp_core::{ObjectClient, ObjectClientExt, parse_manifests};
 use kcp_sim::{Config, Server, SimClient};
+use support::process::{Running, free_port};
 
 const AGENT: &str = env!("CARGO_BIN_EXE_kcp-init-agent");
 const WORKSPACE_TYPE: &str = include_str!("../../examples/playground/01-workspace-type.yaml");
@@ -31,10 +34,6 @@ fn fastrand_u64() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos() as u64)
         .unwrap_or(0)
-}
-
-fn free_port() -> u16 {
-    kcp_testbed::ports::free_port("a binary under test").unwrap()
 }
 
 /// A plain HTTP GET: (status code, body), or None when nothing listens.
@@ -72,15 +71,6 @@ async fn prepared_sim() -> (Server, SimClient, PathBuf) {
     let kubeconfig = temp_path("kubeconfig");
     sim.write_kubeconfig(&kubeconfig, &["root"]).unwrap();
     (sim, root, kubeconfig)
-}
-
-struct Running(Child);
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 fn agent(kubeconfig: &PathBuf, extra: &[&str]) -> Running {

@@ -20,6 +20,7 @@ use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kube::api::DynamicObject;
 use kcp_core::{ObjectClient, parse_manifests};
 use kcp_sim::{Config, PLAIN_CLUSTER, Server};
+use support::process::free_port;
 
 /// The kcp agents' upstream metrics default is the fixed `127.0.0.1:8085`: their tests take
 /// turns.
@@ -57,10 +58,6 @@ fn fastrand_u32() -> u32 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0)
-}
-
-fn free_port() -> u16 {
-    kcp_testbed::ports::free_port("a binary under test").unwrap()
 }
 
 /// Starts `binary` with `args` and `env`; its log is kept until it stops.
