@@ -237,7 +237,7 @@ fn apply_rule(
         }
         Rule::Template { path, template } => {
             let context = json!({
-                "Value": gjson_result(path::get(object, path)),
+                "Value": path::result(object, path),
                 "LocalObject": object.clone(),
                 "RemoteObject": other.cloned().unwrap_or(Value::Null),
             });
@@ -270,32 +270,6 @@ fn eval_cel(
     context.add_variable_from_value("value", bind(&value.unwrap_or(Value::Null))?);
     let result = program.execute(&context).map_err(|e| e.to_string())?;
     result.json().map_err(|e| e.to_string())
-}
-
-/// A value as the fields of a gjson `Result` a template can call.
-fn gjson_result(value: Option<Value>) -> Value {
-    let exists = value.is_some();
-    let value = value.unwrap_or(Value::Null);
-    let string = match &value {
-        Value::Null => String::new(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    let float = match &value {
-        Value::Number(n) => n.as_f64().unwrap_or(0.0),
-        Value::String(s) => s.parse().unwrap_or(0.0),
-        Value::Bool(b) => f64::from(u8::from(*b)),
-        _ => 0.0,
-    };
-    json!({
-        "String": string,
-        "Raw": if exists { value.to_string() } else { String::new() },
-        "Exists": exists,
-        "Int": float as i64,
-        "Float": float,
-        "Bool": matches!(&value, Value::Bool(true)) || string == "true" || (float != 0.0),
-        "Value": value,
-    })
 }
 
 fn describe(object: &Value) -> String {

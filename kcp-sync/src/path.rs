@@ -8,7 +8,7 @@
 //! dot-separated keys, `\.` escaping a dot inside a key, a numeric segment indexing an array
 //! (the index equal to the length, or `-1`, appends); missing intermediate objects are created.
 
-use serde_json::{Map, Value};
+use serde_json::{Map, Value, json};
 
 /// Splits a path into its segments, resolving `\.` escapes.
 pub fn parse(path: &str) -> Vec<String> {
@@ -30,14 +30,21 @@ pub fn parse(path: &str) -> Vec<String> {
     segments
 }
 
+/// Looks `path` up in `value` with gjson and reads the result with `read`.
+fn lookup<T>(value: &Value, path: &str, read: impl FnOnce(&gjson::Value<'_>) -> T) -> Option<T> {
+    let document = serde_json::to_string(value).ok()?;
+    Some(read(&gjson::get(&document, path)))
+}
+
 /// The value at `path` (gjson's syntax), `None` when it does not exist.
 pub fn get(value: &Value, path: &str) -> Option<Value> {
-    let document = serde_json::to_string(value).ok()?;
-    let found = gjson::get(&document, path);
-    if !found.exists() {
-        return None;
-    }
-    serde_json::from_str(found.json()).ok()
+    lookup(value, path, |found| {
+        found
+            .exists()
+            .then(|| serde_json::from_str(found.json()).ok())
+            .flatten()
+    })
+    .flatten()
 }
 
 /// The value at `path` as gjson's `Result.String()`: strings unescaped, integers as written,
@@ -45,10 +52,27 @@ pub fn get(value: &Value, path: &str) -> Option<Value> {
 /// JSON text exactly as the path produced it (a `@pretty` modifier's indentation included),
 /// `null` and missing values as `""`.
 pub fn get_string(value: &Value, path: &str) -> String {
-    let Ok(document) = serde_json::to_string(value) else {
-        return String::new();
-    };
-    let found = gjson::get(&document, path);
+    lookup(value, path, string_of).unwrap_or_default()
+}
+
+/// The result at `path` as the fields of Go's gjson `Result` a template can use (`String`,
+/// `Raw`, `Exists`, `Int`, `Float`, `Bool`) and the value itself (`Value`).
+pub fn result(value: &Value, path: &str) -> Value {
+    lookup(value, path, |found| {
+        json!({
+            "String": string_of(found),
+            "Raw": found.json(),
+            "Exists": found.exists(),
+            "Int": found.i64(),
+            "Float": found.f64(),
+            "Bool": found.bool(),
+            "Value": serde_json::from_str::<Value>(found.json()).unwrap_or(Value::Null),
+        })
+    })
+    .unwrap_or(Value::Null)
+}
+
+fn string_of(found: &gjson::Value<'_>) -> String {
     match found.kind() {
         gjson::Kind::Null => String::new(),
         gjson::Kind::String => found.str().to_owned(),
