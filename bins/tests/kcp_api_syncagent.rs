@@ -196,6 +196,52 @@ async fn the_binary_publishes_the_crd_and_syncs_a_consumer_object() {
     assert!(body.contains("sync_agent_published_resource 1"), "{body}");
 }
 
+/// kcp creates an export's endpoint slice a moment after the export: an agent started beside
+/// them waits (served, not ready) instead of exiting as upstream's does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_agent_started_before_its_apiexport_waits_for_it_and_then_becomes_ready() {
+    let (kube, kcp) = (
+        Server::start(Config::default()).await.unwrap(),
+        Server::start(Config::kcp()).await.unwrap(),
+    );
+    let service = kube.object_client(PLAIN_CLUSTER);
+    assert!(apply(&service, &kcp_sync::api::crds_yaml().unwrap()).await);
+    assert!(apply(&service, SERVICE).await);
+    assert!(apply(&kcp.object_client("root"), WORKSPACES).await);
+    let (service_kc, kcp_kc) = (temp_path("service-early"), temp_path("kcp-early"));
+    kube.write_kubeconfig(&service_kc, &[]).unwrap();
+    kcp.write_kubeconfig(&kcp_kc, &["root:db-provider"])
+        .unwrap();
+    let health = free_port();
+    let mut agent = Agent(
+        Command::new(AGENT)
+            .arg(format!("--kubeconfig={}", service_kc.display()))
+            .arg(format!("--kcp-kubeconfig={}", kcp_kc.display()))
+            .args([
+                "--apiexportendpointslice-ref=databases",
+                "--namespace=kcp-api-syncagent",
+                "--log-format=console",
+            ])
+            .arg(format!("--health-address=127.0.0.1:{health}"))
+            .arg(format!("--metrics-address=127.0.0.1:{}", free_port()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for("/healthz", Duration::from_secs(20), || async {
+        http_get(health, "/healthz").is_some_and(|(c, _)| c == 200)
+    })
+    .await;
+    assert_ne!(http_get(health, "/readyz").map(|(c, _)| c), Some(200));
+    assert!(agent.0.try_wait().unwrap().is_none(), "the agent exited");
+    assert!(apply(&kcp.object_client("root:db-provider"), EXPORT).await);
+    wait_for("/readyz", Duration::from_secs(20), || async {
+        http_get(health, "/readyz").is_some_and(|(c, _)| c == 200)
+    })
+    .await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rbac_prints_exactly_the_published_and_related_kinds_instead_of_everything() {
     let kube = Server::start(Config::default()).await.unwrap();

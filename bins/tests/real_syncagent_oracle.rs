@@ -207,6 +207,18 @@ impl World {
             )],
         )
         .await;
+        // kcp adds the export's endpoint slice a moment later; upstream's agent exits without
+        // it (ours waits), so both start only once it is there.
+        let slice = ObjectRef::cluster_scoped(
+            gvk("apis.kcp.io", "v1alpha1", "APIExportEndpointSlice"),
+            "databases",
+        );
+        wait_for(
+            "the export's endpoint slice",
+            Duration::from_secs(60),
+            || async { provider.get(&slice).await.ok()? },
+        )
+        .await;
         let tag = self.tag(side);
         let namespace = format!("sync-{tag}");
         let mut published = published;

@@ -5,6 +5,7 @@
 //! workspace and its default endpoint slice (the one of the same name kcp creates) is followed.
 
 use kcp_core::kcp::types::{APIExport, APIExportEndpointSlice};
+use kcp_core::retry::Backoff;
 use kube::Api;
 
 use crate::error::{Error, Result};
@@ -62,7 +63,29 @@ pub fn retarget(url: &str, cluster: &str) -> String {
 }
 
 /// Resolves the APIExport from the kcp configuration (which must point at a workspace).
-pub async fn resolve(kcp: kube::Config, source: ExportRef) -> Result<KcpTarget> {
+///
+/// kcp creates an APIExport's default endpoint slice a moment after the export, so an agent
+/// started beside the export would find neither yet. Upstream exits then (and is restarted
+/// until both exist); ours waits with `backoff`, saying what it waits for. Any other error
+/// (a URL without a workspace, a refused request) ends the wait at once.
+pub async fn resolve(kcp: kube::Config, source: ExportRef, backoff: Backoff) -> Result<KcpTarget> {
+    let mut failures = 0;
+    loop {
+        match attempt(kcp.clone(), &source).await? {
+            Ok(target) => return Ok(target),
+            Err(missing) => {
+                failures += 1;
+                let delay = backoff.delay(failures);
+                tracing::warn!(%missing, retry_in = ?delay, "waiting for the APIExport");
+                tokio::time::sleep(delay).await;
+            }
+        }
+    }
+}
+
+/// One look at the followed object and its APIExport: the target, or which of them is
+/// missing (`Ok(Err(_))`), or an error that waiting does not mend.
+async fn attempt(kcp: kube::Config, source: &ExportRef) -> Result<Result<KcpTarget, String>> {
     let url = kcp.cluster_url.to_string();
     let Some(current) = cluster_segment(&url).map(str::to_owned) else {
         return Err(config_error(format!(
@@ -71,15 +94,17 @@ pub async fn resolve(kcp: kube::Config, source: ExportRef) -> Result<KcpTarget> 
     };
     let client =
         kcp_core::rest_metrics::client(kcp.clone()).map_err(|e| config_error(e.to_string()))?;
-    let (export_path, export_name) = match &source {
+    let (export_path, export_name) = match source {
         ExportRef::Export(name) => (current.clone(), name.clone()),
         ExportRef::EndpointSlice(name) => {
-            let slice = Api::<APIExportEndpointSlice>::all(client.clone())
-                .get(name)
+            let what = format!("APIExportEndpointSlice {name:?} in {current}");
+            let found = Api::<APIExportEndpointSlice>::all(client.clone())
+                .get_opt(name)
                 .await
-                .map_err(|e| {
-                    config_error(format!("reading APIExportEndpointSlice {name:?}: {e}"))
-                })?;
+                .map_err(|e| config_error(format!("reading {what}: {e}")))?;
+            let Some(slice) = found else {
+                return Ok(Err(what));
+            };
             let export = slice.spec.export;
             (
                 export
@@ -98,20 +123,20 @@ pub async fn resolve(kcp: kube::Config, source: ExportRef) -> Result<KcpTarget> 
     }
     let export_client = kcp_core::rest_metrics::client(export_config.clone())
         .map_err(|e| config_error(e.to_string()))?;
-    Api::<APIExport>::all(export_client)
-        .get(&export_name)
+    let what = format!("APIExport {export_name:?} in {export_path}");
+    let export = Api::<APIExport>::all(export_client)
+        .get_opt(&export_name)
         .await
-        .map_err(|e| {
-            config_error(format!(
-                "reading APIExport {export_name:?} in {export_path}: {e}"
-            ))
-        })?;
-    Ok(KcpTarget {
+        .map_err(|e| config_error(format!("reading {what}: {e}")))?;
+    if export.is_none() {
+        return Ok(Err(what));
+    }
+    Ok(Ok(KcpTarget {
         export_config,
         export_name,
         source_client: client,
-        source,
-    })
+        source: source.clone(),
+    }))
 }
 
 #[cfg(test)]

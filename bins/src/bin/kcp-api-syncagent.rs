@@ -6,11 +6,13 @@
 use std::collections::BTreeSet;
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 use kcp_core::KubeObjectClient;
 use kcp_core::cluster::{ApiExportConsumers, ClusterClients, ClusterProvider};
+use kcp_core::retry::Backoff;
 use kcp_core::selector::LabelSelector;
 use kcp_manager::{CommonFlags, Defaults, Error, Manager, parse_flags, print_crds};
 use kcp_sync::controller::{Agent, ControllerName, Metrics, run};
@@ -307,34 +309,50 @@ async fn agent(flags: Flags) -> Result<(), Error> {
     let service = kcp_core::rest_metrics::client(service_config).map_err(Error::client)?;
     let kcp_config =
         kcp_manager::lifecycle::load_kube_config(flags.kcp_kubeconfig.as_deref()).await?;
-    let target = resolve(kcp_config, s.source.clone())
+    let metrics = manager.with_registry(Metrics::register);
+    let ready = manager.readiness().synced_flag();
+    manager
+        .run(Some(service.clone()), |mut shutdown| async move {
+            // Served (not ready) while it waits for the export to appear.
+            let target = tokio::select! {
+                target = resolve(kcp_config, s.source.clone(), Backoff::default()) => target?,
+                () = &mut shutdown => return Ok(()),
+            };
+            let config = agent_config(&flags, &s, service, target, metrics, ready)?;
+            run(config, shutdown).await.map_err(Into::into)
+        })
         .await
-        .map_err(|e| Error::Component(Box::new(e)))?;
+}
+
+/// The agent's configuration once its APIExport is found.
+fn agent_config(
+    flags: &Flags,
+    s: &Settings,
+    service: kube::Client,
+    target: KcpTarget,
+    metrics: Metrics,
+    ready: Arc<AtomicBool>,
+) -> Result<Agent, Error> {
     let kcp =
         kcp_core::rest_metrics::client(target.export_config.clone()).map_err(Error::client)?;
     let mut sync = SyncConfig::new(s.agent.clone(), s.namespace.clone());
     if flags.per_agent_finalizer {
         sync = sync.with_agent_finalizer();
     }
-    let config = Agent {
+    Ok(Agent {
         sync,
         export_name: target.export_name.clone(),
         selector: flags.published_resource_selector.clone(),
-        disabled: s.disabled,
+        disabled: s.disabled.clone(),
         service: Arc::new(KubeObjectClient::new(service.clone())),
-        service_kube: Some(service.clone()),
+        service_kube: Some(service),
         kcp: Arc::new(KubeObjectClient::new(kcp.clone())),
         kcp_kube: Some(kcp),
         provider: provider(&target),
         resync: Duration::from_secs(300),
         workers: 4,
-        metrics: manager.with_registry(Metrics::register),
-        ready: manager.readiness().synced_flag(),
+        metrics,
+        ready,
         status_interval: Duration::from_secs(5),
-    };
-    manager
-        .run(Some(service), |shutdown| async move {
-            run(config, shutdown).await.map_err(Into::into)
-        })
-        .await
+    })
 }
