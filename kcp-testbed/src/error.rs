@@ -100,6 +100,16 @@ pub enum Error {
         /// The cause.
         source: Box<kcp_core::Error>,
     },
+    /// A conformance case could not be read or run.
+    #[error("conformance case {case}, step {step}: {reason}")]
+    Conformance {
+        /// The case (`<file>/<name>`).
+        case: String,
+        /// The step (1-based; 0 for the case as a whole).
+        step: usize,
+        /// What went wrong.
+        reason: String,
+    },
 }
 
 /// The test bed's result type.

@@ -27,6 +27,7 @@
 //! ```
 
 pub mod backend;
+pub mod conformance;
 pub mod error;
 pub mod etcd;
 pub mod go_build;

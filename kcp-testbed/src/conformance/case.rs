@@ -1,0 +1,153 @@
+//! The conformance cases: request sequences written in YAML, one file per area.
+//!
+//! ```yaml
+//! area: CRUD and errors
+//! server: kube            # kube (kube-apiserver) or kcp
+//! cases:
+//!   - name: get-missing-configmap
+//!     steps:
+//!       - request: GET /api/v1/namespaces/{ns}/configmaps/nothing
+//! ```
+//!
+//! A step's request line, headers and body may name `{ns}` (the case's namespace), `{ws}` (the
+//! case's workspace path, kcp only) and `{{<step>:<JSON pointer>}}` (a value of an earlier
+//! step's raw answer, 1-based, e.g. `{{1:/body/metadata/resourceVersion}}`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+
+/// Which real server a file's cases are held to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ServerKind {
+    /// kube-apiserver (kcp-sim in Kubernetes mode).
+    Kube,
+    /// kcp (kcp-sim in kcp mode).
+    Kcp,
+}
+
+/// One file of cases.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseFile {
+    /// The file's name without `.yaml` (set when loaded).
+    #[serde(skip)]
+    pub file: String,
+    /// The area the cases cover (a row of the conformance table).
+    pub area: String,
+    /// The real server.
+    pub server: ServerKind,
+    /// The cases, run in order, each on a fresh namespace (or workspace).
+    pub cases: Vec<Case>,
+}
+
+/// One request sequence.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Case {
+    /// Unique within its file.
+    pub name: String,
+    /// What kcp-sim answered differently before it was fixed, when this case found it.
+    #[serde(default)]
+    pub fixed: Option<String>,
+    /// The requests.
+    pub steps: Vec<Step>,
+}
+
+/// One request and how its answer is read.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Step {
+    /// `<METHOD> <path and query>`.
+    pub request: String,
+    /// Request headers (`Content-Type` defaults to `application/json` with a body).
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// The body, sent as JSON.
+    #[serde(default)]
+    pub body: Option<Value>,
+    /// A watch: read this many events, then hang up.
+    #[serde(default)]
+    pub watch: Option<WatchRead>,
+    /// Repeat the step (for up to 60 s) until its answer holds this value.
+    #[serde(default)]
+    pub until: Option<Until>,
+}
+
+/// How much of a watch is read.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WatchRead {
+    /// Events to read.
+    pub events: usize,
+}
+
+/// The answer a repeated step waits for.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Until {
+    /// A JSON pointer into the answer (`/status`, `/body/status/phase`).
+    pub path: String,
+    /// The value it must hold.
+    pub equals: Value,
+}
+
+impl Step {
+    /// The method and the path-and-query of the request line.
+    pub fn method_and_path(&self) -> Option<(&str, &str)> {
+        self.request.trim().split_once(' ')
+    }
+}
+
+impl CaseFile {
+    /// Every `*.yaml` file of `dir`, sorted by name.
+    pub fn load_dir(dir: &Path) -> Result<Vec<CaseFile>> {
+        let entries = std::fs::read_dir(dir)
+            .map_err(|e| Error::config(format!("reading {}", dir.display()), e))?;
+        let mut paths: Vec<_> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "yaml"))
+            .collect();
+        paths.sort();
+        paths.iter().map(|p| CaseFile::load(p)).collect()
+    }
+
+    /// One file of cases; a step without `<METHOD> <path>` or a repeated name is refused.
+    pub fn load(path: &Path) -> Result<CaseFile> {
+        let file = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let refuse = |case: &str, step: usize, reason: String| Error::Conformance {
+            case: format!("{file}/{case}"),
+            step,
+            reason,
+        };
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| refuse("*", 0, format!("reading {}: {e}", path.display())))?;
+        let mut loaded: CaseFile = serde_saphyr::from_str(&text)
+            .map_err(|e| refuse("*", 0, format!("parsing {}: {e}", path.display())))?;
+        let mut names = std::collections::BTreeSet::new();
+        for case in &loaded.cases {
+            if !names.insert(case.name.as_str()) {
+                return Err(refuse(&case.name, 0, "the name is used twice".into()));
+            }
+            for (i, step) in case.steps.iter().enumerate() {
+                if step.method_and_path().is_none() {
+                    return Err(refuse(
+                        &case.name,
+                        i + 1,
+                        format!("request {:?} is not `<METHOD> <path>`", step.request),
+                    ));
+                }
+            }
+        }
+        loaded.file = file;
+        Ok(loaded)
+    }
+}

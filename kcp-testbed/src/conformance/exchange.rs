@@ -1,0 +1,262 @@
+//! Sending a case's steps to a server and writing down its answers as they came.
+//!
+//! An answer is one JSON value: `{"status", "contentType", "warnings", "body"}`, where `body` is
+//! the parsed JSON (a watch: `{"events": [...], "complete": bool}`), `{"text": ...}` for other
+//! text and `{"bytes": <length>}` for binary bodies.
+
+use std::time::{Duration, Instant};
+
+use http_body_util::BodyExt as _;
+use serde_json::{Value, json};
+
+use super::case::{Case, Step, WatchRead};
+use crate::error::{Error, Result};
+
+/// The names a case runs under on one server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CaseNames {
+    /// The case's namespace (created before its first step).
+    pub namespace: String,
+    /// The case's workspace path (kcp).
+    pub workspace: Option<String>,
+    /// The logical cluster of that workspace (kcp).
+    pub cluster: Option<String>,
+}
+
+/// How long a watch is read before what came is written down as incomplete.
+const WATCH_READ: Duration = Duration::from_secs(20);
+/// How long a step with `until` is repeated.
+const UNTIL: Duration = Duration::from_secs(60);
+
+/// Runs every step of `case` against `client` (whose base is the server's root URL), and
+/// returns the answers as they came (not normalised).
+pub async fn run_case(
+    client: &kube::Client,
+    names: &CaseNames,
+    case: &Case,
+    case_id: &str,
+) -> Result<Vec<Value>> {
+    let mut answers = Vec::with_capacity(case.steps.len());
+    for (i, step) in case.steps.iter().enumerate() {
+        let fail = |reason: String| Error::Conformance {
+            case: case_id.to_string(),
+            step: i + 1,
+            reason,
+        };
+        let answer = run_step(client, names, step, &answers)
+            .await
+            .map_err(fail)?;
+        answers.push(answer);
+    }
+    Ok(answers)
+}
+
+/// One step, repeated while its `until` does not hold.
+async fn run_step(
+    client: &kube::Client,
+    names: &CaseNames,
+    step: &Step,
+    earlier: &[Value],
+) -> Result<Value, String> {
+    let deadline = Instant::now() + UNTIL;
+    loop {
+        let answer = send(client, names, step, earlier).await?;
+        let Some(until) = &step.until else {
+            return Ok(answer);
+        };
+        if answer.pointer(&until.path) == Some(&until.equals) {
+            return Ok(answer);
+        }
+        if Instant::now() > deadline {
+            return Err(format!(
+                "{} never became {} (last answer {answer})",
+                until.path, until.equals
+            ));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+async fn send(
+    client: &kube::Client,
+    names: &CaseNames,
+    step: &Step,
+    earlier: &[Value],
+) -> Result<Value, String> {
+    let line = substitute(&step.request, names, earlier)?;
+    let (method, path) = line
+        .trim()
+        .split_once(' ')
+        .ok_or_else(|| format!("request {line:?} is not `<METHOD> <path>`"))?;
+    let mut request = http::Request::builder().method(method).uri(path.trim());
+    for (name, value) in &step.headers {
+        request = request.header(name, substitute(value, names, earlier)?);
+    }
+    let body = match &step.body {
+        Some(body) => {
+            if !step
+                .headers
+                .keys()
+                .any(|k| k.eq_ignore_ascii_case("content-type"))
+            {
+                request = request.header("Content-Type", "application/json");
+            }
+            substitute(&body.to_string(), names, earlier)?.into_bytes()
+        }
+        None => Vec::new(),
+    };
+    let request = request
+        .body(kube::client::Body::from(body))
+        .map_err(|e| format!("building {line:?}: {e}"))?;
+    let response = client
+        .send(request)
+        .await
+        .map_err(|e| format!("sending {line:?}: {e}"))?;
+    let (parts, body) = response.into_parts();
+    let content_type = parts
+        .headers
+        .get(http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
+    let warnings: Vec<String> = parts
+        .headers
+        .get_all(http::header::WARNING)
+        .iter()
+        .filter_map(|v| v.to_str().ok().map(str::to_string))
+        .collect();
+    let body = match (&step.watch, parts.status.is_success()) {
+        (Some(watch), true) => read_watch(body, watch).await,
+        _ => read_body(body).await?,
+    };
+    Ok(json!({
+        "status": parts.status.as_u16(),
+        "contentType": content_type,
+        "warnings": warnings,
+        "body": body,
+    }))
+}
+
+async fn read_body(body: kube::client::Body) -> Result<Value, String> {
+    let bytes = body
+        .collect()
+        .await
+        .map_err(|e| format!("reading the answer: {e}"))?
+        .to_bytes();
+    Ok(parse_body(&bytes))
+}
+
+/// JSON when it parses, else text, else the length of the binary body.
+fn parse_body(bytes: &[u8]) -> Value {
+    if bytes.is_empty() {
+        return Value::Null;
+    }
+    if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
+        return value;
+    }
+    match std::str::from_utf8(bytes) {
+        Ok(text) => json!({"text": text}),
+        Err(_) => json!({"bytes": bytes.len()}),
+    }
+}
+
+/// Reads newline-separated watch events until `watch.events` came or [`WATCH_READ`] passed.
+async fn read_watch(mut body: kube::client::Body, watch: &WatchRead) -> Value {
+    let deadline = tokio::time::Instant::now() + WATCH_READ;
+    let mut pending = Vec::new();
+    let mut events = Vec::new();
+    while events.len() < watch.events {
+        let frame = tokio::time::timeout_at(deadline, body.frame()).await;
+        let Ok(Some(Ok(frame))) = frame else { break };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        pending.extend_from_slice(&data);
+        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            if events.len() < watch.events && line.len() > 1 {
+                events.push(parse_body(&line[..line.len() - 1]));
+            }
+        }
+    }
+    json!({"complete": events.len() == watch.events, "events": events})
+}
+
+/// `text` with `{ns}`, `{ws}`, `{cluster}` and `{{<step>:<pointer>}}` replaced.
+pub fn substitute(text: &str, names: &CaseNames, earlier: &[Value]) -> Result<String, String> {
+    let mut out = text.replace("{ns}", &names.namespace);
+    if let Some(ws) = &names.workspace {
+        out = out.replace("{ws}", ws);
+    }
+    if let Some(cluster) = &names.cluster {
+        out = out.replace("{cluster}", cluster);
+    }
+    while let Some(start) = out.find("{{") {
+        let end = out[start..]
+            .find("}}")
+            .map(|e| start + e)
+            .ok_or_else(|| format!("unclosed {{{{ in {text:?}"))?;
+        let reference = &out[start + 2..end];
+        let value = earlier_value(reference, earlier)?;
+        out.replace_range(start..end + 2, &value);
+    }
+    Ok(out)
+}
+
+fn earlier_value(reference: &str, earlier: &[Value]) -> Result<String, String> {
+    let (step, pointer) = reference
+        .split_once(':')
+        .ok_or_else(|| format!("{{{{{reference}}}}} is not {{{{<step>:<pointer>}}}}"))?;
+    let index: usize = step
+        .trim()
+        .parse()
+        .map_err(|_| format!("{{{{{reference}}}}}: {step:?} is not a step number"))?;
+    let answer = index
+        .checked_sub(1)
+        .and_then(|i| earlier.get(i))
+        .ok_or_else(|| format!("{{{{{reference}}}}}: no earlier step {index}"))?;
+    match answer.pointer(pointer.trim()) {
+        Some(Value::String(s)) => Ok(s.clone()),
+        Some(other) => Ok(other.to_string()),
+        None => Err(format!(
+            "{{{{{reference}}}}}: step {index}'s answer has no {pointer}"
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names() -> CaseNames {
+        CaseNames {
+            namespace: "cf-1".into(),
+            workspace: Some("root:cf-1".into()),
+            cluster: Some("abc".into()),
+        }
+    }
+
+    #[test]
+    fn names_and_earlier_answers_are_substituted() {
+        let earlier = vec![json!({"body": {"metadata": {"resourceVersion": "42"}}})];
+        let text =
+            "PUT /clusters/{ws}/api/v1/namespaces/{ns}/x?rv={{1:/body/metadata/resourceVersion}}";
+        assert_eq!(
+            substitute(text, &names(), &earlier).unwrap(),
+            "PUT /clusters/root:cf-1/api/v1/namespaces/cf-1/x?rv=42"
+        );
+    }
+
+    #[test]
+    fn a_reference_to_a_later_step_is_an_error_naming_it() {
+        let err = substitute("{{2:/status}}", &names(), &[]).unwrap_err();
+        assert!(err.contains("no earlier step 2"), "{err}");
+    }
+
+    #[test]
+    fn bodies_are_json_then_text_then_their_length() {
+        assert_eq!(parse_body(br#"{"a":1}"#), json!({"a": 1}));
+        assert_eq!(parse_body(b"ok"), json!({"text": "ok"}));
+        assert_eq!(parse_body(&[0xff, 0xfe]), json!({"bytes": 2}));
+        assert_eq!(parse_body(b""), Value::Null);
+    }
+}

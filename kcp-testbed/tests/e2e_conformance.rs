@@ -1,0 +1,127 @@
+//! kcp-sim held to the real servers.
+//!
+//! Every case under `conformance/cases` runs on a fresh kcp-sim and is compared field by field
+//! with what the real server (kube-apiserver or kcp) answered, recorded in
+//! `conformance/recorded`. A difference must be listed with its reason in
+//! `conformance/differences.yaml` (README's known differences); a listing that covers nothing
+//! any more is stale and fails too. The table printed is README's conformance table.
+//!
+//! With `KCP_RS_BACKEND=real` the cases also run on the real servers, and their answers must
+//! still be the recorded ones; `KCP_RS_CONFORMANCE_RECORD=1` writes them instead.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use kcp_testbed::Backend;
+use kcp_testbed::conformance::{
+    CaseFile, Difference, Listed, Table, Verdict, differences, run, stale,
+};
+use serde_json::Value;
+
+fn dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("conformance")
+}
+
+type Recording = BTreeMap<String, Vec<Value>>;
+
+fn recording_path(file: &CaseFile) -> PathBuf {
+    dir().join("recorded").join(format!("{}.json", file.file))
+}
+
+fn recorded(file: &CaseFile) -> Recording {
+    std::fs::read_to_string(recording_path(file))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default()
+}
+
+fn recording_wanted() -> bool {
+    std::env::var("KCP_RS_CONFORMANCE_RECORD").is_ok_and(|v| v == "1")
+}
+
+/// What the real server answers now, checked against (or, when recording, written to) the
+/// recordings; returns the recordings to hold kcp-sim to.
+async fn real_answers(files: &[CaseFile]) -> Vec<Recording> {
+    let mut drifted = Vec::new();
+    let mut all = Vec::new();
+    for file in files {
+        let mut recording = recorded(file);
+        for case in &file.cases {
+            let answers = run::on_real(file, case).await.unwrap();
+            let id = format!("{}/{}", file.file, case.name);
+            match recording.get(&case.name) {
+                Some(before) if !recording_wanted() => {
+                    drifted.extend(
+                        differences(&answers, before)
+                            .into_iter()
+                            .map(|d| (id.clone(), d)),
+                    );
+                }
+                _ => {
+                    recording.insert(case.name.clone(), answers);
+                }
+            }
+        }
+        if recording_wanted() {
+            let text = serde_json::to_string_pretty(&recording).unwrap() + "\n";
+            std::fs::write(recording_path(file), text).unwrap();
+        }
+        all.push(recording);
+    }
+    let report: Vec<String> = drifted
+        .iter()
+        .map(|(id, d)| format!("  {id} {d}"))
+        .collect();
+    assert!(
+        report.is_empty(),
+        "the real servers no longer answer as recorded (real shown as kcp-sim, recorded as real); \
+         record again with KCP_RS_CONFORMANCE_RECORD=1 if that is right:\n{}",
+        report.join("\n")
+    );
+    all
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kcp_sim_answers_as_the_real_servers_do() {
+    let files = CaseFile::load_dir(&dir().join("cases")).unwrap();
+    let listed = Listed::load(&dir().join("differences.yaml")).unwrap();
+    let recordings = match Backend::from_env().unwrap() {
+        Backend::Real => real_answers(&files).await,
+        Backend::Sim => files.iter().map(recorded).collect(),
+    };
+    let mut table = Table::default();
+    let mut found: Vec<(String, Vec<Difference>)> = Vec::new();
+    let mut problems = Vec::new();
+    for (file, recording) in files.iter().zip(&recordings) {
+        for case in &file.cases {
+            let id = format!("{}/{}", file.file, case.name);
+            let Some(real) = recording.get(&case.name) else {
+                problems.push(format!(
+                    "{id}: no recording; run with KCP_RS_BACKEND=real KCP_RS_CONFORMANCE_RECORD=1"
+                ));
+                continue;
+            };
+            let sim = run::on_sim(file, case).await.unwrap();
+            let diffs = differences(&sim, real);
+            let verdict = Verdict::of(&id, case.fixed.is_some(), &diffs, &listed);
+            if let Verdict::Unlisted(unlisted) = &verdict {
+                problems.extend(unlisted.iter().map(|d| format!("{id} {d}")));
+            }
+            table.add(&file.area, &verdict);
+            found.push((id, diffs));
+        }
+    }
+    for gone in stale(&listed, &found) {
+        problems.push(format!(
+            "differences.yaml lists {} {} but kcp-sim answers as the real server there now",
+            gone.case, gone.path
+        ));
+    }
+    println!("{table}");
+    assert!(
+        problems.is_empty(),
+        "{table}\nunlisted differences (fix kcp-sim or list them with their reason):\n{}",
+        problems.join("\n")
+    );
+}
