@@ -225,14 +225,17 @@ impl ApiError {
             "code": self.code,
         });
         if let Some(d) = &self.details {
+            // `metav1.StatusDetails` omits empty strings: a core-group error has no `group`.
             let mut details = serde_json::Map::new();
-            if let Some(name) = &d.name {
+            let present =
+                |s: &Option<String>| s.as_deref().filter(|s| !s.is_empty()).map(String::from);
+            if let Some(name) = present(&d.name) {
                 details.insert("name".into(), json!(name));
             }
-            if let Some(group) = &d.group {
+            if let Some(group) = present(&d.group) {
                 details.insert("group".into(), json!(group));
             }
-            if let Some(kind) = &d.kind {
+            if let Some(kind) = present(&d.kind) {
                 details.insert("kind".into(), json!(kind));
             }
             if !d.causes.is_empty() {
@@ -275,7 +278,7 @@ mod tests {
             status,
             json!({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure",
                 "message":"configmaps \"cfg\" not found","reason":"NotFound",
-                "details":{"name":"cfg","group":"","kind":"configmaps"},"code":404})
+                "details":{"name":"cfg","kind":"configmaps"},"code":404})
         );
     }
 
