@@ -185,13 +185,17 @@ impl ApiError {
         Self::new(500, "InternalError", message)
     }
 
-    /// A bare 404 for a URL that names no known resource (the real server's text).
+    /// The 404 for a URL that names no known resource: the real server's text, and empty
+    /// `details` (`details: {}`), as apimachinery's `NewGenericServerResponse` writes them.
     pub fn path_not_found() -> Self {
-        Self::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        )
+        Self {
+            details: Some(Box::default()),
+            ..Self::new(
+                404,
+                "NotFound",
+                "the server could not find the requested resource",
+            )
+        }
     }
 
     /// The reason the real server uses for a code (for injected faults).
@@ -280,6 +284,12 @@ mod tests {
                 "message":"configmaps \"cfg\" not found","reason":"NotFound",
                 "details":{"name":"cfg","kind":"configmaps"},"code":404})
         );
+    }
+
+    #[test]
+    fn an_unknown_resource_has_empty_details() {
+        let status = ApiError::path_not_found().to_status();
+        assert_eq!(status["details"], json!({}));
     }
 
     #[test]
