@@ -222,6 +222,27 @@ impl Sim {
         self.with_registry(endpoint, |r| r.clone())
     }
 
+    /// Whether any type is served under `group`/`version` at an endpoint (a wildcard endpoint
+    /// sees the types of every cluster).
+    pub fn serves_group_version(
+        &self,
+        endpoint: &Endpoint,
+        group: &str,
+        version: &str,
+    ) -> ApiResult<bool> {
+        if matches!(
+            endpoint,
+            Endpoint::Wildcard | Endpoint::Initializing { cluster: None, .. }
+        ) {
+            let state = self.read();
+            return Ok(state
+                .clusters
+                .values()
+                .any(|c| c.registry.serves_group_version(group, version)));
+        }
+        self.with_registry(endpoint, |r| r.serves_group_version(group, version))
+    }
+
     /// Looks up the type served for a group, version and kind at an endpoint.
     pub fn type_of_kind(
         &self,

@@ -79,6 +79,16 @@ fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
     full(status, "application/json", body)
 }
 
+/// The answer to a path no handler serves, such as an API group nobody serves: Go's
+/// `http.NotFound` text, not a `Status`, as kube-apiserver's not-found handler writes it.
+fn page_not_found() -> Response<Body> {
+    full(
+        StatusCode::NOT_FOUND,
+        "text/plain; charset=utf-8",
+        "404 page not found\n",
+    )
+}
+
 /// A `Status` error response.
 pub fn error_response(err: &ApiError) -> Response<Body> {
     let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -219,6 +229,14 @@ async fn route(
         ["apis", g, v, tail @ ..] if !tail.is_empty() => (*g, *v, tail),
         _ => return Err(ApiError::path_not_found()),
     };
+    // Only served group versions have handlers; the rest of `/apis` is the not-found handler's.
+    if !group.is_empty()
+        && !sim
+            .serves_group_version(&endpoint, group, version)
+            .unwrap_or(true)
+    {
+        return Ok(page_not_found());
+    }
     let (namespace, plural, name, subresource) = match tail {
         ["namespaces", ns, plural, more @ ..]
             if !(group.is_empty()
@@ -434,12 +452,12 @@ fn non_resource(
         },
         ["apis", group] => match sim.registry(endpoint)?.api_group(group) {
             Some(doc) => ok(doc),
-            None => Err(ApiError::path_not_found()),
+            None => Ok(Some(page_not_found())),
         },
         ["apis", group, version] => match sim.registry(endpoint)?.api_resource_list(group, version)
         {
             Some(doc) => ok(doc),
-            None => Err(ApiError::path_not_found()),
+            None => Ok(Some(page_not_found())),
         },
         _ => Ok(None),
     }

@@ -573,6 +573,13 @@ impl Registry {
         Some(doc)
     }
 
+    /// Whether any type is served under `group`/`version`.
+    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
+        self.by_resource
+            .values()
+            .any(|t| t.group == group && t.serves(version))
+    }
+
     /// `GET /api/v1` or `GET /apis/<group>/<version>`, or `None` when nothing is served there.
     pub fn api_resource_list(&self, group: &str, version: &str) -> Option<Value> {
         let mut resources = Vec::new();
