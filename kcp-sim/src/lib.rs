@@ -20,7 +20,8 @@
 //! Layers, bottom up: [`store`] (objects, resourceVersions, change history, watch fan-out),
 //! [`semantics`] (Kubernetes write rules), [`crd`], [`kcp`], [`apiexport`], [`query`] (lists and watch
 //! filters), [`api`] (addressing and faults, shared by HTTP and in-process calls), [`http`],
-//! [`server`]. [`schema`] validates, defaults and prunes custom resources. [`selector`], [`patch`] and [`managed_fields`] are the pure pieces underneath;
+//! [`server`]. [`schema`] validates, defaults and prunes custom resources. [`selector`], [`patch`],
+//! [`managed_fields`] and [`object_meta`] (metadata checks) are the pure pieces underneath;
 //! [`table`], [`events`], [`protobuf`] and [`openapi`] are how answers are shown (Tables, watch events,
 //! Kubernetes protobuf bodies, OpenAPI v3 documents).
 //!
@@ -36,6 +37,7 @@ pub mod faults;
 pub mod http;
 pub mod kcp;
 pub mod managed_fields;
+pub mod object_meta;
 pub mod openapi;
 pub mod patch;
 pub mod protobuf;

@@ -16,9 +16,10 @@ use crate::apiexport::{self, conversion, hooks as apis};
 use crate::managed_fields::{self, FieldManager};
 use crate::patch;
 use crate::resource::{GroupResource, ResourceType};
+use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult};
 use crate::store::{State, Stored};
-use crate::{crd, kcp, schema};
+use crate::{crd, kcp, object_meta, schema};
 
 /// Who writes and how: the options of a create, update or patch.
 #[derive(Debug, Clone, Default)]
@@ -122,51 +123,6 @@ fn generated_suffix() -> String {
     (0..5)
         .map(|_| NAME_ALPHABET[fastrand::usize(..NAME_ALPHABET.len())] as char)
         .collect()
-}
-
-/// Checks a name by the rule of its API group: RBAC objects are path segments (so
-/// `system:controller:x` and `<uid>:<role>` are valid, as kube-apiserver's
-/// `ValidateRBACName` allows), everything else a DNS-1123 subdomain.
-fn validate_name_in(group: &str, name: &str) -> Result<(), String> {
-    if group != "rbac.authorization.k8s.io" {
-        return validate_name(name);
-    }
-    if name.is_empty() {
-        return Err("Required value: name or generateName is required".to_string());
-    }
-    if name == "." || name == ".." || name.contains('/') || name.contains('%') {
-        return Err(format!(
-            "Invalid value: \"{name}\": may not be '.' or '..' and may not contain '/' or '%'"
-        ));
-    }
-    Ok(())
-}
-
-/// Checks a name as a DNS-1123 subdomain, the rule most kinds use.
-fn validate_name(name: &str) -> Result<(), String> {
-    if name.is_empty() {
-        return Err("Required value: name or generateName is required".to_string());
-    }
-    if name.len() > 253 {
-        return Err(format!(
-            "Invalid value: \"{name}\": must be no more than 253 characters"
-        ));
-    }
-    let ok_chars = name
-        .bytes()
-        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.');
-    let ok_ends = name
-        .bytes()
-        .next()
-        .zip(name.bytes().last())
-        .is_some_and(|(f, l)| f.is_ascii_alphanumeric() && l.is_ascii_alphanumeric());
-    if ok_chars && ok_ends {
-        Ok(())
-    } else {
-        Err(format!(
-            "Invalid value: \"{name}\": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character"
-        ))
-    }
 }
 
 fn meta(obj: &Value) -> Option<&Map<String, Value>> {
@@ -398,13 +354,9 @@ pub fn create(
     {
         name = format!("{prefix}{}", generated_suffix());
     }
-    if let Err(why) = validate_name_in(&rt.group, &name) {
-        let field = if generate.is_some() {
-            "metadata.generateName"
-        } else {
-            "metadata.name"
-        };
-        return Err(ApiError::invalid(&rt.group, &rt.kind, &name, field, &why));
+    let errors = object_meta::name_errors(&rt.group, generate.as_deref(), &name);
+    if !errors.is_empty() {
+        return Err(invalid_object(&rt.group, &rt.kind, &name, &errors));
     }
     if rt.namespaced {
         namespace_accepts_objects(state, cluster, &ns)?;
@@ -885,14 +837,9 @@ fn apply(
             if status {
                 return Err(ApiError::not_found(&rt.group, &rt.plural, name));
             }
-            if let Err(why) = validate_name_in(&rt.group, name) {
-                return Err(ApiError::invalid(
-                    &rt.group,
-                    &rt.kind,
-                    name,
-                    "metadata.name",
-                    &why,
-                ));
+            let errors = object_meta::name_errors(&rt.group, None, name);
+            if !errors.is_empty() {
+                return Err(invalid_object(&rt.group, &rt.kind, name, &errors));
             }
             if rt.namespaced {
                 namespace_accepts_objects(state, cluster, namespace)?;
@@ -1306,24 +1253,6 @@ mod tests {
         let uid = new_uid();
         assert_eq!(uid.len(), 36);
         assert_eq!(&uid[14..15], "4");
-    }
-
-    #[test]
-    fn names_must_be_dns_subdomains() {
-        assert!(validate_name("web-1.example").is_ok());
-        assert!(validate_name("Web").is_err());
-        assert!(validate_name("-web").is_err());
-        assert!(validate_name("").is_err());
-    }
-
-    #[test]
-    fn rbac_names_are_path_segments() {
-        let rbac = "rbac.authorization.k8s.io";
-        assert!(validate_name_in(rbac, "system:controller:x").is_ok());
-        assert!(validate_name_in(rbac, "0b7e:cluster-admin").is_ok());
-        assert!(validate_name_in(rbac, "a/b").is_err());
-        assert!(validate_name_in(rbac, "..").is_err());
-        assert!(validate_name_in("apps", "a:b").is_err());
     }
 
     #[test]
