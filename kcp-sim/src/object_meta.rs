@@ -1,6 +1,6 @@
-//! apimachinery's checks of an object's metadata (`ValidateObjectMetaAccessor`), with the real
-//! server's messages: `util/validation`'s texts, with their examples and the regular expression
-//! they name, as [`FieldError`]s for a `422 Invalid` answer.
+//! apimachinery's checks of an object's metadata (`ValidateObjectMetaAccessor`): its names and
+//! its labels, with the real server's messages (`util/validation`'s texts, with their examples
+//! and the regular expression they name), as [`FieldError`]s for a `422 Invalid` answer.
 //!
 //! A name is checked by the rule of its kind: RBAC objects are path segments (so
 //! `system:controller:x` and `<uid>:<role>` are valid, as `ValidateRBACName` allows), every
@@ -60,6 +60,100 @@ pub fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
             &dns1123_subdomain_fmt(),
             &["example.com"],
         ));
+    }
+    errors
+}
+
+const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
+const QUALIFIED_NAME_ERROR: &str = "must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const QUALIFIED_NAME_MAX: usize = 63;
+const LABEL_VALUE_ERROR: &str = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
+const LABEL_VALUE_MAX: usize = 63;
+
+/// Whether `name` matches `([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]`.
+fn is_qualified_name_shape(name: &str) -> bool {
+    let bytes = name.as_bytes();
+    let inner = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.');
+    match (bytes.first(), bytes.last()) {
+        (Some(first), Some(last)) => {
+            first.is_ascii_alphanumeric() && last.is_ascii_alphanumeric() && bytes.iter().all(inner)
+        }
+        _ => false,
+    }
+}
+
+/// `validation.IsQualifiedName`: `[prefix/]name`, the prefix a DNS-1123 subdomain.
+pub fn qualified_name_errors(value: &str) -> Vec<String> {
+    let examples = ["MyName", "my.name", "123-abc"];
+    let mut errors = Vec::new();
+    let parts: Vec<&str> = value.split('/').collect();
+    let name = match parts.as_slice() {
+        [name] => *name,
+        [prefix, name] => {
+            if prefix.is_empty() {
+                errors.push("prefix part must be non-empty".to_string());
+            } else {
+                errors.extend(
+                    dns1123_subdomain_errors(prefix)
+                        .into_iter()
+                        .map(|m| format!("prefix part {m}")),
+                );
+            }
+            *name
+        }
+        _ => {
+            errors.push(format!(
+                "a qualified name {} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')",
+                regex_error(QUALIFIED_NAME_ERROR, QUALIFIED_NAME_FMT, &examples)
+            ));
+            return errors;
+        }
+    };
+    if name.is_empty() {
+        errors.push("name part must be non-empty".to_string());
+    } else if name.len() > QUALIFIED_NAME_MAX {
+        errors.push(format!("name part {}", max_len_error(QUALIFIED_NAME_MAX)));
+    }
+    if !is_qualified_name_shape(name) {
+        errors.push(format!(
+            "name part {}",
+            regex_error(QUALIFIED_NAME_ERROR, QUALIFIED_NAME_FMT, &examples)
+        ));
+    }
+    errors
+}
+
+/// `validation.IsValidLabelValue`: empty, or a qualified name without a prefix.
+pub fn label_value_errors(value: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if value.len() > LABEL_VALUE_MAX {
+        errors.push(max_len_error(LABEL_VALUE_MAX));
+    }
+    if !value.is_empty() && !is_qualified_name_shape(value) {
+        errors.push(regex_error(
+            LABEL_VALUE_ERROR,
+            &format!("({QUALIFIED_NAME_FMT})?"),
+            &["MyValue", "my_value", "12345"],
+        ));
+    }
+    errors
+}
+
+/// What is wrong with an object's `metadata.labels` (`ValidateLabels`: each key, then its
+/// value; keys in order, where Go's map order is random).
+pub fn label_errors(labels: Option<&Value>) -> Vec<FieldError> {
+    let Some(labels) = labels.and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    let mut errors = Vec::new();
+    for (key, value) in labels {
+        let at = |v: &str, m: String| {
+            FieldError::invalid("metadata.labels", Value::String(v.to_string()), m)
+        };
+        errors.extend(qualified_name_errors(key).into_iter().map(|m| at(key, m)));
+        if let Some(value) = value.as_str() {
+            errors.extend(label_value_errors(value).into_iter().map(|m| at(value, m)));
+        }
     }
     errors
 }
@@ -182,6 +276,49 @@ mod tests {
         assert_eq!(bad.len(), 2);
         assert!(bad[0].starts_with("metadata.generateName: Invalid value: \"Made-\""));
         assert!(bad[1].starts_with("metadata.name: Invalid value: \"Made-x7k2p\""));
+    }
+
+    #[test]
+    fn a_bad_label_value_reads_as_kube_apiserver_writes_it() {
+        let errors = label_errors(Some(&serde_json::json!({"a": "not valid!", "b": ""})));
+        let messages: Vec<String> = errors.iter().map(FieldError::message).collect();
+        assert_eq!(
+            messages,
+            [
+                "metadata.labels: Invalid value: \"not valid!\": a valid label must be an empty \
+              string or consist of alphanumeric characters, '-', '_' or '.', and must start and \
+              end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', \
+              regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
+            ]
+        );
+        assert_eq!(label_value_errors(&"a".repeat(64)).len(), 1);
+    }
+
+    #[test]
+    fn label_keys_are_qualified_names() {
+        assert!(qualified_name_errors("app.kubernetes.io/name").is_empty());
+        assert!(qualified_name_errors("MyName").is_empty());
+        assert_eq!(
+            qualified_name_errors("/x"),
+            ["prefix part must be non-empty"]
+        );
+        assert_eq!(qualified_name_errors("Example.com/x").len(), 1);
+        assert!(qualified_name_errors("Example.com/x")[0].starts_with("prefix part a lowercase"));
+        assert_eq!(
+            qualified_name_errors("x/"),
+            [
+                "name part must be non-empty".to_string(),
+                format!(
+                    "name part {}",
+                    regex_error(
+                        QUALIFIED_NAME_ERROR,
+                        QUALIFIED_NAME_FMT,
+                        &["MyName", "my.name", "123-abc"]
+                    )
+                )
+            ]
+        );
+        assert!(qualified_name_errors("a/b/c")[0].starts_with("a qualified name must consist"));
     }
 
     #[test]

@@ -354,7 +354,8 @@ pub fn create(
     {
         name = format!("{prefix}{}", generated_suffix());
     }
-    let errors = object_meta::name_errors(&rt.group, generate.as_deref(), &name);
+    let mut errors = object_meta::name_errors(&rt.group, generate.as_deref(), &name);
+    errors.extend(object_meta::label_errors(obj.pointer("/metadata/labels")));
     if !errors.is_empty() {
         return Err(invalid_object(&rt.group, &rt.kind, &name, &errors));
     }
@@ -630,6 +631,10 @@ fn write_update(
             .about(&rt.group, &rt.plural, name));
         }
     }
+    let errors = object_meta::label_errors(new.pointer("/metadata/labels"));
+    if !errors.is_empty() {
+        return Err(invalid_object(&rt.group, &rt.kind, name, &errors));
+    }
     let part = if status {
         schema::Part::Status
     } else {
@@ -837,7 +842,10 @@ fn apply(
             if status {
                 return Err(ApiError::not_found(&rt.group, &rt.plural, name));
             }
-            let errors = object_meta::name_errors(&rt.group, None, name);
+            let mut errors = object_meta::name_errors(&rt.group, None, name);
+            errors.extend(object_meta::label_errors(
+                applied.pointer("/metadata/labels"),
+            ));
             if !errors.is_empty() {
                 return Err(invalid_object(&rt.group, &rt.kind, name, &errors));
             }
