@@ -224,12 +224,57 @@ fn same_managed_fields(a: &Value, b: &Value) -> bool {
     strip(a) == strip(b)
 }
 
+/// The Go package of a kind's internal type in kube-apiserver's own scheme (`core` of
+/// `core.ConfigMap`); `None` for kinds other servers serve (CRDs, kcp's kinds, custom resources).
+fn internal_package(group: &str) -> Option<&'static str> {
+    match group {
+        "" | "events.k8s.io" => Some("core"),
+        "apps" => Some("apps"),
+        "policy" => Some("policy"),
+        "rbac.authorization.k8s.io" => Some("rbac"),
+        "coordination.k8s.io" => Some("coordination"),
+        _ => None,
+    }
+}
+
+/// kube-apiserver's answer to a body of another of its kinds: it decodes the body as that kind
+/// and finds no conversion to the kind of the URL.
+fn unknown_conversion(
+    rt: &ResourceType,
+    body_api_version: &str,
+    body_kind: &str,
+) -> Option<ApiError> {
+    let target = internal_package(&rt.group)?;
+    let (body_group, body_version) = body_api_version
+        .rsplit_once('/')
+        .unwrap_or(("", body_api_version));
+    internal_package(body_group)?;
+    let known = crate::resource::builtin_types(crate::resource::Flavor::Kubernetes)
+        .iter()
+        .any(|t| t.group == body_group && t.kind == body_kind && t.serves(body_version));
+    if body_kind == rt.kind || !known {
+        return None;
+    }
+    Some(ApiError::bad_request(format!(
+        "{body_kind} in version \"{body_version}\" cannot be handled as a {kind}: converting \
+         ({body_version}.{body_kind}) to ({target}.{kind}): unknown conversion",
+        kind = rt.kind
+    )))
+}
+
 /// Sets apiVersion and kind, or rejects a body written for another type.
 fn check_type(rt: &ResourceType, version: &str, obj: &mut Value) -> ApiResult<()> {
     let api_version = rt.api_version(version);
     let root = obj
         .as_object_mut()
         .ok_or_else(|| ApiError::bad_request("the object must be a JSON object"))?;
+    if let (Some(v), Some(k)) = (
+        root.get("apiVersion").and_then(Value::as_str),
+        root.get("kind").and_then(Value::as_str),
+    ) && let Some(err) = unknown_conversion(rt, v, k)
+    {
+        return Err(err);
+    }
     match root.get("apiVersion").and_then(Value::as_str) {
         Some(v) if v != api_version => {
             return Err(ApiError::bad_request(format!(
@@ -1261,6 +1306,26 @@ mod tests {
         let uid = new_uid();
         assert_eq!(uid.len(), 36);
         assert_eq!(&uid[14..15], "4");
+    }
+
+    #[test]
+    fn a_body_of_another_builtin_kind_has_no_conversion() {
+        let types = crate::resource::builtin_types(crate::resource::Flavor::Kubernetes);
+        let of = |plural: &str| types.iter().find(|t| t.plural == plural).cloned().unwrap();
+        let err = unknown_conversion(&of("configmaps"), "v1", "Secret").unwrap();
+        assert_eq!(
+            err.message,
+            "Secret in version \"v1\" cannot be handled as a ConfigMap: converting (v1.Secret) \
+             to (core.ConfigMap): unknown conversion"
+        );
+        let err = unknown_conversion(&of("roles"), "apps/v1", "Deployment").unwrap();
+        assert!(
+            err.message
+                .ends_with("(v1.Deployment) to (rbac.Role): unknown conversion")
+        );
+        assert!(unknown_conversion(&of("configmaps"), "v1", "ConfigMap").is_none());
+        assert!(unknown_conversion(&of("configmaps"), "v1", "Widget").is_none());
+        assert!(unknown_conversion(&of("customresourcedefinitions"), "v1", "Secret").is_none());
     }
 
     #[test]
