@@ -14,7 +14,7 @@ use crate::faults::{Faults, Verb};
 use crate::kcp;
 use crate::query::{self, ClusterScope, Filter, Page, Visibility, WatchFilter};
 use crate::resource::{Flavor, GroupResource, Registry, ResourceType};
-use crate::semantics::{self, DeleteRequest, PatchKind, WriteOptions, Written};
+use crate::semantics::{self, DeleteRequest, Deleted, PatchKind, WriteOptions, Written};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Change, ChangeKind, State, Stored};
 use crate::table;
@@ -566,7 +566,7 @@ impl Sim {
         &self,
         target: &Target,
         req: &DeleteRequest,
-    ) -> ApiResult<(Arc<ResourceType>, Arc<Stored>)> {
+    ) -> ApiResult<(Arc<ResourceType>, Deleted)> {
         let name = Self::name(target)?;
         self.write_op(Verb::Delete, target, |state, r, cluster| {
             semantics::delete(
@@ -609,7 +609,7 @@ impl Sim {
                     &field("name"),
                     req,
                 ) {
-                    Ok(o) => deleted.push(o),
+                    Ok(o) => deleted.push(o.object),
                     Err(e) if e.code == 404 => {}
                     Err(e) => return Err(e),
                 }

@@ -382,10 +382,15 @@ impl ObjectClient for SimClient {
             dry_run: false,
         };
         match self.sim.delete(&t, &req).await {
-            Ok((_, obj)) => {
+            Ok((_, deleted)) => {
                 let still_there = self.sim.get(&t).await.is_ok();
                 if still_there {
-                    let obj = decode(&rt, &target.gvk.version, &obj, &target.to_string())?;
+                    let obj = decode(
+                        &rt,
+                        &target.gvk.version,
+                        &deleted.object,
+                        &target.to_string(),
+                    )?;
                     Ok(DeleteOutcome::Terminating(Box::new(obj)))
                 } else {
                     Ok(DeleteOutcome::Deleted)

@@ -365,8 +365,18 @@ async fn route(
         }
         (Method::DELETE, true) => {
             let req = delete_request(&body, &query)?;
-            let (rt, obj) = sim.delete(&target, &req).await?;
-            Ok(object_response(StatusCode::OK, &rt, &target.version, &obj))
+            let (rt, deleted) = sim.delete(&target, &req).await?;
+            if deleted.at_once && !answers_deleted_object(&rt) {
+                let name = target.name.as_deref().unwrap_or_default();
+                let status = deleted_status(&rt, name, &deleted.object.uid);
+                return Ok(json_response(StatusCode::OK, &status));
+            }
+            Ok(object_response(
+                StatusCode::OK,
+                &rt,
+                &target.version,
+                &deleted.object,
+            ))
         }
         (Method::DELETE, false) => {
             let req = delete_request(&body, &query)?;
@@ -389,6 +399,29 @@ async fn route(
             "the server does not allow this method on the requested resource: {m}"
         ))),
     }
+}
+
+/// Whether a delete that removes the object at once answers with the object, not a `Status`:
+/// kube-apiserver's Service storage sets `ReturnDeletedObject`; every other kind here answers
+/// a `Success` Status.
+fn answers_deleted_object(rt: &ResourceType) -> bool {
+    rt.group.is_empty() && rt.plural == "services"
+}
+
+/// The `Success` Status of an object deleted at once: `details` name the object, its resource
+/// (in `kind`, as the real server does) and its uid.
+fn deleted_status(rt: &ResourceType, name: &str, uid: &str) -> Value {
+    let mut details = json!({"name": name, "kind": rt.plural, "uid": uid});
+    if !rt.group.is_empty() {
+        details["group"] = json!(rt.group);
+    }
+    json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "details": details,
+    })
 }
 
 /// Whether a type is compiled into the real server (strategic merge patch works for those only).

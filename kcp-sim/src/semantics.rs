@@ -95,6 +95,16 @@ pub struct Written {
     pub created: bool,
 }
 
+/// The outcome of a delete.
+#[derive(Debug, Clone)]
+pub struct Deleted {
+    /// The object: as it was, when it went at once; else as it is now.
+    pub object: Arc<Stored>,
+    /// Whether it went at once, with nothing (finalizers, contents) to wait for first; for a
+    /// dry run, whether it would have.
+    pub at_once: bool,
+}
+
 /// The current time as the API server writes timestamps.
 pub fn now() -> String {
     jiff::Timestamp::now()
@@ -931,7 +941,7 @@ pub fn delete(
     namespace: &str,
     name: &str,
     req: &DeleteRequest,
-) -> ApiResult<Arc<Stored>> {
+) -> ApiResult<Deleted> {
     let current = get(state, cluster, rt, namespace, name)?;
     if let Some(uid) = req.precondition_uid.as_deref()
         && uid != &*current.uid
@@ -960,12 +970,9 @@ pub fn delete(
         ));
     }
     kcp::check_delete(rt, name)?;
-    if req.dry_run {
-        return Ok(current);
-    }
     let mut obj = current.value()?;
     let policy = req.propagation.as_deref().unwrap_or("Background");
-    if !matches!(policy, "Background" | "Foreground" | "Orphan") {
+    if !req.dry_run && !matches!(policy, "Background" | "Foreground" | "Orphan") {
         return Err(ApiError::bad_request(format!(
             "propagationPolicy: Unsupported value: \"{policy}\": supported values: \"Background\", \"Foreground\", \"Orphan\""
         )));
@@ -977,13 +984,23 @@ pub fn delete(
     if policy == "Foreground" && !fins.iter().any(|f| f == "foregroundDeletion") {
         fins.push("foregroundDeletion".to_string());
     }
+    let needs_cleanup = is_namespace || is_crd || is_binding;
+    let at_once = fins.is_empty() && !needs_cleanup;
+    if req.dry_run {
+        return Ok(Deleted {
+            object: current,
+            at_once,
+        });
+    }
     if policy == "Orphan" {
         orphan_dependents(state, cluster, &current.uid)?;
     }
-    let needs_cleanup = is_namespace || is_crd || is_binding;
-    if fins.is_empty() && !needs_cleanup {
+    if at_once {
         let removed = remove_now(state, cluster, rt, namespace, name)?;
-        return Ok(removed.unwrap_or(current));
+        return Ok(Deleted {
+            object: removed.unwrap_or(current),
+            at_once,
+        });
     }
     // Terminating: mark, then clean up what the object waits for.
     let already = obj.pointer("/metadata/deletionTimestamp").is_some();
@@ -1010,9 +1027,10 @@ pub fn delete(
         collect_dependents(state, cluster, &current.uid)?;
     }
     try_finish_termination(state, cluster, rt, namespace, name)?;
-    Ok(state
+    let object = state
         .lookup(cluster, rt.group_resource(), namespace, name)
-        .unwrap_or(current))
+        .unwrap_or(current);
+    Ok(Deleted { object, at_once })
 }
 
 /// Removes an object for good, and lets what waited on it move on.
