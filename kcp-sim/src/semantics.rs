@@ -98,7 +98,8 @@ pub struct Written {
 /// The outcome of a delete.
 #[derive(Debug, Clone)]
 pub struct Deleted {
-    /// The object: as it was, when it went at once; else as it is now.
+    /// The object: as it was, when it went at once; else as it is now, or, when what it
+    /// waited for was done inside the request, as it was stored terminating.
     pub object: Arc<Stored>,
     /// Whether it went at once, with nothing (finalizers, contents) to wait for first; for a
     /// dry run, whether it would have.
@@ -1004,15 +1005,24 @@ pub fn delete(
     }
     // Terminating: mark, then clean up what the object waits for.
     let already = obj.pointer("/metadata/deletionTimestamp").is_some();
+    let mut terminating = None;
     if !already {
         let meta = meta_mut(&mut obj)?;
         meta.insert("deletionTimestamp".into(), json!(now()));
-        meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-        meta.insert("finalizers".into(), json!(fins));
+        // kube-apiserver's namespace storage sets only the timestamp and the phase; other
+        // kinds are marked with a zero grace period.
+        if !is_namespace {
+            meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+        }
+        if fins.is_empty() {
+            meta.remove("finalizers");
+        } else {
+            meta.insert("finalizers".into(), json!(fins));
+        }
         if is_namespace {
             obj["status"]["phase"] = json!("Terminating");
         }
-        state.store(cluster, rt.group_resource(), namespace, name, &mut obj)?;
+        terminating = Some(state.store(cluster, rt.group_resource(), namespace, name, &mut obj)?);
     }
     if is_namespace {
         delete_namespace_contents(state, cluster, name)?;
@@ -1027,8 +1037,11 @@ pub fn delete(
         collect_dependents(state, cluster, &current.uid)?;
     }
     try_finish_termination(state, cluster, rt, namespace, name)?;
+    // What finished terminating inside this request is answered as the real server answers
+    // before its controllers finish: terminating.
     let object = state
         .lookup(cluster, rt.group_resource(), namespace, name)
+        .or(terminating)
         .unwrap_or(current);
     Ok(Deleted { object, at_once })
 }
