@@ -390,6 +390,13 @@ pub fn get(
         .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
 }
 
+/// Whether new objects of a type start at `metadata.generation` 1: kinds with a status
+/// subresource do, except the core kinds (Namespaces, Services, Nodes), whose kube-apiserver
+/// strategies set no generation.
+fn has_generation(rt: &ResourceType) -> bool {
+    rt.status && !rt.group.is_empty()
+}
+
 /// Creates an object.
 pub fn create(
     state: &mut State,
@@ -438,7 +445,7 @@ pub fn create(
         meta.remove("deletionGracePeriodSeconds");
         meta.remove("managedFields");
         meta.remove("selfLink");
-        if rt.status {
+        if has_generation(rt) {
             meta.insert("generation".into(), json!(1));
         } else {
             meta.remove("generation");
@@ -914,7 +921,7 @@ fn apply(
             let meta = meta_mut(&mut obj)?;
             meta.insert("uid".into(), json!(new_uid()));
             meta.insert("creationTimestamp".into(), json!(now));
-            if rt.status {
+            if has_generation(rt) {
                 meta.insert("generation".into(), json!(1));
             }
             finish_create(state, cluster, rt, namespace, name, obj, opts.dry_run)
