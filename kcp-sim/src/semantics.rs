@@ -408,6 +408,7 @@ pub fn create(
     opts: &WriteOptions,
 ) -> ApiResult<Written> {
     check_type(rt, version, &mut obj)?;
+    decode_defaults(rt, &mut obj)?;
     conversion::to_storage(rt, version, &mut obj)?;
     let ns = check_namespace(rt, url_namespace, &mut obj)?;
     let generate = meta_str(&obj, "generateName").map(String::from);
@@ -514,6 +515,30 @@ fn admit_custom_resource(
     }
 }
 
+/// Sets the `kubernetes.io/metadata.name` label of a named Namespace to its name.
+fn label_namespace_name(obj: &mut Value) -> ApiResult<()> {
+    let Some(name) = meta_str(obj, "name").filter(|n| !n.is_empty()) else {
+        return Ok(());
+    };
+    let name = json!(name);
+    let labels = meta_mut(obj)?.entry("labels").or_insert_with(|| json!({}));
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    labels["kubernetes.io/metadata.name"] = name;
+    Ok(())
+}
+
+/// What kube-apiserver's decoding of a written body sets (its `SetDefaults_*` functions), before
+/// the write's managed fields are recorded: a named Namespace's `kubernetes.io/metadata.name`
+/// label.
+fn decode_defaults(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+    if rt.group.is_empty() && rt.kind == "Namespace" {
+        label_namespace_name(obj)?;
+    }
+    Ok(())
+}
+
 /// Kind-specific defaults of a new object (what the real server's strategies and controllers set).
 fn default_on_create(
     state: &mut State,
@@ -523,6 +548,8 @@ fn default_on_create(
 ) -> ApiResult<()> {
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Namespace") => {
+            // The strategy labels a namespace named from its generateName.
+            label_namespace_name(obj)?;
             obj["spec"] = json!({"finalizers": ["kubernetes"]});
             obj["status"] = json!({"phase": "Active"});
         }
@@ -578,6 +605,7 @@ pub fn update(
     opts: &WriteOptions,
 ) -> ApiResult<Written> {
     check_type(rt, version, &mut obj)?;
+    decode_defaults(rt, &mut obj)?;
     conversion::to_storage(rt, version, &mut obj)?;
     let body_name = meta_str(&obj, "name").unwrap_or_default();
     if !body_name.is_empty() && body_name != name {
@@ -815,6 +843,7 @@ pub fn patch(
         ));
     }
     check_type(rt, version, &mut new)?;
+    decode_defaults(rt, &mut new)?;
     conversion::to_storage(rt, version, &mut new)?;
     write_update(
         state, cluster, rt, version, namespace, name, status, old, new, opts, false,
