@@ -529,12 +529,37 @@ fn label_namespace_name(obj: &mut Value) -> ApiResult<()> {
     Ok(())
 }
 
-/// What kube-apiserver's decoding of a written body sets (its `SetDefaults_*` functions), before
-/// the write's managed fields are recorded: a named Namespace's `kubernetes.io/metadata.name`
-/// label.
+/// Moves a Secret's `stringData` into its `data`, base64-encoded, over the `data` entries of the
+/// same keys (`Convert_v1_Secret_To_core_Secret`; the stored type has no `stringData`).
+fn merge_string_data(obj: &mut Value) {
+    use base64::Engine as _;
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    let Some(Value::Object(strings)) = root.remove("stringData") else {
+        return;
+    };
+    if strings.is_empty() {
+        return;
+    }
+    let data = root.entry("data").or_insert_with(|| json!({}));
+    if !data.is_object() {
+        *data = json!({});
+    }
+    for (key, value) in strings {
+        let text = value.as_str().unwrap_or_default();
+        data[key.as_str()] = json!(base64::engine::general_purpose::STANDARD.encode(text));
+    }
+}
+
+/// What kube-apiserver's decoding of a written body sets (its `SetDefaults_*` and conversion
+/// functions), before the write's managed fields are recorded: a named Namespace's
+/// `kubernetes.io/metadata.name` label, a Secret's `stringData` moved into `data`.
 fn decode_defaults(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
-    if rt.group.is_empty() && rt.kind == "Namespace" {
-        label_namespace_name(obj)?;
+    match (rt.group.as_str(), rt.kind.as_str()) {
+        ("", "Namespace") => label_namespace_name(obj)?,
+        ("", "Secret") => merge_string_data(obj),
+        _ => {}
     }
     Ok(())
 }
@@ -1393,6 +1418,14 @@ mod tests {
         assert!(unknown_conversion(&of("configmaps"), "v1", "ConfigMap").is_none());
         assert!(unknown_conversion(&of("configmaps"), "v1", "Widget").is_none());
         assert!(unknown_conversion(&of("customresourcedefinitions"), "v1", "Secret").is_none());
+    }
+
+    #[test]
+    fn string_data_is_merged_into_data_base64_encoded() {
+        let mut secret =
+            json!({"data": {"a": "eA==", "b": "eQ=="}, "stringData": {"b": "hunter2"}});
+        merge_string_data(&mut secret);
+        assert_eq!(secret, json!({"data": {"a": "eA==", "b": "aHVudGVyMg=="}}));
     }
 
     #[test]
