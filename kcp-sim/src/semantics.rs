@@ -554,11 +554,22 @@ fn merge_string_data(obj: &mut Value) {
 
 /// What kube-apiserver's decoding of a written body sets (its `SetDefaults_*` and conversion
 /// functions), before the write's managed fields are recorded: a named Namespace's
-/// `kubernetes.io/metadata.name` label, a Secret's `stringData` moved into `data`.
+/// `kubernetes.io/metadata.name` label, a Secret's `stringData` moved into `data` and its type
+/// (`Opaque` when unset).
 fn decode_defaults(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Namespace") => label_namespace_name(obj)?,
-        ("", "Secret") => merge_string_data(obj),
+        ("", "Secret") => {
+            merge_string_data(obj);
+            // SetDefaults_Secret: a Secret without a type is Opaque.
+            let typed = obj
+                .get("type")
+                .and_then(Value::as_str)
+                .is_some_and(|t| !t.is_empty());
+            if !typed && let Some(root) = obj.as_object_mut() {
+                root.insert("type".into(), json!("Opaque"));
+            }
+        }
         _ => {}
     }
     Ok(())
@@ -577,16 +588,6 @@ fn default_on_create(
             label_namespace_name(obj)?;
             obj["spec"] = json!({"finalizers": ["kubernetes"]});
             obj["status"] = json!({"phase": "Active"});
-        }
-        // SetDefaults_Secret: a Secret without a type is Opaque.
-        ("", "Secret")
-            if obj
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .is_empty() =>
-        {
-            obj["type"] = json!("Opaque");
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
             crd::establish(state, cluster, obj)?;
@@ -971,6 +972,7 @@ fn apply(
             }
             let mut obj =
                 managed_fields::apply(None, &applied, &who, opts.force).map_err(conflict)?;
+            decode_defaults(rt, &mut obj)?;
             conversion::to_storage(rt, version, &mut obj)?;
             let meta = meta_mut(&mut obj)?;
             meta.insert("uid".into(), json!(new_uid()));
@@ -986,6 +988,7 @@ fn apply(
             conversion::to_version(rt, version, &mut seen);
             let mut new =
                 managed_fields::apply(Some(&seen), &applied, &who, opts.force).map_err(conflict)?;
+            decode_defaults(rt, &mut new)?;
             conversion::to_storage(rt, version, &mut new)?;
             write_update(
                 state, cluster, rt, version, namespace, name, status, old, new, opts, true,
