@@ -480,13 +480,17 @@ fn finish_create(
     admit_custom_resource(state, cluster, rt, &mut obj, None, schema::Part::Main)?;
     default_on_create(state, cluster, rt, &mut obj)?;
     kcp::stamp_cluster(state, cluster, &mut obj)?;
-    let stored = state.encode_next(&mut obj)?;
     if dry_run {
+        // Nothing is stored, so the answer has no resourceVersion.
+        if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+        }
         return Ok(Written {
-            object: Arc::new(stored),
+            object: Arc::new(Stored::encode(&obj, 0)?),
             created: true,
         });
     }
+    let stored = state.encode_next(&mut obj)?;
     let gr = rt.group_resource();
     let object = state.put(cluster, gr, ns, name, stored)?;
     after_write(state, cluster, rt, None, &obj)?;
@@ -796,13 +800,17 @@ fn write_update(
     if rt.kind == "WorkspaceType" && rt.group == "tenancy.kcp.io" && !status {
         kcp::publish_virtual_workspaces(state, cluster, &mut new);
     }
-    let stored = state.encode_next(&mut new)?;
     if opts.dry_run {
+        // Nothing is stored: the answer keeps the stored resourceVersion.
+        let rv = meta_str(&old, "resourceVersion")
+            .and_then(|rv| rv.parse().ok())
+            .unwrap_or_default();
         return Ok(Written {
-            object: Arc::new(stored),
+            object: Arc::new(Stored::encode(&new, rv)?),
             created: false,
         });
     }
+    let stored = state.encode_next(&mut new)?;
     let gr = rt.group_resource();
     let object = state.put(cluster, gr, namespace, name, stored)?;
     after_write(state, cluster, rt, Some(&old), &new)?;
