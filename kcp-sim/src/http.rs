@@ -17,6 +17,7 @@ use crate::api::{Endpoint, Sim, Target, WatchStart, render};
 use crate::events::EventEncoder;
 use crate::query::Filter;
 use crate::resource::{Flavor, ResourceType};
+use crate::schema::field::{ErrorType, FieldError, invalid_object};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::semantics::{DeleteRequest, PatchKind, WriteOptions};
 use crate::status::{ApiError, ApiResult};
@@ -118,6 +119,14 @@ impl Query {
             .iter()
             .find(|(k, _)| k == key)
             .map(|(_, v)| v.as_str())
+    }
+
+    fn all(&self, key: &str) -> Vec<&str> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .collect()
     }
 
     fn flag(&self, key: &str) -> bool {
@@ -299,11 +308,17 @@ async fn route(
         .await
         .map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?
         .to_bytes();
+    let options_kind = match method {
+        Method::PUT => "UpdateOptions",
+        Method::PATCH => "PatchOptions",
+        _ => "CreateOptions",
+    };
     let opts = WriteOptions {
         field_manager: query.get("fieldManager").map(String::from),
         default_manager: user_agent,
         force: query.flag("force"),
-        dry_run: query.get("dryRun") == Some("All"),
+        dry_run: matches!(method, Method::POST | Method::PUT | Method::PATCH)
+            && dry_run(&query.all("dryRun"), options_kind)?,
         initializer: None,
     };
     match (method, target.name.is_some()) {
@@ -547,10 +562,26 @@ fn decode_body(body: &[u8], content_type: &str) -> ApiResult<Value> {
     }
 }
 
+/// Whether a write's `dryRun` values ask for a dry run; a value other than `All` is refused as
+/// kube-apiserver's `ValidateDryRun` refuses it, a 422 about the request's options
+/// (`options_kind`, e.g. `CreateOptions`).
+fn dry_run(values: &[&str], options_kind: &str) -> ApiResult<bool> {
+    if values.iter().any(|v| *v != "All") {
+        let error = FieldError::new(
+            ErrorType::NotSupported,
+            "dryRun",
+            Some(json!(values)),
+            "supported values: \"All\"",
+        );
+        return Err(invalid_object("meta.k8s.io", options_kind, "", &[error]));
+    }
+    Ok(!values.is_empty())
+}
+
 fn delete_request(body: &[u8], query: &Query) -> ApiResult<DeleteRequest> {
+    let mut dry_runs: Vec<String> = query.all("dryRun").into_iter().map(String::from).collect();
     let mut req = DeleteRequest {
         propagation: query.get("propagationPolicy").map(String::from),
-        dry_run: query.get("dryRun") == Some("All"),
         ..DeleteRequest::default()
     };
     if !body.is_empty() {
@@ -575,9 +606,15 @@ fn delete_request(body: &[u8], query: &Query) -> ApiResult<DeleteRequest> {
             .and_then(Value::as_str)
             .map(String::from);
         if let Some(modes) = opts.get("dryRun").and_then(Value::as_array) {
-            req.dry_run |= modes.iter().any(|m| m == "All");
+            dry_runs.extend(
+                modes
+                    .iter()
+                    .map(|m| m.as_str().unwrap_or_default().to_string()),
+            );
         }
     }
+    let dry_runs: Vec<&str> = dry_runs.iter().map(String::as_str).collect();
+    req.dry_run = dry_run(&dry_runs, "DeleteOptions")?;
     Ok(req)
 }
 
