@@ -613,6 +613,17 @@ fn delete_request(body: &[u8], query: &Query) -> ApiResult<DeleteRequest> {
             );
         }
     }
+    if let Some(policy) = req.propagation.as_deref()
+        && !matches!(policy, "Foreground" | "Background" | "Orphan")
+    {
+        let error = FieldError::new(
+            ErrorType::NotSupported,
+            "propagationPolicy",
+            Some(json!(policy)),
+            "supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
+        );
+        return Err(invalid_object("meta.k8s.io", "DeleteOptions", "", &[error]));
+    }
     let dry_runs: Vec<&str> = dry_runs.iter().map(String::as_str).collect();
     req.dry_run = dry_run(&dry_runs, "DeleteOptions")?;
     Ok(req)

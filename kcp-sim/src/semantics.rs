@@ -76,7 +76,8 @@ impl PatchKind {
 /// The options of a delete.
 #[derive(Debug, Clone, Default)]
 pub struct DeleteRequest {
-    /// `propagationPolicy`: `Orphan`, `Background` (the default) or `Foreground`.
+    /// `propagationPolicy`: `Orphan`, `Background` (the default) or `Foreground` (the HTTP
+    /// layer refuses other values, as kube-apiserver's `ValidateDeleteOptions`).
     pub propagation: Option<String>,
     /// `preconditions.uid`.
     pub precondition_uid: Option<String>,
@@ -1045,11 +1046,6 @@ pub fn delete(
     kcp::check_delete(rt, name)?;
     let mut obj = current.value()?;
     let policy = req.propagation.as_deref().unwrap_or("Background");
-    if !req.dry_run && !matches!(policy, "Background" | "Foreground" | "Orphan") {
-        return Err(ApiError::bad_request(format!(
-            "propagationPolicy: Unsupported value: \"{policy}\": supported values: \"Background\", \"Foreground\", \"Orphan\""
-        )));
-    }
     let is_namespace = rt.group.is_empty() && rt.kind == "Namespace";
     let is_crd = rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition";
     let is_binding = apis::is_binding(rt);
