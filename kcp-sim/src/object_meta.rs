@@ -1,5 +1,5 @@
-//! apimachinery's checks of an object's metadata (`ValidateObjectMetaAccessor`): its names and
-//! its labels, with the real server's messages (`util/validation`'s texts, with their examples
+//! apimachinery's checks of an object's metadata (`ValidateObjectMetaAccessor` and its update
+//! form): its names, labels and finalizers, with the real server's messages (`util/validation`'s texts, with their examples
 //! and the regular expression they name), as [`FieldError`]s for a `422 Invalid` answer.
 //!
 //! A name is checked by the rule of its kind: RBAC objects are path segments (so
@@ -155,6 +155,129 @@ pub fn label_errors(labels: Option<&Value>) -> Vec<FieldError> {
             errors.extend(label_value_errors(value).into_iter().map(|m| at(value, m)));
         }
     }
+    errors
+}
+
+/// The finalizers of an object's metadata.
+pub fn finalizers_of(obj: &Value) -> Vec<String> {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .map(|all| {
+            all.iter()
+                .filter_map(|f| f.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `ValidateFinalizers`: each finalizer is a qualified name, and `orphan` and
+/// `foregroundDeletion` are not both set.
+pub fn finalizer_errors(finalizers: &[String]) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for f in finalizers {
+        errors.extend(
+            qualified_name_errors(f)
+                .into_iter()
+                .map(|m| FieldError::invalid("metadata.finalizers", Value::String(f.clone()), m)),
+        );
+    }
+    let has = |name: &str| finalizers.iter().any(|f| f == name);
+    if has("orphan") && has("foregroundDeletion") {
+        errors.push(FieldError::invalid(
+            "metadata.finalizers",
+            Value::from(finalizers.to_vec()),
+            "finalizer orphan and foregroundDeletion cannot be both set",
+        ));
+    }
+    errors
+}
+
+/// `validateKubeFinalizerName`, which kube-apiserver adds for the kinds its core metadata checks
+/// validate (core, apps, RBAC, events): a finalizer without a `/` must be a standard one.
+pub fn kube_finalizer_errors(group: &str, finalizers: &[String]) -> Vec<FieldError> {
+    let kube = matches!(
+        group,
+        "" | "apps" | "rbac.authorization.k8s.io" | "events.k8s.io"
+    );
+    if !kube {
+        return Vec::new();
+    }
+    finalizers
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| {
+            !f.contains('/')
+                && !matches!(f.as_str(), "kubernetes" | "orphan" | "foregroundDeletion")
+        })
+        .map(|(i, f)| {
+            FieldError::invalid(
+                format!("metadata.finalizers[{i}]"),
+                Value::String(f.clone()),
+                "name is neither a standard finalizer name nor is it fully qualified",
+            )
+        })
+        .collect()
+}
+
+/// `ValidateNoNewFinalizers`: once an object is being deleted, finalizers can only go. The new
+/// ones are listed sorted, as Go prints a `[]string` with `%#v`.
+pub fn no_new_finalizer_errors(old: &[String], new: &[String]) -> Vec<FieldError> {
+    let mut added: Vec<&String> = new.iter().filter(|f| !old.contains(f)).collect();
+    added.sort();
+    added.dedup();
+    if added.is_empty() {
+        return Vec::new();
+    }
+    let quoted: Vec<String> = added
+        .iter()
+        .map(|f| Value::String((*f).clone()).to_string())
+        .collect();
+    vec![FieldError::forbidden(
+        "metadata.finalizers",
+        format!(
+            "no new finalizers can be added if the object is being deleted, found new finalizers []string{{{}}}",
+            quoted.join(", ")
+        ),
+    )]
+}
+
+/// What is wrong with the metadata of a new object of `group` (after name generation), in
+/// kube-apiserver's order: names, labels, finalizers.
+pub fn create_errors(
+    group: &str,
+    generate_name: Option<&str>,
+    name: &str,
+    obj: &Value,
+) -> Vec<FieldError> {
+    let finalizers = finalizers_of(obj);
+    let mut errors = name_errors(group, generate_name, name);
+    errors.extend(label_errors(obj.pointer("/metadata/labels")));
+    errors.extend(finalizer_errors(&finalizers));
+    errors.extend(kube_finalizer_errors(group, &finalizers));
+    errors
+}
+
+/// What is wrong with the metadata of an update of an object of `group`, as kube-apiserver
+/// reports it: the registry's common checks of the new metadata and of the change, then the
+/// kind's own check of the change, so an error of the change is listed more than once.
+pub fn update_errors(group: &str, old: &Value, new: &Value) -> Vec<FieldError> {
+    let labels = || label_errors(new.pointer("/metadata/labels"));
+    let finalizers = finalizers_of(new);
+    let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
+    let no_new = || {
+        if deleting {
+            no_new_finalizer_errors(&finalizers_of(old), &finalizers)
+        } else {
+            Vec::new()
+        }
+    };
+    let mut errors = labels();
+    errors.extend(finalizer_errors(&finalizers));
+    for _ in 0..2 {
+        errors.extend(no_new());
+        errors.extend(labels());
+    }
+    errors.extend(kube_finalizer_errors(group, &finalizers));
     errors
 }
 
@@ -319,6 +442,41 @@ mod tests {
             ]
         );
         assert!(qualified_name_errors("a/b/c")[0].starts_with("a qualified name must consist"));
+    }
+
+    #[test]
+    fn a_finalizer_without_a_slash_must_be_a_standard_one_for_kube_kinds() {
+        let bad = vec!["no slash".to_string()];
+        let messages: Vec<String> = finalizer_errors(&bad)
+            .iter()
+            .chain(&kube_finalizer_errors("", &bad))
+            .map(FieldError::message)
+            .collect();
+        assert_eq!(messages.len(), 2);
+        assert!(
+            messages[0].starts_with("metadata.finalizers: Invalid value: \"no slash\": name part")
+        );
+        assert_eq!(
+            messages[1],
+            "metadata.finalizers[0]: Invalid value: \"no slash\": name is neither a standard \
+             finalizer name nor is it fully qualified"
+        );
+        let standard = vec!["orphan".to_string(), "example.com/x".to_string()];
+        assert!(kube_finalizer_errors("apps", &standard).is_empty());
+        assert!(kube_finalizer_errors("example.com", &["x".to_string()]).is_empty());
+    }
+
+    #[test]
+    fn new_finalizers_of_a_deleting_object_are_listed_as_go_prints_them() {
+        let old = vec!["a/x".to_string()];
+        let new = vec!["a/x".to_string(), "c/z".to_string(), "b/y".to_string()];
+        let errors = no_new_finalizer_errors(&old, &new);
+        assert_eq!(
+            errors[0].message(),
+            "metadata.finalizers: Forbidden: no new finalizers can be added if the object is \
+             being deleted, found new finalizers []string{\"b/y\", \"c/z\"}"
+        );
+        assert!(no_new_finalizer_errors(&new, &old).is_empty());
     }
 
     #[test]

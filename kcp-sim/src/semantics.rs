@@ -419,8 +419,7 @@ pub fn create(
     {
         name = format!("{prefix}{}", generated_suffix());
     }
-    let mut errors = object_meta::name_errors(&rt.group, generate.as_deref(), &name);
-    errors.extend(object_meta::label_errors(obj.pointer("/metadata/labels")));
+    let errors = object_meta::create_errors(&rt.group, generate.as_deref(), &name, &obj);
     if !errors.is_empty() {
         return Err(invalid_object(&rt.group, &rt.kind, &name, &errors));
     }
@@ -739,21 +738,7 @@ fn write_update(
                 .unwrap_or(Value::Null),
         );
     }
-    if old.pointer("/metadata/deletionTimestamp").is_some() {
-        // Finalizers can only be taken away once deletion started.
-        let before = finalizers(&old);
-        let added: Vec<String> = finalizers(&new)
-            .into_iter()
-            .filter(|f| !before.contains(f))
-            .collect();
-        if !added.is_empty() {
-            return Err(ApiError::forbidden(format!(
-                "no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
-            ))
-            .about(&rt.group, &rt.plural, name));
-        }
-    }
-    let errors = object_meta::label_errors(new.pointer("/metadata/labels"));
+    let errors = object_meta::update_errors(&rt.group, &old, &new);
     if !errors.is_empty() {
         return Err(invalid_object(&rt.group, &rt.kind, name, &errors));
     }
@@ -969,10 +954,7 @@ fn apply(
             if status {
                 return Err(ApiError::not_found(&rt.group, &rt.plural, name));
             }
-            let mut errors = object_meta::name_errors(&rt.group, None, name);
-            errors.extend(object_meta::label_errors(
-                applied.pointer("/metadata/labels"),
-            ));
+            let errors = object_meta::create_errors(&rt.group, None, name, &applied);
             if !errors.is_empty() {
                 return Err(invalid_object(&rt.group, &rt.kind, name, &errors));
             }
