@@ -786,13 +786,19 @@ fn write_update(
     if rt.kind == "WorkspaceType" && rt.group == "tenancy.kcp.io" && !status {
         kcp::publish_virtual_workspaces(state, cluster, &mut new);
     }
-    if opts.dry_run {
-        // Nothing is stored: the answer keeps the stored resourceVersion.
-        let rv = meta_str(&old, "resourceVersion")
-            .and_then(|rv| rv.parse().ok())
-            .unwrap_or_default();
+    let stored_rv = meta_str(&old, "resourceVersion")
+        .and_then(|rv| rv.parse().ok())
+        .unwrap_or_default();
+    let last_finalizer_gone =
+        new.pointer("/metadata/deletionTimestamp").is_some() && finalizers(&new).is_empty();
+    if opts.dry_run || last_finalizer_gone {
+        // Nothing is stored: the answer keeps the stored resourceVersion. An update that takes
+        // the last finalizer away deletes the object without writing it again.
+        if last_finalizer_gone && !opts.dry_run {
+            remove_now(state, cluster, rt, namespace, name)?;
+        }
         return Ok(Written {
-            object: Arc::new(Stored::encode(&new, rv)?),
+            object: Arc::new(Stored::encode(&new, stored_rv)?),
             created: false,
         });
     }
@@ -800,14 +806,6 @@ fn write_update(
     let gr = rt.group_resource();
     let object = state.put(cluster, gr, namespace, name, stored)?;
     after_write(state, cluster, rt, Some(&old), &new)?;
-    if new.pointer("/metadata/deletionTimestamp").is_some() && finalizers(&new).is_empty() {
-        // The last finalizer went: the object goes.
-        let removed = remove_now(state, cluster, rt, namespace, name)?;
-        return Ok(Written {
-            object: removed.unwrap_or(object),
-            created: false,
-        });
-    }
     Ok(Written {
         object,
         created: false,
