@@ -42,6 +42,9 @@ pub struct CaseFile {
     pub area: String,
     /// The real server.
     pub server: ServerKind,
+    /// Steps written once and used through YAML aliases (`*crd`); not run by themselves.
+    #[serde(default)]
+    pub templates: BTreeMap<String, Value>,
     /// The cases, run in order, each on a fresh namespace (or workspace).
     pub cases: Vec<Case>,
 }
@@ -94,7 +97,22 @@ pub struct Until {
     /// A JSON pointer into the answer (`/status`, `/body/status/phase`).
     pub path: String,
     /// The value it must hold.
-    pub equals: Value,
+    #[serde(default)]
+    pub equals: Option<Value>,
+    /// Or: that it holds any value.
+    #[serde(default)]
+    pub present: bool,
+}
+
+impl Until {
+    /// Whether `answer` is the one waited for.
+    pub fn holds(&self, answer: &Value) -> bool {
+        match (answer.pointer(&self.path), &self.equals) {
+            (Some(found), Some(wanted)) => found == wanted,
+            (Some(_), None) => self.present,
+            (None, _) => false,
+        }
+    }
 }
 
 impl Step {

@@ -43,9 +43,15 @@ pub async fn run_case(
             step: i + 1,
             reason,
         };
-        let answer = run_step(client, names, step, &answers)
-            .await
-            .map_err(fail)?;
+        let answer =
+            run_step(client, names, step, &answers)
+                .await
+                .map_err(|reason| match answers.last() {
+                    Some(previous) => {
+                        fail(format!("{reason}; the step before answered {previous}"))
+                    }
+                    None => fail(reason),
+                })?;
         answers.push(answer);
     }
     Ok(answers)
@@ -64,12 +70,12 @@ async fn run_step(
         let Some(until) = &step.until else {
             return Ok(answer);
         };
-        if answer.pointer(&until.path) == Some(&until.equals) {
+        if until.holds(&answer) {
             return Ok(answer);
         }
         if Instant::now() > deadline {
             return Err(format!(
-                "{} never became {} (last answer {answer})",
+                "{} never became {:?} (last answer {answer})",
                 until.path, until.equals
             ));
         }
@@ -137,9 +143,11 @@ async fn send(
 }
 
 async fn read_body(body: kube::client::Body) -> Result<Value, String> {
-    let bytes = body
-        .collect()
+    let bytes = tokio::time::timeout(WATCH_READ, body.collect())
         .await
+        .map_err(|_| {
+            format!("the answer did not end within {WATCH_READ:?} (a watch needs `watch:`)")
+        })?
         .map_err(|e| format!("reading the answer: {e}"))?
         .to_bytes();
     Ok(parse_body(&bytes))
