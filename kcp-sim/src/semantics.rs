@@ -806,6 +806,12 @@ fn write_update(
     let gr = rt.group_resource();
     let object = state.put(cluster, gr, namespace, name, stored)?;
     after_write(state, cluster, rt, Some(&old), &new)?;
+    if new.pointer("/metadata/deletionTimestamp").is_some() {
+        // What is left may be the garbage collector's own finalizers, done with: the object
+        // goes, and the answer is what was stored, as the real server answers before its
+        // collector acts.
+        try_finish_termination(state, cluster, rt, namespace, name)?;
+    }
     Ok(Written {
         object,
         created: false,
@@ -1033,6 +1039,9 @@ pub fn delete(
     if policy == "Foreground" && !fins.iter().any(|f| f == "foregroundDeletion") {
         fins.push("foregroundDeletion".to_string());
     }
+    if policy == "Orphan" && !fins.iter().any(|f| f == "orphan") {
+        fins.push("orphan".to_string());
+    }
     let needs_cleanup = is_namespace || is_crd || is_binding;
     let at_once = fins.is_empty() && !needs_cleanup;
     if req.dry_run {
@@ -1210,7 +1219,9 @@ fn try_finish_termination(
             return Ok(());
         }
     }
-    if !fins.is_empty() {
+    // The garbage collector's `orphan` finalizer holds nothing: the dependents were orphaned
+    // when the delete came. It stays while other finalizers hold the object, and goes with it.
+    if !fins.iter().all(|f| f == "orphan") {
         return Ok(());
     }
     if is_crd {
