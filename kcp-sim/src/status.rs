@@ -136,7 +136,9 @@ impl ApiError {
         .about(group, resource, name)
     }
 
-    /// `422 Invalid`: `<Kind>[.<group>] "<name>" is invalid: <field>: <reason>`.
+    /// `422 Invalid`: `<Kind>[.<group>] "<name>" is invalid: <field>: <reason>`, with the one
+    /// cause the real server lists; `why` starts with the error's type (`Required value`,
+    /// `Invalid value: ...`, `Forbidden: ...`), which names the cause's reason.
     pub fn invalid(group: &str, kind: &str, name: &str, field: &str, why: &str) -> Self {
         Self::new(
             422,
@@ -147,6 +149,11 @@ impl ApiError {
             ),
         )
         .about(group, kind, name)
+        .with_causes(vec![StatusCause {
+            reason: cause_type(why).to_string(),
+            message: why.to_string(),
+            field: field.to_string(),
+        }])
     }
 
     /// `400 BadRequest`.
@@ -259,6 +266,23 @@ impl ApiError {
     }
 }
 
+/// The `metav1.CauseType` of a field error, from the text its message starts with.
+fn cause_type(why: &str) -> &'static str {
+    const TYPES: &[(&str, &str)] = &[
+        ("Required value", "FieldValueRequired"),
+        ("Unsupported value", "FieldValueNotSupported"),
+        ("Duplicate value", "FieldValueDuplicate"),
+        ("Forbidden", "FieldValueForbidden"),
+        ("Too long", "FieldValueTooLong"),
+        ("Too many", "FieldValueTooMany"),
+        ("Internal error", "InternalError"),
+    ];
+    TYPES
+        .iter()
+        .find(|(text, _)| why.starts_with(text))
+        .map_or("FieldValueInvalid", |(_, cause)| cause)
+}
+
 /// `resource.group`, or `resource` for the core group, as the server prints it.
 fn qualified(group: &str, resource: &str) -> String {
     if group.is_empty() {
@@ -290,6 +314,23 @@ mod tests {
     fn an_unknown_resource_has_empty_details() {
         let status = ApiError::path_not_found().to_status();
         assert_eq!(status["details"], json!({}));
+    }
+
+    #[test]
+    fn an_invalid_object_lists_its_cause() {
+        let err = ApiError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            "fieldManager",
+            "Required value: is required for apply patch",
+        );
+        assert_eq!(
+            err.to_status()["details"],
+            json!({"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [
+                {"reason": "FieldValueRequired", "field": "fieldManager",
+                 "message": "Required value: is required for apply patch"}]})
+        );
     }
 
     #[test]
