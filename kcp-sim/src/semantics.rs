@@ -17,7 +17,7 @@ use crate::managed_fields::{self, FieldManager};
 use crate::patch;
 use crate::resource::{GroupResource, ResourceType};
 use crate::schema::field::invalid_object;
-use crate::status::{ApiError, ApiResult};
+use crate::status::{ApiError, ApiResult, StatusCause};
 use crate::store::{State, Stored};
 use crate::{crd, kcp, object_meta, schema};
 
@@ -950,8 +950,18 @@ fn apply(
         time: &now,
         api_version: &api_version,
     };
+    // kube-apiserver's apply conflict: one cause per field, no object in the details.
     let conflict = |c: managed_fields::ApplyConflicts| {
-        ApiError::new(409, "Conflict", c.to_string()).about(&rt.group, &rt.plural, name)
+        let causes = c
+            .conflicts
+            .iter()
+            .map(|one| StatusCause {
+                reason: "FieldManagerConflict".to_string(),
+                message: format!("conflict with {}", one.manager_description()),
+                field: one.field.clone(),
+            })
+            .collect();
+        ApiError::new(409, "Conflict", c.to_string()).with_causes(causes)
     };
     match current {
         None => {
