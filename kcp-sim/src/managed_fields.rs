@@ -1190,8 +1190,8 @@ fn write_entries(object: &mut Value, mut entries: Vec<Entry>) {
 /// Fails with the fields whose value would change although another manager owns them, unless
 /// `force`, in which case those fields move to `who`. For `who.subresource == Some("status")`
 /// only the `status` of `applied` is considered. The `metadata.managedFields` of `applied` and
-/// other server-owned metadata in it are ignored. An apply that changes nothing returns the live
-/// object unchanged (entry times included).
+/// other server-owned metadata in it are ignored. An apply that changes nothing keeps the live
+/// object and the entry times (a new entry has no time).
 pub fn apply(
     live: Option<&Value>,
     applied: &Value,
@@ -1259,17 +1259,24 @@ pub fn apply(
         remove_disowned(&mut merged, path, &still_owned);
     }
 
+    // As the real server: the entry's time is the time of the last apply that changed the
+    // object; a first apply that changes nothing has none.
     let object_changed = live != Some(&merged);
     match own.and_then(|index| entries.get_mut(index)) {
         Some(entry) => {
-            if object_changed || entry.fields != applied_set || entry.api_version != who.api_version
-            {
+            if object_changed {
                 entry.time = Some(who.time.to_owned());
-                entry.api_version = who.api_version.to_owned();
             }
+            entry.api_version = who.api_version.to_owned();
             entry.fields = applied_set;
         }
-        None => entries.push(Entry::new(who, Operation::Apply, applied_set)),
+        None => {
+            let mut entry = Entry::new(who, Operation::Apply, applied_set);
+            if !object_changed {
+                entry.time = None;
+            }
+            entries.push(entry);
+        }
     }
     write_entries(&mut merged, entries);
     Ok(merged)
