@@ -847,9 +847,16 @@ pub fn patch(
         root.insert("apiVersion".into(), json!(rt.api_version(version)));
     }
     let invalid = |e: patch::PatchError| ApiError::new(422, "Invalid", e.to_string());
+    let not_applied = |e: patch::PatchError| match e {
+        patch::PatchError::JsonPatchFailed(why) => {
+            tracing::debug!(%why, "a JSON patch could not be applied");
+            ApiError::unprocessable()
+        }
+        other => invalid(other),
+    };
     match kind {
         PatchKind::Merge => patch::merge_patch(&mut new, body),
-        PatchKind::Json => patch::json_patch(&mut new, body).map_err(invalid)?,
+        PatchKind::Json => patch::json_patch(&mut new, body).map_err(not_applied)?,
         PatchKind::Strategic => patch::strategic_merge_patch(&mut new, body).map_err(invalid)?,
         PatchKind::Apply => {}
     }

@@ -156,6 +156,20 @@ impl ApiError {
         }])
     }
 
+    /// The `422 Invalid` kube-apiserver answers when a JSON patch cannot be applied: the
+    /// generic text of apimachinery's `NewGenericServerResponse`, empty `details`; the reason
+    /// is not told.
+    pub fn unprocessable() -> Self {
+        Self {
+            details: Some(Box::default()),
+            ..Self::new(
+                422,
+                "Invalid",
+                "the server rejected our request due to an error in our request",
+            )
+        }
+    }
+
     /// `400 BadRequest`.
     pub fn bad_request(message: impl Into<String>) -> Self {
         Self::new(400, "BadRequest", message)
