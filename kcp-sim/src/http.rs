@@ -356,7 +356,7 @@ async fn route(
         }
         (Method::PATCH, true) => {
             let kind = PatchKind::from_content_type(&content_type)
-                .ok_or_else(|| ApiError::unsupported_media_type(&content_type))?;
+                .ok_or_else(ApiError::media_type_not_routed)?;
             let patch = decode_body(&body, &content_type)?;
             if kind == PatchKind::Strategic {
                 let state = sim.read();

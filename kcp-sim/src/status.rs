@@ -201,6 +201,15 @@ impl ApiError {
         )
     }
 
+    /// The `415` of a request whose content type none of the resource's routes consumes:
+    /// go-restful's text and empty `details`, as kube-apiserver writes it.
+    pub fn media_type_not_routed() -> Self {
+        Self {
+            details: Some(Box::default()),
+            ..Self::new(415, "UnsupportedMediaType", "415: Unsupported Media Type")
+        }
+    }
+
     /// `500 InternalError`.
     pub fn internal(message: impl Into<String>) -> Self {
         Self::new(500, "InternalError", message)
