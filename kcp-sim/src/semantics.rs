@@ -860,6 +860,19 @@ pub fn patch(
         PatchKind::Strategic => patch::strategic_merge_patch(&mut new, body).map_err(invalid)?,
         PatchKind::Apply => {}
     }
+    // The patched object must still be the one the URL names (kube-apiserver's `checkName`).
+    let patched_name = meta_str(&new, "name").unwrap_or_default();
+    if patched_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({patched_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    let patched_namespace = meta_str(&new, "namespace").unwrap_or_default();
+    if !namespace.is_empty() && !patched_namespace.is_empty() && patched_namespace != namespace {
+        return Err(ApiError::bad_request(format!(
+            "the namespace of the object ({patched_namespace}) does not match the namespace on the request ({namespace})"
+        )));
+    }
     // A resourceVersion in the patch is a precondition.
     if let Some(rv) = body
         .pointer("/metadata/resourceVersion")
