@@ -399,7 +399,7 @@ async fn route(
             let (rt, deleted) = sim.delete_collection(&target, filter, &req).await?;
             let items: Vec<Bytes> = deleted
                 .iter()
-                .map(|o| render(&rt, &target.version, o))
+                .map(|o| list_item(&rt, &target.version, o))
                 .collect();
             Ok(list_body(
                 &rt,
@@ -658,6 +658,21 @@ fn object_response(
     full(status, "application/json", render(rt, version, obj))
 }
 
+/// An object as an item of a list: a typed kind's items carry no `apiVersion` and `kind` (Go
+/// writes the list's items without their type), a custom resource's keep them.
+fn list_item(rt: &ResourceType, version: &str, obj: &Stored) -> Bytes {
+    let json = render(rt, version, obj);
+    if !rt.is_typed() {
+        return json;
+    }
+    let Ok(Value::Object(mut item)) = serde_json::from_slice::<Value>(&json) else {
+        return json;
+    };
+    item.remove("apiVersion");
+    item.remove("kind");
+    serde_json::to_vec(&item).map(Bytes::from).unwrap_or(json)
+}
+
 fn list_body(
     rt: &ResourceType,
     version: &str,
@@ -747,7 +762,7 @@ async fn list(sim: &Sim, target: &Target, query: &Query, table: bool) -> ApiResu
     let items: Vec<Bytes> = page
         .items
         .iter()
-        .map(|o| render(&rt, &target.version, o))
+        .map(|o| list_item(&rt, &target.version, o))
         .collect();
     Ok(list_body(
         &rt,

@@ -50,6 +50,21 @@ impl ResourceType {
     pub fn serves(&self, version: &str) -> bool {
         self.versions.iter().any(|v| v == version)
     }
+
+    /// Whether kube-apiserver serves this kind from its Go types (its own kinds and CRDs),
+    /// rather than as an unstructured custom resource (CRs, and kcp's kinds, which kcp serves
+    /// from CRDs). Such lists' items carry no `apiVersion` and `kind`.
+    pub fn is_typed(&self) -> bool {
+        matches!(
+            self.group.as_str(),
+            "" | "apps"
+                | "policy"
+                | "events.k8s.io"
+                | "coordination.k8s.io"
+                | "rbac.authorization.k8s.io"
+                | "apiextensions.k8s.io"
+        )
+    }
 }
 
 /// The storage key of a resource type: group plus plural.
