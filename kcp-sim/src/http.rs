@@ -738,7 +738,55 @@ fn table_response(
     Ok(full(StatusCode::OK, "application/json", body))
 }
 
+/// kube-apiserver's `ValidateListOptions` for a list (not a watch): `resourceVersionMatch`
+/// needs a `resourceVersion` and no `continue`, and is `Exact` (not at `0`) or `NotOlderThan`;
+/// `sendInitialEvents` is for watches.
+fn check_list_options(query: &Query) -> ApiResult<()> {
+    let mut errors = Vec::new();
+    let field = "resourceVersionMatch";
+    if let Some(rv_match) = query.get(field).filter(|m| !m.is_empty()) {
+        let rv = query.get("resourceVersion").unwrap_or_default();
+        if rv.is_empty() {
+            errors.push(FieldError::forbidden(
+                field,
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
+        }
+        if query.get("continue").is_some_and(|c| !c.is_empty()) {
+            errors.push(FieldError::forbidden(
+                field,
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+        if !matches!(rv_match, "Exact" | "NotOlderThan") {
+            errors.push(FieldError::new(
+                ErrorType::NotSupported,
+                field,
+                Some(json!(rv_match)),
+                "supported values: \"Exact\", \"NotOlderThan\", \"\"",
+            ));
+        }
+        if rv_match == "Exact" && rv == "0" {
+            errors.push(FieldError::forbidden(
+                field,
+                "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+            ));
+        }
+    }
+    if query.get("sendInitialEvents").is_some() {
+        errors.push(FieldError::forbidden(
+            "sendInitialEvents",
+            "sendInitialEvents is forbidden for list",
+        ));
+    }
+    if errors.is_empty() {
+        return Ok(());
+    }
+    Err(invalid_object("meta.k8s.io", "ListOptions", "", &errors))
+}
+
 async fn list(sim: &Sim, target: &Target, query: &Query, table: bool) -> ApiResult<Response<Body>> {
+    check_list_options(query)?;
     let filter = filter_of(query)?;
     let limit = query
         .get("limit")
