@@ -8,10 +8,12 @@
 //! both.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 use kcp_core::kcp::{CLUSTER_ANNOTATION, LOGICAL_CLUSTER_NAME, PATH_ANNOTATION};
 use serde_json::{Value, json};
 
+use crate::managed_fields::{self, FieldManager};
 use crate::resource::{Flavor, GroupResource, ResourceType};
 use crate::semantics::now;
 use crate::status::{ApiError, ApiResult};
@@ -35,11 +37,176 @@ fn logical_clusters() -> GroupResource {
     GroupResource::new("core.kcp.io", "logicalclusters")
 }
 
-/// Sets `kcp.io/cluster` on every object stored in a kcp logical cluster (clients cannot change it).
+/// The `403` kcp's admission plugins refuse a request with (`admission.NewForbidden`):
+/// `<resource>.<group> "<name>" is forbidden: <why>`, about that object.
+pub fn admission_forbidden(group: &str, resource: &str, name: &str, why: &str) -> ApiError {
+    let qualified = if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    };
+    ApiError::forbidden(format!("{qualified} {name:?} is forbidden: {why}"))
+        .about(group, resource, name)
+}
+
+/// The finalizer kcp's workspace scheduler puts on a Workspace (its logical cluster goes first).
+pub const WORKSPACE_FINALIZER: &str = "core.kcp.io/logicalcluster";
+
+/// The finalizer kcp's admission puts on a new APIBinding (its bound objects go first).
+pub const APIBINDING_FINALIZER: &str = "apis.kcp.io/apibinding-finalizer";
+
+/// The finalizers kcp's own controllers remove when what they wait for is done; kcp-sim does
+/// that work inside the delete request, so these never hold an object longer.
+pub fn own_finalizers(rt: &ResourceType) -> &'static [&'static str] {
+    match (rt.group.as_str(), rt.kind.as_str()) {
+        ("tenancy.kcp.io", "Workspace") => &[WORKSPACE_FINALIZER],
+        ("apis.kcp.io", "APIBinding") => &[APIBINDING_FINALIZER],
+        _ => &[],
+    }
+}
+
+/// The field manager kcp's controllers write as.
+pub const CONTROLLER_MANAGER: &str = "kcp";
+
+/// Stores what one of kcp's controllers changed on an object, as kcp's controllers write: the
+/// object (metadata, spec) and its status as two updates by [`CONTROLLER_MANAGER`] at
+/// `api_version` (each recorded in `managedFields` only when it changed something), a changed
+/// spec counting as a new generation.
+pub fn controller_write(
+    state: &mut State,
+    cluster: &str,
+    gr: &GroupResource,
+    old: &Value,
+    new: &mut Value,
+    api_version: &str,
+) -> ApiResult<Arc<Stored>> {
+    let time = now();
+    let main = FieldManager {
+        manager: CONTROLLER_MANAGER,
+        subresource: None,
+        time: &time,
+        api_version,
+    };
+    let status = FieldManager {
+        subresource: Some("status"),
+        ..main
+    };
+    let mut without_status_change = new.clone();
+    match (old.get("status"), without_status_change.as_object_mut()) {
+        (Some(s), Some(root)) => {
+            root.insert("status".into(), s.clone());
+        }
+        (None, Some(root)) => {
+            root.remove("status");
+        }
+        _ => {}
+    }
+    if old.get("spec") != new.get("spec")
+        && let Some(generation) = old.pointer("/metadata/generation").and_then(Value::as_i64)
+    {
+        without_status_change["metadata"]["generation"] = json!(generation + 1);
+    }
+    managed_fields::record_update(Some(old), &mut without_status_change, &main);
+    let mut written = without_status_change.clone();
+    match (new.get("status"), written.as_object_mut()) {
+        (Some(s), Some(root)) => {
+            root.insert("status".into(), s.clone());
+        }
+        (None, Some(root)) => {
+            root.remove("status");
+        }
+        _ => {}
+    }
+    managed_fields::record_update(Some(&without_status_change), &mut written, &status);
+    *new = written;
+    let (namespace, name) = (
+        new.pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+        new.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+    );
+    state.store(cluster, gr, &namespace, &name, new)
+}
+
+/// Whether `rt` is one of kcp's own kinds (`*.kcp.io`), which kcp serves as custom resources.
+pub fn is_kcp_kind(rt: &ResourceType) -> bool {
+    rt.group.ends_with(".kcp.io")
+}
+
+/// The defaults kcp's CRD schemas give its kinds when a request is decoded, before the write's
+/// managed fields are recorded: an APIResourceSchema's `spec.nameValidation` and its versions'
+/// `served`, a WorkspaceType's `spec.defaultChildWorkspaceType` (`root:universal`), a
+/// Workspace's and a LogicalCluster's `spec` (`{}`), a LogicalCluster's
+/// `spec.directlyDeletable` (`false`).
+pub fn decode_defaults(rt: &ResourceType, obj: &mut Value) {
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    let spec_default = matches!(
+        (rt.group.as_str(), rt.kind.as_str()),
+        ("tenancy.kcp.io", "Workspace") | ("core.kcp.io", "LogicalCluster")
+    );
+    if spec_default {
+        root.entry("spec").or_insert_with(|| json!({}));
+    }
+    let Some(spec) = root.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    match (rt.group.as_str(), rt.kind.as_str()) {
+        ("apis.kcp.io", "APIResourceSchema") => {
+            spec.entry("nameValidation")
+                .or_insert_with(|| json!(crate::apiexport::schema::DEFAULT_NAME_VALIDATION));
+            let versions = spec.get_mut("versions").and_then(Value::as_array_mut);
+            for version in versions
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_object_mut)
+            {
+                version.entry("served").or_insert_with(|| json!(true));
+            }
+        }
+        ("tenancy.kcp.io", "WorkspaceType") => {
+            spec.entry("defaultChildWorkspaceType")
+                .or_insert_with(|| json!({"name": "universal", "path": ROOT}));
+        }
+        ("core.kcp.io", "LogicalCluster") => {
+            spec.entry("directlyDeletable")
+                .or_insert_with(|| json!(false));
+        }
+        _ => {}
+    }
+}
+
+/// The kinds kcp's `pathannotation` admission gives the `kcp.io/path` of their workspace.
+const PATH_ANNOTATED: &[(&str, &str)] = &[
+    ("apis.kcp.io", "APIExport"),
+    ("apis.kcp.io", "APIBinding"),
+    ("tenancy.kcp.io", "WorkspaceType"),
+    ("cache.kcp.io", "CachedResource"),
+];
+
+/// Sets `kcp.io/cluster` on every object stored in a kcp logical cluster (clients cannot change
+/// it), and, as kcp's `pathannotation` admission, `kcp.io/path` on APIExports, APIBindings and
+/// WorkspaceTypes and on any object that carries one (the workspace's path, whatever was sent).
 pub fn stamp_cluster(state: &State, cluster: &str, obj: &mut Value) -> ApiResult<()> {
     if state.flavor != Flavor::Kcp {
         return Ok(());
     }
+    let group = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .and_then(|v| v.rsplit_once('/'))
+        .map_or("", |(group, _)| group)
+        .to_string();
+    let kind = obj
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
     let meta = obj
         .get_mut("metadata")
         .and_then(Value::as_object_mut)
@@ -49,6 +216,15 @@ pub fn stamp_cluster(state: &State, cluster: &str, obj: &mut Value) -> ApiResult
         *annotations = json!({});
     }
     annotations[CLUSTER_ANNOTATION] = json!(cluster);
+    let path = state.clusters.get(cluster).map(|c| c.path.as_str());
+    let listed = PATH_ANNOTATED
+        .iter()
+        .any(|(g, k)| *g == group && *k == kind);
+    let logical_cluster = group == "core.kcp.io" && kind == "LogicalCluster";
+    let annotated = listed || (!logical_cluster && annotations.get(PATH_ANNOTATION).is_some());
+    if let Some(path) = path.filter(|p| annotated && !p.is_empty()) {
+        annotations[PATH_ANNOTATION] = json!(path);
+    }
     Ok(())
 }
 

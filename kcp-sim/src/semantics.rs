@@ -393,9 +393,15 @@ pub fn get(
 
 /// Whether new objects of a type start at `metadata.generation` 1: kinds with a status
 /// subresource do, except the core kinds (Namespaces, Services, Nodes), whose kube-apiserver
-/// strategies set no generation.
-fn has_generation(rt: &ResourceType) -> bool {
-    rt.status && !rt.group.is_empty()
+/// strategies set no generation; custom resources (a CRD's or a bound schema's) and kcp's
+/// kinds (custom resources in kcp) always do.
+fn has_generation(state: &State, cluster: &str, rt: &ResourceType) -> bool {
+    (rt.status && !rt.group.is_empty())
+        || kcp::is_kcp_kind(rt)
+        || state
+            .clusters
+            .get(cluster)
+            .is_some_and(|c| c.schemas.contains_key(rt.group_resource()))
 }
 
 /// Creates an object.
@@ -446,7 +452,7 @@ pub fn create(
         meta.remove("deletionGracePeriodSeconds");
         meta.remove("managedFields");
         meta.remove("selfLink");
-        if has_generation(rt) {
+        if has_generation(state, cluster, rt) {
             meta.insert("generation".into(), json!(1));
         } else {
             meta.remove("generation");
@@ -598,7 +604,7 @@ fn default_on_create(
         }
         ("tenancy.kcp.io", "Workspace") => kcp::schedule_workspace(state, cluster, obj)?,
         ("tenancy.kcp.io", "WorkspaceType") => kcp::publish_virtual_workspaces(state, cluster, obj),
-        _ => apis::on_create(rt, obj)?,
+        _ => apis::on_create(state, cluster, rt, obj)?,
     }
     Ok(())
 }
@@ -1002,7 +1008,7 @@ fn apply(
             let meta = meta_mut(&mut obj)?;
             meta.insert("uid".into(), json!(new_uid()));
             meta.insert("creationTimestamp".into(), json!(now));
-            if has_generation(rt) {
+            if has_generation(state, cluster, rt) {
                 meta.insert("generation".into(), json!(1));
             }
             finish_create(state, cluster, rt, namespace, name, obj, opts.dry_run)
@@ -1238,6 +1244,8 @@ fn try_finish_termination(
         return Ok(());
     }
     let mut fins = finalizers(&obj);
+    // kcp's controllers remove their own finalizers once their cleanup (done above) is over.
+    fins.retain(|f| !kcp::own_finalizers(rt).contains(&f.as_str()));
     if fins.iter().any(|f| f == "foregroundDeletion") {
         if has_dependents(state, cluster, &current.uid) {
             return Ok(());

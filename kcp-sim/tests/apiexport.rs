@@ -148,7 +148,8 @@ async fn a_schema_name_must_end_in_its_plural_and_group() {
         serde_json::from_value(schema_body("widgets.example.io", "widgets", "Widget")).unwrap();
     let err = api.create(&PostParams::default(), &bad).await.unwrap_err();
     assert!(
-        matches!(&err, kube::Error::Api(s) if s.code == 422 && s.message.contains("must end in .widgets.example.io")),
+        // kcp's admission refuses a schema with a 403 listing its field errors.
+        matches!(&err, kube::Error::Api(s) if s.code == 403 && s.message == "apiresourceschemas.apis.kcp.io \"widgets.example.io\" is forbidden: [metadata.name: Invalid value: \"widgets.example.io\": must end in .widgets.example.io]"),
         "{err:?}"
     );
 }
@@ -166,7 +167,8 @@ async fn a_schema_spec_is_immutable() {
         )
         .await
         .unwrap_err();
-    assert_eq!(code_of(err), 422);
+    // Refused by kcp's admission: 403.
+    assert_eq!(code_of(err), 403);
 }
 
 // ---- APIExport -----------------------------------------------------------------------------
@@ -188,7 +190,7 @@ async fn an_export_written_as_v1alpha1_reads_as_v1alpha2_resources() {
     );
     assert_eq!(
         export.data["spec"]["permissionClaims"],
-        json!([{"resource": "configmaps", "verbs": ["*"]}])
+        json!([{"group": "", "identityHash": "", "resource": "configmaps", "verbs": ["*"]}])
     );
 }
 
@@ -419,8 +421,8 @@ async fn a_schema_whose_version_schema_is_not_structural_is_refused() {
     let bad = serde_json::from_value(body).unwrap();
     let err = api.create(&PostParams::default(), &bad).await.unwrap_err();
     assert!(
-        matches!(&err, kube::Error::Api(s) if s.code == 422
-            && s.message.contains("APIResourceSchema.apis.kcp.io \"v1.widgets.example.io\"")
+        matches!(&err, kube::Error::Api(s) if s.code == 403
+            && s.message.contains("apiresourceschemas.apis.kcp.io \"v1.widgets.example.io\" is forbidden: [")
             && s.message.contains("spec.versions[0].schema.properties[spec].type")),
         "{err:?}"
     );
@@ -507,7 +509,28 @@ async fn a_binding_to_a_missing_export_binds_once_the_export_appears() {
     let sim = kcp().await;
     workspace(&sim, "provider").await;
     workspace(&sim, "consumer").await;
-    let binding = bind(&sim, "root:consumer", json!([])).await;
+    // kcp refuses a binding to a missing export of another workspace, worded as a missing
+    // permission so as not to tell whether the workspace exists.
+    let api: Api<APIBinding> = Api::all(sim.client("root:consumer").unwrap());
+    let elsewhere = serde_json::from_value(json!({"apiVersion": "apis.kcp.io/v1alpha1",
+        "kind": "APIBinding", "metadata": {"name": "widgets"},
+        "spec": {"reference": {"export": {"path": "root:provider", "name": "widgets"}}}}))
+    .unwrap();
+    let err = api
+        .create(&PostParams::default(), &elsewhere)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 403 && s.message == "apibindings.apis.kcp.io \"widgets\" is forbidden: unable to create APIBinding: no permission to bind to export root:provider:widgets"),
+        "{err:?}"
+    );
+    // A binding to an export of its own workspace is admitted and waits for it.
+    let local = serde_json::from_value(json!({"apiVersion": "apis.kcp.io/v1alpha1",
+        "kind": "APIBinding", "metadata": {"name": "widgets"},
+        "spec": {"reference": {"export": {"name": "widgets"}}}}))
+    .unwrap();
+    api.create(&PostParams::default(), &local).await.unwrap();
+    let binding = api.get("widgets").await.unwrap();
     let status = binding.status.unwrap();
     assert_eq!(status.phase.as_deref(), Some("Binding"));
     let valid = status
@@ -520,13 +543,13 @@ async fn a_binding_to_a_missing_export_binds_once_the_export_appears() {
 
     create_schema(
         &sim,
-        "root:provider",
+        "root:consumer",
         "v1.widgets.example.io",
         "widgets",
         "Widget",
     )
     .await;
-    let exports: Api<APIExport> = Api::all(sim.client("root:provider").unwrap());
+    let exports: Api<APIExport> = Api::all(sim.client("root:consumer").unwrap());
     let export = serde_json::from_value(json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIExport",
         "metadata": {"name": "widgets"}, "spec": {"latestResourceSchemas": ["v1.widgets.example.io"]}}))
     .unwrap();
@@ -534,7 +557,6 @@ async fn a_binding_to_a_missing_export_binds_once_the_export_appears() {
         .create(&PostParams::default(), &export)
         .await
         .unwrap();
-    let api: Api<APIBinding> = Api::all(sim.client("root:consumer").unwrap());
     assert!(api.get("widgets").await.unwrap().status.unwrap().is_bound());
 }
 

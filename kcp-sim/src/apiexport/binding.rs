@@ -45,6 +45,49 @@ pub fn validate(binding: &Value) -> ApiResult<()> {
     Ok(())
 }
 
+/// What kcp's APIBinding admission does to a new binding: a binding to an export in another
+/// workspace that cannot be found is refused (kcp words it as missing permission, so as not to
+/// tell whether the workspace exists); the binding is labelled with the export it binds
+/// ([`super::labels::EXPORT_LABEL`]). A binding to an export of its own workspace, or of
+/// `root`, is admitted whether the export exists or not, and waits for it.
+pub fn admit(state: &State, cluster: &str, binding: &mut Value) -> ApiResult<()> {
+    let path = str_at(binding, "/spec/reference/export/path").to_string();
+    let name = str_at(binding, "/spec/reference/export/name").to_string();
+    let export_cluster = match path.as_str() {
+        "" => cluster.to_string(),
+        crate::kcp::ROOT => crate::kcp::ROOT.to_string(),
+        path => match Export::find(state, path, &name) {
+            Some(export) => export.cluster,
+            None => {
+                return Err(crate::kcp::admission_forbidden(
+                    GROUP,
+                    "apibindings",
+                    str_at(binding, "/metadata/name"),
+                    &format!(
+                        "unable to create APIBinding: no permission to bind to export {path}:{name}"
+                    ),
+                ));
+            }
+        },
+    };
+    if let Some(meta) = binding.get_mut("metadata").and_then(Value::as_object_mut) {
+        let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        if !labels.is_object() {
+            *labels = json!({});
+        }
+        labels[super::labels::EXPORT_LABEL] =
+            json!(super::labels::export_label_value(&export_cluster, &name));
+        // kcp's apibindingfinalizer admission: the binding's objects go before it does.
+        let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
+        if let Some(list) = finalizers.as_array_mut()
+            && !list.iter().any(|f| f == crate::kcp::APIBINDING_FINALIZER)
+        {
+            list.push(json!(crate::kcp::APIBINDING_FINALIZER));
+        }
+    }
+    Ok(())
+}
+
 /// The export a binding refers to cannot change.
 pub fn check_update(old: &Value, new: &Value) -> ApiResult<()> {
     if old.pointer("/spec/reference") != new.pointer("/spec/reference") {
@@ -75,7 +118,9 @@ pub fn reconcile(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> 
     if binding.pointer("/metadata/deletionTimestamp").is_some() {
         return Ok(());
     }
+    let old = binding.clone();
     let before = binding.get("status").cloned();
+    let labels_before = labels_of(&binding);
     if str_at(&binding, "/status/phase").is_empty() {
         binding["status"]["phase"] = json!("Binding");
     }
@@ -92,8 +137,18 @@ pub fn reconcile(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> 
             );
         }
     }
-    if binding.get("status") != before.as_ref() {
-        state.store(cluster, &bindings(), "", name, &mut binding)?;
+    // Ready follows the first binding only, as kcp's summary: later conditions may turn.
+    conditions::set_summary(&mut binding, Some(&[INITIAL_BINDING_COMPLETED]));
+    if binding.get("status") != before.as_ref() || labels_before != labels_of(&binding) {
+        let api_version = format!("{GROUP}/v1alpha2");
+        crate::kcp::controller_write(
+            state,
+            cluster,
+            &bindings(),
+            &old,
+            &mut binding,
+            &api_version,
+        )?;
     }
     audience::refresh(state, cluster)?;
     let export_cluster = str_at(&binding, "/status/apiExportClusterName").to_string();
@@ -106,8 +161,21 @@ pub fn reconcile(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> 
     Ok(())
 }
 
+fn labels_of(binding: &Value) -> Option<Value> {
+    binding.pointer("/metadata/labels").cloned()
+}
+
 /// Binds every resource of the export that does not conflict, and sets phase and conditions.
 fn bind(state: &mut State, cluster: &str, export: &Export, binding: &mut Value) {
+    // kcp's permission claim labeller marks every binding of an existing export so that the
+    // export's owner sees it (the "reflexive" claim label).
+    let (key, value) = super::labels::reflexive_binding_label(&export.cluster, &export.name);
+    if let Some(meta) = binding.get_mut("metadata").and_then(Value::as_object_mut) {
+        let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        if let Some(labels) = labels.as_object_mut() {
+            labels.entry(key).or_insert_with(|| json!(value));
+        }
+    }
     binding["status"]["apiExportClusterName"] = json!(export.cluster);
     conditions::set(binding, Condition::ok(APIEXPORT_VALID));
     let mut bound: Vec<Value> = binding
@@ -201,8 +269,12 @@ fn set_phase(binding: &mut Value, missing: &[String], conflicts: &[String]) {
 
 /// `exportPermissionClaims`, `appliedPermissionClaims` and the claim conditions.
 fn claims_status(export: &Export, binding: &mut Value) {
+    // As kcp's v1alpha1 types write a claim: empty group and identity hash left out.
     let as_v1alpha1 = |group: &str, resource: &str, identity: &str| {
-        let mut c = json!({"group": group, "resource": resource});
+        let mut c = json!({"resource": resource});
+        if !group.is_empty() {
+            c["group"] = json!(group);
+        }
         if !identity.is_empty() {
             c["identityHash"] = json!(identity);
         }
@@ -221,8 +293,17 @@ fn claims_status(export: &Export, binding: &mut Value) {
         .iter()
         .map(|c| as_v1alpha1(&c.group, &c.resource, &c.identity_hash))
         .collect();
-    binding["status"]["exportPermissionClaims"] = Value::Array(offered);
-    binding["status"]["appliedPermissionClaims"] = Value::Array(applied);
+    for (key, claims) in [
+        ("exportPermissionClaims", offered),
+        ("appliedPermissionClaims", applied),
+    ] {
+        match binding["status"].as_object_mut() {
+            Some(status) if claims.is_empty() => {
+                status.remove(key);
+            }
+            _ => binding["status"][key] = Value::Array(claims),
+        }
+    }
     if unknown.is_empty() {
         conditions::set(binding, Condition::ok(PERMISSION_CLAIMS_VALID));
     } else {

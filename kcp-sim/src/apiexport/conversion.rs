@@ -30,12 +30,94 @@ pub fn converts(rt: &ResourceType, version: &str) -> bool {
     rt.group == super::GROUP && rt.kind == "APIExport" && version != STORAGE_VERSION
 }
 
-/// Converts an object written at `version` to the stored version.
+/// Converts an object written at `version` to the stored version, with the defaults kcp's CRD
+/// schemas give its kinds when a request is decoded.
 pub fn to_storage(rt: &ResourceType, version: &str, obj: &mut Value) -> ApiResult<()> {
     if converts(rt, version) {
         v1alpha1_to_v1alpha2(obj)?;
     }
+    if rt.group == super::GROUP && rt.kind == "APIExport" {
+        v1alpha2_defaults(obj);
+    }
+    crate::kcp::decode_defaults(rt, obj);
     Ok(())
+}
+
+/// The defaults of the v1alpha2 APIExport schema: a claim's `group` and `identityHash` are
+/// `""`, a resource's `storage` is `{crd: {}}`.
+fn v1alpha2_defaults(obj: &mut Value) {
+    let Some(spec) = spec_mut(obj) else {
+        return;
+    };
+    if let Some(claims) = spec
+        .get_mut("permissionClaims")
+        .and_then(Value::as_array_mut)
+    {
+        for claim in claims.iter_mut().filter_map(Value::as_object_mut) {
+            for key in ["group", "identityHash"] {
+                claim.entry(key).or_insert_with(|| json!(""));
+            }
+        }
+    }
+    if let Some(resources) = spec.get_mut("resources").and_then(Value::as_array_mut) {
+        for resource in resources.iter_mut().filter_map(Value::as_object_mut) {
+            resource
+                .entry("storage")
+                .or_insert_with(|| json!({"crd": {}}));
+        }
+    }
+}
+
+/// v1alpha1 permission claims as Go writes them (the annotation kcp keeps them in): struct
+/// field order, empty fields left out.
+fn go_v1alpha1_claims(claims: &[Value]) -> String {
+    let text = |v: &Value, k: &str| -> Option<String> {
+        v.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(|s| Value::from(s).to_string())
+    };
+    let member = |k: &str, v: Option<String>| v.map(|v| format!("{k:?}:{v}"));
+    let object = |members: Vec<Option<String>>| {
+        let members: Vec<String> = members.into_iter().flatten().collect();
+        format!("{{{}}}", members.join(","))
+    };
+    let claims: Vec<String> = claims
+        .iter()
+        .map(|c| {
+            let selectors = c
+                .get("resourceSelector")
+                .and_then(Value::as_array)
+                .filter(|s| !s.is_empty())
+                .map(|s| {
+                    let s: Vec<String> = s
+                        .iter()
+                        .map(|s| {
+                            object(vec![
+                                member("name", text(s, "name")),
+                                member("namespace", text(s, "namespace")),
+                            ])
+                        })
+                        .collect();
+                    format!("[{}]", s.join(","))
+                });
+            let all = (c.get("all").and_then(Value::as_bool) == Some(true)).then(|| "true".into());
+            object(vec![
+                member("group", text(c, "group")),
+                member(
+                    "resource",
+                    Some(
+                        Value::from(c.get("resource").and_then(Value::as_str).unwrap_or(""))
+                            .to_string(),
+                    ),
+                ),
+                member("all", all),
+                member("resourceSelector", selectors),
+                member("identityHash", text(c, "identityHash")),
+            ])
+        })
+        .collect();
+    format!("[{}]", claims.join(","))
 }
 
 /// Converts a stored object to how it reads at `version`.
@@ -128,8 +210,13 @@ fn v1alpha1_to_v1alpha2(obj: &mut Value) -> ApiResult<()> {
     for claim in &v1_claims {
         v2_claims.push(claim_to_v1alpha2(claim, kept_verbs.as_ref()));
     }
-    if !v1_claims.is_empty() {
-        set_annotation(obj, V1ALPHA1_CLAIMS_ANNOTATION, &Value::Array(v1_claims));
+    if !v1_claims.is_empty()
+        && let Some(map) = annotations(obj)
+    {
+        map.insert(
+            V1ALPHA1_CLAIMS_ANNOTATION.to_string(),
+            Value::String(go_v1alpha1_claims(&v1_claims)),
+        );
     }
     if let Some(spec) = spec_mut(obj) {
         if !resources.is_empty() {
@@ -147,9 +234,8 @@ fn v1alpha1_to_v1alpha2(obj: &mut Value) -> ApiResult<()> {
 fn claim_to_v1alpha2(claim: &Value, kept: Option<&Value>) -> Value {
     let mut out = Map::new();
     for key in ["group", "resource", "identityHash"] {
-        if let Some(v) = claim.get(key).filter(|v| v.as_str() != Some("")) {
-            out.insert(key.into(), v.clone());
-        }
+        let value = claim.get(key).cloned().unwrap_or_else(|| json!(""));
+        out.insert(key.into(), value);
     }
     let original = kept
         .and_then(Value::as_array)
@@ -261,7 +347,12 @@ mod tests {
         v1alpha1_to_v1alpha2(&mut obj).unwrap();
         assert_eq!(
             obj["spec"]["permissionClaims"],
-            json!([{"resource": "secrets", "verbs": ["*"]}])
+            json!([{"group": "", "identityHash": "", "resource": "secrets", "verbs": ["*"]}])
+        );
+        // kcp keeps the v1alpha1 claims as Go writes them.
+        assert_eq!(
+            obj["metadata"]["annotations"][V1ALPHA1_CLAIMS_ANNOTATION],
+            "[{\"resource\":\"secrets\",\"all\":true}]"
         );
     }
 
@@ -279,7 +370,7 @@ mod tests {
     fn verbs_other_than_all_survive_a_round_trip_through_v1alpha1() {
         let mut obj = json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
             "metadata": {"name": "e"},
-            "spec": {"permissionClaims": [{"resource": "configmaps", "verbs": ["get", "list"]}]}});
+            "spec": {"permissionClaims": [{"group": "", "identityHash": "", "resource": "configmaps", "verbs": ["get", "list"]}]}});
         let original = obj.clone();
         v1alpha2_to_v1alpha1(&mut obj);
         assert_eq!(

@@ -1,7 +1,7 @@
 //! Where the export machinery joins the write path of [`crate::semantics`]: validation of new
 //! objects, update rules, and what a stored or removed object sets off.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{GROUP, binding, endpoints, exports, identity, schema, str_at};
 use crate::resource::ResourceType;
@@ -17,11 +17,26 @@ pub fn is_binding(rt: &ResourceType) -> bool {
     kind(rt) == Some("APIBinding")
 }
 
-/// Validates a new object of the export machinery (in its stored version).
-pub fn on_create(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+/// Validates a new object of the export machinery (in its stored version). APIExports and
+/// APIBindings read with an empty `status` until kcp's controllers write one, as kcp's
+/// conversion of its Go types writes them.
+pub fn on_create(
+    state: &State,
+    cluster: &str,
+    rt: &ResourceType,
+    obj: &mut Value,
+) -> ApiResult<()> {
+    if matches!(kind(rt), Some("APIExport" | "APIBinding"))
+        && let Some(root) = obj.as_object_mut()
+    {
+        root.entry("status").or_insert_with(|| json!({}));
+    }
     match kind(rt) {
         Some("APIResourceSchema") => schema::validate(obj),
-        Some("APIBinding") => binding::validate(obj),
+        Some("APIBinding") => {
+            binding::validate(obj)?;
+            binding::admit(state, cluster, obj)
+        }
         Some("APIExport") => validate_export(obj),
         _ => Ok(()),
     }
@@ -95,7 +110,14 @@ fn export_written(
     let mut export = new.clone();
     identity::ensure(state, cluster, &mut export)?;
     if export != *new {
-        state.store(cluster, &exports(), "", &name, &mut export)?;
+        crate::kcp::controller_write(
+            state,
+            cluster,
+            &exports(),
+            new,
+            &mut export,
+            &format!("{GROUP}/{}", super::conversion::STORAGE_VERSION),
+        )?;
     }
     endpoints::ensure_default(state, cluster, &export)?;
     let changed = |pointer: &str| old.and_then(|o| o.pointer(pointer)) != export.pointer(pointer);

@@ -19,6 +19,7 @@ pub mod endpoints;
 pub mod export;
 pub mod hooks;
 pub mod identity;
+pub mod labels;
 pub mod schema;
 pub mod view;
 pub mod view_cache;
