@@ -640,6 +640,12 @@ impl FieldSelector {
     pub fn is_empty(&self) -> bool {
         self.requirements.is_empty()
     }
+
+    /// The fields the requirements select on, in order (a server checks them against the fields
+    /// it can select by).
+    pub fn fields(&self) -> impl Iterator<Item = &str> {
+        self.requirements.iter().map(|r| r.field.as_str())
+    }
 }
 
 /// Writes the selector back in the string syntax, escaping values.

@@ -369,6 +369,7 @@ impl Sim {
             .await?;
         let state = self.read();
         let r = self.resolve(&state, target, Verb::List)?;
+        check_fields(&state, &r, target, &filter)?;
         r.narrow(&mut filter, target);
         let page = query::list(
             &state,
@@ -432,6 +433,7 @@ impl Sim {
         }
         let state = self.read();
         let r = self.resolve(&state, target, Verb::Watch)?;
+        check_fields(&state, &r, target, &filter)?;
         r.narrow(&mut filter, target);
         let watch_filter = WatchFilter {
             scope: r.scope.clone(),
@@ -589,6 +591,7 @@ impl Sim {
         req: &DeleteRequest,
     ) -> ApiResult<(Arc<ResourceType>, Vec<Arc<Stored>>)> {
         self.write_op(Verb::Delete, target, |state, r, cluster| {
+            check_fields(state, r, target, &filter)?;
             r.narrow(&mut filter, target);
             let page = query::list(state, &r.scope, r.rt.group_resource(), &filter, None, None)?;
             let mut deleted = Vec::new();
@@ -618,6 +621,58 @@ impl Sim {
         })
         .await
     }
+}
+
+/// Refuses a field selector on a field the target's kind cannot be selected by.
+fn check_fields(state: &State, r: &Resolved, target: &Target, filter: &Filter) -> ApiResult<()> {
+    let Some(fields) = &filter.fields else {
+        return Ok(());
+    };
+    let selectable = if r.rt.is_typed() {
+        Vec::new()
+    } else {
+        selectable_fields(state, r.cluster.as_deref(), &r.rt, &target.version)
+    };
+    query::check_field_selector(&r.rt, &selectable, fields)
+}
+
+/// The `selectableFields` of a custom resource's CRD version, as field paths (`spec.color`);
+/// none when no CRD in the cluster (any cluster, for a wildcard) defines the resource.
+fn selectable_fields(
+    state: &State,
+    cluster: Option<&str>,
+    rt: &ResourceType,
+    version: &str,
+) -> Vec<String> {
+    let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+    let crd_name = format!("{}.{}", rt.plural, rt.group);
+    let crd = match cluster {
+        Some(c) => state.lookup(c, &crds, "", &crd_name),
+        None => state
+            .clusters
+            .keys()
+            .find_map(|c| state.lookup(c, &crds, "", &crd_name)),
+    };
+    let Some(crd) = crd.and_then(|crd| crd.value().ok()) else {
+        return Vec::new();
+    };
+    crd.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .and_then(|versions| {
+            versions
+                .iter()
+                .find(|v| v.get("name").and_then(Value::as_str) == Some(version))
+        })
+        .and_then(|v| v.get("selectableFields"))
+        .and_then(Value::as_array)
+        .map(|fields| {
+            fields
+                .iter()
+                .filter_map(|f| f.get("jsonPath").and_then(Value::as_str))
+                .map(|path| path.trim_start_matches('.').to_string())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Write options with the initializer of the virtual workspace a request came through.

@@ -8,7 +8,7 @@ use serde_json::Value;
 
 use crate::apiexport as kcp_apis;
 use crate::kcp;
-use crate::resource::GroupResource;
+use crate::resource::{GroupResource, ResourceType};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Change, ChangeKind, State, Stored};
@@ -72,6 +72,85 @@ impl Visibility {
             }
         }
     }
+}
+
+/// The fields kube-apiserver's field label conversion of a kind knows besides `metadata.name`
+/// and `metadata.namespace` (`None`: the default conversion, which knows only those two).
+fn typed_field_labels(rt: &ResourceType) -> Option<&'static [&'static str]> {
+    Some(match (rt.group.as_str(), rt.kind.as_str()) {
+        ("", "Namespace") => &["metadata.name", "status.phase"],
+        ("", "Node") => &["metadata.name", "spec.unschedulable"],
+        ("", "Secret") => &["metadata.name", "metadata.namespace", "type"],
+        ("", "Service") => &[
+            "metadata.name",
+            "metadata.namespace",
+            "spec.clusterIP",
+            "spec.type",
+        ],
+        ("", "Event") => &[
+            "metadata.name",
+            "metadata.namespace",
+            "involvedObject.kind",
+            "involvedObject.namespace",
+            "involvedObject.name",
+            "involvedObject.uid",
+            "involvedObject.apiVersion",
+            "involvedObject.resourceVersion",
+            "involvedObject.fieldPath",
+            "reason",
+            "reportingComponent",
+            "source",
+            "type",
+        ],
+        ("events.k8s.io", "Event") => &[
+            "metadata.name",
+            "metadata.namespace",
+            "reason",
+            "regarding.kind",
+            "regarding.namespace",
+            "regarding.name",
+            "regarding.uid",
+            "regarding.apiVersion",
+            "regarding.resourceVersion",
+            "regarding.fieldPath",
+            "reportingController",
+            "type",
+        ],
+        _ => return None,
+    })
+}
+
+/// Refuses a field selector on a field the kind cannot be selected by, with kube-apiserver's
+/// `400`: its own kinds know the fields of their field label conversion, custom resources
+/// `metadata.name`, `metadata.namespace` (when namespaced) and their CRD version's
+/// `selectableFields` (`selectable`, as `spec.color`).
+pub fn check_field_selector(
+    rt: &ResourceType,
+    selectable: &[String],
+    fields: &FieldSelector,
+) -> ApiResult<()> {
+    for field in fields.fields() {
+        let refused = if rt.is_typed() {
+            match typed_field_labels(rt) {
+                Some(known) => (!known.contains(&field))
+                    .then(|| format!("field label not supported: {field}")),
+                None => (!matches!(field, "metadata.name" | "metadata.namespace")).then(|| {
+                    format!(
+                        "{field:?} is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+                    )
+                }),
+            }
+        } else {
+            let known = field == "metadata.name"
+                || (rt.namespaced && field == "metadata.namespace")
+                || selectable.iter().any(|s| s == field);
+            (!known).then(|| format!("field label not supported: {field}"))
+        };
+        if let Some(message) = refused {
+            return Err(ApiError::bad_request(message));
+        }
+    }
+    Ok(())
 }
 
 /// The filters of a LIST or WATCH.
