@@ -382,6 +382,25 @@ impl Sim {
         Ok((r.rt, page))
     }
 
+    /// LIST a collection as it was at resourceVersion `rv` (`resourceVersionMatch=Exact`).
+    pub async fn list_at(
+        &self,
+        target: &Target,
+        mut filter: Filter,
+        limit: Option<usize>,
+        rv: u64,
+    ) -> ApiResult<(Arc<ResourceType>, Page)> {
+        self.faults
+            .before(Verb::List, &target.group, &target.plural)
+            .await?;
+        let state = self.read();
+        let r = self.resolve(&state, target, Verb::List)?;
+        check_fields(&state, &r, target, &filter)?;
+        r.narrow(&mut filter, target);
+        let page = query::list_at(&state, &r.scope, r.rt.group_resource(), &filter, limit, rv)?;
+        Ok((r.rt, page))
+    }
+
     /// The Table columns of a resource type at a target: kube's or kcp's for builtin kinds,
     /// the CRD's `additionalPrinterColumns` for the target version, else NAME and AGE.
     pub fn printer_columns(&self, target: &Target, rt: &ResourceType) -> Vec<table::Column> {

@@ -795,14 +795,24 @@ async fn list(sim: &Sim, target: &Target, query: &Query, table: bool) -> ApiResu
                 .map_err(|_| ApiError::bad_request(format!("invalid limit: {l:?}")))
         })
         .transpose()?;
-    let (rt, page) = sim
-        .list(
-            target,
-            filter,
-            limit,
-            query.get("continue").filter(|c| !c.is_empty()),
-        )
-        .await?;
+    let exact = query.get("resourceVersionMatch") == Some("Exact");
+    let (rt, page) = match query.get("resourceVersion").filter(|_| exact) {
+        Some(rv) => {
+            let rv = rv
+                .parse::<u64>()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
+            sim.list_at(target, filter, limit, rv).await?
+        }
+        None => {
+            sim.list(
+                target,
+                filter,
+                limit,
+                query.get("continue").filter(|c| !c.is_empty()),
+            )
+            .await?
+        }
+    };
     if table {
         let rv = page.resource_version.to_string();
         return table_response(sim, target, &rt, &page.items, &rv, query);

@@ -310,6 +310,73 @@ pub fn list(
     })
 }
 
+/// Lists the objects of a resource as they were at resourceVersion `rv`
+/// (`resourceVersionMatch=Exact`): the current objects with the later changes of the history
+/// undone. `410 Gone` when the history no longer reaches back to `rv`.
+pub fn list_at(
+    state: &State,
+    scope: &ClusterScope,
+    gr: &GroupResource,
+    filter: &Filter,
+    limit: Option<usize>,
+    rv: u64,
+) -> ApiResult<Page> {
+    let changes = state.changes_after(rv)?;
+    let mut snapshot: std::collections::BTreeMap<(String, String), Arc<Stored>> =
+        std::collections::BTreeMap::new();
+    for (cluster_name, cluster) in &state.clusters {
+        if !scope.includes_cluster(cluster_name, cluster.shard) {
+            continue;
+        }
+        for (key, obj) in cluster.objects.get(gr).into_iter().flatten() {
+            snapshot.insert((cluster_name.clone(), key.clone()), obj.clone());
+        }
+    }
+    for change in changes.iter().rev() {
+        if &change.resource != gr || !scope.includes_cluster(&change.cluster, change.shard) {
+            continue;
+        }
+        let key = (
+            change.cluster.to_string(),
+            format!("{}/{}", change.namespace, change.name),
+        );
+        match &change.previous {
+            Some(previous) => snapshot.insert(key, previous.clone()),
+            None => snapshot.remove(&key),
+        };
+    }
+    let limit = limit.filter(|l| *l > 0);
+    let prefix = filter.namespace.as_ref().map(|ns| format!("{ns}/"));
+    let mut items = Vec::new();
+    let mut last = None;
+    let mut remaining = 0u64;
+    for ((cluster, key), obj) in &snapshot {
+        if prefix
+            .as_ref()
+            .is_some_and(|p| !key.starts_with(p.as_str()))
+            || !filter.matches(obj)
+        {
+            continue;
+        }
+        if limit.is_some_and(|l| items.len() == l) {
+            remaining += 1;
+            continue;
+        }
+        items.push(obj.clone());
+        last = Some((cluster.as_str(), key.as_str()));
+    }
+    let continue_token = match last {
+        Some((cluster, key)) if remaining > 0 => Some(encode_token(rv, cluster, key)),
+        _ => None,
+    };
+    Ok(Page {
+        items,
+        resource_version: rv,
+        remaining: continue_token.as_ref().map(|_| remaining),
+        continue_token,
+    })
+}
+
 /// The filter of one watch over the change stream.
 #[derive(Debug, Clone)]
 pub struct WatchFilter {

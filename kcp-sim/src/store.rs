@@ -424,14 +424,18 @@ impl State {
     /// Starts a watch from `rv`: the changes after it that are still in the history, and a
     /// receiver for every later one. `410 Gone` when `rv` is older than the history.
     pub fn watch_from(&self, rv: u64) -> ApiResult<(Vec<Arc<Change>>, ChangeReceiver)> {
+        Ok((self.changes_after(rv)?, self.events.subscribe()))
+    }
+
+    /// The changes after `rv`, oldest first. `410 Gone` when `rv` is older than the history.
+    pub fn changes_after(&self, rv: u64) -> ApiResult<Vec<Arc<Change>>> {
         if rv < self.oldest_watchable {
             return Err(ApiError::gone(format!(
                 "too old resource version: {rv} ({})",
                 self.oldest_watchable
             )));
         }
-        let replay = self.history.iter().filter(|c| c.rv > rv).cloned().collect();
-        Ok((replay, self.events.subscribe()))
+        Ok(self.history.iter().filter(|c| c.rv > rv).cloned().collect())
     }
 
     /// A receiver for every change after now.
