@@ -326,11 +326,16 @@ pub async fn create_workspace(
     workspace.metadata.labels = Some([("kcp-rs.io/e2e".to_string(), "true".to_string())].into());
     let deadline = Instant::now() + Duration::from_secs(60);
     // Right after kcp starts, its admission may not know the bootstrap WorkspaceTypes yet
-    // (403 "... not found"): retry that until the deadline.
+    // (403 "... not found", "unable to find inherited workspace type ..."): retry that until
+    // the deadline.
+    let not_known_yet = |e: &kcp_core::Error| {
+        let text = e.to_string();
+        text.contains("not found") || text.contains("unable to find")
+    };
     loop {
         match client.create_typed(&workspace).await {
             Ok(_) => break,
-            Err(e) if e.to_string().contains("not found") && Instant::now() < deadline => {
+            Err(e) if not_known_yet(&e) && Instant::now() < deadline => {
                 tokio::time::sleep(Duration::from_millis(250)).await;
             }
             Err(e) => return Err(request_error(format!("creating workspace {name}"), e)),

@@ -102,6 +102,10 @@ pub struct Until {
     /// Or: that it holds any value.
     #[serde(default)]
     pub present: bool,
+    /// Then also until the answer stops changing (two answers a second apart are the same):
+    /// the real server's controllers have done their writes.
+    #[serde(default)]
+    pub stable: bool,
 }
 
 impl Until {

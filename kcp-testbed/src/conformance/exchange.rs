@@ -65,14 +65,21 @@ async fn run_step(
     earlier: &[Value],
 ) -> Result<Value, String> {
     let deadline = Instant::now() + UNTIL;
+    let mut held: Option<Value> = None;
     loop {
         let answer = send(client, names, step, earlier).await?;
         let Some(until) = &step.until else {
             return Ok(answer);
         };
         if until.holds(&answer) {
-            return Ok(answer);
+            if !until.stable || held.as_ref() == Some(&answer) {
+                return Ok(answer);
+            }
+            held = Some(answer);
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            continue;
         }
+        held = None;
         if Instant::now() > deadline {
             return Err(format!(
                 "{} never became {:?} (last answer {answer})",

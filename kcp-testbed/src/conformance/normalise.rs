@@ -1,12 +1,16 @@
 //! What differs between two correct servers is written alike before answers are compared:
-//! the case's own names, uids, resourceVersions, continue tokens, identity hashes, generated
-//! names, timestamps and server URLs.
+//! the case's own names, uids, resourceVersions, continue tokens, identity hashes, logical
+//! cluster names, generated names, timestamps and server URLs.
 //!
-//! Values that only have to be *equal to each other* (uids, resourceVersions, tokens) become
-//! ordinals in order of first appearance within a case (`<uid-1>`, `<rv-2>`), so "an update that
-//! changes nothing keeps its resourceVersion" still shows. A list's or a bookmark's
-//! resourceVersion is any later revision of the store (other writers share it on a real server):
-//! it becomes `<rv>`.
+//! Values that only have to be *equal to each other* become ordinals in order of first
+//! appearance within a case (`<uid-1>`, `<rv-2>`), so "an update that changes nothing keeps its
+//! resourceVersion" still shows. A first pass learns them over every answer of the case, so a
+//! uid, hash or cluster name is recognised wherever it appears later, inside messages, label
+//! keys and managedFields keys too. A list's or a bookmark's resourceVersion is any later
+//! revision of the store (other writers share it on a real server): it becomes `<rv>`.
+//! managedFields entries are sorted by manager, operation and subresource: when two
+//! controllers write one object, which came first is a race on a real server. kcp's names of
+//! its own system bindings (`tenancy.kcp.io-3eit2`) end in a random suffix per kcp process.
 
 use std::collections::BTreeMap;
 
@@ -32,26 +36,35 @@ const TIMES: &[&str] = &[
     "time",
 ];
 
-/// Keys whose values are replaced by ordinals.
-const ORDINALS: &[(&str, &str)] = &[
-    ("uid", "uid"),
-    ("resourceVersion", "rv"),
-    ("continue", "continue"),
-    ("identityHash", "identity"),
+/// Keys whose values are replaced by ordinals, and whether the value is also replaced where it
+/// appears inside other strings (long, random values only: not resourceVersions).
+const ORDINALS: &[(&str, &str, bool)] = &[
+    ("uid", "uid", true),
+    ("UID", "uid", true),
+    ("resourceVersion", "rv", false),
+    ("continue", "continue", false),
+    ("identityHash", "identity", true),
+    ("storageVersionHash", "storage-hash", false),
+    ("internal.apis.kcp.io/export", "export-label", true),
+    ("internal.tenancy.kcp.io/cluster", "cluster", true),
+    ("kcp.io/cluster", "cluster", true),
+    ("cluster", "cluster", true),
 ];
 
 /// Normalises the answers of one case on one server.
 #[derive(Debug)]
 pub struct Normaliser {
+    /// Exact strings replaced inside every string and key, longest first.
     literals: Vec<(String, String)>,
     ordinals: BTreeMap<&'static str, BTreeMap<String, usize>>,
     urls: regex::Regex,
+    uuids: regex::Regex,
+    suffixes: regex::Regex,
 }
 
 impl Normaliser {
     /// A normaliser for a case run under `names`.
     pub fn new(names: &CaseNames) -> Normaliser {
-        // Longest first: the workspace path holds the namespace's name.
         let mut literals = Vec::new();
         if let Some(cluster) = &names.cluster {
             literals.push((cluster.clone(), "{cluster}".to_string()));
@@ -60,67 +73,69 @@ impl Normaliser {
             literals.push((ws.clone(), "{ws}".to_string()));
         }
         literals.push((names.namespace.clone(), "{ns}".to_string()));
+        // Both patterns are proven-valid constants.
+        #[allow(clippy::unwrap_used)]
         Normaliser {
             literals,
             ordinals: BTreeMap::new(),
-            // A proven-valid constant pattern.
-            #[allow(clippy::unwrap_used)]
             urls: regex::Regex::new(r"https?://127\.0\.0\.1:[0-9]+").unwrap(),
+            uuids: regex::Regex::new(
+                r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+            )
+            .unwrap(),
+            suffixes: regex::Regex::new(r"(\.kcp\.io)-[a-z0-9]{5}\b").unwrap(),
         }
     }
 
     /// The answers of a case, in order.
     pub fn answers(&mut self, answers: &[Value]) -> Vec<Value> {
+        for answer in answers {
+            self.learn(answer, None);
+        }
+        // Longest first, so a name holding another is replaced whole.
+        self.literals
+            .sort_by_key(|(from, _)| std::cmp::Reverse(from.len()));
         answers.iter().map(|a| self.value(a, None)).collect()
     }
 
-    fn value(&mut self, value: &Value, key: Option<&str>) -> Value {
+    /// First pass: ordinals for every value that must only be equal to itself.
+    fn learn(&mut self, value: &Value, key: Option<&str>) {
         match value {
-            Value::Object(map) => Value::Object(self.object(map)),
-            Value::Array(items) => Value::Array(items.iter().map(|v| self.value(v, key)).collect()),
-            Value::String(s) => Value::String(self.string(s, key)),
-            other => other.clone(),
-        }
-    }
-
-    fn object(&mut self, map: &Map<String, Value>) -> Map<String, Value> {
-        self.learn_generated_name(map);
-        let is_list = map.contains_key("items");
-        let is_bookmark = map.get("type").and_then(Value::as_str) == Some("BOOKMARK");
-        map.iter()
-            .map(|(k, v)| {
-                let any_revision = (is_list || is_bookmark) && k == "metadata";
-                let v = match (any_revision, v) {
-                    (true, Value::Object(meta)) => Value::Object(self.list_metadata(meta)),
-                    _ if is_bookmark && k == "object" => self.bookmark_object(v),
-                    _ => self.value(v, Some(k)),
-                };
-                (k.clone(), v)
-            })
-            .collect()
-    }
-
-    fn list_metadata(&mut self, meta: &Map<String, Value>) -> Map<String, Value> {
-        meta.iter()
-            .map(|(k, v)| match (k.as_str(), v) {
-                ("resourceVersion", Value::String(s)) if !s.is_empty() => {
-                    (k.clone(), Value::String("<rv>".into()))
+            Value::Object(map) => {
+                self.learn_generated_name(map);
+                for (k, v) in map {
+                    self.learn(v, Some(k));
                 }
-                _ => (k.clone(), self.value(v, Some(k))),
-            })
-            .collect()
-    }
-
-    fn bookmark_object(&mut self, object: &Value) -> Value {
-        let mut object = object.clone();
-        if let Some(rv) = object.pointer_mut("/metadata/resourceVersion") {
-            *rv = Value::String("<rv>".into());
+            }
+            Value::Array(items) => items.iter().for_each(|v| self.learn(v, key)),
+            Value::String(s) if !s.is_empty() => {
+                if let Some(&(_, label, inside)) = key.and_then(ordinal_key) {
+                    let n = self.ordinal(label, s);
+                    if inside && !self.is_case_name(s) {
+                        self.literals.push((s.clone(), format!("<{label}-{n}>")));
+                    }
+                }
+                let found: Vec<String> = self
+                    .uuids
+                    .find_iter(s)
+                    .map(|m| m.as_str().to_string())
+                    .collect();
+                for uuid in found {
+                    let n = self.ordinal("uid", &uuid);
+                    self.literals.push((uuid, format!("<uid-{n}>")));
+                }
+            }
+            _ => {}
         }
-        self.value(&object, None)
     }
 
-    /// A `name` made from `generateName` is written as `<generateName><generated-n>`, here and
-    /// wherever it appears later.
+    fn is_case_name(&self, s: &str) -> bool {
+        self.literals
+            .iter()
+            .any(|(from, to)| from == s && to.starts_with('{'))
+    }
+
+    /// A `name` made from `generateName` is written as `<generateName><generated-n>`.
     fn learn_generated_name(&mut self, map: &Map<String, Value>) {
         let (Some(Value::String(prefix)), Some(Value::String(name))) =
             (map.get("generateName"), map.get("name"))
@@ -135,28 +150,85 @@ impl Normaliser {
         }
         let n = self.ordinal("generated", name);
         self.literals
-            .insert(0, (name.clone(), format!("{prefix}<generated-{n}>")));
+            .push((name.clone(), format!("{prefix}<generated-{n}>")));
     }
 
-    fn string(&mut self, s: &str, key: Option<&str>) -> String {
+    fn value(&self, value: &Value, key: Option<&str>) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(self.object(map)),
+            Value::Array(items) if key == Some("managedFields") => {
+                let mut items: Vec<Value> = items.iter().map(|v| self.value(v, None)).collect();
+                items.sort_by_key(manager_order);
+                Value::Array(items)
+            }
+            Value::Array(items) => Value::Array(items.iter().map(|v| self.value(v, key)).collect()),
+            Value::String(s) => Value::String(self.string(s, key)),
+            other => other.clone(),
+        }
+    }
+
+    fn object(&self, map: &Map<String, Value>) -> Map<String, Value> {
+        let is_list = map.contains_key("items");
+        let is_bookmark = map.get("type").and_then(Value::as_str) == Some("BOOKMARK");
+        map.iter()
+            .map(|(k, v)| {
+                let v = match v {
+                    Value::Object(meta) if (is_list || is_bookmark) && k == "metadata" => {
+                        Value::Object(self.list_metadata(meta))
+                    }
+                    _ if is_bookmark && k == "object" => self.bookmark_object(v),
+                    _ => self.value(v, Some(k)),
+                };
+                (self.text(k), v)
+            })
+            .collect()
+    }
+
+    fn list_metadata(&self, meta: &Map<String, Value>) -> Map<String, Value> {
+        meta.iter()
+            .map(|(k, v)| match (k.as_str(), v) {
+                ("resourceVersion", Value::String(s)) if !s.is_empty() => {
+                    (k.clone(), Value::String("<rv>".into()))
+                }
+                _ => (k.clone(), self.value(v, Some(k))),
+            })
+            .collect()
+    }
+
+    fn bookmark_object(&self, object: &Value) -> Value {
+        let mut object = object.clone();
+        if let Some(rv) = object.pointer_mut("/metadata/resourceVersion") {
+            *rv = Value::String("<rv>".into());
+        }
+        self.value(&object, None)
+    }
+
+    fn string(&self, s: &str, key: Option<&str>) -> String {
         if let Some(key) = key {
             if TIMES.contains(&key) && !s.is_empty() {
                 return "<time>".into();
             }
-            if let Some((_, label)) = ORDINALS.iter().find(|(k, _)| *k == key)
+            if let Some(&(_, label, _)) = ordinal_key(key)
                 && !s.is_empty()
+                && !self.is_case_name(s)
+                && let Some(n) = self.ordinals.get(label).and_then(|seen| seen.get(s))
             {
-                let n = self.ordinal(label, s);
                 return format!("<{label}-{n}>");
             }
         }
+        self.text(s)
+    }
+
+    /// `s` with the learnt literals, uids and server URLs replaced.
+    fn text(&self, s: &str) -> String {
         let mut out = s.to_string();
         for (from, to) in &self.literals {
             if out.contains(from.as_str()) {
                 out = out.replace(from.as_str(), to);
             }
         }
-        self.urls.replace_all(&out, "<server>").into_owned()
+        let out = self.urls.replace_all(&out, "<server>");
+        self.suffixes.replace_all(&out, "$1-<suffix>").into_owned()
     }
 
     fn ordinal(&mut self, label: &'static str, value: &str) -> usize {
@@ -164,6 +236,15 @@ impl Normaliser {
         let next = seen.len() + 1;
         *seen.entry(value.to_string()).or_insert(next)
     }
+}
+
+fn ordinal_key(key: &str) -> Option<&'static (&'static str, &'static str, bool)> {
+    ORDINALS.iter().find(|(k, _, _)| *k == key)
+}
+
+fn manager_order(entry: &Value) -> (String, String, String) {
+    let field = |name: &str| entry[name].as_str().unwrap_or_default().to_string();
+    (field("manager"), field("operation"), field("subresource"))
 }
 
 #[cfg(test)]
@@ -224,15 +305,47 @@ mod tests {
     }
 
     #[test]
-    fn a_generated_name_keeps_its_prefix_and_is_recognised_later() {
+    fn a_generated_name_keeps_its_prefix_and_is_recognised_everywhere() {
         let answers = normaliser().answers(&[
+            json!({"message": "configmaps \"cm-x7k2p\" seen first in a message"}),
             json!({"metadata": {"generateName": "cm-", "name": "cm-x7k2p"}}),
-            json!({"message": "configmaps \"cm-x7k2p\" not found"}),
         ]);
-        assert_eq!(answers[0]["metadata"]["name"], "cm-<generated-1>");
+        assert_eq!(answers[1]["metadata"]["name"], "cm-<generated-1>");
         assert_eq!(
-            answers[1]["message"],
-            "configmaps \"cm-<generated-1>\" not found"
+            answers[0]["message"],
+            "configmaps \"cm-<generated-1>\" seen first in a message"
         );
+    }
+
+    #[test]
+    fn uids_and_hashes_are_recognised_in_messages_and_keys() {
+        let uid = "5cf50be9-84f3-46fd-a79b-19ae51fba0db";
+        let answers = normaliser().answers(&[
+            json!({"metadata": {"uid": uid, "labels": {"internal.apis.kcp.io/export": "Hash1"}}}),
+            json!({"message": format!("the UID in record ({uid})"),
+                   "labels": {"claimed.internal.apis.kcp.io/Hash1": "x"},
+                   "fields": {format!("k:{{\"uid\":\"{uid}\"}}"): {}}}),
+        ]);
+        assert_eq!(answers[0]["metadata"]["uid"], "<uid-1>");
+        assert_eq!(answers[1]["message"], "the UID in record (<uid-1>)");
+        assert!(
+            answers[1]["labels"]
+                .get("claimed.internal.apis.kcp.io/<export-label-1>")
+                .is_some()
+        );
+        assert!(
+            answers[1]["fields"]
+                .get("k:{\"uid\":\"<uid-1>\"}")
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn managed_fields_are_ordered_by_manager() {
+        let answer = &normaliser().answers(&[json!({"metadata": {"managedFields": [
+            {"manager": "kcp", "operation": "Update"},
+            {"manager": "alice", "operation": "Apply"},
+        ]}})])[0];
+        assert_eq!(answer["metadata"]["managedFields"][0]["manager"], "alice");
     }
 }
