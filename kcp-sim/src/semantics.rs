@@ -777,7 +777,13 @@ fn write_update(
         meta_mut(&mut new)?.insert("generation".into(), json!(generation + 1));
     }
     let now = now();
-    if !applied {
+    // As kube-apiserver's skipNonAppliedManager: an object nobody owns fields of (created with
+    // nothing to own) stays untracked by writes other than applies.
+    let tracked = old
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .is_some_and(|entries| !entries.is_empty());
+    if !applied && tracked {
         let who = FieldManager {
             manager: opts.manager(),
             subresource: status.then_some("status"),
