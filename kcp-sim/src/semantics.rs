@@ -1048,12 +1048,13 @@ pub fn delete(
     if let Some(uid) = req.precondition_uid.as_deref()
         && uid != &*current.uid
     {
+        // kube-apiserver's BeforeDelete names the kind, not the resource, in this conflict.
         return Err(ApiError::conflict(
             &rt.group,
-            &rt.plural,
+            &rt.kind,
             name,
             &format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                "the UID in the precondition ({uid}) does not match the UID in record ({}). The object might have been deleted and then recreated",
                 current.uid
             ),
         ));
@@ -1063,10 +1064,10 @@ pub fn delete(
     {
         return Err(ApiError::conflict(
             &rt.group,
-            &rt.plural,
+            &rt.kind,
             name,
             &format!(
-                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                "the ResourceVersion in the precondition ({rv}) does not match the ResourceVersion in record ({}). The object might have been modified",
                 current.rv
             ),
         ));
