@@ -415,10 +415,31 @@ impl WatchFilter {
             (ChangeKind::Deleted, false, _) => return None,
             (_, false, true) => ChangeKind::Added,
             (_, true, true) => ChangeKind::Modified,
-            (_, true, false) => ChangeKind::Deleted,
+            (_, true, false) => {
+                let previous = change.previous.as_ref()?;
+                return Some((ChangeKind::Deleted, left_at(previous, change.rv)));
+            }
             (_, false, false) => return None,
         };
         Some((kind, change.object.clone()))
+    }
+}
+
+/// What a watcher whose filter an object left sees in the `DELETED` event: the object as it was
+/// before the change, at the change's resourceVersion (as kube-apiserver's watch cache sends it).
+fn left_at(previous: &Arc<Stored>, rv: u64) -> Arc<Stored> {
+    let Ok(mut value) = previous.value() else {
+        return previous.clone();
+    };
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), Value::String(rv.to_string()));
+    }
+    match Stored::encode(&value, rv) {
+        Ok(mut stored) => {
+            stored.audience = previous.audience.clone();
+            Arc::new(stored)
+        }
+        Err(_) => previous.clone(),
     }
 }
 
