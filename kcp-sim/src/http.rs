@@ -843,6 +843,8 @@ struct WatchStream {
     drops: tokio::sync::watch::Receiver<u64>,
     done: bool,
     encoder: EventEncoder,
+    /// A bookmark marking the end of the initial events is due once they are sent.
+    initial_events_end: bool,
 }
 
 impl WatchStream {
@@ -852,11 +854,14 @@ impl WatchStream {
     }
 
     fn bookmark(&self) -> Bytes {
-        let obj = json!({
+        let mut obj = json!({
             "kind": self.start.rt.kind,
             "apiVersion": self.start.rt.api_version(&self.version),
             "metadata": {"resourceVersion": self.last_rv.to_string()},
         });
+        if self.initial_events_end {
+            obj["metadata"]["annotations"] = json!({"k8s.io/initial-events-end": "true"});
+        }
         self.encoder
             .event("BOOKMARK", &serde_json::to_vec(&obj).unwrap_or_default())
     }
@@ -868,6 +873,12 @@ impl WatchStream {
         if let Some((kind, obj)) = self.pending.pop_front() {
             self.last_rv = self.last_rv.max(obj.rv);
             return Some(self.encode(kind, &obj));
+        }
+        if self.initial_events_end {
+            // The bookmark that ends the initial events of a `sendInitialEvents` watch.
+            let frame = self.bookmark();
+            self.initial_events_end = false;
+            return Some(frame);
         }
         loop {
             let tick = async {
@@ -939,6 +950,58 @@ fn event_encoder(
     })
 }
 
+/// kube-apiserver's `validateWatchOptions`: `sendInitialEvents` needs
+/// `resourceVersionMatch=NotOlderThan` and the WatchList feature (on in Kubernetes 1.34, off in
+/// kcp); `resourceVersionMatch` needs `sendInitialEvents`, is `NotOlderThan` and comes without
+/// `continue`. Answers `sendInitialEvents`, when given.
+fn check_watch_options(query: &Query, flavor: Flavor) -> ApiResult<Option<bool>> {
+    let send_initial_events = query
+        .get("sendInitialEvents")
+        .map(|v| matches!(v, "true" | "1" | "t" | "T" | "TRUE" | "True"));
+    let rv_match = query.get("resourceVersionMatch").unwrap_or_default();
+    let mut errors = Vec::new();
+    if send_initial_events.is_some() {
+        if rv_match != "NotOlderThan" {
+            errors.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if flavor == Flavor::Kcp {
+            errors.push(FieldError::forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled",
+            ));
+        }
+    }
+    if !rv_match.is_empty() {
+        if send_initial_events.is_none() {
+            errors.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        if rv_match != "NotOlderThan" {
+            errors.push(FieldError::new(
+                ErrorType::NotSupported,
+                "resourceVersionMatch",
+                Some(json!(rv_match)),
+                "supported values: \"NotOlderThan\"",
+            ));
+        }
+        if query.get("continue").is_some_and(|c| !c.is_empty()) {
+            errors.push(FieldError::forbidden(
+                "resourceVersionMatch",
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+    }
+    if errors.is_empty() {
+        return Ok(send_initial_events);
+    }
+    Err(invalid_object("meta.k8s.io", "ListOptions", "", &errors))
+}
+
 async fn watch(
     sim: &Sim,
     settings: &HttpSettings,
@@ -946,22 +1009,23 @@ async fn watch(
     query: &Query,
     format: EventFormat,
 ) -> ApiResult<Response<Body>> {
-    if query.flag("sendInitialEvents") {
-        return Err(ApiError::invalid(
-            "meta.k8s.io",
-            "ListOptions",
-            "",
-            "sendInitialEvents",
-            "Forbidden: sendInitialEvents is not supported (the WatchList feature is disabled, as in kcp)",
-        ));
-    }
+    let send_initial_events = check_watch_options(query, sim.flavor)?;
     let filter = filter_of(query)?;
     let mut drops = sim.faults.watch_drops();
     drops.mark_unchanged();
-    let start = match sim
-        .watch(target, filter, query.get("resourceVersion"))
-        .await
-    {
+    let requested = query.get("resourceVersion").filter(|rv| !rv.is_empty());
+    let from = match send_initial_events {
+        // The current objects first, as for a watch without a resourceVersion.
+        Some(true) => None,
+        // No initial events: from the resourceVersion, or from now.
+        Some(false) => Some(
+            requested
+                .filter(|rv| *rv != "0")
+                .map_or_else(|| sim.read().rv.to_string(), String::from),
+        ),
+        None => requested.map(String::from),
+    };
+    let start = match sim.watch(target, filter, from.as_deref()).await {
         Ok(start) => start,
         // Like the real server: a watch from an expired version starts, and its one event is an
         // ERROR carrying the 410 Status (client-go and kube-rs both re-list on it).
@@ -993,6 +1057,7 @@ async fn watch(
         i.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         i
     });
+    let initial_events_end = send_initial_events == Some(true) && bookmarks.is_some();
     let pending = start.initial.iter().cloned().collect();
     let last_rv = start.after_rv;
     let stream = WatchStream {
@@ -1005,6 +1070,7 @@ async fn watch(
         drops,
         done: false,
         encoder,
+        initial_events_end,
     };
     let content_type = stream.encoder.content_type();
     let frames = futures::stream::unfold(stream, |mut s| async move {
