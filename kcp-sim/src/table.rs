@@ -234,7 +234,8 @@ pub fn render_table(
             let cells: Vec<Value> = columns.iter().map(|c| cell(&c.cell, o, now)).collect();
             let mut row = json!({"cells": cells});
             match include.unwrap_or("Metadata") {
-                "None" => {}
+                // The row's `object` is still written, as null.
+                "None" => row["object"] = Value::Null,
                 "Object" => row["object"] = o.clone(),
                 _ => {
                     row["object"] = json!({
@@ -554,7 +555,7 @@ mod tests {
                 "24h"
             ])
         );
-        assert!(table["rows"][0].get("object").is_none());
+        assert_eq!(table["rows"][0].get("object"), Some(&Value::Null));
     }
 
     #[test]
