@@ -11,7 +11,8 @@
 //!
 //! A step's request line, headers and body may name `{ns}` (the case's namespace), `{ws}` (the
 //! case's workspace path, kcp only) and `{{<step>:<JSON pointer>}}` (a value of an earlier
-//! step's raw answer, 1-based, e.g. `{{1:/body/metadata/resourceVersion}}`).
+//! step's raw answer, 1-based, e.g. `{{1:/body/metadata/resourceVersion}}`; `|path` after the
+//! pointer keeps only a URL's path).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -80,6 +81,13 @@ pub struct Step {
     /// Repeat the step (for up to 60 s) until its answer holds this value.
     #[serde(default)]
     pub until: Option<Until>,
+    /// `false`: a means to later steps (their `{{n:...}}`), whose answer is not compared.
+    #[serde(default = "compared")]
+    pub compare: bool,
+}
+
+fn compared() -> bool {
+    true
 }
 
 /// How much of a watch is read.

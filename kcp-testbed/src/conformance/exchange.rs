@@ -229,13 +229,28 @@ fn earlier_value(reference: &str, earlier: &[Value]) -> Result<String, String> {
         .checked_sub(1)
         .and_then(|i| earlier.get(i))
         .ok_or_else(|| format!("{{{{{reference}}}}}: no earlier step {index}"))?;
-    match answer.pointer(pointer.trim()) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(other) => Ok(other.to_string()),
-        None => Err(format!(
-            "{{{{{reference}}}}}: step {index}'s answer has no {pointer}"
-        )),
+    // `<pointer>|path`: a URL's path only (a virtual workspace's URL, requested through the
+    // client's own server).
+    let (pointer, path_only) = match pointer.trim().strip_suffix("|path") {
+        Some(p) => (p, true),
+        None => (pointer.trim(), false),
+    };
+    let value = match answer.pointer(pointer) {
+        Some(Value::String(s)) => s.clone(),
+        Some(other) => other.to_string(),
+        None => {
+            return Err(format!(
+                "{{{{{reference}}}}}: step {index}'s answer has no {pointer}"
+            ));
+        }
+    };
+    if !path_only {
+        return Ok(value);
     }
+    let uri: http::Uri = value
+        .parse()
+        .map_err(|e| format!("{{{{{reference}}}}}: {value:?} is not a URL: {e}"))?;
+    Ok(uri.path().trim_end_matches('/').to_string())
 }
 
 #[cfg(test)]
@@ -258,6 +273,15 @@ mod tests {
         assert_eq!(
             substitute(text, &names(), &earlier).unwrap(),
             "PUT /clusters/root:cf-1/api/v1/namespaces/cf-1/x?rv=42"
+        );
+    }
+
+    #[test]
+    fn a_url_is_cut_to_its_path_on_request() {
+        let earlier = vec![json!({"url": "https://127.0.0.1:6443/services/apiexport/abc/w/"})];
+        assert_eq!(
+            substitute("GET {{1:/url|path}}/clusters/*", &names(), &earlier).unwrap(),
+            "GET /services/apiexport/abc/w/clusters/*"
         );
     }
 

@@ -8,9 +8,11 @@
 //! uid, hash or cluster name is recognised wherever it appears later, inside messages, label
 //! keys and managedFields keys too. A list's or a bookmark's resourceVersion is any later
 //! revision of the store (other writers share it on a real server): it becomes `<rv>`.
-//! managedFields entries are sorted by manager, operation and subresource: when two
-//! controllers write one object, which came first is a race on a real server. kcp's names of
-//! its own system bindings (`tenancy.kcp.io-3eit2`) end in a random suffix per kcp process.
+//! managedFields entries are sorted by manager, operation and subresource (when two controllers
+//! write one object, which came first is a race on a real server), a WorkspaceType's
+//! virtualWorkspaces by type (kcp lists them in a random order). kcp's names of
+//! its own system bindings (`tenancy.kcp.io-3eit2`) end in a random suffix per kcp process, and
+//! long hex hashes (an initializer's label, of a name holding the case's cluster) become `<hash>`.
 
 use std::collections::BTreeMap;
 
@@ -60,6 +62,7 @@ pub struct Normaliser {
     urls: regex::Regex,
     uuids: regex::Regex,
     suffixes: regex::Regex,
+    hashes: regex::Regex,
 }
 
 impl Normaliser {
@@ -78,12 +81,13 @@ impl Normaliser {
         Normaliser {
             literals,
             ordinals: BTreeMap::new(),
-            urls: regex::Regex::new(r"https?://127\.0\.0\.1:[0-9]+").unwrap(),
+            urls: regex::Regex::new(r"(https?://)?127\.0\.0\.1:[0-9]+").unwrap(),
             uuids: regex::Regex::new(
                 r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
             )
             .unwrap(),
             suffixes: regex::Regex::new(r"(\.kcp\.io)-[a-z0-9]{5}\b").unwrap(),
+            hashes: regex::Regex::new(r"\b[0-9a-f]{32,}\b").unwrap(),
         }
     }
 
@@ -156,9 +160,9 @@ impl Normaliser {
     fn value(&self, value: &Value, key: Option<&str>) -> Value {
         match value {
             Value::Object(map) => Value::Object(self.object(map)),
-            Value::Array(items) if key == Some("managedFields") => {
+            Value::Array(items) if let Some(fields) = key.and_then(unordered) => {
                 let mut items: Vec<Value> = items.iter().map(|v| self.value(v, None)).collect();
-                items.sort_by_key(manager_order);
+                items.sort_by_key(|item| sort_key(item, fields));
                 Value::Array(items)
             }
             Value::Array(items) => Value::Array(items.iter().map(|v| self.value(v, key)).collect()),
@@ -228,7 +232,8 @@ impl Normaliser {
             }
         }
         let out = self.urls.replace_all(&out, "<server>");
-        self.suffixes.replace_all(&out, "$1-<suffix>").into_owned()
+        let out = self.suffixes.replace_all(&out, "$1-<suffix>");
+        self.hashes.replace_all(&out, "<hash>").into_owned()
     }
 
     fn ordinal(&mut self, label: &'static str, value: &str) -> usize {
@@ -242,9 +247,24 @@ fn ordinal_key(key: &str) -> Option<&'static (&'static str, &'static str, bool)>
     ORDINALS.iter().find(|(k, _, _)| *k == key)
 }
 
-fn manager_order(entry: &Value) -> (String, String, String) {
-    let field = |name: &str| entry[name].as_str().unwrap_or_default().to_string();
-    (field("manager"), field("operation"), field("subresource"))
+/// Arrays whose order a real server does not keep stable, and the fields they are sorted by.
+const UNORDERED: &[(&str, &[&str])] = &[
+    ("managedFields", &["manager", "operation", "subresource"]),
+    ("virtualWorkspaces", &["type"]),
+];
+
+fn unordered(key: &str) -> Option<&'static [&'static str]> {
+    UNORDERED
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, fields)| *fields)
+}
+
+fn sort_key(entry: &Value, fields: &[&str]) -> Vec<String> {
+    fields
+        .iter()
+        .map(|f| entry[*f].as_str().unwrap_or_default().to_string())
+        .collect()
 }
 
 #[cfg(test)]
