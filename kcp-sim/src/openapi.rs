@@ -211,6 +211,39 @@ fn builtin(group: &str, version: &str, kind: &str) -> Option<Arc<Components>> {
     generated
 }
 
+/// The description of a field of a builtin kind (`["metadata", "name"]` of a ConfigMap): the
+/// Go documentation kube-apiserver also shows as a Table column's description.
+pub fn field_description(group: &str, version: &str, kind: &str, path: &[&str]) -> Option<String> {
+    let components = builtin(group, version, kind)?;
+    let definition = |schema: &Value| -> Option<Value> {
+        let reference = schema.get("$ref").or_else(|| {
+            schema
+                .get("allOf")
+                .and_then(Value::as_array)
+                .and_then(|all| all.first())
+                .and_then(|first| first.get("$ref"))
+        });
+        match reference.and_then(Value::as_str) {
+            Some(r) => components
+                .schemas
+                .get(r.rsplit('/').next().unwrap_or_default())
+                .cloned(),
+            None => Some(schema.clone()),
+        }
+    };
+    let mut schema = components.schemas.get(&components.name)?.clone();
+    let mut description = None;
+    for field in path {
+        let property = definition(&schema)?.get("properties")?.get(*field)?.clone();
+        description = property
+            .get("description")
+            .and_then(Value::as_str)
+            .map(String::from);
+        schema = property;
+    }
+    description
+}
+
 /// The definition name kube gives a custom kind: the group's labels reversed, then version and
 /// kind (`stable.example.com`, `v1`, `CronTab` → `com.example.stable.v1.CronTab`).
 pub fn custom_definition_name(group: &str, version: &str, kind: &str) -> String {

@@ -56,6 +56,10 @@ pub struct Column {
     pub type_: String,
     /// 0 for `kubectl get`, 1 and more only with `-o wide`.
     pub priority: i64,
+    /// `format` (`name` for the Name column).
+    pub format: String,
+    /// What the column shows, as the real server describes it.
+    pub description: String,
     /// How the cell is computed.
     pub cell: Cell,
 }
@@ -66,6 +70,8 @@ impl Column {
             name: name.into(),
             type_: type_.into(),
             priority: 0,
+            format: String::new(),
+            description: String::new(),
             cell,
         }
     }
@@ -78,27 +84,55 @@ impl Column {
         self.priority = 1;
         self
     }
+
+    fn described(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+}
+
+/// The Go documentation of a field of a builtin kind (a column's description in kube's printers).
+fn doc(group: &str, kind: &str, path: &[&str]) -> String {
+    crate::openapi::field_description(group, "v1", kind, path).unwrap_or_default()
+}
+
+/// The Go documentation of an ObjectMeta field.
+fn meta_doc(field: &str) -> String {
+    doc("", "ConfigMap", &["metadata", field])
 }
 
 fn name() -> Column {
-    Column::path("Name", ".metadata.name")
+    let mut column = Column::path("Name", ".metadata.name").described(meta_doc("name"));
+    column.format = "name".into();
+    column
 }
 
 fn age() -> Column {
-    Column::new("Age", "string", Cell::Age)
+    Column::new("Age", "string", Cell::Age).described(meta_doc("creationTimestamp"))
 }
 
-/// The columns of a CRD version: NAME, then its `additionalPrinterColumns` (or AGE when it has
-/// none), as the apiextensions server builds them.
+/// The columns of a CRD version: NAME, then its `additionalPrinterColumns` (or an AGE date
+/// column when it has none), as the apiextensions server builds them.
 pub fn crd_columns(printer_columns: &[Value]) -> Vec<Column> {
-    if printer_columns.is_empty() {
-        return vec![name(), age()];
-    }
     let mut columns = vec![name()];
+    if printer_columns.is_empty() {
+        let mut age = Column::new(
+            "Age",
+            "date",
+            Cell::AgeOf(".metadata.creationTimestamp".into()),
+        );
+        age.description = meta_doc("creationTimestamp");
+        columns.push(age);
+        return columns;
+    }
     for c in printer_columns {
         let field = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or_default();
         let path = field("jsonPath").to_string();
         let type_ = field("type");
+        let description = match field("description") {
+            "" => format!("Custom resource definition column (in JSONPath format): {path}"),
+            given => given.to_string(),
+        };
         let cell = if type_ == "date" {
             Cell::AgeOf(path)
         } else {
@@ -108,81 +142,150 @@ pub fn crd_columns(printer_columns: &[Value]) -> Vec<Column> {
             name: field("name").to_string(),
             type_: type_.to_string(),
             priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+            format: field("format").to_string(),
+            description,
             cell,
         });
     }
     columns
 }
 
-/// The columns kube-apiserver (or kcp) prints for a builtin kind; `None` for other kinds.
+/// The columns kube-apiserver (or kcp) prints for a builtin kind, with the types and
+/// descriptions of kube's printers; `None` for other kinds.
 pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
+    let pod_template = |name: &str, what: &'static str, description: &str| {
+        Column::new(name, "string", Cell::Containers(what))
+            .wide()
+            .described(description)
+    };
+    let ready = || {
+        Column::new("Ready", "string", Cell::ReadyOfReplicas)
+            .described("Number of the pod with ready state")
+    };
     let columns = match (rt.group.as_str(), rt.kind.as_str()) {
-        ("", "Namespace") => vec![name(), Column::path("Status", ".status.phase"), age()],
+        ("", "Namespace") => vec![
+            name(),
+            Column::path("Status", ".status.phase").described("The status of the namespace"),
+            age(),
+        ],
         ("", "ConfigMap") => vec![
             name(),
-            Column::new("Data", "integer", Cell::DataCount),
+            Column::new("Data", "string", Cell::DataCount).described(doc(
+                "",
+                "ConfigMap",
+                &["data"],
+            )),
             age(),
         ],
         ("", "Secret") => vec![
             name(),
-            Column::path("Type", ".type"),
-            Column::new("Data", "integer", Cell::DataCount),
+            Column::path("Type", ".type").described(doc("", "Secret", &["type"])),
+            Column::new("Data", "string", Cell::DataCount).described(doc("", "Secret", &["data"])),
             age(),
         ],
         ("", "ServiceAccount") => vec![
             name(),
-            Column::new("Secrets", "integer", Cell::CountOf(".secrets".into())),
+            Column::new("Secrets", "string", Cell::CountOf(".secrets".into())).described(doc(
+                "",
+                "ServiceAccount",
+                &["secrets"],
+            )),
             age(),
         ],
-        ("", "Service") => vec![
-            name(),
-            Column::path("Type", ".spec.type"),
-            Column::path("Cluster-IP", ".spec.clusterIP"),
-            Column::path("External-IP", ".status.loadBalancer.ingress[*].ip"),
-            Column::new("Port(s)", "string", Cell::Ports),
-            age(),
-            Column::path("Selector", ".spec.selector").wide(),
-        ],
-        ("", "Node") => vec![
-            name(),
-            Column::new("Status", "string", Cell::NodeStatus),
-            Column::path("Roles", ".metadata.labels.node-role"),
-            age(),
-            Column::path("Version", ".status.nodeInfo.kubeletVersion"),
-        ],
-        ("", "Event") | ("events.k8s.io", "Event") => vec![
-            Column::new("Last Seen", "string", Cell::AgeOf(".lastTimestamp".into())),
-            Column::path("Type", ".type"),
-            Column::path("Reason", ".reason"),
-            Column::new("Object", "string", Cell::InvolvedObject),
-            Column::path("Message", ".message"),
-        ],
-        ("apps", "Deployment") => vec![
-            name(),
-            Column::new("Ready", "string", Cell::ReadyOfReplicas),
-            Column::path("Up-to-date", ".status.updatedReplicas"),
-            Column::path("Available", ".status.availableReplicas"),
-            age(),
-            Column::new("Containers", "string", Cell::Containers("name")).wide(),
-            Column::new("Images", "string", Cell::Containers("image")).wide(),
-        ],
-        ("apps", "StatefulSet") => vec![
-            name(),
-            Column::new("Ready", "string", Cell::ReadyOfReplicas),
-            age(),
-            Column::new("Containers", "string", Cell::Containers("name")).wide(),
-            Column::new("Images", "string", Cell::Containers("image")).wide(),
-        ],
-        ("coordination.k8s.io", "Lease") => {
+        ("", "Service") => {
+            let spec = |field: &str| doc("", "Service", &["spec", field]);
             vec![
                 name(),
-                Column::path("Holder", ".spec.holderIdentity"),
+                Column::path("Type", ".spec.type").described(spec("type")),
+                Column::path("Cluster-IP", ".spec.clusterIP").described(spec("clusterIP")),
+                Column::path("External-IP", ".status.loadBalancer.ingress[*].ip")
+                    .described(spec("externalIPs")),
+                Column::new("Port(s)", "string", Cell::Ports).described(spec("ports")),
                 age(),
+                Column::path("Selector", ".spec.selector")
+                    .wide()
+                    .described(spec("selector")),
             ]
         }
-        ("rbac.authorization.k8s.io", "RoleBinding" | "ClusterRoleBinding") => {
-            vec![name(), Column::new("Role", "string", Cell::RoleRef), age()]
+        ("", "Node") => vec![
+            name(),
+            Column::new("Status", "string", Cell::NodeStatus).described("The status of the node"),
+            Column::path("Roles", ".metadata.labels.node-role").described("The roles of the node"),
+            age(),
+            Column::path("Version", ".status.nodeInfo.kubeletVersion").described(doc(
+                "",
+                "Node",
+                &["status", "nodeInfo", "kubeletVersion"],
+            )),
+        ],
+        ("", "Event") | ("events.k8s.io", "Event") => {
+            // Both are printed from the internal core Event, with its documentation.
+            let event = |field: &str| doc("", "Event", &[field]);
+            vec![
+                Column::new("Last Seen", "string", Cell::AgeOf(".lastTimestamp".into()))
+                    .described(event("lastTimestamp")),
+                Column::path("Type", ".type").described(event("type")),
+                Column::path("Reason", ".reason").described(event("reason")),
+                Column::new("Object", "string", Cell::InvolvedObject)
+                    .described(event("involvedObject")),
+                Column::path("Message", ".message").described(event("message")),
+            ]
         }
+        ("apps", "Deployment") => {
+            let status = |field: &str| doc("apps", "Deployment", &["status", field]);
+            vec![
+                name(),
+                ready(),
+                Column::path("Up-to-date", ".status.updatedReplicas")
+                    .described(status("updatedReplicas")),
+                Column::path("Available", ".status.availableReplicas")
+                    .described(status("availableReplicas")),
+                age(),
+                pod_template(
+                    "Containers",
+                    "name",
+                    "Names of each container in the template.",
+                ),
+                pod_template(
+                    "Images",
+                    "image",
+                    "Images referenced by each container in the template.",
+                ),
+            ]
+        }
+        ("apps", "StatefulSet") => vec![
+            name(),
+            ready(),
+            age(),
+            pod_template(
+                "Containers",
+                "name",
+                "Names of each container in the template.",
+            ),
+            pod_template(
+                "Images",
+                "image",
+                "Images referenced by each container in the template.",
+            ),
+        ],
+        ("coordination.k8s.io", "Lease") => vec![
+            name(),
+            Column::path("Holder", ".spec.holderIdentity").described(doc(
+                "coordination.k8s.io",
+                "Lease",
+                &["spec", "holderIdentity"],
+            )),
+            age(),
+        ],
+        ("rbac.authorization.k8s.io", kind @ ("RoleBinding" | "ClusterRoleBinding")) => vec![
+            name(),
+            Column::new("Role", "string", Cell::RoleRef).described(doc(
+                "rbac.authorization.k8s.io",
+                kind,
+                &["roleRef"],
+            )),
+            age(),
+        ],
         ("tenancy.kcp.io", "Workspace") => vec![
             name(),
             Column::path("Type", ".spec.type.name"),
@@ -221,11 +324,8 @@ pub fn render_table(
     let definitions: Vec<Value> = columns
         .iter()
         .map(|c| {
-            let mut d = json!({"name": c.name, "type": c.type_, "format": "", "description": "", "priority": c.priority});
-            if c.name == "Name" {
-                d["format"] = json!("name");
-            }
-            d
+            json!({"name": c.name, "type": c.type_, "format": c.format,
+                "description": c.description, "priority": c.priority})
         })
         .collect();
     let rows: Vec<Value> = objects

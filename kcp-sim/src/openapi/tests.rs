@@ -206,3 +206,24 @@ fn every_kind_kcp_sim_serves_has_a_schema() {
         }
     }
 }
+
+#[test]
+fn a_builtin_field_has_its_go_documentation_as_description() {
+    let name = field_description("", "v1", "ConfigMap", &["metadata", "name"]).unwrap();
+    assert!(
+        name.starts_with("Name must be unique within a namespace."),
+        "{name}"
+    );
+    let created =
+        field_description("", "v1", "Secret", &["metadata", "creationTimestamp"]).unwrap();
+    assert!(
+        created.starts_with("CreationTimestamp is a timestamp"),
+        "{created}"
+    );
+    let data = field_description("", "v1", "ConfigMap", &["data"]).unwrap();
+    assert!(
+        data.starts_with("Data contains the configuration data."),
+        "{data}"
+    );
+    assert!(field_description("", "v1", "ConfigMap", &["nothing"]).is_none());
+}
