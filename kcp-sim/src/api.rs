@@ -222,14 +222,9 @@ impl Sim {
         self.with_registry(endpoint, |r| r.clone())
     }
 
-    /// Whether any type is served under `group`/`version` at an endpoint (a wildcard endpoint
-    /// sees the types of every cluster).
-    pub fn serves_group_version(
-        &self,
-        endpoint: &Endpoint,
-        group: &str,
-        version: &str,
-    ) -> ApiResult<bool> {
+    /// Whether any type of `group` is served at an endpoint (a wildcard endpoint sees the types
+    /// of every cluster).
+    pub fn serves_group(&self, endpoint: &Endpoint, group: &str) -> ApiResult<bool> {
         if matches!(
             endpoint,
             Endpoint::Wildcard | Endpoint::Initializing { cluster: None, .. }
@@ -238,9 +233,9 @@ impl Sim {
             return Ok(state
                 .clusters
                 .values()
-                .any(|c| c.registry.serves_group_version(group, version)));
+                .any(|c| c.registry.serves_group(group)));
         }
-        self.with_registry(endpoint, |r| r.serves_group_version(group, version))
+        self.with_registry(endpoint, |r| r.serves_group(group))
     }
 
     /// Looks up the type served for a group, version and kind at an endpoint.
@@ -298,7 +293,13 @@ impl Sim {
         if let Some(at) = target.endpoint.apiexport_at() {
             return resolve_in_view(state, &at, target, verb);
         }
-        let (cluster, scope, initializer) = addressed(state, &target.endpoint)?;
+        let (cluster, scope, initializer) =
+            addressed(state, &target.endpoint).map_err(|e| match &target.endpoint {
+                Endpoint::Cluster(c) if state.resolve_cluster(c).is_none() => {
+                    access_denied(target, verb)
+                }
+                _ => e,
+            })?;
         let lookup = |c: &str| {
             state
                 .clusters
@@ -699,6 +700,43 @@ fn with_initializer(opts: &WriteOptions, r: &Resolved) -> WriteOptions {
     let mut opts = opts.clone();
     opts.initializer = r.initializer.clone();
     opts
+}
+
+/// kcp's answer to a request into a workspace that does not exist (or that the user may not
+/// see): its authorizer denies access, worded as RBAC denies a verb on a resource, to kcp's
+/// admin user (every request of kcp-sim is taken to come from it).
+fn access_denied(target: &Target, verb: Verb) -> ApiError {
+    let verb = match (verb, target.name.is_some()) {
+        (Verb::Delete, false) => "deletecollection",
+        (verb, _) => verb.as_str(),
+    };
+    let mut resource = target.plural.clone();
+    if let Some(sub) = &target.subresource {
+        resource = format!("{resource}/{sub}");
+    }
+    let scope = match &target.namespace {
+        Some(ns) => format!("in the namespace {ns:?}"),
+        None => "at the cluster scope".to_string(),
+    };
+    let qualified = if target.group.is_empty() {
+        target.plural.clone()
+    } else {
+        format!("{}.{}", target.plural, target.group)
+    };
+    let object = match &target.name {
+        Some(name) => format!("{qualified} {name:?}"),
+        None => qualified,
+    };
+    ApiError::forbidden(format!(
+        "{object} is forbidden: User {:?} cannot {verb} resource {resource:?} in API group {:?} {scope}: access denied",
+        kcp::ADMIN_USER,
+        target.group
+    ))
+    .about(
+        &target.group,
+        &target.plural,
+        target.name.as_deref().unwrap_or(""),
+    )
 }
 
 fn cluster_not_found(cluster: &str) -> ApiError {

@@ -7,12 +7,14 @@
 //! `Initializing` until the last initializer is removed, then `Ready`, and the Workspace mirrors
 //! both.
 
-use std::collections::BTreeSet;
+pub mod types;
+
 use std::sync::Arc;
 
 use kcp_core::kcp::{CLUSTER_ANNOTATION, LOGICAL_CLUSTER_NAME, PATH_ANNOTATION};
 use serde_json::{Value, json};
 
+use crate::apiexport::conditions::{self, Condition};
 use crate::managed_fields::{self, FieldManager};
 use crate::resource::{Flavor, GroupResource, ResourceType};
 use crate::semantics::now;
@@ -21,9 +23,6 @@ use crate::store::{State, Stored};
 
 /// The name of the root logical cluster.
 pub const ROOT: &str = "root";
-
-/// The WorkspaceTypes that exist in `root` from the start (none has an initializer).
-pub const BUILTIN_WORKSPACE_TYPES: &[&str] = &["universal", "organization", "team"];
 
 fn workspaces() -> GroupResource {
     GroupResource::new("tenancy.kcp.io", "workspaces")
@@ -233,199 +232,333 @@ pub fn initializer_of(type_cluster: &str, type_name: &str) -> String {
     format!("{type_cluster}:{type_name}")
 }
 
+/// A logical cluster name as kcp draws them: 16 characters of base 36.
 fn random_cluster_name() -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut name = String::with_capacity(16);
-    name.push((b'a' + fastrand::u8(..26)) as char);
-    for _ in 1..16 {
-        name.push(ALPHABET[fastrand::usize(..ALPHABET.len())] as char);
-    }
-    name
+    (0..16)
+        .map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char)
+        .collect()
 }
 
-/// Gives a new Workspace its type, logical cluster name, URL and initial phase.
+/// A version 4 UUID, as the uids kcp's objects get.
+fn random_uid() -> String {
+    let (a, b) = (fastrand::u64(..), fastrand::u64(..));
+    format!(
+        "{:08x}-{:04x}-4{:03x}-{:04x}-{:012x}",
+        a >> 32,
+        (a >> 16) & 0xffff,
+        a & 0x0fff,
+        ((b >> 48) & 0x3fff) | 0x8000,
+        b & 0xffff_ffff_ffff
+    )
+}
+
+/// The name of a shard of the simulated kcp: `root` for the first, as kcp names its first
+/// shard, `shard-<n>` for the others.
+pub fn shard_name(shard: usize) -> String {
+    match shard {
+        0 => ROOT.to_string(),
+        n => format!("shard-{n}"),
+    }
+}
+
+/// The `internal.tenancy.kcp.io/shard` value of a shard: the first 8 base-36 digits of the
+/// SHA-224 of its name, as kcp's scheduler writes it.
+pub fn shard_hash(shard: usize) -> String {
+    use sha2::{Digest as _, Sha224};
+    let digest = Sha224::digest(shard_name(shard).as_bytes());
+    let digits = crate::apiexport::labels::big_endian_digits(
+        &digest,
+        b"0123456789abcdefghijklmnopqrstuvwxyz",
+    );
+    digits.chars().take(8).collect()
+}
+
+/// The user every request of kcp-sim is taken to come from (it has no authentication): kcp's
+/// admin user.
+pub const ADMIN_USER: &str = "kcp-admin";
+
+/// The groups of [`ADMIN_USER`].
+pub const ADMIN_GROUPS: &[&str] = &["system:kcp:admin", "system:authenticated"];
+
+/// The uid of [`ADMIN_USER`] (kcp gives its admin user one when it starts).
+pub const ADMIN_UID: &str = "5c1a2e0f-3b7d-4c68-9a41-0d2f6e8b7c35";
+
+/// The annotation kcp records a workspace's creator in.
+pub const OWNER_ANNOTATION: &str = "experimental.tenancy.kcp.io/owner";
+
+/// The annotation naming a logical cluster's WorkspaceType (`<path>:<name>`).
+pub const TYPE_ANNOTATION: &str = "internal.tenancy.kcp.io/type";
+
+/// The label kcp mirrors a workspace's (and a logical cluster's) phase in.
+pub const PHASE_LABEL: &str = "tenancy.kcp.io/phase";
+
+/// The finalizer kcp puts on a LogicalCluster.
+pub const LOGICAL_CLUSTER_FINALIZER: &str = "core.kcp.io/logicalcluster-deletion";
+
+const SCHEDULED: &str = "WorkspaceScheduled";
+const INITIALIZED: &str = "WorkspaceInitialized";
+
+/// The owner annotation kcp's workspace admission writes for [`ADMIN_USER`]: its user info as
+/// Go writes it (username, uid, groups).
+fn owner_of_creator() -> String {
+    let groups: Vec<String> = ADMIN_GROUPS.iter().map(|g| json!(g).to_string()).collect();
+    format!(
+        "{{\"username\":{},\"uid\":{},\"groups\":[{}]}}",
+        json!(ADMIN_USER),
+        json!(ADMIN_UID),
+        groups.join(",")
+    )
+}
+
+/// The owner annotation once the workspace is Ready: kcp keeps only the user name.
+fn owner_when_ready(owner: &str) -> Option<String> {
+    let info: Value = serde_json::from_str(owner).ok()?;
+    Some(format!("{{\"username\":{}}}", info.get("username")?))
+}
+
+/// The `(path, name)` of a Workspace's `spec.type`.
+fn type_reference(ws: &Value) -> (String, String) {
+    let text = |p: &str| {
+        ws.pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string()
+    };
+    (text("/spec/type/path"), text("/spec/type/name"))
+}
+
+/// The type of the workspace (logical cluster) `cluster`: `(path, name)` from its
+/// LogicalCluster's [`TYPE_ANNOTATION`].
+fn type_of_cluster(state: &State, cluster: &str) -> Option<(String, String)> {
+    let lc = state
+        .lookup(cluster, &logical_clusters(), "", LOGICAL_CLUSTER_NAME)?
+        .value()
+        .ok()?;
+    let annotation = lc
+        .pointer("/metadata/annotations")?
+        .get(TYPE_ANNOTATION)?
+        .as_str()?;
+    let (path, name) = annotation.rsplit_once(':')?;
+    Some((path.to_string(), name.to_string()))
+}
+
+/// What kcp's workspace admission does to a new Workspace: its type defaults to the parent
+/// workspace type's `defaultChildWorkspaceType` and is resolved (its path filled in); the types
+/// it extends and those of the parent must allow each other; the creator is recorded as owner;
+/// the type's additional labels are added; the phase is `Scheduling`. Refusals are 403s.
 pub fn schedule_workspace(state: &State, cluster: &str, ws: &mut Value) -> ApiResult<()> {
     let name = ws
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
+    let refuse = |why: String| admission_forbidden("tenancy.kcp.io", "workspaces", &name, &why);
     let parent_path = state
         .clusters
         .get(cluster)
         .map(|c| c.path.clone())
         .unwrap_or_default();
-    let type_ref = ws
-        .pointer("/spec/type")
-        .cloned()
-        .filter(|t| {
-            t.get("name")
-                .and_then(Value::as_str)
-                .is_some_and(|n| !n.is_empty())
-        })
-        .unwrap_or_else(|| json!({"name": "universal", "path": ROOT}));
-    let type_name = type_ref["name"].as_str().unwrap_or_default().to_string();
-    let type_path = type_ref
-        .get("path")
-        .and_then(Value::as_str)
-        .map(String::from);
-    let type_cluster = match type_path.as_deref() {
-        Some(p) => state.resolve_cluster(p).map(String::from),
-        None => Some(cluster.to_string()),
+    let parent_type_ref = type_of_cluster(state, cluster);
+    let (mut ref_path, ref_name) = match type_reference(ws) {
+        (_, n) if n.is_empty() => {
+            let (path, parent_name) = parent_type_ref.clone().ok_or_else(|| {
+                refuse(format!(
+                    "annotation {TYPE_ANNOTATION} on LogicalCluster must be set"
+                ))
+            })?;
+            let parent = types::get(state, &path, &parent_name).ok_or_else(|| {
+                refuse(format!(
+                    "parent type cannot be resolved: workspacetypes.tenancy.kcp.io \"{path}:{parent_name}\" not found"
+                ))
+            })?;
+            let default = parent
+                .spec
+                .get("defaultChildWorkspaceType")
+                .ok_or_else(|| {
+                    refuse(format!(
+                        "spec.defaultChildWorkspaceType of workspace type {} must be set",
+                        parent.qualified()
+                    ))
+                })?;
+            let text = |k: &str| {
+                default
+                    .get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            };
+            (text("path"), text("name"))
+        }
+        reference => reference,
     };
-    let invalid =
-        |why: String| ApiError::invalid("tenancy.kcp.io", "Workspace", &name, "spec.type", &why);
-    let Some(type_cluster) = type_cluster else {
-        return Err(invalid(format!(
-            "Invalid value: workspace {:?} of the type does not exist",
-            type_path.unwrap_or_default()
-        )));
-    };
-    let mut initializers = Vec::new();
-    collect_initializers(
-        state,
-        &type_cluster,
-        &type_name,
-        &mut initializers,
-        &mut BTreeSet::new(),
-    )
-    .map_err(invalid)?;
-    let lc = random_cluster_name();
-    let path = format!("{parent_path}:{name}");
-    let url = format!(
-        "{}/clusters/{path}",
-        state.shard_urls.first().map(String::as_str).unwrap_or("")
-    );
-    let phase = if initializers.is_empty() {
-        "Ready"
-    } else {
-        "Initializing"
-    };
-    let resolved_path = state
-        .clusters
-        .get(&type_cluster)
-        .map(|c| c.path.clone())
-        .unwrap_or(type_cluster.clone());
-    ws["spec"]["type"] = json!({"name": type_name, "path": resolved_path});
-    ws["spec"]["cluster"] = json!(lc);
-    ws["spec"]["URL"] = json!(url);
-    ws["status"] = json!({
-        "phase": phase,
-        "initializers": initializers,
-        "conditions": [{"type": "WorkspaceScheduled", "status": "True", "lastTransitionTime": now()}],
-    });
-    Ok(())
-}
-
-/// The initializers of a WorkspaceType and every type it extends, in order, without repeats.
-fn collect_initializers(
-    state: &State,
-    type_cluster: &str,
-    type_name: &str,
-    out: &mut Vec<String>,
-    seen: &mut BTreeSet<(String, String)>,
-) -> Result<(), String> {
-    if !seen.insert((type_cluster.to_string(), type_name.to_string())) {
-        return Ok(());
+    let wt = types::resolve(state, &parent_path, &ref_path, &ref_name).map_err(refuse)?;
+    if ref_path.is_empty() {
+        ref_path = wt.path.clone();
     }
-    let found = state
-        .clusters
-        .get(type_cluster)
-        .and_then(|c| c.get(&workspace_types(), "", type_name))
-        .ok_or_else(|| {
-            format!("Invalid value: WorkspaceType {type_name:?} does not exist in {type_cluster:?}")
+    ws["spec"]["type"] = json!({"name": ref_name, "path": ref_path});
+    let child_aliases = types::aliases(state, &wt).map_err(refuse)?;
+    if let Some((path, parent_name)) = parent_type_ref {
+        let parent = types::get(state, &path, &parent_name).ok_or_else(|| {
+            refuse(format!(
+                "workspace type cannot be resolved: workspacetypes.tenancy.kcp.io \"{path}:{parent_name}\" not found"
+            ))
         })?;
-    let wt = found.value().map_err(|e| e.message)?;
-    if wt.pointer("/spec/initializer").and_then(Value::as_bool) == Some(true) {
-        let init = initializer_of(type_cluster, type_name);
-        if !out.contains(&init) {
-            out.push(init);
+        let parent_aliases = types::aliases(state, &parent).map_err(refuse)?;
+        let parent_type = format!("{path}:{parent_name}");
+        let child_type = format!("{ref_path}:{ref_name}");
+        if let Some(why) =
+            types::placement_error(&parent_aliases, &child_aliases, &parent_type, &child_type)
+        {
+            return Err(refuse(why));
         }
     }
-    let extends = wt
-        .pointer("/spec/extend/with")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for parent in extends {
-        let Some(parent_name) = parent.get("name").and_then(Value::as_str) else {
-            continue;
-        };
-        let parent_cluster = match parent.get("path").and_then(Value::as_str) {
-            Some(p) => state
-                .resolve_cluster(p)
-                .ok_or_else(|| format!("Invalid value: workspace {p:?} does not exist"))?
-                .to_string(),
-            None => type_cluster.to_string(),
-        };
-        collect_initializers(state, &parent_cluster, parent_name, out, seen)?;
+    let meta = ws
+        .get_mut("metadata")
+        .and_then(Value::as_object_mut)
+        .ok_or_else(|| ApiError::bad_request("metadata must be an object"))?;
+    let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+    if !annotations.is_object() {
+        *annotations = json!({});
     }
+    annotations[OWNER_ANNOTATION] = json!(owner_of_creator());
+    if let Some(extra) = wt
+        .spec
+        .get("additionalWorkspaceLabels")
+        .and_then(Value::as_object)
+    {
+        let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        if let Some(labels) = labels.as_object_mut() {
+            for (k, v) in extra {
+                labels.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+    }
+    ws["status"] = json!({"phase": "Scheduling"});
     Ok(())
 }
 
-/// Publishes a WorkspaceType's virtual workspace URLs (one per shard) in its status.
-pub fn publish_virtual_workspaces(state: &State, cluster: &str, wt: &mut Value) {
-    let name = wt
+/// Sets or removes a label.
+fn set_label(obj: &mut Value, key: &str, value: Option<&str>) {
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    match value {
+        Some(v) => {
+            let labels = meta.entry("labels").or_insert_with(|| json!({}));
+            if !labels.is_object() {
+                *labels = json!({});
+            }
+            labels[key] = json!(v);
+        }
+        None => {
+            if let Some(labels) = meta.get_mut("labels").and_then(Value::as_object_mut) {
+                labels.remove(key);
+            }
+        }
+    }
+}
+
+/// Adds a finalizer unless it is there.
+fn add_finalizer(obj: &mut Value, finalizer: &str) {
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let list = meta.entry("finalizers").or_insert_with(|| json!([]));
+    if let Some(list) = list.as_array_mut()
+        && !list.iter().any(|f| f == finalizer)
+    {
+        list.push(json!(finalizer));
+    }
+}
+
+/// The initializers kcp's own controllers remove as soon as they see them: the universal
+/// type's (its bootstrap) and the default APIBindings'.
+fn is_kcps_own_initializer(initializer: &str) -> bool {
+    initializer == types::APIBINDINGS_INITIALIZER
+        || initializer == initializer_of(ROOT, "universal")
+}
+
+/// The phase, initializers and `WorkspaceInitialized` condition a workspace's status shows
+/// for these remaining initializers.
+fn initialization_status(status: &mut Value, initializers: &[String]) {
+    let list: Vec<Value> = initializers.iter().map(|i| json!(i)).collect();
+    let mut holder = json!({"status": status.clone()});
+    if initializers.is_empty() {
+        holder["status"]["phase"] = json!("Ready");
+        if let Some(s) = holder["status"].as_object_mut() {
+            s.remove("initializers");
+        }
+        conditions::set(&mut holder, Condition::ok(INITIALIZED));
+    } else {
+        holder["status"]["phase"] = json!("Initializing");
+        holder["status"]["initializers"] = Value::Array(list);
+        let why = format!("Initializers still exist: [{}]", initializers.join(" "));
+        conditions::set(
+            &mut holder,
+            Condition::pending(INITIALIZED, "InitializerExists", &why),
+        );
+    }
+    *status = holder["status"].take();
+}
+
+/// What kcp's scheduler and controllers do once a Workspace is stored, inside the request: a
+/// logical cluster (on a shard, with a generated name) whose LogicalCluster carries the
+/// initializers of the workspace's type and of every type it extends; kcp's own initializers
+/// are done at once (the `default` namespace comes when the last one is gone); the Workspace is
+/// scheduled (cluster, URL, shard, finalizer) and mirrors phase and initializers.
+pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> ApiResult<()> {
+    if ws.pointer("/spec/cluster").is_some() {
+        return Ok(());
+    }
+    let name = ws
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let mut urls = Vec::new();
-    let initializer = wt.pointer("/spec/initializer").and_then(Value::as_bool) == Some(true);
-    let terminator = wt.pointer("/spec/terminator").and_then(Value::as_bool) == Some(true);
-    let init = initializer_of(cluster, &name);
-    for shard in &state.shard_urls {
-        if initializer {
-            urls.push(json!({"url": format!("{shard}/services/initializingworkspaces/{init}")}));
-        }
-        if terminator {
-            urls.push(json!({"url": format!("{shard}/services/terminatingworkspaces/{init}")}));
-        }
-    }
-    let conditions = wt.pointer("/status/conditions").cloned().unwrap_or_else(
-        || json!([{"type": "Ready", "status": "True", "lastTransitionTime": now()}]),
-    );
-    wt["status"] = json!({"virtualWorkspaces": urls, "conditions": conditions});
-}
-
-/// Creates the logical cluster of a newly stored Workspace, with its `cluster` singleton.
-pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> ApiResult<()> {
-    let Some(lc) = ws.pointer("/spec/cluster").and_then(Value::as_str) else {
-        return Ok(());
-    };
-    let name = ws
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
     let parent_path = state
         .clusters
         .get(parent)
         .map(|c| c.path.clone())
         .unwrap_or_default();
+    let (type_path, type_name) = type_reference(ws);
+    let all_initializers = types::get(state, &type_path, &type_name)
+        .map(|wt| types::aliases(state, &wt))
+        .transpose()
+        .map_err(ApiError::internal)?
+        .map(|aliases| types::initializers(&aliases))
+        .unwrap_or_default();
+    let remaining: Vec<String> = all_initializers
+        .iter()
+        .filter(|i| !is_kcps_own_initializer(i))
+        .cloned()
+        .collect();
+    let lc = random_cluster_name();
     let path = format!("{parent_path}:{name}");
-    state.add_cluster(lc, &path);
-    let initializers = ws
-        .pointer("/status/initializers")
-        .cloned()
-        .unwrap_or_else(|| json!([]));
-    let phase = ws
-        .pointer("/status/phase")
-        .cloned()
-        .unwrap_or_else(|| json!("Ready"));
-    let url = ws.pointer("/spec/URL").cloned().unwrap_or(Value::Null);
-    let rv = state.next_rv();
-    let obj = json!({
+    state.add_cluster(&lc, &path);
+    let shard = state.clusters.get(&lc).map(|c| c.shard).unwrap_or_default();
+    let shard_url = state.shard_urls.get(shard).cloned().unwrap_or_default();
+    let owner = ws
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(OWNER_ANNOTATION))
+        .and_then(Value::as_str)
+        .map(String::from);
+
+    // The LogicalCluster, as the scheduler creates it and kcp's controllers complete it.
+    let mut annotations = json!({TYPE_ANNOTATION: format!("{type_path}:{type_name}"),
+        PATH_ANNOTATION: path});
+    let created = json!({
         "apiVersion": "core.kcp.io/v1alpha1",
         "kind": "LogicalCluster",
         "metadata": {
             "name": LOGICAL_CLUSTER_NAME,
-            "uid": ws.pointer("/metadata/uid").and_then(Value::as_str).map(|u| format!("{u}-lc")).unwrap_or_default(),
+            "uid": random_uid(),
             "creationTimestamp": now(),
             "generation": 1,
-            "resourceVersion": rv.to_string(),
-            "annotations": {CLUSTER_ANNOTATION: lc, PATH_ANNOTATION: path},
+            "annotations": annotations.clone(),
         },
         "spec": {
+            "directlyDeletable": false,
             "owner": {
                 "apiVersion": "tenancy.kcp.io/v1alpha1",
                 "resource": "workspaces",
@@ -433,75 +566,233 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
                 "cluster": parent,
                 "uid": ws.pointer("/metadata/uid").cloned().unwrap_or(Value::Null),
             },
-            "initializers": initializers,
+            "initializers": all_initializers,
         },
-        "status": {"phase": phase, "initializers": initializers, "URL": url},
     });
-    let stored = Stored::encode(&obj, rv)?;
-    state.put(lc, &logical_clusters(), "", LOGICAL_CLUSTER_NAME, stored)?;
+    let mut done = created.clone();
+    let mut status = json!({"URL": format!("{shard_url}/clusters/{lc}")});
+    initialization_status(&mut status, &remaining);
+    let ready = remaining.is_empty();
+    if let Some(owner) = &owner {
+        let owner = if ready {
+            owner_when_ready(owner).unwrap_or_else(|| owner.clone())
+        } else {
+            owner.clone()
+        };
+        annotations[OWNER_ANNOTATION] = json!(owner);
+    }
+    done["metadata"]["annotations"] = annotations;
+    set_label(&mut done, PHASE_LABEL, status["phase"].as_str());
+    done["status"] = status.clone();
+    let mut lc_object = created;
+    controller_created(
+        &mut lc_object,
+        &mut done,
+        Some(json!({})),
+        "core.kcp.io/v1alpha1",
+    );
+    // Stamped on every object of the cluster, never a field anybody manages; the finalizer
+    // comes from kcp's admission.
+    done["metadata"]["annotations"][CLUSTER_ANNOTATION] = json!(lc);
+    add_finalizer(&mut done, LOGICAL_CLUSTER_FINALIZER);
+    let stored = state.encode_next(&mut done)?;
+    state.put(&lc, &logical_clusters(), "", LOGICAL_CLUSTER_NAME, stored)?;
     // As kcp: a workspace gets its `default` namespace once it is Ready, not while initializers
     // still work on it (seen on kcp v0.30.0).
-    if phase == json!("Ready") {
-        crate::semantics::ensure_namespace(state, lc, "default")?;
+    if ready {
+        crate::semantics::ensure_namespace(state, &lc, "default")?;
+    }
+
+    // The Workspace, scheduled.
+    let mut scheduled = ws.clone();
+    scheduled["spec"]["cluster"] = json!(lc);
+    scheduled["spec"]["URL"] = json!(format!(
+        "{}/clusters/{path}",
+        state.shard_urls.first().map(String::as_str).unwrap_or("")
+    ));
+    if let Some(a) = scheduled
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    {
+        a.insert("internal.tenancy.kcp.io/cluster".into(), json!(lc));
+        a.insert(
+            "internal.tenancy.kcp.io/shard".into(),
+            json!(shard_hash(shard)),
+        );
+    }
+    add_finalizer(&mut scheduled, WORKSPACE_FINALIZER);
+    conditions::set(&mut scheduled, Condition::ok(SCHEDULED));
+    mirror(&mut scheduled, &status);
+    controller_write(
+        state,
+        parent,
+        &workspaces(),
+        ws,
+        &mut scheduled,
+        "tenancy.kcp.io/v1alpha1",
+    )?;
+    Ok(())
+}
+
+/// Gives an object kcp's controllers created (`created`, before its status, and `done`, how
+/// they left it) the managed fields of those writes, on `done`. `status_default` is the status
+/// the kind's schema gives an object that has none (it is there before the status is written).
+fn controller_created(
+    created: &mut Value,
+    done: &mut Value,
+    status_default: Option<Value>,
+    api_version: &str,
+) {
+    let time = now();
+    let main = FieldManager {
+        manager: CONTROLLER_MANAGER,
+        subresource: None,
+        time: &time,
+        api_version,
+    };
+    managed_fields::record_update(None, created, &main);
+    let mut without_status = done.clone();
+    if let Some(root) = without_status.as_object_mut() {
+        root.remove("status");
+    }
+    managed_fields::record_update(Some(created), &mut without_status, &main);
+    if let (Some(status), Some(root)) = (status_default, without_status.as_object_mut()) {
+        root.insert("status".into(), status);
+    }
+    managed_fields::record_update(
+        Some(&without_status),
+        done,
+        &FieldManager {
+            subresource: Some("status"),
+            ..main
+        },
+    );
+}
+
+/// Mirrors a logical cluster's phase, initializers and `WorkspaceInitialized` on its Workspace
+/// (`status`: the LogicalCluster's), with the phase label and, once Ready, the owner annotation
+/// cut down to the user name, as kcp's workspace controller does.
+fn mirror(ws: &mut Value, status: &Value) {
+    let phase = status.get("phase").and_then(Value::as_str);
+    set_label(ws, PHASE_LABEL, phase);
+    ws["status"]["phase"] = status.get("phase").cloned().unwrap_or(Value::Null);
+    match (status.get("initializers"), ws["status"].as_object_mut()) {
+        (Some(i), _) => ws["status"]["initializers"] = i.clone(),
+        (None, Some(s)) => {
+            s.remove("initializers");
+        }
+        (None, None) => {}
+    }
+    let initialized = status
+        .get("conditions")
+        .and_then(Value::as_array)
+        .and_then(|c| c.iter().find(|c| c["type"] == INITIALIZED))
+        .cloned();
+    if let Some(c) = initialized {
+        let text = |k: &str| c.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+        let (reason, message, severity) = (text("reason"), text("message"), text("severity"));
+        let condition = if c["status"] == "True" {
+            Condition::ok(INITIALIZED)
+        } else {
+            Condition {
+                type_: INITIALIZED,
+                status: false,
+                severity: &severity,
+                reason: &reason,
+                message: &message,
+            }
+        };
+        conditions::set(ws, condition);
+    }
+    if phase == Some("Ready")
+        && let Some(owner) = ws
+            .pointer("/metadata/annotations")
+            .and_then(|a| a.get(OWNER_ANNOTATION))
+            .and_then(Value::as_str)
+            .and_then(owner_when_ready)
+    {
+        ws["metadata"]["annotations"][OWNER_ANNOTATION] = json!(owner);
+    }
+}
+
+/// After a LogicalCluster was written (say its last initializer removed through an
+/// initializingworkspaces virtual workspace): kcp's controllers move it to Ready once no
+/// initializer is left (the `default` namespace comes then), and mirror it on its Workspace.
+pub fn logical_cluster_changed(state: &mut State, cluster: &str, lc: &Value) -> ApiResult<()> {
+    let remaining = initializers_of(lc);
+    let mut next = lc.clone();
+    let mut status = lc.get("status").cloned().unwrap_or_else(|| json!({}));
+    let initializing = lc.pointer("/status/phase").and_then(Value::as_str) == Some("Initializing");
+    if initializing {
+        initialization_status(&mut status, &remaining);
+        next["status"] = status.clone();
+        set_label(&mut next, PHASE_LABEL, status["phase"].as_str());
+        if remaining.is_empty()
+            && let Some(owner) = next
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(OWNER_ANNOTATION))
+                .and_then(Value::as_str)
+                .and_then(owner_when_ready)
+        {
+            next["metadata"]["annotations"][OWNER_ANNOTATION] = json!(owner);
+        }
+        if next != *lc {
+            controller_write(
+                state,
+                cluster,
+                &logical_clusters(),
+                lc,
+                &mut next,
+                "core.kcp.io/v1alpha1",
+            )?;
+        }
+        if remaining.is_empty() {
+            crate::semantics::ensure_namespace(state, cluster, "default")?;
+        }
+    }
+    let (Some(owner_cluster), Some(owner_name)) = (
+        next.pointer("/spec/owner/cluster").and_then(Value::as_str),
+        next.pointer("/spec/owner/name").and_then(Value::as_str),
+    ) else {
+        return Ok(());
+    };
+    let (owner_cluster, owner_name) = (owner_cluster.to_string(), owner_name.to_string());
+    let Some(ws) = state.lookup(&owner_cluster, &workspaces(), "", &owner_name) else {
+        return Ok(());
+    };
+    let ws = ws.value()?;
+    let mut mirrored = ws.clone();
+    mirror(&mut mirrored, &status);
+    if mirrored != ws {
+        controller_write(
+            state,
+            &owner_cluster,
+            &workspaces(),
+            &ws,
+            &mut mirrored,
+            "tenancy.kcp.io/v1alpha1",
+        )?;
     }
     Ok(())
 }
 
-/// Moves a logical cluster whose last initializer went from Initializing to Ready, and mirrors
-/// its phase and initializers on its Workspace.
-pub fn logical_cluster_changed(state: &mut State, cluster: &str, lc: &Value) -> ApiResult<()> {
-    let initializers = lc
-        .pointer("/status/initializers")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    let phase = lc
-        .pointer("/status/phase")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if initializers.is_empty() && phase == "Initializing" {
-        let mut ready = lc.clone();
-        ready["status"]["phase"] = json!("Ready");
-        let stored = state.encode_next(&mut ready)?;
-        state.put(
-            cluster,
-            &logical_clusters(),
-            "",
-            LOGICAL_CLUSTER_NAME,
-            stored,
-        )?;
-        crate::semantics::ensure_namespace(state, cluster, "default")?;
-        return mirror_on_workspace(state, &ready);
-    }
-    mirror_on_workspace(state, lc)
-}
-
-fn mirror_on_workspace(state: &mut State, lc: &Value) -> ApiResult<()> {
-    let (Some(owner_cluster), Some(owner_name)) = (
-        lc.pointer("/spec/owner/cluster").and_then(Value::as_str),
-        lc.pointer("/spec/owner/name").and_then(Value::as_str),
-    ) else {
-        return Ok(());
-    };
-    let Some(ws) = state.lookup(owner_cluster, &workspaces(), "", owner_name) else {
-        return Ok(());
-    };
-    let mut ws = ws.value()?;
-    let phase = lc.pointer("/status/phase").cloned().unwrap_or(Value::Null);
-    let initializers = lc
-        .pointer("/status/initializers")
-        .cloned()
-        .unwrap_or_else(|| json!([]));
-    if ws.pointer("/status/phase") == Some(&phase)
-        && ws.pointer("/status/initializers") == Some(&initializers)
-    {
+/// After a WorkspaceType was created: kcp's WorkspaceType controller publishes its virtual
+/// workspace URLs and conditions in its status (a status written later is left as written).
+pub fn workspace_type_created(state: &mut State, cluster: &str, wt: &Value) -> ApiResult<()> {
+    let status = types::status(state, cluster, wt);
+    if wt.get("status") == Some(&status) {
         return Ok(());
     }
-    ws["status"]["phase"] = phase;
-    ws["status"]["initializers"] = initializers;
-    let stored = state.encode_next(&mut ws)?;
-    let (owner_cluster, owner_name) = (owner_cluster.to_string(), owner_name.to_string());
-    state.put(&owner_cluster, &workspaces(), "", &owner_name, stored)?;
+    let mut next = wt.clone();
+    next["status"] = status;
+    controller_write(
+        state,
+        cluster,
+        &workspace_types(),
+        wt,
+        &mut next,
+        "tenancy.kcp.io/v1alpha1",
+    )?;
     Ok(())
 }
 
@@ -630,7 +921,8 @@ pub fn initializing_with(
     }
 }
 
-/// Sets up the root workspace and its builtin WorkspaceTypes.
+/// Sets up the root workspace (of type `root:root`) and its builtin WorkspaceTypes
+/// ([`types::builtin`]), as kcp's bootstrap leaves them.
 pub fn bootstrap(state: &mut State) -> ApiResult<()> {
     state.add_cluster(ROOT, ROOT);
     let url = format!(
@@ -641,10 +933,12 @@ pub fn bootstrap(state: &mut State) -> ApiResult<()> {
     let root_lc = json!({
         "apiVersion": "core.kcp.io/v1alpha1",
         "kind": "LogicalCluster",
-        "metadata": {"name": LOGICAL_CLUSTER_NAME, "uid": "root-logicalcluster", "creationTimestamp": now(),
+        "metadata": {"name": LOGICAL_CLUSTER_NAME, "uid": random_uid(), "creationTimestamp": now(),
             "generation": 1, "resourceVersion": rv.to_string(),
-            "annotations": {CLUSTER_ANNOTATION: ROOT, PATH_ANNOTATION: ROOT}},
-        "spec": {},
+            "annotations": {CLUSTER_ANNOTATION: ROOT, PATH_ANNOTATION: ROOT,
+                TYPE_ANNOTATION: format!("{ROOT}:{ROOT}"),
+                OWNER_ANNOTATION: json!({"username": "system:kcp-bootstrapper"}).to_string()}},
+        "spec": {"directlyDeletable": false},
         "status": {"phase": "Ready", "URL": url},
     });
     state.put(
@@ -654,18 +948,20 @@ pub fn bootstrap(state: &mut State) -> ApiResult<()> {
         LOGICAL_CLUSTER_NAME,
         Stored::encode(&root_lc, rv)?,
     )?;
-    for name in BUILTIN_WORKSPACE_TYPES {
-        let rv = state.next_rv();
-        let mut wt = json!({
+    for (name, spec) in types::builtin() {
+        let mut created = json!({
             "apiVersion": "tenancy.kcp.io/v1alpha1",
             "kind": "WorkspaceType",
-            "metadata": {"name": name, "uid": format!("root-workspacetype-{name}"), "creationTimestamp": now(),
-                "generation": 1, "resourceVersion": rv.to_string(),
-                "annotations": {CLUSTER_ANNOTATION: ROOT}},
-            "spec": {},
+            "metadata": {"name": name, "uid": random_uid(), "creationTimestamp": now(),
+                "generation": 1},
+            "spec": spec,
         });
-        publish_virtual_workspaces(state, ROOT, &mut wt);
-        state.put(ROOT, &workspace_types(), "", name, Stored::encode(&wt, rv)?)?;
+        let mut done = created.clone();
+        done["status"] = types::status(state, ROOT, &created);
+        controller_created(&mut created, &mut done, None, "tenancy.kcp.io/v1alpha1");
+        done["metadata"]["annotations"] = json!({CLUSTER_ANNOTATION: ROOT, PATH_ANNOTATION: ROOT});
+        let stored = state.encode_next(&mut done)?;
+        state.put(ROOT, &workspace_types(), "", name, stored)?;
     }
     Ok(())
 }

@@ -416,6 +416,7 @@ pub fn create(
 ) -> ApiResult<Written> {
     check_type(rt, version, &mut obj)?;
     decode_defaults(rt, &mut obj)?;
+    let written = conversion::converts(rt, version).then(|| obj.clone());
     conversion::to_storage(rt, version, &mut obj)?;
     let ns = check_namespace(rt, url_namespace, &mut obj)?;
     let generate = meta_str(&obj, "generateName").map(String::from);
@@ -469,7 +470,7 @@ pub fn create(
         time: &now,
         api_version: &rt.api_version(version),
     };
-    managed_fields::record_update(None, &mut obj, &who);
+    conversion::record_created(written, &mut obj, &who);
     finish_create(state, cluster, rt, &ns, &name, obj, opts.dry_run)
 }
 
@@ -603,7 +604,6 @@ fn default_on_create(
             crd::establish(state, cluster, obj)?;
         }
         ("tenancy.kcp.io", "Workspace") => kcp::schedule_workspace(state, cluster, obj)?,
-        ("tenancy.kcp.io", "WorkspaceType") => kcp::publish_virtual_workspaces(state, cluster, obj),
         _ => apis::on_create(state, cluster, rt, obj)?,
     }
     Ok(())
@@ -623,6 +623,9 @@ fn after_write(
             kcp::create_logical_cluster(state, cluster, new)
         }
         ("core.kcp.io", "LogicalCluster") => kcp::logical_cluster_changed(state, cluster, new),
+        ("tenancy.kcp.io", "WorkspaceType") if old.is_none() => {
+            kcp::workspace_type_created(state, cluster, new)
+        }
         _ => apis::after_write(state, cluster, rt, old, new),
     }
 }
@@ -794,9 +797,6 @@ fn write_update(
     }
     if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
         crd::establish(state, cluster, &mut new)?;
-    }
-    if rt.kind == "WorkspaceType" && rt.group == "tenancy.kcp.io" && !status {
-        kcp::publish_virtual_workspaces(state, cluster, &mut new);
     }
     let stored_rv = meta_str(&old, "resourceVersion")
         .and_then(|rv| rv.parse().ok())

@@ -717,7 +717,8 @@ async fn kubectl_get_workspaces_shows_type_phase_and_url() {
     let (header, row) = header_and_row(&k.run(&["get", "workspaces"]).await);
     assert_eq!(header, ["NAME", "TYPE", "REGION", "PHASE", "URL", "AGE"]);
     assert_eq!(row[0], "team");
-    assert_eq!(row[1], "universal");
+    // The root workspace's type makes its children organizations by default, as in kcp.
+    assert_eq!(row[1], "organization");
     assert_eq!(row[3], "Ready");
     assert!(row[4].ends_with("/clusters/root:team"), "{row:?}");
 }

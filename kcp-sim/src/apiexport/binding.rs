@@ -118,9 +118,19 @@ pub fn reconcile(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> 
     if binding.pointer("/metadata/deletionTimestamp").is_some() {
         return Ok(());
     }
-    let old = binding.clone();
+    let mut old = binding.clone();
     let before = binding.get("status").cloned();
     let labels_before = labels_of(&binding);
+    // kcp's permission claim labeller writes labels without owning them.
+    if let Some(export) = Export::find(
+        state,
+        &export_path(&binding, cluster),
+        str_at(&binding, "/spec/reference/export/name"),
+    ) {
+        for obj in [&mut binding, &mut old] {
+            reflexive_label(obj, &export);
+        }
+    }
     if str_at(&binding, "/status/phase").is_empty() {
         binding["status"]["phase"] = json!("Binding");
     }
@@ -166,9 +176,9 @@ fn labels_of(binding: &Value) -> Option<Value> {
 }
 
 /// Binds every resource of the export that does not conflict, and sets phase and conditions.
-fn bind(state: &mut State, cluster: &str, export: &Export, binding: &mut Value) {
-    // kcp's permission claim labeller marks every binding of an existing export so that the
-    // export's owner sees it (the "reflexive" claim label).
+/// kcp's permission claim labeller marks every binding of an existing export so that the
+/// export's owner sees it (the "reflexive" claim label).
+fn reflexive_label(binding: &mut Value, export: &Export) {
     let (key, value) = super::labels::reflexive_binding_label(&export.cluster, &export.name);
     if let Some(meta) = binding.get_mut("metadata").and_then(Value::as_object_mut) {
         let labels = meta.entry("labels").or_insert_with(|| json!({}));
@@ -176,6 +186,9 @@ fn bind(state: &mut State, cluster: &str, export: &Export, binding: &mut Value) 
             labels.entry(key).or_insert_with(|| json!(value));
         }
     }
+}
+
+fn bind(state: &mut State, cluster: &str, export: &Export, binding: &mut Value) {
     binding["status"]["apiExportClusterName"] = json!(export.cluster);
     conditions::set(binding, Condition::ok(APIEXPORT_VALID));
     let mut bound: Vec<Value> = binding

@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::managed_fields::{self, FieldManager};
 use crate::resource::ResourceType;
 use crate::status::{ApiError, ApiResult};
 
@@ -118,6 +119,29 @@ fn go_v1alpha1_claims(claims: &[Value]) -> String {
         })
         .collect();
     format!("[{}]", claims.join(","))
+}
+
+/// Records a create's managed fields on the object as the request wrote it (`written`, in the
+/// request's version, when that is not the stored one), as kube-apiserver's field manager works
+/// in the request's version; the entries are kept on the stored object.
+pub fn record_created(written: Option<Value>, obj: &mut Value, who: &FieldManager) {
+    let Some(mut written) = written else {
+        managed_fields::record_update(None, obj, who);
+        return;
+    };
+    if obj.get("status").is_none()
+        && let Some(root) = written.as_object_mut()
+    {
+        root.remove("status");
+    }
+    managed_fields::record_update(None, &mut written, who);
+    let entries = written.pointer("/metadata/managedFields").cloned();
+    if let (Some(entries), Some(meta)) = (
+        entries,
+        obj.get_mut("metadata").and_then(Value::as_object_mut),
+    ) {
+        meta.insert("managedFields".into(), entries);
+    }
 }
 
 /// Converts a stored object to how it reads at `version`.

@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 use super::conditions::{self, Condition};
 use super::export::Export;
 use super::{bindings, binds_export, slices, str_at};
+use crate::managed_fields::{self, FieldManager};
 use crate::semantics::{self, WriteOptions};
 use crate::status::ApiResult;
 use crate::store::State;
@@ -53,7 +54,7 @@ pub fn ensure_default(state: &mut State, cluster: &str, export: &Value) -> ApiRe
         "spec": {"export": {"name": name, "path": path}},
     });
     let opts = WriteOptions {
-        default_manager: "kcp-sim".into(),
+        default_manager: crate::kcp::CONTROLLER_MANAGER.into(),
         ..WriteOptions::default()
     };
     semantics::create(state, cluster, &rt, "v1alpha1", None, body, &opts)?;
@@ -86,51 +87,76 @@ fn consumer_shards(state: &State, export_cluster: &str, export: &str) -> BTreeSe
     found
 }
 
-/// Recomputes a slice's status and stores it when it changed.
+/// Recomputes a slice's status and stores it when it changed, as kcp writes it: each shard's
+/// endpoint slice controller applies its shard's endpoint (an empty status while the shard
+/// holds no consumer) under the shard's name, and kcp's controller updates the conditions.
 pub fn refresh(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> {
     let Some(stored) = state.lookup(cluster, &slices(), "", name) else {
         return Ok(());
     };
-    let mut slice = stored.value()?;
-    if slice.pointer("/metadata/deletionTimestamp").is_some() {
+    let old = stored.value()?;
+    if old.pointer("/metadata/deletionTimestamp").is_some() {
         return Ok(());
     }
-    let before = slice.get("status").cloned();
-    let path = match str_at(&slice, "/spec/export/path") {
+    let path = match str_at(&old, "/spec/export/path") {
         "" => cluster.to_string(),
         p => p.to_string(),
     };
-    let export_name = str_at(&slice, "/spec/export/name").to_string();
+    let export_name = str_at(&old, "/spec/export/name").to_string();
+    let mut conditions_of = old.clone();
+    let mut endpoints: Vec<Option<Value>> = vec![None; state.shard_urls.len().max(1)];
     match Export::find(state, &path, &export_name) {
         None => {
-            if let Some(status) = slice.get_mut("status").and_then(Value::as_object_mut) {
-                status.remove("endpoints");
-            }
             let why = format!("Error getting APIExport {path}|{export_name}");
             conditions::set(
-                &mut slice,
+                &mut conditions_of,
                 Condition::failed("APIExportValid", "APIExportNotFound", &why),
             );
         }
         Some(export) => {
-            let urls: Vec<Value> = consumer_shards(state, &export.cluster, &export.name)
-                .into_iter()
-                .filter_map(|s| state.shard_urls.get(s))
-                .map(|u| json!({"url": url(u, &export.cluster, &export.name)}))
-                .collect();
-            conditions::set(&mut slice, Condition::ok("APIExportValid"));
-            conditions::set(&mut slice, Condition::ok("PartitionValid"));
-            if urls.is_empty() {
-                if let Some(status) = slice.get_mut("status").and_then(Value::as_object_mut) {
-                    status.remove("endpoints");
+            for shard in consumer_shards(state, &export.cluster, &export.name) {
+                if let (Some(slot), Some(shard_url)) =
+                    (endpoints.get_mut(shard), state.shard_urls.get(shard))
+                {
+                    *slot = Some(json!({"url": url(shard_url, &export.cluster, &export.name)}));
                 }
-            } else {
-                slice["status"]["endpoints"] = Value::Array(urls);
             }
+            conditions::set(&mut conditions_of, Condition::ok("APIExportValid"));
+            conditions::set(&mut conditions_of, Condition::ok("PartitionValid"));
         }
     }
-    if slice.get("status") != before.as_ref() {
-        state.store(cluster, &slices(), "", name, &mut slice)?;
+    let time = semantics::now();
+    let api_version = format!("{}/v1alpha1", super::GROUP);
+    let mut next = old.clone();
+    for (shard, endpoint) in endpoints.into_iter().enumerate() {
+        let manager = crate::kcp::shard_name(shard);
+        let status = match endpoint {
+            Some(e) => json!({"endpoints": [e]}),
+            None => json!({}),
+        };
+        let applied = json!({"apiVersion": api_version, "kind": "APIExportEndpointSlice",
+            "metadata": {"name": name}, "status": status});
+        let who = FieldManager {
+            manager: &manager,
+            subresource: Some("status"),
+            time: &time,
+            api_version: &api_version,
+        };
+        if let Ok(applied) = managed_fields::apply(Some(&next), &applied, &who, true) {
+            next = applied;
+        }
+    }
+    let mut updated = next.clone();
+    updated["status"]["conditions"] = conditions_of["status"]["conditions"].clone();
+    let who = FieldManager {
+        manager: crate::kcp::CONTROLLER_MANAGER,
+        subresource: Some("status"),
+        time: &time,
+        api_version: &api_version,
+    };
+    managed_fields::record_update(Some(&next), &mut updated, &who);
+    if updated != old {
+        state.store(cluster, &slices(), "", name, &mut updated)?;
     }
     Ok(())
 }
