@@ -632,6 +632,11 @@ async fn a_binding_being_deleted_waits_for_finalizers_on_its_objects() {
         .unwrap();
     let terminating = bindings.get("widgets").await.unwrap();
     assert!(terminating.metadata.deletion_timestamp.is_some());
+    // kcp's finalizer holds the binding until its objects are gone.
+    assert_eq!(
+        terminating.metadata.finalizers.as_deref(),
+        Some(&["apis.kcp.io/apibinding-finalizer".to_string()][..])
+    );
 
     // The provider removes its finalizer through the virtual workspace; then the binding goes.
     let inside = widgets(client_at(&format!(

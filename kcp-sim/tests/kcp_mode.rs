@@ -478,3 +478,54 @@ async fn deleting_a_workspace_removes_its_logical_cluster() {
     let err = cms.list(&ListParams::default()).await.unwrap_err();
     assert!(matches!(err, kube::Error::Api(s) if s.code == 403));
 }
+
+#[tokio::test]
+async fn a_request_into_a_missing_workspace_is_denied_as_kcp_denies_it() {
+    let sim = kcp().await;
+    let cms: Api<ConfigMap> = Api::namespaced(sim.client("root:nothing").unwrap(), "default");
+    let err = cms.get("a").await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 403 && s.message == "configmaps \"a\" is forbidden: User \"kcp-admin\" cannot get resource \"configmaps\" in API group \"\" in the namespace \"default\": access denied"),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn workspace_types_limit_the_children_they_allow() {
+    let sim = kcp().await;
+    // root's children are organizations, which allow only universal children.
+    let org = create_workspace(&sim, "root", "org", None).await;
+    assert_eq!(org.spec.type_.unwrap().name, "organization");
+    create_type(&sim, "plain", json!({})).await;
+    let api: Api<Workspace> = Api::all(sim.client("root:org").unwrap());
+    let ws: Workspace = serde_json::from_value(json!({"apiVersion": "tenancy.kcp.io/v1alpha1",
+        "kind": "Workspace", "metadata": {"name": "child"},
+        "spec": {"type": {"name": "plain", "path": "root"}}}))
+    .unwrap();
+    let err = api.create(&PostParams::default(), &ws).await.unwrap_err();
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 403 && s.message == "workspaces.tenancy.kcp.io \"child\" is forbidden: workspace type root:organization only allows [root:universal] child workspaces, but child type root:plain only implements [root:plain]"),
+        "{err:?}"
+    );
+    // A type extending universal is allowed, and its initializers follow universal's (done).
+    create_type(
+        &sim,
+        "held",
+        json!({"initializer": true, "extend": {"with": [{"name": "universal", "path": "root"}]}}),
+    )
+    .await;
+    let held: Workspace = serde_json::from_value(json!({"apiVersion": "tenancy.kcp.io/v1alpha1",
+        "kind": "Workspace", "metadata": {"name": "held"},
+        "spec": {"type": {"name": "held", "path": "root"}}}))
+    .unwrap();
+    api.create(&PostParams::default(), &held).await.unwrap();
+    let status = api.get("held").await.unwrap().status.unwrap();
+    assert_eq!(status.phase.as_deref(), Some("Initializing"));
+    assert_eq!(status.initializers.unwrap(), ["root:held"]);
+    let lc: Api<LogicalCluster> = Api::all(sim.client("root:org:held").unwrap());
+    let spec = lc.get("cluster").await.unwrap().spec;
+    assert_eq!(
+        spec.initializers.unwrap(),
+        ["root:universal", "root:held", "system:apibindings"]
+    );
+}
