@@ -238,12 +238,9 @@ async fn route(
         ["apis", g, v, tail @ ..] if !tail.is_empty() => (*g, *v, tail),
         _ => return Err(ApiError::path_not_found()),
     };
-    // Only served group versions have handlers; the rest of `/apis` is the not-found handler's.
-    if !group.is_empty()
-        && !sim
-            .serves_group_version(&endpoint, group, version)
-            .unwrap_or(true)
-    {
+    // Only served groups have handlers (which answer a 404 Status for what they do not serve);
+    // the rest of `/apis` is the not-found handler's.
+    if !group.is_empty() && !sim.serves_group(&endpoint, group).unwrap_or(true) {
         return Ok(page_not_found());
     }
     let (namespace, plural, name, subresource) = match tail {
@@ -502,11 +499,14 @@ fn non_resource(
             Some(doc) => ok(doc),
             None => Ok(Some(page_not_found())),
         },
-        ["apis", group, version] => match sim.registry(endpoint)?.api_resource_list(group, version)
-        {
-            Some(doc) => ok(doc),
-            None => Ok(Some(page_not_found())),
-        },
+        ["apis", group, version] => {
+            let registry = sim.registry(endpoint)?;
+            match registry.api_resource_list(group, version) {
+                Some(doc) => ok(doc),
+                None if registry.serves_group(group) => Err(ApiError::path_not_found()),
+                None => Ok(Some(page_not_found())),
+            }
+        }
         _ => Ok(None),
     }
 }

@@ -588,11 +588,9 @@ impl Registry {
         Some(doc)
     }
 
-    /// Whether any type is served under `group`/`version`.
-    pub fn serves_group_version(&self, group: &str, version: &str) -> bool {
-        self.by_resource
-            .values()
-            .any(|t| t.group == group && t.serves(version))
+    /// Whether any type of `group` is served (at any version).
+    pub fn serves_group(&self, group: &str) -> bool {
+        self.by_resource.values().any(|t| t.group == group)
     }
 
     /// `GET /api/v1` or `GET /apis/<group>/<version>`, or `None` when nothing is served there.
