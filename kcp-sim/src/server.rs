@@ -1,6 +1,6 @@
-//! Starting and stopping the simulator: [`Server::start`] binds 127.0.0.1 on a free port (one
-//! listener per simulated shard), and hands out URLs, kubeconfigs, kube clients and in-process
-//! clients.
+//! Starting and stopping the simulator: [`Server::start`] binds [`Config::address`] (127.0.0.1
+//! on a free port unless set; one listener per simulated shard), and hands out URLs,
+//! kubeconfigs, kube clients and in-process clients.
 
 use std::net::SocketAddr;
 use std::path::Path;
@@ -51,6 +51,11 @@ pub struct Config {
     /// Workload simulation ([`crate::workloads`]): Deployments and StatefulSets report their
     /// replicas ready and available this long after each spec change. Off (`None`) by default.
     pub simulate_workloads: Option<Duration>,
+    /// Where the first shard listens: `127.0.0.1:0` (loopback, a free port) by default. Port 0
+    /// picks a free port; further shards listen on the same IP, each on a free port. The URLs
+    /// ([`Server::url`]) name the address bound, so an unspecified IP (`0.0.0.0`) appears in
+    /// them as such.
+    pub address: SocketAddr,
 }
 
 impl Default for Config {
@@ -64,6 +69,7 @@ impl Default for Config {
             max_watch: Duration::from_secs(1800),
             shards: 1,
             simulate_workloads: None,
+            address: SocketAddr::from(([127, 0, 0, 1], 0)),
         }
     }
 }
@@ -89,13 +95,14 @@ pub struct Server {
 }
 
 impl Server {
-    /// Starts a simulator on 127.0.0.1 (a free port per shard).
+    /// Starts a simulator on [`Config::address`] (by default 127.0.0.1, a free port per shard).
     pub async fn start(config: Config) -> Result<Server> {
         let shards = config.shards.max(1);
         let mut listeners = Vec::with_capacity(shards);
         let mut urls = Vec::with_capacity(shards);
-        for _ in 0..shards {
-            let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        for shard in 0..shards {
+            let port = if shard == 0 { config.address.port() } else { 0 };
+            let listener = TcpListener::bind(SocketAddr::new(config.address.ip(), port))
                 .await
                 .map_err(|source| Error::Bind { source })?;
             let addr = listener
