@@ -489,7 +489,22 @@ fn non_resource(
         ["openapi", "v3", "apis", group, version] => {
             openapi_document(sim, endpoint, group, version)
         }
-        ["api"] => ok(sim.registry(endpoint)?.api_versions()),
+        ["api"] => {
+            // The address the client reached this listener at (kube-apiserver: its advertised
+            // address and port).
+            let address = req
+                .uri()
+                .authority()
+                .map(|a| a.as_str().to_string())
+                .or_else(|| {
+                    req.headers()
+                        .get(header::HOST)
+                        .and_then(|h| h.to_str().ok())
+                        .map(String::from)
+                })
+                .unwrap_or_else(|| "127.0.0.1".to_string());
+            ok(sim.registry(endpoint)?.api_versions(&address))
+        }
         ["apis"] => ok(sim.registry(endpoint)?.api_group_list()),
         ["api", "v1"] => match sim.registry(endpoint)?.api_resource_list("", "v1") {
             Some(doc) => ok(doc),

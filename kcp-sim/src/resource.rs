@@ -557,14 +557,15 @@ impl Registry {
     }
 
     /// `GET /api`: the core versions (none when no core resource is served, as in a virtual
-    /// workspace that serves only custom resources).
-    pub fn api_versions(&self) -> Value {
+    /// workspace that serves only custom resources), and the server's `host:port` for every
+    /// client.
+    pub fn api_versions(&self, server_address: &str) -> Value {
         let core = self.by_resource.values().any(|t| t.group.is_empty());
         let versions: &[&str] = if core { &["v1"] } else { &[] };
         json!({
             "kind": "APIVersions",
             "versions": versions,
-            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1"}],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
         })
     }
 
