@@ -615,6 +615,9 @@ impl Registry {
             if !t.categories.is_empty() {
                 r["categories"] = json!(t.categories);
             }
+            if let Some(storage) = t.versions.first() {
+                r["storageVersionHash"] = json!(storage_version_hash(&t.group, storage, &t.kind));
+            }
             resources.push(r);
             if t.status {
                 resources.push(json!({
@@ -641,6 +644,15 @@ impl Registry {
             "resources": resources,
         }))
     }
+}
+
+/// kube-apiserver's `discovery.StorageVersionHash`: the first 8 bytes of the SHA-256 of
+/// `<group>/<storage version>/<kind>`, base64.
+fn storage_version_hash(group: &str, version: &str, kind: &str) -> String {
+    use base64::Engine as _;
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(format!("{group}/{version}/{kind}").as_bytes());
+    base64::engine::general_purpose::STANDARD.encode(&digest[..8])
 }
 
 fn group_document(group: &str, versions: &[&str]) -> Value {
@@ -701,6 +713,12 @@ mod tests {
                 "statefulsets/status"
             ]
         );
+    }
+
+    #[test]
+    fn a_storage_version_hash_is_kube_apiservers() {
+        // discovery.StorageVersionHash("", "v1", "ConfigMap") in kube-apiserver.
+        assert_eq!(storage_version_hash("", "v1", "ConfigMap"), "qFsyl6wFWjQ=");
     }
 
     #[test]
