@@ -607,7 +607,12 @@ impl Registry {
                 "singularName": t.singular,
                 "namespaced": t.namespaced,
                 "kind": t.kind,
-                "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+                "verbs": if t.is_typed() {
+                    ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+                } else {
+                    // The apiextensions server's order.
+                    ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
+                },
             });
             if !t.short_names.is_empty() {
                 r["shortNames"] = json!(t.short_names);
