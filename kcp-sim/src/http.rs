@@ -697,7 +697,8 @@ fn list_body(
     items: &[Bytes],
 ) -> Response<Body> {
     let mut metadata = json!({"resourceVersion": rv.to_string()});
-    if let Some(token) = continue_token {
+    // A custom resource's (unstructured) list always writes its continue token, empty or not.
+    if let Some(token) = continue_token.or((!rt.is_typed()).then_some("")) {
         metadata["continue"] = json!(token);
     }
     if let Some(n) = remaining {
