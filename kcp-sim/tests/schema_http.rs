@@ -88,7 +88,7 @@ async fn creating_an_invalid_custom_resource_is_422_invalid_with_a_cause_per_fie
     assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
     assert_eq!(
         status.message,
-        "Widget.example.io \"w\" is invalid: [spec.mode: Unsupported value: \"warp\": supported values: \"fast\", \"slow\", spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10]"
+        "Widget.example.io \"w\" is invalid: [spec.mode: Unsupported value: \"warp\": supported values: \"fast\", \"slow\", spec.size: Invalid value: 11: spec.size in body should be less than or equal to 10, <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]"
     );
     let details = status.details.unwrap();
     assert_eq!(
@@ -111,7 +111,9 @@ async fn creating_an_invalid_custom_resource_is_422_invalid_with_a_cause_per_fie
                 "FieldValueNotSupported".to_string(),
                 "spec.mode".to_string()
             ),
-            ("FieldValueInvalid".to_string(), "spec.size".to_string())
+            ("FieldValueInvalid".to_string(), "spec.size".to_string()),
+            // The unsupported value keeps the CEL rules from running, as in kube-apiserver.
+            ("FieldValueInvalid".to_string(), "<nil>".to_string())
         ]
     );
     assert!(api.get_opt("w").await.unwrap().is_none());
@@ -128,7 +130,7 @@ async fn a_missing_required_field_is_field_value_required() {
     );
     assert_eq!(
         status.message,
-        "Widget.example.io \"w\" is invalid: spec.size: Required value"
+        "Widget.example.io \"w\" is invalid: [spec.size: Required value, <nil>: Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation]"
     );
     assert_eq!(
         status.details.unwrap().causes[0].reason,

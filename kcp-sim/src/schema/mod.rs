@@ -28,7 +28,7 @@ use serde_json::Value;
 use crate::resource::ResourceType;
 use crate::status::ApiResult;
 use crate::store::Stored;
-use field::{FieldError, invalid_object};
+use field::{ErrorType, FieldError, invalid_object};
 use structural::Node;
 use validate::Path;
 
@@ -166,9 +166,7 @@ pub fn admit(
             default::apply(node, obj);
             let mut path = Path::start(None);
             validate::validate(node, obj, old, &mut path, &mut errors);
-            if errors.is_empty() {
-                validate::run_rules(node, obj, old, &mut path, &mut errors);
-            }
+            rules_unless_blocked(node, obj, old, &mut path, &mut errors);
         }
         Part::Status => {
             let Some(status_node) = node.properties.get("status") else {
@@ -182,9 +180,7 @@ pub fn admit(
                 let old_status = old.and_then(|o| o.get("status"));
                 let mut path = Path::start(Some("status"));
                 validate::validate(status_node, status, old_status, &mut path, &mut errors);
-                if errors.is_empty() {
-                    validate::run_rules(status_node, status, old_status, &mut path, &mut errors);
-                }
+                rules_unless_blocked(status_node, status, old_status, &mut path, &mut errors);
             }
         }
     }
@@ -196,6 +192,40 @@ pub fn admit(
         .and_then(Value::as_str)
         .unwrap_or_default();
     Err(invalid_object(&rt.group, &rt.kind, name, &errors))
+}
+
+/// Runs the CEL rules after the schema's validation, as apiextensions-apiserver does: unless
+/// a blocking error (a required, unsupported, too long, too many or wrongly typed value) was
+/// found, in which case one more error says the rules were not checked.
+fn rules_unless_blocked<'a>(
+    node: &Node,
+    value: &'a Value,
+    old: Option<&'a Value>,
+    path: &mut Path<'a>,
+    errors: &mut Vec<FieldError>,
+) {
+    if !node.has_rules {
+        return;
+    }
+    let blocking = errors.iter().any(|e| {
+        matches!(
+            e.kind,
+            ErrorType::NotSupported
+                | ErrorType::Required
+                | ErrorType::TooLong
+                | ErrorType::TooMany
+                | ErrorType::TypeInvalid
+        )
+    });
+    if blocking {
+        errors.push(FieldError::invalid(
+            "<nil>",
+            Value::Null,
+            "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+        ));
+        return;
+    }
+    validate::run_rules(node, value, old, path, errors);
 }
 
 /// A stored custom resource with the defaults of its (new) schema applied, or `None` when it
