@@ -699,7 +699,10 @@ fn cel_cases() -> Vec<Case> {
             "a rule that fails names the rule",
             with_rules(counts(), json!([rule("self.min <= self.max")])),
             json!({"min": 3, "max": 2}),
-            Invalid(&[("spec", "Invalid value: failed rule: self.min <= self.max")]),
+            Invalid(&[(
+                "spec",
+                "Invalid value: \"object\": failed rule: self.min <= self.max",
+            )]),
         ),
         case(
             "a rule's message replaces the rule",
@@ -708,7 +711,7 @@ fn cel_cases() -> Vec<Case> {
                 json!([{"rule": "self.min <= self.max", "message": "min must not exceed max"}]),
             ),
             json!({"min": 3, "max": 2}),
-            Invalid(&[("spec", "Invalid value: min must not exceed max")]),
+            Invalid(&[("spec", "Invalid value: \"object\": min must not exceed max")]),
         ),
         case(
             "messageExpression builds the message",
@@ -717,7 +720,7 @@ fn cel_cases() -> Vec<Case> {
                 json!([{"rule": "self.min <= self.max", "messageExpression": "'min ' + string(self.min) + ' exceeds max ' + string(self.max)"}]),
             ),
             json!({"min": 3, "max": 2}),
-            Invalid(&[("spec", "Invalid value: min 3 exceeds max 2")]),
+            Invalid(&[("spec", "Invalid value: \"object\": min 3 exceeds max 2")]),
         ),
         case(
             "a messageExpression that fails falls back to the message",
@@ -726,7 +729,7 @@ fn cel_cases() -> Vec<Case> {
                 json!([{"rule": "self.min <= self.max", "message": "bad range", "messageExpression": "self.missing"}]),
             ),
             json!({"min": 3, "max": 2}),
-            Invalid(&[("spec", "Invalid value: bad range")]),
+            Invalid(&[("spec", "Invalid value: \"object\": bad range")]),
         ),
         case(
             "fieldPath moves the error to the field",
@@ -735,7 +738,7 @@ fn cel_cases() -> Vec<Case> {
                 json!([{"rule": "self.min <= self.max", "fieldPath": ".max", "message": "too small"}]),
             ),
             json!({"min": 3, "max": 2}),
-            Invalid(&[("spec.max", "Invalid value: too small")]),
+            Invalid(&[("spec.max", "Invalid value: \"object\": too small")]),
         ),
         case(
             "reason Forbidden makes a forbidden error",
@@ -797,7 +800,7 @@ fn cel_cases() -> Vec<Case> {
             json!({"tags": ["a", "B"]}),
             Invalid(&[(
                 "spec",
-                "Invalid value: failed rule: self.tags.all(t, t.matches('^[a-z]+$'))",
+                "Invalid value: \"object\": failed rule: self.tags.all(t, t.matches('^[a-z]+$'))",
             )]),
         ),
         case(
@@ -812,7 +815,7 @@ fn cel_cases() -> Vec<Case> {
             json!({"tags": ["x", "x"]}),
             Invalid(&[(
                 "spec",
-                "Invalid value: failed rule: self.tags.exists_one(t, t == 'x')",
+                "Invalid value: \"object\": failed rule: self.tags.exists_one(t, t == 'x')",
             )]),
         ),
         case(
@@ -827,7 +830,10 @@ fn cel_cases() -> Vec<Case> {
             "isSorted() of the Kubernetes list library",
             with_rules(counts(), json!([rule("self.tags.isSorted()")])),
             json!({"tags": ["b", "a"]}),
-            Invalid(&[("spec", "Invalid value: failed rule: self.tags.isSorted()")]),
+            Invalid(&[(
+                "spec",
+                "Invalid value: \"object\": failed rule: self.tags.isSorted()",
+            )]),
         ),
         case(
             "rules of list items run per item",
@@ -888,7 +894,10 @@ fn cel_cases() -> Vec<Case> {
             ),
             json!({"max": 5}),
             json!({"max": 4}),
-            Invalid(&[("spec", "Invalid value: max may only grow, was 5")]),
+            Invalid(&[(
+                "spec",
+                "Invalid value: \"object\": max may only grow, was 5",
+            )]),
         ),
         update(
             "a transition rule on a field added by the update does not run",

@@ -619,8 +619,9 @@ fn rule_error(
     at: String,
     detail: String,
 ) -> FieldError {
+    // An object or a list is shown by its schema type, as apiextensions-apiserver shows it.
     let shown = match node.type_ {
-        Some(Type::Object | Type::Array) => None,
+        Some(Type::Object | Type::Array) => Some(Value::String(node_type_name(node).into())),
         _ => Some(value.clone()),
     };
     match rule.reason {
