@@ -354,6 +354,18 @@ pub fn schedule_workspace(state: &State, cluster: &str, ws: &mut Value) -> ApiRe
         .unwrap_or_default()
         .to_string();
     let refuse = |why: String| admission_forbidden("tenancy.kcp.io", "workspaces", &name, &why);
+    // Only system:masters may place a workspace; kcp-admin may not.
+    for (field, pointer) in [("spec.Cluster", "/spec/cluster"), ("spec.URL", "/spec/URL")] {
+        if ws
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .is_some_and(|v| !v.is_empty())
+        {
+            return Err(refuse(format!(
+                "{field} can only be set by system privileged users"
+            )));
+        }
+    }
     let parent_path = state
         .clusters
         .get(cluster)
@@ -508,7 +520,11 @@ fn initialization_status(status: &mut Value, initializers: &[String]) {
 /// are done at once (the `default` namespace comes when the last one is gone); the Workspace is
 /// scheduled (cluster, URL, shard, finalizer) and mirrors phase and initializers.
 pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> ApiResult<()> {
-    if ws.pointer("/spec/cluster").is_some() {
+    if ws
+        .pointer("/spec/cluster")
+        .and_then(Value::as_str)
+        .is_some_and(|c| !c.is_empty())
+    {
         return Ok(());
     }
     let name = ws

@@ -135,9 +135,10 @@ async fn the_export_lists_the_schema_and_claims_events_for_all_verbs() {
         export["spec"]["resources"],
         json!([{"name": "crontabs", "group": "example.com", "schema": name, "storage": {"crd": {}}}])
     );
+    // kcp's v1alpha2 schema defaults a claim's group and identity hash to "".
     assert_eq!(
         export["spec"]["permissionClaims"],
-        json!([{"resource": "events", "verbs": ["*"]}])
+        json!([{"group": "", "identityHash": "", "resource": "events", "verbs": ["*"]}])
     );
     assert_eq!(
         export["metadata"]["annotations"]["syncagent.kcp.io/agent-name"],
