@@ -581,9 +581,35 @@ fn decode_defaults(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
                 root.insert("type".into(), json!("Opaque"));
             }
         }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => crd_spec_defaults(obj),
         _ => {}
     }
     Ok(())
+}
+
+/// `SetDefaults_CustomResourceDefinitionSpec`: a singular name and a list kind from the kind,
+/// and conversion strategy `None`.
+fn crd_spec_defaults(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(names) = spec.get_mut("names").and_then(Value::as_object_mut) {
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let unset = |v: Option<&Value>| v.and_then(Value::as_str).is_none_or(str::is_empty);
+        if unset(names.get("singular")) {
+            names.insert("singular".into(), json!(kind.to_lowercase()));
+        }
+        if unset(names.get("listKind")) && !kind.is_empty() {
+            names.insert("listKind".into(), json!(format!("{kind}List")));
+        }
+    }
+    if spec.get("conversion").is_none_or(Value::is_null) {
+        spec.insert("conversion".into(), json!({"strategy": "None"}));
+    }
 }
 
 /// Kind-specific defaults of a new object (what the real server's strategies and controllers set).
