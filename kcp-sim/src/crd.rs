@@ -1,8 +1,10 @@
 //! CustomResourceDefinitions: validation, the `Established` condition, and serving (or no longer
 //! serving) the resource a CRD defines in its cluster.
 //!
-//! A valid CRD is established as it is stored, so a client that created it can use the new
-//! resource on its next request, and discovery lists it. Its schemas are compiled when it is
+//! A valid CRD is stored as kube-apiserver stores it (no accepted names, no conditions), and
+//! accepted and established by a status write of "its controllers" inside the same request, so
+//! a client that created it can use the new resource on its next request, and discovery lists
+//! it. Its schemas are compiled when it is
 //! validated (a schema that is not structural, or a CEL rule that does not compile, refuses the
 //! CRD) and kept per generation, so serving it and writing its objects compile nothing.
 
@@ -10,6 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::managed_fields::{self, FieldManager};
 use crate::resource::{GroupResource, ResourceType, type_of_crd};
 use crate::schema::{self, CrdSchemas};
 use crate::semantics::now;
@@ -41,6 +44,53 @@ fn compiled(state: &mut State, cluster: &str, crd: &Value) -> ApiResult<Arc<CrdS
 /// Validates a CRD and sets the status of an accepted one: `NamesAccepted` and `Established`
 /// conditions, `acceptedNames`, `storedVersions`.
 pub fn establish(state: &mut State, cluster: &str, crd: &mut Value) -> ApiResult<()> {
+    check(state, cluster, crd)?;
+    crd["status"] = established_status(crd);
+    Ok(())
+}
+
+/// The status kube-apiserver gives a CRD it creates, before its controllers accept the names:
+/// no accepted names, no conditions, the storage version stored.
+pub fn initial_status(crd: &Value) -> Value {
+    let stored: Vec<String> = type_of_crd(crd)
+        .ok()
+        .and_then(|t| t.versions.first().cloned())
+        .into_iter()
+        .collect();
+    json!({
+        "acceptedNames": {"kind": "", "plural": ""},
+        "conditions": null,
+        "storedVersions": stored,
+    })
+}
+
+/// What kube-apiserver's naming and establishing controllers write right after a CRD is
+/// created: the accepted names and the `NamesAccepted` and `Established` conditions, a status
+/// write of its own (manager `kube-apiserver`).
+pub fn accept(state: &mut State, cluster: &str, crd: &Value) -> ApiResult<()> {
+    let gr = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+    let name = crd
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let mut accepted = crd.clone();
+    accepted["status"] = established_status(crd);
+    let time = now();
+    let who = FieldManager {
+        manager: "kube-apiserver",
+        subresource: Some("status"),
+        time: &time,
+        api_version: "apiextensions.k8s.io/v1",
+    };
+    managed_fields::record_update(Some(crd), &mut accepted, &who);
+    state.store(cluster, &gr, "", &name, &mut accepted)?;
+    Ok(())
+}
+
+/// Validates a CRD: its names and scope, that it does not take over a served resource, its
+/// schemas (compiled and kept).
+pub fn check(state: &mut State, cluster: &str, crd: &Value) -> ApiResult<()> {
     let name = crd
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -79,6 +129,16 @@ pub fn establish(state: &mut State, cluster: &str, crd: &mut Value) -> ApiResult
         ));
     }
     compiled(state, cluster, crd)?;
+    Ok(())
+}
+
+/// The status of an accepted CRD: `NamesAccepted` and `Established` (keeping the times of
+/// conditions already true), `acceptedNames`, `storedVersions`.
+fn established_status(crd: &Value) -> Value {
+    let storage = type_of_crd(crd)
+        .ok()
+        .and_then(|t| t.versions.first().cloned())
+        .unwrap_or_default();
     let time = now();
     let keep_time = |type_: &str| -> String {
         crd.pointer("/status/conditions")
@@ -93,7 +153,6 @@ pub fn establish(state: &mut State, cluster: &str, crd: &mut Value) -> ApiResult
     };
     let names_time = keep_time("NamesAccepted");
     let established_time = keep_time("Established");
-    let storage = t.versions.first().cloned().unwrap_or_default();
     let mut stored_versions: Vec<String> = crd
         .pointer("/status/storedVersions")
         .and_then(Value::as_array)
@@ -107,7 +166,7 @@ pub fn establish(state: &mut State, cluster: &str, crd: &mut Value) -> ApiResult
         stored_versions.push(storage);
     }
     let accepted = crd.pointer("/spec/names").cloned().unwrap_or(Value::Null);
-    crd["status"] = json!({
+    json!({
         "conditions": [
             {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
              "message": "no conflicts found", "lastTransitionTime": names_time},
@@ -116,8 +175,7 @@ pub fn establish(state: &mut State, cluster: &str, crd: &mut Value) -> ApiResult
         ],
         "acceptedNames": accepted,
         "storedVersions": stored_versions,
-    });
-    Ok(())
+    })
 }
 
 /// Serves (or re-serves, after a change) the resource of a stored CRD.

@@ -627,7 +627,9 @@ fn default_on_create(
             obj["status"] = json!({"phase": "Active"});
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            crd::establish(state, cluster, obj)?;
+            // Stored unaccepted; its controllers accept it in a write of their own.
+            crd::check(state, cluster, obj)?;
+            obj["status"] = crd::initial_status(obj);
         }
         ("tenancy.kcp.io", "Workspace") => kcp::schedule_workspace(state, cluster, obj)?,
         _ => apis::on_create(state, cluster, rt, obj)?,
@@ -644,7 +646,13 @@ fn after_write(
     new: &Value,
 ) -> ApiResult<()> {
     match (rt.group.as_str(), rt.kind.as_str()) {
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => crd::serve(state, cluster, new),
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => {
+            crd::serve(state, cluster, new)?;
+            if old.is_none() {
+                crd::accept(state, cluster, new)?;
+            }
+            Ok(())
+        }
         ("tenancy.kcp.io", "Workspace") if old.is_none() => {
             kcp::create_logical_cluster(state, cluster, new)
         }
