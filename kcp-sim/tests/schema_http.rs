@@ -308,7 +308,7 @@ async fn a_crd_whose_schema_is_not_structural_is_refused() {
     let status = api_status(err);
     assert_eq!(
         status.message,
-        "CustomResourceDefinition.apiextensions.k8s.io \"widgets.example.io\" is invalid: spec.versions[0].schema.openAPIV3Schema.properties[spec].properties[loose].type: Required value: must not be empty for specified object fields"
+        "CustomResourceDefinition.apiextensions.k8s.io \"widgets.example.io\" is invalid: spec.validation.openAPIV3Schema.properties[spec].properties[loose].type: Required value: must not be empty for specified object fields"
     );
     assert!(crds.get_opt("widgets.example.io").await.unwrap().is_none());
 }
@@ -331,7 +331,7 @@ async fn a_crd_whose_rule_does_not_compile_is_refused() {
     assert_eq!(status.code, 422);
     assert_eq!(
         status.details.unwrap().causes[0].field,
-        "spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
+        "spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule"
     );
 }
 

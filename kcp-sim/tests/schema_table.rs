@@ -961,7 +961,7 @@ fn refusal(schema: Value) -> Vec<(String, String)> {
         .collect()
 }
 
-const ROOT: &str = "spec.versions[0].schema.openAPIV3Schema";
+const ROOT: &str = "spec.validation.openAPIV3Schema";
 
 #[test]
 fn a_field_without_a_type_is_not_structural() {

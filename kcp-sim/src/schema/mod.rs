@@ -72,7 +72,22 @@ fn identity(crd: &Value) -> (&str, i64) {
 
 /// Compiles the schemas of every version of a CRD, or the `422` that refuses the CRD.
 pub fn compile_crd(crd: &Value) -> ApiResult<CrdSchemas> {
-    let versions = listed_versions(crd, "schema/openAPIV3Schema", "schema.openAPIV3Schema");
+    let mut versions = listed_versions(crd, "schema/openAPIV3Schema", "schema.openAPIV3Schema");
+    // kube-apiserver validates a schema every version shares once, as the internal CRD's
+    // `spec.validation` it converts it to, and names that field in its errors.
+    let all = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let shared = versions.len() == all
+        && versions
+            .first()
+            .is_some_and(|(_, first, _)| versions.iter().all(|(_, s, _)| s == first));
+    if shared {
+        for (_, _, path) in &mut versions {
+            *path = "spec.validation.openAPIV3Schema".to_string();
+        }
+    }
     compile_versions(
         ("apiextensions.k8s.io", "CustomResourceDefinition"),
         crd,
@@ -116,12 +131,18 @@ fn compile_versions(
     let (uid, generation) = identity(owner);
     let mut versions = HashMap::new();
     let mut errors: Vec<FieldError> = Vec::new();
+    let mut reported = Vec::new();
     for (name, schema, path) in listed {
         match structural::parse(schema, path) {
             Ok(node) => {
                 versions.insert(name.to_string(), Arc::new(node));
             }
-            Err(mut e) => errors.append(&mut e),
+            // A shared schema's errors are told once.
+            Err(_) if reported.contains(&path) => {}
+            Err(mut e) => {
+                reported.push(path);
+                errors.append(&mut e);
+            }
         }
     }
     if !errors.is_empty() {
