@@ -471,10 +471,12 @@ pub fn create(
         api_version: &rt.api_version(version),
     };
     conversion::record_created(written, &mut obj, &who);
-    finish_create(state, cluster, rt, &ns, &name, obj, opts.dry_run)
+    finish_create(state, cluster, rt, &ns, &name, obj, opts.dry_run, true)
 }
 
-/// Defaults, validation by kind and storage of a new object; shared by create and apply.
+/// Defaults, validation by kind and storage of a new object; shared by create and apply
+/// (`admitted`: a custom resource was already pruned, defaulted and validated).
+#[allow(clippy::too_many_arguments)]
 fn finish_create(
     state: &mut State,
     cluster: &str,
@@ -483,8 +485,11 @@ fn finish_create(
     name: &str,
     mut obj: Value,
     dry_run: bool,
+    admitted: bool,
 ) -> ApiResult<Written> {
-    admit_custom_resource(state, cluster, rt, &mut obj, None, schema::Part::Main)?;
+    if !admitted {
+        admit_custom_resource(state, cluster, rt, &mut obj, None, schema::Part::Main)?;
+    }
     default_on_create(state, cluster, rt, &mut obj)?;
     kcp::stamp_cluster(state, cluster, &mut obj)?;
     if dry_run {
