@@ -464,6 +464,9 @@ pub fn create(
     {
         root.remove("status");
     }
+    // A custom resource is pruned and defaulted as it is decoded, before its writer's fields
+    // are recorded (kube-apiserver's decoder does both).
+    admit_custom_resource(state, cluster, rt, &mut obj, None, schema::Part::Main)?;
     let who = FieldManager {
         manager: opts.manager(),
         subresource: None,
@@ -1056,7 +1059,16 @@ fn apply(
             if has_generation(state, cluster, rt) {
                 meta.insert("generation".into(), json!(1));
             }
-            finish_create(state, cluster, rt, namespace, name, obj, opts.dry_run)
+            finish_create(
+                state,
+                cluster,
+                rt,
+                namespace,
+                name,
+                obj,
+                opts.dry_run,
+                false,
+            )
         }
         Some(current) => {
             let old = current.value()?;
