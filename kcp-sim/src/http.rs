@@ -19,7 +19,7 @@ use crate::query::Filter;
 use crate::resource::{Flavor, ResourceType};
 use crate::schema::field::{ErrorType, FieldError, invalid_object};
 use crate::selector::{FieldSelector, LabelSelector};
-use crate::semantics::{DeleteRequest, PatchKind, WriteOptions};
+use crate::semantics::{DeleteRequest, PatchKind, WriteOptions, Written};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{ChangeKind, Stored};
 
@@ -334,22 +334,14 @@ async fn route(
         (Method::POST, false) => {
             let obj = decode_body(&body, &content_type)?;
             let (rt, written) = sim.create(&target, obj, &opts).await?;
-            Ok(object_response(
-                StatusCode::CREATED,
-                &rt,
-                &target.version,
-                &written.object,
-            ))
+            let resp = object_response(StatusCode::CREATED, &rt, &target.version, &written.object);
+            Ok(with_warnings(resp, &written, &query))
         }
         (Method::PUT, true) => {
             let obj = decode_body(&body, &content_type)?;
             let (rt, written) = sim.update(&target, obj, &opts).await?;
-            Ok(object_response(
-                StatusCode::OK,
-                &rt,
-                &target.version,
-                &written.object,
-            ))
+            let resp = object_response(StatusCode::OK, &rt, &target.version, &written.object);
+            Ok(with_warnings(resp, &written, &query))
         }
         (Method::PATCH, true) => {
             let kind = PatchKind::from_content_type(&content_type)
@@ -368,12 +360,8 @@ async fn route(
             } else {
                 StatusCode::OK
             };
-            Ok(object_response(
-                status,
-                &rt,
-                &target.version,
-                &written.object,
-            ))
+            let resp = object_response(status, &rt, &target.version, &written.object);
+            Ok(with_warnings(resp, &written, &query))
         }
         (Method::DELETE, true) => {
             let req = delete_request(&body, &query)?;
@@ -411,6 +399,21 @@ async fn route(
             "the server does not allow this method on the requested resource: {m}"
         ))),
     }
+}
+
+/// A write's answer with a `Warning: 299 - "<text>"` header per warning of the write, unless
+/// the request's `fieldValidation` is `Ignore`.
+fn with_warnings(mut resp: Response<Body>, written: &Written, query: &Query) -> Response<Body> {
+    if query.get("fieldValidation") == Some("Ignore") {
+        return resp;
+    }
+    for warning in &written.warnings {
+        let text = warning.replace('\\', "\\\\").replace('"', "\\\"");
+        if let Ok(value) = HeaderValue::from_str(&format!("299 - \"{text}\"")) {
+            resp.headers_mut().append(header::WARNING, value);
+        }
+    }
+    resp
 }
 
 /// Whether a delete that removes the object at once answers with the object, not a `Status`:

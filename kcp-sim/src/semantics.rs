@@ -94,6 +94,17 @@ pub struct Written {
     pub object: Arc<Stored>,
     /// Whether the write created the object (201 rather than 200).
     pub created: bool,
+    /// What the real server warns the writer of (`unknown field "spec.extra"` for a field
+    /// pruning dropped).
+    pub warnings: Vec<String>,
+}
+
+/// The warnings of the fields pruning dropped from a custom resource.
+fn unknown_field_warnings(pruned: Vec<String>) -> Vec<String> {
+    pruned
+        .into_iter()
+        .map(|field| format!("unknown field {field:?}"))
+        .collect()
 }
 
 /// The outcome of a delete.
@@ -466,7 +477,7 @@ pub fn create(
     }
     // A custom resource is pruned and defaulted as it is decoded, before its writer's fields
     // are recorded (kube-apiserver's decoder does both).
-    admit_custom_resource(state, cluster, rt, &mut obj, None, schema::Part::Main)?;
+    let pruned = admit_custom_resource(state, cluster, rt, &mut obj, None, schema::Part::Main)?;
     let who = FieldManager {
         manager: opts.manager(),
         subresource: None,
@@ -474,11 +485,21 @@ pub fn create(
         api_version: &rt.api_version(version),
     };
     conversion::record_created(written, &mut obj, &who);
-    finish_create(state, cluster, rt, &ns, &name, obj, opts.dry_run, true)
+    finish_create(
+        state,
+        cluster,
+        rt,
+        &ns,
+        &name,
+        obj,
+        opts.dry_run,
+        Some(pruned),
+    )
 }
 
 /// Defaults, validation by kind and storage of a new object; shared by create and apply
-/// (`admitted`: a custom resource was already pruned, defaulted and validated).
+/// (`admitted`: a custom resource was already pruned, defaulted and validated, dropping these
+/// fields).
 #[allow(clippy::too_many_arguments)]
 fn finish_create(
     state: &mut State,
@@ -488,11 +509,13 @@ fn finish_create(
     name: &str,
     mut obj: Value,
     dry_run: bool,
-    admitted: bool,
+    admitted: Option<Vec<String>>,
 ) -> ApiResult<Written> {
-    if !admitted {
-        admit_custom_resource(state, cluster, rt, &mut obj, None, schema::Part::Main)?;
-    }
+    let pruned = match admitted {
+        Some(pruned) => pruned,
+        None => admit_custom_resource(state, cluster, rt, &mut obj, None, schema::Part::Main)?,
+    };
+    let warnings = unknown_field_warnings(pruned);
     default_on_create(state, cluster, rt, &mut obj)?;
     kcp::stamp_cluster(state, cluster, &mut obj)?;
     if dry_run {
@@ -503,6 +526,7 @@ fn finish_create(
         return Ok(Written {
             object: Arc::new(Stored::encode(&obj, 0)?),
             created: true,
+            warnings,
         });
     }
     let stored = state.encode_next(&mut obj)?;
@@ -512,6 +536,7 @@ fn finish_create(
     Ok(Written {
         object,
         created: true,
+        warnings,
     })
 }
 
@@ -523,14 +548,14 @@ fn admit_custom_resource(
     obj: &mut Value,
     old: Option<&Value>,
     part: schema::Part,
-) -> ApiResult<()> {
+) -> ApiResult<Vec<String>> {
     match state
         .clusters
         .get(cluster)
         .and_then(|c| c.schemas.get(rt.group_resource()))
     {
-        Some(schemas) => schema::admit(schemas, rt, obj, old, part),
-        None => Ok(()),
+        Some(schemas) => schema::admit_reporting(schemas, rt, obj, old, part),
+        None => Ok(Vec::new()),
     }
 }
 
@@ -798,7 +823,14 @@ fn write_update(
     } else {
         schema::Part::Main
     };
-    admit_custom_resource(state, cluster, rt, &mut new, Some(&old), part)?;
+    let warnings = unknown_field_warnings(admit_custom_resource(
+        state,
+        cluster,
+        rt,
+        &mut new,
+        Some(&old),
+        part,
+    )?);
     kcp::stamp_cluster(state, cluster, &mut new)?;
     kcp::check_update(rt, &old, &new, opts.initializer.as_deref())?;
     apis::check_update(rt, &old, &new)?;
@@ -807,6 +839,7 @@ fn write_update(
         return Ok(Written {
             object,
             created: false,
+            warnings,
         });
     }
     if old
@@ -854,6 +887,7 @@ fn write_update(
         return Ok(Written {
             object: Arc::new(Stored::encode(&new, stored_rv)?),
             created: false,
+            warnings,
         });
     }
     let stored = state.encode_next(&mut new)?;
@@ -869,6 +903,7 @@ fn write_update(
     Ok(Written {
         object,
         created: false,
+        warnings,
     })
 }
 
@@ -1059,16 +1094,7 @@ fn apply(
             if has_generation(state, cluster, rt) {
                 meta.insert("generation".into(), json!(1));
             }
-            finish_create(
-                state,
-                cluster,
-                rt,
-                namespace,
-                name,
-                obj,
-                opts.dry_run,
-                false,
-            )
+            finish_create(state, cluster, rt, namespace, name, obj, opts.dry_run, None)
         }
         Some(current) => {
             let old = current.value()?;

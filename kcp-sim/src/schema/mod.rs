@@ -177,13 +177,25 @@ pub fn admit(
     old: Option<&Value>,
     part: Part,
 ) -> ApiResult<()> {
+    admit_reporting(schemas, rt, obj, old, part).map(|_| ())
+}
+
+/// [`admit`], telling the fields pruning dropped (`spec.extra`), sorted.
+pub fn admit_reporting(
+    schemas: &CrdSchemas,
+    rt: &ResourceType,
+    obj: &mut Value,
+    old: Option<&Value>,
+    part: Part,
+) -> ApiResult<Vec<String>> {
     let Some(node) = schemas.for_object(obj) else {
-        return Ok(());
+        return Ok(Vec::new());
     };
     let mut errors = Vec::new();
+    let mut pruned = Vec::new();
     match part {
         Part::Main => {
-            prune::prune(node, obj, true);
+            pruned = prune::prune_reporting(node, obj, true);
             default::apply(node, obj);
             let mut path = Path::start(None);
             validate::validate(node, obj, old, &mut path, &mut errors);
@@ -191,10 +203,13 @@ pub fn admit(
         }
         Part::Status => {
             let Some(status_node) = node.properties.get("status") else {
-                return Ok(());
+                return Ok(Vec::new());
             };
             if let Some(status) = obj.get_mut("status") {
-                prune::prune(status_node, status, false);
+                pruned = prune::prune_reporting(status_node, status, false)
+                    .into_iter()
+                    .map(|p| format!("status.{p}"))
+                    .collect();
                 default::apply(status_node, status);
             }
             if let Some(status) = obj.get("status") {
@@ -206,7 +221,7 @@ pub fn admit(
         }
     }
     if errors.is_empty() {
-        return Ok(());
+        return Ok(pruned);
     }
     let name = obj
         .pointer("/metadata/name")

@@ -30,12 +30,33 @@ const OBJECT_META: &[&str] = &[
 /// Prunes `value` by `node`; `resource` is true at the root of a resource (the object itself or
 /// an embedded resource).
 pub fn prune(node: &Node, value: &mut Value, resource: bool) {
+    prune_at(node, value, resource, "", &mut Vec::new());
+}
+
+/// Prunes as [`prune`] does and tells the fields it dropped, sorted, as paths from `value`
+/// (`spec.extra`, `spec.items[0].x`): the `unknown field` warnings of kube-apiserver.
+pub fn prune_reporting(node: &Node, value: &mut Value, resource: bool) -> Vec<String> {
+    let mut pruned = Vec::new();
+    prune_at(node, value, resource, "", &mut pruned);
+    pruned.sort();
+    pruned
+}
+
+fn child_path(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+fn prune_at(node: &Node, value: &mut Value, resource: bool, path: &str, pruned: &mut Vec<String>) {
     match value {
-        Value::Object(m) => object(node, m, resource || node.embedded),
+        Value::Object(m) => object(node, m, resource || node.embedded, path, pruned),
         Value::Array(a) => {
             if let Some(items) = node.items.as_deref() {
-                for v in a {
-                    prune(items, v, false);
+                for (i, v) in a.iter_mut().enumerate() {
+                    prune_at(items, v, false, &format!("{path}[{i}]"), pruned);
                 }
             }
         }
@@ -43,21 +64,38 @@ pub fn prune(node: &Node, value: &mut Value, resource: bool) {
     }
 }
 
-fn object(node: &Node, m: &mut Map<String, Value>, resource: bool) {
+fn object(
+    node: &Node,
+    m: &mut Map<String, Value>,
+    resource: bool,
+    path: &str,
+    pruned: &mut Vec<String>,
+) {
     if resource && let Some(Value::Object(meta)) = m.get_mut("metadata") {
-        meta.retain(|k, _| OBJECT_META.contains(&k.as_str()));
+        let meta_path = child_path(path, "metadata");
+        meta.retain(|k, _| {
+            let known = OBJECT_META.contains(&k.as_str());
+            if !known {
+                pruned.push(child_path(&meta_path, k));
+            }
+            known
+        });
     }
     let keep_unknown = node.preserve_unknown || matches!(node.additional, Some(Additional::Any));
     if let Some(Additional::Schema(values)) = &node.additional {
-        for v in m.values_mut() {
-            prune(values, v, false);
+        for (k, v) in m.iter_mut() {
+            prune_at(values, v, false, &child_path(path, k), pruned);
         }
         return;
     }
     if !keep_unknown {
         m.retain(|k, _| {
-            node.properties.contains_key(k)
-                || (resource && matches!(k.as_str(), "apiVersion" | "kind" | "metadata"))
+            let known = node.properties.contains_key(k)
+                || (resource && matches!(k.as_str(), "apiVersion" | "kind" | "metadata"));
+            if !known {
+                pruned.push(child_path(path, k));
+            }
+            known
         });
     }
     for (k, v) in m.iter_mut() {
@@ -65,7 +103,7 @@ fn object(node: &Node, m: &mut Map<String, Value>, resource: bool) {
             continue;
         }
         if let Some(child) = node.properties.get(k) {
-            prune(child, v, false);
+            prune_at(child, v, false, &child_path(path, k), pruned);
         }
     }
 }
@@ -75,6 +113,24 @@ mod tests {
     use super::*;
     use crate::schema::structural::parse;
     use serde_json::json;
+
+    #[test]
+    fn pruned_fields_are_told_by_their_paths() {
+        let node = parse(
+            &json!({"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {
+                    "l": {"type": "array", "items": {"type": "object", "properties": {
+                        "a": {"type": "string"}}}}}}}}),
+            "s",
+        )
+        .unwrap();
+        let mut obj = json!({"metadata": {"name": "n", "bogus": 1},
+            "spec": {"extra": true, "l": [{"a": "x", "b": "y"}]}});
+        assert_eq!(
+            prune_reporting(&node, &mut obj, true),
+            ["metadata.bogus", "spec.extra", "spec.l[0].b"]
+        );
+    }
 
     #[test]
     fn unknown_fields_go_and_preserved_subtrees_stay() {
