@@ -7,7 +7,9 @@
 //! resourceVersion" still shows. A first pass learns them over every answer of the case, so a
 //! uid, hash or cluster name is recognised wherever it appears later, inside messages, label
 //! keys and managedFields keys too. A list's or a bookmark's resourceVersion is any later
-//! revision of the store (other writers share it on a real server): it becomes `<rv>`.
+//! revision of the store (other writers share it on a real server): it becomes `<rv>`. On kcp
+//! every resourceVersion does: its controllers write objects at moments of their own, so which
+//! resourceVersions are equal is a race there.
 //! managedFields entries are sorted by manager, operation and subresource (when two controllers
 //! write one object, which came first is a race on a real server), a WorkspaceType's
 //! virtualWorkspaces by type (kcp lists them in a random order). kcp's names of
@@ -63,6 +65,9 @@ pub struct Normaliser {
     uuids: regex::Regex,
     suffixes: regex::Regex,
     hashes: regex::Regex,
+    /// kcp's controllers write objects at moments of their own, so on kcp which
+    /// resourceVersions are equal is a race: they are all `<rv>` there.
+    revisions_as_ordinals: bool,
 }
 
 impl Normaliser {
@@ -79,6 +84,7 @@ impl Normaliser {
         // Both patterns are proven-valid constants.
         #[allow(clippy::unwrap_used)]
         Normaliser {
+            revisions_as_ordinals: names.workspace.is_none(),
             literals,
             ordinals: BTreeMap::new(),
             urls: regex::Regex::new(r"(https?://)?127\.0\.0\.1:[0-9]+").unwrap(),
@@ -212,6 +218,9 @@ impl Normaliser {
             if TIMES.contains(&key) && !s.is_empty() {
                 return "<time>".into();
             }
+            if key == "resourceVersion" && !self.revisions_as_ordinals && !s.is_empty() {
+                return "<rv>".into();
+            }
             if let Some(&(_, label, _)) = ordinal_key(key)
                 && !s.is_empty()
                 && !self.is_case_name(s)
@@ -280,9 +289,16 @@ mod tests {
         })
     }
 
+    fn kube_normaliser() -> Normaliser {
+        Normaliser::new(&CaseNames {
+            namespace: "cf-7".into(),
+            ..CaseNames::default()
+        })
+    }
+
     #[test]
     fn equal_resource_versions_stay_equal_and_different_ones_different() {
-        let answers = normaliser().answers(&[
+        let answers = kube_normaliser().answers(&[
             json!({"metadata": {"resourceVersion": "10"}}),
             json!({"metadata": {"resourceVersion": "10"}}),
             json!({"metadata": {"resourceVersion": "12"}}),
@@ -300,7 +316,7 @@ mod tests {
 
     #[test]
     fn a_list_resource_version_is_any_revision() {
-        let answer = &normaliser().answers(&[json!({
+        let answer = &kube_normaliser().answers(&[json!({
             "metadata": {"resourceVersion": "99"},
             "items": [{"metadata": {"resourceVersion": "98"}}]
         })])[0];
@@ -358,6 +374,12 @@ mod tests {
                 .get("k:{\"uid\":\"<uid-1>\"}")
                 .is_some()
         );
+    }
+
+    #[test]
+    fn on_kcp_every_resource_version_is_any_revision() {
+        let answer = &normaliser().answers(&[json!({"metadata": {"resourceVersion": "10"}})])[0];
+        assert_eq!(answer["metadata"]["resourceVersion"], "<rv>");
     }
 
     #[test]
