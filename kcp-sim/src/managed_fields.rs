@@ -498,6 +498,9 @@ enum Schema {
     Guessed,
     /// One of kcp's kinds (its name; `""` for another `*.kcp.io` kind).
     Kcp(&'static str),
+    /// Another custom resource: a created `spec` or `status` is owned as a whole; its lists
+    /// are guessed.
+    Custom,
 }
 
 thread_local! {
@@ -522,7 +525,11 @@ impl Schema {
         let text = |k: &str| object.get(k).and_then(Value::as_str).unwrap_or("");
         let group = text("apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
         if !group.ends_with(".kcp.io") {
-            return Schema::Guessed;
+            return if crate::resource::is_typed_group(group) {
+                Schema::Guessed
+            } else {
+                Schema::Custom
+            };
         }
         let kind = text("kind");
         Schema::Kcp(
@@ -547,7 +554,7 @@ impl Schema {
     }
 
     fn is_custom_resource(self) -> bool {
-        matches!(self, Schema::Kcp(_))
+        matches!(self, Schema::Kcp(_) | Schema::Custom)
     }
 
     /// The list type the schema gives a list under `field`, when it says more than the guess.

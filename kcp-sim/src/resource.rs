@@ -55,16 +55,22 @@ impl ResourceType {
     /// rather than as an unstructured custom resource (CRs, and kcp's kinds, which kcp serves
     /// from CRDs). Such lists' items carry no `apiVersion` and `kind`.
     pub fn is_typed(&self) -> bool {
-        matches!(
-            self.group.as_str(),
-            "" | "apps"
-                | "policy"
-                | "events.k8s.io"
-                | "coordination.k8s.io"
-                | "rbac.authorization.k8s.io"
-                | "apiextensions.k8s.io"
-        )
+        is_typed_group(&self.group)
     }
+}
+
+/// Whether kube-apiserver serves the kinds of `group` from its Go types (see
+/// [`ResourceType::is_typed`]); the kinds of other groups are custom resources.
+pub fn is_typed_group(group: &str) -> bool {
+    matches!(
+        group,
+        "" | "apps"
+            | "policy"
+            | "events.k8s.io"
+            | "coordination.k8s.io"
+            | "rbac.authorization.k8s.io"
+            | "apiextensions.k8s.io"
+    )
 }
 
 /// The storage key of a resource type: group plus plural.
