@@ -7,7 +7,7 @@ use kcp_core::{KubeObjectClient, ObjectClient};
 use serde_json::{Value, json};
 
 use super::case::{Case, CaseFile, ServerKind};
-use super::exchange::{CaseNames, run_case};
+use super::exchange::{CaseNames, Patience, run_case};
 use super::normalise::Normaliser;
 use crate::error::{Error, Result};
 use crate::real::{shared_kcp, shared_kube};
@@ -23,7 +23,7 @@ pub async fn on_sim(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
         .map_err(|e| Error::config("starting kcp-sim", e))?;
     let client = client_for(kube::Config::new(parse_url(sim.url())?))?;
     let root: Arc<dyn ObjectClient> = Arc::new(sim.object_client("root"));
-    let answers = on(file, case, &client, &root).await;
+    let answers = on(file, case, &client, &root, Patience::Candidate).await;
     sim.shutdown().await;
     answers
 }
@@ -48,7 +48,7 @@ pub async fn on_real(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
         Some(root) => Arc::new(KubeObjectClient::new(root.client()?)),
         None => Arc::new(KubeObjectClient::new(client.clone())),
     };
-    on(file, case, &client, &root).await
+    on(file, case, &client, &root, Patience::Oracle).await
 }
 
 async fn on(
@@ -56,10 +56,11 @@ async fn on(
     case: &Case,
     client: &kube::Client,
     root: &Arc<dyn ObjectClient>,
+    patience: Patience,
 ) -> Result<Vec<Value>> {
     let id = format!("{}/{}", file.file, case.name);
     let names = prepare(file.server, client, root, &id).await?;
-    let answers = run_case(client, &names, case, &id).await;
+    let answers = run_case(client, &names, case, &id, patience).await;
     clean_up(file.server, client, &names).await;
     // A step not compared is written down as `null` (later steps keep their numbers), before
     // normalising, so its racy values take no ordinals either.
