@@ -955,6 +955,22 @@ fn collect_changed(
         }
         (Some(Value::Array(old_items)), Value::Array(new_items))
             if collect_changed_items(old_items, new_items, field, path, set) => {}
+        // A field that was there as null (a Go slice or struct without omitempty, written
+        // empty) and gets a value: only what is inside it is new, as kube-apiserver compares.
+        (Some(Value::Null), Value::Array(new_items))
+            if collect_changed_items(&[], new_items, field, path, set) => {}
+        (Some(Value::Null), Value::Object(new_fields))
+            if !Schema::current().is_atomic_map(path) =>
+        {
+            for (name, child) in new_fields {
+                if !is_tracked(path, name) {
+                    continue;
+                }
+                path.push(PathElement::Field(name.clone()));
+                collect_changed(None, child, Some(name), path, set);
+                path.pop();
+            }
+        }
         _ => {
             if old != Some(new) {
                 collect_created(new, field, path, set);
