@@ -501,6 +501,10 @@ enum Schema {
     /// Another custom resource: a created `spec` or `status` is owned as a whole; its lists
     /// are guessed.
     Custom,
+    /// A CustomResourceDefinition: its lists are atomic but its conditions (keyed by type),
+    /// and its `spec.names` and `spec.versions` are always there (a Go struct, a slice without
+    /// omitempty).
+    Crd,
 }
 
 thread_local! {
@@ -524,6 +528,9 @@ impl Schema {
     fn of(object: &Value) -> Schema {
         let text = |k: &str| object.get(k).and_then(Value::as_str).unwrap_or("");
         let group = text("apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+        if group == "apiextensions.k8s.io" && text("kind") == "CustomResourceDefinition" {
+            return Schema::Crd;
+        }
         if !group.ends_with(".kcp.io") {
             return if crate::resource::is_typed_group(group) {
                 Schema::Guessed
@@ -557,9 +564,30 @@ impl Schema {
         matches!(self, Schema::Kcp(_) | Schema::Custom)
     }
 
+    /// Whether the node at `path` is always there in the kind's Go type, so creating it owns
+    /// only what is inside.
+    fn always_there(self, path: &[PathElement]) -> bool {
+        let Schema::Crd = self else {
+            return false;
+        };
+        let names: Vec<&str> = path.iter().filter_map(PathElement::field_name).collect();
+        path.len() == 2
+            && matches!(
+                names.as_slice(),
+                ["spec", "names" | "versions"] | ["status", "acceptedNames" | "conditions"]
+            )
+    }
+
     /// The list type the schema gives a list under `field`, when it says more than the guess.
     fn list_type(self, field: Option<&str>) -> Option<ListType> {
         const GROUP_RESOURCE: &[&str] = &["group", "resource"];
+        if self == Schema::Crd {
+            return match field? {
+                "finalizers" | "ownerReferences" | "managedFields" => None,
+                "conditions" => Some(ListType::Map(KeySpec::Type)),
+                _ => Some(ListType::Atomic),
+            };
+        }
         let Schema::Kcp(kind) = self else {
             return None;
         };
@@ -1024,7 +1052,8 @@ fn collect_created(value: &Value, field: Option<&str>, path: &mut Path, set: &mu
         [PathElement::Field(name)] if TOP_LEVEL_STRUCTS.contains(&name.as_str())
     );
     let schema = Schema::current();
-    let struct_always_there = top_level_struct && !schema.is_custom_resource();
+    let struct_always_there =
+        (top_level_struct && !schema.is_custom_resource()) || schema.always_there(path);
     if is_ownable(path) && !(struct_always_there && value.is_object()) {
         set.insert(path);
     }
