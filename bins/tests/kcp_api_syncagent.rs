@@ -139,8 +139,9 @@ fn an_empty_agent_name_means_the_default() {
     assert!(!stderr.contains("--agent-name"), "{stderr}");
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_binary_publishes_the_crd_and_syncs_a_consumer_object() {
+/// A service cluster with the PublishedResource CRD and the service objects, and a kcp with
+/// the provider and consumer workspaces (no APIExport yet).
+async fn service_and_kcp() -> (Server, Server, kcp_sim::SimClient) {
     let (kube, kcp) = (
         Server::start(Config::default()).await.unwrap(),
         Server::start(Config::kcp()).await.unwrap(),
@@ -149,13 +150,20 @@ async fn the_binary_publishes_the_crd_and_syncs_a_consumer_object() {
     assert!(apply(&service, &kcp_sync::api::crds_yaml().unwrap()).await);
     assert!(apply(&service, SERVICE).await);
     assert!(apply(&kcp.object_client("root"), WORKSPACES).await);
-    assert!(apply(&kcp.object_client("root:db-provider"), EXPORT).await);
-    let (service_kc, kcp_kc) = (temp_path("service"), temp_path("kcp"));
+    (kube, kcp, service)
+}
+
+/// Starts the agent against `kube` and the provider workspace of `kcp`, serving health and
+/// metrics on the given ports.
+fn start_agent(kube: &Server, kcp: &Server, name: &str, health: u16, metrics: u16) -> Agent {
+    let (service_kc, kcp_kc) = (
+        temp_path(&format!("service-{name}")),
+        temp_path(&format!("kcp-{name}")),
+    );
     kube.write_kubeconfig(&service_kc, &[]).unwrap();
     kcp.write_kubeconfig(&kcp_kc, &["root:db-provider"])
         .unwrap();
-    let (health, metrics) = (free_port(), free_port());
-    let _agent = Agent(
+    Agent(
         Command::new(AGENT)
             .arg(format!("--kubeconfig={}", service_kc.display()))
             .arg(format!("--kcp-kubeconfig={}", kcp_kc.display()))
@@ -170,7 +178,15 @@ async fn the_binary_publishes_the_crd_and_syncs_a_consumer_object() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap(),
-    );
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_binary_publishes_the_crd_and_syncs_a_consumer_object() {
+    let (kube, kcp, service) = service_and_kcp().await;
+    assert!(apply(&kcp.object_client("root:db-provider"), EXPORT).await);
+    let (health, metrics) = (free_port(), free_port());
+    let _agent = start_agent(&kube, &kcp, "syncs", health, metrics);
     wait_for("/readyz", Duration::from_secs(20), || async {
         http_get(health, "/readyz").is_some_and(|(c, _)| c == 200)
     })
@@ -200,35 +216,9 @@ async fn the_binary_publishes_the_crd_and_syncs_a_consumer_object() {
 /// them waits (served, not ready) instead of exiting as upstream's does.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_agent_started_before_its_apiexport_waits_for_it_and_then_becomes_ready() {
-    let (kube, kcp) = (
-        Server::start(Config::default()).await.unwrap(),
-        Server::start(Config::kcp()).await.unwrap(),
-    );
-    let service = kube.object_client(PLAIN_CLUSTER);
-    assert!(apply(&service, &kcp_sync::api::crds_yaml().unwrap()).await);
-    assert!(apply(&service, SERVICE).await);
-    assert!(apply(&kcp.object_client("root"), WORKSPACES).await);
-    let (service_kc, kcp_kc) = (temp_path("service-early"), temp_path("kcp-early"));
-    kube.write_kubeconfig(&service_kc, &[]).unwrap();
-    kcp.write_kubeconfig(&kcp_kc, &["root:db-provider"])
-        .unwrap();
+    let (kube, kcp, _service) = service_and_kcp().await;
     let health = free_port();
-    let mut agent = Agent(
-        Command::new(AGENT)
-            .arg(format!("--kubeconfig={}", service_kc.display()))
-            .arg(format!("--kcp-kubeconfig={}", kcp_kc.display()))
-            .args([
-                "--apiexportendpointslice-ref=databases",
-                "--namespace=kcp-api-syncagent",
-                "--log-format=console",
-            ])
-            .arg(format!("--health-address=127.0.0.1:{health}"))
-            .arg(format!("--metrics-address=127.0.0.1:{}", free_port()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut agent = start_agent(&kube, &kcp, "early", health, free_port());
     wait_for("/healthz", Duration::from_secs(20), || async {
         http_get(health, "/healthz").is_some_and(|(c, _)| c == 200)
     })
