@@ -21,7 +21,8 @@
 //! [`semantics`] (Kubernetes write rules), [`crd`], [`kcp`], [`apiexport`], [`query`] (lists and watch
 //! filters), [`api`] (addressing and faults, shared by HTTP and in-process calls), [`http`],
 //! [`server`]. [`schema`] validates, defaults and prunes custom resources. [`selector`], [`patch`],
-//! [`managed_fields`] and [`object_meta`] (metadata checks) are the pure pieces underneath;
+//! [`managed_fields`], [`object_meta`] (metadata checks) and [`defaults`] (a Deployment's
+//! defaulting) are the pure pieces underneath;
 //! [`table`], [`events`], [`protobuf`] and [`openapi`] are how answers are shown (Tables, watch events,
 //! Kubernetes protobuf bodies, OpenAPI v3 documents).
 //!
@@ -31,6 +32,7 @@ pub mod api;
 pub mod apiexport;
 pub mod client;
 pub mod crd;
+pub mod defaults;
 pub mod error;
 pub mod events;
 pub mod faults;

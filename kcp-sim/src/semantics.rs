@@ -19,7 +19,7 @@ use crate::resource::{GroupResource, ResourceType};
 use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult, StatusCause};
 use crate::store::{State, Stored};
-use crate::{crd, kcp, object_meta, schema};
+use crate::{crd, defaults, kcp, object_meta, schema};
 
 /// Who writes and how: the options of a create, update or patch.
 #[derive(Debug, Clone, Default)]
@@ -599,7 +599,7 @@ fn merge_string_data(obj: &mut Value) {
 /// What kube-apiserver's decoding of a written body sets (its `SetDefaults_*` and conversion
 /// functions), before the write's managed fields are recorded: a named Namespace's
 /// `kubernetes.io/metadata.name` label, a Secret's `stringData` moved into `data` and its type
-/// (`Opaque` when unset).
+/// (`Opaque` when unset), a CRD's names and conversion, a Deployment's ([`defaults`]).
 fn decode_defaults(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Namespace") => label_namespace_name(obj)?,
@@ -615,6 +615,7 @@ fn decode_defaults(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
             }
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => crd_spec_defaults(obj),
+        ("apps", "Deployment") => defaults::deployment(obj),
         _ => {}
     }
     Ok(())
@@ -664,6 +665,8 @@ fn default_on_create(
             crd::check(state, cluster, obj)?;
             obj["status"] = crd::initial_status(obj);
         }
+        // The strategy empties a new Deployment's status, which Go writes `{}`.
+        ("apps", "Deployment") => obj["status"] = json!({}),
         ("tenancy.kcp.io", "Workspace") => kcp::schedule_workspace(state, cluster, obj)?,
         _ => apis::on_create(state, cluster, rt, obj)?,
     }

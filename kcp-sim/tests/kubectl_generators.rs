@@ -303,10 +303,13 @@ async fn kubectl_create_deployment() {
     );
     let pod = &deploy["spec"]["template"];
     assert_eq!(pod["metadata"]["labels"], json!({"app": "web"}));
+    // Defaulted as kube-apiserver defaults a Deployment's pod template.
     assert_eq!(
         pod["spec"]["containers"],
-        json!([{"name": "nginx", "image": "nginx:1.27", "ports": [{"containerPort": 8080}],
-            "resources": {}}])
+        json!([{"name": "nginx", "image": "nginx:1.27",
+            "ports": [{"containerPort": 8080, "protocol": "TCP"}], "resources": {},
+            "imagePullPolicy": "IfNotPresent", "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File"}])
     );
 }
 

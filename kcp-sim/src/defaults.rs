@@ -1,0 +1,278 @@
+//! kube-apiserver's defaulting of a Deployment when its body is decoded
+//! (`SetObjectDefaults_Deployment`): its replicas, strategy, revision history and progress
+//! deadline, and its pod template's common defaults (pod spec, containers, ports, probes,
+//! environment field references, volumes), with the empty structs Go writes (`resources: {}`,
+//! the template's `metadata: {}`).
+
+use serde_json::{Map, Value, json};
+
+/// The object at `key` of `map`, made an empty one when it is missing or null.
+fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Map<String, Value>> {
+    let entry = map.entry(key).or_insert_with(|| json!({}));
+    if entry.is_null() {
+        *entry = json!({});
+    }
+    entry.as_object_mut()
+}
+
+/// Sets `key` to `value` when it is missing or null.
+fn default(map: &mut Map<String, Value>, key: &str, value: Value) {
+    if map.get(key).is_none_or(Value::is_null) {
+        map.insert(key.to_string(), value);
+    }
+}
+
+/// Sets `key` to `value` when it is missing, null, zero or empty (Go's zero value).
+fn default_zero(map: &mut Map<String, Value>, key: &str, value: Value) {
+    let zero = match map.get(key) {
+        None | Some(Value::Null) => true,
+        Some(Value::String(s)) => s.is_empty(),
+        Some(Value::Number(n)) => n.as_f64() == Some(0.0),
+        Some(_) => false,
+    };
+    if zero {
+        map.insert(key.to_string(), value);
+    }
+}
+
+/// The objects of the list at `key` of `map`.
+fn items<'a>(
+    map: &'a mut Map<String, Value>,
+    key: &str,
+) -> impl Iterator<Item = &'a mut Map<String, Value>> {
+    map.get_mut(key)
+        .and_then(Value::as_array_mut)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object_mut)
+}
+
+/// `SetObjectDefaults_Deployment`.
+pub fn deployment(obj: &mut Value) {
+    let Some(spec) = obj.as_object_mut().and_then(|o| object_at(o, "spec")) else {
+        return;
+    };
+    default(spec, "replicas", json!(1));
+    if let Some(strategy) = object_at(spec, "strategy") {
+        default_zero(strategy, "type", json!("RollingUpdate"));
+        if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate")
+            && let Some(rolling) = object_at(strategy, "rollingUpdate")
+        {
+            default(rolling, "maxUnavailable", json!("25%"));
+            default(rolling, "maxSurge", json!("25%"));
+        }
+    }
+    default(spec, "revisionHistoryLimit", json!(10));
+    default(spec, "progressDeadlineSeconds", json!(600));
+    if let Some(template) = object_at(spec, "template") {
+        object_at(template, "metadata");
+        if let Some(pod) = object_at(template, "spec") {
+            pod_spec(pod);
+        }
+    }
+}
+
+/// `SetDefaults_PodSpec` and the defaults of what a pod spec holds.
+fn pod_spec(pod: &mut Map<String, Value>) {
+    default_zero(pod, "dnsPolicy", json!("ClusterFirst"));
+    default_zero(pod, "restartPolicy", json!("Always"));
+    default(pod, "securityContext", json!({}));
+    default(pod, "terminationGracePeriodSeconds", json!(30));
+    default_zero(pod, "schedulerName", json!("default-scheduler"));
+    for key in ["initContainers", "containers"] {
+        items(pod, key).for_each(container);
+    }
+    items(pod, "volumes").for_each(volume);
+}
+
+/// `SetDefaults_Container` and the defaults of its ports, environment, probes and lifecycle
+/// hooks; its `resources` is written `{}` when empty.
+fn container(c: &mut Map<String, Value>) {
+    let image = c.get("image").and_then(Value::as_str).unwrap_or_default();
+    let policy = if image_tag(image) == "latest" {
+        "Always"
+    } else {
+        "IfNotPresent"
+    };
+    default_zero(c, "imagePullPolicy", json!(policy));
+    default_zero(c, "terminationMessagePath", json!("/dev/termination-log"));
+    default_zero(c, "terminationMessagePolicy", json!("File"));
+    default(c, "resources", json!({}));
+    for port in items(c, "ports") {
+        default_zero(port, "protocol", json!("TCP"));
+    }
+    for env in items(c, "env") {
+        if let Some(field_ref) = env
+            .get_mut("valueFrom")
+            .and_then(|v| v.get_mut("fieldRef"))
+            .and_then(Value::as_object_mut)
+        {
+            default_zero(field_ref, "apiVersion", json!("v1"));
+        }
+    }
+    for key in ["livenessProbe", "readinessProbe", "startupProbe"] {
+        if let Some(probe) = c.get_mut(key).and_then(Value::as_object_mut) {
+            default_zero(probe, "timeoutSeconds", json!(1));
+            default_zero(probe, "periodSeconds", json!(10));
+            default_zero(probe, "successThreshold", json!(1));
+            default_zero(probe, "failureThreshold", json!(3));
+            http_get(probe);
+            if let Some(grpc) = probe.get_mut("grpc").and_then(Value::as_object_mut) {
+                default(grpc, "service", json!(""));
+            }
+        }
+    }
+    if let Some(lifecycle) = c.get_mut("lifecycle").and_then(Value::as_object_mut) {
+        for key in ["postStart", "preStop"] {
+            if let Some(hook) = lifecycle.get_mut(key).and_then(Value::as_object_mut) {
+                http_get(hook);
+            }
+        }
+    }
+}
+
+/// `SetDefaults_HTTPGetAction` of the `httpGet` of a probe or hook.
+fn http_get(handler: &mut Map<String, Value>) {
+    if let Some(get) = handler.get_mut("httpGet").and_then(Value::as_object_mut) {
+        default_zero(get, "path", json!("/"));
+        default_zero(get, "scheme", json!("HTTP"));
+    }
+}
+
+/// `SetDefaults_Volume` (no source: an emptyDir) and the defaults of its source.
+fn volume(v: &mut Map<String, Value>) {
+    if v.keys().all(|k| k == "name") {
+        v.insert("emptyDir".into(), json!({}));
+    }
+    for key in ["secret", "configMap", "downwardAPI", "projected"] {
+        if let Some(source) = v.get_mut(key).and_then(Value::as_object_mut) {
+            // 0644, the default mode of files of these volumes.
+            default(source, "defaultMode", json!(420));
+        }
+    }
+    if let Some(items) = v
+        .get_mut("downwardAPI")
+        .and_then(|d| d.get_mut("items"))
+        .and_then(Value::as_array_mut)
+    {
+        for field_ref in items
+            .iter_mut()
+            .filter_map(|i| i.get_mut("fieldRef"))
+            .filter_map(Value::as_object_mut)
+        {
+            default_zero(field_ref, "apiVersion", json!("v1"));
+        }
+    }
+    if let Some(sources) = v
+        .get_mut("projected")
+        .and_then(|p| p.get_mut("sources"))
+        .and_then(Value::as_array_mut)
+    {
+        for token in sources
+            .iter_mut()
+            .filter_map(|s| s.get_mut("serviceAccountToken"))
+            .filter_map(Value::as_object_mut)
+        {
+            default(token, "expirationSeconds", json!(3600));
+        }
+    }
+    if let Some(host_path) = v.get_mut("hostPath").and_then(Value::as_object_mut) {
+        default(host_path, "type", json!(""));
+    }
+}
+
+/// The tag `parsers.ParseImageName` finds in an image reference: its own, `latest` when it has
+/// neither a tag nor a digest, empty when it has only a digest or does not parse.
+fn image_tag(image: &str) -> &str {
+    let (name, digest) = match image.split_once('@') {
+        Some((name, digest)) => (name, Some(digest)),
+        None => (image, None),
+    };
+    let components: Vec<&str> = name.split('/').collect();
+    let Some((last, path)) = components.split_last() else {
+        return "";
+    };
+    let (repository, tag) = match last.split_once(':') {
+        Some((repository, tag)) => (repository, Some(tag)),
+        None => (*last, None),
+    };
+    // The first component is a registry when it looks like a host; the others must be
+    // lower case and non-empty.
+    let registry = path
+        .first()
+        .is_some_and(|c| c.contains('.') || c.contains(':') || *c == "localhost");
+    let parses = path
+        .iter()
+        .skip(usize::from(registry))
+        .chain(std::iter::once(&repository))
+        .all(|c| !c.is_empty() && !c.chars().any(|ch| ch.is_ascii_uppercase()))
+        && tag.is_none_or(|t| !t.is_empty());
+    match (parses, tag, digest) {
+        (false, _, _) => "",
+        (true, Some(tag), _) => tag,
+        (true, None, Some(_)) => "",
+        (true, None, None) => "latest",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_deployment_gets_kube_apiservers_defaults() {
+        let mut d = json!({"spec": {"selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx",
+                    "ports": [{"containerPort": 80}]}]}}}});
+        deployment(&mut d);
+        assert_eq!(
+            d["spec"]["strategy"],
+            json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": "25%", "maxSurge": "25%"}})
+        );
+        assert_eq!(d["spec"]["replicas"], 1);
+        assert_eq!(d["spec"]["revisionHistoryLimit"], 10);
+        assert_eq!(d["spec"]["progressDeadlineSeconds"], 600);
+        let pod = &d["spec"]["template"]["spec"];
+        assert_eq!(pod["dnsPolicy"], "ClusterFirst");
+        assert_eq!(pod["terminationGracePeriodSeconds"], 30);
+        assert_eq!(pod["securityContext"], json!({}));
+        let c = &pod["containers"][0];
+        assert_eq!(c["imagePullPolicy"], "Always");
+        assert_eq!(c["resources"], json!({}));
+        assert_eq!(c["ports"][0]["protocol"], "TCP");
+        assert_eq!(c["terminationMessagePolicy"], "File");
+    }
+
+    #[test]
+    fn a_recreate_strategy_gets_no_rolling_update() {
+        let mut d = json!({"spec": {"strategy": {"type": "Recreate"}}});
+        deployment(&mut d);
+        assert_eq!(d["spec"]["strategy"], json!({"type": "Recreate"}));
+    }
+
+    #[test]
+    fn the_pull_policy_follows_the_image_tag() {
+        assert_eq!(image_tag("nginx"), "latest");
+        assert_eq!(image_tag("nginx:1.25"), "1.25");
+        assert_eq!(image_tag("registry:5000/team/app"), "latest");
+        assert_eq!(image_tag("registry:5000/team/app:v2"), "v2");
+        assert_eq!(image_tag("nginx@sha256:abc"), "");
+        assert_eq!(image_tag("nginx:latest@sha256:abc"), "latest");
+        assert_eq!(image_tag("Nginx"), "");
+        assert_eq!(image_tag("Team/app"), "");
+        assert_eq!(image_tag("Registry.example.com/app"), "latest");
+        assert_eq!(image_tag(""), "");
+    }
+
+    #[test]
+    fn a_volume_without_a_source_is_an_empty_dir() {
+        let mut pod =
+            json!({"volumes": [{"name": "scratch"}, {"name": "s", "secret": {"secretName": "x"}}]});
+        if let Some(p) = pod.as_object_mut() {
+            pod_spec(p);
+        }
+        assert_eq!(pod["volumes"][0]["emptyDir"], json!({}));
+        assert_eq!(pod["volumes"][1]["secret"]["defaultMode"], 420);
+    }
+}
