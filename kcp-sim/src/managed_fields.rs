@@ -505,6 +505,10 @@ enum Schema {
     /// and its `spec.names` and `spec.versions` are always there (a Go struct, a slice without
     /// omitempty).
     Crd,
+    /// A Deployment or StatefulSet: its pod template, the template's metadata, spec and
+    /// containers, and the update strategy are always there (Go structs, a slice without
+    /// omitempty); its label selector is atomic.
+    Workload,
 }
 
 thread_local! {
@@ -530,6 +534,9 @@ impl Schema {
         let group = text("apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
         if group == "apiextensions.k8s.io" && text("kind") == "CustomResourceDefinition" {
             return Schema::Crd;
+        }
+        if group == "apps" && matches!(text("kind"), "Deployment" | "StatefulSet") {
+            return Schema::Workload;
         }
         if !group.ends_with(".kcp.io") {
             return if crate::resource::is_typed_group(group) {
@@ -567,15 +574,21 @@ impl Schema {
     /// Whether the node at `path` is always there in the kind's Go type, so creating it owns
     /// only what is inside.
     fn always_there(self, path: &[PathElement]) -> bool {
-        let Schema::Crd = self else {
-            return false;
-        };
-        let names: Vec<&str> = path.iter().filter_map(PathElement::field_name).collect();
-        path.len() == 2
-            && matches!(
+        // Fields by name, list items as `*`.
+        let names: Vec<&str> = path.iter().map(|e| e.field_name().unwrap_or("*")).collect();
+        match self {
+            Schema::Crd => matches!(
                 names.as_slice(),
                 ["spec", "names" | "versions"] | ["status", "acceptedNames" | "conditions"]
-            )
+            ),
+            Schema::Workload => matches!(
+                names.as_slice(),
+                ["spec", "template" | "strategy" | "updateStrategy"]
+                    | ["spec", "template", "metadata" | "spec"]
+                    | ["spec", "template", "spec", "containers"]
+            ),
+            _ => false,
+        }
     }
 
     /// The list type the schema gives a list under `field`, when it says more than the guess.
@@ -621,6 +634,12 @@ impl Schema {
             && owners == "ownerReferences"
         {
             return true;
+        }
+        if self == Schema::Workload
+            && let [PathElement::Field(spec), PathElement::Field(selector)] = path
+        {
+            // A LabelSelector is `+structType=atomic`.
+            return spec == "spec" && selector == "selector";
         }
         let Schema::Kcp(kind) = self else {
             return false;
@@ -1054,7 +1073,13 @@ fn collect_created(value: &Value, field: Option<&str>, path: &mut Path, set: &mu
     let schema = Schema::current();
     let struct_always_there =
         (top_level_struct && !schema.is_custom_resource()) || schema.always_there(path);
-    if is_ownable(path) && !(struct_always_there && value.is_object()) {
+    // What is always there owns only its contents: a struct's fields, a granular list's items
+    // (an atomic list is a leaf).
+    let granular_list = match value {
+        Value::Array(items) => Shape::of(field, items).is_granular(),
+        _ => false,
+    };
+    if is_ownable(path) && !(struct_always_there && (value.is_object() || granular_list)) {
         set.insert(path);
     }
     match value {
@@ -1672,7 +1697,8 @@ mod tests {
                 "f:metadata": {"f:labels": {"f:app": {}}},
                 "f:spec": {
                     "f:replicas": {},
-                    "f:selector": {"f:matchLabels": {"f:app": {}}},
+                    // A label selector is atomic, as kube-apiserver owns it.
+                    "f:selector": {},
                     "f:template": {
                         "f:metadata": {"f:labels": {"f:app": {}}},
                         "f:spec": {"f:containers": {
@@ -1801,11 +1827,7 @@ mod tests {
         );
         let kubectl = FieldSet::from_fields_v1(&fields_of(&second, "kubectl", "Apply"));
         assert!(!kubectl.paths().contains(&".spec.replicas".to_owned()));
-        assert!(
-            kubectl
-                .paths()
-                .contains(&".spec.selector.matchLabels.app".to_owned())
-        );
+        assert!(kubectl.paths().contains(&".spec.selector".to_owned()));
     }
 
     #[test]
