@@ -91,15 +91,7 @@ pub fn controller_write(
         ..main
     };
     let mut without_status_change = new.clone();
-    match (old.get("status"), without_status_change.as_object_mut()) {
-        (Some(s), Some(root)) => {
-            root.insert("status".into(), s.clone());
-        }
-        (None, Some(root)) => {
-            root.remove("status");
-        }
-        _ => {}
-    }
+    take_status(&mut without_status_change, old);
     if old.get("spec") != new.get("spec")
         && let Some(generation) = old.pointer("/metadata/generation").and_then(Value::as_i64)
     {
@@ -107,15 +99,7 @@ pub fn controller_write(
     }
     managed_fields::record_update(Some(old), &mut without_status_change, &main);
     let mut written = without_status_change.clone();
-    match (new.get("status"), written.as_object_mut()) {
-        (Some(s), Some(root)) => {
-            root.insert("status".into(), s.clone());
-        }
-        (None, Some(root)) => {
-            root.remove("status");
-        }
-        _ => {}
-    }
+    take_status(&mut written, new);
     managed_fields::record_update(Some(&without_status_change), &mut written, &status);
     *new = written;
     let (namespace, name) = (
@@ -980,4 +964,19 @@ pub fn bootstrap(state: &mut State) -> ApiResult<()> {
         state.put(ROOT, &workspace_types(), "", name, stored)?;
     }
     Ok(())
+}
+
+/// `object`'s status replaced by `from`'s (removed when `from` has none).
+fn take_status(object: &mut Value, from: &Value) {
+    let Some(root) = object.as_object_mut() else {
+        return;
+    };
+    match from.get("status") {
+        Some(status) => {
+            root.insert("status".into(), status.clone());
+        }
+        None => {
+            root.remove("status");
+        }
+    }
 }
