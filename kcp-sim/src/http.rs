@@ -447,6 +447,15 @@ fn builtin_group(rt: &ResourceType) -> bool {
         || rt.group.ends_with(".kcp.io")
 }
 
+/// Whether the request's `Accept` asks for aggregated discovery.
+fn wants_aggregated(req: &Request<Incoming>) -> bool {
+    req.headers()
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(crate::aggregated_discovery::is_requested)
+}
+
 /// Discovery, version, health and OpenAPI documents.
 fn non_resource(
     sim: &Sim,
@@ -486,11 +495,28 @@ fn non_resource(
             let docs = crate::openapi::documents(&sim.openapi_types(endpoint)?);
             let prefix = req.uri().path().trim_end_matches('/');
             let prefix = prefix.strip_suffix("/openapi/v3").unwrap_or_default();
-            ok(crate::openapi::index(prefix, &docs))
+            // kube-apiserver writes the index without a Content-Type, so Go's sniffing names
+            // it plain text.
+            Ok(Some(full(
+                StatusCode::OK,
+                "text/plain; charset=utf-8",
+                Bytes::from(crate::openapi::index(prefix, &docs).to_string()),
+            )))
         }
         ["openapi", "v3", "api", version] => openapi_document(sim, endpoint, "", version),
         ["openapi", "v3", "apis", group, version] => {
             openapi_document(sim, endpoint, group, version)
+        }
+        ["api"] | ["apis"] if wants_aggregated(req) => {
+            let doc = crate::aggregated_discovery::group_discovery_list(
+                &sim.registry(endpoint)?,
+                rest == ["api"],
+            );
+            Ok(Some(full(
+                StatusCode::OK,
+                crate::aggregated_discovery::CONTENT_TYPE,
+                Bytes::from(doc.to_string()),
+            )))
         }
         ["api"] => {
             // The address the client reached this listener at (kube-apiserver: its advertised

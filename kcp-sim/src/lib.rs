@@ -28,6 +28,7 @@
 //!
 //! Known differences from the real servers are listed in the project's docs/kcp-sim.md.
 
+pub mod aggregated_discovery;
 pub mod api;
 pub mod apiexport;
 pub mod client;
@@ -36,6 +37,7 @@ pub mod defaults;
 pub mod error;
 pub mod events;
 pub mod faults;
+mod garbage_collector;
 pub mod http;
 pub mod kcp;
 pub mod managed_fields;

@@ -36,7 +36,7 @@ use kcp_core::kube::CustomResourceExt;
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
+use sha2::{Digest, Sha512};
 
 use crate::apiexport;
 use crate::resource::{GroupResource, Registry, ResourceType};
@@ -142,7 +142,29 @@ fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components
     };
     let mut components = components;
     drop_required_metadata(&mut components);
+    default_top_level_structs(&mut components);
     Some(components)
+}
+
+/// kube's documents give a struct field that is not a Go pointer `default: {}`; every builtin
+/// kind's `metadata`, `spec` and `status` are such fields (a kind's deeper structs are not
+/// marked: k8s-openapi does not say which Go fields are pointers).
+fn default_top_level_structs(components: &mut Components) {
+    let Some(properties) = components
+        .schemas
+        .get_mut(&components.name)
+        .and_then(|s| s.get_mut("properties"))
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    for field in ["metadata", "spec", "status"] {
+        if let Some(Value::Object(property)) = properties.get_mut(field)
+            && (property.contains_key("allOf") || property.contains_key("$ref"))
+        {
+            property.insert("default".into(), json!({}));
+        }
+    }
 }
 
 /// kcp's own kinds, from the CRDs kcp-core derives for them.
@@ -272,15 +294,15 @@ fn custom_components(group: &str, version: &str, kind: &str, schema: &Value) -> 
     if let Value::Object(properties) = properties {
         properties.insert(
             "apiVersion".into(),
-            json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object."}),
+            json!({"type": "string", "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources"}),
         );
         properties.insert(
             "kind".into(),
-            json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents."}),
+            json!({"type": "string", "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds"}),
         );
         properties.insert(
             "metadata".into(),
-            json!({"allOf": [{"$ref": format!("{REF_PREFIX}{OBJECT_META}")}], "description": "Standard object's metadata."}),
+            json!({"allOf": [{"$ref": format!("{REF_PREFIX}{OBJECT_META}")}], "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata"}),
         );
     }
     root.entry("type").or_insert_with(|| json!("object"));
@@ -335,17 +357,45 @@ fn read_operation(t: &TypeSchema, definition: &str, gvk: Value) -> Value {
     }})
 }
 
+/// A document as kube-apiserver renders it: a group-version served by the apiextensions server
+/// (custom kinds only) has that server's title and version; a builtin one says the Kubernetes
+/// minor version and the bearer-token security scheme. The hash is the SHA-512 of the body.
 fn render_document(path: String, types: &[&TypeSchema]) -> GvDocument {
     let (schemas, paths) = document_parts(types);
-    let doc = json!({
-        "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": VERSION},
-        "paths": paths,
-        "components": {"schemas": schemas},
-    });
+    let custom_only = types.iter().all(|t| t.custom.is_some());
+    let doc = if custom_only {
+        json!({
+            "openapi": "3.0.0",
+            "info": {"title": "Kubernetes CRD Swagger", "version": "v0.1.0"},
+            "paths": paths,
+            "components": {"schemas": schemas},
+        })
+    } else {
+        json!({
+            "openapi": "3.0.0",
+            "info": {"title": "Kubernetes", "version": minor_version()},
+            "paths": paths,
+            "components": {"schemas": schemas, "securitySchemes": {"BearerToken": {
+                "type": "apiKey",
+                "description": "Bearer Token authentication",
+                "name": "authorization",
+                "in": "header",
+            }}},
+        })
+    };
     let body = Bytes::from(doc.to_string());
-    let hash = hex::encode_upper(Sha256::digest(&body));
+    let hash = hex::encode_upper(Sha512::digest(&body));
     GvDocument { path, body, hash }
+}
+
+/// `1.33` of [`VERSION`]: what a builtin document's `info.version` says.
+fn minor_version() -> String {
+    VERSION
+        .trim_start_matches('v')
+        .splitn(3, '.')
+        .take(2)
+        .collect::<Vec<_>>()
+        .join(".")
 }
 
 /// The documents of every served group-version. Documents made of builtin kinds only are

@@ -57,6 +57,39 @@ impl ResourceType {
     pub fn is_typed(&self) -> bool {
         is_typed_group(&self.group)
     }
+
+    /// The verbs discovery lists: a builtin kind's sorted, a custom resource's in the
+    /// apiextensions server's order; Namespaces cannot be deleted as a collection.
+    pub fn verbs(&self) -> &'static [&'static str] {
+        if self.group.is_empty() && self.plural == "namespaces" {
+            return &[
+                "create", "delete", "get", "list", "patch", "update", "watch",
+            ];
+        }
+        if self.is_typed() {
+            &[
+                "create",
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "update",
+                "watch",
+            ]
+        } else {
+            &[
+                "delete",
+                "deletecollection",
+                "get",
+                "list",
+                "patch",
+                "create",
+                "update",
+                "watch",
+            ]
+        }
+    }
 }
 
 /// Whether kube-apiserver serves the kinds of `group` from its Go types (see
@@ -549,7 +582,7 @@ impl Registry {
 
     /// Served groups with their versions (preferred first), core group excluded, in a stable order:
     /// builtin groups as Kubernetes lists them are not special here, groups sort by name.
-    fn groups(&self) -> BTreeMap<&str, Vec<&str>> {
+    pub(crate) fn groups(&self) -> BTreeMap<&str, Vec<&str>> {
         let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for t in self.by_resource.values().filter(|t| !t.group.is_empty()) {
             let entry = groups.entry(t.group.as_str()).or_default();
@@ -613,12 +646,7 @@ impl Registry {
                 "singularName": t.singular,
                 "namespaced": t.namespaced,
                 "kind": t.kind,
-                "verbs": if t.is_typed() {
-                    ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-                } else {
-                    // The apiextensions server's order.
-                    ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
-                },
+                "verbs": t.verbs(),
             });
             if !t.short_names.is_empty() {
                 r["shortNames"] = json!(t.short_names);

@@ -13,13 +13,16 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use crate::apiexport::{self, conversion, hooks as apis};
+use crate::garbage_collector::{
+    collect_dependents, find_by_uid, has_dependents, orphan_dependents,
+};
 use crate::managed_fields::{self, FieldManager};
 use crate::patch;
 use crate::resource::{GroupResource, ResourceType};
 use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult, StatusCause};
 use crate::store::{State, Stored};
-use crate::{crd, defaults, kcp, object_meta, schema};
+use crate::{crd, defaults, garbage_collector, kcp, object_meta, schema};
 
 /// Who writes and how: the options of a create, update or patch.
 #[derive(Debug, Clone, Default)]
@@ -673,7 +676,8 @@ fn default_on_create(
     Ok(())
 }
 
-/// What a stored write sets off: CRDs become served, finished initializations move phases.
+/// What a stored write sets off: CRDs become served, finished initializations move phases, a
+/// dependent whose every owner is gone is collected.
 fn after_write(
     state: &mut State,
     cluster: &str,
@@ -697,7 +701,8 @@ fn after_write(
             kcp::workspace_type_created(state, cluster, new)
         }
         _ => apis::after_write(state, cluster, rt, old, new),
-    }
+    }?;
+    garbage_collector::collect_if_every_owner_is_gone(state, cluster, rt, new)
 }
 
 /// Replaces an object (`PUT`), or its status.
@@ -1395,120 +1400,6 @@ fn delete_namespace_contents(state: &mut State, cluster: &str, ns: &str) -> ApiR
             Err(e) => return Err(e),
         }
     }
-    Ok(())
-}
-
-/// Every object in the cluster that lists `uid` as an owner.
-fn dependents(state: &State, cluster: &str, uid: &str) -> Vec<(ResourceType, String, String)> {
-    let Some(data) = state.clusters.get(cluster) else {
-        return Vec::new();
-    };
-    let mut found = Vec::new();
-    for (gr, objects) in &data.objects {
-        let Some(rt) = data.registry.get(gr) else {
-            continue;
-        };
-        for (key, obj) in objects {
-            if obj.owners.iter().any(|o| &**o == uid) {
-                let (ns, name) = key.split_once('/').unwrap_or(("", key));
-                found.push(((**rt).clone(), ns.to_string(), name.to_string()));
-            }
-        }
-    }
-    found
-}
-
-fn has_dependents(state: &State, cluster: &str, uid: &str) -> bool {
-    state.clusters.get(cluster).is_some_and(|c| {
-        c.objects.values().any(|objects| {
-            objects
-                .values()
-                .any(|o| o.owners.iter().any(|x| &**x == uid))
-        })
-    })
-}
-
-fn find_by_uid(state: &State, cluster: &str, uid: &str) -> Option<(ResourceType, String, String)> {
-    let data = state.clusters.get(cluster)?;
-    for (gr, objects) in &data.objects {
-        for (key, obj) in objects {
-            if &*obj.uid == uid {
-                let rt = data.registry.get(gr)?;
-                let (ns, name) = key.split_once('/').unwrap_or(("", key));
-                return Some(((**rt).clone(), ns.to_string(), name.to_string()));
-            }
-        }
-    }
-    None
-}
-
-/// Background garbage collection: dependents whose every owner is gone are deleted; dependents
-/// with another owner left only lose the reference.
-fn collect_dependents(state: &mut State, cluster: &str, uid: &str) -> ApiResult<()> {
-    for (rt, ns, name) in dependents(state, cluster, uid) {
-        let Some(dep) = state.lookup(cluster, rt.group_resource(), &ns, &name) else {
-            continue;
-        };
-        let others_alive = dep
-            .owners
-            .iter()
-            .filter(|o| &***o != uid)
-            .any(|o| !is_gone_or_terminating(state, cluster, o));
-        if others_alive {
-            drop_owner_reference(state, cluster, &rt, &ns, &name, uid)?;
-        } else {
-            match delete(state, cluster, &rt, &ns, &name, &DeleteRequest::default()) {
-                Ok(_) => {}
-                Err(e) if e.code == 404 => {}
-                Err(e) => return Err(e),
-            }
-        }
-    }
-    Ok(())
-}
-
-fn is_gone_or_terminating(state: &State, cluster: &str, uid: &str) -> bool {
-    let Some((rt, ns, name)) = find_by_uid(state, cluster, uid) else {
-        return true;
-    };
-    state
-        .clusters
-        .get(cluster)
-        .and_then(|c| c.get(rt.group_resource(), &ns, &name))
-        .is_none_or(|s| s.terminating)
-}
-
-fn orphan_dependents(state: &mut State, cluster: &str, uid: &str) -> ApiResult<()> {
-    for (rt, ns, name) in dependents(state, cluster, uid) {
-        drop_owner_reference(state, cluster, &rt, &ns, &name, uid)?;
-    }
-    Ok(())
-}
-
-fn drop_owner_reference(
-    state: &mut State,
-    cluster: &str,
-    rt: &ResourceType,
-    ns: &str,
-    name: &str,
-    uid: &str,
-) -> ApiResult<()> {
-    let Some(dep) = state.lookup(cluster, rt.group_resource(), ns, name) else {
-        return Ok(());
-    };
-    let mut value = dep.value()?;
-    if let Some(refs) = value
-        .pointer_mut("/metadata/ownerReferences")
-        .and_then(Value::as_array_mut)
-    {
-        refs.retain(|r| r.get("uid").and_then(Value::as_str) != Some(uid));
-        if refs.is_empty()
-            && let Some(m) = value.get_mut("metadata").and_then(Value::as_object_mut)
-        {
-            m.remove("ownerReferences");
-        }
-    }
-    state.store(cluster, rt.group_resource(), ns, name, &mut value)?;
     Ok(())
 }
 

@@ -35,6 +35,7 @@ pub mod identities;
 mod janitor;
 pub mod kcp;
 pub mod kube_apiserver;
+pub mod kube_controller_manager;
 pub mod kubeconfig;
 mod log_tail;
 pub mod pins;

@@ -11,6 +11,7 @@ use crate::error::{Error, Result};
 use crate::identities::Identities;
 use crate::kcp::Kcp;
 use crate::kube_apiserver::KubeApiServer;
+use crate::kube_controller_manager::KubeControllerManager;
 use crate::kubeconfig::{Endpoint, playground_kubeconfig};
 
 /// The identities and token file both servers of this process read.
@@ -58,6 +59,8 @@ const RUN_DIR_PREFIX: &str = "kcp-testbed-";
 static CREDENTIALS: OnceLock<std::result::Result<Credentials, String>> = OnceLock::new();
 static KCP: OnceLock<std::result::Result<SharedKcp, String>> = OnceLock::new();
 static KUBE: OnceLock<std::result::Result<SharedKube, String>> = OnceLock::new();
+static KUBE_CONTROLLERS: OnceLock<std::result::Result<Mutex<KubeControllerManager>, String>> =
+    OnceLock::new();
 
 fn shared_error(what: &str, message: &str) -> Error {
     Error::config(format!("the shared {what}"), message)
@@ -145,6 +148,27 @@ pub fn shared_kube() -> Result<&'static SharedKube> {
     })
     .as_ref()
     .map_err(|m| shared_error("kube-apiserver", m))
+}
+
+/// The controllers a cluster runs beside [`shared_kube`] that its tests may need (today the
+/// garbage collector), started on first use by a real kube-controller-manager and kept for the
+/// rest of the test binary. Blocking, like [`shared_kube`].
+pub fn shared_kube_controllers() -> Result<&'static SharedKube> {
+    let kube = shared_kube()?;
+    KUBE_CONTROLLERS
+        .get_or_init(|| {
+            let started = credentials().and_then(|c| {
+                let dir = c.dir.clone();
+                let admin = kube.admin.clone();
+                on_thread(move || {
+                    KubeControllerManager::start(&dir, &admin, &["garbagecollector"])
+                })
+            });
+            started.map(Mutex::new).map_err(|e| e.to_string())
+        })
+        .as_ref()
+        .map_err(|m| shared_error("kube-controller-manager", m))?;
+    Ok(kube)
 }
 
 impl SharedKcp {

@@ -32,6 +32,15 @@ pub enum ServerKind {
     Kcp,
 }
 
+/// A controller of kube-controller-manager that cases may need.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Controller {
+    /// Collects the dependents of deleted owners (background and foreground deletion) and
+    /// orphans them (orphan deletion).
+    GarbageCollector,
+}
+
 /// One file of cases.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -43,6 +52,10 @@ pub struct CaseFile {
     pub area: String,
     /// The real server.
     pub server: ServerKind,
+    /// The controllers the real kube-apiserver needs beside it for these cases (kcp-sim and kcp
+    /// run their own).
+    #[serde(default)]
+    pub controllers: Vec<Controller>,
     /// Steps written once and used through YAML aliases (`*crd`); not run by themselves.
     #[serde(default)]
     pub templates: BTreeMap<String, Value>,
@@ -81,6 +94,10 @@ pub struct Step {
     /// Repeat the step (for up to 60 s) until its answer holds this value.
     #[serde(default)]
     pub until: Option<Until>,
+    /// Keep only parts of a large answer (a real server serves much that kcp-sim does not),
+    /// applied in order.
+    #[serde(default)]
+    pub select: Vec<Select>,
     /// `false`: a means to later steps (their `{{n:...}}`), whose answer is not compared.
     #[serde(default = "compared")]
     pub compare: bool,
@@ -88,6 +105,39 @@ pub struct Step {
 
 fn compared() -> bool {
     true
+}
+
+/// The part of an answer a step compares: at `path`, an object keeps only the keys `keep`, an
+/// array only the items whose value at `by` (a JSON pointer into the item) is one of `keep`.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Select {
+    /// A JSON pointer into the answer (`/body/items`).
+    pub path: String,
+    /// Where an item's name is (arrays only).
+    #[serde(default)]
+    pub by: Option<String>,
+    /// The keys, or item names, kept.
+    pub keep: Vec<String>,
+}
+
+impl Select {
+    /// `answer` with only the selected part at `path` (unchanged when nothing is there).
+    pub fn apply(&self, mut answer: Value) -> Value {
+        let keep = |name: &str| self.keep.iter().any(|k| k == name);
+        match answer.pointer_mut(&self.path) {
+            Some(Value::Object(map)) => map.retain(|key, _| keep(key)),
+            Some(Value::Array(items)) => items.retain(|item| {
+                self.by
+                    .as_deref()
+                    .and_then(|by| item.pointer(by))
+                    .and_then(Value::as_str)
+                    .is_some_and(keep)
+            }),
+            _ => {}
+        }
+        answer
+    }
 }
 
 /// How much of a watch is read.
@@ -110,6 +160,9 @@ pub struct Until {
     /// Or: that it holds any value.
     #[serde(default)]
     pub present: bool,
+    /// Or: that it holds none (a field a controller removes).
+    #[serde(default)]
+    pub absent: bool,
     /// Then also until the answer stops changing (two answers a second apart are the same):
     /// the real server's controllers have done their writes.
     #[serde(default)]
@@ -122,7 +175,7 @@ impl Until {
         match (answer.pointer(&self.path), &self.equals) {
             (Some(found), Some(wanted)) => found == wanted,
             (Some(_), None) => self.present,
-            (None, _) => false,
+            (None, _) => self.absent,
         }
     }
 }

@@ -167,12 +167,19 @@ async fn send(
         (Some(watch), true) => read_watch(body, watch).await,
         _ => read_body(body).await?,
     };
-    Ok(json!({
+    let answer = json!({
         "status": parts.status.as_u16(),
         "contentType": content_type,
         "warnings": warnings,
         "body": body,
-    }))
+    });
+    step.select.iter().try_fold(answer, |answer, select| {
+        let mut select = select.clone();
+        for kept in &mut select.keep {
+            *kept = substitute(kept, names, earlier)?;
+        }
+        Ok(select.apply(answer))
+    })
 }
 
 async fn read_body(body: kube::client::Body) -> Result<Value, String> {

@@ -15,6 +15,8 @@
 //! virtualWorkspaces by type (kcp lists them in a random order). kcp's names of
 //! its own system bindings (`tenancy.kcp.io-3eit2`) end in a random suffix per kcp process, and
 //! long hex hashes (an initializer's label, of a name holding the case's cluster) become `<hash>`.
+//! The store's current revision that a 410 Gone quotes is `<rv>`; an OpenAPI document's hash keeps only
+//! its length.
 
 use std::collections::BTreeMap;
 
@@ -65,6 +67,11 @@ pub struct Normaliser {
     uuids: regex::Regex,
     suffixes: regex::Regex,
     hashes: regex::Regex,
+    /// The content hash an OpenAPI v3 index puts in each document's URL (its length kept: it
+    /// tells the digest).
+    document_hashes: regex::Regex,
+    /// The store's current revision, quoted in a 410's message.
+    current_revision: regex::Regex,
     /// kcp's controllers write objects at moments of their own, so on kcp which
     /// resourceVersions are equal is a race: they are all `<rv>` there.
     revisions_as_ordinals: bool,
@@ -94,6 +101,9 @@ impl Normaliser {
             .unwrap(),
             suffixes: regex::Regex::new(r"(\.kcp\.io)-[a-z0-9]{5}\b").unwrap(),
             hashes: regex::Regex::new(r"\b[0-9a-f]{32,}\b").unwrap(),
+            document_hashes: regex::Regex::new(r"hash=([0-9A-F]{32,})").unwrap(),
+            current_revision: regex::Regex::new(r"(too old resource version: [0-9]+) \([0-9]+\)")
+                .unwrap(),
         }
     }
 
@@ -242,6 +252,10 @@ impl Normaliser {
         }
         let out = self.urls.replace_all(&out, "<server>");
         let out = self.suffixes.replace_all(&out, "$1-<suffix>");
+        let out = self.current_revision.replace_all(&out, "$1 (<rv>)");
+        let out = self
+            .document_hashes
+            .replace_all(&out, |c: &regex::Captures| format!("hash=<hash-{}>", c[1].len()));
         self.hashes.replace_all(&out, "<hash>").into_owned()
     }
 
@@ -374,6 +388,20 @@ mod tests {
                 .get("k:{\"uid\":\"<uid-1>\"}")
                 .is_some()
         );
+    }
+
+    #[test]
+    fn the_current_revision_a_410_quotes_is_any_revision() {
+        let answer = &kube_normaliser()
+            .answers(&[json!({"message": "too old resource version: 1 (4711)"})])[0];
+        assert_eq!(answer["message"], "too old resource version: 1 (<rv>)");
+    }
+
+    #[test]
+    fn a_document_hash_keeps_only_its_length() {
+        let url = format!("/openapi/v3/api/v1?hash={}", "AB".repeat(64));
+        let answer = &kube_normaliser().answers(&[json!({"url": url})])[0];
+        assert_eq!(answer["url"], "/openapi/v3/api/v1?hash=<hash-128>");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use super::case::{Case, CaseFile, ServerKind};
 use super::exchange::{CaseNames, Patience, run_case};
 use super::normalise::Normaliser;
 use crate::error::{Error, Result};
-use crate::real::{shared_kcp, shared_kube};
+use crate::real::{shared_kcp, shared_kube, shared_kube_controllers};
 
 /// Runs `case` of `file` on a fresh kcp-sim and returns its normalised answers.
 pub async fn on_sim(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
@@ -32,7 +32,12 @@ pub async fn on_sim(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
 pub async fn on_real(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
     let (base, root) = match file.server {
         ServerKind::Kube => {
-            let kube = blocking(shared_kube).await?;
+            let start = if file.controllers.is_empty() {
+                shared_kube
+            } else {
+                shared_kube_controllers
+            };
+            let kube = blocking(start).await?;
             (kube.admin.clone(), None)
         }
         ServerKind::Kcp => {
