@@ -174,7 +174,8 @@ const PATH_ANNOTATED: &[(&str, &str)] = &[
 
 /// Sets `kcp.io/cluster` on every object stored in a kcp logical cluster (clients cannot change
 /// it), and, as kcp's `pathannotation` admission, `kcp.io/path` on APIExports, APIBindings and
-/// WorkspaceTypes and on any object that carries one (the workspace's path, whatever was sent).
+/// WorkspaceTypes and on any object that carries one (the workspace's path, whatever was sent);
+/// and the permission claim labels ([`crate::apiexport::claim_labels`]).
 pub fn stamp_cluster(state: &State, cluster: &str, obj: &mut Value) -> ApiResult<()> {
     if state.flavor != Flavor::Kcp {
         return Ok(());
@@ -208,7 +209,22 @@ pub fn stamp_cluster(state: &State, cluster: &str, obj: &mut Value) -> ApiResult
     if let Some(path) = path.filter(|p| annotated && !p.is_empty()) {
         annotations[PATH_ANNOTATION] = json!(path);
     }
+    claim_labels(state, cluster, &group, &kind, obj);
     Ok(())
+}
+
+/// As kcp's permission claim admission: the claim labels of the object's resource.
+fn claim_labels(state: &State, cluster: &str, group: &str, kind: &str, obj: &mut Value) {
+    let api_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    let version = api_version.rsplit_once('/').map_or(api_version, |(_, v)| v);
+    let gr = state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.registry.by_kind(group, version, kind))
+        .map(|rt| rt.group_resource().clone());
+    if let Some(gr) = gr {
+        crate::apiexport::claim_labels::apply(state, cluster, &gr, obj);
+    }
 }
 
 /// The initializer of a WorkspaceType in a logical cluster: `<cluster>:<type name>`.

@@ -496,8 +496,9 @@ enum Schema {
     /// Guessed from contents and field names.
     #[default]
     Guessed,
-    /// One of kcp's kinds (its name; `""` for another `*.kcp.io` kind).
-    Kcp(&'static str),
+    /// One of kcp's kinds (its name; `""` for another `*.kcp.io` kind), and whether it is
+    /// written at an older version (`apis.kcp.io/v1alpha1` of a kind stored as v1alpha2).
+    Kcp(&'static str, bool),
     /// Another custom resource: a created `spec` or `status` is owned as a whole; its lists
     /// are guessed.
     Custom,
@@ -546,13 +547,12 @@ impl Schema {
             };
         }
         let kind = text("kind");
-        Schema::Kcp(
-            Self::KCP_KINDS
-                .iter()
-                .find(|k| **k == kind)
-                .copied()
-                .unwrap_or(""),
-        )
+        let name = Self::KCP_KINDS
+            .iter()
+            .find(|k| **k == kind)
+            .copied()
+            .unwrap_or("");
+        Schema::Kcp(name, text("apiVersion") == "apis.kcp.io/v1alpha1")
     }
 
     fn current() -> Schema {
@@ -568,7 +568,7 @@ impl Schema {
     }
 
     fn is_custom_resource(self) -> bool {
-        matches!(self, Schema::Kcp(_) | Schema::Custom)
+        matches!(self, Schema::Kcp(..) | Schema::Custom)
     }
 
     /// Whether the node at `path` is always there in the kind's Go type, so creating it owns
@@ -601,11 +601,20 @@ impl Schema {
                 _ => Some(ListType::Atomic),
             };
         }
-        let Schema::Kcp(kind) = self else {
+        let Schema::Kcp(kind, v1alpha1) = self else {
             return None;
         };
         let field = field?;
         match (kind, field) {
+            // An APIBinding's claims are keyed lists from v1alpha2 on (and their verbs sets).
+            ("APIBinding", "permissionClaims" | "appliedPermissionClaims") if !v1alpha1 => {
+                Some(ListType::Map(KeySpec::Fields(&[
+                    "group",
+                    "resource",
+                    "identityHash",
+                ])))
+            }
+            (_, "verbs") => Some(ListType::Set),
             // ObjectMeta is the builtin one: guessed as for every kind.
             (_, "finalizers" | "ownerReferences" | "managedFields") => None,
             ("APIResourceSchema", "versions") => None,
@@ -641,12 +650,14 @@ impl Schema {
             // A LabelSelector is `+structType=atomic`.
             return spec == "spec" && selector == "selector";
         }
-        let Schema::Kcp(kind) = self else {
+        let Schema::Kcp(kind, _) = self else {
             return false;
         };
         match path.last().and_then(PathElement::field_name) {
             Some("secretRef") => true,
             Some("schema") => kind == "APIResourceSchema",
+            // A claim's label selector (`+structType=atomic`).
+            Some("selector") => kind == "APIBinding",
             _ => false,
         }
     }
@@ -1394,9 +1405,13 @@ fn write_entries(object: &mut Value, mut entries: Vec<Entry>) {
         .unwrap_or_default()
         .to_owned();
     for entry in &mut entries {
-        // An APIExport is stored in another version than v1alpha1 writers wrote: their fields
-        // are kept as written (kcp-sim does not convert the object to check them).
-        if Schema::current() == Schema::Kcp("APIExport") && entry.api_version != object_version {
+        // An APIExport or APIBinding is stored in another version than v1alpha1 writers wrote:
+        // their fields are kept as written (kcp-sim does not convert the object to check them).
+        if matches!(
+            Schema::current(),
+            Schema::Kcp("APIExport" | "APIBinding", _)
+        ) && entry.api_version != object_version
+        {
             continue;
         }
         entry.fields.root.retain_existing(object, None);

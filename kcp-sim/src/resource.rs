@@ -365,8 +365,8 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
     types
 }
 
-/// The `apis.kcp.io` kinds of a kcp logical cluster. APIExport is stored as v1alpha2 and also
-/// served as v1alpha1 (see [`crate::apiexport::conversion`]).
+/// The `apis.kcp.io` kinds of a kcp logical cluster. APIExport and APIBinding are stored as
+/// v1alpha2 and also served as v1alpha1 (see [`crate::apiexport::conversion`]).
 fn apis_types() -> Vec<ResourceType> {
     let kinds = [
         ("APIExport", "apiexports", true),
@@ -377,11 +377,8 @@ fn apis_types() -> Vec<ResourceType> {
     kinds
         .into_iter()
         .map(|(kind, plural, status)| {
-            let version = if kind == "APIExport" {
-                "v1alpha2"
-            } else {
-                "v1alpha1"
-            };
+            let two_versions = matches!(kind, "APIExport" | "APIBinding");
+            let version = if two_versions { "v1alpha2" } else { "v1alpha1" };
             let mut t = builtin(
                 "apis.kcp.io",
                 version,
@@ -392,7 +389,7 @@ fn apis_types() -> Vec<ResourceType> {
                 &[],
                 &["kcp"],
             );
-            if kind == "APIExport" {
+            if two_versions {
                 t.versions.push("v1alpha1".to_string());
             }
             t

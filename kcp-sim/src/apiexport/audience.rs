@@ -108,6 +108,7 @@ fn rewrite(state: &mut State, cluster: &str, gr: &GroupResource) -> ApiResult<()
             continue;
         };
         let mut value = obj.value()?;
+        super::claim_labels::apply(state, cluster, gr, &mut value);
         state.store(cluster, gr, ns, name, &mut value)?;
     }
     Ok(())

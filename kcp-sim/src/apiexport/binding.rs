@@ -233,7 +233,7 @@ fn bind(state: &mut State, cluster: &str, export: &Export, binding: &mut Value) 
     if !bound.is_empty() {
         binding["status"]["boundResources"] = Value::Array(bound);
     }
-    claims_status(export, binding);
+    super::binding_claims::write_status(export, binding);
     set_phase(binding, &missing, &conflicts);
 }
 
@@ -278,59 +278,6 @@ fn set_phase(binding: &mut Value, missing: &[String], conflicts: &[String]) {
             Condition::failed(INITIAL_BINDING_COMPLETED, reason, &why),
         );
     }
-}
-
-/// `exportPermissionClaims`, `appliedPermissionClaims` and the claim conditions.
-fn claims_status(export: &Export, binding: &mut Value) {
-    // As kcp's v1alpha1 types write a claim: empty group and identity hash left out.
-    let as_v1alpha1 = |group: &str, resource: &str, identity: &str| {
-        let mut c = json!({"resource": resource});
-        if !group.is_empty() {
-            c["group"] = json!(group);
-        }
-        if !identity.is_empty() {
-            c["identityHash"] = json!(identity);
-        }
-        c
-    };
-    let offered: Vec<Value> = export
-        .claims
-        .iter()
-        .map(|c| as_v1alpha1(&c.group, &c.resource, &c.identity_hash))
-        .collect();
-    let accepted = super::view::accepted_claims(binding);
-    let (applied, unknown): (Vec<_>, Vec<_>) = accepted
-        .iter()
-        .partition(|a| export.claims.iter().any(|c| c.same_resource(a)));
-    let applied: Vec<Value> = applied
-        .iter()
-        .map(|c| as_v1alpha1(&c.group, &c.resource, &c.identity_hash))
-        .collect();
-    for (key, claims) in [
-        ("exportPermissionClaims", offered),
-        ("appliedPermissionClaims", applied),
-    ] {
-        match binding["status"].as_object_mut() {
-            Some(status) if claims.is_empty() => {
-                status.remove(key);
-            }
-            _ => binding["status"][key] = Value::Array(claims),
-        }
-    }
-    if unknown.is_empty() {
-        conditions::set(binding, Condition::ok(PERMISSION_CLAIMS_VALID));
-    } else {
-        let names: Vec<String> = unknown
-            .iter()
-            .map(|c| GroupResource::new(&c.group, &c.resource).to_string())
-            .collect();
-        let why = format!("claims not offered by the APIExport: {names:?}");
-        conditions::set(
-            binding,
-            Condition::failed(PERMISSION_CLAIMS_VALID, "InvalidPermissionClaims", &why),
-        );
-    }
-    conditions::set(binding, Condition::ok(PERMISSION_CLAIMS_APPLIED));
 }
 
 /// Reconciles every binding (in any cluster) that refers to the export `name` in `cluster`.

@@ -1,6 +1,8 @@
-//! APIExport conversion between v1alpha1 and v1alpha2, as kcp 0.28+ does it.
+//! APIExport and APIBinding conversion between v1alpha1 and v1alpha2, as kcp 0.28+ does it
+//! (APIBindings in [`super::binding_conversion`]). An object converted either way has a
+//! `status`, if only `{}`, as Go writes kcp's types.
 //!
-//! The object is stored as v1alpha2. v1alpha1 `spec.latestResourceSchemas` (`<prefix>.<resource>.<group>`,
+//! An APIExport is stored as v1alpha2. v1alpha1 `spec.latestResourceSchemas` (`<prefix>.<resource>.<group>`,
 //! `core` for the core group) is v1alpha2 `spec.resources[{group, name, schema, storage: {crd: {}}}]`;
 //! v1alpha1 permission claims have no verbs and mean all verbs (`["*"]`). What one version
 //! cannot express is kept in annotations, so a round trip through the other version loses
@@ -14,7 +16,7 @@ use crate::managed_fields::{self, FieldManager};
 use crate::resource::ResourceType;
 use crate::status::{ApiError, ApiResult};
 
-/// The version APIExports are stored in.
+/// The version APIExports and APIBindings are stored in.
 pub const STORAGE_VERSION: &str = "v1alpha2";
 
 /// v1alpha2 resources that v1alpha1 cannot express (not CRD-backed), kept on a v1alpha1 object.
@@ -26,40 +28,57 @@ pub const CLAIMS_ANNOTATION: &str = "apis.v1alpha2.kcp.io/permission-claims";
 /// The v1alpha1 claims of an object written as v1alpha1, kept on the v1alpha2 object.
 pub const V1ALPHA1_CLAIMS_ANNOTATION: &str = "apis.v1alpha2.kcp.io/v1alpha1-permission-claims";
 
+/// Whether `rt` is one of the kinds served at two versions.
+fn two_versions(rt: &ResourceType) -> bool {
+    rt.group == super::GROUP && matches!(rt.kind.as_str(), "APIExport" | "APIBinding")
+}
+
 /// Whether objects of `rt` read or written at `version` need converting.
 pub fn converts(rt: &ResourceType, version: &str) -> bool {
-    rt.group == super::GROUP && rt.kind == "APIExport" && version != STORAGE_VERSION
+    two_versions(rt) && version != STORAGE_VERSION
 }
 
 /// Converts an object written at `version` to the stored version, with the defaults kcp's CRD
 /// schemas give its kinds when a request is decoded.
 pub fn to_storage(rt: &ResourceType, version: &str, obj: &mut Value) -> ApiResult<()> {
     if converts(rt, version) {
-        v1alpha1_to_v1alpha2(obj)?;
+        match rt.kind.as_str() {
+            "APIBinding" => super::binding_conversion::to_v1alpha2(obj),
+            _ => {
+                v1alpha1_to_v1alpha2(obj)?;
+                super::binding_conversion::ensure_status(obj);
+            }
+        }
     }
-    if rt.group == super::GROUP && rt.kind == "APIExport" {
+    if two_versions(rt) {
         v1alpha2_defaults(obj);
     }
     crate::kcp::decode_defaults(rt, obj);
     Ok(())
 }
 
-/// The defaults of the v1alpha2 APIExport schema: a claim's `group` and `identityHash` are
-/// `""`, a resource's `storage` is `{crd: {}}`.
+/// The defaults of the v1alpha2 APIExport and APIBinding schemas: a claim's `group` and
+/// `identityHash` are `""` (in a binding's status too), a resource's `storage` is `{crd: {}}`.
 fn v1alpha2_defaults(obj: &mut Value) {
-    let Some(spec) = spec_mut(obj) else {
-        return;
-    };
-    if let Some(claims) = spec
-        .get_mut("permissionClaims")
-        .and_then(Value::as_array_mut)
-    {
-        for claim in claims.iter_mut().filter_map(Value::as_object_mut) {
+    for pointer in [
+        "/spec/permissionClaims",
+        "/status/exportPermissionClaims",
+        "/status/appliedPermissionClaims",
+    ] {
+        let claims = obj.pointer_mut(pointer).and_then(Value::as_array_mut);
+        for claim in claims
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_object_mut)
+        {
             for key in ["group", "identityHash"] {
                 claim.entry(key).or_insert_with(|| json!(""));
             }
         }
     }
+    let Some(spec) = spec_mut(obj) else {
+        return;
+    };
     if let Some(resources) = spec.get_mut("resources").and_then(Value::as_array_mut) {
         for resource in resources.iter_mut().filter_map(Value::as_object_mut) {
             resource
@@ -129,6 +148,8 @@ pub fn record_created(written: Option<Value>, obj: &mut Value, who: &FieldManage
         managed_fields::record_update(None, obj, who);
         return;
     };
+    // The create dropped the status the conversion wrote; Go writes it again.
+    super::binding_conversion::ensure_status(obj);
     if obj.get("status").is_none()
         && let Some(root) = written.as_object_mut()
     {
@@ -146,8 +167,15 @@ pub fn record_created(written: Option<Value>, obj: &mut Value, who: &FieldManage
 
 /// Converts a stored object to how it reads at `version`.
 pub fn to_version(rt: &ResourceType, version: &str, obj: &mut Value) {
-    if converts(rt, version) {
-        v1alpha2_to_v1alpha1(obj);
+    if !converts(rt, version) {
+        return;
+    }
+    match rt.kind.as_str() {
+        "APIBinding" => super::binding_conversion::to_v1alpha1(obj),
+        _ => {
+            v1alpha2_to_v1alpha1(obj);
+            super::binding_conversion::ensure_status(obj);
+        }
     }
 }
 
@@ -158,7 +186,8 @@ fn annotations(obj: &mut Value) -> Option<&mut Map<String, Value>> {
         .as_object_mut()
 }
 
-fn take_annotation(obj: &mut Value, key: &str) -> Option<Value> {
+/// Takes an annotation holding JSON out of the object (and an emptied `annotations` with it).
+pub(super) fn take_annotation(obj: &mut Value, key: &str) -> Option<Value> {
     let map = obj.pointer_mut("/metadata/annotations")?.as_object_mut()?;
     let raw = map.remove(key)?;
     if map.is_empty()
@@ -170,12 +199,18 @@ fn take_annotation(obj: &mut Value, key: &str) -> Option<Value> {
 }
 
 fn set_annotation(obj: &mut Value, key: &str, value: &Value) {
+    set_raw_annotation(obj, key, value.to_string());
+}
+
+/// Sets an annotation to a text.
+pub(super) fn set_raw_annotation(obj: &mut Value, key: &str, text: String) {
     if let Some(map) = annotations(obj) {
-        map.insert(key.to_string(), Value::String(value.to_string()));
+        map.insert(key.to_string(), Value::String(text));
     }
 }
 
-fn same_claim(a: &Value, b: &Value) -> bool {
+/// Same group, resource and identity hash (kcp's `EqualGRI`; missing is `""`).
+pub(super) fn same_claim(a: &Value, b: &Value) -> bool {
     let field = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     ["group", "resource", "identityHash"]
         .iter()

@@ -1,7 +1,7 @@
 //! Where the export machinery joins the write path of [`crate::semantics`]: validation of new
 //! objects, update rules, and what a stored or removed object sets off.
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{GROUP, binding, endpoints, exports, identity, schema, str_at};
 use crate::resource::ResourceType;
@@ -17,24 +17,20 @@ pub fn is_binding(rt: &ResourceType) -> bool {
     kind(rt) == Some("APIBinding")
 }
 
-/// Validates a new object of the export machinery (in its stored version). APIExports and
-/// APIBindings read with an empty `status` until kcp's controllers write one, as kcp's
-/// conversion of its Go types writes them.
+/// Validates a new object of the export machinery (in its stored version). (An APIExport or
+/// APIBinding written at v1alpha1 has the empty `status` of its conversion, see
+/// [`super::conversion`].)
 pub fn on_create(
     state: &State,
     cluster: &str,
     rt: &ResourceType,
     obj: &mut Value,
 ) -> ApiResult<()> {
-    if matches!(kind(rt), Some("APIExport" | "APIBinding"))
-        && let Some(root) = obj.as_object_mut()
-    {
-        root.entry("status").or_insert_with(|| json!({}));
-    }
     match kind(rt) {
         Some("APIResourceSchema") => schema::validate(obj),
         Some("APIBinding") => {
             binding::validate(obj)?;
+            super::binding_claims::validate(obj)?;
             binding::admit(state, cluster, obj)
         }
         Some("APIExport") => validate_export(obj),
@@ -71,7 +67,10 @@ fn validate_export(export: &Value) -> ApiResult<()> {
 pub fn check_update(rt: &ResourceType, old: &Value, new: &Value) -> ApiResult<()> {
     match kind(rt) {
         Some("APIResourceSchema") => schema::check_update(old, new),
-        Some("APIBinding") => binding::check_update(old, new),
+        Some("APIBinding") => {
+            binding::check_update(old, new)?;
+            super::binding_claims::validate(new)
+        }
         Some("APIExport") => validate_export(new),
         _ => Ok(()),
     }

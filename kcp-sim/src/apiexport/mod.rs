@@ -1,7 +1,8 @@
-//! kcp's API export machinery (`apis.kcp.io`): APIResourceSchemas, APIExports (served as
-//! v1alpha1 and v1alpha2 over one stored v1alpha2 object), APIExportEndpointSlices, APIBindings
-//! that serve an export's resources in a consumer workspace, and the apiexport virtual workspace
-//! at `/services/apiexport/<export cluster>/<export name>/clusters/<consumer or *>`.
+//! kcp's API export machinery (`apis.kcp.io`): APIResourceSchemas, APIExports,
+//! APIExportEndpointSlices, APIBindings that serve an export's resources in a consumer workspace
+//! (exports and bindings are each served as v1alpha1 and v1alpha2 over one stored v1alpha2
+//! object), and the apiexport virtual workspace at
+//! `/services/apiexport/<export cluster>/<export name>/clusters/<consumer or *>`.
 //!
 //! What kcp's controllers do asynchronously happens here inside the write that sets it off (a
 //! binding is Bound, an export has its identity, a slice lists its endpoints on the very next
@@ -13,10 +14,14 @@
 
 pub mod audience;
 pub mod binding;
+pub mod binding_claims;
+pub mod binding_conversion;
+pub mod claim_labels;
 pub mod conditions;
 pub mod conversion;
 pub mod endpoints;
 pub mod export;
+pub mod go_json;
 pub mod hooks;
 pub mod identity;
 pub mod labels;
