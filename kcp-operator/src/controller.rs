@@ -52,7 +52,7 @@ use crate::pki::{BuiltinPki, Pki};
 use crate::reconcile::cached::{CachedShards, with_shards};
 use crate::reconcile::reads::{CachedGets, ReadCache};
 use crate::reconcile::retry::RetryingReads;
-use crate::reconcile::{config, kubeconfig, virtualworkspace, workload};
+use crate::reconcile::{config, kubeconfig, virtualworkspace, workload, write_stopped};
 use crate::render::certmanager::{Certificate, ClusterIssuer, Issuer};
 use crate::render::names::KUBECONFIG_LABEL;
 use crate::shared::{Hubs, Shared};
@@ -127,6 +127,16 @@ pub trait Reconciled:
         client: &'a dyn ObjectClient,
         addresser: &'a dyn Addresser,
     ) -> BoxFuture<'a, Result<Outcome>>;
+
+    /// Writes `err`, a pass's error about the object's input, into its status (for the kinds
+    /// users write; the Compiled* kinds have nothing to report there).
+    fn report<'a>(
+        &'a self,
+        _client: &'a dyn ObjectClient,
+        _err: &'a Error,
+    ) -> BoxFuture<'a, Result<()>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 macro_rules! reconciled {
@@ -141,7 +151,25 @@ macro_rules! reconciled {
             }
         }
     };
-    ($kind:ty, $f:path, addresser) => {
+    ($kind:ty, $f:path, reported) => {
+        impl Reconciled for $kind {
+            fn reconcile<'a>(
+                &'a self,
+                client: &'a dyn ObjectClient,
+                _addresser: &'a dyn Addresser,
+            ) -> BoxFuture<'a, Result<Outcome>> {
+                Box::pin($f(client, self))
+            }
+            fn report<'a>(
+                &'a self,
+                client: &'a dyn ObjectClient,
+                err: &'a Error,
+            ) -> BoxFuture<'a, Result<()>> {
+                Box::pin(write_stopped(client, self, err))
+            }
+        }
+    };
+    ($kind:ty, $f:path, addresser, reported) => {
         impl Reconciled for $kind {
             fn reconcile<'a>(
                 &'a self,
@@ -150,15 +178,27 @@ macro_rules! reconciled {
             ) -> BoxFuture<'a, Result<Outcome>> {
                 Box::pin($f(client, addresser, self))
             }
+            fn report<'a>(
+                &'a self,
+                client: &'a dyn ObjectClient,
+                err: &'a Error,
+            ) -> BoxFuture<'a, Result<()>> {
+                Box::pin(write_stopped(client, self, err))
+            }
         }
     };
 }
 
-reconciled!(RootShard, config::reconcile_root_shard);
-reconciled!(Shard, config::reconcile_shard, addresser);
-reconciled!(FrontProxy, config::reconcile_front_proxy);
-reconciled!(CacheServer, config::reconcile_cache_server);
-reconciled!(Kubeconfig, kubeconfig::reconcile_kubeconfig, addresser);
+reconciled!(RootShard, config::reconcile_root_shard, reported);
+reconciled!(Shard, config::reconcile_shard, addresser, reported);
+reconciled!(FrontProxy, config::reconcile_front_proxy, reported);
+reconciled!(CacheServer, config::reconcile_cache_server, reported);
+reconciled!(
+    Kubeconfig,
+    kubeconfig::reconcile_kubeconfig,
+    addresser,
+    reported
+);
 reconciled!(CompiledRootShard, workload::reconcile_compiled_root_shard);
 reconciled!(CompiledShard, workload::reconcile_compiled_shard);
 reconciled!(CompiledFrontProxy, workload::reconcile_compiled_front_proxy);
@@ -168,7 +208,8 @@ reconciled!(
 );
 reconciled!(
     VirtualWorkspace,
-    virtualworkspace::reconcile_virtual_workspace
+    virtualworkspace::reconcile_virtual_workspace,
+    reported
 );
 reconciled!(
     CompiledVirtualWorkspace,
@@ -196,7 +237,13 @@ async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
     let started = std::time::Instant::now();
     let shards = ctx.shards.get().filter(|_| synced).cloned();
     let pass = obj.reconcile(&client, ctx.addresser.as_ref());
-    let result = with_shards(shards, pass).instrument(span).await;
+    let result = with_shards(shards, pass).instrument(span.clone()).await;
+    if let Err(err) = &result
+        && err.is_about_input()
+        && let Err(failed) = obj.report(&client, err).instrument(span).await
+    {
+        tracing::warn!(error = %failed, "writing why the pass stopped failed");
+    }
     let controller = K::kind(&()).to_ascii_lowercase();
     ctx.metrics.observe(
         &controller,

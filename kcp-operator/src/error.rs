@@ -75,6 +75,17 @@ impl Error {
         }
     }
 
+    /// Whether the error is about what a user wrote (a field, a reference, a Secret's key),
+    /// so that it belongs in the object's status rather than only in the log.
+    pub fn is_about_input(&self) -> bool {
+        matches!(
+            self,
+            Error::InvalidField { .. }
+                | Error::MissingReference { .. }
+                | Error::MissingSecretKey { .. }
+        )
+    }
+
     /// Whether retrying later may help (missing references and transient API errors).
     pub fn is_transient(&self) -> bool {
         match self {

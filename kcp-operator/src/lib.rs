@@ -20,5 +20,6 @@ pub mod render;
 pub mod shared;
 pub mod status;
 pub mod triggers;
+pub mod validate;
 
 pub use error::{Error, Result};

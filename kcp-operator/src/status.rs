@@ -113,6 +113,13 @@ pub fn ready(conditions: &[&ConditionUpdate]) -> ConditionUpdate {
     }
 }
 
+/// The summary `Ready` condition of an object whose pass stopped on what its user wrote
+/// (`reason` and `message` from [`crate::error::Error`]); the next pass that gets through
+/// computes `Ready` again with [`ready`], which clears it.
+pub fn stopped(reason: &str, message: impl Into<String>) -> ConditionUpdate {
+    ConditionUpdate::new(CONDITION_READY, false, reason).message(message)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

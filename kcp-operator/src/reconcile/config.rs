@@ -15,7 +15,7 @@ use super::ensure::ensure;
 use super::phased::{compiled_available, write_deleting, write_phased};
 use super::{
     CertificateState, core, describe, ensure_certificates, ensure_merged_bundle, owner_ref,
-    set_conditions,
+    require_secrets, set_conditions,
 };
 use crate::addresser::Addresser;
 use crate::api::*;
@@ -24,7 +24,7 @@ use crate::render::compiled::*;
 use crate::render::kubeconfig::*;
 use crate::render::names::{self, ROOT_SHARD_LABEL};
 use crate::render::pki::{self, IntermediateCa, ProxyLeaf, ShardLeaf};
-use crate::status;
+use crate::{status, validate};
 
 fn name_ns(meta: &kube::api::ObjectMeta) -> (String, String) {
     (
@@ -198,8 +198,12 @@ pub async fn reconcile_root_shard(client: &dyn ObjectClient, rs: &RootShard) -> 
     if write_deleting(client, rs).await?.is_some() {
         return Ok(Outcome::Done);
     }
-    let owner = owner_ref(rs)?;
     let (name, ns) = name_ns(&rs.metadata);
+    let object = describe(rs);
+    validate::root_shard(&object, &rs.spec)?;
+    require_bundles(client, &object, &ns, &rs.spec.common).await?;
+    let vw = kcp_virtual_workspace(client, &object, &ns, &rs.spec.common).await?;
+    let owner = owner_ref(rs)?;
     let (mut certs, _) = pki::render_root_shard_pki(rs);
     certs.extend(
         ProxyLeaf::ALL
@@ -209,7 +213,6 @@ pub async fn reconcile_root_shard(client: &dyn ObjectClient, rs: &RootShard) -> 
     let state = ensure_certificates(client, &certs, &owner).await?;
     ensure_issuers_and_kubeconfigs(client, rs, &owner).await?;
     let bundles = ensure_root_shard_bundles(client, rs, &owner).await?;
-    let vw = kcp_virtual_workspace(client, &describe(rs), &ns, &rs.spec.common).await?;
     let shards = shard_names(client, &ns, &name).await?;
     if state.all_ready && bundles {
         let compiled = render_compiled_root_shard(rs, vw, shards.clone(), &state.revisions);
@@ -259,9 +262,30 @@ pub(crate) fn apply_status(
     *observed = generation;
 }
 
-/// Looks up the RootShard of a Shard or FrontProxy, and the `RootShard` condition.
+/// The Secrets a RootShard's or Shard's bundle fields name, required before a pass writes.
+async fn require_bundles(
+    client: &dyn ObjectClient,
+    object: &str,
+    ns: &str,
+    common: &CommonShardSpec,
+) -> Result<()> {
+    let refs = [
+        (
+            "spec.caBundleSecretRef",
+            common.ca_bundle_secret_ref.as_ref(),
+        ),
+        (
+            "spec.clientCABundleRef",
+            common.client_ca_bundle_ref.as_ref(),
+        ),
+    ];
+    require_secrets(client, object, ns, &refs).await
+}
+
+/// Looks up the RootShard of a Shard or FrontProxy (`object`), and the `RootShard` condition.
 async fn root_shard_of(
     client: &dyn ObjectClient,
+    object: &str,
     namespace: &str,
     config: &RootShardConfig,
 ) -> Result<(Option<RootShard>, ConditionUpdate)> {
@@ -277,8 +301,15 @@ async fn root_shard_of(
     let c = match &rs {
         Some(_) => ConditionUpdate::new(CONDITION_ROOT_SHARD, true, "Valid")
             .message("RootShard reference is valid."),
-        None => ConditionUpdate::new(CONDITION_ROOT_SHARD, false, "InvalidReference")
-            .message(format!("RootShard {namespace}/{rs_name} does not exist.")),
+        None => {
+            let missing = Error::MissingReference {
+                object: object.to_owned(),
+                field: "spec.rootShard.ref".into(),
+                target: format!("RootShard {namespace}/{rs_name}"),
+            };
+            ConditionUpdate::new(CONDITION_ROOT_SHARD, false, "InvalidReference")
+                .message(format!("{missing}."))
+        }
     };
     Ok((rs, c))
 }
@@ -296,7 +327,10 @@ pub async fn reconcile_shard(
     }
     super::cleanup::shard_finalizer(client, addresser, shard).await?;
     let (name, ns) = name_ns(&shard.metadata);
-    let (rs, rs_condition) = root_shard_of(client, &ns, &shard.spec.root_shard).await?;
+    let object = describe(shard);
+    validate::shard(&object, &shard.spec)?;
+    require_bundles(client, &object, &ns, &shard.spec.common).await?;
+    let (rs, rs_condition) = root_shard_of(client, &object, &ns, &shard.spec.root_shard).await?;
     let mut outcome = Outcome::Done;
     if let Some(rs) = &rs {
         outcome = shard_children(client, shard, rs).await?;
@@ -311,8 +345,10 @@ async fn shard_children(
     shard: &Shard,
     rs: &RootShard,
 ) -> Result<Outcome> {
-    let owner = owner_ref(shard)?;
     let (name, ns) = name_ns(&shard.metadata);
+    let common = &shard.spec.common;
+    let vw = kcp_virtual_workspace(client, &describe(shard), &ns, common).await?;
+    let owner = owner_ref(shard)?;
     let rs_name = rs.metadata.name.clone().unwrap_or_default();
     let certs: Vec<_> = ShardLeaf::ALL
         .iter()
@@ -332,7 +368,6 @@ async fn shard_children(
         .await?;
     }
     let lbl = labels(&[(ROOT_SHARD_LABEL, &rs_name), (names::SHARD_LABEL, &name)]);
-    let common = &shard.spec.common;
     let mut bundles = true;
     if rs.spec.common.client_ca_bundle_ref.is_some() || common.client_ca_bundle_ref.is_some() {
         let sources = bundle_sources(
@@ -365,7 +400,6 @@ async fn shard_children(
         )
         .await?;
     }
-    let vw = kcp_virtual_workspace(client, &describe(shard), &ns, common).await?;
     if state.all_ready && bundles {
         let shards = shard_names(client, &ns, &rs_name).await?;
         ensure(
@@ -384,7 +418,20 @@ pub async fn reconcile_front_proxy(client: &dyn ObjectClient, fp: &FrontProxy) -
         return Ok(Outcome::Done);
     }
     let (name, ns) = name_ns(&fp.metadata);
-    let (rs, rs_condition) = root_shard_of(client, &ns, &fp.spec.root_shard).await?;
+    let object = describe(fp);
+    validate::front_proxy(&object, &fp.spec)?;
+    let refs = [
+        (
+            "spec.caBundleSecretRef",
+            fp.spec.ca_bundle_secret_ref.as_ref(),
+        ),
+        (
+            "spec.clientCABundleRef",
+            fp.spec.client_ca_bundle_ref.as_ref(),
+        ),
+    ];
+    require_secrets(client, &object, &ns, &refs).await?;
+    let (rs, rs_condition) = root_shard_of(client, &object, &ns, &fp.spec.root_shard).await?;
     let mut outcome = Outcome::Done;
     if let Some(rs) = &rs {
         outcome = front_proxy_children(client, fp, rs).await?;
@@ -459,6 +506,7 @@ pub async fn reconcile_cache_server(
     if write_deleting(client, cs).await?.is_some() {
         return Ok(Outcome::Done);
     }
+    validate::cache_server(&describe(cs), &cs.spec)?;
     let owner = owner_ref(cs)?;
     let (name, ns) = name_ns(&cs.metadata);
     let mut certs: Vec<_> = pki::render_cache_server_ca_certificate(cs)

@@ -231,6 +231,9 @@ pub async fn reconcile_kubeconfig(
     kc: &Kubeconfig,
 ) -> Result<Outcome> {
     let ns = kc.metadata.namespace.clone().unwrap_or_default();
+    if kc.metadata.deletion_timestamp.is_none() {
+        crate::validate::kubeconfig(&describe(kc), &kc.spec)?;
+    }
     let target_ref = kc.spec.target.resolve();
     let target = match target_ref {
         Some(t) => resolve(client, &ns, t).await?,
@@ -255,7 +258,10 @@ pub async fn reconcile_kubeconfig(
     let Some(target) = &target else {
         let observed = Observed {
             reference: ConditionUpdate::new(CONDITION_REFERENCE_VALID, false, "ReferenceNotFound")
-                .message(format!("{}: the target does not exist.", describe(kc))),
+                .message(match target_ref {
+                    Some(t) => format!("{}.", missing_target(kc, t)),
+                    None => format!("{}: the target does not exist.", describe(kc)),
+                }),
             available: ConditionUpdate::new(CONDITION_AVAILABLE, false, "ReferenceNotFound")
                 .message("No target."),
             not_after: None,
@@ -263,11 +269,7 @@ pub async fn reconcile_kubeconfig(
         };
         write_kubeconfig_status(client, kc, observed).await?;
         return match target_ref {
-            Some(t) => Err(Error::MissingReference {
-                object: describe(kc),
-                field: t.field().to_owned(),
-                target: t.display_name(),
-            }),
+            Some(t) => Err(missing_target(kc, t)),
             None => Ok(Outcome::Done),
         };
     };
@@ -283,6 +285,14 @@ pub async fn reconcile_kubeconfig(
     write_kubeconfig_status(client, kc, observed).await?;
     rbac?;
     Ok(outcome)
+}
+
+fn missing_target(kc: &Kubeconfig, target: TargetRef<'_>) -> Error {
+    Error::MissingReference {
+        object: describe(kc),
+        field: target.field().to_owned(),
+        target: target.display_name(),
+    }
 }
 
 /// What one pass found out about a Kubeconfig, for its status.

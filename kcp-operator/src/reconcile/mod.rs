@@ -34,6 +34,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::render::certmanager::Certificate;
 use ensure::ensure;
+pub(crate) use phased::write_stopped;
 
 /// The field manager and Event source of kcp-operator.
 pub const FIELD_MANAGER: &str = "kcp-operator";
@@ -111,6 +112,37 @@ pub(crate) async fn secret_cert(
         .and_then(|s| s.data)
         .and_then(|mut d| d.remove("tls.crt"))
         .map(|b| b.0))
+}
+
+/// Fails with [`Error::MissingReference`], naming the field, when a Secret `object` refers to
+/// in `namespace` (by field path) does not exist; checked before a pass writes anything.
+pub(crate) async fn require_secrets(
+    client: &dyn ObjectClient,
+    object: &str,
+    namespace: &str,
+    refs: &[(
+        &str,
+        Option<&k8s_openapi::api::core::v1::LocalObjectReference>,
+    )],
+) -> Result<()> {
+    for (field, reference) in refs {
+        let Some(reference) = reference else { continue };
+        let secret: Option<Secret> = client
+            .get_typed(Some(namespace), &reference.name)
+            .await
+            .map_err(core(format!(
+                "reading Secret {namespace}/{}",
+                reference.name
+            )))?;
+        if secret.is_none() {
+            return Err(Error::MissingReference {
+                object: object.to_owned(),
+                field: (*field).to_owned(),
+                target: format!("Secret {namespace}/{}", reference.name),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Concatenated PEM blobs, joined by newlines, empty parts skipped.

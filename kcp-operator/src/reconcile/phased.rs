@@ -13,9 +13,9 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use super::config::apply_status;
-use super::{core, describe};
+use super::{core, describe, set_conditions};
 use crate::api::*;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::status;
 
 /// A status with conditions, a phase and `observedGeneration`.
@@ -39,7 +39,8 @@ phased_status!(
     ShardStatus,
     FrontProxyStatus,
     CacheServerStatus,
-    VirtualWorkspaceStatus
+    VirtualWorkspaceStatus,
+    KubeconfigStatus
 );
 
 /// Writes `updates`, the summary `Ready`, the phase and `observedGeneration` into `obj`'s
@@ -62,6 +63,30 @@ where
             .get_or_insert_with(Default::default)
             .parts();
         apply_status(conditions, phase, observed, updates, generation, false);
+    })
+    .await
+    .map_err(core(format!("writing the status of {}", describe(obj))))?;
+    Ok(())
+}
+
+/// Writes why a pass over `obj` stopped on its input (`err`, see
+/// [`Error::is_about_input`]) into its `Ready` condition, keeping the other conditions and
+/// the phase: what the object's children are is unchanged by such a pass.
+pub(crate) async fn write_stopped<K>(client: &dyn ObjectClient, obj: &K, err: &Error) -> Result<()>
+where
+    K: Resource<DynamicType = ()> + HasStatus + Serialize + DeserializeOwned + Clone + Send + Sync,
+    K::Status: PhasedStatus,
+{
+    let generation = obj.meta().generation;
+    let name = obj.meta().name.clone().unwrap_or_default();
+    let namespace = obj.meta().namespace.clone();
+    let update = status::stopped(err.reason(), err.to_string());
+    write_status::<K, _>(client, namespace.as_deref(), &name, |live| {
+        let (conditions, _, _) = live
+            .status_mut()
+            .get_or_insert_with(Default::default)
+            .parts();
+        set_conditions(conditions, std::slice::from_ref(&update), generation);
     })
     .await
     .map_err(core(format!("writing the status of {}", describe(obj))))?;

@@ -17,7 +17,7 @@ use super::required::workload_available;
 use super::workload::{Mounted, ensure_deployment};
 use super::{core, ensure_certificates, ensure_merged_bundle, owner_ref};
 use crate::api::*;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::render::compiled::render_compiled_virtual_workspace;
 use crate::render::names::{ROOT_SHARD_LABEL, VIRTUAL_WORKSPACE_LABEL};
 use crate::render::pdb::render_virtual_workspace_pdb;
@@ -25,6 +25,7 @@ use crate::render::pki::{IntermediateCa, render_virtual_workspace_certificate};
 use crate::render::virtualworkspace::{
     render_virtual_workspace_deployment, render_virtual_workspace_service,
 };
+use crate::validate;
 
 /// The RootShard and (for a shard target) the Shard of a VirtualWorkspace.
 async fn target(
@@ -55,6 +56,24 @@ async fn target(
     Ok(get_rs(rs_name).await?.map(|rs| (rs, Some(shard))))
 }
 
+/// The error naming a VirtualWorkspace's target that does not exist (its Shard, or the
+/// RootShard it or its Shard names).
+fn missing_target(object: &str, ns: &str, vw: &VirtualWorkspace) -> Error {
+    let (field, target) = match (&vw.spec.target.root_shard_ref, &vw.spec.target.shard_ref) {
+        (Some(r), _) => (
+            "spec.target.rootShardRef",
+            format!("RootShard {ns}/{}", r.name),
+        ),
+        (None, Some(r)) => ("spec.target.shardRef", format!("Shard {ns}/{}", r.name)),
+        (None, None) => ("spec.target", "a target".to_owned()),
+    };
+    Error::MissingReference {
+        object: object.to_owned(),
+        field: field.to_owned(),
+        target,
+    }
+}
+
 /// One config pass over a VirtualWorkspace.
 pub async fn reconcile_virtual_workspace(
     client: &dyn ObjectClient,
@@ -65,11 +84,18 @@ pub async fn reconcile_virtual_workspace(
     }
     let ns = vw.metadata.namespace.clone().unwrap_or_default();
     let name = vw.metadata.name.clone().unwrap_or_default();
+    let object = super::describe(vw);
+    validate::virtual_workspace(&object, &vw.spec)?;
+    let refs = [(
+        "spec.clientCABundleRef",
+        vw.spec.client_ca_bundle_ref.as_ref(),
+    )];
+    super::require_secrets(client, &object, &ns, &refs).await?;
     let resolved = target(client, &ns, vw).await?;
     let mut outcome = Outcome::Done;
     let reference = match &resolved {
         None => ConditionUpdate::new(CONDITION_REFERENCE_VALID, false, "ReferenceNotFound")
-            .message("The target shard does not exist."),
+            .message(format!("{}.", missing_target(&object, &ns, vw))),
         Some((rs, shard)) => {
             outcome = children(client, vw, rs, shard.as_ref()).await?;
             ConditionUpdate::new(CONDITION_REFERENCE_VALID, true, "ReferenceValid")

@@ -480,3 +480,21 @@ impl Operator {
             .unwrap();
     }
 }
+
+/// Plays cert-manager and the Deployment controller in `bed` until `done` holds (60 s at most).
+pub async fn wait_until<F, Fut>(bed: &Bed, what: &str, done: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < deadline {
+        issue_certificates(bed.client.as_ref(), &bed.ns, 1).await;
+        run_deployments(bed.client.as_ref(), &bed.ns).await;
+        if done().await {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("{what} did not happen within 60 s");
+}
