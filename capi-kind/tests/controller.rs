@@ -555,8 +555,12 @@ async fn a_paused_capi_cluster_pauses_its_kind_cluster_until_resumed() {
     .remove(0);
     let cluster = admin.create(&cluster).await.unwrap();
     let api = env.api::<KindCluster>();
-    env.create::<KindCluster>(&capi_cluster("dev", "", ""))
-        .await;
+    // Owned by the Cluster it names (uid included), or a garbage collector takes it away.
+    let owned = capi_cluster("dev", "", "").replace(
+        "00000000-0000-0000-0000-000000000001",
+        cluster.metadata.uid.as_deref().unwrap(),
+    );
+    env.create::<KindCluster>(&owned).await;
     wait_for(&api, "dev", "Paused", |o| {
         condition_reason(o, "Paused").as_deref() == Some("Paused")
     })

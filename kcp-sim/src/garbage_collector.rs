@@ -4,9 +4,8 @@
 //! real collector acts a moment after the write that set it off; kcp-sim acts inside it, so the
 //! next request already sees the outcome.
 //!
-//! Owners are matched by uid within the dependent's logical cluster, so an owner reference
-//! naming another cluster's object (or a uid nobody has) counts as gone, as it does for the real
-//! collector, which looks the owner up in the dependent's cluster.
+//! A dependent's owners are looked up in its own logical cluster (and namespace, for a namespaced
+//! owner kind) by name, then compared by uid, as the real collector looks them up.
 
 use serde_json::Value;
 
@@ -20,7 +19,9 @@ use crate::store::State;
 const COLLECTOR: &str = "kube-controller-manager";
 
 /// Deletes `object` (just written) when it has owner references and none of its owners exists,
-/// as the real collector does with a dependent it finds with only absent owners.
+/// as the real collector does with a dependent it finds with only absent owners. An owner of a
+/// kind the cluster does not serve is not absent: the real collector cannot look it up and
+/// retries, leaving the dependent alone.
 pub(crate) fn collect_if_every_owner_is_gone(
     state: &mut State,
     cluster: &str,
@@ -34,28 +35,46 @@ pub(crate) fn collect_if_every_owner_is_gone(
     else {
         return Ok(());
     };
-    let every_owner_gone = owners.iter().all(|owner| {
-        owner
-            .get("uid")
-            .and_then(Value::as_str)
-            .is_none_or(|uid| find_by_uid(state, cluster, uid).is_none())
-    });
-    let meta = |field: &str| {
-        object
-            .pointer(&format!("/metadata/{field}"))
+    let text = |value: &Value, pointer: &str| {
+        value
+            .pointer(pointer)
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_string()
     };
+    let ns = text(object, "/metadata/namespace");
+    let every_owner_gone = owners
+        .iter()
+        .all(|owner| is_absent(state, cluster, &ns, owner));
     if !every_owner_gone || object.pointer("/metadata/deletionTimestamp").is_some() {
         return Ok(());
     }
-    let (ns, name) = (meta("namespace"), meta("name"));
+    let name = text(object, "/metadata/name");
     match delete(state, cluster, rt, &ns, &name, &DeleteRequest::default()) {
         Ok(_) => Ok(()),
         Err(e) if e.code == 404 => Ok(()),
         Err(e) => Err(e),
     }
+}
+
+/// Whether an owner reference names no object, as the real collector decides it: the owner's
+/// kind is served, and no object of it has the reference's name (in the dependent's namespace,
+/// for a namespaced kind) and uid.
+fn is_absent(state: &State, cluster: &str, namespace: &str, owner: &Value) -> bool {
+    let field = |name: &str| owner.get(name).and_then(Value::as_str).unwrap_or_default();
+    let (group, version) = match field("apiVersion").split_once('/') {
+        Some((group, version)) => (group, version),
+        None => ("", field("apiVersion")),
+    };
+    let Some(data) = state.clusters.get(cluster) else {
+        return false;
+    };
+    let Some(owner_type) = data.registry.by_kind(group, version, field("kind")) else {
+        return false;
+    };
+    let owner_namespace = if owner_type.namespaced { namespace } else { "" };
+    data.get(owner_type.group_resource(), owner_namespace, field("name"))
+        .is_none_or(|stored| &*stored.uid != field("uid"))
 }
 
 /// Every object in the cluster that lists `uid` as an owner.
