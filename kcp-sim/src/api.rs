@@ -369,7 +369,9 @@ impl Sim {
             .before(Verb::List, &target.group, &target.plural)
             .await?;
         let state = self.read();
-        let r = self.resolve(&state, target, Verb::List)?;
+        let r = self
+            .resolve(&state, target, Verb::List)
+            .map_err(|e| refusal_naming(e, target, Verb::List, &filter))?;
         check_fields(&state, &r, target, &filter)?;
         r.narrow(&mut filter, target);
         let page = query::list(
@@ -395,7 +397,9 @@ impl Sim {
             .before(Verb::List, &target.group, &target.plural)
             .await?;
         let state = self.read();
-        let r = self.resolve(&state, target, Verb::List)?;
+        let r = self
+            .resolve(&state, target, Verb::List)
+            .map_err(|e| refusal_naming(e, target, Verb::List, &filter))?;
         check_fields(&state, &r, target, &filter)?;
         r.narrow(&mut filter, target);
         let page = query::list_at(&state, &r.scope, r.rt.group_resource(), &filter, limit, rv)?;
@@ -452,7 +456,9 @@ impl Sim {
             return Err(ApiError::gone("too old resource version (injected fault)"));
         }
         let state = self.read();
-        let r = self.resolve(&state, target, Verb::Watch)?;
+        let r = self
+            .resolve(&state, target, Verb::Watch)
+            .map_err(|e| refusal_naming(e, target, Verb::Watch, &filter))?;
         check_fields(&state, &r, target, &filter)?;
         r.narrow(&mut filter, target);
         let watch_filter = WatchFilter {
@@ -739,6 +745,30 @@ fn access_denied(target: &Target, verb: Verb) -> ApiError {
     )
 }
 
+/// kube-apiserver's request info takes the object name of a list or watch from a
+/// `metadata.name` field selector, so an authorizer's refusal ([`access_denied`]) names it.
+fn refusal_naming(error: ApiError, target: &Target, verb: Verb, filter: &Filter) -> ApiError {
+    let unnamed_refusal = error.code == 403
+        && error.details.as_ref().is_some_and(|d| {
+            d.kind.as_deref() == Some(target.plural.as_str())
+                && d.name.as_deref().is_none_or(str::is_empty)
+        });
+    let name = filter
+        .fields
+        .as_ref()
+        .and_then(|f| f.exact_value("metadata.name"));
+    match name {
+        Some(name) if unnamed_refusal => {
+            let named = Target {
+                name: Some(name.to_string()),
+                ..target.clone()
+            };
+            access_denied(&named, verb)
+        }
+        _ => error,
+    }
+}
+
 fn cluster_not_found(cluster: &str) -> ApiError {
     ApiError::forbidden(format!(
         "logical cluster {cluster:?} does not exist or is not accessible"
@@ -843,18 +873,27 @@ fn resolve_in_view(
     target: &Target,
     verb: Verb,
 ) -> ApiResult<Resolved> {
-    let verb = match (verb, &target.name) {
+    let verb_name = match (verb, &target.name) {
         (Verb::Delete, None) => "deletecollection",
         (v, _) => v.as_str(),
     };
+    // kcp words every refusal of the virtual workspace's authorizers as RBAC does, with the
+    // reason "access denied" (conformance kcp-views, kcp-claims).
     let t = apiexport::view::resolve(
         state,
         at,
         &target.group,
         &target.version,
         &target.plural,
-        verb,
-    )?;
+        verb_name,
+    )
+    .map_err(|e| {
+        if e.code == 403 {
+            access_denied(target, verb)
+        } else {
+            e
+        }
+    })?;
     check_shape(&t.rt, target)?;
     Ok(Resolved {
         rt: t.rt,

@@ -382,10 +382,7 @@ async fn route(
             let req = delete_request(&body, &query)?;
             let filter = filter_of(&query)?;
             let (rt, deleted) = sim.delete_collection(&target, filter, &req).await?;
-            let items: Vec<Bytes> = deleted
-                .iter()
-                .map(|o| list_item(&rt, &target.version, o))
-                .collect();
+            let items: Vec<Bytes> = deleted.iter().map(|o| list_item(&target, &rt, o)).collect();
             Ok(list_body(
                 &rt,
                 &target.version,
@@ -703,10 +700,13 @@ fn object_response(
 }
 
 /// An object as an item of a list: a typed kind's items carry no `apiVersion` and `kind` (Go
-/// writes the list's items without their type), a custom resource's keep them.
-fn list_item(rt: &ResourceType, version: &str, obj: &Stored) -> Bytes {
-    let json = render(rt, version, obj);
-    if !rt.is_typed() {
+/// writes the list's items without their type), a custom resource's keep them, and so do the
+/// items of an apiexport virtual workspace (kcp serves every resource there unstructured;
+/// conformance kcp-claims).
+fn list_item(target: &Target, rt: &ResourceType, obj: &Stored) -> Bytes {
+    let json = render(rt, &target.version, obj);
+    let in_view = matches!(target.endpoint, Endpoint::ApiExport { .. });
+    if !rt.is_typed() || in_view {
         return json;
     }
     let Ok(Value::Object(mut item)) = serde_json::from_slice::<Value>(&json) else {
@@ -865,7 +865,7 @@ async fn list(sim: &Sim, target: &Target, query: &Query, table: bool) -> ApiResu
     let items: Vec<Bytes> = page
         .items
         .iter()
-        .map(|o| list_item(&rt, &target.version, o))
+        .map(|o| list_item(target, &rt, o))
         .collect();
     Ok(list_body(
         &rt,

@@ -1066,10 +1066,12 @@ async fn export_claiming_configmaps(sim: &Server, verbs: Value) -> String {
     lc_provider
 }
 
-// kcp's apiexport authorizer, as measured on kcp v0.30.0 (docs/real-backend.md),
-// intersects the binding's and the export's verb lists literally and allows a request whose verb
-// (or `*`) is in the intersection. A v1alpha1 binding accepts all verbs (`*`). (kcp-sim serves
-// APIBindings as v1alpha1 only, so a binding with explicit verbs cannot be made here yet.)
+// kcp's apiexport authorizer, as kcp v0.30.0 answers the conformance cases of
+// kcp-testbed/conformance/cases/kcp-claims.yaml, intersects the binding's and the export's verb
+// lists literally and allows a request whose verb (or `*`) is in the intersection. A v1alpha1
+// binding accepts all verbs (`*`), so it is refused explicit export verbs, as a v1alpha2 binding
+// accepting `*` is in kcp-claims/all-verbs-on-the-binding-and-some-on-the-export. Bindings with
+// explicit verbs: tests/claim_verbs.rs.
 
 #[tokio::test]
 async fn explicit_export_verbs_are_refused_to_a_binding_accepting_all_verbs() {
