@@ -12,7 +12,7 @@ use crate::status::ApiResult;
 ///
 /// JSON bodies that carry a `kind` are encoded; other bodies (`/version`, OpenAPI, health,
 /// streams) pass unchanged. A kind without a protobuf form (custom resources, kcp's kinds)
-/// becomes `406 NotAcceptable`, as kube-apiserver answers.
+/// becomes `406 NotAcceptable`, in protobuf, as kube-apiserver answers.
 pub async fn transcode(resp: Response<Body>) -> Response<Body> {
     let json = resp
         .headers()
@@ -43,10 +43,29 @@ pub async fn transcode(resp: Response<Body>) -> Response<Body> {
             parts.headers.remove(header::CONTENT_LENGTH);
             Response::from_parts(parts, Full::new(encoded).boxed())
         }
-        Err(err) if parts.status.is_success() => error_response(&err),
+        Err(_) if parts.status.is_success() => not_acceptable_in_protobuf(),
         // An error we cannot encode is still an error: keep its JSON Status.
         Err(_) => Response::from_parts(parts, Full::new(bytes).boxed()),
     }
+}
+
+/// kube-apiserver's answer to a protobuf-only client reading a kind without a protobuf form (a
+/// custom resource): the apiextensions server negotiated protobuf, so its `406` Status is
+/// itself protobuf, and names the media types it serves.
+fn not_acceptable_in_protobuf() -> Response<Body> {
+    let err = super::not_acceptable(
+        "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+    );
+    let Ok(encoded) = super::encode_envelope(&err.to_status()) else {
+        return error_response(&err);
+    };
+    let mut resp = Response::new(Full::new(encoded).boxed());
+    *resp.status_mut() = http::StatusCode::NOT_ACCEPTABLE;
+    resp.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static(super::MEDIA_TYPE),
+    );
+    resp
 }
 
 /// Whether `kind` of `api_version` has a protobuf form; `406 NotAcceptable` otherwise (checked

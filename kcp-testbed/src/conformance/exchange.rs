@@ -1,8 +1,11 @@
 //! Sending a case's steps to a server and writing down its answers as they came.
 //!
 //! An answer is one JSON value: `{"status", "contentType", "warnings", "body"}`, where `body` is
-//! the parsed JSON (a watch: `{"events": [...], "complete": bool}`), `{"text": ...}` for other
-//! text and `{"bytes": <length>}` for binary bodies.
+//! the parsed JSON (a watch: `{"events": [...], "complete": bool}`), `{"protobuf": <object>}`
+//! for a Kubernetes protobuf body (read through kcp-sim's decoder, which `kcp-sim/tests/protobuf.rs`
+//! holds to the independent k8s-pb structs, into the object's JSON form so it is normalised
+//! like any other), `{"text": ...}` for other text and `{"bytes": <length>}` for other binary
+//! bodies.
 
 use std::time::{Duration, Instant};
 
@@ -23,6 +26,8 @@ pub struct CaseNames {
     pub cluster: Option<String>,
 }
 
+/// The first bytes of a Kubernetes protobuf body.
+const PROTOBUF_MAGIC: &[u8] = b"k8s\0";
 /// How long a watch is read before what came is written down as incomplete.
 const WATCH_READ: Duration = Duration::from_secs(20);
 /// What a case does when a step's `until` never holds or a step cannot be sent.
@@ -193,10 +198,17 @@ async fn read_body(body: kube::client::Body) -> Result<Value, String> {
     Ok(parse_body(&bytes))
 }
 
-/// JSON when it parses, else text, else the length of the binary body.
+/// JSON when it parses, else a Kubernetes protobuf object, else text, else the length of the
+/// binary body.
 fn parse_body(bytes: &[u8]) -> Value {
     if bytes.is_empty() {
         return Value::Null;
+    }
+    if bytes.starts_with(PROTOBUF_MAGIC) {
+        return match kcp_sim::protobuf::decode_envelope(bytes) {
+            Ok(object) => json!({"protobuf": object}),
+            Err(e) => json!({"protobufUnreadable": e.message, "bytes": bytes.len()}),
+        };
     }
     if let Ok(value) = serde_json::from_slice::<Value>(bytes) {
         return value;
