@@ -134,8 +134,19 @@ pub fn kind_cluster_image(object: &str, obj: &KindCluster) -> Result<Option<Stri
         )),
         (Some(image), None) => Ok(Some(image.clone())),
         (None, Some(version)) => {
-            let version = version.strip_prefix('v').unwrap_or(version);
-            Ok(Some(format!("kindest/node:v{version}")))
+            let bare = version.strip_prefix('v').unwrap_or(version);
+            let parts: Vec<&str> = bare.split('.').collect();
+            let numeric = |p: &&str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+            if parts.len() != 3 || !parts.iter().all(numeric) {
+                return Err(invalid(
+                    object,
+                    "spec.kubernetesVersion",
+                    format!(
+                        "{version:?} has no kindest/node image (kind tags them vMAJOR.MINOR.PATCH); set spec.nodeImage for another image"
+                    ),
+                ));
+            }
+            Ok(Some(format!("kindest/node:v{bare}")))
         }
         (None, None) => Ok(None),
     }
@@ -158,6 +169,7 @@ pub fn plan_capi(obj: &KindCluster) -> Result<ClusterPlan> {
     let uid = owner_uid(&object, obj.metadata.uid.as_ref())?;
     let image = kind_cluster_image(&object, obj)?;
     let spec = &obj.spec;
+    validate_kind_settings(&object, spec)?;
     let mut config = KindConfig::new(
         &name,
         image.as_deref(),
@@ -196,6 +208,72 @@ pub fn plan_capi(obj: &KindCluster) -> Result<ClusterPlan> {
         config,
         owner_uid: uid,
     })
+}
+
+/// Checks what kind itself would refuse in the kind config, so that the refusal comes before
+/// `kind create` and names the field: subnets are CIDRs (two, comma-separated, for a dual-stack
+/// cluster), addresses are IP addresses, feature gate names are identifiers.
+pub fn validate_kind_settings(object: &str, spec: &crate::api::KindClusterSpec) -> Result<()> {
+    if let Some(n) = &spec.networking {
+        let subnets = [
+            ("spec.networking.podSubnet", &n.pod_subnet),
+            ("spec.networking.serviceSubnet", &n.service_subnet),
+        ];
+        for (field, subnet) in subnets {
+            if let Some(subnet) = subnet
+                && !subnet.split(',').all(|s| is_cidr(s.trim()))
+            {
+                let reason = format!("{subnet:?} is not a CIDR (such as 10.244.0.0/16)");
+                return Err(invalid(object, field, reason));
+            }
+        }
+        if let Some(address) = &n.api_server_address
+            && address.parse::<std::net::IpAddr>().is_err()
+        {
+            let reason = format!("{address:?} is not an IP address");
+            return Err(invalid(object, "spec.networking.apiServerAddress", reason));
+        }
+    }
+    for (i, mapping) in spec.extra_port_mappings.iter().enumerate() {
+        if let Some(address) = &mapping.listen_address
+            && address.parse::<std::net::IpAddr>().is_err()
+        {
+            let field = format!("spec.extraPortMappings[{i}].listenAddress");
+            return Err(invalid(
+                object,
+                &field,
+                format!("{address:?} is not an IP address"),
+            ));
+        }
+    }
+    for gate in spec.feature_gates.keys() {
+        let identifier = gate.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && gate.chars().all(|c| c.is_ascii_alphanumeric());
+        if !identifier {
+            let field = format!("spec.featureGates[{gate:?}]");
+            return Err(invalid(
+                object,
+                &field,
+                "not a feature gate name (letters and digits)",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// `address/prefix` with an IPv4 or IPv6 address and a prefix length that fits it.
+fn is_cidr(s: &str) -> bool {
+    let Some((address, prefix)) = s.split_once('/') else {
+        return false;
+    };
+    let Ok(prefix) = prefix.parse::<u8>() else {
+        return false;
+    };
+    match address.parse::<std::net::IpAddr>() {
+        Ok(std::net::IpAddr::V4(_)) => prefix <= 32,
+        Ok(std::net::IpAddr::V6(_)) => prefix <= 128,
+        Err(_) => false,
+    }
 }
 
 #[cfg(test)]
@@ -301,6 +379,58 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_kubernetes_version_kind_publishes_no_image_for_is_refused_naming_the_field() {
+        for version in ["1.31.0-rc.1", "v1.31", "1.31.0+build", "latest"] {
+            let spec = KindClusterSpec {
+                kubernetes_version: Some(version.into()),
+                ..KindClusterSpec::default()
+            };
+            let err = plan_capi(&capi(spec)).unwrap_err().to_string();
+            assert!(
+                err.starts_with("KindCluster team-a/dev: spec.kubernetesVersion: ")
+                    && err.contains("has no kindest/node image"),
+                "{err}"
+            );
+        }
+    }
+
+    #[test]
+    fn kind_settings_kind_would_refuse_are_refused_naming_the_field() {
+        let cases = [
+            (
+                r#"{"networking": {"podSubnet": "10.1.0.0/33"}}"#,
+                "spec.networking.podSubnet",
+            ),
+            (
+                r#"{"networking": {"serviceSubnet": "services"}}"#,
+                "spec.networking.serviceSubnet",
+            ),
+            (
+                r#"{"networking": {"apiServerAddress": "localhost"}}"#,
+                "spec.networking.apiServerAddress",
+            ),
+            (
+                r#"{"extraPortMappings": [{"containerPort": 80, "listenAddress": "any"}]}"#,
+                "spec.extraPortMappings[0].listenAddress",
+            ),
+            (
+                r#"{"featureGates": {"not a gate": true}}"#,
+                "spec.featureGates[\"not a gate\"]",
+            ),
+        ];
+        for (spec, field) in cases {
+            let spec: KindClusterSpec = serde_json::from_str(spec).unwrap();
+            let err = plan_capi(&capi(spec)).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("KindCluster team-a/dev: {field}: ")),
+                "{err}"
+            );
+        }
+        let dual = r#"{"networking": {"podSubnet": "10.1.0.0/16,fd00:10:1::/56"}}"#;
+        assert!(plan_capi(&capi(serde_json::from_str(dual).unwrap())).is_ok());
     }
 
     #[test]
