@@ -14,6 +14,12 @@ use crate::kind_config::{KindConfig, KindNetworking, KindPortMapping};
 /// The longest kind cluster name accepted (upstream's CRD limit).
 pub const MAX_CLUSTER_NAME: usize = 64;
 
+/// The most control-plane nodes a KindCluster may ask for (the CRD schema's maximum).
+pub const MAX_CONTROL_PLANE_NODES: u32 = 7;
+
+/// The most worker nodes a KindCluster may ask for (the CRD schema's maximum).
+pub const MAX_WORKER_NODES: u32 = 50;
+
 /// Everything needed to create (or recognise) one kind cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClusterPlan {
@@ -211,9 +217,30 @@ pub fn plan_capi(obj: &KindCluster) -> Result<ClusterPlan> {
 }
 
 /// Checks what kind itself would refuse in the kind config, so that the refusal comes before
-/// `kind create` and names the field: subnets are CIDRs (two, comma-separated, for a dual-stack
+/// `kind create` and names the field: node counts within the CRD's bounds, subnets are CIDRs (two, comma-separated, for a dual-stack
 /// cluster), addresses are IP addresses, feature gate names are identifiers.
 pub fn validate_kind_settings(object: &str, spec: &crate::api::KindClusterSpec) -> Result<()> {
+    // Checked before any node is planned: an object the API server did not validate could
+    // otherwise ask for billions of nodes (found by the kind_config fuzz target).
+    let counts = [
+        (
+            "spec.controlPlaneNodes",
+            spec.control_plane_nodes,
+            MAX_CONTROL_PLANE_NODES,
+        ),
+        ("spec.workerNodes", spec.worker_nodes, MAX_WORKER_NODES),
+    ];
+    for (field, count, max) in counts {
+        if let Some(count) = count
+            && count > max
+        {
+            return Err(invalid(
+                object,
+                field,
+                format!("{count} nodes, at most {max} allowed"),
+            ));
+        }
+    }
     if let Some(n) = &spec.networking {
         let subnets = [
             ("spec.networking.podSubnet", &n.pod_subnet),
@@ -471,5 +498,33 @@ mod tests {
         obj.metadata.uid = None;
         let err = plan_capi(&obj).unwrap_err().to_string();
         assert!(err.contains("metadata.uid"), "{err}");
+    }
+
+    /// Found by the `kind_config` fuzz target: 1,719,171,192 control-plane nodes made the
+    /// planner allocate a node list of 128 GiB.
+    #[test]
+    fn node_counts_above_the_schema_maximum_are_refused_before_any_node_is_planned() {
+        let err = plan_capi(&capi(KindClusterSpec {
+            control_plane_nodes: Some(1_719_171_192),
+            ..KindClusterSpec::default()
+        }))
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "KindCluster team-a/dev: spec.controlPlaneNodes: 1719171192 nodes, at most 7 allowed"
+        );
+        let err = plan_capi(&capi(KindClusterSpec {
+            worker_nodes: Some(u32::MAX),
+            ..KindClusterSpec::default()
+        }))
+        .unwrap_err();
+        assert!(err.to_string().contains("spec.workerNodes"), "{err}");
+        let plan = plan_capi(&capi(KindClusterSpec {
+            control_plane_nodes: Some(MAX_CONTROL_PLANE_NODES),
+            worker_nodes: Some(MAX_WORKER_NODES),
+            ..KindClusterSpec::default()
+        }))
+        .unwrap();
+        assert_eq!(plan.config.nodes.len(), 57);
     }
 }
