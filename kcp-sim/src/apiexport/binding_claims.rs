@@ -43,18 +43,25 @@ pub fn validate(binding: &Value) -> ApiResult<()> {
     Ok(())
 }
 
-/// The claims a binding accepted, as written (`spec.permissionClaims[]` with `state: Accepted`).
+/// The claims a binding accepted (`spec.permissionClaims[]` with `state: Accepted`), as kcp
+/// applies them: scoped claims (verbs and selector), without their state.
 fn accepted(binding: &Value) -> Vec<Value> {
-    binding
+    let claims = binding
         .pointer("/spec/permissionClaims")
         .and_then(Value::as_array)
-        .map(|l| {
-            l.iter()
-                .filter(|c| str_at(c, "/state") == "Accepted")
-                .cloned()
-                .collect()
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    claims
+        .iter()
+        .filter(|c| str_at(c, "/state") == "Accepted")
+        .map(|c| {
+            let mut scoped = c.clone();
+            if let Some(fields) = scoped.as_object_mut() {
+                fields.remove("state");
+            }
+            scoped
         })
-        .unwrap_or_default()
+        .collect()
 }
 
 /// An export's claim as the binding's status lists it.

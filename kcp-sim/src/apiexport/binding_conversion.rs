@@ -350,6 +350,53 @@ mod tests {
     }
 
     #[test]
+    fn a_binding_reads_at_v1alpha1_as_kcp_reads_it() {
+        // A v1alpha2 binding and what kcp v0.30.0 answered for it at v1alpha1.
+        let mut obj = v2(json!(["get"]), json!({"matchAll": true}));
+        let configmaps = json!({"group": "", "identityHash": "", "resource": "configmaps",
+            "verbs": ["get"], "selector": {"matchAll": true}});
+        let secrets = json!({"group": "", "identityHash": "", "resource": "secrets",
+            "verbs": ["*"], "selector": {"matchLabels": {"b": "1", "a": "2"}}});
+        let accepted = |c: &Value| {
+            let mut c = c.clone();
+            c["state"] = json!("Accepted");
+            c
+        };
+        let exported = |c: &Value| {
+            let mut c = c.clone();
+            c.as_object_mut().map(|c| c.remove("selector"));
+            c
+        };
+        obj["spec"]["permissionClaims"] = json!([accepted(&configmaps), accepted(&secrets)]);
+        obj["status"] = json!({"appliedPermissionClaims": [configmaps, secrets],
+            "exportPermissionClaims": [exported(&configmaps), exported(&secrets)]});
+        to_v1alpha1(&mut obj);
+        let annotations = &obj["metadata"]["annotations"];
+        assert_eq!(
+            annotations[ACCEPTABLE_CLAIMS_ANNOTATION],
+            "[{\"resource\":\"configmaps\",\"verbs\":[\"get\"],\"selector\":{\"matchAll\":true},\"state\":\"Accepted\"},{\"resource\":\"secrets\",\"verbs\":[\"*\"],\"selector\":{\"matchLabels\":{\"a\":\"2\",\"b\":\"1\"}},\"state\":\"Accepted\"}]"
+        );
+        assert_eq!(
+            annotations[STATUS_APPLIED_CLAIMS_ANNOTATION],
+            "[{\"resource\":\"configmaps\",\"verbs\":[\"get\"],\"selector\":{\"matchAll\":true}},{\"resource\":\"secrets\",\"verbs\":[\"*\"],\"selector\":{\"matchLabels\":{\"a\":\"2\",\"b\":\"1\"}}}]"
+        );
+        assert_eq!(
+            annotations[STATUS_EXPORT_CLAIMS_ANNOTATION],
+            "[{\"resource\":\"configmaps\",\"verbs\":[\"get\"]}]"
+        );
+        assert_eq!(
+            obj["spec"]["permissionClaims"],
+            json!([{"all": true, "resource": "configmaps", "state": "Accepted"},
+                {"resource": "secrets", "state": "Accepted"}])
+        );
+        assert_eq!(
+            obj["status"],
+            json!({"appliedPermissionClaims": [{"all": true, "resource": "configmaps"}, {"resource": "secrets"}],
+                "exportPermissionClaims": [{"resource": "configmaps"}, {"resource": "secrets"}]})
+        );
+    }
+
+    #[test]
     fn status_export_claims_read_at_v1alpha1_keep_their_verbs() {
         let mut obj = v2(json!(["*"]), json!({"matchAll": true}));
         obj["status"] = json!({"exportPermissionClaims": [
