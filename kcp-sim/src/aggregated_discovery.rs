@@ -94,6 +94,10 @@ fn resource_entry(t: &ResourceType, version: &str) -> Value {
             json!({"subresource": "finalize", "responseKind": response_kind, "verbs": ["update"]}),
         );
     }
+    if t.scale.is_some() {
+        let scale = json!({"group": "autoscaling", "version": "v1", "kind": "Scale"});
+        subresources.push(json!({"subresource": "scale", "responseKind": scale, "verbs": ["get", "patch", "update"]}));
+    }
     if t.status {
         subresources.push(json!({"subresource": "status", "responseKind": response_kind, "verbs": ["get", "patch", "update"]}));
     }

@@ -196,6 +196,7 @@ fn write_options(manager: Option<&str>, force: bool) -> WriteOptions {
         force,
         dry_run: false,
         initializer: None,
+        scale: false,
     }
 }
 

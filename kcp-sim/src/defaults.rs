@@ -1,6 +1,7 @@
-//! kube-apiserver's defaulting of a Deployment when its body is decoded
-//! (`SetObjectDefaults_Deployment`): its replicas, strategy, revision history and progress
-//! deadline, and its pod template's common defaults (pod spec, containers, ports, probes,
+//! kube-apiserver's defaulting of a Deployment or StatefulSet when its body is decoded
+//! (`SetObjectDefaults_Deployment`, `SetObjectDefaults_StatefulSet`): its replicas, strategy,
+//! revision history and progress deadline (a StatefulSet's pod management and volume claim
+//! retention), and its pod template's common defaults (pod spec, containers, ports, probes,
 //! environment field references, volumes), with the empty structs Go writes (`resources: {}`,
 //! the template's `metadata: {}`).
 
@@ -64,6 +65,35 @@ pub fn deployment(obj: &mut Value) {
     }
     default(spec, "revisionHistoryLimit", json!(10));
     default(spec, "progressDeadlineSeconds", json!(600));
+    if let Some(template) = object_at(spec, "template") {
+        object_at(template, "metadata");
+        if let Some(pod) = object_at(template, "spec") {
+            pod_spec(pod);
+        }
+    }
+}
+
+/// `SetObjectDefaults_StatefulSet`: its replicas, pod management, update strategy, revision
+/// history and volume claim retention, and its pod template's common defaults.
+pub fn stateful_set(obj: &mut Value) {
+    let Some(spec) = obj.as_object_mut().and_then(|o| object_at(o, "spec")) else {
+        return;
+    };
+    default(spec, "replicas", json!(1));
+    default_zero(spec, "podManagementPolicy", json!("OrderedReady"));
+    if let Some(strategy) = object_at(spec, "updateStrategy") {
+        default_zero(strategy, "type", json!("RollingUpdate"));
+        if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate")
+            && let Some(rolling) = object_at(strategy, "rollingUpdate")
+        {
+            default(rolling, "partition", json!(0));
+        }
+    }
+    default(spec, "revisionHistoryLimit", json!(10));
+    if let Some(retention) = object_at(spec, "persistentVolumeClaimRetentionPolicy") {
+        default_zero(retention, "whenDeleted", json!("Retain"));
+        default_zero(retention, "whenScaled", json!("Retain"));
+    }
     if let Some(template) = object_at(spec, "template") {
         object_at(template, "metadata");
         if let Some(pod) = object_at(template, "spec") {

@@ -17,6 +17,7 @@ use crate::api::{Endpoint, Sim, Target, WatchStart, render};
 use crate::events::EventEncoder;
 use crate::query::Filter;
 use crate::resource::{Flavor, ResourceType};
+use crate::scale;
 use crate::schema::field::{ErrorType, FieldError, invalid_object};
 use crate::selector::{FieldSelector, LabelSelector};
 use crate::semantics::{DeleteRequest, PatchKind, WriteOptions, Written};
@@ -317,7 +318,11 @@ async fn route(
         dry_run: matches!(method, Method::POST | Method::PUT | Method::PATCH)
             && dry_run(&query.all("dryRun"), options_kind)?,
         initializer: None,
+        scale: target.subresource.as_deref() == Some("scale"),
     };
+    if opts.scale {
+        return scale_subresource(sim, &target, &method, &body, &content_type, &opts).await;
+    }
     match (method, target.name.is_some()) {
         (Method::GET, true) => {
             let (rt, obj) = sim.get(&target).await?;
@@ -396,6 +401,48 @@ async fn route(
             "the server does not allow this method on the requested resource: {m}"
         ))),
     }
+}
+
+/// `/scale` of a kind that has it (see [`crate::scale`]): GET reads the Scale, PUT and PATCH
+/// write the replicas it carries into the object; any other method is not allowed.
+async fn scale_subresource(
+    sim: &Sim,
+    target: &Target,
+    method: &Method,
+    body: &[u8],
+    content_type: &str,
+    opts: &WriteOptions,
+) -> ApiResult<Response<Body>> {
+    let main = Target {
+        subresource: None,
+        ..target.clone()
+    };
+    let paths = {
+        let state = sim.read();
+        let r = sim.resolve(&state, &main, crate::faults::Verb::Get)?;
+        r.rt.scale.clone().ok_or_else(ApiError::path_not_found)?
+    };
+    let (_, current) = sim.get(&main).await?;
+    let current = current.value()?;
+    let scale = match *method {
+        Method::GET => return Ok(json_response(StatusCode::OK, &scale::render(&paths, &current))),
+        Method::PUT => decode_body(body, content_type)?,
+        Method::PATCH => {
+            let kind = PatchKind::from_content_type(content_type)
+                .ok_or_else(ApiError::media_type_not_routed)?;
+            let patch = decode_body(body, content_type)?;
+            scale::patched(&scale::render(&paths, &current), kind, &patch)?
+        }
+        ref other => {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource: {other}"
+            )));
+        }
+    };
+    let updated = scale::with_replicas(&paths, &current, &scale)?;
+    let (_, written) = sim.update(&main, updated, opts).await?;
+    let answer = scale::render(&paths, &written.object.value()?);
+    Ok(json_response(StatusCode::OK, &answer))
 }
 
 /// A write's answer with a `Warning: 299 - "<text>"` header per warning of the write, unless

@@ -48,6 +48,7 @@ pub mod protobuf;
 pub mod query;
 pub mod requests;
 pub mod resource;
+pub mod scale;
 pub mod schema;
 /// Label and field selectors (kept in kcp-core, shared with controllers).
 pub use kcp_core::selector;

@@ -6,6 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use crate::scale::ScalePaths;
+
 /// A served resource: one group and plural, one kind, one or more versions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResourceType {
@@ -23,6 +25,8 @@ pub struct ResourceType {
     pub namespaced: bool,
     /// Whether the `/status` subresource is enabled.
     pub status: bool,
+    /// The `/scale` subresource, where the kind has one.
+    pub scale: Option<ScalePaths>,
     /// Short names for kubectl (`cm`, `ns`, ...).
     pub short_names: Vec<String>,
     /// Categories for kubectl (`all`).
@@ -164,6 +168,8 @@ fn builtin(
         singular: kind.to_ascii_lowercase(),
         namespaced,
         status,
+        scale: matches!((group, plural), ("apps", "deployments" | "statefulsets"))
+            .then(ScalePaths::workload),
         short_names: short_names.iter().map(|s| s.to_string()).collect(),
         categories: categories.iter().map(|s| s.to_string()).collect(),
     }
@@ -477,6 +483,12 @@ pub fn type_of_spec(spec: &Value) -> Result<ResourceType, (String, String)> {
         singular,
         namespaced,
         status,
+        scale: spec
+            .get("versions")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .find_map(ScalePaths::of_crd_version),
         short_names: strings("shortNames"),
         categories: strings("categories"),
     })
@@ -655,6 +667,17 @@ impl Registry {
                 r["storageVersionHash"] = json!(storage_version_hash(&t.group, storage, &t.kind));
             }
             resources.push(r);
+            if t.scale.is_some() {
+                resources.push(json!({
+                    "name": format!("{}/scale", t.plural),
+                    "singularName": "",
+                    "namespaced": t.namespaced,
+                    "group": "autoscaling",
+                    "version": "v1",
+                    "kind": "Scale",
+                    "verbs": ["get", "patch", "update"],
+                }));
+            }
             if t.status {
                 resources.push(json!({
                     "name": format!("{}/status", t.plural),
@@ -731,7 +754,8 @@ mod tests {
     }
 
     #[test]
-    fn discovery_lists_status_subresources_next_to_their_resource() {
+    // The order kube-apiserver lists them in (conformance tables/the-apps-resources).
+    fn discovery_lists_scale_and_status_subresources_next_to_their_resource() {
         let reg = Registry::with_builtins(Flavor::Kubernetes);
         let list = reg.api_resource_list("apps", "v1").unwrap();
         let names: Vec<&str> = list["resources"]
@@ -744,8 +768,10 @@ mod tests {
             names,
             [
                 "deployments",
+                "deployments/scale",
                 "deployments/status",
                 "statefulsets",
+                "statefulsets/scale",
                 "statefulsets/status"
             ]
         );

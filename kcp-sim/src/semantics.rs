@@ -38,6 +38,8 @@ pub struct WriteOptions {
     /// Set when the write comes through the initializingworkspaces virtual workspace of this
     /// initializer, which may only remove its own initializer.
     pub initializer: Option<String>,
+    /// Set when the write comes through the `/scale` subresource (recorded under it).
+    pub scale: bool,
 }
 
 impl WriteOptions {
@@ -619,6 +621,7 @@ fn decode_defaults(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => crd_spec_defaults(obj),
         ("apps", "Deployment") => defaults::deployment(obj),
+        ("apps", "StatefulSet") => defaults::stateful_set(obj),
         _ => {}
     }
     Ok(())
@@ -670,6 +673,8 @@ fn default_on_create(
         }
         // The strategy empties a new Deployment's status, which Go writes `{}`.
         ("apps", "Deployment") => obj["status"] = json!({}),
+        // A new StatefulSet's status keeps the counts Go writes without omitempty.
+        ("apps", "StatefulSet") => obj["status"] = json!({"replicas": 0, "availableReplicas": 0}),
         ("tenancy.kcp.io", "Workspace") => kcp::schedule_workspace(state, cluster, obj)?,
         _ => apis::on_create(state, cluster, rt, obj)?,
     }
@@ -870,13 +875,21 @@ fn write_update(
         .and_then(Value::as_array)
         .is_some_and(|entries| !entries.is_empty());
     if !applied && tracked {
+        let subresource = match (status, opts.scale) {
+            (true, _) => Some("status"),
+            (false, true) => Some("scale"),
+            (false, false) => None,
+        };
         let who = FieldManager {
             manager: opts.manager(),
-            subresource: status.then_some("status"),
+            subresource,
             time: &now,
             api_version: &rt.api_version(version),
         };
         managed_fields::record_update(Some(&old), &mut new, &who);
+        if let (true, Some(paths)) = (opts.scale, &rt.scale) {
+            crate::scale::settle_scale_entry(&mut new, paths);
+        }
     }
     if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
         crd::establish(state, cluster, &mut new)?;
