@@ -25,7 +25,7 @@ struct Oracle {
 
 static ORACLE: LazyLock<Mutex<Oracle>> = LazyLock::new(|| {
     let path = std::env::var("KCP_GO_ORACLE")
-        .expect("set KCP_GO_ORACLE to the gotmpl-oracle binary (see tests/gotmpl-oracle/main.go)");
+        .expect("set KCP_GO_ORACLE to the gotmpl-oracle binary (see kcp-core/tests/gotmpl-oracle/main.go)");
     let mut child = Command::new(path)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

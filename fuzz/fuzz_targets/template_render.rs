@@ -12,6 +12,8 @@ static ENGINE: LazyLock<TemplateEngine> = LazyLock::new(|| {
         max_range_iterations: 10_000,
         max_output_bytes: 1 << 20,
         max_list_items: 10_000,
+        // Below libFuzzer's -timeout, so a slow template is the budget's error, not a hang.
+        max_duration: std::time::Duration::from_secs(2),
     })
 });
 
