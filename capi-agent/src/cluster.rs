@@ -120,6 +120,11 @@ async fn converge(
         true,
         "Created",
     ));
+    if let Some((reason, message)) = ignition_endpoint_problem(client, ac).await? {
+        let c = ConditionUpdate::new(AGENT_CLUSTER_INSTALL_READY, false, reason).message(message);
+        observed.conditions.push(c);
+        return Ok(Outcome::RequeueAfter(CLUSTER_POLL));
+    }
     ensure_agent_cluster_install(client, ac, cd.metadata.name.as_deref().unwrap_or_default())
         .await?;
     observed.conditions.push(ConditionUpdate::new(
@@ -241,7 +246,15 @@ async fn create_cluster_deployment(
         ));
     };
     let Some(control_plane) = get_control_plane(client, namespace, &cp_ref).await? else {
-        let message = format!("{} {} does not exist yet", cp_ref.kind, cp_ref.name);
+        let cp_namespace = Some(cp_ref.namespace.as_str()).filter(|n| !n.is_empty());
+        let message = format!(
+            "AgentCluster {namespace}/{}: Cluster {} names in spec.controlPlaneRef {} {}/{}, which does not exist yet",
+            ac.metadata.name.as_deref().unwrap_or_default(),
+            key(&cluster.metadata),
+            cp_ref.kind,
+            cp_namespace.unwrap_or(namespace),
+            cp_ref.name
+        );
         return Ok(waiting(observed, "WaitingForControlPlane", message));
     };
     let cluster_uid = cluster.metadata.uid.clone().unwrap_or_default();
@@ -453,6 +466,50 @@ async fn orphan_cluster_deployment(client: &dyn ObjectClient, ac: &AgentCluster)
         &patch,
     )
     .await
+}
+
+/// Why `spec.ignitionEndpoint` cannot go into the AgentClusterInstall yet, as (reason,
+/// message): a URL that is not an http(s) URL with a host, or a CA Secret that does not exist.
+/// Nothing is written to the AgentClusterInstall until it is fixed.
+async fn ignition_endpoint_problem(
+    client: &dyn ObjectClient,
+    ac: &AgentCluster,
+) -> Result<Option<(&'static str, String)>> {
+    let Some(endpoint) = &ac.spec.ignition_endpoint else {
+        return Ok(None);
+    };
+    let object = format!("AgentCluster {}", key(&ac.metadata));
+    if !endpoint.url.is_empty() && !is_http_url(&endpoint.url) {
+        let message = format!(
+            "{object}: field spec.ignitionEndpoint.url: {:?} is not an http or https URL with a host",
+            endpoint.url
+        );
+        return Ok(Some(("InvalidIgnitionEndpoint", message)));
+    }
+    let Some(ca) = &endpoint.ca_certificate_reference else {
+        return Ok(None);
+    };
+    if client
+        .get_typed::<Secret>(Some(&ca.namespace), &ca.name)
+        .await?
+        .is_some()
+    {
+        return Ok(None);
+    }
+    let message = format!(
+        "{object}: spec.ignitionEndpoint.caCertificateReference names Secret {}/{}, which does not exist",
+        ca.namespace, ca.name
+    );
+    Ok(Some(("IgnitionCASecretNotFound", message)))
+}
+
+/// `http://` or `https://`, then a host (no spaces anywhere).
+fn is_http_url(url: &str) -> bool {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    let host = rest.map(|r| r.split(['/', '?', '#']).next().unwrap_or_default());
+    host.is_some_and(|h| !h.is_empty() && !h.starts_with(':')) && !url.contains(char::is_whitespace)
 }
 
 /// Creates the AgentClusterInstall when missing; keeps its ignition endpoint in line with the

@@ -152,6 +152,10 @@ async fn provision(
     let agent = match &bound {
         Some(reference) => refresh(ctx, am, reference, &ignition).await?,
         None => {
+            if let Err(err) = selector_valid(am) {
+                write(client, am, not_reserved(Some(&err.to_string()))).await?;
+                return Err(err);
+            }
             let Some(cd) = cluster_deployment(ctx, am, machine, cluster).await? else {
                 let waiting = "no cluster deployment reference on the AgentCluster yet";
                 write(client, am, not_reserved(Some(waiting))).await?;
@@ -181,8 +185,21 @@ async fn provision(
     Ok(retry.map_or(Outcome::Done, Outcome::RequeueAfter))
 }
 
+/// Whether the AgentMachine's `spec.agentLabelSelector` parses (an unparsable one would match
+/// no Agent, and the AgentMachine would wait for one without saying why).
+fn selector_valid(am: &AgentMachine) -> Result<()> {
+    match &am.spec.agent_label_selector {
+        Some(selector) => {
+            let object = format!("AgentMachine {}", key(&am.metadata));
+            crate::select::validate_selector(&object, "spec.agentLabelSelector", selector)
+        }
+        None => Ok(()),
+    }
+}
+
 /// The ignition settings from the bootstrap data; `None` (with the condition written) while
-/// there is no `dataSecretName`; an invalid config is written as a condition and returned.
+/// there is no `dataSecretName`; an invalid config, or a data Secret that does not exist, is
+/// written as a condition and returned (the one permanent, the other retried).
 async fn bootstrap_or_report(
     ctx: &Context,
     am: &AgentMachine,
@@ -199,9 +216,15 @@ async fn bootstrap_or_report(
         Err(err @ Error::InvalidObject { .. }) => {
             ("BootstrapDataInvalid", err.to_string(), Some(err))
         }
+        Err(err @ Error::Waiting { .. }) => ("WaitingForBootstrapData", err.to_string(), Some(err)),
         Err(err) => return Err(err),
     };
-    let mut update = not_reserved(Some(&message));
+    // A bound AgentMachine keeps its reservation conditions: only the bootstrap data is amiss.
+    let bound = am.status.as_ref().is_some_and(|s| s.agent_ref.is_some());
+    let mut update = match bound {
+        true => StatusUpdate::default(),
+        false => not_reserved(Some(&message)),
+    };
     update
         .conditions
         .push(ConditionUpdate::new(BOOTSTRAP_DATA_READY, false, reason).message(message.clone()));
@@ -313,7 +336,10 @@ async fn prepare_bootstrap(
     else {
         return Err(Error::Waiting {
             object: format!("AgentMachine {}", key(&am.metadata)),
-            what: format!("bootstrap data Secret {secret_key}"),
+            what: format!(
+                "bootstrap data Secret {secret_key}, which Machine {} names in spec.bootstrap.dataSecretName",
+                key(&machine.metadata)
+            ),
         });
     };
     if let Err(err) = label_secret_for_backup(client, namespace, &data_secret).await {

@@ -183,6 +183,87 @@ pub fn selector_matches(
         })
 }
 
+/// Checks a `metav1.LabelSelector` as `metav1.LabelSelectorAsSelector` does: operators In,
+/// NotIn (with values), Exists, DoesNotExist (without), qualified-name keys and label values.
+/// The error names `object`, the field under `field` and the reason.
+pub fn validate_selector(object: &str, field: &str, selector: &LabelSelector) -> crate::Result<()> {
+    let invalid = |path: String, reason: String| Err(crate::Error::invalid(object, &path, reason));
+    for (key, value) in selector.match_labels.iter().flatten() {
+        let path = format!("{field}.matchLabels[{key:?}]");
+        if let Some(reason) = key_problem(key) {
+            return invalid(path, reason);
+        }
+        if !is_label_value(value) {
+            return invalid(path, format!("{value:?} is not a label value"));
+        }
+    }
+    for (i, e) in selector.match_expressions.iter().flatten().enumerate() {
+        let path = format!("{field}.matchExpressions[{i}]");
+        if let Some(reason) = key_problem(&e.key) {
+            return invalid(format!("{path}.key"), reason);
+        }
+        let values = e.values.as_deref().unwrap_or_default();
+        let wants_values = match e.operator.as_str() {
+            "In" | "NotIn" => true,
+            "Exists" | "DoesNotExist" => false,
+            other => {
+                let reason =
+                    format!("{other:?} is not an operator (In, NotIn, Exists, DoesNotExist)");
+                return invalid(format!("{path}.operator"), reason);
+            }
+        };
+        if wants_values == values.is_empty() {
+            let reason = match wants_values {
+                true => format!("{} needs at least one value", e.operator),
+                false => format!("{} takes no values", e.operator),
+            };
+            return invalid(format!("{path}.values"), reason);
+        }
+        if let Some(v) = values.iter().find(|v| !is_label_value(v)) {
+            return invalid(
+                format!("{path}.values"),
+                format!("{v:?} is not a label value"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Why `key` is not a label key (an optional DNS-subdomain prefix and `/`, then a name of at
+/// most 63 characters), or `None`.
+fn key_problem(key: &str) -> Option<String> {
+    let (prefix, name) = match key.split_once('/') {
+        Some((prefix, name)) => (Some(prefix), name),
+        None => (None, key),
+    };
+    let prefix_ok = prefix.is_none_or(|p| {
+        !p.is_empty()
+            && p.len() <= 253
+            && p.split('.').all(|l| {
+                !l.is_empty()
+                    && l.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                    && !l.starts_with('-')
+                    && !l.ends_with('-')
+            })
+    });
+    (!prefix_ok || name.is_empty() || !is_label_value(name))
+        .then(|| format!("{key:?} is not a label key"))
+}
+
+/// At most 63 characters of alphanumerics, `-`, `_` and `.`, beginning and ending with an
+/// alphanumeric (or empty).
+fn is_label_value(value: &str) -> bool {
+    let bytes = value.as_bytes();
+    let edge = |b: Option<&u8>| b.is_none_or(u8::is_ascii_alphanumeric);
+    bytes.len() <= 63
+        && edge(bytes.first())
+        && edge(bytes.last())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
 #[cfg(test)]
 mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelectorRequirement, Time};
@@ -329,6 +410,41 @@ mod tests {
         assert!(selector_matches(&selector, None));
         let labels: BTreeMap<String, String> = [("gpu".to_string(), "x".to_string())].into();
         assert!(!selector_matches(&selector, Some(&labels)));
+    }
+
+    #[test]
+    fn selectors_are_checked_as_the_api_machinery_parses_them() {
+        let expr = |operator: &str, values: &[&str]| LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "pool".into(),
+                operator: operator.into(),
+                values: Some(values.iter().map(|v| (*v).to_owned()).collect()),
+            }]),
+            ..LabelSelector::default()
+        };
+        let check = |s: &LabelSelector| validate_selector("AgentMachine ns/m", "spec.s", s);
+        assert!(check(&expr("In", &["a"])).is_ok());
+        assert!(check(&expr("Exists", &[])).is_ok());
+        let err = check(&expr("Equals", &["a"])).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "AgentMachine ns/m: field spec.s.matchExpressions[0].operator: \"Equals\" is not an operator (In, NotIn, Exists, DoesNotExist)"
+        );
+        let err = check(&expr("In", &[])).unwrap_err().to_string();
+        assert!(
+            err.contains("matchExpressions[0].values: In needs at least one value"),
+            "{err}"
+        );
+        let err = check(&expr("Exists", &["a"])).unwrap_err().to_string();
+        assert!(err.contains("Exists takes no values"), "{err}");
+        let labels = |k: &str, v: &str| LabelSelector {
+            match_labels: Some([(k.to_owned(), v.to_owned())].into()),
+            ..LabelSelector::default()
+        };
+        assert!(check(&labels("example.com/pool", "a-1")).is_ok());
+        assert!(check(&labels("not a key!", "a")).is_err());
+        assert!(check(&labels("pool", "-a")).is_err());
+        assert!(check(&labels("Example.com/pool", "a")).is_err());
     }
 
     #[test]

@@ -6,44 +6,10 @@ mod support;
 
 use std::time::Duration;
 
-use capi_agent::controller::{Options, run};
-use kcp_core::{Backoff, ObjectClient as _, ObjectClientExt as _};
+use kcp_core::{ObjectClient as _, ObjectClientExt as _};
 use kcp_sim::{ErrorRule, Verb};
 use serde_json::json;
 use support::*;
-use tokio::sync::oneshot;
-
-struct Running {
-    stop: oneshot::Sender<()>,
-    task: tokio::task::JoinHandle<capi_agent::Result<()>>,
-}
-
-fn start(world: &World) -> Running {
-    start_with(world, |_| {})
-}
-
-fn start_with(world: &World, configure: impl FnOnce(&mut Options)) -> Running {
-    let mut options = Options::new(world.sim.client("").unwrap());
-    options.concurrency = 4;
-    configure(&mut options);
-    options.backoff = Backoff::new(Duration::from_millis(20), Duration::from_millis(500));
-    let (stop, rx) = oneshot::channel::<()>();
-    let task = tokio::spawn(run(options, async move {
-        let _ = rx.await;
-    }));
-    Running { stop, task }
-}
-
-impl Running {
-    async fn stop(self) {
-        let _ = self.stop.send(());
-        tokio::time::timeout(Duration::from_secs(30), self.task)
-            .await
-            .expect("the controllers drain")
-            .unwrap()
-            .unwrap();
-    }
-}
 
 async fn bound_and_waiting(world: &World, names: &[String]) -> (usize, usize) {
     let (mut bound, mut waiting) = (0, 0);

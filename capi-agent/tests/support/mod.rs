@@ -316,3 +316,39 @@ where
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
+
+/// The provider's controllers (`capi_agent::controller::run`) against the world's kcp-sim.
+pub struct Running {
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<capi_agent::Result<()>>,
+}
+
+pub fn start(world: &World) -> Running {
+    start_with(world, |_| {})
+}
+
+pub fn start_with(
+    world: &World,
+    configure: impl FnOnce(&mut capi_agent::controller::Options),
+) -> Running {
+    let mut options = capi_agent::controller::Options::new(world.sim.client("").unwrap());
+    options.concurrency = 4;
+    configure(&mut options);
+    options.backoff = kcp_core::Backoff::new(Duration::from_millis(20), Duration::from_millis(500));
+    let (stop, rx) = tokio::sync::oneshot::channel::<()>();
+    let task = tokio::spawn(capi_agent::controller::run(options, async move {
+        let _ = rx.await;
+    }));
+    Running { stop, task }
+}
+
+impl Running {
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(Duration::from_secs(30), self.task)
+            .await
+            .expect("the controllers drain")
+            .unwrap()
+            .unwrap();
+    }
+}
