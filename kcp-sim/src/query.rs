@@ -54,6 +54,16 @@ pub enum Visibility {
     /// Objects whose [`Stored::audience`] holds this virtual workspace key (bound resources and
     /// resources of accepted permission claims).
     Audience(Arc<str>),
+    /// Objects of a claimed resource: in the audience `key` and carrying the export's claim label
+    /// with the claim's value (which the claim's selector decides), as kcp's view selects them.
+    Claimed {
+        /// The virtual workspace key.
+        key: Arc<str>,
+        /// The claim label's key.
+        label: Arc<str>,
+        /// The claim label's value.
+        value: Arc<str>,
+    },
     /// APIBindings of this APIExport (by logical cluster name and export name).
     BindingsOf {
         /// Logical cluster of the APIExport.
@@ -67,6 +77,17 @@ impl Visibility {
     fn sees(&self, obj: &Stored, value: Option<&Value>) -> bool {
         match self {
             Visibility::Audience(key) => obj.seen_by(key),
+            Visibility::Claimed {
+                key,
+                label,
+                value: wanted,
+            } => {
+                let labelled = value
+                    .and_then(|v| v.pointer("/metadata/labels"))
+                    .and_then(|l| l.get(&**label))
+                    .and_then(Value::as_str);
+                obj.seen_by(key) && labelled == Some(&**wanted)
+            }
             Visibility::BindingsOf { cluster, name } => {
                 value.is_some_and(|v| kcp_apis::binds_export(v, cluster, name))
             }
@@ -173,7 +194,10 @@ impl Filter {
         self.labels.as_ref().is_some_and(|l| !l.is_empty())
             || self.fields.is_some()
             || self.initializer.is_some()
-            || matches!(self.visibility, Some(Visibility::BindingsOf { .. }))
+            || matches!(
+                self.visibility,
+                Some(Visibility::BindingsOf { .. } | Visibility::Claimed { .. })
+            )
     }
 
     /// Whether the filter can drop objects at all.

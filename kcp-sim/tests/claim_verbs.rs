@@ -5,7 +5,7 @@
 //! intersection; `*` on one side and explicit verbs on the other allow nothing.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kcp_core::kcp::Workspace;
 use kcp_sim::{Config, Server};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams, PostParams};
@@ -188,4 +188,58 @@ async fn a_v1alpha2_binding_reads_as_v1alpha1_with_its_verbs_kept() {
         stored.data["status"]["appliedPermissionClaims"][0]["verbs"],
         json!(["get"])
     );
+}
+
+// As kcp v0.30.0 answers (a claim on Secrets selecting `a: "2", b: "1"`): the view shows only
+// the objects the claim's selector selects, which carry the claim label.
+#[tokio::test]
+async fn a_claim_selector_chooses_the_objects_the_view_shows() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let provider = workspace(&sim, "provider").await;
+    create(
+        &sim,
+        "root:provider",
+        &kind("APIExport", "apiexports"),
+        json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIExport",
+            "metadata": {"name": "claims"},
+            "spec": {"permissionClaims": [{"group": "", "resource": "secrets", "verbs": ["*"]}]}}),
+    )
+    .await;
+    let consumer = workspace(&sim, "consumer").await;
+    create(
+        &sim,
+        "root:consumer",
+        &kind("APIBinding", "apibindings"),
+        json!({"apiVersion": "apis.kcp.io/v1alpha2", "kind": "APIBinding",
+            "metadata": {"name": "claims"},
+            "spec": {"reference": {"export": {"path": "root:provider", "name": "claims"}},
+                "permissionClaims": [{"group": "", "resource": "secrets", "verbs": ["*"],
+                    "state": "Accepted", "selector": {"matchLabels": {"a": "2", "b": "1"}}}]}}),
+    )
+    .await;
+    let own: Api<Secret> = Api::namespaced(sim.client("root:consumer").unwrap(), "default");
+    for (name, labels) in [
+        ("match", json!({"a": "2", "b": "1"})),
+        ("nomatch", json!({"a": "2"})),
+    ] {
+        let secret = serde_json::from_value(json!({"apiVersion": "v1", "kind": "Secret",
+            "metadata": {"name": name, "labels": labels}}))
+        .unwrap();
+        own.create(&PostParams::default(), &secret).await.unwrap();
+    }
+    let url = format!(
+        "{}/services/apiexport/{provider}/claims/clusters/{consumer}",
+        sim.url()
+    );
+    let inside: Api<Secret> = Api::namespaced(client_at(&url), "default");
+    let names: Vec<String> = inside
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|s| s.metadata.name)
+        .collect();
+    assert_eq!(names, ["match"]);
+    assert_eq!(code(inside.get("nomatch").await), 404);
 }

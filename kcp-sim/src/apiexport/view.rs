@@ -5,15 +5,16 @@
 //! As in kcp: the export is addressed by its logical cluster name, consumers by theirs (a
 //! workspace path is not accepted); a consumer is reachable only through an APIBinding to the
 //! export; bound resources are fully accessible, claimed ones only where the claim is accepted
-//! and with the claimed verbs, APIBindings of the export read-only; everything else is `403`
-//! (unknown resources `404`).
+//! and with the claimed verbs (the objects carrying the export's claim label, which the claim's
+//! selector decides), APIBindings of the export read-only; everything else is `403` (unknown
+//! resources `404`).
 
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
 use super::export::{Claim, Export};
-use super::{bindings, schema, str_at};
+use super::{bindings, labels, schema, str_at};
 use crate::query::{ClusterScope, Visibility};
 use crate::resource::{Flavor, GroupResource, Registry, ResourceType};
 use crate::status::{ApiError, ApiResult};
@@ -167,14 +168,7 @@ pub fn resolve(
         .by_plural(group, version, plural)
         .cloned()
         .ok_or_else(ApiError::path_not_found)?;
-    let visibility = if *rt.group_resource() == bindings() {
-        Visibility::BindingsOf {
-            cluster: export.cluster.clone(),
-            name: export.name.clone(),
-        }
-    } else {
-        Visibility::Audience(Arc::from(export.key()))
-    };
+    let visibility = visibility_of(&export, rt.group_resource());
     let Some(cluster) = at.cluster else {
         return Ok(ViewTarget {
             rt,
@@ -193,6 +187,34 @@ pub fn resolve(
         scope: ClusterScope::One(cluster.to_string()),
         visibility,
     })
+}
+
+/// What the view of an export sees of a resource: the export's APIBindings; the objects of a
+/// claimed resource that carry the export's claim label (kcp's selection, which the claim's
+/// selector decides); every object of an exported resource in its audience.
+fn visibility_of(export: &Export, gr: &GroupResource) -> Visibility {
+    if *gr == bindings() {
+        return Visibility::BindingsOf {
+            cluster: export.cluster.clone(),
+            name: export.name.clone(),
+        };
+    }
+    let claimed = match event_twin(gr) {
+        Some(core) if gr.group == "events.k8s.io" => core,
+        _ => gr.clone(),
+    };
+    match export.claim_on(&claimed.group, &claimed.resource) {
+        Some(claim) => Visibility::Claimed {
+            key: Arc::from(export.key()),
+            label: Arc::from(labels::claim_label_key(&export.cluster, &export.name)),
+            value: Arc::from(labels::claim_label_value(
+                &claimed.group,
+                &claimed.resource,
+                &claim.identity_hash,
+            )),
+        },
+        None => Visibility::Audience(Arc::from(export.key())),
+    }
 }
 
 fn forbidden(rt: &ResourceType, verb: &str, why: &str) -> ApiError {
