@@ -58,7 +58,7 @@ pub enum Error {
     InvalidName {
         /// The kcp object the name was rendered for.
         object: String,
-        /// `name` or `namespace`.
+        /// `spec.naming.name` or `spec.naming.namespace`.
         field: String,
         /// The rendered value.
         value: String,

@@ -65,7 +65,7 @@ pub fn local_name(
             .filter(|p| !p.is_empty())
             .unwrap_or(DEFAULT_NAMESPACE);
         let rendered = render(engine, "spec.naming.namespace", pattern, remote, &key)?;
-        validate(&key, "namespace", &rendered, 63)?;
+        validate(&key, "spec.naming.namespace", &rendered, 63)?;
         Some(rendered)
     } else {
         None
@@ -80,7 +80,7 @@ pub fn local_name(
         .filter(|p| !p.is_empty())
         .unwrap_or(default_name);
     let name = render(engine, "spec.naming.name", pattern, remote, &key)?;
-    validate(&key, "name", &name, 253)?;
+    validate(&key, "spec.naming.name", &name, 253)?;
     Ok(LocalName { namespace, name })
 }
 
@@ -313,7 +313,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            matches!(err, Error::InvalidName { ref field, .. } if field == "name"),
+            matches!(err, Error::InvalidName { ref field, .. } if field == "spec.naming.name"),
             "{err}"
         );
     }

@@ -116,6 +116,66 @@ fn string_of(value: &Value) -> String {
     }
 }
 
+/// Whether a reference `path` can find anything in objects of `crd`: `Err` (the reason) when
+/// the schema of every version lacks the field it names. Only plain keys and `#` (every array
+/// item) are followed; a path with gjson's other syntax, `metadata`, and schemas that keep
+/// unknown fields or have additional properties are taken as possibly matching.
+pub fn reference_in_schema(crd: &Value, path: &str) -> std::result::Result<(), String> {
+    let special = |c: char| "*?()@|!=<>[]{}\\,".contains(c);
+    let segments: Vec<&str> = path.split('.').collect();
+    if path.contains(special) || segments.first() == Some(&"metadata") {
+        return Ok(());
+    }
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut missing = None;
+    for version in &versions {
+        let Some(schema) = version.pointer("/schema/openAPIV3Schema") else {
+            return Ok(());
+        };
+        match missing_segment(schema, &segments) {
+            None => return Ok(()),
+            Some(at) => missing = Some(at),
+        }
+    }
+    let kind = crd.pointer("/spec/names/kind").and_then(Value::as_str);
+    match missing {
+        Some(at) => Err(format!(
+            "{path:?} matches nothing: {} has no field {}",
+            kind.unwrap_or("the kind"),
+            segments[..=at].join(".")
+        )),
+        None => Ok(()),
+    }
+}
+
+/// The index of the first segment `schema` has no field for, `None` when it may have all.
+fn missing_segment(schema: &Value, segments: &[&str]) -> Option<usize> {
+    let mut node = schema;
+    for (i, segment) in segments.iter().enumerate() {
+        if node.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(true)) {
+            return None;
+        }
+        let is_index = *segment == "#" || segment.parse::<usize>().is_ok();
+        if let (true, Some(items)) = (is_index, node.get("items")) {
+            node = items;
+            continue;
+        }
+        if let Some(next) = node.pointer(&format!("/properties/{segment}")) {
+            node = next;
+            continue;
+        }
+        match node.get("additionalProperties") {
+            Some(Value::Bool(false)) | None => return Some(i),
+            Some(Value::Object(_)) | Some(_) => return None,
+        }
+    }
+    None
+}
+
 /// The (origin, destination) pairs a `reference` gives.
 pub fn reference_pairs(
     location: &str,
@@ -356,6 +416,33 @@ mod tests {
         let obj = json!({"spec": {"secrets": [{"name": "a"}, {"name": ""}, {"name": "c"}]}});
         let pairs = reference_pairs("r", &reference("spec.secrets.#.name"), &obj, &obj).unwrap();
         assert_eq!(pairs, [("a".into(), "a".into()), ("c".into(), "c".into())]);
+    }
+
+    #[test]
+    fn a_reference_path_no_version_has_is_refused_naming_the_missing_field() {
+        let crd = json!({"spec": {"names": {"kind": "Database"}, "versions": [{"name": "v1",
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {
+                    "secretName": {"type": "string"},
+                    "users": {"type": "array", "items": {"type": "object", "properties": {"secret": {"type": "string"}}}},
+                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}}]}});
+        for path in [
+            "spec.secretName",
+            "spec.users.#.secret",
+            "spec.users.0.secret",
+            "spec.labels.anything",
+            "spec.free.any.thing",
+            "metadata.name",
+            "spec.users.#(secret==\"x\").secret",
+        ] {
+            assert_eq!(reference_in_schema(&crd, path), Ok(()), "{path}");
+        }
+        assert_eq!(
+            reference_in_schema(&crd, "spec.credentials.secretName"),
+            Err("\"spec.credentials.secretName\" matches nothing: Database has no field spec.credentials".into())
+        );
+        assert!(reference_in_schema(&crd, "spec.users.#.password").is_err());
     }
 
     #[test]

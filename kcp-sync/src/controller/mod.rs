@@ -42,7 +42,8 @@ use prometheus_client::registry::Registry;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::api::{CONDITION_SYNCING, PublishedResource, PublishedResourceStatus};
+use crate::api::{CONDITION_READY, CONDITION_SYNCING, PublishedResource, PublishedResourceStatus};
+use crate::clash;
 use crate::error::{Error, Result};
 use crate::reconcile::discovery::ApiDocuments;
 use crate::reconcile::export::reconcile_export;
@@ -317,7 +318,12 @@ impl Reconciler<String> for Publisher {
         }
         let update = ConditionUpdate::new(CONDITION_SYNCING, false, error.reason())
             .message(error.to_string());
-        self.write_syncing(name, update).await;
+        self.write_syncing(name, update.clone()).await;
+        if !error.is_transient() {
+            // Nothing of it is served (its controller stopped or never started): not Ready
+            // either, until a good pass starts its controller again.
+            self.write_ready(name, update).await;
+        }
         let reference = k8s_openapi::api::core::v1::ObjectReference {
             api_version: Some(format!("{}/{}", crate::api::GROUP, crate::api::VERSION)),
             kind: Some("PublishedResource".into()),
@@ -363,6 +369,10 @@ impl Reconciler<String> for Publisher {
         let Some(projected) = projected else {
             return Ok(Outcome::Done);
         };
+        if let Err(refused) = self.first_to_publish(&pr, &projected).await {
+            self.stop(name);
+            return Err(refused);
+        }
         let syncing = !agent.disabled.contains(&ControllerName::Sync) && pr.sync_enabled();
         if syncing {
             self.ensure_controller(&pr, &projected).await?;
@@ -375,6 +385,25 @@ impl Reconciler<String> for Publisher {
 }
 
 impl Publisher {
+    /// Refuses `pr` when an earlier PublishedResource publishes the same resource (see
+    /// [`crate::clash`]); later ones publishing it are looked at again, to be refused.
+    async fn first_to_publish(&self, pr: &PublishedResource, projected: &Projected) -> Result<()> {
+        let prs: Vec<PublishedResource> = self
+            .agent
+            .service
+            .list_typed(None, &ListOptions::labels(self.agent.selector.clone()))
+            .await
+            .map_err(|e| Error::core("listing PublishedResources", e))?;
+        let (before, after) = clash::sharing(&prs, pr, &projected.schema_name);
+        if let Some(first) = before.first() {
+            return Err(clash::refusal(pr, &projected.schema_name, first));
+        }
+        for later in after {
+            self.export_queue.add(later.name().to_owned());
+        }
+        Ok(())
+    }
+
     async fn set_syncing(&self, pr: &PublishedResource, syncing: bool) {
         let reason = if syncing {
             "ControllerRunning"
@@ -401,6 +430,26 @@ impl Publisher {
         }
     }
 
+    /// `update`, of the `Syncing` condition, as the `Ready` condition: the writer of `Ready`
+    /// is otherwise the PublishedResource's running sync controller.
+    async fn write_ready(&self, name: &str, update: ConditionUpdate) {
+        let ready = ConditionUpdate {
+            type_: CONDITION_READY.into(),
+            ..update
+        };
+        let result =
+            write_status::<PublishedResource, _>(self.agent.service.as_ref(), None, name, |obj| {
+                let status = obj
+                    .status
+                    .get_or_insert_with(PublishedResourceStatus::default);
+                set_condition(&mut status.conditions, ready.clone(), now());
+            })
+            .await;
+        if let Err(e) = result {
+            tracing::warn!(error = %e, "writing the Ready condition failed");
+        }
+    }
+
     async fn reconcile_export(&self) -> Result<Outcome> {
         let agent = &self.agent;
         let prs: Vec<PublishedResource> = agent
@@ -420,10 +469,7 @@ impl Publisher {
             agent.ready.store(true, Ordering::Relaxed);
             return Ok(Outcome::Done);
         }
-        let ready: BTreeSet<String> = prs
-            .iter()
-            .filter_map(|p| p.status.as_ref()?.resource_schema_name.clone())
-            .collect();
+        let ready: BTreeSet<String> = clash::exported(&prs);
         reconcile_export(
             agent.kcp.as_ref(),
             Some(&self.export_recorder),

@@ -38,7 +38,7 @@ use super::related::{RelatedSides, RelatedSync, prune_primary_annotations, sync_
 use super::schema::Projected;
 use super::state_store::StateStore;
 use super::{from_json, get_json, to_json};
-use crate::api::PublishedResource;
+use crate::api::{PublishedResource, RelatedResourceSpec};
 use crate::error::{Error, Result};
 use crate::filter;
 use crate::merge::{create_merge_patch, is_empty_patch};
@@ -125,6 +125,9 @@ impl PrimarySync {
             .into_iter()
             .filter(|s| storage.pointer(&format!("/subresources/{s}")).is_some())
             .collect();
+        for (index, related) in pr.related().iter().enumerate() {
+            references_in_schema(pr, index, related, &projected.source)?;
+        }
         Ok(Self {
             pr: pr.clone(),
             remote_gvk: GroupVersionKind::gvk(&remote.group, &remote.version, &remote.kind),
@@ -152,6 +155,36 @@ impl PrimarySync {
         self.related = related;
         Ok(())
     }
+}
+
+/// Refuses a related resource whose `reference` paths (of the object, and of its namespace)
+/// name a field the primary's CRD `crd` does not have in any version.
+fn references_in_schema(
+    pr: &PublishedResource,
+    index: usize,
+    related: &RelatedResourceSpec,
+    crd: &Value,
+) -> Result<()> {
+    let locators = [
+        ("object.reference.path", Some(&related.object.spec)),
+        (
+            "object.namespace.reference.path",
+            related.object.namespace.as_ref(),
+        ),
+    ];
+    for (field, locator) in locators {
+        let Some(reference) = locator.and_then(|l| l.reference.as_ref()) else {
+            continue;
+        };
+        crate::related::reference_in_schema(crd, &reference.path).map_err(|reason| {
+            Error::InvalidSpec {
+                published_resource: pr.name().to_owned(),
+                field: format!("spec.related[{index}].{field}"),
+                reason,
+            }
+        })?;
+    }
+    Ok(())
 }
 
 /// The two sides of one consumer cluster.
