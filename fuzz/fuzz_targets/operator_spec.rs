@@ -72,8 +72,10 @@ fuzz_target!(|input: Input| {
             "image": {"repository": input.repository, "tag": input.tag},
             "resources": {"limits": {"cpu": input.cpu}, "requests": {"memory": input.memory}},
             "certificateTemplates": {"server": {"spec": {"duration": input.duration}}},
-            "audit": {"webhook": {"batchMaxWait": input.batch_max_wait}},
-            "auth": {"webhook": {"cacheAuthenticationTTL": input.cache_ttl}},
+            "audit": {"webhook": {"batchMaxWait": input.batch_max_wait,
+                                   "configSecretName": "audit"}},
+            "auth": {"webhook": {"cacheAuthenticationTTL": input.cache_ttl,
+                                 "configSecretName": "authn", "version": "v1"}},
             "proxy": {"replicas": 1, "resources": {"limits": {"memory": input.proxy_memory}}},
         },
     });
