@@ -246,15 +246,7 @@ async fn create_cluster_deployment(
         ));
     };
     let Some(control_plane) = get_control_plane(client, namespace, &cp_ref).await? else {
-        let cp_namespace = Some(cp_ref.namespace.as_str()).filter(|n| !n.is_empty());
-        let message = format!(
-            "AgentCluster {namespace}/{}: Cluster {} names in spec.controlPlaneRef {} {}/{}, which does not exist yet",
-            ac.metadata.name.as_deref().unwrap_or_default(),
-            key(&cluster.metadata),
-            cp_ref.kind,
-            cp_namespace.unwrap_or(namespace),
-            cp_ref.name
-        );
+        let message = missing_control_plane(ac, cluster, &cp_ref);
         return Ok(waiting(observed, "WaitingForControlPlane", message));
     };
     let cluster_uid = cluster.metadata.uid.clone().unwrap_or_default();
@@ -279,6 +271,24 @@ async fn create_cluster_deployment(
         }
         Err(err) => Err(err.into()),
     }
+}
+
+/// Why an AgentCluster waits for the control plane its Cluster names and that does not exist.
+fn missing_control_plane(
+    ac: &AgentCluster,
+    cluster: &Cluster,
+    cp_ref: &crate::foreign::ContractRef,
+) -> String {
+    let namespace = ac.metadata.namespace.as_deref().unwrap_or_default();
+    let cp_namespace = Some(cp_ref.namespace.as_str()).filter(|n| !n.is_empty());
+    format!(
+        "AgentCluster {}: Cluster {} names in spec.controlPlaneRef {} {}/{}, which does not exist yet",
+        key(&ac.metadata),
+        key(&cluster.metadata),
+        cp_ref.kind,
+        cp_namespace.unwrap_or(namespace),
+        cp_ref.name
+    )
 }
 
 /// The control plane, read at `<group>/v1beta1`, then `<group>/v1beta2` (upstream's order).

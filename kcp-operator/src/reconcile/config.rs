@@ -345,7 +345,7 @@ async fn shard_children(
     shard: &Shard,
     rs: &RootShard,
 ) -> Result<Outcome> {
-    let (name, ns) = name_ns(&shard.metadata);
+    let ns = shard.metadata.namespace.clone().unwrap_or_default();
     let common = &shard.spec.common;
     let vw = kcp_virtual_workspace(client, &describe(shard), &ns, common).await?;
     let owner = owner_ref(shard)?;
@@ -367,6 +367,29 @@ async fn shard_children(
         )
         .await?;
     }
+    let bundles = ensure_shard_bundles(client, shard, rs, &owner).await?;
+    if state.all_ready && bundles {
+        let shards = shard_names(client, &ns, &rs_name).await?;
+        ensure(
+            client,
+            &render_compiled_shard(shard, rs, vw, shards, &state.revisions),
+            Some(&owner),
+        )
+        .await?;
+    }
+    Ok(waiting(&state, bundles))
+}
+
+/// Merged bundles of a shard; `false` while a source is missing.
+async fn ensure_shard_bundles(
+    client: &dyn ObjectClient,
+    shard: &Shard,
+    rs: &RootShard,
+    owner: &OwnerReference,
+) -> Result<bool> {
+    let (name, ns) = name_ns(&shard.metadata);
+    let rs_name = rs.metadata.name.clone().unwrap_or_default();
+    let common = &shard.spec.common;
     let lbl = labels(&[(ROOT_SHARD_LABEL, &rs_name), (names::SHARD_LABEL, &name)]);
     let mut bundles = true;
     if rs.spec.common.client_ca_bundle_ref.is_some() || common.client_ca_bundle_ref.is_some() {
@@ -383,7 +406,7 @@ async fn shard_children(
             &format!("{name}-merged-client-ca"),
             lbl.clone(),
             &sources,
-            &owner,
+            owner,
         )
         .await?;
     }
@@ -396,20 +419,11 @@ async fn shard_children(
             &format!("{name}-merged-ca-bundle"),
             lbl,
             &sources,
-            &owner,
+            owner,
         )
         .await?;
     }
-    if state.all_ready && bundles {
-        let shards = shard_names(client, &ns, &rs_name).await?;
-        ensure(
-            client,
-            &render_compiled_shard(shard, rs, vw, shards, &state.revisions),
-            Some(&owner),
-        )
-        .await?;
-    }
-    Ok(waiting(&state, bundles))
+    Ok(bundles)
 }
 
 /// One pass over a FrontProxy (spec section 5.4).
