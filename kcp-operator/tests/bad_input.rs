@@ -140,6 +140,34 @@ async fn a_shard_naming_a_root_shard_that_does_not_exist_says_so_until_the_refer
 }
 
 #[tokio::test]
+async fn a_kubeconfig_naming_a_target_that_does_not_exist_says_so_until_it_names_one_that_does() {
+    let yaml = "apiVersion: operator.kcp.io/v1alpha1
+kind: Kubeconfig
+metadata: {name: viewer, namespace: NS}
+spec:
+  target: {frontProxyRef: {name: nope}}
+  username: viewer
+  validity: 24h
+  secretRef: {name: viewer-kubeconfig}
+";
+    let (bed, operator) = installation_with(yaml).await;
+    let object = format!("Kubeconfig {}/viewer", bed.ns);
+    let words = [
+        object.as_str(),
+        "spec.target.frontProxyRef",
+        "FrontProxy/nope, which does not exist",
+    ];
+    until_condition::<Kubeconfig>(&bed, "viewer", CONDITION_REFERENCE_VALID, "False", &words).await;
+    until_condition::<Kubeconfig>(&bed, "viewer", CONDITION_READY, "False", &words).await;
+    the_installation_is_served(&bed).await;
+
+    let fixed = json!({"spec": {"target": {"frontProxyRef": {"name": "edge"}}}});
+    patch::<Kubeconfig>(&bed, "viewer", fixed).await;
+    ready::<Kubeconfig>(&bed, "viewer").await;
+    operator.stop().await;
+}
+
+#[tokio::test]
 async fn a_virtual_workspace_reference_that_matches_nothing_is_named_and_nothing_is_issued() {
     let yaml = format!("{SHARD}  kcpVirtualWorkspace: {{name: nope}}\n");
     let (bed, operator) = installation_with(&yaml).await;
@@ -285,6 +313,37 @@ async fn a_ca_bundle_secret_that_does_not_exist_is_named_until_it_is_created() {
         "apiVersion": "v1", "kind": "Secret",
         "metadata": {"name": "extra-ca", "namespace": bed.ns},
         "stringData": {"tls.crt": pem},
+    });
+    bed.client
+        .create(&serde_json::from_value(secret).unwrap())
+        .await
+        .unwrap();
+    ready::<Shard>(&bed, "beta").await;
+    operator.stop().await;
+}
+
+#[tokio::test]
+async fn an_etcd_client_secret_that_does_not_exist_is_named_until_it_is_created() {
+    let yaml = SHARD.replace(
+        "{endpoints: ['http://etcd-beta:2379']}",
+        "{endpoints: ['https://etcd-beta:2379'], tlsConfig: {secretRef: {name: etcd-beta-client}}}",
+    );
+    let (bed, operator) = installation_with(&yaml).await;
+    let object = format!("Shard {}/beta", bed.ns);
+    let secret = format!("Secret {}/etcd-beta-client", bed.ns);
+    let words = [
+        object.as_str(),
+        "spec.etcd.tlsConfig.secretRef",
+        secret.as_str(),
+    ];
+    until_condition::<Shard>(&bed, "beta", CONDITION_READY, "False", &words).await;
+    the_installation_is_served(&bed).await;
+    assert!(certificates(&bed, "beta-").await.is_empty());
+
+    let secret = json!({
+        "apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "etcd-beta-client", "namespace": bed.ns},
+        "stringData": {"tls.crt": "x", "tls.key": "x", "ca.crt": "x"},
     });
     bed.client
         .create(&serde_json::from_value(secret).unwrap())

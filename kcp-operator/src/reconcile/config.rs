@@ -201,7 +201,7 @@ pub async fn reconcile_root_shard(client: &dyn ObjectClient, rs: &RootShard) -> 
     let (name, ns) = name_ns(&rs.metadata);
     let object = describe(rs);
     validate::root_shard(&object, &rs.spec)?;
-    require_bundles(client, &object, &ns, &rs.spec.common).await?;
+    require_user_secrets(client, &object, &ns, &rs.spec.common).await?;
     let vw = kcp_virtual_workspace(client, &object, &ns, &rs.spec.common).await?;
     let owner = owner_ref(rs)?;
     let (mut certs, _) = pki::render_root_shard_pki(rs);
@@ -262,14 +262,17 @@ pub(crate) fn apply_status(
     *observed = generation;
 }
 
-/// The Secrets a RootShard's or Shard's bundle fields name, required before a pass writes.
-async fn require_bundles(
+/// The Secrets a RootShard or Shard names (etcd client certificate, CA bundles), required
+/// before a pass writes.
+async fn require_user_secrets(
     client: &dyn ObjectClient,
     object: &str,
     ns: &str,
     common: &CommonShardSpec,
 ) -> Result<()> {
+    let etcd = common.etcd.tls_config.as_ref().map(|t| &t.secret_ref);
     let refs = [
+        ("spec.etcd.tlsConfig.secretRef", etcd),
         (
             "spec.caBundleSecretRef",
             common.ca_bundle_secret_ref.as_ref(),
@@ -329,7 +332,7 @@ pub async fn reconcile_shard(
     let (name, ns) = name_ns(&shard.metadata);
     let object = describe(shard);
     validate::shard(&object, &shard.spec)?;
-    require_bundles(client, &object, &ns, &shard.spec.common).await?;
+    require_user_secrets(client, &object, &ns, &shard.spec.common).await?;
     let (rs, rs_condition) = root_shard_of(client, &object, &ns, &shard.spec.root_shard).await?;
     let mut outcome = Outcome::Done;
     if let Some(rs) = &rs {
@@ -520,9 +523,13 @@ pub async fn reconcile_cache_server(
     if write_deleting(client, cs).await?.is_some() {
         return Ok(Outcome::Done);
     }
-    validate::cache_server(&describe(cs), &cs.spec)?;
-    let owner = owner_ref(cs)?;
     let (name, ns) = name_ns(&cs.metadata);
+    let object = describe(cs);
+    validate::cache_server(&object, &cs.spec)?;
+    let etcd = cs.spec.etcd.as_ref().and_then(|e| e.tls_config.as_ref());
+    let refs = [("spec.etcd.tlsConfig.secretRef", etcd.map(|t| &t.secret_ref))];
+    require_secrets(client, &object, &ns, &refs).await?;
+    let owner = owner_ref(cs)?;
     let mut certs: Vec<_> = pki::render_cache_server_ca_certificate(cs)
         .into_iter()
         .collect();
