@@ -45,6 +45,10 @@ pub enum Cell {
     CountOf(String),
     /// The names, or images, of a pod template's containers.
     Containers(&'static str),
+    /// A Go integer field at a JSONPath: 0 when absent.
+    Integer(&'static str),
+    /// A workload's `spec.selector`, written as a string (`app=web`).
+    Selector,
 }
 
 /// One column of a Table.
@@ -236,10 +240,18 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             vec![
                 name(),
                 ready(),
-                Column::path("Up-to-date", ".status.updatedReplicas")
-                    .described(status("updatedReplicas")),
-                Column::path("Available", ".status.availableReplicas")
-                    .described(status("availableReplicas")),
+                Column::new(
+                    "Up-to-date",
+                    "integer",
+                    Cell::Integer(".status.updatedReplicas"),
+                )
+                .described(status("updatedReplicas")),
+                Column::new(
+                    "Available",
+                    "integer",
+                    Cell::Integer(".status.availableReplicas"),
+                )
+                .described(status("availableReplicas")),
                 age(),
                 pod_template(
                     "Containers",
@@ -251,6 +263,9 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
                     "image",
                     "Images referenced by each container in the template.",
                 ),
+                Column::new("Selector", "string", Cell::Selector)
+                    .wide()
+                    .described(doc("apps", "Deployment", &["spec", "selector"])),
             ]
         }
         ("apps", "StatefulSet") => vec![
@@ -440,6 +455,17 @@ fn cell(how: &Cell, o: &Value, now: jiff::Timestamp) -> Value {
             let values = eval_path(o, &format!(".spec.template.spec.containers[*].{field}"));
             text(values)
         }
+        Cell::Integer(path) => json!(
+            eval_path(o, path)
+                .first()
+                .and_then(|v| v.as_i64())
+                .unwrap_or(0)
+        ),
+        Cell::Selector => json!(
+            o.pointer("/spec/selector")
+                .map(crate::scale::format_selector)
+                .unwrap_or_default()
+        ),
     }
 }
 
@@ -659,20 +685,22 @@ mod tests {
     }
 
     #[test]
-    fn a_deployment_row_counts_ready_replicas_and_wide_columns_list_containers() {
+    // The wide columns as kube-apiserver prints them (conformance kubectl/deployments-wide-and-in-all).
+    fn a_deployment_row_counts_ready_replicas_and_wide_columns_list_containers_and_selector() {
         let rt = crate::resource::builtin_types(crate::resource::Flavor::Kubernetes)
             .into_iter()
             .find(|t| t.kind == "Deployment")
             .expect("deployments are served");
         let columns = builtin_columns(&rt).unwrap_or_default();
         let d = json!({"metadata": {"name": "web", "creationTimestamp": "2026-01-01T23:00:00Z"},
-            "spec": {"replicas": 3, "template": {"spec": {"containers": [
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"spec": {"containers": [
                 {"name": "web", "image": "nginx"}, {"name": "log", "image": "busybox"}]}}},
             "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}});
         let table = render_table(&columns, &[d], None, "1", now());
         assert_eq!(
             table["rows"][0]["cells"],
-            json!(["web", "2/3", 3, 2, "60m", "web,log", "nginx,busybox"])
+            json!(["web", "2/3", 3, 2, "60m", "web,log", "nginx,busybox", "app=web"])
         );
         assert_eq!(table["columnDefinitions"][5]["priority"], 1);
     }

@@ -697,11 +697,14 @@ async fn kubectl_get_prints_the_builtin_columns_of_a_deployment() {
             "AVAILABLE",
             "AGE",
             "CONTAINERS",
-            "IMAGES"
+            "IMAGES",
+            "SELECTOR"
         ]
     );
+    // As kube-apiserver prints it (conformance kubectl/deployments-wide-and-in-all).
     assert_eq!(row[0], "web");
     assert_eq!(row[1], "0/1");
+    assert_eq!(row[2], "0");
     assert_eq!(row[6], "nginx:1.27");
 }
 

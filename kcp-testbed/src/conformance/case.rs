@@ -80,8 +80,16 @@ pub struct Case {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Step {
-    /// `<METHOD> <path and query>`.
+    /// `<METHOD> <path and query>` (empty for a kubectl step).
+    #[serde(default)]
     pub request: String,
+    /// A kubectl command line instead of a request: its arguments, run by the pinned kubectl
+    /// with a kubeconfig for the case's server (and workspace, on kcp).
+    #[serde(default)]
+    pub kubectl: Option<Vec<String>>,
+    /// What a kubectl step reads on its standard input (`-f -`).
+    #[serde(default)]
+    pub stdin: Option<String>,
     /// Request headers (`Content-Type` defaults to `application/json` with a body).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
@@ -187,6 +195,13 @@ impl Step {
     }
 }
 
+impl Case {
+    /// Whether any step runs kubectl.
+    pub fn runs_kubectl(&self) -> bool {
+        self.steps.iter().any(|s| s.kubectl.is_some())
+    }
+}
+
 impl CaseFile {
     /// Every `*.yaml` file of `dir`, sorted by name.
     pub fn load_dir(dir: &Path) -> Result<Vec<CaseFile>> {
@@ -221,12 +236,18 @@ impl CaseFile {
                 return Err(refuse(&case.name, 0, "the name is used twice".into()));
             }
             for (i, step) in case.steps.iter().enumerate() {
-                if step.method_and_path().is_none() {
-                    return Err(refuse(
-                        &case.name,
-                        i + 1,
-                        format!("request {:?} is not `<METHOD> <path>`", step.request),
-                    ));
+                let reason = match (&step.kubectl, step.method_and_path()) {
+                    (Some(_), _) if !step.request.is_empty() => {
+                        Some("a step is a request or a kubectl command, not both".to_string())
+                    }
+                    (None, None) => Some(format!(
+                        "request {:?} is not `<METHOD> <path>`",
+                        step.request
+                    )),
+                    _ => None,
+                };
+                if let Some(reason) = reason {
+                    return Err(refuse(&case.name, i + 1, reason));
                 }
             }
         }

@@ -7,6 +7,8 @@
 //! like any other), `{"text": ...}` for other text and `{"bytes": <length>}` for other binary
 //! bodies.
 
+use std::path::PathBuf;
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use http_body_util::BodyExt as _;
@@ -24,8 +26,12 @@ pub struct CaseNames {
     pub workspace: Option<String>,
     /// The logical cluster of that workspace (kcp).
     pub cluster: Option<String>,
+    /// A kubeconfig for the case's server (and workspace), for kubectl steps.
+    pub kubeconfig: Option<PathBuf>,
 }
 
+/// How long a kubectl step may run.
+const KUBECTL_RUN: Duration = Duration::from_secs(60);
 /// The first bytes of a Kubernetes protobuf body.
 const PROTOBUF_MAGIC: &[u8] = b"k8s\0";
 /// How long a watch is read before what came is written down as incomplete.
@@ -127,6 +133,9 @@ async fn send(
     step: &Step,
     earlier: &[Value],
 ) -> Result<Value, String> {
+    if let Some(args) = &step.kubectl {
+        return run_kubectl(names, step, args, earlier).await;
+    }
     let line = substitute(&step.request, names, earlier)?;
     let (method, path) = line
         .trim()
@@ -219,6 +228,109 @@ fn parse_body(bytes: &[u8]) -> Value {
     }
 }
 
+/// The pinned kubectl (`peers/PINS`), built once per test binary.
+fn kubectl_binary() -> Result<PathBuf, String> {
+    static KUBECTL: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    KUBECTL
+        .get_or_init(|| {
+            crate::go_build::build("kubectl")
+                .map(|built| built.binary)
+                .map_err(|e| e.to_string())
+        })
+        .clone()
+}
+
+/// A kubectl step: `{"exit", "stdout", "stderr"}`, stdout read as a body (`-o json` is JSON),
+/// ages in text (`5s`, `2m3s`) written `<age>`.
+async fn run_kubectl(
+    names: &CaseNames,
+    step: &Step,
+    args: &[String],
+    earlier: &[Value],
+) -> Result<Value, String> {
+    let kubeconfig = names
+        .kubeconfig
+        .clone()
+        .ok_or("a kubectl step needs the case's kubeconfig")?;
+    let args = args
+        .iter()
+        .map(|a| substitute(a, names, earlier))
+        .collect::<Result<Vec<_>, _>>()?;
+    let stdin = step
+        .stdin
+        .as_deref()
+        .map(|s| substitute(s, names, earlier))
+        .transpose()?;
+    let output = tokio::task::spawn_blocking(move || {
+        let binary = kubectl_binary()?;
+        kubectl_output(&binary, &kubeconfig, &args, stdin.as_deref())
+    })
+    .await
+    .map_err(|e| format!("running kubectl: {e}"))??;
+    let text = |bytes: &[u8]| without_ages(&String::from_utf8_lossy(bytes));
+    let stdout = match parse_body(&output.stdout) {
+        Value::Object(map) if map.contains_key("text") => json!({"text": text(&output.stdout)}),
+        other => other,
+    };
+    Ok(json!({
+        "exit": output.status.code(),
+        "stdout": stdout,
+        "stderr": text(&output.stderr),
+    }))
+}
+
+fn kubectl_output(
+    binary: &std::path::Path,
+    kubeconfig: &std::path::Path,
+    args: &[String],
+    stdin: Option<&str>,
+) -> Result<std::process::Output, String> {
+    use std::io::Write as _;
+    use std::process::{Command, Stdio};
+    let mut child = Command::new(binary)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--request-timeout=30s")
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("starting {}: {e}", binary.display()))?;
+    if let (Some(text), Some(mut input)) = (stdin, child.stdin.take()) {
+        input
+            .write_all(text.as_bytes())
+            .map_err(|e| format!("writing kubectl's input: {e}"))?;
+    }
+    // A command that waits for what never comes (a deletion nobody finishes) is stopped.
+    let deadline = Instant::now() + KUBECTL_RUN;
+    while child
+        .try_wait()
+        .map_err(|e| format!("waiting for kubectl: {e}"))?
+        .is_none()
+    {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("kubectl {args:?} ran longer than {KUBECTL_RUN:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child
+        .wait_with_output()
+        .map_err(|e| format!("reading kubectl's output: {e}"))
+}
+
+/// `text` with kubectl's ages (`0s`, `5m12s`, `3d`) written `<age>`.
+fn without_ages(text: &str) -> String {
+    static AGES: OnceLock<Option<regex::Regex>> = OnceLock::new();
+    let ages = AGES.get_or_init(|| regex::Regex::new(r"\b[0-9]+[smhd]([0-9]+[smh])?\b").ok());
+    match ages {
+        Some(ages) => ages.replace_all(text, "<age>").into_owned(),
+        None => text.to_string(),
+    }
+}
+
 /// Reads newline-separated watch events until `watch.events` came or [`WATCH_READ`] passed.
 async fn read_watch(mut body: kube::client::Body, watch: &WatchRead) -> Value {
     let deadline = tokio::time::Instant::now() + WATCH_READ;
@@ -307,6 +419,7 @@ mod tests {
             namespace: "cf-1".into(),
             workspace: Some("root:cf-1".into()),
             cluster: Some("abc".into()),
+            kubeconfig: None,
         }
     }
 
@@ -334,6 +447,14 @@ mod tests {
     fn a_reference_to_a_later_step_is_an_error_naming_it() {
         let err = substitute("{{2:/status}}", &names(), &[]).unwrap_err();
         assert!(err.contains("no earlier step 2"), "{err}");
+    }
+
+    #[test]
+    fn kubectl_ages_are_written_alike() {
+        assert_eq!(
+            without_ages("one   1      0s\ntwo   2      5m12s"),
+            "one   1      <age>\ntwo   2      <age>"
+        );
     }
 
     #[test]

@@ -300,6 +300,7 @@ mod tests {
             namespace: "cf-7".into(),
             workspace: Some("root:cf-7".into()),
             cluster: Some("2abc".into()),
+            kubeconfig: None,
         })
     }
 

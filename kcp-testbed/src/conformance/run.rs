@@ -1,6 +1,7 @@
 //! Running one case on kcp-sim (a fresh server per case) or on the shared real server (a fresh
 //! namespace, or workspace, per case), normalised for comparison.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use kcp_core::{KubeObjectClient, ObjectClient};
@@ -10,6 +11,7 @@ use super::case::{Case, CaseFile, ServerKind};
 use super::exchange::{CaseNames, Patience, run_case};
 use super::normalise::Normaliser;
 use crate::error::{Error, Result};
+use crate::kubeconfig::Endpoint;
 use crate::real::{shared_kcp, shared_kube, shared_kube_controllers};
 
 /// Runs `case` of `file` on a fresh kcp-sim and returns its normalised answers.
@@ -23,14 +25,19 @@ pub async fn on_sim(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
         .map_err(|e| Error::config("starting kcp-sim", e))?;
     let client = client_for(kube::Config::new(parse_url(sim.url())?))?;
     let root: Arc<dyn ObjectClient> = Arc::new(sim.object_client("root"));
-    let answers = on(file, case, &client, &root, Patience::Candidate).await;
+    let base = Endpoint {
+        url: sim.url().trim_end_matches('/').to_string(),
+        ca_pem: String::new(),
+        token: String::new(),
+    };
+    let answers = on(file, case, (&client, &base), &root, Patience::Candidate).await;
     sim.shutdown().await;
     answers
 }
 
 /// Runs `case` of `file` on the shared real server and returns its normalised answers.
 pub async fn on_real(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
-    let (base, root) = match file.server {
+    let (admin, root) = match file.server {
         ServerKind::Kube => {
             let start = if file.controllers.is_empty() {
                 shared_kube
@@ -48,25 +55,33 @@ pub async fn on_real(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
             )
         }
     };
-    let client = base.client()?;
+    let client = admin.client()?;
     let root: Arc<dyn ObjectClient> = match root {
         Some(root) => Arc::new(KubeObjectClient::new(root.client()?)),
         None => Arc::new(KubeObjectClient::new(client.clone())),
     };
-    on(file, case, &client, &root, Patience::Oracle).await
+    on(file, case, (&client, &admin), &root, Patience::Oracle).await
 }
 
+/// Runs `case` through `client` (and kubectl through a kubeconfig for `base`, the server's
+/// root URL and admin), in a namespace (and workspace) of its own.
 async fn on(
     file: &CaseFile,
     case: &Case,
-    client: &kube::Client,
+    (client, base): (&kube::Client, &Endpoint),
     root: &Arc<dyn ObjectClient>,
     patience: Patience,
 ) -> Result<Vec<Value>> {
     let id = format!("{}/{}", file.file, case.name);
-    let names = prepare(file.server, client, root, &id).await?;
+    let mut names = prepare(file.server, client, root, &id).await?;
+    if case.runs_kubectl() {
+        names.kubeconfig = Some(write_kubeconfig(base, &names)?);
+    }
     let answers = run_case(client, &names, case, &id, patience).await;
     clean_up(file.server, client, &names).await;
+    if let Some(path) = &names.kubeconfig {
+        let _ = std::fs::remove_file(path);
+    }
     // A step not compared is written down as `null` (later steps keep their numbers), before
     // normalising, so its racy values take no ordinals either.
     let compared: Vec<Value> = answers?
@@ -112,6 +127,18 @@ async fn prepare(
         ));
     }
     Ok(names)
+}
+
+/// A kubeconfig for kubectl steps: the server (at the case's workspace, on kcp) as its admin,
+/// in the system's temporary directory, named after the case's namespace.
+fn write_kubeconfig(base: &Endpoint, names: &CaseNames) -> Result<PathBuf> {
+    let url = match &names.workspace {
+        Some(ws) => format!("{}/clusters/{ws}", base.url),
+        None => base.url.clone(),
+    };
+    let endpoint = base.at(url);
+    let dir = std::env::temp_dir();
+    crate::kubeconfig::write_file(&dir, &format!("{}-conformance", names.namespace), &endpoint)
 }
 
 /// Removes the case's namespace (or workspace); what fails here is left to the server's end.
