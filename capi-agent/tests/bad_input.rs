@@ -3,7 +3,8 @@
 //! records no Events, so neither does this one for these); a good AgentMachine beside it is
 //! bound all along; nothing is half-applied (no Agent bound through a selector that does not
 //! parse, no AgentClusterInstall with an endpoint that cannot work); fixing the object clears
-//! the condition.
+//! the condition. (A kind config and a Kubernetes version are capi-kind's input; an
+//! AgentMachine has neither.)
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod support;

@@ -4,6 +4,11 @@
 //! beside it is provisioned all along. The kind settings are immutable (kind cannot change a
 //! running cluster), so the fix is the object created again with a good spec, which is
 //! provisioned. What the CRD schema already refuses is refused at admission, naming the field.
+//!
+//! Of the capi cases, a label selector and ignition are capi-agent's input (KindClusters
+//! have neither), and a KindCluster refers to nothing but its owner Cluster, which the garbage
+//! collector deletes it with when that Cluster does not exist; so this corpus has the kind
+//! config and the Kubernetes version.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod support;

@@ -6,6 +6,9 @@
 //!
 //! Options that conflict (two Kubeconfig targets, `issuerRef` with `caSecretRef`) never reach
 //! the operator: the CRDs' CEL rules refuse them, and the refusal names the field.
+//!
+//! On kcp-sim only (the fast suite): each test runs the operator, which serves every
+//! namespace, on a server of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -25,7 +28,7 @@ use serde_json::{Value, json};
 /// The example installation, the running operator, and `yaml` (with `NS` for the namespace)
 /// created as a user would.
 async fn installation_with(yaml: &str) -> (Bed, Operator) {
-    let bed = bare_bed().await;
+    let bed = bare_sim_bed().await;
     let operator = Operator::on(&bed).await;
     apply_objects(bed.client.as_ref(), examples_in(&bed.ns)).await;
     let objects = kcp_core::parse_manifests("bad.yaml", &yaml.replace("NS", &bed.ns)).unwrap();
@@ -355,7 +358,7 @@ async fn an_etcd_client_secret_that_does_not_exist_is_named_until_it_is_created(
 
 #[tokio::test]
 async fn conflicting_options_are_refused_by_the_api_server_naming_the_field() {
-    let bed = bare_bed().await;
+    let bed = bare_sim_bed().await;
     let two_targets = "apiVersion: operator.kcp.io/v1alpha1
 kind: Kubeconfig
 metadata: {name: two, namespace: NS}

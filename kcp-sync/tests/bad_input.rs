@@ -2,6 +2,12 @@
 //! PublishedResource gets a condition (and a `ReconcilingError` Event, as upstream) naming the
 //! object, the field and the reason; a good PublishedResource beside them is served all along;
 //! fixing the broken one clears its condition.
+//!
+//! A naming template is rendered per kcp object, so a name it renders invalid fails that object
+//! only: the PublishedResource's `Ready` names the object and the field, the other objects sync,
+//! and the kcp object gets upstream's generic Warning (service-side details stay off kcp). A
+//! related `reference.path` is checked against the kind's schema: a path no version has is
+//! refused; a path the schema has but an object leaves empty names nothing to sync, as upstream.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;

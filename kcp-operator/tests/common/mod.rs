@@ -114,7 +114,17 @@ pub async fn setup_bed() -> Bed {
 
 /// A [`Bed`] without the examples.
 pub async fn bare_bed() -> Bed {
-    let kube = kcp_testbed::KubeBed::start().await.unwrap();
+    bed_on(kcp_testbed::KubeBed::start().await.unwrap()).await
+}
+
+/// A [`Bed`] without the examples on kcp-sim, whatever `KCP_RS_BACKEND` says (for tests of
+/// the fast suite that run the controllers in parallel, each on its own server).
+pub async fn bare_sim_bed() -> Bed {
+    let sim = Server::start(Config::default()).await.unwrap();
+    bed_on(kcp_testbed::KubeBed::Sim(sim)).await
+}
+
+async fn bed_on(kube: kcp_testbed::KubeBed) -> Bed {
     let client = kube.object_client().await.unwrap();
     let ns = kube.namespace(NS);
     prepare(client.as_ref(), &ns).await;
