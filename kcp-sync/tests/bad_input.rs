@@ -452,3 +452,37 @@ async fn local_names(env: &Env) -> Vec<String> {
     names.sort();
     names
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn once_the_first_publisher_of_a_resource_is_deleted_the_refused_one_publishes_it() {
+    let env = Env::start().await;
+    state_namespace(&env).await;
+    create(&env.service, crd_of("Other")).await;
+    env.publish(&crontab_pr("crontabs")).await;
+    let mut clash = pr_of("other-as-crontabs", "Other", None);
+    clash.spec.projection = Some(ResourceProjection {
+        kind: "CronTab".into(),
+        ..Default::default()
+    });
+    env.publish(&clash).await;
+    let (stop, task) = start(&env);
+    refused(&env, "other-as-crontabs", "Syncing", &["already publishes"]).await;
+
+    let gvk = GroupVersionKind::gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource");
+    env.service
+        .delete(
+            &ObjectRef::cluster_scoped(gvk, "crontabs"),
+            &kcp_core::DeleteOptions::default(),
+        )
+        .await
+        .unwrap();
+    syncing(&env, "other-as-crontabs").await;
+    let schema = env.pr("other-as-crontabs").await.status.unwrap();
+    let schema = schema.resource_schema_name.unwrap();
+    eventually("the second PublishedResource's schema exported", || async {
+        exported(&env).await == [("crontabs.example.com".to_owned(), schema.clone())]
+    })
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}

@@ -349,6 +349,7 @@ impl Reconciler<String> for Publisher {
         let Some(pr) = self.handled(name).await? else {
             self.stop(name);
             self.export_queue.add(EXPORT_KEY.to_owned());
+            self.retry_refused().await?;
             return Ok(Outcome::Done);
         };
         let agent = &self.agent;
@@ -400,6 +401,26 @@ impl Publisher {
         }
         for later in after {
             self.export_queue.add(later.name().to_owned());
+        }
+        Ok(())
+    }
+
+    /// Enqueues the PublishedResources whose `Syncing` is False: one that gave way to a
+    /// PublishedResource now gone may publish its resource now.
+    async fn retry_refused(&self) -> Result<()> {
+        let prs: Vec<PublishedResource> = self
+            .agent
+            .service
+            .list_typed(None, &ListOptions::labels(self.agent.selector.clone()))
+            .await
+            .map_err(|e| Error::core("listing PublishedResources", e))?;
+        let refused = prs.iter().filter(|pr| {
+            let status = pr.status.as_ref();
+            let syncing = status.and_then(|s| s.condition(CONDITION_SYNCING));
+            syncing.is_some_and(|c| c.status == "False")
+        });
+        for pr in refused {
+            self.export_queue.add(pr.name().to_owned());
         }
         Ok(())
     }
