@@ -171,6 +171,37 @@ spec:
 }
 
 #[tokio::test]
+async fn a_virtual_workspace_targeting_a_shard_that_does_not_exist_says_so_until_it_exists() {
+    let yaml = "apiVersion: operator.kcp.io/v1alpha1
+kind: VirtualWorkspace
+metadata: {name: vw-beta, namespace: NS}
+spec:
+  target: {shardRef: {name: beta}}
+  external: {hostname: vw-beta.example.com, port: 6443}
+  replicas: 1
+";
+    let (bed, operator) = installation_with(yaml).await;
+    let object = format!("VirtualWorkspace {}/vw-beta", bed.ns);
+    let shard = format!("Shard {}/beta, which does not exist", bed.ns);
+    let words = [object.as_str(), "spec.target.shardRef", shard.as_str()];
+    until_condition::<VirtualWorkspace>(
+        &bed,
+        "vw-beta",
+        CONDITION_REFERENCE_VALID,
+        "False",
+        &words,
+    )
+    .await;
+    the_installation_is_served(&bed).await;
+    assert!(certificates(&bed, "vw-beta-").await.is_empty());
+
+    let shard = kcp_core::parse_manifests("shard.yaml", &SHARD.replace("NS", &bed.ns)).unwrap();
+    bed.client.create(&shard[0]).await.unwrap();
+    ready::<VirtualWorkspace>(&bed, "vw-beta").await;
+    operator.stop().await;
+}
+
+#[tokio::test]
 async fn a_virtual_workspace_reference_that_matches_nothing_is_named_and_nothing_is_issued() {
     let yaml = format!("{SHARD}  kcpVirtualWorkspace: {{name: nope}}\n");
     let (bed, operator) = installation_with(&yaml).await;
