@@ -179,9 +179,20 @@ fn kcp_components(group: &str, version: &str, kind: &str) -> Option<Components> 
         kcp::APIResourceSchema::crd(),
         kcp::APIBinding::crd(),
     ];
-    let crd = crds
+    let open = || serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    let Some(crd) = crds
         .iter()
-        .find(|c| c.spec.group == group && c.spec.names.kind == kind)?;
+        .find(|c| c.spec.group == group && c.spec.names.kind == kind)
+    else {
+        // kcp's kinds that kcp-sim serves without behaviour (and kcp-core has no type for)
+        // keep every field.
+        let untyped = matches!(
+            (group, kind),
+            ("tenancy.kcp.io", "WorkspaceAuthenticationConfiguration")
+                | ("apis.kcp.io", "APIConversion")
+        );
+        return untyped.then(|| custom_components(group, version, kind, &open()));
+    };
     // A version kcp-core has no type for (APIExport v1alpha2, converted from the stored
     // object) is described as an object that keeps every field.
     let typed = crd
@@ -191,9 +202,7 @@ fn kcp_components(group: &str, version: &str, kind: &str) -> Option<Components> 
         .find(|v| v.name == version)
         .and_then(|v| v.schema.as_ref()?.open_api_v3_schema.as_ref())
         .and_then(|s| serde_json::to_value(s).ok());
-    let schema = typed.unwrap_or_else(
-        || serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
-    );
+    let schema = typed.unwrap_or_else(open);
     Some(custom_components(group, version, kind, &schema))
 }
 

@@ -355,6 +355,17 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                 &[],
                 &["kcp"],
             ));
+            // Served by kcp, kept without behaviour here.
+            types.push(builtin(
+                "tenancy.kcp.io",
+                "v1alpha1",
+                "WorkspaceAuthenticationConfiguration",
+                "workspaceauthenticationconfigurations",
+                false,
+                false,
+                &[],
+                &["kcp"],
+            ));
             types.push(builtin(
                 "core.kcp.io",
                 "v1alpha1",
@@ -379,6 +390,8 @@ fn apis_types() -> Vec<ResourceType> {
         ("APIBinding", "apibindings", true),
         ("APIResourceSchema", "apiresourceschemas", false),
         ("APIExportEndpointSlice", "apiexportendpointslices", true),
+        // Served by kcp, kept without behaviour here.
+        ("APIConversion", "apiconversions", false),
     ];
     kinds
         .into_iter()

@@ -45,6 +45,9 @@ pub enum Cell {
     CountOf(String),
     /// The names, or images, of a pod template's containers.
     Containers(&'static str),
+    /// A JSONPath whose absence prints as an empty cell, not `<none>` (kcp's Workspace
+    /// Region, conformance kubectl-kcp/workspaces-created-and-listed).
+    PathOrEmpty(&'static str),
     /// A Go integer field at a JSONPath: 0 when absent.
     Integer(&'static str),
     /// A workload's `spec.selector`, written as a string (`app=web`).
@@ -304,7 +307,7 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
         ("tenancy.kcp.io", "Workspace") => vec![
             name(),
             Column::path("Type", ".spec.type.name"),
-            Column::path("Region", ".metadata.labels.region"),
+            Column::new("Region", "string", Cell::PathOrEmpty(".metadata.labels.region")),
             Column::path("Phase", ".status.phase"),
             Column::path("URL", ".spec.URL"),
             age(),
@@ -455,6 +458,10 @@ fn cell(how: &Cell, o: &Value, now: jiff::Timestamp) -> Value {
             let values = eval_path(o, &format!(".spec.template.spec.containers[*].{field}"));
             text(values)
         }
+        Cell::PathOrEmpty(path) => match eval_path(o, path).first() {
+            Some(_) => text(eval_path(o, path)),
+            None => json!(""),
+        },
         Cell::Integer(path) => json!(
             eval_path(o, path)
                 .first()

@@ -267,7 +267,11 @@ async fn run_kubectl(
     })
     .await
     .map_err(|e| format!("running kubectl: {e}"))??;
-    let text = |bytes: &[u8]| without_ages(&String::from_utf8_lossy(bytes));
+    // The case's names first, so no part of them is read as an age.
+    let text = |bytes: &[u8]| {
+        let text = String::from_utf8_lossy(bytes).replace(&names.namespace, "{ns}");
+        without_ages(&text)
+    };
     let stdout = match parse_body(&output.stdout) {
         Value::Object(map) if map.contains_key("text") => json!({"text": text(&output.stdout)}),
         other => other,
@@ -321,12 +325,24 @@ fn kubectl_output(
         .map_err(|e| format!("reading kubectl's output: {e}"))
 }
 
-/// `text` with kubectl's ages (`0s`, `5m12s`, `3d`) written `<age>`.
+/// `text` with kubectl's ages (`0s`, `5m12s`, `3d`) written `<age>`, and the padding between
+/// table columns (which follows the widths of values such as server URLs) written as three
+/// spaces.
 fn without_ages(text: &str) -> String {
-    static AGES: OnceLock<Option<regex::Regex>> = OnceLock::new();
-    let ages = AGES.get_or_init(|| regex::Regex::new(r"\b[0-9]+[smhd]([0-9]+[smh])?\b").ok());
-    match ages {
-        Some(ages) => ages.replace_all(text, "<age>").into_owned(),
+    static PATTERNS: OnceLock<Option<(regex::Regex, regex::Regex)>> = OnceLock::new();
+    let patterns = PATTERNS.get_or_init(|| {
+        // An age is a cell of its own: between blanks or at a line's ends.
+        let ages = regex::Regex::new(r"(?m)(^|[ \t])[0-9]+[smhdy]([0-9]+[smhd])?([ \t]|$)").ok()?;
+        let padding = regex::Regex::new(r" {2,}").ok()?;
+        Some((ages, padding))
+    });
+    match patterns {
+        Some((ages, padding)) => {
+            // Twice: two ages one blank apart share that blank.
+            let aged = ages.replace_all(text, "${1}<age>${3}");
+            let aged = ages.replace_all(&aged, "${1}<age>${3}");
+            padding.replace_all(&aged, "   ").into_owned()
+        }
         None => text.to_string(),
     }
 }
@@ -452,8 +468,8 @@ mod tests {
     #[test]
     fn kubectl_ages_are_written_alike() {
         assert_eq!(
-            without_ages("one   1      0s\ntwo   2      5m12s"),
-            "one   1      <age>\ntwo   2      <age>"
+            without_ages("one   1      0s\ntwo   2      5m12s\ncf-1234d 3s 4s"),
+            "one   1   <age>\ntwo   2   <age>\ncf-1234d <age> <age>"
         );
     }
 
