@@ -425,7 +425,12 @@ async fn scale_subresource(
     let (_, current) = sim.get(&main).await?;
     let current = current.value()?;
     let scale = match *method {
-        Method::GET => return Ok(json_response(StatusCode::OK, &scale::render(&paths, &current))),
+        Method::GET => {
+            return Ok(json_response(
+                StatusCode::OK,
+                &scale::render(&paths, &current),
+            ));
+        }
         Method::PUT => decode_body(body, content_type)?,
         Method::PATCH => {
             let kind = PatchKind::from_content_type(content_type)

@@ -179,7 +179,8 @@ fn kcp_components(group: &str, version: &str, kind: &str) -> Option<Components> 
         kcp::APIResourceSchema::crd(),
         kcp::APIBinding::crd(),
     ];
-    let open = || serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
+    let open =
+        || serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
     let Some(crd) = crds
         .iter()
         .find(|c| c.spec.group == group && c.spec.names.kind == kind)

@@ -11,8 +11,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::patch;
-use crate::semantics::PatchKind;
 use crate::schema::field::{FieldError, invalid_object};
+use crate::semantics::PatchKind;
 use crate::status::{ApiError, ApiResult};
 
 /// Where a kind keeps what its Scale shows.
@@ -108,10 +108,7 @@ pub fn with_replicas(paths: &ScalePaths, object: &Value, scale: &Value) -> ApiRe
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let replicas = scale
-        .pointer("/spec/replicas")
-        .cloned()
-        .unwrap_or(json!(0));
+    let replicas = scale.pointer("/spec/replicas").cloned().unwrap_or(json!(0));
     if replicas.as_i64().is_none_or(|r| r < 0) {
         let error = FieldError::invalid(
             "spec.replicas",
@@ -162,7 +159,8 @@ pub fn settle_scale_entry(object: &mut Value, paths: &ScalePaths) {
     else {
         return;
     };
-    let is_scale = |entry: &Value| entry.get("subresource").and_then(Value::as_str) == Some("scale");
+    let is_scale =
+        |entry: &Value| entry.get("subresource").and_then(Value::as_str) == Some("scale");
     if zero {
         entries.retain(|entry| !is_scale(entry));
     }
@@ -194,7 +192,12 @@ pub fn format_selector(selector: &Value) -> String {
         .into_iter()
         .flatten()
     {
-        let field = |k: &str| expression.get(k).and_then(Value::as_str).unwrap_or_default();
+        let field = |k: &str| {
+            expression
+                .get(k)
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
         let key = field("key");
         let mut values: Vec<&str> = expression
             .get("values")

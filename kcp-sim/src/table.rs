@@ -307,7 +307,11 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
         ("tenancy.kcp.io", "Workspace") => vec![
             name(),
             Column::path("Type", ".spec.type.name"),
-            Column::new("Region", "string", Cell::PathOrEmpty(".metadata.labels.region")),
+            Column::new(
+                "Region",
+                "string",
+                Cell::PathOrEmpty(".metadata.labels.region"),
+            ),
             Column::path("Phase", ".status.phase"),
             Column::path("URL", ".spec.URL"),
             age(),
@@ -707,7 +711,16 @@ mod tests {
         let table = render_table(&columns, &[d], None, "1", now());
         assert_eq!(
             table["rows"][0]["cells"],
-            json!(["web", "2/3", 3, 2, "60m", "web,log", "nginx,busybox", "app=web"])
+            json!([
+                "web",
+                "2/3",
+                3,
+                2,
+                "60m",
+                "web,log",
+                "nginx,busybox",
+                "app=web"
+            ])
         );
         assert_eq!(table["columnDefinitions"][5]["priority"], 1);
     }

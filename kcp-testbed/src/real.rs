@@ -160,9 +160,7 @@ pub fn shared_kube_controllers() -> Result<&'static SharedKube> {
             let started = credentials().and_then(|c| {
                 let dir = c.dir.clone();
                 let admin = kube.admin.clone();
-                on_thread(move || {
-                    KubeControllerManager::start(&dir, &admin, &["garbagecollector"])
-                })
+                on_thread(move || KubeControllerManager::start(&dir, &admin, &["garbagecollector"]))
             });
             started.map(Mutex::new).map_err(|e| e.to_string())
         })

@@ -255,7 +255,9 @@ impl Normaliser {
         let out = self.current_revision.replace_all(&out, "$1 (<rv>)");
         let out = self
             .document_hashes
-            .replace_all(&out, |c: &regex::Captures| format!("hash=<hash-{}>", c[1].len()));
+            .replace_all(&out, |c: &regex::Captures| {
+                format!("hash=<hash-{}>", c[1].len())
+            });
         self.hashes.replace_all(&out, "<hash>").into_owned()
     }
 
