@@ -1,7 +1,8 @@
 //! Go durations: kcp-operator normalizes duration strings the way Go's `metav1.Duration`
 //! round-trips them (`1m` is written as `1m0s` in flags), so rendered arguments match upstream.
 
-/// Go's `time.ParseDuration`, in nanoseconds; `None` when `s` is not a Go duration.
+/// Go's `time.ParseDuration`, in nanoseconds; `None` when `s` is not a Go duration (including
+/// one beyond Go's range, about 292 years either way).
 pub fn parse(s: &str) -> Option<i128> {
     let (negative, mut rest) = match s.as_bytes().first() {
         Some(b'-') => (true, &s[1..]),
@@ -33,10 +34,14 @@ pub fn parse(s: &str) -> Option<i128> {
             "h" => 3_600_000_000_000,
             _ => return None,
         };
-        total += scaled(number, scale)?;
+        total = total.checked_add(scaled(number, scale)?)?;
         rest = tail;
     }
-    Some(if negative { -total } else { total })
+    let total = if negative { -total } else { total };
+    // A Go duration is an int64 of nanoseconds; Go refuses anything beyond as invalid.
+    (i128::from(i64::MIN)..=i128::from(i64::MAX))
+        .contains(&total)
+        .then_some(total)
 }
 
 /// `number` (digits with an optional fraction) times `scale`, truncated like Go.
@@ -54,7 +59,7 @@ fn scaled(number: &str, scale: i128) -> Option<i128> {
     let mut unit = scale;
     for digit in frac.chars() {
         unit /= 10;
-        value += i128::from(digit.to_digit(10)?) * unit;
+        value = value.checked_add(i128::from(digit.to_digit(10)?) * unit)?;
     }
     Some(value)
 }
@@ -116,6 +121,26 @@ mod tests {
         assert_eq!(normalize("500ms"), "500ms");
         assert_eq!(normalize("0"), "0s");
         assert_eq!(normalize("bogus"), "bogus");
+    }
+
+    /// An input written for the `operator_duration` fuzz target: two 26-digit hour counts
+    /// overflowed the sum (a panic with overflow checks, a wrapped value without).
+    #[test]
+    fn durations_beyond_go_range_are_refused_instead_of_overflowing() {
+        assert_eq!(
+            parse("40000000000000000000000000h40000000000000000000000000h"),
+            None
+        );
+        assert_eq!(parse("2562048h"), None);
+        assert_eq!(
+            parse("2562047h47m16.854775807s"),
+            Some(i128::from(i64::MAX))
+        );
+        assert_eq!(
+            parse("-2562047h47m16.854775808s"),
+            Some(i128::from(i64::MIN))
+        );
+        assert_eq!(normalize("2562048h"), "2562048h");
     }
 
     #[test]
