@@ -249,13 +249,20 @@ pub(crate) fn apply_status(
     generation: Option<i64>,
     deleting: bool,
 ) {
-    let refs: Vec<&ConditionUpdate> = updates.iter().collect();
-    let ready = status::ready(&refs);
-    let available = updates
+    // A `Ready` among the updates (a pass that stopped, saying why) is kept as it is.
+    let (explicit, mut all): (Vec<ConditionUpdate>, Vec<ConditionUpdate>) = updates
+        .iter()
+        .cloned()
+        .partition(|u| u.type_ == CONDITION_READY);
+    let refs: Vec<&ConditionUpdate> = all.iter().collect();
+    let ready = explicit
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| status::ready(&refs));
+    let available = all
         .iter()
         .find(|u| u.type_ == CONDITION_AVAILABLE)
         .is_none_or(|u| u.status == kcp_core::runtime::ConditionStatus::True);
-    let mut all = updates.to_vec();
     all.push(ready);
     set_conditions(conditions, &all, generation);
     *phase = status::phase(deleting, available).to_owned();
@@ -554,4 +561,51 @@ pub async fn reconcile_cache_server(
     let available = compiled_available::<CompiledCacheServer>(client, &ns, &name).await?;
     write_phased(client, cs, std::slice::from_ref(&available)).await?;
     Ok(waiting(&state, true))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ready_among_the_updates_is_kept_and_otherwise_ready_is_computed() {
+        let (mut conditions, mut phase, mut observed) = (Vec::new(), String::new(), None);
+        let reference = ConditionUpdate::new(CONDITION_REFERENCE_VALID, false, "ReferenceNotFound")
+            .message("the target does not exist");
+        let stopped = status::stopped("ReferenceNotFound", "Kubeconfig kcp/a: spec.target ...");
+        let updates = [reference.clone(), stopped];
+        apply_status(
+            &mut conditions,
+            &mut phase,
+            &mut observed,
+            &updates,
+            Some(2),
+            false,
+        );
+        let ready = |c: &[Condition]| {
+            let r = c.iter().find(|c| c.type_ == CONDITION_READY).unwrap();
+            (r.status.clone(), r.message.clone())
+        };
+        assert_eq!(
+            ready(&conditions),
+            ("False".into(), "Kubeconfig kcp/a: spec.target ...".into())
+        );
+        assert_eq!(conditions.len(), 2);
+
+        apply_status(
+            &mut conditions,
+            &mut phase,
+            &mut observed,
+            &[reference],
+            Some(2),
+            false,
+        );
+        assert_eq!(
+            ready(&conditions),
+            (
+                "False".into(),
+                "ReferenceValid: the target does not exist".into()
+            )
+        );
+    }
 }

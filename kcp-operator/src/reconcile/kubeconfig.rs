@@ -256,20 +256,25 @@ pub async fn reconcile_kubeconfig(
         .and_then(|s| s.authorization.as_ref())
         .map(|a| a.provisioned_cluster.clone());
     let Some(target) = &target else {
+        let missing = target_ref.map(|t| missing_target(kc, t));
         let observed = Observed {
             reference: ConditionUpdate::new(CONDITION_REFERENCE_VALID, false, "ReferenceNotFound")
-                .message(match target_ref {
-                    Some(t) => format!("{}.", missing_target(kc, t)),
+                .message(match &missing {
+                    Some(missing) => format!("{missing}."),
                     None => format!("{}: the target does not exist.", describe(kc)),
                 }),
             available: ConditionUpdate::new(CONDITION_AVAILABLE, false, "ReferenceNotFound")
                 .message("No target."),
+            // What the controller reports of the error below, so that it has nothing to change.
+            stopped: missing
+                .as_ref()
+                .map(|m| crate::status::stopped(m.reason(), m.to_string())),
             not_after: None,
             provisioned: previously,
         };
         write_kubeconfig_status(client, kc, observed).await?;
-        return match target_ref {
-            Some(t) => Err(missing_target(kc, t)),
+        return match missing {
+            Some(missing) => Err(missing),
             None => Ok(Outcome::Done),
         };
     };
@@ -279,6 +284,7 @@ pub async fn reconcile_kubeconfig(
         reference: ConditionUpdate::new(CONDITION_REFERENCE_VALID, true, "ReferenceValid")
             .message("The target exists."),
         available,
+        stopped: None,
         not_after,
         provisioned: rbac.as_ref().map_or(previously, Clone::clone),
     };
@@ -299,6 +305,8 @@ fn missing_target(kc: &Kubeconfig, target: TargetRef<'_>) -> Error {
 struct Observed {
     reference: ConditionUpdate,
     available: ConditionUpdate,
+    /// `Ready` when the pass stopped on the Kubeconfig's input (else computed).
+    stopped: Option<ConditionUpdate>,
     not_after: Option<String>,
     /// The workspace its ClusterRoleBindings live in.
     provisioned: Option<String>,
@@ -320,7 +328,8 @@ async fn write_kubeconfig_status(
         .unwrap_or_default();
     write_status::<Kubeconfig, _>(client, Some(&ns), &name, |obj| {
         let s = obj.status.get_or_insert_with(Default::default);
-        let updates = [observed.reference.clone(), observed.available.clone()];
+        let mut updates = vec![observed.reference.clone(), observed.available.clone()];
+        updates.extend(observed.stopped.clone());
         apply_status(
             &mut s.conditions,
             &mut s.phase,
