@@ -233,6 +233,18 @@ async fn a_synced_object_costs_its_writes_and_no_reads() {
         team.list(&gvk, None, &ListOptions::default()).await.is_ok()
     })
     .await;
+    // Publishing has settled: the events of its own writes (the CRD it made becoming
+    // established) came back and were handled, each such pass listing CRDs. Only then are the
+    // objects' costs counted: no CRD list for 15 polls in a row (300 ms).
+    let (mut seen, mut quiet) = (usize::MAX, 0);
+    eventually("publishing settled", || {
+        let now = service.calls("list CustomResourceDefinition");
+        quiet = if now == seen { quiet + 1 } else { 0 };
+        seen = now;
+        let settled = quiet >= 15;
+        async move { settled }
+    })
+    .await;
     service.reset();
     env.kcp_sim.requests().reset();
     for i in 0..10 {
