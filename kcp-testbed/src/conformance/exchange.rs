@@ -291,9 +291,13 @@ fn kubectl_output(
 ) -> Result<std::process::Output, String> {
     use std::io::Write as _;
     use std::process::{Command, Stdio};
+    // A discovery cache of the case's own: kubectl keys its cache by host and port, and a port
+    // another server used before (another test's kcp-sim) would answer from that server's.
     let mut child = Command::new(binary)
         .arg("--kubeconfig")
         .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(cache_dir(kubeconfig))
         .arg("--request-timeout=30s")
         .args(args)
         .stdin(Stdio::piped())
@@ -323,6 +327,11 @@ fn kubectl_output(
     child
         .wait_with_output()
         .map_err(|e| format!("reading kubectl's output: {e}"))
+}
+
+/// The kubectl cache directory of the case whose kubeconfig is `kubeconfig`.
+pub fn cache_dir(kubeconfig: &std::path::Path) -> PathBuf {
+    kubeconfig.with_extension("kubectl-cache")
 }
 
 /// `text` with kubectl's ages (`0s`, `5m12s`, `3d`) written `<age>`, and the padding between

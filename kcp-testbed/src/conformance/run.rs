@@ -80,6 +80,7 @@ async fn on(
     let answers = run_case(client, &names, case, &id, patience).await;
     clean_up(file.server, client, &names).await;
     if let Some(path) = &names.kubeconfig {
+        let _ = std::fs::remove_dir_all(super::exchange::cache_dir(path));
         let _ = std::fs::remove_file(path);
     }
     // A step not compared is written down as `null` (later steps keep their numbers), before
