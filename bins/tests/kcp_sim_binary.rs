@@ -91,9 +91,15 @@ impl Sim {
         self.process.0.id()
     }
 
+    /// With a discovery cache of this server's own (kubectl keys its cache by host and port,
+    /// and another test's server may have had this port before).
     fn kubectl(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(kubectl_binary());
-        cmd.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.kubeconfig.with_file_name("kubectl-cache"))
+            .args(args);
         cmd
     }
 

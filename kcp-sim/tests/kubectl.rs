@@ -83,9 +83,15 @@ impl Kubectl {
         path
     }
 
+    /// With a discovery cache of this kubectl's own (kubectl keys its cache by host and port,
+    /// and another test's server may have had this port before).
     fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(kubectl_binary());
-        cmd.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.kubeconfig.with_file_name("cache"))
+            .args(args);
         cmd
     }
 

@@ -56,10 +56,16 @@ impl Kubectl {
         path.to_str().unwrap().to_string()
     }
 
-    /// The command line `kubectl --kubeconfig <file> <args>`.
+    /// The command line `kubectl --kubeconfig <file> <args>`, with a discovery cache of this
+    /// kubectl's own (kubectl keys its cache by host and port, and another test's server may
+    /// have had this port before).
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(kubectl_binary());
-        cmd.arg("--kubeconfig").arg(&self.kubeconfig).args(args);
+        cmd.arg("--kubeconfig")
+            .arg(&self.kubeconfig)
+            .arg("--cache-dir")
+            .arg(self.dir.0.join("cache"))
+            .args(args);
         cmd
     }
 
