@@ -438,17 +438,7 @@ impl Publisher {
 
     /// The one writer of the `Syncing` condition.
     async fn write_syncing(&self, name: &str, update: ConditionUpdate) {
-        let result =
-            write_status::<PublishedResource, _>(self.agent.service.as_ref(), None, name, |obj| {
-                let status = obj
-                    .status
-                    .get_or_insert_with(PublishedResourceStatus::default);
-                set_condition(&mut status.conditions, update.clone(), now());
-            })
-            .await;
-        if let Err(e) = result {
-            tracing::warn!(error = %e, "writing the Syncing condition failed");
-        }
+        self.write_condition(name, update).await;
     }
 
     /// `update`, of the `Syncing` condition, as the `Ready` condition: the writer of `Ready`
@@ -458,16 +448,21 @@ impl Publisher {
             type_: CONDITION_READY.into(),
             ..update
         };
+        self.write_condition(name, ready).await;
+    }
+
+    /// Sets one condition of a PublishedResource's status (a failed write is logged).
+    async fn write_condition(&self, name: &str, update: ConditionUpdate) {
         let result =
             write_status::<PublishedResource, _>(self.agent.service.as_ref(), None, name, |obj| {
                 let status = obj
                     .status
                     .get_or_insert_with(PublishedResourceStatus::default);
-                set_condition(&mut status.conditions, ready.clone(), now());
+                set_condition(&mut status.conditions, update.clone(), now());
             })
             .await;
         if let Err(e) = result {
-            tracing::warn!(error = %e, "writing the Ready condition failed");
+            tracing::warn!(error = %e, condition = %update.type_, "writing a condition failed");
         }
     }
 
