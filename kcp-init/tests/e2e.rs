@@ -30,7 +30,10 @@ async fn three_workspaces_become_ready_with_their_objects_in_any_listed_order() 
     for ws in ["alpha", "beta", "gamma"] {
         bed.assert_initialized(ws).await;
     }
-    assert_eq!(agent.metrics.initialized_count("init-dev-environment"), 3);
+    assert_eq!(
+        initialized_count_settled(&agent.metrics, "init-dev-environment", 3).await,
+        3
+    );
     let target: InitTarget = root
         .get_typed(None, "init-dev-environment")
         .await
@@ -228,7 +231,10 @@ async fn two_targets_for_one_workspace_type_conflict_and_only_the_oldest_acts() 
     bed.create_workspaces(&["only-once"]).await;
     bed.wait_ready(&["only-once"], Duration::from_secs(20))
         .await;
-    assert_eq!(agent.metrics.initialized_count("init-dev-environment"), 1);
+    assert_eq!(
+        initialized_count_settled(&agent.metrics, "init-dev-environment", 1).await,
+        1
+    );
     assert_eq!(agent.metrics.initialized_count("a-later-target"), 0);
     agent.stop().await;
 }
@@ -290,9 +296,10 @@ async fn with_injected_503s_and_dropped_watches_every_workspace_initializes_exac
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     sim.faults().clear();
+    let expected = refs.len() as u64;
     assert_eq!(
-        agent.metrics.initialized_count("init-dev-environment"),
-        refs.len() as u64,
+        initialized_count_settled(&agent.metrics, "init-dev-environment", expected).await,
+        expected,
         "each workspace was initialized exactly once"
     );
     for name in &refs {
@@ -491,8 +498,10 @@ async fn an_agent_restarted_halfway_through_a_batch_initializes_every_workspace_
     for name in &refs {
         bed.assert_initialized(name).await;
     }
+    let left = (refs.len() as u64).saturating_sub(done_by_first);
     assert_eq!(
-        done_by_first + second.metrics.initialized_count("init-dev-environment"),
+        done_by_first
+            + initialized_count_settled(&second.metrics, "init-dev-environment", left).await,
         refs.len() as u64,
         "no workspace was initialized twice or skipped"
     );

@@ -244,6 +244,22 @@ where
     }
 }
 
+/// The clusters `metrics` counted as initialized for `target`, read once the count reaches
+/// `expected` (or after 10 s). A workspace turns Ready as soon as the initializer is removed,
+/// a moment before the reconcile that removed it returns and counts it; reading at once races
+/// that moment.
+pub async fn initialized_count_settled(
+    metrics: &kcp_init::metrics::Metrics,
+    target: &str,
+    expected: u64,
+) -> u64 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while metrics.initialized_count(target) < expected && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    metrics.initialized_count(target)
+}
+
 /// The InitTarget of the playground manifests.
 pub fn playground_target() -> ObjectRef {
     ObjectRef::cluster_scoped(
