@@ -45,6 +45,12 @@ impl Etcd {
         Ok(Etcd { url, process })
     }
 
+    /// Kills etcd with SIGKILL and starts it again on the same data directory and ports.
+    pub fn restart_hard(&mut self) -> Result<()> {
+        self.process.kill_hard()?;
+        self.process.respawn()
+    }
+
     /// `Ok` while etcd runs; otherwise an error with the tail of its log.
     pub fn check_alive(&mut self) -> Result<()> {
         self.process.check_alive()

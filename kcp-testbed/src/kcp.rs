@@ -25,6 +25,7 @@ pub struct Kcp {
     pub admin: Endpoint,
     /// How long kcp took from start to a served root workspace.
     pub ready_after: Duration,
+    root_directory: std::path::PathBuf,
     process: PeerProcess,
 }
 
@@ -80,6 +81,7 @@ impl Kcp {
             base_url,
             admin,
             ready_after,
+            root_directory,
             process,
         })
     }
@@ -92,6 +94,34 @@ impl Kcp {
     /// `Ok` while kcp runs; otherwise an error with the tail of its log.
     pub fn check_alive(&mut self) -> Result<()> {
         self.process.check_alive()
+    }
+
+    /// Kills kcp with SIGKILL and starts it again on the same root directory, ports and
+    /// embedded etcd data, then waits until it serves workspaces again. Returns how long it
+    /// took from the kill to serving. Blocking: call from a plain thread.
+    ///
+    /// kcp mints a new admin token at every start (`system-admin`'s token is volatile), so
+    /// [`Self::admin`] is read again from the kubeconfig the new process writes; clients built
+    /// from the old token are refused afterwards. A static token of the token file outlives it.
+    pub fn restart_hard(&mut self) -> Result<Duration> {
+        let killed = std::time::Instant::now();
+        self.process.kill_hard()?;
+        // As kcp's own restart tests do: without both files kcp mints and writes a new admin
+        // (with only the kubeconfig gone it refuses to start, having no shard-admin token).
+        let admin_file = self.root_directory.join("admin.kubeconfig");
+        for file in [&admin_file, &self.root_directory.join(".admin-token-store")] {
+            std::fs::remove_file(file)
+                .map_err(|e| Error::io("kcp", format!("removing {}", file.display()), e))?;
+        }
+        self.process.respawn()?;
+        self.admin = wait_for_admin(&mut self.process, &admin_file)?;
+        wait_ready(
+            &mut self.process,
+            &self.admin,
+            "/apis/tenancy.kcp.io/v1alpha1/workspaces",
+            START_WITHIN,
+        )?;
+        Ok(killed.elapsed())
     }
 
     /// kcp's log file.

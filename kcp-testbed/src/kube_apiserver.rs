@@ -70,6 +70,18 @@ impl KubeApiServer {
         self.apiserver.check_alive()
     }
 
+    /// Kills kube-apiserver and its etcd with SIGKILL and starts both again on the same data,
+    /// ports and certificates, then waits for `/readyz`. Returns how long it took from the
+    /// kill to ready. Blocking: call from a plain thread.
+    pub fn restart_hard(&mut self, admin: &Endpoint) -> Result<Duration> {
+        let killed = std::time::Instant::now();
+        self.apiserver.kill_hard()?;
+        self.etcd.restart_hard()?;
+        self.apiserver.respawn()?;
+        wait_ready(&mut self.apiserver, admin, "/readyz", Duration::from_secs(120))?;
+        Ok(killed.elapsed())
+    }
+
     /// The kube-apiserver's log file.
     pub fn log(&self) -> &Path {
         self.apiserver.log()

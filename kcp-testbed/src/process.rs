@@ -3,8 +3,12 @@
 //! Each peer runs under a small `sh` watchdog whose standard input is a pipe from this process:
 //! when this process exits for any reason (a passing run, a panic, SIGKILL), the pipe closes, the
 //! watchdog's `read` returns and it stops the peer. Dropping a [`PeerProcess`] stops it at once.
+//!
+//! Fault tests kill a peer as a crash would ([`PeerProcess::kill_hard`], SIGKILL to the peer
+//! itself, which the watchdog writes to a pid file) and start it again with the same command
+//! line on the same data ([`PeerProcess::respawn`]).
 
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, Command, Stdio};
@@ -18,8 +22,11 @@ use crate::log_tail::tail;
 /// /dev/null unless redirected, hence stdin kept as fd 3 for the guard.)
 const WATCHDOG: &str = r##"
 exec 3<&0
+pid_file=$1
+shift
 "$@" </dev/null 3<&- &
 peer=$!
+echo "$peer" > "$pid_file"
 ( read -r _ <&3; kill -TERM "$peer" 2>/dev/null; sleep 10; kill -KILL "$peer" 2>/dev/null ) &
 guard=$!
 wait "$peer"
@@ -34,8 +41,18 @@ exit "$code"
 pub struct PeerProcess {
     name: String,
     log: PathBuf,
+    command: PeerCommand,
     child: Child,
     stdin: Option<ChildStdin>,
+}
+
+/// What starts a peer, kept to start it again.
+#[derive(Debug, Clone)]
+struct PeerCommand {
+    binary: PathBuf,
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    pid_file: PathBuf,
 }
 
 impl PeerProcess {
@@ -47,34 +64,60 @@ impl PeerProcess {
         env: &[(&str, &str)],
         log: &Path,
     ) -> Result<Self> {
+        let command = PeerCommand {
+            binary: binary.to_path_buf(),
+            args: args.to_vec(),
+            env: env
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            pid_file: log.with_extension("pid"),
+        };
         let out = File::create(log)
             .map_err(|e| Error::io(name, format!("creating {}", log.display()), e))?;
-        let err = out
-            .try_clone()
-            .map_err(|e| Error::io(name, "sharing the log", e))?;
-        let mut command = Command::new("sh");
-        command
-            .arg("-c")
-            .arg(WATCHDOG)
-            .arg("sh")
-            .arg(binary)
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(out)
-            .stderr(err);
-        for (key, value) in env {
-            command.env(key, value);
-        }
-        let mut child = command
-            .spawn()
-            .map_err(|e| Error::io(name, format!("starting {}", binary.display()), e))?;
-        let stdin = child.stdin.take();
+        let (child, stdin) = command.start(name, out)?;
         Ok(Self {
             name: name.to_string(),
             log: log.to_path_buf(),
+            command,
             child,
             stdin,
         })
+    }
+
+    /// Kills the peer with SIGKILL, as a crash or an OOM kill would (no chance to flush or
+    /// release anything), and waits until its watchdog has seen it go.
+    pub fn kill_hard(&mut self) -> Result<()> {
+        let pid = std::fs::read_to_string(&self.command.pid_file)
+            .map_err(|e| Error::io(&self.name, "reading the peer's pid file", e))?;
+        let pid = pid.trim();
+        let killed = Command::new("kill")
+            .args(["-KILL", pid])
+            .status()
+            .map_err(|e| Error::io(&self.name, format!("sending SIGKILL to {pid}"), e))?;
+        if !killed.success() {
+            return Err(self.failure(&format!("kill -KILL {pid} failed ({killed})")));
+        }
+        self.stdin = None;
+        self.child
+            .wait()
+            .map_err(|e| Error::io(&self.name, "waiting for the killed peer's watchdog", e))?;
+        Ok(())
+    }
+
+    /// Starts the peer again with the same command line (and so the same ports and data),
+    /// appending to its log. Call after [`Self::kill_hard`] or after it exited.
+    pub fn respawn(&mut self) -> Result<()> {
+        self.stop(Duration::from_secs(15));
+        let mut out = OpenOptions::new()
+            .append(true)
+            .open(&self.log)
+            .map_err(|e| Error::io(&self.name, format!("reopening {}", self.log.display()), e))?;
+        let _ = writeln!(out, "# started again");
+        let (child, stdin) = self.command.start(&self.name, out)?;
+        self.child = child;
+        self.stdin = stdin;
+        Ok(())
     }
 
     /// The peer's name.
@@ -120,6 +163,36 @@ impl PeerProcess {
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+impl PeerCommand {
+    /// Starts the watchdog with the peer under it, both writing to `out`.
+    fn start(&self, name: &str, out: File) -> Result<(Child, Option<ChildStdin>)> {
+        // A pid file left by an earlier run of the peer must not be mistaken for this one's.
+        let _ = std::fs::remove_file(&self.pid_file);
+        let err = out
+            .try_clone()
+            .map_err(|e| Error::io(name, "sharing the log", e))?;
+        let mut command = Command::new("sh");
+        command
+            .arg("-c")
+            .arg(WATCHDOG)
+            .arg("sh")
+            .arg(&self.pid_file)
+            .arg(&self.binary)
+            .args(&self.args)
+            .stdin(Stdio::piped())
+            .stdout(out)
+            .stderr(err);
+        for (key, value) in &self.env {
+            command.env(key, value);
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|e| Error::io(name, format!("starting {}", self.binary.display()), e))?;
+        let stdin = child.stdin.take();
+        Ok((child, stdin))
     }
 }
 

@@ -32,8 +32,12 @@ pub struct Credentials {
 pub struct SharedKcp {
     /// `https://127.0.0.1:<port>`.
     pub base_url: String,
-    /// kcp's admin at `root`.
+    /// kcp's admin at `root` (kcp's own `system-admin`, whose token kcp mints at every start:
+    /// it is refused after [`SharedKcp::restart_hard`]).
     pub admin: Endpoint,
+    /// The token file's admin (`system:masters`, as kcp's own admin) at `root`: the same
+    /// rights, and a token that outlives a restart of kcp. Fault tests use this one.
+    pub durable_admin: Endpoint,
     /// Start to ready.
     pub ready_after: Duration,
     /// kcp's log.
@@ -112,6 +116,11 @@ pub fn shared_kcp() -> Result<&'static SharedKcp> {
             .map(|kcp| SharedKcp {
                 base_url: kcp.base_url.clone(),
                 admin: kcp.admin.clone(),
+                durable_admin: kcp.admin.with_token(
+                    &credentials()
+                        .map(|c| c.identities.admin.token.clone())
+                        .unwrap_or_default(),
+                ),
                 ready_after: kcp.ready_after,
                 log: kcp.log().to_path_buf(),
                 process: Mutex::new(kcp),
@@ -175,6 +184,12 @@ impl SharedKcp {
         self.admin.at(format!("{}/clusters/{path}", self.base_url))
     }
 
+    /// The durable admin (see [`SharedKcp::durable_admin`]) at the workspace `path`.
+    pub fn durable_admin_at(&self, path: &str) -> Endpoint {
+        self.durable_admin
+            .at(format!("{}/clusters/{path}", self.base_url))
+    }
+
     /// `Ok` while kcp runs; otherwise the error with the tail of its log.
     pub fn check_alive(&self) -> Result<()> {
         match self.process.lock() {
@@ -184,7 +199,43 @@ impl SharedKcp {
     }
 }
 
+impl SharedKcp {
+    /// Kills this binary's kcp with SIGKILL and starts it again on the same data and ports
+    /// (fault tests; every other test of the binary sees the outage). Blocking, like
+    /// [`shared_kcp`]. Returns the time from the kill to serving again.
+    pub fn restart_hard(&self) -> Result<Duration> {
+        let mut kcp = match self.process.lock() {
+            Ok(kcp) => kcp,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let kcp: &mut Kcp = &mut kcp;
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| kcp.restart_hard())
+                .join()
+                .unwrap_or_else(|_| Err(Error::config("kcp", "its restart panicked")))
+        })
+    }
+}
+
 impl SharedKube {
+    /// Kills this binary's kube-apiserver and etcd with SIGKILL and starts both again on the
+    /// same data and ports (fault tests). Blocking. Returns the time from the kill to ready.
+    pub fn restart_hard(&self) -> Result<Duration> {
+        let mut kube = match self.process.lock() {
+            Ok(kube) => kube,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let admin = self.admin.clone();
+        let kube: &mut KubeApiServer = &mut kube;
+        std::thread::scope(|scope| {
+            scope
+                .spawn(|| kube.restart_hard(&admin))
+                .join()
+                .unwrap_or_else(|_| Err(Error::config("kube-apiserver", "its restart panicked")))
+        })
+    }
+
     /// `Ok` while etcd and kube-apiserver run; otherwise the error with the dead one's log tail.
     pub fn check_alive(&self) -> Result<()> {
         match self.process.lock() {
