@@ -175,22 +175,31 @@ impl From<Error> for Attempt {
     }
 }
 
+/// Why an attempt waits when the view announces a cluster but will not show its LogicalCluster.
+const VIEW_LOST_CLUSTER: &str =
+    "the view still announces the cluster but does not serve its LogicalCluster (yet or any more)";
+
 async fn attempt(
     ctx: &InitContext<'_>,
     cluster: &str,
     vw: &dyn ObjectClient,
     seen: Option<DynamicObject>,
 ) -> Result<Option<(usize, Vec<Duplicate>)>, Attempt> {
+    // The view answers 403 once the cluster is initialized, and a restarted kcp answers 404 or
+    // 403 for a moment for clusters it has not indexed again. Only the view's own list decides
+    // that a cluster is gone (the provider then disengages it, which ends the retries), so
+    // while it is engaged both answers are asked again, never taken as "not ours".
     let raw = match seen {
-        Some(lc) => Some(lc),
+        Some(lc) => lc,
         None => match vw.get(&logical_cluster_ref()).await {
-            Ok(lc) => lc,
-            // The view answers 403 once the cluster is initialized: nothing left to do.
-            Err(kcp_core::Error::Api { code: 403, .. }) => return Ok(None),
+            Ok(Some(lc)) => lc,
+            Ok(None) => return Err(Attempt::Pending(VIEW_LOST_CLUSTER.into())),
+            Err(kcp_core::Error::Api { code: 403, .. }) => {
+                return Err(Attempt::Pending(VIEW_LOST_CLUSTER.into()));
+            }
             Err(err) => return Err(err.into()),
         },
     };
-    let Some(raw) = raw else { return Ok(None) };
     let lc: LogicalCluster = serde_json::to_value(&raw)
         .and_then(serde_json::from_value)
         .map_err(|e| {

@@ -21,6 +21,12 @@ pub const RESTRICTED_USERS: &[&str] = &[
 /// The admin user (group `system:masters`).
 pub const ADMIN: &str = "testbed-admin";
 
+/// kcp's administrator in the token file (group `system:kcp:admin`, as kcp's own `kcp-admin`):
+/// unlike `system:masters` users, kcp records it as the owner of the workspaces it creates,
+/// which the initializingworkspaces view needs ("LogicalCluster ... had no user recorded"
+/// otherwise), and unlike kcp's `kcp-admin` its token outlives a restart of kcp.
+pub const KCP_ADMIN: &str = "testbed-kcp-admin";
+
 /// A user and its bearer token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
@@ -35,6 +41,8 @@ pub struct Identity {
 pub struct Identities {
     /// The admin.
     pub admin: Identity,
+    /// kcp's administrator (see [`KCP_ADMIN`]).
+    pub kcp_admin: Identity,
     /// The restricted users, in [`RESTRICTED_USERS`] order.
     pub users: Vec<Identity>,
 }
@@ -46,6 +54,10 @@ impl Identities {
         Self {
             admin: Identity {
                 user: ADMIN.to_string(),
+                token: token(),
+            },
+            kcp_admin: Identity {
+                user: KCP_ADMIN.to_string(),
                 token: token(),
             },
             users: RESTRICTED_USERS
@@ -70,6 +82,11 @@ impl Identities {
             csv,
             "{},{},{},\"system:masters\"",
             self.admin.token, self.admin.user, self.admin.user
+        );
+        let _ = writeln!(
+            csv,
+            "{},{},{},\"system:kcp:admin\"",
+            self.kcp_admin.token, self.kcp_admin.user, self.kcp_admin.user
         );
         for identity in &self.users {
             let _ = writeln!(
@@ -109,8 +126,9 @@ mod tests {
         let ids = Identities::generate();
         let mut tokens: Vec<&str> = ids.users.iter().map(|i| i.token.as_str()).collect();
         tokens.push(&ids.admin.token);
+        tokens.push(&ids.kcp_admin.token);
         tokens.sort_unstable();
         tokens.dedup();
-        assert_eq!(tokens.len(), RESTRICTED_USERS.len() + 1);
+        assert_eq!(tokens.len(), RESTRICTED_USERS.len() + 2);
     }
 }

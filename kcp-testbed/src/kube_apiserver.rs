@@ -78,7 +78,12 @@ impl KubeApiServer {
         self.apiserver.kill_hard()?;
         self.etcd.restart_hard()?;
         self.apiserver.respawn()?;
-        wait_ready(&mut self.apiserver, admin, "/readyz", Duration::from_secs(120))?;
+        wait_ready(
+            &mut self.apiserver,
+            admin,
+            "/readyz",
+            Duration::from_secs(120),
+        )?;
         Ok(killed.elapsed())
     }
 

@@ -35,8 +35,9 @@ pub struct SharedKcp {
     /// kcp's admin at `root` (kcp's own `system-admin`, whose token kcp mints at every start:
     /// it is refused after [`SharedKcp::restart_hard`]).
     pub admin: Endpoint,
-    /// The token file's admin (`system:masters`, as kcp's own admin) at `root`: the same
-    /// rights, and a token that outlives a restart of kcp. Fault tests use this one.
+    /// The token file's kcp administrator ([`crate::identities::KCP_ADMIN`], group
+    /// `system:kcp:admin` as kcp's own `kcp-admin`) at `root`: the same rights and workspace
+    /// ownership, and a token that outlives a restart of kcp. Fault tests use this one.
     pub durable_admin: Endpoint,
     /// Start to ready.
     pub ready_after: Duration,
@@ -118,7 +119,7 @@ pub fn shared_kcp() -> Result<&'static SharedKcp> {
                 admin: kcp.admin.clone(),
                 durable_admin: kcp.admin.with_token(
                     &credentials()
-                        .map(|c| c.identities.admin.token.clone())
+                        .map(|c| c.identities.kcp_admin.token.clone())
                         .unwrap_or_default(),
                 ),
                 ready_after: kcp.ready_after,

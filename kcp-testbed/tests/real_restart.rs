@@ -80,9 +80,7 @@ async fn a_killed_kcp_serves_its_workspaces_and_objects_again_on_the_same_url() 
     // once kcp has indexed the workspace paths again.
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     loop {
-        let answer = client
-            .get(&config_map("default", "before-the-crash"))
-            .await;
+        let answer = client.get(&config_map("default", "before-the-crash")).await;
         match answer {
             Ok(Some(_)) => break,
             other => assert!(
@@ -92,7 +90,10 @@ async fn a_killed_kcp_serves_its_workspaces_and_objects_again_on_the_same_url() 
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-    eprintln!("the workspace served its ConfigMap {:?} after SIGKILL", started.elapsed());
+    eprintln!(
+        "the workspace served its ConfigMap {:?} after SIGKILL",
+        started.elapsed()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -122,5 +123,8 @@ async fn a_killed_kube_apiserver_and_etcd_serve_their_objects_again_on_the_same_
         .get(&config_map(&namespace, "before-the-crash"))
         .await
         .unwrap();
-    assert!(kept.is_some(), "the ConfigMap written before the crash is gone");
+    assert!(
+        kept.is_some(),
+        "the ConfigMap written before the crash is gone"
+    );
 }
