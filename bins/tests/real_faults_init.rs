@@ -280,11 +280,14 @@ async fn killed_at_random_points_the_agent_initializes_every_workspace_exactly_o
     assert_eq!(report.counts[0].1, batch.names.len() as u64);
 }
 
-/// Finds a defect that is not fixed yet: after kcp comes back, attempts refused by its authorizer
-/// while it starts (403 "access denied" for a few seconds) are not retried within 180 s, and the
-/// other workspaces wait about 95 s (the agent's view watches reconnecting). Run it with
-/// `--ignored` to see it; see README's fault table.
-#[ignore = "finds a defect not fixed yet: workspaces refused while kcp restarts stay Initializing"]
+/// Finds a defect of real kcp v0.30.0 that no agent can work around through the API: a CRD
+/// created in an initializing workspace in the seconds after kcp starts again stays
+/// `Established=False` (`Installing`) for good (checked 100 s later through the view: its
+/// resources are served at their REST path, but discovery lists none), so the template's
+/// custom resource can never be applied and 4 of 10 workspaces stay Initializing; upstream's
+/// agent resolves kinds through discovery too. Run it with `--ignored`; see
+/// docs/real-backend.md#fault-runs.
+#[ignore = "real kcp v0.30.0 leaves CRDs made while it restarts unestablished (docs/real-backend.md#fault-runs)"]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn with_kcp_killed_under_it_the_agent_initializes_every_workspace_exactly_once() {
     let _serial = SERIAL.lock().await;
