@@ -124,6 +124,8 @@ pub struct Report {
     pub counts: Vec<(&'static str, u64)>,
     /// Binary kills, server restarts or leader kills done.
     pub faults: u32,
+    /// How many of them struck before the batch had converged (the others found it done).
+    pub while_working: u32,
     /// From the batch's submission to convergence.
     pub converged_after: Duration,
     /// Only for the leader run: from the leader's kill to the standby holding the Lease.
@@ -134,10 +136,11 @@ impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "fault run {} / {}: {} fault(s), converged after {:.1} s",
+            "fault run {} / {}: {} fault(s) ({} while working), converged after {:.1} s",
             self.system,
             self.fault,
             self.faults,
+            self.while_working,
             self.converged_after.as_secs_f64()
         )?;
         if let Some(handover) = self.handover {
@@ -220,8 +223,10 @@ pub async fn run_with_binary_kills(batch: &dyn FaultBatch, kills: u32) -> Report
     let mut replicas = vec![replica(batch, 0, false)];
     let submitted = Instant::now();
     batch.submit().await;
+    let mut while_working = 0;
     for _ in 0..kills {
-        tokio::time::sleep(Duration::from_millis(rng.u64(300..3_000))).await;
+        tokio::time::sleep(Duration::from_millis(rng.u64(200..1_500))).await;
+        while_working += u32::from(batch.check().await.is_err());
         replicas[0].kill_hard();
         tokio::time::sleep(Duration::from_millis(rng.u64(0..1_000))).await;
         replicas[0].start_again();
@@ -231,7 +236,7 @@ pub async fn run_with_binary_kills(batch: &dyn FaultBatch, kills: u32) -> Report
         batch,
         "binary killed",
         counts,
-        kills,
+        (kills, while_working),
         submitted.elapsed(),
         None,
     )
@@ -244,8 +249,10 @@ pub async fn run_with_server_restarts(batch: &dyn FaultBatch, restarts: u32) -> 
     let mut replicas = vec![replica(batch, 0, false)];
     let submitted = Instant::now();
     batch.submit().await;
+    let mut while_working = 0;
     for _ in 0..restarts {
         tokio::time::sleep(Duration::from_millis(rng.u64(500..3_000))).await;
+        while_working += u32::from(batch.check().await.is_err());
         let gone = batch.restart_servers().await;
         eprintln!("[{}] servers back after {gone:?}", batch.system());
     }
@@ -254,7 +261,7 @@ pub async fn run_with_server_restarts(batch: &dyn FaultBatch, restarts: u32) -> 
         batch,
         "servers killed",
         counts,
-        restarts,
+        (restarts, while_working),
         submitted.elapsed(),
         None,
     )
@@ -270,6 +277,7 @@ pub async fn run_with_leader_kill(batch: &dyn FaultBatch) -> Report {
     let submitted = Instant::now();
     batch.submit().await;
     tokio::time::sleep(Duration::from_millis(rng.u64(500..2_500))).await;
+    let while_working = u32::from(batch.check().await.is_err());
     replicas[first].kill_hard();
     let killed = Instant::now();
     let second = wait_for_holder(&*client, &namespace, &name, &replicas, Some(first)).await;
@@ -288,7 +296,7 @@ pub async fn run_with_leader_kill(batch: &dyn FaultBatch) -> Report {
         batch,
         "leader killed",
         counts,
-        1,
+        (1, while_working),
         submitted.elapsed(),
         Some(handover),
     )
@@ -298,7 +306,7 @@ fn report(
     batch: &dyn FaultBatch,
     fault: &'static str,
     counts: Vec<(&'static str, u64)>,
-    faults: u32,
+    (faults, while_working): (u32, u32),
     converged_after: Duration,
     handover: Option<Duration>,
 ) -> Report {
@@ -307,6 +315,7 @@ fn report(
         fault,
         counts,
         faults,
+        while_working,
         converged_after,
         handover,
     };
