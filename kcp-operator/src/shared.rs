@@ -73,7 +73,12 @@ where
         Self::over(watcher(api, config).default_backoff(), keep, shutdown)
     }
 
-    /// A hub over `events` (see [`Hub::watch`]).
+    /// A hub over `events` (see [`Hub::watch`]). A hub keeping a store hands on the objects
+    /// of a list (the first, and each one after the watch expired, as after an API server
+    /// restart) only once the list is complete and the store holds them: the store shows the
+    /// previous list until then, and a controller woken for an object its store does not hold
+    /// drops the request (`ObjectNotFound`), so an object created while the watch was down
+    /// would never be reconciled.
     pub fn over(
         events: impl Stream<Item = Result<watcher::Event<K>, watcher::Error>> + Send + 'static,
         keep: bool,
@@ -86,6 +91,9 @@ where
         let task = async move {
             let mut events = std::pin::pin!(events);
             let mut shutdown = std::pin::pin!(shutdown);
+            // The objects of a (re)list, handed on once the store holds them (see
+            // [`Hub::over`]).
+            let mut listed: Vec<ObjectRef<K>> = Vec::new();
             loop {
                 let event = tokio::select! {
                     e = events.next() => e,
@@ -94,15 +102,30 @@ where
                 match event {
                     None => break,
                     Some(Err(e)) => tracing::warn!(%kind, error = %e, "watch failed; retrying"),
+                    Some(Ok(mut event)) if keep => {
+                        strip(&mut event);
+                        writer.apply_watcher_event(&event);
+                        let store = writer.as_reader();
+                        match event {
+                            watcher::Event::Init => listed.clear(),
+                            watcher::Event::InitApply(o) => listed.push(ObjectRef::from_obj(&o)),
+                            watcher::Event::InitDone => {
+                                for listed in listed.drain(..) {
+                                    if let Some(o) = store.get(&listed) {
+                                        broadcast(&fan_out, Change::Applied(o));
+                                    }
+                                }
+                            }
+                            event => {
+                                if let Some(change) = stored_change(&store, event) {
+                                    broadcast(&fan_out, change);
+                                }
+                            }
+                        }
+                    }
                     Some(Ok(mut event)) => {
                         strip(&mut event);
-                        let change = if keep {
-                            writer.apply_watcher_event(&event);
-                            stored_change(&writer.as_reader(), event)
-                        } else {
-                            change(event)
-                        };
-                        if let Some(change) = change {
+                        if let Some(change) = change(event) {
                             broadcast(&fan_out, change);
                         }
                     }
@@ -367,6 +390,52 @@ mod tests {
             data: Some([("k".to_owned(), value.to_owned())].into()),
             ..ConfigMap::default()
         }
+    }
+
+    /// After the watch expired (an API server restart), the relist finds `b`, created while the
+    /// watch was down. A controller woken for `b` before its store holds `b` drops the request
+    /// and is never woken for `b` again, so `b` is handed on only once the list completed.
+    #[tokio::test]
+    async fn objects_of_a_relist_are_handed_on_once_the_store_holds_them() {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (hub, task) =
+            Hub::<ConfigMap>::over(tokio_stream_from(rx), true, futures::future::pending());
+        let store = hub.store();
+        let mut objects = hub.objects();
+        let task = tokio::spawn(task);
+        let send = |event| tx.send(Ok(event)).unwrap();
+        let held = |o: &ConfigMap| store.get(&ObjectRef::from_obj(o)).is_some();
+
+        send(watcher::Event::Init);
+        send(watcher::Event::InitApply(cm("a", "1")));
+        send(watcher::Event::InitDone);
+        let a = objects.next().await.unwrap().unwrap();
+        assert!(held(&a), "the first list's object is in the store");
+
+        send(watcher::Event::Init);
+        send(watcher::Event::InitApply(cm("a", "1")));
+        send(watcher::Event::InitApply(cm("b", "1")));
+        let early = std::time::Duration::from_millis(300);
+        while let Ok(Some(Ok(o))) = tokio::time::timeout(early, objects.next()).await {
+            assert!(
+                held(&o),
+                "{:?} handed on before the store holds it",
+                o.metadata.name
+            );
+        }
+        send(watcher::Event::InitDone);
+        loop {
+            let o = objects.next().await.unwrap().unwrap();
+            assert!(
+                held(&o),
+                "{:?} handed on before the store holds it",
+                o.metadata.name
+            );
+            if o.metadata.name.as_deref() == Some("b") {
+                break;
+            }
+        }
+        task.abort();
     }
 
     #[tokio::test]
