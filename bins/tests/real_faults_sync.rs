@@ -207,25 +207,28 @@ impl Databases {
     /// What came back into one consumer: Databases with the service's status, and their
     /// credentials Secrets.
     async fn returned(&self, consumer: &dyn ObjectClient) -> Result<(u64, u64), String> {
-        let (mut statuses, mut credentials) = (0, 0);
-        for i in 0..self.per_consumer {
-            let name = format!("db-{i}");
-            let at = ObjectRef::namespaced(database(), "default", &name);
-            let db = consumer.get(&at).await.map_err(|e| e.to_string())?;
-            if db.is_some_and(|db| db.data["status"]["phase"] == "Ready") {
-                statuses += 1;
-            }
-            let at = ObjectRef::namespaced(secret(), "default", format!("{name}-credentials"));
-            if consumer
-                .get(&at)
+        let in_default = |kind| async move {
+            consumer
+                .list(&kind, Some("default"), &ListOptions::default())
                 .await
-                .map_err(|e| e.to_string())?
-                .is_some()
-            {
-                credentials += 1;
-            }
-        }
-        Ok((statuses, credentials))
+                .map(|list| list.items)
+                .map_err(|e| e.to_string())
+        };
+        let databases = in_default(database()).await?;
+        let secrets = in_default(secret()).await?;
+        let ready = databases
+            .iter()
+            .filter(|db| db.data["status"]["phase"] == "Ready")
+            .count();
+        let credentials = (0..self.per_consumer)
+            .filter(|i| {
+                let name = format!("db-{i}-credentials");
+                secrets
+                    .iter()
+                    .any(|s| s.metadata.name.as_deref() == Some(name.as_str()))
+            })
+            .count();
+        Ok((ready as u64, credentials as u64))
     }
 }
 
@@ -317,11 +320,11 @@ impl FaultBatch for Databases {
         }
         // The operator takes up a few new copies per look, so the work spreads over the faults
         // (and finishes any it took up: a Secret missing after a restart is made again).
-        let mut new_ones = 4;
+        let mut new_ones = (copies.len() / 5).max(4);
         for copy in &copies {
             let taken_up = copy.data["status"]["phase"] == "Ready";
             if taken_up || new_ones > 0 {
-                new_ones -= u32::from(!taken_up);
+                new_ones -= usize::from(!taken_up);
                 self.provision(copy).await?;
             }
         }

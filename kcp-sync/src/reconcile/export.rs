@@ -74,8 +74,22 @@ pub async fn reconcile_export(
     ready: &BTreeSet<String>,
     all_schemas: &BTreeSet<String>,
 ) -> Result<ExportReport> {
+    // Instrumented, not entered (see `sync_object`).
     let span = tracing::info_span!("reconcile", kind = "APIExport", namespace = "", name);
-    let _guard = span.enter();
+    let step = export_step(kcp, recorder, agent, name, prs, ready, all_schemas);
+    tracing::Instrument::instrument(step, span).await
+}
+
+/// [`reconcile_export`]'s step, inside its span.
+async fn export_step(
+    kcp: &dyn ObjectClient,
+    recorder: Option<&EventRecorder>,
+    agent: &str,
+    name: &str,
+    prs: &[PublishedResource],
+    ready: &BTreeSet<String>,
+    all_schemas: &BTreeSet<String>,
+) -> Result<ExportReport> {
     let target = ObjectRef::cluster_scoped(export_gvk(), name);
     let Some(export) = get_json(kcp, &target).await? else {
         tracing::debug!("APIExport not found; nothing to do");

@@ -183,13 +183,24 @@ pub async fn reconcile_schema(
     agent: &str,
     pr: &PublishedResource,
 ) -> Result<Option<Projected>> {
+    // Instrumented, not entered (see `sync_object`).
     let span = tracing::info_span!(
         "reconcile",
         kind = "PublishedResource",
         namespace = "",
         name = pr.name()
     );
-    let _guard = span.enter();
+    tracing::Instrument::instrument(schema_step(service, docs, kcp, agent, pr), span).await
+}
+
+/// [`reconcile_schema`]'s step, inside its span.
+async fn schema_step(
+    service: &dyn ObjectClient,
+    docs: Option<&dyn ApiDocuments>,
+    kcp: &dyn ObjectClient,
+    agent: &str,
+    pr: &PublishedResource,
+) -> Result<Option<Projected>> {
     let result = ensure_schema(service, docs, kcp, agent, pr).await;
     let generation = pr.metadata.generation;
     let update = match &result {

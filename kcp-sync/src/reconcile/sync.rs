@@ -252,8 +252,19 @@ pub async fn sync_object(
     namespace: Option<&str>,
     name: &str,
 ) -> Result<Step> {
+    // Instrumented, not entered: a guard held across `.await` leaks the span into whatever
+    // else the thread polls, and a fault run crashed a watch task on it (a closed span cloned).
     let span = tracing::info_span!("reconcile", kind = %target.remote_gvk.kind, cluster = ctx.sides.cluster, namespace = namespace.unwrap_or_default(), name);
-    let _guard = span.enter();
+    tracing::Instrument::instrument(sync_step(ctx, target, namespace, name), span).await
+}
+
+/// [`sync_object`]'s step, inside its span.
+async fn sync_step(
+    ctx: &SyncContext<'_>,
+    target: &PrimarySync,
+    namespace: Option<&str>,
+    name: &str,
+) -> Result<Step> {
     let remote_ref = object_ref(&target.remote_gvk, namespace, name);
     let Some(remote) = read_remote(ctx, &remote_ref).await? else {
         return Ok(Step::Gone);
