@@ -621,9 +621,14 @@ async fn deletion(ctx: &Context, subject: &Subject<'_>, paused: bool) -> Result<
         }
         None => None,
     };
+    let namespace = am.metadata.namespace.as_deref().unwrap_or_default();
+    let name = am.metadata.name.as_deref().unwrap_or_default();
     let view = match (&agent_ref, &agent) {
         (None, _) => AgentView::None,
         (Some(_), None) => AgentView::Missing,
+        // Released by this AgentMachine and claimed by another since: nothing of ours to unbind
+        // or wait for (a fault run showed the host taken back otherwise).
+        (Some(_), Some(a)) if claimed_elsewhere(a, namespace, name) => AgentView::None,
         (Some(_), Some(a)) => AgentView::Present(a),
     };
     let observed = Observed {
@@ -642,6 +647,12 @@ async fn deletion(ctx: &Context, subject: &Subject<'_>, paused: bool) -> Result<
         observed.unbinding_for,
     )
     .await
+}
+
+/// Whether `agent` carries another AgentMachine's label (unlabelled is still this one's: it is
+/// released, and deletion waits for it to return to discovery).
+fn claimed_elsewhere(agent: &Agent, namespace: &str, name: &str) -> bool {
+    agent.label(AGENT_MACHINE_REF_LABEL).is_some() && !bound_to(agent, namespace, name)
 }
 
 fn deleting(reason: &str, message: String) -> StatusUpdate {

@@ -568,6 +568,34 @@ async fn a_host_bound_to_a_gone_machine_is_unbound_before_the_finalizer_goes() {
     assert!(world.try_agent_machine("m1").await.is_none());
 }
 
+/// Found by a fault run on the real server (bins/tests/real_faults_capi_agent.rs): a deleted
+/// AgentMachine that had released its host took it back from the AgentMachine that claimed it
+/// since, leaving that one naming a host bound to nobody.
+#[tokio::test]
+async fn a_released_host_another_machine_claimed_is_not_unbound_again() {
+    let (world, ctx) = world_with_machine().await;
+    world.agent("host-1", json!({})).await;
+    reconcile(&ctx, "m1").await;
+    delete_agent_machine_after_its_machine(&world).await;
+    reconcile(&ctx, "m1").await;
+    assert!(world.try_agent_machine("m1").await.is_some(), "m1 waits");
+    world.machine("m2", None).await;
+    reconcile(&ctx, "m2").await;
+    assert_eq!(
+        world.typed_agent("host-1").await.label("agentMachineRef"),
+        Some("m2")
+    );
+    reconcile(&ctx, "m1").await;
+    let agent = world.typed_agent("host-1").await;
+    assert_eq!(
+        agent.label("agentMachineRef"),
+        Some("m2"),
+        "m1 took it back"
+    );
+    assert!(agent.spec.cluster_deployment_name.is_some());
+    assert!(world.try_agent_machine("m1").await.is_none(), "m1 released");
+}
+
 #[tokio::test]
 async fn the_finalizer_is_never_re_added_once_the_machine_is_deleted() {
     // Upstream quirk: step 3b re-adds the finalizer after the hook was removed, then hangs.
