@@ -6,7 +6,7 @@
 //! (specs/kcp-operator.md sections 3 to 5) and nothing else, every Certificate is issued with its
 //! Secret, every Compiled* object captured the live certificate revisions, every Deployment mounts
 //! only objects that exist and carries their current revisions, and each source's status says what
-//! upstream's says with no pods running (the server runs none).
+//! the spec describes upstream's saying with no pods running (the server runs none).
 //! Real backend only; the runs share one kube-apiserver and kill it, so they run one at a time.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -483,12 +483,13 @@ fn describe(object: &DynamicObject) -> String {
     )
 }
 
-/// What upstream's status says with the Deployments written and no pods running (spec section
-/// 2.10): the sources and their Compiled* objects copy `Available=False ReplicasUnavailable`
+/// The status with the Deployments written and no pods running, as `specs/kcp-operator.md`
+/// (section 2.10) describes upstream's; not compared with upstream's operator, whose Go module
+/// the proxy refuses (README). The sources and their Compiled* objects copy `Available=False ReplicasUnavailable`
 /// from the Deployment and are `Provisioning`; Shard and FrontProxy found their RootShard, the
 /// VirtualWorkspace and the Kubeconfig their target; the Kubeconfig is `Ready` with its Secret
 /// written (`SecretsReady`); each status describes the current generation.
-fn status_as_upstream(object: &DynamicObject) -> Result<(), String> {
+fn status_with_no_pods_running(object: &DynamicObject) -> Result<(), String> {
     let kind = object.types.as_ref().map(|t| t.kind.as_str()).unwrap_or("");
     let status = &object.data["status"];
     if kind == "Kubeconfig" {
@@ -707,9 +708,9 @@ impl FaultBatch for Installations {
             }
         }
 
-        // Each source and Compiled* object says what upstream's does.
+        // Each source and Compiled* object says what the spec describes upstream's saying.
         for object in sources.iter().chain(&compiled) {
-            if let Err(why) = status_as_upstream(object) {
+            if let Err(why) = status_with_no_pods_running(object) {
                 waiting.push(format!("{}: {why}", describe(object)));
             }
         }
