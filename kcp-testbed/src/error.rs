@@ -50,6 +50,16 @@ pub enum Error {
         /// What failed.
         reason: String,
     },
+    /// A loopback fix (see [`crate::loopback`]) could not be applied.
+    #[error("peer {peer}: making {module} listen on 127.0.0.1: {reason}")]
+    Loopback {
+        /// The peer that needs it.
+        peer: String,
+        /// The module (or the LOOPBACK line) concerned.
+        module: String,
+        /// What failed.
+        reason: String,
+    },
     /// `go build` failed (a module the proxy refused, a compile error, ...).
     #[error("peer {peer} {version}: go build failed (log {log}):\n{tail}")]
     Build {

@@ -13,7 +13,7 @@ use sha2::{Digest, Sha256};
 use crate::error::{Error, Result};
 use crate::log_tail::tail;
 use crate::pins::{self, Pin};
-use crate::shim;
+use crate::{loopback, shim};
 
 /// A peer binary, built (or found in the cache).
 #[derive(Debug, Clone)]
@@ -70,7 +70,8 @@ pub fn build(peer: &str) -> Result<Built> {
         .map_err(|e| Error::io(peer, "taking the build lock", e))?;
     if !binary.is_file() {
         let shims = shim::shims_of(&pin)?;
-        let module_dir = if shims.is_empty() {
+        let fixes = loopback::fixes_of(&pin)?;
+        let module_dir = if shims.is_empty() && fixes.is_empty() {
             pin.wrapper_dir()
         } else {
             dir.join("module")
@@ -81,9 +82,61 @@ pub fn build(peer: &str) -> Result<Built> {
             pin: &pin,
             module_dir: &module_dir,
         };
-        build.run(&shims, &binary, &log)?;
+        build.run(&shims, &fixes, &binary, &log)?;
     }
     Ok(Built { pin, binary, log })
+}
+
+/// The directory of `module` (a module `peer`'s wrapper requires, at the version its go.mod
+/// resolves) in the Go module cache, downloading it if needed: where a test reads upstream's
+/// own files (CRDs, manifests, source) for a peer.
+pub fn module_dir(peer: &str, module: &str) -> Result<PathBuf> {
+    let pin = pins::pin(peer)?;
+    let output = Command::new(go_command())
+        .current_dir(pin.wrapper_dir())
+        .args(["list", "-m", "-json", module])
+        .env("GOTOOLCHAIN", "local")
+        .env("GOWORK", "off")
+        .env("GOFLAGS", "-mod=mod")
+        .env("GONOSUMDB", "github.com/kcp-dev")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::io(peer, format!("running go list -m {module}"), e))?;
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    let version = answer["Version"].as_str().unwrap_or_default();
+    match answer["Dir"].as_str() {
+        Some(dir) if output.status.success() => Ok(PathBuf::from(dir)),
+        // Listed but not downloaded yet.
+        _ if output.status.success() && !version.is_empty() => {
+            download_dir(peer, &pin, &format!("{module}@{version}"))
+        }
+        _ => Err(Error::config(
+            format!("the module {module} of peer {peer}"),
+            String::from_utf8_lossy(&output.stderr).trim(),
+        )),
+    }
+}
+
+fn download_dir(peer: &str, pin: &Pin, module: &str) -> Result<PathBuf> {
+    let output = Command::new(go_command())
+        .current_dir(pin.wrapper_dir())
+        .args(["mod", "download", "-json", module])
+        .env("GOTOOLCHAIN", "local")
+        .env("GOWORK", "off")
+        .env("GONOSUMDB", "github.com/kcp-dev")
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| Error::io(peer, format!("running go mod download {module}"), e))?;
+    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    match answer["Dir"].as_str() {
+        Some(dir) if output.status.success() => Ok(PathBuf::from(dir)),
+        _ => Err(Error::config(
+            format!("downloading {module} for peer {peer}"),
+            answer["Error"]
+                .as_str()
+                .unwrap_or("no module directory in the answer"),
+        )),
+    }
 }
 
 fn go_version(go: &Path, pin: &Pin) -> Result<String> {
@@ -107,16 +160,45 @@ fn go_version(go: &Path, pin: &Pin) -> Result<String> {
     Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
 }
 
+/// Linker flags of every peer: no symbol table or debug information (smaller, faster to link).
+const DEFAULT_LDFLAGS: &str = "-s -w";
+
+/// The linker flags of `pin`'s build. Kubernetes's own release build stamps its version into
+/// `k8s.io/component-base/version` (a plain `go build` reports `v0.0.0-master+$Format:%H$`,
+/// which clients that check the server's version refuse: Cluster API wants 1.20 or newer), so
+/// the peers of the `k8s.io/kubernetes` module get the same stamp from their pinned version.
+fn ldflags(pin: &Pin) -> String {
+    if !pin.package.starts_with("k8s.io/kubernetes/") {
+        return DEFAULT_LDFLAGS.to_string();
+    }
+    let mut parts = pin.version.trim_start_matches('v').split('.');
+    let (major, minor) = (parts.next().unwrap_or("0"), parts.next().unwrap_or("0"));
+    let stamp =
+        |name: &str, value: &str| format!(" -X k8s.io/component-base/version.{name}={value}");
+    format!(
+        "{DEFAULT_LDFLAGS}{}{}{}{}",
+        stamp("gitVersion", &pin.version),
+        stamp("gitMajor", major),
+        stamp("gitMinor", minor),
+        stamp("gitTreeState", "clean")
+    )
+}
+
 /// What decides the binary: the wrapper's go.mod, go.sum and SHIMS, the package, the Go version.
 fn cache_key(pin: &Pin, go_version: &str) -> Result<String> {
     let mut hash = Sha256::new();
-    for file in ["go.mod", "go.sum", shim::SHIMS_FILE] {
+    for file in [
+        "go.mod",
+        "go.sum",
+        shim::SHIMS_FILE,
+        loopback::LOOPBACK_FILE,
+    ] {
         let path = pin.wrapper_dir().join(file);
         match fs::read(&path) {
             Ok(bytes) => hash.update(&bytes),
             // A wrapper whose dependencies could never be resolved has no go.sum; the build
             // then fails with the Go command's own words.
-            // A wrapper without shims has no SHIMS file.
+            // A wrapper without shims or loopback fixes has no SHIMS or LOOPBACK file.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound && file != "go.mod" => {}
             Err(e) => {
                 return Err(Error::io(
@@ -129,6 +211,12 @@ fn cache_key(pin: &Pin, go_version: &str) -> Result<String> {
     }
     hash.update(pin.package.as_bytes());
     hash.update(go_version.as_bytes());
+    // Only peers whose flags carry more than the default are keyed by them, so adding the
+    // version stamp did not rebuild every other cached peer.
+    let flags = ldflags(pin);
+    if flags != DEFAULT_LDFLAGS {
+        hash.update(flags.as_bytes());
+    }
     Ok(hex::encode(&hash.finalize()[..6]))
 }
 
@@ -142,7 +230,13 @@ struct GoBuild<'a> {
 }
 
 impl GoBuild<'_> {
-    fn run(&self, shims: &[shim::Shim], binary: &Path, log: &Path) -> Result<()> {
+    fn run(
+        &self,
+        shims: &[shim::Shim],
+        fixes: &[loopback::Fix],
+        binary: &Path,
+        log: &Path,
+    ) -> Result<()> {
         let pin = self.pin;
         let io = |action: &str, e| Error::io(&pin.peer, action.to_string(), e);
         let mut log_file = OpenOptions::new()
@@ -163,8 +257,11 @@ impl GoBuild<'_> {
             self.module_dir.display()
         )
         .map_err(|e| io("writing the build log", e))?;
-        if !shims.is_empty() {
+        if !shims.is_empty() || !fixes.is_empty() {
             shim::assemble(pin, shims, self.module_dir, || self.command(&log_file))?;
+        }
+        if !fixes.is_empty() {
+            loopback::apply(pin, fixes, self.module_dir, || self.command(&log_file))?;
         }
         // Download first: a module the proxy refuses is then reported in the proxy's own words.
         let download = self
@@ -175,7 +272,7 @@ impl GoBuild<'_> {
         let status = if download.success() {
             self.command(&log_file)?
                 .arg("build")
-                .args(["-trimpath", "-ldflags", "-s -w", "-o"])
+                .args(["-trimpath", "-ldflags", &ldflags(pin), "-o"])
                 .arg(&partial)
                 .arg(&pin.package)
                 .status()
@@ -214,5 +311,39 @@ impl GoBuild<'_> {
             .stdout(log.try_clone().map_err(io)?)
             .stderr(log.try_clone().map_err(io)?);
         Ok(command)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pin(version: &str, package: &str) -> Pin {
+        Pin {
+            peer: "p".into(),
+            version: version.into(),
+            wrapper: "w".into(),
+            package: package.into(),
+        }
+    }
+
+    #[test]
+    fn kubernetes_peers_are_stamped_with_their_pinned_version() {
+        let flags = ldflags(&pin("v1.34.2", "k8s.io/kubernetes/cmd/kube-apiserver"));
+        assert_eq!(
+            flags,
+            "-s -w -X k8s.io/component-base/version.gitVersion=v1.34.2 \
+             -X k8s.io/component-base/version.gitMajor=1 \
+             -X k8s.io/component-base/version.gitMinor=34 \
+             -X k8s.io/component-base/version.gitTreeState=clean"
+        );
+    }
+
+    #[test]
+    fn other_peers_link_with_the_default_flags_only() {
+        assert_eq!(
+            ldflags(&pin("v0.30.0", "github.com/kcp-dev/kcp/cmd/kcp")),
+            "-s -w"
+        );
     }
 }

@@ -11,6 +11,8 @@
 //!   removed after it (`janitor`);
 //! - writes the playground's kubeconfig contract (contexts `kcp` and `kube`) and hands out
 //!   restricted token identities ([`kubeconfig`], [`identities`]);
+//! - runs Cluster API's core manager beside the real kube-apiserver with Cluster API's own CRDs
+//!   and webhooks, read from its Go module ([`cluster_api`]);
 //! - gives the end-to-end suites one handle over either backend, picked by `KCP_RS_BACKEND`
 //!   ([`backend`]): [`KcpBed`] (a fresh kcp-sim or a fresh workspace on real kcp) and [`KubeBed`].
 //!
@@ -27,6 +29,7 @@
 //! ```
 
 pub mod backend;
+pub mod cluster_api;
 pub mod conformance;
 pub mod error;
 pub mod etcd;
@@ -38,6 +41,7 @@ pub mod kube_apiserver;
 pub mod kube_controller_manager;
 pub mod kubeconfig;
 mod log_tail;
+pub mod loopback;
 pub mod pins;
 pub mod ports;
 mod probe;

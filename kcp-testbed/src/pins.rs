@@ -126,6 +126,7 @@ mod tests {
             "helm.sh/helm/v3",
             "sigs.k8s.io/kind",
             "github.com/kcp-dev/api-syncagent",
+            "sigs.k8s.io/cluster-api",
         ] {
             if package.starts_with(module) {
                 return module;
