@@ -514,6 +514,9 @@ fn non_resource(
 ) -> ApiResult<Option<Response<Body>>> {
     let ok = |v: Value| Ok(Some(json_response(StatusCode::OK, &v)));
     match rest {
+        // The root: the paths served, as kube-apiserver lists them (clients such as Cluster
+        // API's cluster cache probe `GET /` before anything else).
+        [] => ok(root_paths(&sim.registry(endpoint)?.api_group_list())),
         ["version"] => ok(json!({
             "major": "1", "minor": "33", "gitVersion": "v1.33.3+kcp-sim",
             "gitCommit": "", "gitTreeState": "clean", "buildDate": "",
@@ -602,6 +605,40 @@ fn non_resource(
         }
         _ => Ok(None),
     }
+}
+
+/// The `{"paths": [...]}` document of `GET /`: the discovery paths of every served group and
+/// version (from `groups`, an APIGroupList) and the non-resource endpoints, sorted.
+fn root_paths(groups: &Value) -> Value {
+    let mut paths: Vec<String> = [
+        "/api",
+        "/api/v1",
+        "/apis",
+        "/apis/",
+        "/healthz",
+        "/livez",
+        "/openapi/v2",
+        "/openapi/v3",
+        "/openapi/v3/",
+        "/readyz",
+        "/version",
+    ]
+    .iter()
+    .map(|p| p.to_string())
+    .collect();
+    for group in groups["groups"].as_array().into_iter().flatten() {
+        if let Some(name) = group["name"].as_str() {
+            paths.push(format!("/apis/{name}"));
+        }
+        for version in group["versions"].as_array().into_iter().flatten() {
+            if let Some(gv) = version["groupVersion"].as_str() {
+                paths.push(format!("/apis/{gv}"));
+            }
+        }
+    }
+    paths.sort();
+    paths.dedup();
+    json!({ "paths": paths })
 }
 
 /// `GET /openapi/v3/api/<version>` or `/openapi/v3/apis/<group>/<version>`.
