@@ -20,7 +20,7 @@ use capi_kind::kind_config::OWNER_LABEL;
 use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::{KubeObjectClient, ListOptions, ObjectClient};
-use kcp_sim::{Config, Server};
+use kcp_sim::Server;
 use support::chaos::{
     FaultBatch, SERIAL, restart_kube, run_with_binary_kills, run_with_leader_kill,
     run_with_server_restarts, size,
@@ -31,59 +31,6 @@ const PROVIDER: &str = env!("CARGO_BIN_EXE_capi-provider-kind");
 /// The provider's Lease (upstream's name, the binary's default).
 const LEASE: &str = "0515b1bd.cluster-k8s.io";
 const LEASE_SECONDS: u64 = 5;
-
-/// The stand-in `kind`: the command lines of `capi-kind/tests/kind_cli.rs`'s (which
-/// `real_kind_cli.rs` checks against the real kind). A create takes two seconds (kind takes
-/// minutes), refuses a name whose nodes exist as kind does, registers the control-plane Node
-/// with the config's owner label in the cluster's API server (a kcp-sim server of the test per
-/// cluster name), and records the name in `created` once it made the cluster; `clusters` is
-/// what `get clusters` lists.
-const SCRIPT: &str = r#"#!/bin/sh
-DIR='@DIR@'
-echo "$*" >> "$DIR/args.log"
-verb="$1 $2"
-shift 2
-name=""; kubeconfig=""
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --name) name="$2"; shift ;;
-    --kubeconfig) kubeconfig="$2"; shift ;;
-    --image|--config|--wait) shift ;;
-    *) echo "ERROR: unknown flag: $1" >&2; exit 2 ;;
-  esac
-  shift
-done
-SERVER=$(cat "$DIR/server-$name" 2>/dev/null)
-case "$verb" in
-"create cluster")
-  cat > "$DIR/config-$name.yaml"
-  mkdir "$DIR/nodes-$name" 2>/dev/null || {
-    echo "ERROR: failed to create cluster: node(s) already exist for a cluster with the name \"$name\"" >&2
-    exit 1
-  }
-  sleep 2
-  uid=$(sed -n 's/.*owner-uid: *//p' "$DIR/config-$name.yaml" | head -n 1)
-  curl -sf -X POST -H 'Content-Type: application/json' "$SERVER/api/v1/nodes" \
-    --data "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$name-control-plane\",\"labels\":{\"@LABEL@\":\"$uid\"}}}" >/dev/null || exit 3
-  echo "$name" >> "$DIR/created"
-  echo "$name" >> "$DIR/clusters"
-  cp "$DIR/kubeconfig-$name" "$kubeconfig"
-  ;;
-"get clusters")
-  if [ -s "$DIR/clusters" ]; then cat "$DIR/clusters"; else echo "No kind clusters found." >&2; fi
-  ;;
-"get kubeconfig")
-  grep -qx "$name" "$DIR/clusters" 2>/dev/null || { echo "ERROR: could not locate any control plane nodes for cluster named '$name'" >&2; exit 1; }
-  cat "$DIR/kubeconfig-$name"
-  ;;
-"delete cluster")
-  grep -vx "$name" "$DIR/clusters" > "$DIR/clusters.new" 2>/dev/null; mv "$DIR/clusters.new" "$DIR/clusters"
-  ;;
-*)
-  echo "unknown command: $verb" >&2; exit 2
-  ;;
-esac
-"#;
 
 fn kind_clusters() -> GroupVersionKind {
     GroupVersionKind::gvk("infrastructure.cluster-k8s.io", "v1alpha1", "KINDCluster")
@@ -119,26 +66,8 @@ impl Clusters {
         std::fs::write(&kubeconfig, document.to_string()).unwrap();
 
         let dir = std::env::temp_dir().join(format!("{ns}-{}-kind", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let mut workloads = Vec::new();
-        for i in 0..count {
-            let name = Clusters::cluster_name(i);
-            let workload = Server::start(Config::default()).await.unwrap();
-            let context = format!("kind-{name}");
-            std::fs::write(
-                dir.join(format!("kubeconfig-{name}")),
-                workload.kubeconfig(&[&context]),
-            )
-            .unwrap();
-            std::fs::write(dir.join(format!("server-{name}")), workload.url()).unwrap();
-            workloads.push(workload);
-        }
-        let script = SCRIPT
-            .replace("@DIR@", &dir.display().to_string())
-            .replace("@LABEL@", OWNER_LABEL);
-        std::fs::write(dir.join("kind"), script).unwrap();
-        use std::os::unix::fs::PermissionsExt as _;
-        std::fs::set_permissions(dir.join("kind"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        let names: Vec<String> = (0..count).map(Clusters::cluster_name).collect();
+        let workloads = support::kind_stand_in::install(&dir, &names).await;
         Clusters {
             client,
             ns,

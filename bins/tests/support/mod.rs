@@ -2,5 +2,6 @@
 #![allow(dead_code)]
 
 pub mod chaos;
+pub mod kind_stand_in;
 pub mod process;
 pub mod secure_metrics;
