@@ -20,10 +20,7 @@ use std::time::Duration;
 
 use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
-use kcp_core::{
-    KubeObjectClient, ObjectClient, ObjectPatch, ObjectRef, PatchOptions, Subresource,
-    parse_manifests,
-};
+use kcp_core::{KubeObjectClient, ObjectClient, ObjectRef, parse_manifests};
 use kcp_testbed::cluster_api::ClusterApi;
 use kcp_testbed::process::PeerProcess;
 use serde_json::{Value, json};
@@ -32,7 +29,6 @@ use tokio::sync::Mutex;
 const PROVIDER: &str = env!("CARGO_BIN_EXE_capi-provider-agent");
 const KIND_PROVIDER: &str = env!("CARGO_BIN_EXE_capi-provider-kind");
 const FOREIGN_CRDS: &str = include_str!("../../examples/playground/agent/00-foreign-crds.yaml");
-const USER_DATA: &str = r#"{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://ignition.example.com/ignition"}]}}}"#;
 const INFRA_GROUP: &str = "capi-provider.agent-install.openshift.io";
 const HOOK: &str = capi_agent::api::PRE_TERMINATE_HOOK;
 
@@ -191,19 +187,6 @@ impl HostedCluster {
         self.kube.create(&object(value)).await.unwrap()
     }
 
-    async fn status(&self, of: &DynamicObject, status: Value) {
-        let at = ObjectRef::from_object(of).unwrap();
-        self.kube
-            .patch(
-                &at,
-                Subresource::Status,
-                &ObjectPatch::Merge(json!({"status": status})),
-                &PatchOptions::default(),
-            )
-            .await
-            .unwrap();
-    }
-
     async fn get(&self, kind: &GroupVersionKind, name: &str) -> Option<DynamicObject> {
         let at = ObjectRef::namespaced(kind.clone(), &self.ns, name);
         self.kube.get(&at).await.unwrap()
@@ -226,24 +209,7 @@ impl HostedCluster {
                 "{created:?}"
             );
         }
-        for name in ["pull-secret", "admin-kubeconfig", "kubeadmin-password"] {
-            hc.create(json!({"apiVersion": "v1", "kind": "Secret",
-                "metadata": {"name": name, "namespace": ns}, "data": {"x": "eA=="}}))
-                .await;
-        }
-        hc.create(json!({"apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": "user-data", "namespace": ns},
-            "stringData": {"value": USER_DATA}}))
-            .await;
-        let hcp = hc.create(json!({"apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedControlPlane",
-            "metadata": {"name": "hc", "namespace": ns},
-            "spec": {"dns": {"baseDomain": "example.com"}, "pullSecret": {"name": "pull-secret"}}})).await;
-        hc.status(
-            &hcp,
-            json!({"kubeConfig": {"name": "admin-kubeconfig", "key": "kubeconfig"},
-                "kubeadminPassword": {"name": "kubeadmin-password"}}),
-        )
-        .await;
+        support::hosted::hosted_control_plane(&*hc.kube, ns).await;
         hc.create(json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
             "metadata": {"name": "hc", "namespace": ns},
             "spec": {
@@ -262,24 +228,7 @@ impl HostedCluster {
 
     /// An approved, validated, connected, unbound Agent in the agents' namespace.
     async fn agent(&self, name: &str) {
-        let agent = self
-            .create(
-                json!({"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "Agent",
-                "metadata": {"name": name, "namespace": "capi-core-agents"},
-                "spec": {"approved": true, "role": "worker", "installation_disk_id": "/dev/sda"}}),
-            )
-            .await;
-        self.status(&agent, json!({
-            "conditions": [
-                {"type": "Validated", "status": "True", "reason": "ValidationsPassing"},
-                {"type": "Connected", "status": "True", "reason": "AgentIsConnected"},
-                {"type": "Bound", "status": "False", "reason": "Unbound"},
-                {"type": "SpecSynced", "status": "True", "reason": "SyncOK"},
-                {"type": "RequirementsMet", "status": "True", "reason": "AgentIsReady"},
-                {"type": "Installed", "status": "False", "reason": "InstallationNotStarted", "message": "not yet"}],
-            "inventory": {"hostname": format!("{name}.local"),
-                "interfaces": [{"hasCarrier": true, "ipV4Addresses": ["192.168.1.10/24"], "ipV6Addresses": []}]},
-            "debugInfo": {"state": "known-unbound"}})).await;
+        support::hosted::unbound_agent(&*self.kube, "capi-core-agents", name).await;
     }
 
     /// AgentMachine `name` as a MachineSet clones it from its template (no owner, no labels),
@@ -333,7 +282,7 @@ impl HostedCluster {
             "{}",
             bound.data["spec"]
         );
-        self.status(&bound, json!({
+        support::hosted::set_status(&*self.kube, &bound, json!({
             "conditions": [
                 {"type": "Validated", "status": "True", "reason": "ValidationsPassing"},
                 {"type": "Connected", "status": "True", "reason": "AgentIsConnected"},
@@ -365,7 +314,7 @@ impl HostedCluster {
         })
         .await;
         let machine = self.get(&machine_v1beta2(), machine).await;
-        self.status(&unbound, json!({
+        support::hosted::set_status(&*self.kube, &unbound, json!({
             "conditions": [
                 {"type": "Bound", "status": "False", "reason": "Unbound"},
                 {"type": "Installed", "status": "False", "reason": "InstallationNotStarted", "message": "not yet"}],

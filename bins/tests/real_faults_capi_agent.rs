@@ -31,7 +31,6 @@ use support::process::free_port;
 
 const PROVIDER: &str = env!("CARGO_BIN_EXE_capi-provider-agent");
 const FOREIGN_CRDS: &str = include_str!("../../examples/playground/agent/00-foreign-crds.yaml");
-const USER_DATA: &str = r#"{"ignition":{"version":"3.2.0","config":{"merge":[{"source":"https://ignition.example.com/ignition"}]}}}"#;
 const LEASE: &str = "7605f49b.agent-install.openshift.io";
 
 fn object(value: Value) -> DynamicObject {
@@ -128,41 +127,11 @@ impl Machines {
         self.kube.create(&object(value)).await.unwrap()
     }
 
-    async fn status(&self, of: &DynamicObject, status: Value) {
-        let at = ObjectRef::from_object(of).unwrap();
-        self.kube
-            .patch(
-                &at,
-                Subresource::Status,
-                &ObjectPatch::Merge(json!({"status": status})),
-                &PatchOptions::default(),
-            )
-            .await
-            .unwrap();
-    }
-
     /// Cluster `hc` with a HostedControlPlane and its Secrets, and AgentCluster `hc` owned by
     /// it, as HyperShift and Cluster API leave them.
     async fn hosted_cluster(&self) {
         let ns = &self.namespace;
-        for name in ["pull-secret", "admin-kubeconfig", "kubeadmin-password"] {
-            self.create(json!({"apiVersion": "v1", "kind": "Secret",
-                "metadata": {"name": name, "namespace": ns}, "data": {"x": "eA=="}}))
-                .await;
-        }
-        self.create(json!({"apiVersion": "v1", "kind": "Secret",
-            "metadata": {"name": "user-data", "namespace": ns},
-            "stringData": {"value": USER_DATA}}))
-            .await;
-        let hcp = self.create(json!({"apiVersion": "hypershift.openshift.io/v1beta1", "kind": "HostedControlPlane",
-            "metadata": {"name": "hc", "namespace": ns},
-            "spec": {"dns": {"baseDomain": "example.com"}, "pullSecret": {"name": "pull-secret"}}})).await;
-        self.status(
-            &hcp,
-            json!({"kubeConfig": {"name": "admin-kubeconfig", "key": "kubeconfig"},
-                "kubeadminPassword": {"name": "kubeadmin-password"}}),
-        )
-        .await;
+        support::hosted::hosted_control_plane(&*self.kube, ns).await;
         let cluster = self.create(json!({"apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
             "metadata": {"name": "hc", "namespace": ns},
             "spec": {
@@ -176,24 +145,7 @@ impl Machines {
 
     /// An approved, validated, connected, unbound Agent.
     async fn agent(&self, name: &str) {
-        let agent = self
-            .create(
-                json!({"apiVersion": "agent-install.openshift.io/v1beta1", "kind": "Agent",
-                "metadata": {"name": name, "namespace": self.agents},
-                "spec": {"approved": true, "role": "worker", "installation_disk_id": "/dev/sda"}}),
-            )
-            .await;
-        self.status(&agent, json!({
-            "conditions": [
-                {"type": "Validated", "status": "True", "reason": "ValidationsPassing"},
-                {"type": "Connected", "status": "True", "reason": "AgentIsConnected"},
-                {"type": "Bound", "status": "False", "reason": "Unbound"},
-                {"type": "SpecSynced", "status": "True", "reason": "SyncOK"},
-                {"type": "RequirementsMet", "status": "True", "reason": "AgentIsReady"},
-                {"type": "Installed", "status": "False", "reason": "InstallationNotStarted", "message": "not yet"}],
-            "inventory": {"hostname": format!("{name}.local"),
-                "interfaces": [{"hasCarrier": true, "ipV4Addresses": ["192.168.1.10/24"], "ipV6Addresses": []}]},
-            "debugInfo": {"state": "known-unbound"}})).await;
+        support::hosted::unbound_agent(&*self.kube, &self.agents, name).await;
     }
 
     /// Machine `name` with the bootstrap Secret, and AgentMachine `name` owned by it, as

@@ -66,15 +66,9 @@ impl FixKind {
 
 /// The loopback fixes of a wrapper: none when it has no `LOOPBACK` file.
 pub fn fixes_of(pin: &Pin) -> Result<Vec<Fix>> {
-    let path = pin.wrapper_dir().join(LOOPBACK_FILE);
-    match fs::read_to_string(&path) {
-        Ok(text) => parse(&pin.peer, &text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(Error::io(
-            &pin.peer,
-            format!("reading {}", path.display()),
-            e,
-        )),
+    match pin.wrapper_file(LOOPBACK_FILE)? {
+        Some(text) => parse(&pin.peer, &text),
+        None => Ok(Vec::new()),
     }
 }
 

@@ -26,6 +26,21 @@ impl Pin {
     pub fn wrapper_dir(&self) -> PathBuf {
         peers_dir().join(&self.wrapper)
     }
+
+    /// The text of the optional file `name` of the wrapper (`SHIMS`, `LOOPBACK`); `None` when
+    /// the wrapper has none.
+    pub fn wrapper_file(&self, name: &str) -> Result<Option<String>> {
+        let path = self.wrapper_dir().join(name);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Ok(Some(text)),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io(
+                &self.peer,
+                format!("reading {}", path.display()),
+                e,
+            )),
+        }
+    }
 }
 
 /// `kcp-testbed/peers` in this checkout.

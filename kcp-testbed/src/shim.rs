@@ -42,15 +42,9 @@ pub struct Shim {
 
 /// The shims of a wrapper: none when it has no `SHIMS` file.
 pub fn shims_of(pin: &Pin) -> Result<Vec<Shim>> {
-    let path = pin.wrapper_dir().join(SHIMS_FILE);
-    match fs::read_to_string(&path) {
-        Ok(text) => parse(&pin.peer, &text),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(Error::io(
-            &pin.peer,
-            format!("reading {}", path.display()),
-            e,
-        )),
+    match pin.wrapper_file(SHIMS_FILE)? {
+        Some(text) => parse(&pin.peer, &text),
+        None => Ok(Vec::new()),
     }
 }
 

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod chaos;
+pub mod hosted;
 pub mod kind_stand_in;
 pub mod process;
 pub mod secure_metrics;
