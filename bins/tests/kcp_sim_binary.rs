@@ -218,10 +218,15 @@ fn kubectl_reads_and_writes_through_the_kubeconfig_it_writes() {
     );
 }
 
-/// Whether `python3` can import `modules`; if not, says so and returns false, or fails when
+/// The Python interpreter: `KCP_PYTHON` (CI names the one that has the client), else `python3`.
+fn python() -> String {
+    std::env::var("KCP_PYTHON").unwrap_or_else(|_| "python3".to_string())
+}
+
+/// Whether [`python`] can import `modules`; if not, says so and returns false, or fails when
 /// `KCP_REQUIRE_PYTHON_CLIENT` is set.
 fn python_has(modules: &str) -> bool {
-    let probe = Command::new("python3")
+    let probe = Command::new(python())
         .args(["-c", &format!("import {modules}")])
         .output();
     let missing = match &probe {
@@ -268,7 +273,7 @@ except client.exceptions.ApiException as e:
 print(json.dumps({"namespaces": names, "data": cm.data, "selected": len(selected),
                   "missing": missing}))
 "#;
-    let out = Command::new("python3")
+    let out = Command::new(python())
         .arg("-c")
         .arg(script)
         .arg(&sim.kubeconfig)
@@ -479,7 +484,7 @@ fn the_pytest_fixture_of_the_docs_runs() {
     std::fs::write(dir.0.join("test_kcp_sim.py"), fixture + test).unwrap();
     run_example(
         &dir,
-        "python3",
+        &python(),
         &[
             "-m",
             "pytest",
