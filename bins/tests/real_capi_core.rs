@@ -18,7 +18,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::{KubeObjectClient, ObjectClient, ObjectRef, parse_manifests};
 use kcp_testbed::cluster_api::ClusterApi;
@@ -90,22 +89,7 @@ async fn start_stack() -> Stack {
     let mut objects = capi_agent::api::crd_objects().unwrap();
     objects.extend(capi_kind::api::crd_objects().unwrap());
     objects.extend(foreign_crds());
-    let kinds: Vec<GroupVersionKind> = objects.iter().filter_map(served_kind).collect();
-    apply(&*kube, objects).await;
-    // A CRD is established a moment before discovery lists its kind; the tests' clients read
-    // discovery once.
-    until(
-        "every CRD's kind in discovery",
-        Duration::from_secs(60),
-        || async {
-            let fresh = KubeObjectClient::new(shared.admin.client().unwrap());
-            for kind in &kinds {
-                fresh.resolve(kind).await.map_err(|e| e.to_string())?;
-            }
-            Ok(())
-        },
-    )
-    .await;
+    support::crds::apply_and_wait_served(&*kube, "capi-core-test", objects).await;
     let kubeconfig =
         kcp_testbed::kubeconfig::write_file(&dir, "capi-core-provider", &shared.admin).unwrap();
     let port = |_| kcp_testbed::ports::free_port("capi-provider-agent").unwrap();
@@ -132,16 +116,6 @@ async fn start_stack() -> Stack {
     }
 }
 
-/// The kind a CRD serves (its first version), `None` for other objects.
-fn served_kind(crd: &DynamicObject) -> Option<GroupVersionKind> {
-    let spec = &crd.data["spec"];
-    Some(gvk(
-        spec["group"].as_str()?,
-        spec["versions"][0]["name"].as_str()?,
-        spec["names"]["kind"].as_str()?,
-    ))
-}
-
 /// The stand-in CRDs of what is neither Cluster API nor ours (Agent, ClusterDeployment,
 /// AgentClusterInstall, HostedControlPlane): Cluster API's own Cluster and Machine come from
 /// its module. The HostedControlPlane CRD carries the contract label HyperShift's does, so
@@ -166,14 +140,6 @@ fn foreign_crds() -> Vec<DynamicObject> {
             crd
         })
         .collect()
-}
-
-async fn apply(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
-    let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap();
-    let report = Applier::new(client, ApplierConfig::new("capi-core-test"))
-        .apply_until_settled(&plan, Duration::from_secs(60))
-        .await;
-    assert!(report.is_complete(), "{report}: {report:?}");
 }
 
 /// A hosted cluster's namespace with what HyperShift and the assisted installer leave there.

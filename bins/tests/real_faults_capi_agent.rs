@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use capi_agent::api::AGENT_MACHINE_REF_LABEL;
-use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::{
     KubeObjectClient, ListOptions, ObjectClient, ObjectPatch, ObjectRef, PatchOptions, Subresource,
@@ -63,14 +62,6 @@ fn owner(of: &DynamicObject) -> Value {
         "name": of.metadata.name, "uid": of.metadata.uid, "controller": true})
 }
 
-async fn apply(client: &dyn ObjectClient, objects: Vec<DynamicObject>) {
-    let plan = ApplyPlan::build(objects, &RuleSet::default()).unwrap();
-    let report = Applier::new(client, ApplierConfig::new("fault-test"))
-        .apply_until_settled(&plan, Duration::from_secs(60))
-        .await;
-    assert!(report.is_complete(), "{report}: {report:?}");
-}
-
 /// A hosted cluster's Machines, as many Agents as Machines, and the Machines deleted again.
 struct Machines {
     kube: Arc<dyn ObjectClient>,
@@ -102,7 +93,7 @@ impl Machines {
                 json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
             ));
         }
-        apply(&*kube, objects).await;
+        support::crds::apply_and_wait_served(&*kube, "fault-test", objects).await;
         let dir = kcp_testbed::real::credentials().unwrap().dir.clone();
         let kubeconfig =
             kcp_testbed::kubeconfig::write_file(&dir, &format!("fault-agent-{tag}"), &shared.admin)

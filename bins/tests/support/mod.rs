@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod chaos;
+pub mod crds;
 pub mod hosted;
 pub mod kind_stand_in;
 pub mod process;
