@@ -157,9 +157,7 @@ async fn the_shipped_rbac_suffices_and_a_removed_rule_is_named(d: &Deployed) {
         .unwrap()
         .unwrap();
     let admin = KubeObjectClient::new(kube.admin.client().unwrap());
-    for crd in (d.crds)() {
-        admin.apply(&crd, &forced()).await.unwrap();
-    }
+    support::crds::apply_and_wait_served(&admin, "real-rbac-test", (d.crds)()).await;
     let namespace = format!(
         "apiVersion: v1\nkind: Namespace\nmetadata: {{name: {}}}\n",
         d.namespace
