@@ -92,51 +92,56 @@ pub fn build(peer: &str) -> Result<Built> {
 /// own files (CRDs, manifests, source) for a peer.
 pub fn module_dir(peer: &str, module: &str) -> Result<PathBuf> {
     let pin = pins::pin(peer)?;
+    let listed = go_json(&pin, &["list", "-m", "-json", module])?;
+    let version = listed.answer["Version"].as_str().unwrap_or_default();
+    match listed.answer["Dir"].as_str() {
+        Some(dir) if listed.success => Ok(PathBuf::from(dir)),
+        // Listed but not downloaded yet.
+        _ if listed.success && !version.is_empty() => {
+            let module = format!("{module}@{version}");
+            let downloaded = go_json(&pin, &["mod", "download", "-json", &module])?;
+            match downloaded.answer["Dir"].as_str() {
+                Some(dir) if downloaded.success => Ok(PathBuf::from(dir)),
+                _ => Err(Error::config(
+                    format!("downloading {module} for peer {peer}"),
+                    downloaded.answer["Error"]
+                        .as_str()
+                        .unwrap_or("no module directory in the answer"),
+                )),
+            }
+        }
+        _ => Err(Error::config(
+            format!("the module {module} of peer {peer}"),
+            listed.stderr.trim(),
+        )),
+    }
+}
+
+/// What a Go command with `-json` output answered.
+struct GoAnswer {
+    success: bool,
+    answer: serde_json::Value,
+    stderr: String,
+}
+
+/// Runs `go args...` in `pin`'s wrapper (the build's module settings, modules fetched as
+/// needed) and parses its JSON answer.
+fn go_json(pin: &Pin, args: &[&str]) -> Result<GoAnswer> {
     let output = Command::new(go_command())
         .current_dir(pin.wrapper_dir())
-        .args(["list", "-m", "-json", module])
+        .args(args)
         .env("GOTOOLCHAIN", "local")
         .env("GOWORK", "off")
         .env("GOFLAGS", "-mod=mod")
         .env("GONOSUMDB", "github.com/kcp-dev")
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| Error::io(peer, format!("running go list -m {module}"), e))?;
-    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
-    let version = answer["Version"].as_str().unwrap_or_default();
-    match answer["Dir"].as_str() {
-        Some(dir) if output.status.success() => Ok(PathBuf::from(dir)),
-        // Listed but not downloaded yet.
-        _ if output.status.success() && !version.is_empty() => {
-            download_dir(peer, &pin, &format!("{module}@{version}"))
-        }
-        _ => Err(Error::config(
-            format!("the module {module} of peer {peer}"),
-            String::from_utf8_lossy(&output.stderr).trim(),
-        )),
-    }
-}
-
-fn download_dir(peer: &str, pin: &Pin, module: &str) -> Result<PathBuf> {
-    let output = Command::new(go_command())
-        .current_dir(pin.wrapper_dir())
-        .args(["mod", "download", "-json", module])
-        .env("GOTOOLCHAIN", "local")
-        .env("GOWORK", "off")
-        .env("GONOSUMDB", "github.com/kcp-dev")
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| Error::io(peer, format!("running go mod download {module}"), e))?;
-    let answer: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
-    match answer["Dir"].as_str() {
-        Some(dir) if output.status.success() => Ok(PathBuf::from(dir)),
-        _ => Err(Error::config(
-            format!("downloading {module} for peer {peer}"),
-            answer["Error"]
-                .as_str()
-                .unwrap_or("no module directory in the answer"),
-        )),
-    }
+        .map_err(|e| Error::io(&pin.peer, format!("running go {}", args.join(" ")), e))?;
+    Ok(GoAnswer {
+        success: output.status.success(),
+        answer: serde_json::from_slice(&output.stdout).unwrap_or_default(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    })
 }
 
 fn go_version(go: &Path, pin: &Pin) -> Result<String> {
