@@ -248,15 +248,14 @@ impl HostedCluster {
             "{}",
             bound.data["spec"]
         );
-        support::hosted::set_status(&*self.kube, &bound, json!({
-            "conditions": [
-                {"type": "Validated", "status": "True", "reason": "ValidationsPassing"},
-                {"type": "Connected", "status": "True", "reason": "AgentIsConnected"},
-                {"type": "Bound", "status": "True", "reason": "Bound"},
-                {"type": "SpecSynced", "status": "True", "reason": "SyncOK"},
-                {"type": "RequirementsMet", "status": "True", "reason": "AgentIsReady"},
-                {"type": "Installed", "status": "True", "reason": "InstallationCompleted", "message": "done"}],
-            "debugInfo": {"state": "added-to-existing-cluster"}})).await;
+        support::hosted::set_status(
+            &*self.kube,
+            &bound,
+            json!({
+            "conditions": support::hosted::agent_conditions(true),
+            "debugInfo": {"state": "added-to-existing-cluster"}}),
+        )
+        .await;
         name
     }
 

@@ -73,15 +73,33 @@ pub async fn unbound_agent(kube: &dyn ObjectClient, ns: &str, name: &str) {
     )
     .await;
     set_status(kube, &agent, json!({
-        "conditions": [
-            {"type": "Validated", "status": "True", "reason": "ValidationsPassing"},
-            {"type": "Connected", "status": "True", "reason": "AgentIsConnected"},
-            {"type": "Bound", "status": "False", "reason": "Unbound"},
-            {"type": "SpecSynced", "status": "True", "reason": "SyncOK"},
-            {"type": "RequirementsMet", "status": "True", "reason": "AgentIsReady"},
-            {"type": "Installed", "status": "False", "reason": "InstallationNotStarted", "message": "not yet"}],
+        "conditions": agent_conditions(false),
         "inventory": {"hostname": format!("{name}.local"),
             "interfaces": [{"hasCarrier": true, "ipV4Addresses": ["192.168.1.10/24"], "ipV6Addresses": []}]},
         "debugInfo": {"state": "known-unbound"}}))
     .await;
+}
+
+/// The conditions the assisted installer reports on an Agent: a discovered host waiting to be
+/// bound (`installed` false), or one bound and installed into its cluster.
+pub fn agent_conditions(installed: bool) -> Value {
+    let (bound, install) = if installed {
+        (
+            json!({"type": "Bound", "status": "True", "reason": "Bound"}),
+            json!({"type": "Installed", "status": "True", "reason": "InstallationCompleted", "message": "done"}),
+        )
+    } else {
+        (
+            json!({"type": "Bound", "status": "False", "reason": "Unbound"}),
+            json!({"type": "Installed", "status": "False", "reason": "InstallationNotStarted", "message": "not yet"}),
+        )
+    };
+    json!([
+        {"type": "Validated", "status": "True", "reason": "ValidationsPassing"},
+        {"type": "Connected", "status": "True", "reason": "AgentIsConnected"},
+        bound,
+        {"type": "SpecSynced", "status": "True", "reason": "SyncOK"},
+        {"type": "RequirementsMet", "status": "True", "reason": "AgentIsReady"},
+        install,
+    ])
 }
