@@ -15,10 +15,9 @@
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
-use std::time::Instant;
 
 use futures::StreamExt;
-use kcp_core::runtime::{ErrorPolicy, Outcome, ReconcileResult, drain_controller};
+use kcp_core::runtime::{ErrorPolicy, Harness, drain_controller};
 use kcp_core::{Backoff, KubeObjectClient, ObjectClient};
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::controller::{Action, Config as ControllerConfig, Controller};
@@ -76,7 +75,9 @@ impl Options {
 
 struct Shared {
     ctx: Context,
-    errors: ErrorPolicy,
+    cluster: Harness,
+    machine: Harness,
+    node: Harness,
 }
 
 fn api<K>(client: &kube::Client, namespace: Option<&str>) -> Api<K>
@@ -101,17 +102,21 @@ pub async fn run(
     let stop = CancellationToken::new();
     let (agent_store, agent_watch) = agent_reflector(&options, stop.clone());
     let mut ctx = Context::new(object_client, options.config.clone());
-    for controller in ["agentcluster", "agentmachine", "node-provider-id"] {
-        options
-            .metrics
-            .controllers
-            .init_controller(controller, usize::from(options.concurrency));
-    }
+    let harness = |controller: &str| {
+        Harness::new(
+            controller,
+            options.metrics.controllers.clone(),
+            options.concurrency,
+        )
+        .with_error_policy(ErrorPolicy::new(options.backoff))
+    };
     ctx.metrics = options.metrics.clone();
     ctx.agents = Some(AgentCache::new(agent_store));
     let shared = Arc::new(Shared {
         ctx,
-        errors: ErrorPolicy::new(options.backoff),
+        cluster: harness("agentcluster"),
+        machine: harness("agentmachine"),
+        node: harness("node-provider-id"),
     });
     let trigger = stop.clone();
     tokio::spawn(async move {
@@ -310,43 +315,24 @@ fn names(meta: &kube::api::ObjectMeta) -> (String, String) {
     )
 }
 
-fn observe(shared: &Shared, controller: &str, started: Instant, result: &Result<Outcome>) {
-    let result = match result {
-        Ok(Outcome::Done) => ReconcileResult::Success,
-        Ok(Outcome::RequeueAfter(_)) => ReconcileResult::Requeue,
-        Err(_) => ReconcileResult::Error,
-    };
-    shared
-        .ctx
-        .metrics
-        .controllers
-        .observe(controller, result, started.elapsed());
-}
-
 async fn reconcile_cluster(obj: Arc<AgentCluster>, shared: Arc<Shared>) -> Result<Action> {
     let (namespace, name) = names(&obj.metadata);
-    let started = Instant::now();
-    let result = reconcile_agent_cluster(&shared.ctx, &namespace, &name).await;
-    observe(&shared, "agentcluster", started, &result);
-    Ok(shared.errors.succeeded(obj.as_ref(), result?))
+    let pass = reconcile_agent_cluster(&shared.ctx, &namespace, &name);
+    shared.cluster.reconcile(obj.as_ref(), pass).await
 }
 
 async fn reconcile_machine(obj: Arc<AgentMachine>, shared: Arc<Shared>) -> Result<Action> {
     let (namespace, name) = names(&obj.metadata);
-    let started = Instant::now();
-    let result = reconcile_agent_machine(&shared.ctx, &namespace, &name).await;
-    observe(&shared, "agentmachine", started, &result);
-    Ok(shared.errors.succeeded(obj.as_ref(), result?))
+    let pass = reconcile_agent_machine(&shared.ctx, &namespace, &name);
+    shared.machine.reconcile(obj.as_ref(), pass).await
 }
 
 fn error_policy_cluster(obj: Arc<AgentCluster>, err: &Error, shared: Arc<Shared>) -> Action {
-    tracing::warn!(kind = "AgentCluster", object = ?obj.metadata.name, error = %err, "reconcile failed");
-    shared.errors.failed(obj.as_ref(), err)
+    shared.cluster.error_policy(obj.as_ref(), err)
 }
 
 fn error_policy_machine(obj: Arc<AgentMachine>, err: &Error, shared: Arc<Shared>) -> Action {
-    tracing::warn!(kind = "AgentMachine", object = ?obj.metadata.name, error = %err, "reconcile failed");
-    shared.errors.failed(obj.as_ref(), err)
+    shared.machine.error_policy(obj.as_ref(), err)
 }
 
 struct NodeShared {
@@ -383,15 +369,12 @@ fn node_controller(
 }
 
 async fn reconcile_node(obj: Arc<AgentMachine>, ctx: Arc<NodeShared>) -> Result<Action> {
-    let started = Instant::now();
-    let result = reconcile_node_provider_id(&ctx.shared.ctx, &ctx.workloads, obj.as_ref()).await;
-    observe(&ctx.shared, "node-provider-id", started, &result);
-    Ok(ctx.shared.errors.succeeded(obj.as_ref(), result?))
+    let pass = reconcile_node_provider_id(&ctx.shared.ctx, &ctx.workloads, obj.as_ref());
+    ctx.shared.node.reconcile(obj.as_ref(), pass).await
 }
 
 fn error_policy_node(obj: Arc<AgentMachine>, err: &Error, ctx: Arc<NodeShared>) -> Action {
-    tracing::warn!(kind = "AgentMachine", controller = "node-provider-id", object = ?obj.metadata.name, error = %err, "reconcile failed");
-    ctx.shared.errors.failed(obj.as_ref(), err)
+    ctx.shared.node.error_policy(obj.as_ref(), err)
 }
 
 #[cfg(test)]

@@ -1,25 +1,21 @@
 //! Wiring: one `kube::runtime::Controller` per kind (KINDCluster, KindCluster) sharing one
-//! [`Context`]; creations wake their object through `reconcile_on`; kcp-core's
-//! [`ErrorPolicy`] decides retries.
+//! [`Context`]; creations wake their object through `reconcile_on`; a kcp-core [`Harness`]
+//! per kind spans, counts and times each reconcile and decides retries.
 
 use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt as _;
 use futures::channel::mpsc;
-use kcp_core::runtime::{
-    CacheSync, Classify as _, ControllerMetrics, ErrorPolicy, Outcome, ReconcileResult,
-    drain_controller,
-};
+use kcp_core::runtime::{CacheSync, ControllerMetrics, ErrorPolicy, Harness, drain_controller};
 use kcp_core::{Backoff, KubeObjectClient};
+use kube::Api;
 use kube::runtime::controller::{Action, Config as ControllerSettings};
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::{Controller, watcher};
-use kube::{Api, ResourceExt as _};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument as _;
 
 use crate::api::{KINDCluster, KindCluster};
 use crate::error::Error;
@@ -70,8 +66,14 @@ impl ControllerConfig {
 
 struct Shared {
     context: Context,
-    errors: ErrorPolicy,
-    metrics: ControllerMetrics,
+    upstream: Harness,
+    capi: Harness,
+}
+
+impl Shared {
+    fn harness<K: KindObject>(&self) -> &Harness {
+        if K::CAPI { &self.capi } else { &self.upstream }
+    }
 }
 
 fn api<K>(config: &ControllerConfig) -> Api<K>
@@ -96,35 +98,12 @@ async fn reconcile_object<K: KindObject>(
     obj: Arc<K>,
     shared: Arc<Shared>,
 ) -> Result<Action, Error> {
-    let span = tracing::info_span!(
-        "reconcile",
-        kind = K::KIND,
-        namespace = obj.namespace().unwrap_or_default(),
-        name = obj.name_any()
-    );
-    let started = Instant::now();
-    let result = reconcile(obj.as_ref(), &shared.context)
-        .instrument(span)
-        .await;
-    let counted = match &result {
-        Ok(Outcome::Done) => ReconcileResult::Success,
-        Ok(Outcome::RequeueAfter(_)) => ReconcileResult::Requeue,
-        Err(_) => ReconcileResult::Error,
-    };
-    shared.metrics.observe(K::KIND, counted, started.elapsed());
-    Ok(shared.errors.succeeded(obj.as_ref(), result?))
+    let pass = reconcile(obj.as_ref(), &shared.context);
+    shared.harness::<K>().reconcile(obj.as_ref(), pass).await
 }
 
 fn error_policy<K: KindObject>(obj: Arc<K>, err: &Error, shared: Arc<Shared>) -> Action {
-    tracing::warn!(
-        kind = K::KIND,
-        namespace = obj.namespace().unwrap_or_default(),
-        name = obj.name_any(),
-        reason = err.reason(),
-        error = %err,
-        "reconcile failed"
-    );
-    shared.errors.failed(obj.as_ref(), err)
+    shared.harness::<K>().error_policy(obj.as_ref(), err)
 }
 
 /// The watch of a kind: every object, or those carrying the watch-filter label.
@@ -173,18 +152,19 @@ pub async fn run(
         config.max_concurrent_creates,
     );
     context.settings = config.settings;
-    // kube-runtime's controllers run without a concurrency limit here: 0 says so.
-    for kind in [KINDCluster::KIND, KindCluster::KIND] {
-        config.metrics.init_controller(kind, 0);
-    }
     let (wake_upstream, upstream_wakeups) = waker::<KINDCluster>();
     let (wake_capi, capi_wakeups) = waker::<KindCluster>();
     context.wake_upstream = Some(wake_upstream);
     context.wake_capi = Some(wake_capi);
+    // kube-runtime's controllers run without a concurrency limit here: 0 says so.
+    let harness = |kind: &str| {
+        Harness::new(kind, config.metrics.clone(), 0)
+            .with_error_policy(ErrorPolicy::new(config.backoff))
+    };
     let shared = Arc::new(Shared {
         context,
-        errors: ErrorPolicy::new(config.backoff),
-        metrics: config.metrics.clone(),
+        upstream: harness(KINDCluster::KIND),
+        capi: harness(KindCluster::KIND),
     });
     let stop = CancellationToken::new();
     let trigger = stop.clone();

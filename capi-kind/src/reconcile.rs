@@ -18,7 +18,7 @@ use kcp_core::runtime::finalizer::{
     FinalizerState, add_finalizer, finalizer_state, remove_finalizer,
 };
 use kcp_core::runtime::{EventRecorder, EventType, Outcome, StatusWrite, write_status};
-use kcp_core::typed::{object_ref_for, to_dynamic};
+use kcp_core::typed::object_ref_for;
 use kcp_core::{DeleteOptions, ObjectClient, ObjectClientExt as _, PatchOptions, capi};
 use kube::ResourceExt as _;
 
@@ -118,9 +118,7 @@ fn describe<K: KindObject>(obj: &K) -> String {
 
 /// Reconciles one object.
 pub async fn reconcile<K: KindObject>(obj: &K, ctx: &Context) -> Result<Outcome> {
-    let object = describe(obj);
-    let dynamic = to_dynamic(obj).map_err(|e| Error::core(&object, "converting", e))?;
-    let state = finalizer_state(&dynamic, K::FINALIZER);
+    let state = finalizer_state(obj, K::FINALIZER);
     match state {
         FinalizerState::Released => {
             if let Some(uid) = obj.meta().uid.as_deref() {
@@ -136,9 +134,9 @@ pub async fn reconcile<K: KindObject>(obj: &K, ctx: &Context) -> Result<Outcome>
                 return Ok(outcome);
             }
             if state == FinalizerState::Missing {
-                add_finalizer(ctx.client.as_ref(), &dynamic, K::FINALIZER)
+                add_finalizer(ctx.client.as_ref(), obj, K::FINALIZER)
                     .await
-                    .map_err(|e| Error::core(&object, "adding the finalizer", e))?;
+                    .map_err(|e| Error::core(describe(obj), "adding the finalizer", e))?;
                 // The update triggers the next reconcile.
                 return Ok(Outcome::Done);
             }
@@ -539,7 +537,6 @@ async fn cleanup<K: KindObject>(obj: &K, ctx: &Context) -> Result<Outcome> {
     if let (Some(name), Some(uid)) = (cluster, obj.meta().uid.as_deref()) {
         ctx.claims.release(&name, uid);
     }
-    let current = to_dynamic(&current).map_err(|e| Error::core(&object, "converting", e))?;
     remove_finalizer(ctx.client.as_ref(), &current, K::FINALIZER)
         .await
         .map_err(|e| Error::core(&object, "removing the finalizer", e))?;

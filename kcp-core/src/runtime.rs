@@ -8,8 +8,10 @@
 //!
 //! Two ways to run reconcilers:
 //! - **Single-cluster controllers** (kcp-operator, the CAPI providers) run on
-//!   `kube::runtime::Controller`, the ecosystem's convention; [`ErrorPolicy`] is their
-//!   `error_policy`, and the helpers here go around their reconcile: typed [`conditions`], a
+//!   `kube::runtime::Controller`, the ecosystem's convention; a [`Harness`] goes around their
+//!   reconcile and is their `error_policy` (span, timing, metrics, backoff through
+//!   [`ErrorPolicy`], the Warning Event of a permanent failure), and the helpers here serve the
+//!   reconcile itself: typed [`conditions`], a
 //!   [`status`] writer that writes only on change with a resourceVersion precondition,
 //!   [`finalizer`]s, [`owner`] references and an aggregating [`events`] recorder.
 //! - **Multi-cluster controllers** (kcp-init, kcp-sync) key work by (cluster, namespace, name)
@@ -33,6 +35,7 @@ pub mod drain;
 pub mod error_policy;
 pub mod events;
 pub mod finalizer;
+pub mod harness;
 pub mod metrics;
 pub mod outcome;
 pub mod owner;
@@ -47,6 +50,8 @@ pub use conditions::{ConditionStatus, ConditionUpdate, StatusCondition, set_cond
 pub use drain::drain_controller;
 pub use error_policy::ErrorPolicy;
 pub use events::{EventRecorder, EventType};
+pub use finalizer::{FinalizerState, add_finalizer, finalizer_state, remove_finalizer};
+pub use harness::Harness;
 pub use metrics::{ControllerMetrics, ReconcileResult};
 pub use outcome::{Classify, Disposition, Outcome, RetryPolicy};
 pub use queue::{ObjectKey, WorkQueue};

@@ -34,7 +34,7 @@ use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kcp_core::runtime::{CacheSync, ErrorPolicy, Outcome, drain_controller};
+use kcp_core::runtime::{CacheSync, Harness, Outcome, drain_controller};
 use kcp_core::{KubeObjectClient, ObjectClient};
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -42,7 +42,6 @@ use kube::runtime::{Controller, watcher};
 use kube::{Client, Resource};
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument as _;
 
 use crate::addresser::{Addresser, InCluster};
 use crate::api::*;
@@ -92,8 +91,6 @@ pub fn parse_groups(value: &str) -> Result<BTreeSet<ControllerGroup>> {
 pub struct Context {
     /// The client reconcile functions write through.
     pub client: Arc<dyn ObjectClient>,
-    /// Per-object backoff.
-    pub errors: ErrorPolicy,
     /// How kcp endpoints are reached (Shard cleanup, Kubeconfig RBAC).
     pub addresser: Arc<dyn Addresser>,
     /// The `kcp_operator_*` metrics.
@@ -216,14 +213,31 @@ reconciled!(
     virtualworkspace::reconcile_compiled_virtual_workspace
 );
 
-async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Action> {
-    let meta = obj.meta();
-    let span = tracing::info_span!(
-        "reconcile",
-        kind = %K::kind(&()),
-        namespace = meta.namespace.as_deref().unwrap_or_default(),
-        name = meta.name.as_deref().unwrap_or_default()
+/// A controller's context: the operator's, and the harness around its reconciles.
+struct Driven {
+    ctx: Arc<Context>,
+    harness: Harness,
+}
+
+/// Times `pass` into upstream's `kcp_operator_*` series of `controller`.
+async fn timed(
+    metrics: &Metrics,
+    controller: &str,
+    pass: impl Future<Output = Result<Outcome>>,
+) -> Result<Outcome> {
+    let started = std::time::Instant::now();
+    let result = pass.await;
+    metrics.observe(
+        controller,
+        started.elapsed(),
+        result.as_ref().err().map(Error::reason),
     );
+    result
+}
+
+/// One pass over `obj` through the operator's client decorators; an error about the
+/// object's input is written into its status.
+async fn pass<K: Reconciled>(obj: &K, ctx: &Context) -> Result<Outcome> {
     let reads = RetryingReads(ctx.client.as_ref());
     let synced = ctx.caches.is_synced();
     let gets = CachedGets {
@@ -234,28 +248,29 @@ async fn reconcile<K: Reconciled>(obj: Arc<K>, ctx: Arc<Context>) -> Result<Acti
         inner: &gets,
         shards: ctx.shards.get().filter(|_| synced),
     };
-    let started = std::time::Instant::now();
     let shards = ctx.shards.get().filter(|_| synced).cloned();
-    let pass = obj.reconcile(&client, ctx.addresser.as_ref());
-    let result = with_shards(shards, pass).instrument(span.clone()).await;
+    let result = with_shards(shards, obj.reconcile(&client, ctx.addresser.as_ref())).await;
     if let Err(err) = &result
         && err.is_about_input()
-        && let Err(failed) = obj.report(&client, err).instrument(span).await
+        && let Err(failed) = obj.report(&client, err).await
     {
         tracing::warn!(error = %failed, "writing why the pass stopped failed");
     }
-    let controller = K::kind(&()).to_ascii_lowercase();
-    ctx.metrics.observe(
-        &controller,
-        started.elapsed(),
-        result.as_ref().err().map(Error::reason),
-    );
-    Ok(ctx.errors.succeeded(obj.as_ref(), result?))
+    result
 }
 
-fn error_policy<K: Reconciled>(obj: Arc<K>, err: &Error, ctx: Arc<Context>) -> Action {
-    tracing::warn!(kind = %K::kind(&()), name = obj.meta().name.as_deref().unwrap_or_default(), error = %err, "reconcile failed");
-    ctx.errors.failed(obj.as_ref(), err)
+async fn reconcile<K: Reconciled>(obj: Arc<K>, driven: Arc<Driven>) -> Result<Action> {
+    let ctx = driven.ctx.as_ref();
+    let passed = timed(
+        &ctx.metrics,
+        driven.harness.controller(),
+        pass(obj.as_ref(), ctx),
+    );
+    driven.harness.reconcile(obj.as_ref(), passed).await
+}
+
+fn error_policy<K: Reconciled>(obj: Arc<K>, err: &Error, driven: Arc<Driven>) -> Action {
+    driven.harness.error_policy(obj.as_ref(), err)
 }
 
 /// Tracks the controller's cache for readiness at once, then runs the controller to
@@ -267,9 +282,13 @@ fn drive<K: Reconciled>(
     let store = controller.store();
     ctx.caches.track(store.clone());
     let stop = ctx.stop.clone();
+    // kube-runtime's controllers run without a concurrency limit here: 0 says so.
+    let name = K::kind(&()).to_ascii_lowercase();
+    let harness = Harness::new(name, ctx.metrics.controllers(), 0);
+    let driven = Arc::new(Driven { ctx, harness });
     async move {
         let run = controller
-            .run(reconcile::<K>, error_policy::<K>, ctx)
+            .run(reconcile::<K>, error_policy::<K>, driven)
             .for_each(|_| async {});
         drain_controller(run, store, stop).await;
     }
@@ -761,34 +780,20 @@ fn workload_controllers(
 /// The built-in issuer's context.
 struct PkiContext {
     client: Arc<dyn ObjectClient>,
-    errors: ErrorPolicy,
+    harness: Harness,
     pki: BuiltinPki,
     metrics: Metrics,
 }
 
 async fn reconcile_certificate(cert: Arc<Certificate>, ctx: Arc<PkiContext>) -> Result<Action> {
-    let span = tracing::info_span!(
-        "reconcile",
-        kind = "Certificate",
-        namespace = cert.metadata.namespace.as_deref().unwrap_or_default(),
-        name = cert.metadata.name.as_deref().unwrap_or_default()
-    );
     let client = RetryingReads(ctx.client.as_ref());
-    let started = std::time::Instant::now();
-    let result = crate::pki::reconcile::reconcile_certificate(&client, &ctx.pki, &cert)
-        .instrument(span)
-        .await;
-    ctx.metrics.observe(
-        "certificate",
-        started.elapsed(),
-        result.as_ref().err().map(Error::reason),
-    );
-    Ok(ctx.errors.succeeded(cert.as_ref(), result?))
+    let issue = crate::pki::reconcile::reconcile_certificate(&client, &ctx.pki, &cert);
+    let passed = timed(&ctx.metrics, ctx.harness.controller(), issue);
+    ctx.harness.reconcile(cert.as_ref(), passed).await
 }
 
 fn certificate_error_policy(cert: Arc<Certificate>, err: &Error, ctx: Arc<PkiContext>) -> Action {
-    tracing::warn!(certificate = cert.metadata.name.as_deref().unwrap_or_default(), error = %err, "issuing failed");
-    ctx.errors.failed(cert.as_ref(), err)
+    ctx.harness.error_policy(cert.as_ref(), err)
 }
 
 /// Certificates in `store` not ready yet that `pick` selects.
@@ -889,7 +894,7 @@ fn pki_controllers(
     let stop = ctx.stop.clone();
     let pki_ctx = Arc::new(PkiContext {
         client: ctx.client.clone(),
-        errors: ErrorPolicy::default(),
+        harness: Harness::new("certificate", ctx.metrics.controllers(), 0),
         pki: pki.clone(),
         metrics: ctx.metrics.clone(),
     });
@@ -917,25 +922,6 @@ fn read_cache(hubs: &mut Hubs, groups: &BTreeSet<ControllerGroup>) -> ReadCache 
     cache.serve(hubs.of::<CompiledVirtualWorkspace>().store());
     cache
 }
-
-/// The config group's controllers, by the names their series carry (the kind, lowercase).
-const CONFIG_CONTROLLERS: [&str; 6] = [
-    "rootshard",
-    "shard",
-    "frontproxy",
-    "cacheserver",
-    "kubeconfig",
-    "virtualworkspace",
-];
-
-/// The workload group's controllers.
-const WORKLOAD_CONTROLLERS: [&str; 5] = [
-    "compiledrootshard",
-    "compiledshard",
-    "compiledfrontproxy",
-    "compiledcacheserver",
-    "compiledvirtualworkspace",
-];
 
 /// Runs the enabled controller groups against `client` until `shutdown` completes, then lets
 /// in-flight reconciles finish; kcp is reached through in-cluster Service URLs.
@@ -978,7 +964,6 @@ pub async fn run_with(
     let shutdown = stop.clone().cancelled_owned().shared();
     let ctx = Arc::new(Context {
         client: Arc::new(KubeObjectClient::new(client.clone())),
-        errors: ErrorPolicy::default(),
         addresser,
         metrics,
         caches: CacheSync::new(synced),
@@ -988,19 +973,15 @@ pub async fn run_with(
     });
     let mut hubs = Hubs::new(client, ctx.stop.clone());
     let mut tasks = Vec::new();
-    // Every controller's controller-runtime series exist from the start (kube-runtime's
-    // controllers run without a concurrency limit here: 0 says so).
-    let init = |names: &[&str]| names.iter().for_each(|n| ctx.metrics.init_controller(n, 0));
+    // Every controller's controller-runtime series exist from the start: each controller's
+    // harness creates them as the controller is set up.
     if groups.contains(&ControllerGroup::Config) {
-        init(&CONFIG_CONTROLLERS);
         tasks.extend(config_controllers(&mut hubs, &ctx, shutdown.clone()));
         if let Pki::Builtin(builtin) = pki {
-            init(&["certificate"]);
             tasks.extend(pki_controllers(&mut hubs, &ctx, builtin, shutdown.clone()));
         }
     }
     if groups.contains(&ControllerGroup::Workload) {
-        init(&WORKLOAD_CONTROLLERS);
         tasks.extend(workload_controllers(&mut hubs, &ctx, shutdown));
     }
     let _ = ctx.reads.set(read_cache(&mut hubs, groups));

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
-use kcp_core::runtime::metrics::{ControllerMetrics, ReconcileResult};
+use kcp_core::runtime::metrics::ControllerMetrics;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -140,9 +140,9 @@ impl Metrics {
         m
     }
 
-    /// Creates the controller-runtime series of `controller` before its first reconcile.
-    pub fn init_controller(&self, controller: &str, workers: usize) {
-        self.controllers.init_controller(controller, workers);
+    /// controller-runtime's series, which each controller's harness counts into.
+    pub fn controllers(&self) -> ControllerMetrics {
+        self.controllers.clone()
     }
 
     /// Metrics registered nowhere (embedders that do not serve metrics, tests).
@@ -150,14 +150,10 @@ impl Metrics {
         Self::register(&mut Registry::default())
     }
 
-    /// Records one reconcile of `controller`: its duration and, when it failed, the error.
+    /// Records one reconcile of `controller` in upstream's `kcp_operator_*` series: its
+    /// duration and, when it failed, the error (controller-runtime's series are counted by the
+    /// controller's [`kcp_core::runtime::Harness`]).
     pub fn observe(&self, controller: &str, took: Duration, error: Option<&str>) {
-        let counted = if error.is_some() {
-            ReconcileResult::Error
-        } else {
-            ReconcileResult::Success
-        };
-        self.controllers.observe(controller, counted, took);
         let result = if error.is_some() { "error" } else { "success" };
         self.duration
             .get_or_create(&ResultLabels {

@@ -1,5 +1,6 @@
 //! Finalizers over [`ObjectClient`]: add before creating anything that needs cleaning up,
-//! remove once the cleanup is done.
+//! remove once the cleanup is done. Typed objects and [`DynamicObject`]s alike: the functions
+//! take any serializable [`Resource`] and hand back the same type.
 //!
 //! Both writes carry the object's resourceVersion, so they never undo a concurrent change of
 //! the finalizer list (another controller's finalizer); a conflict is a transient error and the
@@ -7,10 +8,13 @@
 //! use `kube::runtime::finalizer` instead; this is the same flow for code written against
 //! `ObjectClient` (multi-cluster controllers, kcp-sim tests).
 
+use kube::Resource;
 use kube::api::DynamicObject;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 
 use crate::client::{ObjectClient, Subresource};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 /// Where an object stands with respect to a finalizer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,9 +30,9 @@ pub enum FinalizerState {
 }
 
 /// Where `object` stands with respect to `finalizer`.
-pub fn finalizer_state(object: &DynamicObject, finalizer: &str) -> FinalizerState {
+pub fn finalizer_state<K: Resource>(object: &K, finalizer: &str) -> FinalizerState {
     let has = has_finalizer(object, finalizer);
-    match (object.metadata.deletion_timestamp.is_some(), has) {
+    match (object.meta().deletion_timestamp.is_some(), has) {
         (false, false) => FinalizerState::Missing,
         (false, true) => FinalizerState::Present,
         (true, true) => FinalizerState::CleanupDue,
@@ -37,9 +41,9 @@ pub fn finalizer_state(object: &DynamicObject, finalizer: &str) -> FinalizerStat
 }
 
 /// Whether `object` carries `finalizer`.
-pub fn has_finalizer(object: &DynamicObject, finalizer: &str) -> bool {
+pub fn has_finalizer<K: Resource>(object: &K, finalizer: &str) -> bool {
     object
-        .metadata
+        .meta()
         .finalizers
         .as_ref()
         .is_some_and(|f| f.iter().any(|x| x == finalizer))
@@ -48,43 +52,86 @@ pub fn has_finalizer(object: &DynamicObject, finalizer: &str) -> bool {
 /// Adds `finalizer` to `object` (an update with its resourceVersion). Returns the updated
 /// object, or `None` when it already carried the finalizer or is being deleted (the API server
 /// refuses new finalizers then).
-pub async fn add_finalizer(
+pub async fn add_finalizer<K: Finalized>(
     client: &dyn ObjectClient,
-    object: &DynamicObject,
+    object: &K,
     finalizer: &str,
-) -> Result<Option<DynamicObject>> {
-    if has_finalizer(object, finalizer) || object.metadata.deletion_timestamp.is_some() {
+) -> Result<Option<K>> {
+    if has_finalizer(object, finalizer) || object.meta().deletion_timestamp.is_some() {
         return Ok(None);
     }
-    let mut updated = object.clone();
+    let mut updated = as_dynamic(object)?;
     updated
         .metadata
         .finalizers
         .get_or_insert_with(Vec::new)
         .push(finalizer.to_string());
-    client.replace(&updated, Subresource::Main).await.map(Some)
+    let written = client.replace(&updated, Subresource::Main).await?;
+    as_typed(written).map(Some)
 }
 
 /// Removes `finalizer` from `object` (an update with its resourceVersion). Returns the updated
 /// object (`None` when it did not carry the finalizer, or the object is gone because this was
 /// its last finalizer).
-pub async fn remove_finalizer(
+pub async fn remove_finalizer<K: Finalized>(
     client: &dyn ObjectClient,
-    object: &DynamicObject,
+    object: &K,
     finalizer: &str,
-) -> Result<Option<DynamicObject>> {
+) -> Result<Option<K>> {
     if !has_finalizer(object, finalizer) {
         return Ok(None);
     }
-    let mut updated = object.clone();
+    let mut updated = as_dynamic(object)?;
     if let Some(list) = updated.metadata.finalizers.as_mut() {
         list.retain(|f| f != finalizer);
     }
     match client.replace(&updated, Subresource::Main).await {
-        Ok(obj) => Ok(Some(obj)),
+        Ok(written) => as_typed(written).map(Some),
         Err(err) if err.is_not_found() => Ok(None),
         Err(err) => Err(err),
     }
+}
+
+/// What [`add_finalizer`] and [`remove_finalizer`] write: a typed kind or a [`DynamicObject`]
+/// that serializes with its `apiVersion` and `kind` (k8s-openapi's and kube's derived kinds
+/// do).
+pub trait Finalized: Resource + Serialize + DeserializeOwned + Send + Sync {}
+
+impl<K: Resource + Serialize + DeserializeOwned + Send + Sync> Finalized for K {}
+
+fn describe<K: Resource>(object: &K) -> String {
+    let meta = object.meta();
+    format!(
+        "{}/{}",
+        meta.namespace.as_deref().unwrap_or_default(),
+        meta.name.as_deref().unwrap_or_default()
+    )
+}
+
+fn as_dynamic<K: Finalized>(object: &K) -> Result<DynamicObject> {
+    let encoding = |source| Error::Serialization {
+        context: format!("encoding {} for a finalizer write", describe(object)),
+        source,
+    };
+    let value = serde_json::to_value(object).map_err(encoding)?;
+    let dynamic: DynamicObject = serde_json::from_value(value).map_err(encoding)?;
+    if dynamic.types.is_none() {
+        return Err(Error::Config(format!(
+            "{}: serialized without apiVersion and kind, so its finalizers cannot be written",
+            describe(object)
+        )));
+    }
+    Ok(dynamic)
+}
+
+fn as_typed<K: Finalized>(written: DynamicObject) -> Result<K> {
+    let name = written.metadata.name.clone().unwrap_or_default();
+    let decoding = |source| Error::Serialization {
+        context: format!("decoding {name} after a finalizer write"),
+        source,
+    };
+    let value = serde_json::to_value(written).map_err(decoding)?;
+    serde_json::from_value(value).map_err(decoding)
 }
 
 #[cfg(test)]

@@ -2,7 +2,8 @@
 //!
 //! The series keep controller-runtime's names and labels, so dashboards and alerts built for the
 //! Go controllers work unchanged: `controller_runtime_reconcile_total{controller, result}`,
-//! `controller_runtime_reconcile_errors_total`, `controller_runtime_reconcile_time_seconds`,
+//! `controller_runtime_reconcile_errors_total`, `controller_runtime_terminal_reconcile_errors_total`
+//! (permanent failures), `controller_runtime_reconcile_time_seconds`,
 //! `controller_runtime_max_concurrent_reconciles`, `controller_runtime_active_workers`
 //! (`{controller}`), and the `workqueue_*` family (`{name}`): `depth`, `adds_total`,
 //! `queue_duration_seconds`, `work_duration_seconds`, `retries_total`,
@@ -10,6 +11,8 @@
 //! process glue serves it on `/metrics`, and each component adds its own series to the same
 //! registry. A family a controller cannot measure (a kube-runtime controller's queue, which
 //! kube keeps to itself) is registered without samples rather than filled with made-up ones.
+//! `controller_runtime_reconcile_panics_total` is left out: a panicking reconcile is not
+//! recovered and counted here, so the series would always read 0.
 
 use std::sync::atomic::AtomicU64;
 use std::time::Duration;
@@ -26,18 +29,39 @@ use prometheus_client::registry::Registry;
 pub enum ReconcileResult {
     /// Done.
     Success,
-    /// Done, and asked to look again later.
+    /// Done, and asked to look again at once (controller-runtime's `Requeue: true`; kcp-rs
+    /// reconciles never ask this, but the series exists as controller-runtime creates it).
     Requeue,
+    /// Done, and asked to look again after a delay.
+    RequeueAfter,
     /// Failed (transient or permanent).
     Error,
 }
 
 impl ReconcileResult {
+    /// Every result, in the order controller-runtime creates their series at start.
+    pub const ALL: [ReconcileResult; 4] = [
+        ReconcileResult::Error,
+        ReconcileResult::RequeueAfter,
+        ReconcileResult::Requeue,
+        ReconcileResult::Success,
+    ];
+
+    /// How a reconcile's result is counted.
+    pub fn of<E>(result: &Result<crate::runtime::Outcome, E>) -> Self {
+        match result {
+            Ok(crate::runtime::Outcome::Done) => ReconcileResult::Success,
+            Ok(crate::runtime::Outcome::RequeueAfter(_)) => ReconcileResult::RequeueAfter,
+            Err(_) => ReconcileResult::Error,
+        }
+    }
+
     /// The `result` label value, as controller-runtime writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             ReconcileResult::Success => "success",
             ReconcileResult::Requeue => "requeue",
+            ReconcileResult::RequeueAfter => "requeue_after",
             ReconcileResult::Error => "error",
         }
     }
@@ -71,6 +95,7 @@ type Seconds = Gauge<f64, AtomicU64>;
 pub struct ControllerMetrics {
     reconciles: Family<ResultLabels, Counter>,
     errors: Family<ControllerLabels, Counter>,
+    terminal: Family<ControllerLabels, Counter>,
     duration: Family<ControllerLabels, Histogram, fn() -> Histogram>,
     max_concurrent: Family<ControllerLabels, Gauge>,
     active: Family<ControllerLabels, Gauge>,
@@ -101,6 +126,7 @@ impl ControllerMetrics {
         let metrics = ControllerMetrics {
             reconciles: Family::default(),
             errors: Family::default(),
+            terminal: Family::default(),
             duration: Family::new_with_constructor(duration_histogram),
             max_concurrent: Family::default(),
             active: Family::default(),
@@ -127,6 +153,11 @@ impl ControllerMetrics {
             "controller_runtime_reconcile_errors",
             "Total number of reconciliation errors per controller",
             self.errors.clone(),
+        );
+        r.register(
+            "controller_runtime_terminal_reconcile_errors",
+            "Total number of terminal reconciliation errors per controller",
+            self.terminal.clone(),
         );
         r.register(
             "controller_runtime_reconcile_time_seconds",
@@ -214,15 +245,19 @@ impl ControllerMetrics {
             .observe(took.as_secs_f64());
     }
 
+    /// Counts a permanent failure of `controller` (controller-runtime's terminal error: not
+    /// retried with backoff), besides its count in [`ControllerMetrics::observe`].
+    pub fn terminal(&self, controller: &str) {
+        self.terminal
+            .get_or_create(&controller_labels(controller))
+            .inc();
+    }
+
     /// Creates every series of `controller` (and of its queue, named after it) at zero, as
     /// controller-runtime does when a controller starts, so that dashboards and alerts see it
     /// before its first reconcile; `workers` is how many reconciles it runs at once.
     pub fn init_controller(&self, controller: &str, workers: usize) {
-        for result in [
-            ReconcileResult::Success,
-            ReconcileResult::Requeue,
-            ReconcileResult::Error,
-        ] {
+        for result in ReconcileResult::ALL {
             let _ = self.reconciles.get_or_create(&ResultLabels {
                 controller: controller.to_string(),
                 result: result.as_str().to_string(),
@@ -230,6 +265,7 @@ impl ControllerMetrics {
         }
         let labels = controller_labels(controller);
         let _ = self.errors.get_or_create(&labels);
+        let _ = self.terminal.get_or_create(&labels);
         let _ = self.duration.get_or_create(&labels);
         let _ = self.active.get_or_create(&labels);
         self.set_max_concurrent(controller, workers);

@@ -96,7 +96,7 @@ impl<E: Classify> Disposition<E> {
     pub fn result(&self) -> ReconcileResult {
         match self {
             Disposition::Forget => ReconcileResult::Success,
-            Disposition::RequeueAfter(_) => ReconcileResult::Requeue,
+            Disposition::RequeueAfter(_) => ReconcileResult::RequeueAfter,
             Disposition::Retry(_) | Disposition::Failed(_) => ReconcileResult::Error,
         }
     }
@@ -182,7 +182,7 @@ mod tests {
             Disposition::<Fake>::RequeueAfter(Duration::ZERO)
                 .result()
                 .as_str(),
-            "requeue"
+            "requeue_after"
         );
         assert_eq!(Disposition::Retry(Fake(true)).result().as_str(), "error");
     }

@@ -149,6 +149,7 @@ where
             tracing::debug!(controller = %config.name, %key, error = %err, ?delay, "transient failure; retrying");
         }
         Disposition::Failed(err) => {
+            config.metrics.terminal(&config.name);
             reconciler.failed(&key, &err).await;
             if let Some(delay) = config.retry.permanent_retry {
                 queue.add_after(key, delay);

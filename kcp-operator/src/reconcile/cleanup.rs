@@ -13,11 +13,9 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleRef, Subject};
 use kcp_core::client::{DeleteOptions, ListOptions, ObjectRef};
 use kcp_core::kube::api::GroupVersionKind;
-use kcp_core::runtime::finalizer::{add_finalizer, remove_finalizer};
-use kcp_core::typed::to_dynamic;
+use kcp_core::runtime::finalizer::{Finalized, add_finalizer, has_finalizer, remove_finalizer};
 use kcp_core::{ObjectClient, ObjectClientExt as _};
 use kube::Resource;
-use serde::Serialize;
 
 use super::ensure::ensure;
 use super::{core, describe};
@@ -27,36 +25,26 @@ use crate::error::Result;
 use crate::render::names::KUBECONFIG_LABEL;
 use crate::render::pki::kubeconfig_group;
 
-async fn add<K: Resource<DynamicType = ()> + Serialize>(
+async fn add<K: Finalized + Resource<DynamicType = ()>>(
     client: &dyn ObjectClient,
     obj: &K,
     finalizer: &str,
 ) -> Result<()> {
-    let dynamic = to_dynamic(obj).map_err(core(format!("serializing {}", describe(obj))))?;
-    add_finalizer(client, &dynamic, finalizer)
+    add_finalizer(client, obj, finalizer)
         .await
         .map_err(core(format!("adding {finalizer} to {}", describe(obj))))?;
     Ok(())
 }
 
-async fn remove<K: Resource<DynamicType = ()> + Serialize>(
+async fn remove<K: Finalized + Resource<DynamicType = ()>>(
     client: &dyn ObjectClient,
     obj: &K,
     finalizer: &str,
 ) -> Result<()> {
-    let dynamic = to_dynamic(obj).map_err(core(format!("serializing {}", describe(obj))))?;
-    remove_finalizer(client, &dynamic, finalizer)
+    remove_finalizer(client, obj, finalizer)
         .await
         .map_err(core(format!("removing {finalizer} from {}", describe(obj))))?;
     Ok(())
-}
-
-fn has<K: Resource>(obj: &K, finalizer: &str) -> bool {
-    obj.meta()
-        .finalizers
-        .iter()
-        .flatten()
-        .any(|f| f == finalizer)
 }
 
 /// The Shard finalizer: added to a live Shard; on deletion the kcp Shard `<s>` is deleted on
@@ -68,12 +56,12 @@ pub async fn shard_finalizer(
     shard: &Shard,
 ) -> Result<bool> {
     if shard.metadata.deletion_timestamp.is_none() {
-        if !has(shard, FINALIZER_CLEANUP_SHARD) {
+        if !has_finalizer(shard, FINALIZER_CLEANUP_SHARD) {
             add(client, shard, FINALIZER_CLEANUP_SHARD).await?;
         }
         return Ok(false);
     }
-    if !has(shard, FINALIZER_CLEANUP_SHARD) {
+    if !has_finalizer(shard, FINALIZER_CLEANUP_SHARD) {
         return Ok(true);
     }
     let ns = shard.metadata.namespace.as_deref().unwrap_or_default();
