@@ -12,6 +12,7 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Secret;
+use kcp_core::capi;
 use kcp_core::runtime::conditions::now;
 use kcp_core::runtime::finalizer::{add_finalizer, remove_finalizer};
 use kcp_core::runtime::{ConditionStatus, ConditionUpdate, Outcome, set_condition, write_status};
@@ -29,8 +30,7 @@ use crate::conditions::{
 use crate::error::{Error, Result};
 use crate::foreign::{AgentClusterInstall, Cluster, ClusterDeployment, ControlPlane};
 use crate::reconcile::{
-    CLUSTER_POLL, Context, LabelsPatch, capi_owner, cluster_paused, externally_managed,
-    get_cluster, merge_patch, paused_by_annotation, typed_ref, version_of,
+    CLUSTER_POLL, Context, LabelsPatch, get_cluster, merge_patch, paused, typed_ref, version_of,
 };
 use crate::render::{
     key, owner_reference, render_agent_cluster_install, render_cluster_deployment,
@@ -61,10 +61,10 @@ async fn reconcile(ctx: &Context, namespace: &str, name: &str) -> Result<Outcome
         return Ok(Outcome::Done);
     };
     let ac: AgentCluster = from_dynamic(raw.clone())?;
-    if externally_managed(ac.metadata.annotations.as_ref()) {
+    if capi::is_externally_managed(&ac.metadata) {
         return Ok(Outcome::Done);
     }
-    let cluster = match capi_owner(ac.metadata.owner_references.as_ref(), "Cluster") {
+    let cluster = match capi::owner_of_kind(&ac.metadata, "Cluster") {
         Some(owner) => {
             get_cluster(
                 client,
@@ -76,8 +76,7 @@ async fn reconcile(ctx: &Context, namespace: &str, name: &str) -> Result<Outcome
         }
         None => None,
     };
-    let paused =
-        paused_by_annotation(ac.metadata.annotations.as_ref()) || cluster_paused(cluster.as_ref());
+    let paused = paused(&ac.metadata, cluster.as_ref());
     if ac.metadata.deletion_timestamp.is_some() {
         if paused {
             orphan_cluster_deployment(client, &ac).await?;
@@ -225,7 +224,7 @@ async fn create_cluster_deployment(
 ) -> Result<Option<ClusterDeployment>> {
     let namespace = ac.metadata.namespace.as_deref().unwrap_or_default();
     let Some(cluster) = cluster else {
-        let has_owner = capi_owner(ac.metadata.owner_references.as_ref(), "Cluster").is_some();
+        let has_owner = capi::owner_of_kind(&ac.metadata, "Cluster").is_some();
         let what = if has_owner {
             "the owner Cluster does not exist yet"
         } else {

@@ -12,6 +12,7 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Secret;
+use kcp_core::capi;
 use kcp_core::runtime::conditions::now;
 use kcp_core::runtime::finalizer::{add_finalizer, remove_finalizer};
 use kcp_core::runtime::{
@@ -45,8 +46,8 @@ use crate::error::{Error, Result};
 use crate::foreign::{Agent, Cluster, ClusterReference, Machine, SecretReference, capi_gvk};
 use crate::metrics::ClaimResult;
 use crate::reconcile::{
-    CLUSTER_POLL, Context, LabelsPatch, capi_owner, cluster_paused, externally_managed,
-    get_cluster, get_machine, merge_patch, paused_by_annotation, typed_ref, version_of,
+    CLUSTER_POLL, Context, LabelsPatch, get_cluster, get_machine, merge_patch, paused, typed_ref,
+    version_of,
 };
 use crate::render::{key, render_token_secret, token_secret_name};
 use crate::select::{Request, rank};
@@ -79,10 +80,10 @@ async fn reconcile(ctx: &Context, namespace: &str, name: &str) -> Result<Outcome
         return Ok(Outcome::Done);
     };
     let am: AgentMachine = from_dynamic(raw.clone())?;
-    if externally_managed(am.metadata.annotations.as_ref()) {
+    if capi::is_externally_managed(&am.metadata) {
         return Ok(Outcome::Done);
     }
-    let Some(owner) = capi_owner(am.metadata.owner_references.as_ref(), "Machine").cloned() else {
+    let Some(owner) = capi::owner_of_kind(&am.metadata, "Machine").cloned() else {
         if am.metadata.deletion_timestamp.is_some() {
             remove_finalizer(client, &raw, AGENT_MACHINE_FINALIZER).await?;
             return Ok(Outcome::Done);
@@ -101,8 +102,7 @@ async fn reconcile(ctx: &Context, namespace: &str, name: &str) -> Result<Outcome
         }
         None => None,
     };
-    let paused =
-        paused_by_annotation(am.metadata.annotations.as_ref()) || cluster_paused(cluster.as_ref());
+    let paused = paused(&am.metadata, cluster.as_ref());
     let subject = Subject {
         raw: &raw,
         am: &am,

@@ -1,5 +1,6 @@
 //! The Cluster watch that wakes an AgentCluster and its AgentMachines when their Cluster is
-//! paused or unpaused (`spec.paused`, or the `cluster.x-k8s.io/paused` annotation).
+//! paused or unpaused (`spec.paused`; a Cluster's own pause annotation does not pause its
+//! objects, see [`crate::reconcile::paused`]).
 //!
 //! A paused object is reconciled to "paused" and then left alone, so without this watch an
 //! unpause would go unnoticed: the AgentCluster would keep `Paused=True` and its orphaned
@@ -15,22 +16,20 @@ use kube::api::DynamicObject;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
-use crate::api::{AgentCluster, AgentMachine, CLUSTER_NAME_LABEL, PAUSED_ANNOTATION};
+use crate::api::{AgentCluster, AgentMachine, CLUSTER_NAME_LABEL};
 
-/// What pausing reads from a Cluster: `spec.paused` and the paused annotation.
-type PauseState = (Option<bool>, Option<String>);
+/// What pausing reads from a Cluster: `spec.paused`.
+type PauseState = Option<bool>;
 
 /// A Cluster's namespace and name.
 type ClusterKey = (Option<String>, String);
 
 /// What pausing reads from a Cluster.
 fn pause_state(cluster: &DynamicObject) -> PauseState {
-    let paused = cluster
+    cluster
         .data
         .pointer("/spec/paused")
-        .and_then(|v| v.as_bool());
-    let annotation = cluster.annotations().get(PAUSED_ANNOTATION).cloned();
-    (paused, annotation)
+        .and_then(|v| v.as_bool())
 }
 
 /// The Clusters of `clusters` whose pause state differs from the last one seen (the first
@@ -44,7 +43,7 @@ pub fn pause_changes(
             Ok(cluster) => {
                 let key = (cluster.namespace(), cluster.name_any());
                 let state = pause_state(cluster);
-                seen.insert(key, state.clone()) != Some(state)
+                seen.insert(key, state) != Some(state)
             }
             Err(_) => true,
         };
@@ -108,12 +107,13 @@ mod tests {
             Ok(cluster(paused.clone(), json!({}))),
             Ok(cluster(paused, json!({}))),
             Ok(cluster(infra.clone(), json!({}))),
-            Ok(cluster(infra, json!({PAUSED_ANNOTATION: "true"}))),
+            Ok(cluster(infra, json!({"cluster.x-k8s.io/paused": "true"}))),
         ];
         let passed: Vec<_> = pause_changes(futures::stream::iter(events))
             .collect::<Vec<_>>()
             .await;
-        assert_eq!(passed.len(), 4);
+        // First sight, paused, unpaused; the Cluster's own annotation pauses nothing.
+        assert_eq!(passed.len(), 3);
     }
 
     #[test]

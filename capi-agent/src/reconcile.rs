@@ -10,6 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use kcp_core::capi;
 use kcp_core::runtime::EventRecorder;
 use kcp_core::typed::{from_dynamic, gvk_for};
 use kcp_core::{ObjectClient, ObjectPatch, ObjectRef, PatchOptions, Subresource};
@@ -18,11 +19,10 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::agent_cache::AgentCache;
-use crate::api::{MANAGED_BY_ANNOTATION, PAUSED_ANNOTATION};
 use crate::claims::ClaimsInFlight;
 use crate::deletion::DEFAULT_UNBIND_TIMEOUT;
 use crate::error::{Error, Result};
-use crate::foreign::{CAPI_GROUP, CAPI_VERSIONS, Cluster, Machine, capi_gvk};
+use crate::foreign::{Cluster, Machine, capi_gvk};
 use crate::metrics::Metrics;
 use crate::select::InventoryPreference;
 
@@ -125,19 +125,6 @@ pub async fn get_as<K: DeserializeOwned + kube::Resource<DynamicType = ()>>(
     }
 }
 
-/// The first owner reference of `kind` in CAPI's core group (v1beta2 or v1beta1).
-pub fn capi_owner<'a>(
-    owners: Option<&'a Vec<OwnerReference>>,
-    kind: &str,
-) -> Option<&'a OwnerReference> {
-    owners?.iter().find(|o| {
-        o.kind == kind
-            && CAPI_VERSIONS
-                .iter()
-                .any(|v| o.api_version == format!("{CAPI_GROUP}/{v}"))
-    })
-}
-
 /// The version part of an `apiVersion`.
 pub fn version_of(api_version: &str) -> &str {
     api_version.rsplit_once('/').map_or(api_version, |(_, v)| v)
@@ -168,27 +155,12 @@ pub async fn get_cluster(
     }
 }
 
-/// Whether `annotations` pause reconciliation (the value must be exactly `"true"`).
-pub fn paused_by_annotation(
-    annotations: Option<&std::collections::BTreeMap<String, String>>,
-) -> bool {
-    annotations
-        .and_then(|a| a.get(PAUSED_ANNOTATION))
-        .is_some_and(|v| v == "true")
-}
-
-/// Whether the object is managed by someone else (`cluster.x-k8s.io/managed-by`).
-pub fn externally_managed(
-    annotations: Option<&std::collections::BTreeMap<String, String>>,
-) -> bool {
-    annotations.is_some_and(|a| a.contains_key(MANAGED_BY_ANNOTATION))
-}
-
-/// Whether the Cluster pauses its objects (`spec.paused` or the pause annotation).
-pub fn cluster_paused(cluster: Option<&Cluster>) -> bool {
-    cluster.is_some_and(|c| {
-        c.spec.paused == Some(true) || paused_by_annotation(c.metadata.annotations.as_ref())
-    })
+/// Whether reconciliation of an object with `meta` is paused: its own pause annotation (value
+/// `"true"`, as upstream's provider reads it) or its Cluster's `spec.paused` (Cluster API's
+/// contract; upstream's provider ignores it). The Cluster's own annotations do not pause its
+/// objects, as in Cluster API's `annotations.IsPaused`.
+pub fn paused(meta: &kube::api::ObjectMeta, cluster: Option<&Cluster>) -> bool {
+    capi::has_paused_annotation(meta) || cluster.is_some_and(|c| c.spec.paused == Some(true))
 }
 
 /// A merge patch of `metadata.labels` (and the resourceVersion precondition when given).
@@ -224,34 +196,24 @@ impl LabelsPatch {
 mod tests {
     use super::*;
 
-    fn owner(api_version: &str, kind: &str) -> OwnerReference {
-        OwnerReference {
-            api_version: api_version.into(),
-            kind: kind.into(),
-            name: "m".into(),
-            uid: "u".into(),
-            ..OwnerReference::default()
-        }
-    }
-
     #[test]
-    fn capi_owners_are_found_at_both_core_versions() {
-        for v in ["cluster.x-k8s.io/v1beta2", "cluster.x-k8s.io/v1beta1"] {
-            let owners = vec![owner("apps/v1", "Machine"), owner(v, "Machine")];
-            assert_eq!(
-                capi_owner(Some(&owners), "Machine").map(|o| o.api_version.as_str()),
-                Some(v)
-            );
-        }
-        let other = vec![owner("example.com/v1", "Machine")];
-        assert!(capi_owner(Some(&other), "Machine").is_none());
-    }
-
-    #[test]
-    fn only_the_exact_value_true_pauses() {
-        let a = |v: &str| Some([(PAUSED_ANNOTATION.to_string(), v.to_string())].into());
-        assert!(paused_by_annotation(a("true").as_ref()));
-        assert!(!paused_by_annotation(a("True").as_ref()));
-        assert!(!paused_by_annotation(None));
+    fn an_object_is_paused_by_its_own_annotation_or_its_clusters_spec() {
+        let annotated = |v: &str| kube::api::ObjectMeta {
+            annotations: Some([(capi::PAUSED_ANNOTATION.to_string(), v.to_string())].into()),
+            ..Default::default()
+        };
+        let cluster = |spec_paused: Option<bool>, annotation: Option<&str>| {
+            let mut c = Cluster::new("hc", Default::default());
+            c.spec.paused = spec_paused;
+            c.metadata.annotations =
+                annotation.map(|v| [(capi::PAUSED_ANNOTATION.to_string(), v.to_string())].into());
+            c
+        };
+        let plain = kube::api::ObjectMeta::default();
+        assert!(paused(&annotated("true"), None));
+        assert!(!paused(&annotated("True"), None));
+        assert!(!paused(&plain, None));
+        assert!(paused(&plain, Some(&cluster(Some(true), None))));
+        assert!(!paused(&plain, Some(&cluster(Some(false), Some("true")))));
     }
 }

@@ -304,7 +304,7 @@ async fn a_paused_agent_cluster_creates_nothing_and_says_so() {
 
 #[tokio::test]
 async fn cluster_spec_paused_pauses_the_agent_cluster() {
-    // Upstream quirk: Cluster.spec.paused is ignored.
+    // Upstream's provider ignores Cluster.spec.paused; Cluster API's contract does not.
     let world = World::start().await;
     world.hosted_cluster().await;
     world
@@ -322,6 +322,29 @@ async fn cluster_spec_paused_pauses_the_agent_cluster() {
         .await
         .unwrap();
     assert!(world.get(&cd_ref("hc")).await.is_none());
+}
+
+#[tokio::test]
+async fn a_pause_annotation_on_the_cluster_itself_does_not_pause_the_agent_cluster() {
+    // Cluster API's `annotations.IsPaused(cluster, obj)` reads the Cluster's spec.paused and
+    // the object's own annotation only.
+    let world = World::start().await;
+    world.hosted_cluster().await;
+    world
+        .patch(
+            &kcp_core::ObjectRef::namespaced(
+                gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
+                NS,
+                "hc",
+            ),
+            Subresource::Main,
+            json!({"metadata": {"annotations": {"cluster.x-k8s.io/paused": "true"}}}),
+        )
+        .await;
+    reconcile_agent_cluster(&world.context(), NS, "hc")
+        .await
+        .unwrap();
+    assert!(world.get(&cd_ref("hc")).await.is_some());
 }
 
 #[tokio::test]

@@ -49,8 +49,14 @@ pub fn is_externally_managed(meta: &ObjectMeta) -> bool {
 
 /// The owner reference to a CAPI `Cluster` (any version of `cluster.x-k8s.io`), if any.
 pub fn cluster_owner(meta: &ObjectMeta) -> Option<&OwnerReference> {
+    owner_of_kind(meta, "Cluster")
+}
+
+/// The first owner reference to a CAPI core `kind` (`Cluster`, `Machine`, ...; any version of
+/// `cluster.x-k8s.io`, as Cluster API's `util.GetOwnerMachine` compares the group only).
+pub fn owner_of_kind<'a>(meta: &'a ObjectMeta, kind: &str) -> Option<&'a OwnerReference> {
     meta.owner_references.as_ref()?.iter().find(|r| {
-        r.kind == "Cluster"
+        r.kind == kind
             && r.api_version
                 .split_once('/')
                 .is_some_and(|(group, _)| group == GROUP)

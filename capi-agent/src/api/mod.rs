@@ -47,17 +47,15 @@ pub const BACKUP_LABEL: &str = "cluster.open-cluster-management.io/backup";
 pub const WATCH_LABEL: &str = "agent-install.openshift.io/watch";
 /// The data key of the ignition token Secret.
 pub const TOKEN_KEY: &str = "ignition-token";
-/// CAPI's pause annotation (only the value `"true"` pauses).
-pub const PAUSED_ANNOTATION: &str = "cluster.x-k8s.io/paused";
+/// CAPI's contract keys, from kcp-core (the pause annotation: only the value `"true"` pauses,
+/// as upstream's provider reads it; the externally-managed marker: such objects are never
+/// touched; the Machine label naming the Cluster).
+pub use kcp_core::capi::{CLUSTER_NAME_LABEL, MANAGED_BY_ANNOTATION, PAUSED_ANNOTATION};
 /// When this provider started unbinding the Agent of an AgentMachine being deleted (RFC 3339):
 /// the unbind timeout counts from here, not from the Machine's deletion (a drain takes its own
 /// time). A kcp-rs addition.
 pub const UNBIND_STARTED_ANNOTATION: &str =
     "capi-provider.agent-install.openshift.io/unbind-started";
-/// CAPI's externally-managed marker: such objects are never touched.
-pub const MANAGED_BY_ANNOTATION: &str = "cluster.x-k8s.io/managed-by";
-/// CAPI's Machine label naming the Cluster.
-pub const CLUSTER_NAME_LABEL: &str = "cluster.x-k8s.io/cluster-name";
 /// CAPI's watch-filter label (`--watch-filter`).
 pub const WATCH_FILTER_LABEL: &str = "cluster.x-k8s.io/watch-filter";
 /// CRD label: the provider.
