@@ -63,7 +63,7 @@ async fn a_crd_change_creates_a_second_schema_and_keeps_the_first() {
     let mut crd = env
         .service
         .get(&ObjectRef::cluster_scoped(
-            kcp_sync::reconcile::crd_gvk(),
+            kcp_sync::schema::crd_gvk(),
             "crontabs.example.com",
         ))
         .await

@@ -12,7 +12,7 @@ use kcp_core::{ObjectClient, ObjectPatch, ObjectRef, PatchOptions, Subresource};
 use serde::Serialize;
 use serde_json::Value;
 
-use super::get_json;
+use super::dynamic_json::get_json;
 use crate::api::{AGENT_NAME_ANNOTATION, PublishedResource};
 use crate::error::{Error, Result};
 use crate::export::{

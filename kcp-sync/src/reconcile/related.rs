@@ -17,21 +17,22 @@ use kcp_core::{
 use serde_json::{Value, json};
 
 use super::discovery::{ApiDocuments, kind_of_resource};
+use super::dynamic_json::{from_json, get_json, to_json};
+use super::finalizers::patch_finalizers;
 use super::kcp_events::{ACCEPTED, CLEANUP, DELETED, KcpEvents, PLACED, SYNCED};
+use super::spec_write::Destination;
 use super::state_store::StateStore;
-use super::{crd_gvk, from_json, get_json, to_json};
+use super::sync::{api_version, object_ref};
 use crate::api::{RelatedResourceObjectSpec, RelatedResourceOrigin, RelatedResourceSpec};
 use crate::error::{Error, Result};
-use crate::merge::{create_merge_patch, is_empty_patch};
-use crate::metadata::{
-    finalizers, has_finalizer, is_deleting, meta_map_str, meta_str, strip_metadata,
-};
+use crate::metadata::{has_finalizer, is_deleting, meta_map_str, meta_str, strip_metadata};
 use crate::mutation::Mutator;
 use crate::related::{
     Primaries, annotation_key, annotation_value, reference_pairs, rewrite_name, selector_string,
     template_pair,
 };
 use crate::related_namespaces::ExtraNamespaces;
+use crate::schema::crd_gvk;
 use crate::state;
 
 /// One related resource of a PublishedResource, with both kinds resolved.
@@ -473,19 +474,15 @@ fn subresources(rel: &RelatedSync) -> Vec<&'static str> {
     }
 }
 
+/// Copies one origin object to its destination: a kcp original gets the finalizer first, then
+/// the copy is created, or its spec brought up to date, or else (with `syncStatus`) its status
+/// forwarded. Returns whether it wrote.
 async fn sync_copy(sides: &RelatedSides<'_>, rel: &RelatedSync, item: &Located) -> Result<bool> {
-    let (origin_client, dest_client) = sides.clients(rel.spec.origin);
+    let (_, dest_client) = sides.clients(rel.spec.origin);
     if rel.spec.origin == RelatedResourceOrigin::Kcp
         && !has_finalizer(&item.origin, sides.finalizer)
     {
-        set_finalizer(
-            origin_client,
-            &rel.origin_gvk,
-            &item.origin,
-            sides.finalizer,
-            true,
-        )
-        .await?;
+        set_finalizer(sides, rel, &item.origin, true).await?;
         sides
             .event(rel, (&item.origin, &Value::Null), ACCEPTED.0, ACCEPTED.1)
             .await;
@@ -497,85 +494,85 @@ async fn sync_copy(sides: &RelatedSides<'_>, rel: &RelatedSync, item: &Located) 
     let source = rel
         .mutator
         .mutate_spec(sides.engine, &item.origin, dest.as_ref())?;
-    let subs = subresources(rel);
-    let key = state_key(sides, rel, &item.origin);
     let Some(dest) = dest else {
-        let mut copy = source.clone();
-        strip_metadata(&mut copy);
-        copy["apiVersion"] = json!(api_version(&rel.dest_gvk));
-        copy["kind"] = json!(rel.dest_gvk.kind);
-        copy["metadata"]["name"] = json!(item.dest_name);
-        if !item.dest_namespace.is_empty() {
-            copy["metadata"]["namespace"] = json!(item.dest_namespace);
-            super::sync::ensure_namespace(dest_client, &item.dest_namespace).await?;
-        }
-        let created = dest_client
-            .create(&from_json(copy)?)
-            .await
-            .map_err(|e| Error::core(format!("{}: creating {target}", rel.location()), e))?;
-        sides
-            .event(rel, (&item.origin, &to_json(&created)?), PLACED.0, PLACED.1)
-            .await;
-        sides.store.put(&key, &source, &subs).await?;
+        create_copy(sides, rel, item, &target, &source).await?;
         return Ok(true);
     };
     if is_deleting(&dest) {
         return Ok(false);
     }
-    let mut current = source.clone();
-    strip_metadata(&mut current);
-    let wrote = match sides.store.get(&key).await? {
-        Some(mut last) => {
-            last["apiVersion"] = current["apiVersion"].clone();
-            last["kind"] = current["kind"].clone();
-            let (mut base, mut revision) = (last, current.clone());
-            for s in &subs {
-                base.as_object_mut().map(|m| m.remove(*s));
-                revision.as_object_mut().map(|m| m.remove(*s));
-            }
-            let patch = create_merge_patch(&base, &revision);
-            let changed = !is_empty_patch(&patch);
-            if changed {
-                dest_client
-                    .patch(
-                        &target,
-                        Subresource::Main,
-                        &ObjectPatch::Merge(patch),
-                        &PatchOptions::default(),
-                    )
-                    .await
-                    .map_err(|e| {
-                        Error::core(format!("{}: patching {target}", rel.location()), e)
-                    })?;
-            }
-            changed
-        }
-        None => {
-            let mut updated = dest.clone();
-            for (k, v) in current.as_object().into_iter().flatten() {
-                if !["apiVersion", "kind", "metadata"].contains(&k.as_str())
-                    && !subs.contains(&k.as_str())
-                {
-                    updated[k] = v.clone();
-                }
-            }
-            dest_client
-                .replace(&from_json(updated)?, Subresource::Main)
-                .await
-                .map_err(|e| Error::core(format!("{}: updating {target}", rel.location()), e))?;
-            true
-        }
-    };
-    if wrote {
-        sides.store.put(&key, &current, &subs).await?;
-        sides
-            .event(rel, (&item.origin, &dest), SYNCED.0, SYNCED.1)
-            .await;
-    }
+    let wrote = update_copy(sides, rel, item, &target, &source, &dest).await?;
     if rel.spec.sync_status && source.get("status") != dest.get("status") && !wrote {
         forward_status(dest_client, rel, &target, &source, &dest).await?;
     }
     Ok(wrote)
+}
+
+/// Creates the copy `target` of the (mutated) origin `source` and stores its state.
+async fn create_copy(
+    sides: &RelatedSides<'_>,
+    rel: &RelatedSync,
+    item: &Located,
+    target: &ObjectRef,
+    source: &Value,
+) -> Result<()> {
+    let (_, dest_client) = sides.clients(rel.spec.origin);
+    let mut copy = source.clone();
+    strip_metadata(&mut copy);
+    copy["apiVersion"] = json!(api_version(&rel.dest_gvk));
+    copy["kind"] = json!(rel.dest_gvk.kind);
+    copy["metadata"]["name"] = json!(item.dest_name);
+    if !item.dest_namespace.is_empty() {
+        copy["metadata"]["namespace"] = json!(item.dest_namespace);
+        super::sync::ensure_namespace(dest_client, &item.dest_namespace).await?;
+    }
+    let created = dest_client
+        .create(&from_json(copy)?)
+        .await
+        .map_err(|e| Error::core(format!("{}: creating {target}", rel.location()), e))?;
+    sides
+        .event(rel, (&item.origin, &to_json(&created)?), PLACED.0, PLACED.1)
+        .await;
+    let key = state_key(sides, rel, &item.origin);
+    sides.store.put(&key, source, &subresources(rel)).await
+}
+
+/// Brings the spec of the existing copy `dest` to the (mutated) origin `source` with the
+/// three-way merge, as for primaries but keeping the copy's labels and annotations on a full
+/// update. Returns whether it wrote.
+async fn update_copy(
+    sides: &RelatedSides<'_>,
+    rel: &RelatedSync,
+    item: &Located,
+    target: &ObjectRef,
+    source: &Value,
+    dest: &Value,
+) -> Result<bool> {
+    let (_, dest_client) = sides.clients(rel.spec.origin);
+    let mut current = source.clone();
+    strip_metadata(&mut current);
+    let (key, subs) = (state_key(sides, rel, &item.origin), subresources(rel));
+    let context = format!("{}: ", rel.location());
+    let destination = Destination {
+        client: dest_client,
+        target,
+        subresources: &subs,
+        carry_labels: false,
+        context: &context,
+    };
+    let last = sides.store.get(&key).await?;
+    if destination
+        .write_spec(last, &current, dest)
+        .await?
+        .is_none()
+    {
+        return Ok(false);
+    }
+    sides.store.put(&key, &current, &subs).await?;
+    sides
+        .event(rel, (&item.origin, dest), SYNCED.0, SYNCED.1)
+        .await;
+    Ok(true)
 }
 
 async fn forward_status(
@@ -610,7 +607,7 @@ async fn delete_copy(sides: &RelatedSides<'_>, rel: &RelatedSync, item: &Located
     if !force {
         return Ok(false);
     }
-    let (origin_client, dest_client) = sides.clients(rel.spec.origin);
+    let (_, dest_client) = sides.clients(rel.spec.origin);
     let target = dest_ref(rel, item);
     if let Some(dest) = get_json(dest_client, &target).await? {
         if !is_deleting(&dest) {
@@ -625,14 +622,7 @@ async fn delete_copy(sides: &RelatedSides<'_>, rel: &RelatedSync, item: &Located
         return Ok(true);
     }
     if has_finalizer(&item.origin, sides.finalizer) {
-        set_finalizer(
-            origin_client,
-            &rel.origin_gvk,
-            &item.origin,
-            sides.finalizer,
-            false,
-        )
-        .await?;
+        set_finalizer(sides, rel, &item.origin, false).await?;
         // The copy is gone: with a service original there is no kcp object left to tell.
         if rel.spec.origin == RelatedResourceOrigin::Kcp {
             sides
@@ -644,35 +634,20 @@ async fn delete_copy(sides: &RelatedSides<'_>, rel: &RelatedSync, item: &Located
     Ok(false)
 }
 
+/// Adds (or removes) the agent's finalizer on the kcp original `origin` (see
+/// [`patch_finalizers`]).
 async fn set_finalizer(
-    client: &dyn ObjectClient,
-    gvk: &GroupVersionKind,
-    obj: &Value,
-    finalizer: &str,
+    sides: &RelatedSides<'_>,
+    rel: &RelatedSync,
+    origin: &Value,
     add: bool,
 ) -> Result<()> {
-    let mut set: std::collections::BTreeSet<String> = finalizers(obj).into_iter().collect();
-    if add {
-        set.insert(finalizer.to_owned());
-    } else {
-        set.remove(finalizer);
-    }
-    let (ns, name) = (meta_str(obj, "namespace"), meta_str(obj, "name"));
-    let target = if ns.is_empty() {
-        ObjectRef::cluster_scoped(gvk.clone(), name)
-    } else {
-        ObjectRef::namespaced(gvk.clone(), ns, name)
-    };
-    let patch = json!({"metadata": {"finalizers": set, "resourceVersion": obj.pointer("/metadata/resourceVersion")}});
-    client
-        .patch(
-            &target,
-            Subresource::Main,
-            &ObjectPatch::Merge(patch),
-            &PatchOptions::default(),
-        )
-        .await
-        .map_err(|e| Error::core(format!("updating the finalizers of {target}"), e))?;
+    let (origin_client, _) = sides.clients(rel.spec.origin);
+    let (ns, name) = (meta_str(origin, "namespace"), meta_str(origin, "name"));
+    let target = object_ref(&rel.origin_gvk, Some(ns), name);
+    let ours = [sides.finalizer];
+    let (added, removed): (&[&str], &[&str]) = if add { (&ours, &[]) } else { (&[], &ours) };
+    patch_finalizers(origin_client, &target, origin, added, removed).await?;
     Ok(())
 }
 
@@ -729,12 +704,4 @@ async fn patch_primary_annotations(
         .await
         .map_err(|e| Error::core(format!("{doing} {target}"), e))?;
     Ok(())
-}
-
-fn api_version(gvk: &GroupVersionKind) -> String {
-    if gvk.group.is_empty() {
-        gvk.version.clone()
-    } else {
-        format!("{}/{}", gvk.group, gvk.version)
-    }
 }

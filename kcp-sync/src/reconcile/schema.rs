@@ -13,14 +13,16 @@ use kcp_core::{ListOptions, ObjectClient, ObjectClientExt as _, ObjectPatch, Pat
 use serde_json::Value;
 
 use super::discovery::{ApiDocuments, discover, openapi_models};
-use super::{crd_gvk, to_json};
+use super::dynamic_json::to_json;
 use crate::api::{
     AGENT_NAME_ANNOTATION, AGENT_NAME_LABEL, CONDITION_SCHEMA_READY, PublishedResource,
     PublishedResourceStatus,
 };
 use crate::error::{Error, Result};
 use crate::schema::builtin::synthesize_crd;
-use crate::schema::{prepare_source_crd, project_crd, render_api_resource_schema, schema_name};
+use crate::schema::{
+    crd_gvk, prepare_source_crd, project_crd, render_api_resource_schema, schema_name,
+};
 
 /// A PublishedResource's source CRD and its projection.
 #[derive(Debug, Clone, PartialEq)]

@@ -18,33 +18,32 @@
 //!   deleting the object in kcp then hangs); its local copy is left in place;
 //! * the state Secret is deleted when the primary's finalizer is removed.
 
-use std::collections::BTreeSet;
-
 use k8s_openapi::api::core::v1::Namespace;
 use kcp_core::kcp::types::LogicalCluster;
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::runtime::{EventRecorder, EventType};
 use kcp_core::{
-    DeleteOptions, DeleteOutcome, ListOptions, ObjectClient, ObjectClientExt as _, ObjectPatch,
-    ObjectRef, PatchOptions, Subresource, TemplateEngine,
+    DeleteOptions, DeleteOutcome, ListOptions, ObjectClient, ObjectClientExt as _, ObjectRef,
+    Subresource, TemplateEngine,
 };
 use serde_json::{Value, json};
 
 use super::caches::{SyncCaches, object_key};
 use super::discovery::ApiDocuments;
+use super::dynamic_json::{from_json, get_json, to_json};
+use super::finalizers::patch_finalizers;
 use super::kcp_events::{ACCEPTED, CLEANUP, DELETED, KcpEvents, PLACED, STATUS_SYNCED, SYNCED};
 use super::object_cache::Cached;
 use super::related::{RelatedSides, RelatedSync, prune_primary_annotations, sync_related};
 use super::schema::Projected;
+use super::spec_write::Destination;
 use super::state_store::StateStore;
-use super::{from_json, get_json, to_json};
 use crate::api::{PublishedResource, RelatedResourceSpec};
 use crate::error::{Error, Result};
 use crate::filter;
-use crate::merge::{create_merge_patch, is_empty_patch};
 use crate::metadata::{
-    AGENT_NAME_LABEL, CLEANUP_FINALIZER, RemoteObjectKey, ensure_map_entries, finalizers,
-    has_finalizer, is_deleting, meta_map_str, strip_metadata,
+    AGENT_NAME_LABEL, CLEANUP_FINALIZER, RemoteObjectKey, ensure_map_entries, has_finalizer,
+    is_deleting, meta_map_str, strip_metadata,
 };
 use crate::mutation::Mutator;
 use crate::naming::local_name;
@@ -364,7 +363,8 @@ fn remember_local(ctx: &SyncContext<'_>, key: &RemoteObjectKey, written: &Dynami
     }
 }
 
-fn object_ref(gvk: &GroupVersionKind, namespace: Option<&str>, name: &str) -> ObjectRef {
+/// The reference of object `name` of kind `gvk`, in `namespace` unless that is empty.
+pub(crate) fn object_ref(gvk: &GroupVersionKind, namespace: Option<&str>, name: &str) -> ObjectRef {
     match namespace.filter(|n| !n.is_empty()) {
         Some(ns) => ObjectRef::namespaced(gvk.clone(), ns, name),
         None => ObjectRef::cluster_scoped(gvk.clone(), name),
@@ -471,8 +471,8 @@ async fn list_local(
     }
 }
 
-/// Adds or removes our finalizer with a merge patch of the whole (sorted) list; an
-/// `inherited` shared finalizer goes either way.
+/// Adds or removes our finalizer (see [`patch_finalizers`]); an `inherited` shared finalizer
+/// goes either way.
 async fn set_finalizers(
     ctx: &SyncContext<'_>,
     target: &ObjectRef,
@@ -480,30 +480,16 @@ async fn set_finalizers(
     add: bool,
     inherited: bool,
 ) -> Result<()> {
-    let mut set: BTreeSet<String> = finalizers(remote).into_iter().collect();
-    if add {
-        set.insert(ctx.config.finalizer.clone());
+    let ours = ctx.config.finalizer.as_str();
+    let (added, mut removed) = if add {
+        (vec![ours], vec![])
     } else {
-        set.remove(&ctx.config.finalizer);
-    }
+        (vec![], vec![ours])
+    };
     if inherited {
-        set.remove(CLEANUP_FINALIZER);
+        removed.push(CLEANUP_FINALIZER);
     }
-    let patch = json!({"metadata": {
-        "finalizers": set.into_iter().collect::<Vec<_>>(),
-        "resourceVersion": remote.pointer("/metadata/resourceVersion"),
-    }});
-    let written = ctx
-        .sides
-        .kcp
-        .patch(
-            target,
-            Subresource::Main,
-            &ObjectPatch::Merge(patch),
-            &PatchOptions::default(),
-        )
-        .await
-        .map_err(|e| Error::core(format!("updating the finalizers of {target}"), e))?;
+    let written = patch_finalizers(ctx.sides.kcp, target, remote, &added, &removed).await?;
     remember_remote(ctx, &written);
     Ok(())
 }
@@ -678,7 +664,8 @@ fn link(ctx: &SyncContext<'_>, local: &mut Value, key: &RemoteObjectKey) {
     ensure_map_entries(local, "annotations", &key.annotations());
 }
 
-fn api_version(gvk: &GroupVersionKind) -> String {
+/// The `apiVersion` of `gvk`.
+pub(crate) fn api_version(gvk: &GroupVersionKind) -> String {
     if gvk.group.is_empty() {
         gvk.version.clone()
     } else {
@@ -815,8 +802,8 @@ async fn adopt(
     Ok(())
 }
 
-/// The spec sync: a merge patch from the last-known state to the source (or a full update
-/// without a state). Returns whether anything was written.
+/// The spec sync: the three-way merge from the last-known state to the source (see
+/// [`Destination::write_spec`]). Returns whether anything was written.
 async fn sync_spec(
     ctx: &SyncContext<'_>,
     target: &PrimarySync,
@@ -832,47 +819,25 @@ async fn sync_spec(
         meta_opt(local, "namespace"),
         meta(local, "name"),
     );
-    let written = match store.get(&state_key(key)).await? {
-        Some(mut last) => {
-            last["apiVersion"] = current["apiVersion"].clone();
-            last["kind"] = current["kind"].clone();
-            repair_link_metadata(ctx, &mut current, local, key);
-            let (mut base, mut revision) = (last, current.clone());
-            for sub in &target.subresources {
-                base.as_object_mut().map(|m| m.remove(*sub));
-                revision.as_object_mut().map(|m| m.remove(*sub));
-            }
-            let patch = create_merge_patch(&base, &revision);
-            if is_empty_patch(&patch) {
-                false
-            } else {
-                let written = ctx
-                    .sides
-                    .service
-                    .patch(
-                        &local_ref,
-                        Subresource::Main,
-                        &ObjectPatch::Merge(patch),
-                        &PatchOptions::default(),
-                    )
-                    .await
-                    .map_err(|e| Error::core(format!("patching {local_ref}"), e))?;
-                remember_local(ctx, key, &written);
-                true
-            }
-        }
-        None => {
-            let written = full_update(ctx, target, &local_ref, source, &current, local).await?;
-            remember_local(ctx, key, &written);
-            true
-        }
-    };
-    if written {
-        store
-            .put(&state_key(key), &current, &target.subresources)
-            .await?;
+    let last = store.get(&state_key(key)).await?;
+    if last.is_some() {
+        repair_link_metadata(ctx, &mut current, local, key);
     }
-    Ok(written)
+    let destination = Destination {
+        client: ctx.sides.service,
+        target: &local_ref,
+        subresources: &target.subresources,
+        carry_labels: true,
+        context: "",
+    };
+    let Some(written) = destination.write_spec(last, &current, local).await? else {
+        return Ok(false);
+    };
+    remember_local(ctx, key, &written);
+    store
+        .put(&state_key(key), &current, &target.subresources)
+        .await?;
+    Ok(true)
 }
 
 /// Adds the link labels and annotations the local copy lacks to the source copy, so that the
@@ -892,43 +857,6 @@ fn repair_link_metadata(
             .collect();
         ensure_map_entries(current, field, &missing);
     }
-}
-
-async fn full_update(
-    ctx: &SyncContext<'_>,
-    target: &PrimarySync,
-    local_ref: &ObjectRef,
-    source: &Value,
-    stripped: &Value,
-    local: &Value,
-) -> Result<DynamicObject> {
-    let mut updated = local.clone();
-    if let (Some(src), Some(dst)) = (source.as_object(), updated.as_object_mut()) {
-        for (key, value) in src {
-            let irrelevant = ["kind", "apiVersion", "metadata"].contains(&key.as_str())
-                || target.subresources.contains(&key.as_str());
-            if !irrelevant {
-                dst.insert(key.clone(), value.clone());
-            }
-        }
-    }
-    for field in ["labels", "annotations"] {
-        let entries = stripped
-            .pointer(&format!("/metadata/{field}"))
-            .and_then(Value::as_object)
-            .map(|m| {
-                m.iter()
-                    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_owned())))
-                    .collect()
-            })
-            .unwrap_or_default();
-        ensure_map_entries(&mut updated, field, &entries);
-    }
-    ctx.sides
-        .service
-        .replace(&from_json(updated)?, Subresource::Main)
-        .await
-        .map_err(|e| Error::core(format!("updating {local_ref}"), e))
 }
 
 /// Copies the local status to kcp when it differs and kcp's type has a status subresource.

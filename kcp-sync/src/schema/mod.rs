@@ -25,6 +25,15 @@ use crate::api::{
 use crate::error::{Error, Result};
 use crate::hash::sha1_hex;
 
+/// The GVK of CustomResourceDefinitions.
+pub fn crd_gvk() -> kcp_core::kube::api::GroupVersionKind {
+    kcp_core::kube::api::GroupVersionKind::gvk(
+        "apiextensions.k8s.io",
+        "v1",
+        "CustomResourceDefinition",
+    )
+}
+
 /// The annotation upstream keeps on the source CRD (it matters for `*.k8s.io` groups).
 pub const API_APPROVED_ANNOTATION: &str = "api-approved.kubernetes.io";
 
