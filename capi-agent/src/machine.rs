@@ -789,21 +789,8 @@ pub(crate) async fn record(
     reason: &str,
     message: &str,
 ) {
-    let regarding = k8s_openapi::api::core::v1::ObjectReference {
-        api_version: Some(crate::api::GROUP.to_owned() + "/" + crate::api::VERSION),
-        kind: Some("AgentMachine".into()),
-        name: am.metadata.name.clone(),
-        namespace: am.metadata.namespace.clone(),
-        uid: am.metadata.uid.clone(),
-        ..Default::default()
-    };
-    if let Err(err) = ctx
-        .events
-        .record(ctx.client.as_ref(), &regarding, kind, reason, message)
-        .await
-    {
-        tracing::warn!(error = %err, "could not record an Event");
-    }
+    let client = ctx.client.as_ref();
+    ctx.events.publish(client, am, kind, reason, message).await;
 }
 
 /// Adds or removes the pre-terminate hook annotation on the Machine (a merge patch of only

@@ -171,14 +171,8 @@ async fn event<K: KindObject>(
     reason: &str,
     message: &str,
 ) {
-    let regarding = obj.object_ref(&());
-    if let Err(err) = ctx
-        .events
-        .record(ctx.client.as_ref(), &regarding, kind, reason, message)
-        .await
-    {
-        tracing::warn!(error = %err, reason, "recording an Event failed");
-    }
+    let client = ctx.client.as_ref();
+    ctx.events.publish(client, obj, kind, reason, message).await;
 }
 
 /// The CAPI rules before anything else: externally managed objects are left alone, objects

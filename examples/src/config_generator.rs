@@ -174,14 +174,15 @@ async fn generate(generator: &ConfigMapGenerator, ctx: &Context) -> Result<Outco
         .await
         .map_err(failed(generator, "applying the ConfigMap"))?;
     if applied != Applied::Unchanged {
-        event(
-            generator,
-            ctx,
-            EventType::Normal,
-            "Generated",
-            "the ConfigMap holds the content",
-        )
-        .await;
+        ctx.events
+            .publish(
+                ctx.client.as_ref(),
+                generator,
+                EventType::Normal,
+                "Generated",
+                "the ConfigMap holds the content",
+            )
+            .await;
     }
     set_ready(
         generator,
@@ -201,14 +202,15 @@ async fn cleanup(generator: &ConfigMapGenerator, ctx: &Context) -> Result<Outcom
         .delete(&target, &DeleteOptions::default())
         .await
         .map_err(failed(generator, "deleting the ConfigMap"))?;
-    event(
-        generator,
-        ctx,
-        EventType::Normal,
-        "Deleted",
-        "the ConfigMap was deleted",
-    )
-    .await;
+    ctx.events
+        .publish(
+            ctx.client.as_ref(),
+            generator,
+            EventType::Normal,
+            "Deleted",
+            "the ConfigMap was deleted",
+        )
+        .await;
     remove_finalizer(ctx.client.as_ref(), generator, FINALIZER)
         .await
         .map_err(failed(generator, "removing the finalizer"))?;
@@ -238,23 +240,6 @@ async fn set_ready(
     .await
     .map_err(failed(generator, "writing the status"))?;
     Ok(())
-}
-
-async fn event(
-    generator: &ConfigMapGenerator,
-    ctx: &Context,
-    type_: EventType,
-    reason: &str,
-    message: &str,
-) {
-    let regarding = generator.object_ref(&());
-    if let Err(err) = ctx
-        .events
-        .record(ctx.client.as_ref(), &regarding, type_, reason, message)
-        .await
-    {
-        tracing::warn!(error = %err, reason, "recording an Event failed");
-    }
 }
 
 /// Runs the controller over the generators of `namespace` until `shutdown` completes,

@@ -163,6 +163,35 @@ impl EventRecorder {
         }
     }
 
+    /// Records an Event about the object `about` (its reference built from the object itself)
+    /// and never fails the caller: a failure to record is logged as a warning. The way a
+    /// reconcile reports what it did.
+    pub async fn publish<K>(
+        &self,
+        client: &dyn ObjectClient,
+        about: &K,
+        event_type: EventType,
+        reason: &str,
+        message: &str,
+    ) where
+        K: kube::Resource,
+        K::DynamicType: Default,
+    {
+        let regarding = about.object_ref(&K::DynamicType::default());
+        if let Err(err) = self
+            .record(client, &regarding, event_type, reason, message)
+            .await
+        {
+            tracing::warn!(
+                error = %err,
+                kind = regarding.kind.as_deref().unwrap_or_default(),
+                name = regarding.name.as_deref().unwrap_or_default(),
+                reason,
+                "recording an Event failed"
+            );
+        }
+    }
+
     #[allow(clippy::too_many_arguments)]
     fn new_event(
         &self,

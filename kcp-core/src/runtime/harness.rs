@@ -183,23 +183,14 @@ impl Harness {
         K::DynamicType: Default,
         E: Classify + fmt::Display,
     {
-        let Some(warnings) = &self.warnings else {
-            return;
-        };
-        let regarding = obj.object_ref(&K::DynamicType::default());
-        let message = err.to_string();
-        if let Err(failed) = warnings
-            .recorder
-            .record(
-                warnings.client.as_ref(),
-                &regarding,
-                EventType::Warning,
-                err.reason(),
-                &message,
-            )
-            .await
-        {
-            tracing::warn!(error = %failed, reason = err.reason(), "recording the Warning Event failed");
+        if let Some(warnings) = &self.warnings {
+            let message = err.to_string();
+            let client = warnings.client.as_ref();
+            let (warning, reason) = (EventType::Warning, err.reason());
+            warnings
+                .recorder
+                .publish(client, obj, warning, reason, &message)
+                .await;
         }
     }
 }
