@@ -18,6 +18,10 @@
 //! PublishedResource needs them ([`prune_claims`]). Claims someone else added, claims the Go
 //! agent added before, and claims that existed when kcp-sync only extended their verbs are
 //! never recorded, so never removed.
+//!
+//! [`plan_export`] puts these together into one reconcile's patch, report and Events.
+
+mod plan;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -25,6 +29,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::api::PublishedResource;
+
+pub use plan::{ExportPatch, ExportPlan, ExportReport, PatchMetadata, PatchSpec, plan_export};
 
 /// The APIExport annotation listing the claims kcp-sync added itself (a JSON list of
 /// `{group?, resource, identityHash?}`): the only claims it ever prunes.
