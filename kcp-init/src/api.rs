@@ -41,6 +41,10 @@ pub const CONDITION_CONFLICT: &str = "Conflict";
 /// Condition type: a source of the target failed to render.
 pub const CONDITION_TEMPLATE_ERROR: &str = "TemplateError";
 
+/// Condition type: two sources rendered the same object differently (the first one's is
+/// applied).
+pub const CONDITION_DUPLICATE_OBJECTS: &str = "DuplicateObjects";
+
 /// Which WorkspaceType an InitTarget initializes, and which new workspaces it acts on.
 // Several printer columns share `type_ = "string"`, which clippy takes for a repeated attribute.
 #[allow(clippy::duplicated_attributes)]

@@ -2,7 +2,11 @@
 //!
 //! Every variant carries the context needed to act on it from a log line or a status
 //! condition alone: the object or template concerned, and where in it things went wrong.
-//! [`Error::reason`] gives a short machine-readable reason for condition `reason` fields.
+//! [`Error::reason`] gives a short machine-readable reason for condition `reason` fields, and
+//! [`Error::is_transient`] whether trying again can help; together they are the runtime's
+//! [`Classify`], which decides between a retry with backoff and a Warning Event.
+
+use kcp_core::runtime::Classify;
 
 /// A `Result` with kcp-init's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -98,6 +102,15 @@ pub enum Error {
         message: String,
     },
 
+    /// Initialization cannot finish yet for a reason that passes by itself (an object not ready
+    /// yet, the view not serving the cluster's LogicalCluster for a moment, a contended
+    /// write); it is tried again with backoff.
+    #[error("{reason}")]
+    Pending {
+        /// What is awaited.
+        reason: String,
+    },
+
     /// Any other kcp-core error, with what was being done.
     #[error("{context}: {source}")]
     Core {
@@ -117,13 +130,33 @@ impl Error {
     pub fn reason(&self) -> &str {
         match self {
             Error::MissingAnnotation { .. } => "MissingAnnotation",
-            Error::Template { .. } | Error::Manifest { .. } => "TemplateError",
+            Error::Template { .. } | Error::Manifest { .. } => crate::api::CONDITION_TEMPLATE_ERROR,
             Error::Source { source, .. } => source.reason(),
             Error::Serialization { .. } => "SerializationError",
             Error::InvalidSource { .. } => "InvalidSource",
             Error::Apply { .. } => "ApplyFailed",
             Error::Config { .. } => "InvalidConfiguration",
+            Error::Pending { .. } => "Pending",
             Error::Core { source, .. } => source.reason(),
+        }
+    }
+
+    /// Whether the same input can succeed later: [`Error::Pending`], and a kcp-core error that
+    /// is transient (a conflict, a 429 or 5xx, a kind not served yet), also inside
+    /// [`Error::Source`]. Everything else needs a change (to a template, an InitTarget, a
+    /// permission) before trying again helps.
+    pub fn is_transient(&self) -> bool {
+        match self {
+            Error::Pending { .. } => true,
+            Error::Core { source, .. } => source.is_transient(),
+            Error::Source { source, .. } => source.is_transient(),
+            Error::MissingAnnotation { .. }
+            | Error::Template { .. }
+            | Error::Manifest { .. }
+            | Error::Serialization { .. }
+            | Error::InvalidSource { .. }
+            | Error::Apply { .. }
+            | Error::Config { .. } => false,
         }
     }
 
@@ -158,6 +191,16 @@ impl Error {
                 source: other,
             },
         }
+    }
+}
+
+impl Classify for Error {
+    fn is_transient(&self) -> bool {
+        Error::is_transient(self)
+    }
+
+    fn reason(&self) -> &str {
+        Error::reason(self)
     }
 }
 
@@ -205,5 +248,42 @@ mod tests {
             "source #3 (InitTemplate \"t\"): template \"t\": boom"
         );
         assert_eq!(err.reason(), "TemplateError");
+        assert!(!err.is_transient());
+    }
+
+    fn core(code: u16) -> Error {
+        Error::Core {
+            context: "initializing".into(),
+            source: kcp_core::Error::Api {
+                verb: "get",
+                object: "x".into(),
+                code,
+                reason: "r".into(),
+                message: "m".into(),
+            },
+        }
+    }
+
+    #[test]
+    fn pending_and_transient_core_errors_are_retried() {
+        let pending = Error::Pending {
+            reason: "waiting".into(),
+        };
+        assert!(Classify::is_transient(&pending));
+        assert_eq!(Classify::reason(&pending), "Pending");
+        assert!(core(409).is_transient());
+        assert!(core(503).is_transient());
+    }
+
+    #[test]
+    fn permanent_errors_wait_for_a_change() {
+        assert!(!core(403).is_transient());
+        let apply = Error::Apply {
+            cluster: "c".into(),
+            object: "o".into(),
+            reason: "forbidden".into(),
+        };
+        assert!(!Classify::is_transient(&apply));
+        assert_eq!(Classify::reason(&apply), "ApplyFailed");
     }
 }

@@ -2,28 +2,31 @@
 //! apply plan across all of them, apply it wave by wave with server-side apply, and remove the
 //! initializer only when every object is in place.
 //!
-//! This is I/O over [`ObjectClient`]s and nothing else: the caller decides when to call it
-//! again (see [`crate::controller`]), from the [`ClusterOutcome`] it returns.
+//! This is I/O over [`ObjectClient`]s and nothing else. [`initialize_cluster`] answers with
+//! what it did or an [`Error`] that knows whether trying again can help
+//! ([`Classify`](kcp_core::runtime::Classify)); the runtime's workers ([`crate::runner`]) decide
+//! from that when to call it again.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::sync::PoisonError;
 
 use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kcp::{LOGICAL_CLUSTER_NAME, LogicalCluster};
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
+use kcp_core::runtime::Outcome;
 use kcp_core::{ObjectClient, ObjectClientExt, ObjectRef, TemplateEngine};
 use serde_json::Value;
 
-use crate::api::{InitTarget, InitTemplate};
+use crate::api::{InitSource, InitTarget, InitTemplate};
 use crate::error::Error;
 use crate::objects::{Duplicate, GENERATED_ID_LABEL, first_source_wins, split_generated};
-use crate::render::{TemplateContext, TemplateSource, render_sources};
+use crate::render::{TemplateContext, TemplateSource, render_template};
 
 /// The field manager of everything the agent writes.
 pub const FIELD_MANAGER: &str = "kcp-init-agent";
 
-/// The reason of the Warning Events the agent records on a LogicalCluster it cannot initialize
-/// (upstream's reason, so alerts written for the Go agent keep matching).
+/// The reason of the Warning Events the agent records when it cannot initialize a cluster (on
+/// the InitTarget; upstream's reason, so alerts written for the Go agent keep matching).
 pub const EVENT_REASON: &str = "ReconcilingFailed";
 
 /// Everything one cluster's initialization needs besides the cluster.
@@ -48,6 +51,9 @@ pub struct InitContext<'a> {
 }
 
 /// InitTemplate sources by name, kept current by the agent's InitTemplate watch.
+///
+/// A writer that panicked while holding the lock leaves a map that is still a valid map, so a
+/// poisoned lock is used as it is: an update is never dropped.
 #[derive(Debug, Default)]
 pub struct TemplateCache {
     sources: std::sync::RwLock<BTreeMap<String, TemplateSource>>,
@@ -61,50 +67,57 @@ impl TemplateCache {
 
     /// Records the current source of a template ([`TemplateSource::of`] an InitTemplate).
     pub fn insert(&self, name: &str, source: TemplateSource) {
-        if let Ok(mut map) = self.sources.write() {
-            map.insert(name.to_string(), source);
-        }
+        let mut map = self.sources.write().unwrap_or_else(PoisonError::into_inner);
+        map.insert(name.to_string(), source);
     }
 
     /// Replaces every entry (after the watch listed all templates again).
     pub fn replace_all(&self, sources: BTreeMap<String, TemplateSource>) {
-        if let Ok(mut map) = self.sources.write() {
-            *map = sources;
-        }
+        *self.sources.write().unwrap_or_else(PoisonError::into_inner) = sources;
     }
 
     /// Forgets a deleted template.
     pub fn remove(&self, name: &str) {
-        if let Ok(mut map) = self.sources.write() {
-            map.remove(name);
-        }
+        let mut map = self.sources.write().unwrap_or_else(PoisonError::into_inner);
+        map.remove(name);
     }
 
     /// The source of a template, if known.
     pub fn get(&self, name: &str) -> Option<TemplateSource> {
-        self.sources.read().ok()?.get(name).cloned()
+        let map = self.sources.read().unwrap_or_else(PoisonError::into_inner);
+        map.get(name).cloned()
     }
 }
 
-/// What became of one attempt.
+/// What a successful [`initialize_cluster`] did.
+///
+/// Failures are [`Error`]s, which the runtime classifies: a transient one (a kind not served
+/// yet, a 409/429/5xx, [`Error::Pending`]) is retried with backoff; a permanent one (a template
+/// error, an invalid object, a 403) is recorded as a Warning Event and a `TemplateError`
+/// condition, and trying again only helps once something is changed.
+///
+/// A success is always the runtime's [`Outcome::Done`] ([`Initialization::outcome`]): nothing
+/// to look at again until something changes. This type says more than `Outcome` only because
+/// the runner counts the clusters initialized and reports duplicate objects in the
+/// InitTarget's status.
 #[derive(Debug)]
-pub enum ClusterOutcome {
+pub enum Initialization {
     /// Every object is applied and the initializer was removed.
-    Initialized {
+    Completed {
         /// How many objects were applied.
         objects: usize,
-        /// Time the attempt took.
-        took: Duration,
         /// Objects two sources rendered differently (the first source's was applied).
         duplicates: Vec<Duplicate>,
     },
     /// Nothing to do: the cluster is gone or no longer carries the initializer.
     NotOurs,
-    /// Not done yet for a reason that passes (a kind not served yet, a 409/429/5xx): try again.
-    Pending(String),
-    /// Not possible as things are (a template error, an invalid object, a 403): the Event and the
-    /// InitTarget condition say why; trying again only helps once something is changed.
-    Failed(Error),
+}
+
+impl Initialization {
+    /// The runtime's outcome of a successful initialization: done, whichever it was.
+    pub fn outcome(&self) -> Outcome {
+        Outcome::Done
+    }
 }
 
 fn logical_cluster_ref() -> ObjectRef {
@@ -121,8 +134,21 @@ fn carries(lc: &LogicalCluster, initializer: &str) -> bool {
         .is_some_and(|i| i.iter().any(|x| x == initializer))
 }
 
+/// A kcp-core error met while initializing; it keeps its classification.
+fn initializing(source: kcp_core::Error) -> Error {
+    Error::Core {
+        context: "initializing".into(),
+        source,
+    }
+}
+
+/// Why an attempt waits when the view announces a cluster but will not show its LogicalCluster.
+const VIEW_LOST_CLUSTER: &str =
+    "the view still announces the cluster but does not serve its LogicalCluster (yet or any more)";
+
 /// Initializes the cluster `cluster` reached through `vw` (a client of
-/// `<virtual workspace>/clusters/<cluster>`).
+/// `<virtual workspace>/clusters/<cluster>`): load its sources, render them, apply the
+/// objects, then finish (create the `generateName` objects, remove the initializer).
 ///
 /// `seen` is the cluster's LogicalCluster as a watch last delivered it, if the caller has one:
 /// it saves a read, and the initializer's removal still uses its resourceVersion, so a stale
@@ -132,184 +158,205 @@ pub async fn initialize_cluster(
     cluster: &str,
     vw: &dyn ObjectClient,
     seen: Option<DynamicObject>,
-) -> ClusterOutcome {
-    let started = Instant::now();
-    match attempt(ctx, cluster, vw, seen).await {
-        Ok(Some((objects, duplicates))) => ClusterOutcome::Initialized {
-            objects,
-            took: started.elapsed(),
-            duplicates,
-        },
-        Ok(None) => ClusterOutcome::NotOurs,
-        Err(Attempt::Pending(reason)) => ClusterOutcome::Pending(reason),
-        Err(Attempt::Failed(err)) => ClusterOutcome::Failed(err),
-    }
+) -> Result<Initialization, Error> {
+    let Some((read_at_start, lc)) = read_logical_cluster(ctx, cluster, vw, seen).await? else {
+        return Ok(Initialization::NotOurs);
+    };
+    let Some(sources) = load_sources(ctx, vw).await? else {
+        return Ok(Initialization::NotOurs);
+    };
+    let Rendered {
+        mut objects,
+        mut generated,
+        duplicates,
+    } = render_all(ctx, &lc, &sources)?;
+    default_namespaces(vw, &mut objects).await?;
+    default_namespaces(vw, &mut generated).await?;
+    add_missing_default_namespace(vw, &mut objects, &generated).await?;
+    let count = objects.len() + generated.len();
+    apply(ctx, cluster, vw, objects).await?;
+    create_generated(vw, &generated).await?;
+    remove_initializer(vw, ctx.initializer, read_at_start).await?;
+    tracing::info!(cluster, objects = count, "cluster initialized");
+    Ok(Initialization::Completed {
+        objects: count,
+        duplicates,
+    })
 }
 
-enum Attempt {
-    Pending(String),
-    Failed(Error),
-}
-
-impl From<kcp_core::Error> for Attempt {
-    fn from(err: kcp_core::Error) -> Self {
-        if err.is_transient() {
-            Attempt::Pending(err.to_string())
-        } else {
-            Attempt::Failed(Error::Core {
-                context: "initializing".into(),
-                source: err,
-            })
-        }
-    }
-}
-
-impl From<Error> for Attempt {
-    fn from(err: Error) -> Self {
-        match err {
-            Error::Core { source, context } if source.is_transient() => {
-                Attempt::Pending(format!("{context}: {source}"))
-            }
-            other => Attempt::Failed(other),
-        }
-    }
-}
-
-/// Why an attempt waits when the view announces a cluster but will not show its LogicalCluster.
-const VIEW_LOST_CLUSTER: &str =
-    "the view still announces the cluster but does not serve its LogicalCluster (yet or any more)";
-
-async fn attempt(
+/// The cluster's LogicalCluster (as read, and parsed) when it still carries our initializer;
+/// `None` when it does not.
+///
+/// The view answers 403 once the cluster is initialized, and a restarted kcp answers 404 or
+/// 403 for a moment for clusters it has not indexed again. Only the view's own list decides
+/// that a cluster is gone (the provider then disengages it, which ends the retries), so while
+/// it is engaged both answers are [`Error::Pending`], never taken as "not ours".
+async fn read_logical_cluster(
     ctx: &InitContext<'_>,
     cluster: &str,
     vw: &dyn ObjectClient,
     seen: Option<DynamicObject>,
-) -> Result<Option<(usize, Vec<Duplicate>)>, Attempt> {
-    // The view answers 403 once the cluster is initialized, and a restarted kcp answers 404 or
-    // 403 for a moment for clusters it has not indexed again. Only the view's own list decides
-    // that a cluster is gone (the provider then disengages it, which ends the retries), so
-    // while it is engaged both answers are asked again, never taken as "not ours".
+) -> Result<Option<(DynamicObject, LogicalCluster)>, Error> {
+    let view_lost_cluster = || Error::Pending {
+        reason: VIEW_LOST_CLUSTER.into(),
+    };
     let raw = match seen {
         Some(lc) => lc,
         None => match vw.get(&logical_cluster_ref()).await {
             Ok(Some(lc)) => lc,
-            Ok(None) => return Err(Attempt::Pending(VIEW_LOST_CLUSTER.into())),
-            Err(kcp_core::Error::Api { code: 403, .. }) => {
-                return Err(Attempt::Pending(VIEW_LOST_CLUSTER.into()));
+            Ok(None) | Err(kcp_core::Error::Api { code: 403, .. }) => {
+                return Err(view_lost_cluster());
             }
-            Err(err) => return Err(err.into()),
+            Err(err) => return Err(initializing(err)),
         },
     };
     let lc: LogicalCluster = serde_json::to_value(&raw)
         .and_then(serde_json::from_value)
-        .map_err(|e| {
-            Attempt::Failed(Error::Serialization {
-                context: format!("reading LogicalCluster \"cluster\" of {cluster:?}"),
-                message: e.to_string(),
-            })
+        .map_err(|e| Error::Serialization {
+            context: format!("reading LogicalCluster \"cluster\" of {cluster:?}"),
+            message: e.to_string(),
         })?;
-    if !carries(&lc, ctx.initializer) {
-        return Ok(None);
-    }
-    // The InitTarget is read fresh on every attempt, so source changes apply at once. The
-    // cluster's core discovery, which applying will need, is fetched at the same time.
+    Ok(carries(&lc, ctx.initializer).then_some((raw, lc)))
+}
+
+/// The InitTarget's sources, read fresh on every attempt so source changes apply at once, each
+/// under the name the InitTarget gives it; `None` when the InitTarget is gone.
+///
+/// The cluster's core discovery, which applying will need, is fetched at the same time.
+async fn load_sources(
+    ctx: &InitContext<'_>,
+    vw: &dyn ObjectClient,
+) -> Result<Option<Vec<TemplateSource>>, Error> {
     let core = GroupVersionKind::gvk("", "v1", "Namespace");
     let (target, _) = tokio::join!(
         ctx.config.get_typed::<InitTarget>(None, ctx.target),
         vw.resolve(&core)
     );
-    let Some(target) = target? else {
+    let Some(target) = target.map_err(initializing)? else {
         return Ok(None);
     };
     let mut sources = Vec::with_capacity(target.spec.sources.len());
     for (index, source) in target.spec.sources.iter().enumerate() {
-        let Some(template) = &source.template else {
-            return Err(Attempt::Failed(Error::InvalidSource {
-                target: ctx.target.to_string(),
-                index,
-                reason: "no known source configured (only `template` sources exist)".into(),
-            }));
-        };
-        let cached = ctx.templates.and_then(|c| c.get(&template.name));
-        let source = match cached {
-            Some(source) => source,
-            None => match ctx
-                .config
-                .get_typed::<InitTemplate>(None, &template.name)
-                .await?
-            {
-                Some(found) => TemplateSource {
-                    name: template.name.clone(),
-                    ..TemplateSource::of(&found)
-                },
-                None => {
-                    return Err(Attempt::Failed(Error::InvalidSource {
-                        target: ctx.target.to_string(),
-                        index,
-                        reason: format!("InitTemplate {:?} does not exist", template.name),
-                    }));
-                }
-            },
-        };
-        sources.push(TemplateSource {
-            name: template.name.clone(),
-            ..source
-        });
+        sources.push(load_source(ctx, index, source).await?);
     }
+    Ok(Some(sources))
+}
+
+/// The template of source `index`: from the watched cache, or else read from the config
+/// workspace.
+async fn load_source(
+    ctx: &InitContext<'_>,
+    index: usize,
+    source: &InitSource,
+) -> Result<TemplateSource, Error> {
+    let invalid = |reason: String| Error::InvalidSource {
+        target: ctx.target.to_string(),
+        index,
+        reason,
+    };
+    let Some(template) = &source.template else {
+        return Err(invalid(
+            "no known source configured (only `template` sources exist)".into(),
+        ));
+    };
+    let cached = ctx.templates.and_then(|c| c.get(&template.name));
+    let found = match cached {
+        Some(found) => found,
+        None => match ctx
+            .config
+            .get_typed::<InitTemplate>(None, &template.name)
+            .await
+            .map_err(initializing)?
+        {
+            Some(read) => TemplateSource::of(&read),
+            None => {
+                return Err(invalid(format!(
+                    "InitTemplate {:?} does not exist",
+                    template.name
+                )));
+            }
+        },
+    };
+    Ok(TemplateSource {
+        name: template.name.clone(),
+        ..found
+    })
+}
+
+/// The objects of every source, after the first source won each object two render.
+struct Rendered {
+    /// The named objects, applied as one plan.
+    objects: Vec<DynamicObject>,
+    /// The `generateName` objects, created once each after the plan is applied.
+    generated: Vec<DynamicObject>,
+    /// Objects two sources rendered differently.
+    duplicates: Vec<Duplicate>,
+}
+
+/// Renders every source for the cluster `lc`; a failure names the source's index and template
+/// ([`Error::Source`]).
+fn render_all(
+    ctx: &InitContext<'_>,
+    lc: &LogicalCluster,
+    sources: &[TemplateSource],
+) -> Result<Rendered, Error> {
     let context = TemplateContext::from_logical_cluster(
-        &lc,
+        lc,
         ctx.workspace_type_name,
         ctx.workspace_type_path,
     )?;
     let mut rendered = Vec::with_capacity(sources.len());
     for (index, source) in sources.iter().enumerate() {
         let objects =
-            render_sources(ctx.engine, std::slice::from_ref(source), &context).map_err(|err| {
-                match err {
-                    Error::Source {
-                        template, source, ..
-                    } => Error::Source {
-                        index,
-                        template,
-                        source,
-                    },
-                    other => other,
-                }
+            render_template(ctx.engine, source, &context).map_err(|err| Error::Source {
+                index,
+                template: source.name.clone(),
+                source: Box::new(err),
             })?;
         rendered.push((source.name.clone(), objects));
     }
     let (objects, duplicates) = first_source_wins(rendered);
-    let (mut objects, mut generated) = split_generated(ctx.target, objects);
-    default_namespaces(vw, &mut objects).await?;
-    default_namespaces(vw, &mut generated).await?;
-    add_missing_default_namespace(vw, &mut objects, &generated).await?;
-    let count = objects.len() + generated.len();
+    let (objects, generated) = split_generated(ctx.target, objects);
+    Ok(Rendered {
+        objects,
+        generated,
+        duplicates,
+    })
+}
+
+/// Applies `objects` as one plan, wave by wave; an object not ready yet is
+/// [`Error::Pending`], one refused is [`Error::Apply`].
+async fn apply(
+    ctx: &InitContext<'_>,
+    cluster: &str,
+    vw: &dyn ObjectClient,
+    objects: Vec<DynamicObject>,
+) -> Result<(), Error> {
     let plan = ApplyPlan::build(objects, &RuleSet::default()).map_err(|source| Error::Core {
         context: format!("planning the objects for cluster {cluster:?}"),
         source,
     })?;
     let report = Applier::new(vw, ctx.applier.clone()).apply(&plan).await;
     if let Some((object, err)) = report.failed().next() {
-        return Err(Attempt::Failed(Error::Apply {
+        return Err(Error::Apply {
             cluster: cluster.to_string(),
             object: object.object.to_string(),
             reason: err.to_string(),
-        }));
+        });
     }
     if let Some((object, reason)) = report.pending().next() {
-        return Err(Attempt::Pending(format!("{}: {reason}", object.object)));
+        return Err(Error::Pending {
+            reason: format!("{}: {reason}", object.object),
+        });
     }
-    create_generated(vw, &generated).await?;
-    remove_initializer(vw, ctx.initializer, raw).await?;
-    tracing::info!(cluster, objects = count, "cluster initialized");
-    Ok(Some((count, duplicates)))
+    Ok(())
 }
 
 /// Creates each `generateName` object unless one with its generated-id label exists already
 /// (an earlier attempt created it), so every one is created exactly once per cluster.
-async fn create_generated(vw: &dyn ObjectClient, objects: &[DynamicObject]) -> Result<(), Attempt> {
+async fn create_generated(vw: &dyn ObjectClient, objects: &[DynamicObject]) -> Result<(), Error> {
     for obj in objects {
-        let gvk = kcp_core::client::gvk_of(obj)?;
+        let gvk = kcp_core::client::gvk_of(obj).map_err(initializing)?;
         let id = obj
             .metadata
             .labels
@@ -320,9 +367,10 @@ async fn create_generated(vw: &dyn ObjectClient, objects: &[DynamicObject]) -> R
         let selector = kcp_core::ListOptions::labels(format!("{GENERATED_ID_LABEL}={id}"));
         let existing = vw
             .list(&gvk, obj.metadata.namespace.as_deref(), &selector)
-            .await?;
+            .await
+            .map_err(initializing)?;
         if existing.items.is_empty() {
-            vw.create(obj).await?;
+            vw.create(obj).await.map_err(initializing)?;
         }
     }
     Ok(())
@@ -334,7 +382,7 @@ async fn create_generated(vw: &dyn ObjectClient, objects: &[DynamicObject]) -> R
 async fn default_namespaces(
     vw: &dyn ObjectClient,
     objects: &mut [DynamicObject],
-) -> Result<(), Attempt> {
+) -> Result<(), Error> {
     let mut crd_scopes: BTreeMap<(String, String), bool> = BTreeMap::new();
     for obj in objects.iter() {
         let is_crd = obj.types.as_ref().is_some_and(|t| {
@@ -371,7 +419,7 @@ async fn default_namespaces(
             None => match vw.resolve(&gvk).await {
                 Ok(info) => info.namespaced,
                 Err(kcp_core::Error::KindNotServed { .. }) => continue,
-                Err(err) => return Err(err.into()),
+                Err(err) => return Err(initializing(err)),
             },
         };
         if namespaced {
@@ -388,7 +436,7 @@ async fn add_missing_default_namespace(
     vw: &dyn ObjectClient,
     objects: &mut Vec<DynamicObject>,
     generated: &[DynamicObject],
-) -> Result<(), Attempt> {
+) -> Result<(), Error> {
     let in_default = |o: &DynamicObject| o.metadata.namespace.as_deref() == Some("default");
     let is_default_namespace = |o: &DynamicObject| {
         o.types
@@ -403,7 +451,8 @@ async fn add_missing_default_namespace(
     let gvk = kcp_core::kube::api::GroupVersionKind::gvk("", "v1", "Namespace");
     if vw
         .get(&ObjectRef::cluster_scoped(gvk, "default"))
-        .await?
+        .await
+        .map_err(initializing)?
         .is_some()
     {
         return Ok(());
@@ -429,14 +478,14 @@ async fn remove_initializer(
     vw: &dyn ObjectClient,
     initializer: &str,
     read_at_start: DynamicObject,
-) -> Result<(), Attempt> {
+) -> Result<(), Error> {
     let lc_ref = logical_cluster_ref();
     // First try with the copy read at the start of the attempt; after a conflict, read again.
     let mut current = Some(read_at_start);
     for _ in 0..5 {
         let mut lc = match current.take() {
             Some(lc) => lc,
-            None => match vw.get(&lc_ref).await? {
+            None => match vw.get(&lc_ref).await.map_err(initializing)? {
                 Some(lc) => lc,
                 None => return Ok(()),
             },
@@ -457,10 +506,10 @@ async fn remove_initializer(
         match vw.update_status(&lc).await {
             Ok(_) => return Ok(()),
             Err(err) if err.is_conflict() => continue,
-            Err(err) => return Err(err.into()),
+            Err(err) => return Err(initializing(err)),
         }
     }
-    Err(Attempt::Pending(
-        "the LogicalCluster kept changing while removing the initializer".to_string(),
-    ))
+    Err(Error::Pending {
+        reason: "the LogicalCluster kept changing while removing the initializer".to_string(),
+    })
 }

@@ -1,62 +1,39 @@
 //! One InitTarget's runner: resolve the WorkspaceType and its initializer, engage the clusters
 //! waiting for it through kcp-core's [`InitializingWorkspaces`] provider, and initialize each
 //! through the runtime's work queue and workers.
+//!
+//! The reconcile answers the runtime's `Result<Outcome, Error>`; the runtime retries what
+//! [`Error::is_transient`] calls transient and hands every permanent failure to
+//! [`Reconciler::failed`], which records the Warning Event. Beside that, the runner keeps the
+//! counts its InitTarget's status reports (`Counts`).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kcp_core::ObjectClient;
 use kcp_core::cluster::{ClusterEvent, ClusterProvider, EngagedCluster, InitializingWorkspaces};
 use kcp_core::kcp::{InitializerName, LOGICAL_CLUSTER_NAME, WorkspaceType};
-use kcp_core::kube::Api;
+use kcp_core::kube::api::DynamicObject;
+use kcp_core::kube::{Api, Resource};
 use kcp_core::runtime::workers::WorkerConfig;
 use kcp_core::runtime::{
-    Classify, ConditionStatus, ConditionUpdate, EventType, ObjectKey, Outcome, Reconciler,
-    RetryPolicy, WorkQueue, run_workers,
+    ConditionStatus, ConditionUpdate, EventType, ObjectKey, Outcome, Reconciler, RetryPolicy,
+    WorkQueue, run_workers,
 };
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 
+use crate::api::{
+    CONDITION_DUPLICATE_OBJECTS, CONDITION_READY, CONDITION_TEMPLATE_ERROR, InitTarget,
+};
 use crate::controller::Shared;
 use crate::error::Error;
-use crate::reconcile::{ClusterOutcome, EVENT_REASON, InitContext, initialize_cluster};
+use crate::reconcile::{EVENT_REASON, InitContext, Initialization, initialize_cluster};
 use crate::status::{set_conditions, update_status};
 use crate::targets::TypeRef;
-
-/// Why an attempt did not initialize its cluster.
-#[derive(Debug)]
-pub enum AttemptError {
-    /// Not done yet for a reason that passes; retried with backoff.
-    Pending(String),
-    /// Not possible as things are; recorded as a Warning and a `TemplateError` condition.
-    Failed(Error),
-}
-
-impl fmt::Display for AttemptError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AttemptError::Pending(reason) => write!(f, "{reason}"),
-            AttemptError::Failed(err) => write!(f, "{err}"),
-        }
-    }
-}
-
-impl Classify for AttemptError {
-    fn is_transient(&self) -> bool {
-        matches!(self, AttemptError::Pending(_))
-    }
-
-    fn reason(&self) -> &str {
-        match self {
-            AttemptError::Pending(_) => "Pending",
-            AttemptError::Failed(err) => err.reason(),
-        }
-    }
-}
 
 /// What the runner's status report is made of.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -65,6 +42,34 @@ struct Counts {
     failing: BTreeMap<String, String>,
     duplicates: BTreeMap<String, String>,
     initialized: u32,
+}
+
+impl Counts {
+    /// Counts one reconcile's result for `cluster`. A transient failure changes nothing: the
+    /// cluster stays pending.
+    fn record(&mut self, cluster: &str, result: &Result<Initialization, Error>) {
+        match result {
+            Ok(Initialization::Completed { duplicates, .. }) => {
+                self.initialized += 1;
+                self.forget(cluster);
+                match duplicates.first() {
+                    Some(d) => self.duplicates.insert(cluster.to_string(), d.to_string()),
+                    None => self.duplicates.remove(cluster),
+                };
+            }
+            Ok(Initialization::NotOurs) => self.forget(cluster),
+            Err(err) if err.is_transient() => {}
+            Err(err) => {
+                self.failing.insert(cluster.to_string(), err.to_string());
+            }
+        }
+    }
+
+    /// Drops `cluster` from the pending and failing clusters (initialized, not ours, or gone).
+    fn forget(&mut self, cluster: &str) {
+        self.pending.remove(cluster);
+        self.failing.remove(cluster);
+    }
 }
 
 /// The reconciler of one InitTarget's clusters.
@@ -77,29 +82,26 @@ struct TargetReconciler {
     counts: Mutex<Counts>,
 }
 
+/// Locks `m`; a holder that panicked leaves the maps and counts valid, so poisoning is ignored.
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    match m.lock() {
-        Ok(g) => g,
-        Err(poisoned) => poisoned.into_inner(),
-    }
+    m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-#[async_trait]
-impl Reconciler<ObjectKey> for TargetReconciler {
-    type Error = AttemptError;
+impl TargetReconciler {
+    /// The client of an engaged cluster and, on its first attempt only, the LogicalCluster that
+    /// announced it (retries read afresh); `None` when the cluster is no longer engaged.
+    fn take_engaged(
+        &self,
+        cluster: &str,
+    ) -> Option<(Arc<dyn ObjectClient>, Option<DynamicObject>)> {
+        let mut clusters = lock(&self.clusters);
+        let engaged = clusters.get_mut(cluster)?;
+        let seen = engaged.announced_by.take().map(|lc| (*lc).clone());
+        Some((engaged.client.clone(), seen))
+    }
 
-    async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, AttemptError> {
-        // The announcing LogicalCluster is used once, by the first attempt; retries read afresh.
-        let cluster = lock(&self.clusters).get(&key.cluster).cloned();
-        let Some(mut cluster) = cluster else {
-            return Ok(Outcome::Done);
-        };
-        let seen = lock(&self.clusters)
-            .get_mut(&key.cluster)
-            .and_then(|c| c.announced_by.take())
-            .map(|lc| (*lc).clone());
-        cluster.announced_by = None;
-        let ctx = InitContext {
+    fn init_context(&self) -> InitContext<'_> {
+        InitContext {
             config: self.shared.config.as_ref() as &dyn ObjectClient,
             target: &self.target,
             initializer: &self.initializer,
@@ -108,50 +110,46 @@ impl Reconciler<ObjectKey> for TargetReconciler {
             engine: &self.shared.engine,
             applier: &self.shared.applier,
             templates: Some(&self.shared.templates),
+        }
+    }
+}
+
+#[async_trait]
+impl Reconciler<ObjectKey> for TargetReconciler {
+    type Error = Error;
+
+    async fn reconcile(&self, key: &ObjectKey) -> Result<Outcome, Error> {
+        let Some((client, seen)) = self.take_engaged(&key.cluster) else {
+            return Ok(Outcome::Done);
         };
+        let ctx = self.init_context();
         let span = tracing::info_span!("reconcile", cluster = %key.cluster, kind = "LogicalCluster", namespace = "", name = LOGICAL_CLUSTER_NAME, target = %self.target);
-        let outcome = tracing::Instrument::instrument(
-            initialize_cluster(&ctx, &key.cluster, cluster.client.as_ref(), seen),
+        let started = Instant::now();
+        let result = tracing::Instrument::instrument(
+            initialize_cluster(&ctx, &key.cluster, client.as_ref(), seen),
             span,
         )
         .await;
-        let mut counts = lock(&self.counts);
-        match outcome {
-            ClusterOutcome::Initialized {
-                took, duplicates, ..
-            } => {
-                self.shared.metrics.initialized(&self.target, took);
-                counts.initialized += 1;
-                counts.pending.remove(&key.cluster);
-                counts.failing.remove(&key.cluster);
-                match duplicates.first() {
-                    Some(d) => counts.duplicates.insert(key.cluster.clone(), d.to_string()),
-                    None => counts.duplicates.remove(&key.cluster),
-                };
-                Ok(Outcome::Done)
-            }
-            ClusterOutcome::NotOurs => {
-                counts.pending.remove(&key.cluster);
-                counts.failing.remove(&key.cluster);
-                Ok(Outcome::Done)
-            }
-            ClusterOutcome::Pending(reason) => Err(AttemptError::Pending(reason)),
-            ClusterOutcome::Failed(err) => {
-                counts.failing.insert(key.cluster.clone(), err.to_string());
-                Err(AttemptError::Failed(err))
-            }
+        if matches!(result, Ok(Initialization::Completed { .. })) {
+            self.shared
+                .metrics
+                .initialized(&self.target, started.elapsed());
         }
+        lock(&self.counts).record(&key.cluster, &result);
+        result.map(|done| done.outcome())
     }
 
-    async fn failed(&self, key: &ObjectKey, error: &AttemptError) {
+    async fn failed(&self, key: &ObjectKey, error: &Error) {
         self.shared.metrics.failed(&self.target);
         tracing::warn!(cluster = %key.cluster, target = %self.target, error = %error, "initialization failed");
         // The Event goes to the InitTarget in the config workspace, not to the LogicalCluster:
         // a workspace still initializing has no namespace at all on kcp (not even `default`), so
         // an Event inside it cannot be written (upstream writes none: its recorder is nil).
+        // The runner knows its InitTarget by name only, so the reference is built from the
+        // type's apiVersion and kind rather than from a read object.
         let regarding = ObjectReference {
-            api_version: Some("initialization.kcp.io/v1alpha1".into()),
-            kind: Some("InitTarget".into()),
+            api_version: Some(InitTarget::api_version(&()).into_owned()),
+            kind: Some(InitTarget::kind(&()).into_owned()),
             name: Some(self.target.clone()),
             ..ObjectReference::default()
         };
@@ -179,7 +177,7 @@ pub(crate) async fn run_target(
     shared: Arc<Shared>,
     target: String,
     type_ref: TypeRef,
-    mut templates: watch::Receiver<u64>,
+    templates: watch::Receiver<u64>,
     stop: CancellationToken,
 ) {
     let Some((type_kube, initializer)) = resolve_type(&shared, &target, &type_ref, &stop).await
@@ -193,16 +191,18 @@ pub(crate) async fn run_target(
         &type_ref.name,
         &initializer,
     );
-    let mut urls = provider.urls();
-    let mut failures = provider.failures();
-    let (tx, mut clusters) = mpsc::channel(64);
+    let views = Views {
+        urls: provider.urls(),
+        failures: provider.failures(),
+    };
+    let (tx, clusters) = mpsc::channel(64);
     let provider_task = tokio::spawn(async move { provider.run(tx).await });
 
     let queue = WorkQueue::new(shared.backoff);
     let reconciler = Arc::new(TargetReconciler {
         shared: shared.clone(),
         target: target.clone(),
-        initializer: initializer.clone(),
+        initializer,
         type_ref,
         clusters: Mutex::new(HashMap::new()),
         counts: Mutex::new(Counts::default()),
@@ -211,48 +211,86 @@ pub(crate) async fn run_target(
     config.retry = RetryPolicy::new(shared.backoff);
     config.metrics = shared.metrics.controllers().clone();
     let workers = tokio::spawn(run_workers(queue.clone(), reconciler.clone(), config));
-    report_urls(&shared, &target, &initializer, &[], &BTreeMap::new()).await;
+    let running = Running { reconciler, queue };
+    running.report_urls(&[], &BTreeMap::new()).await;
+    running.serve(clusters, views, templates, &stop).await;
+    // Stop handing out work, cancel delayed retries, and let in-flight attempts finish.
+    running.queue.shutdown();
+    provider_task.abort();
+    let _ = workers.await;
+}
 
-    let mut status_tick = tokio::time::interval(Duration::from_millis(250));
-    let mut reported = None;
-    loop {
-        tokio::select! {
-            _ = stop.cancelled() => break,
-            event = clusters.recv() => match event {
-                Some(event) => engage(&reconciler, &queue, event),
-                None => break,
-            },
-            Ok(()) = urls.changed() => {
-                let current = urls.borrow_and_update().clone();
-                let failing = failures.borrow_and_update().clone();
-                report_urls(&shared, &target, &initializer, &current, &failing).await;
-            }
-            Ok(()) = failures.changed() => {
-                let current = urls.borrow_and_update().clone();
-                let failing = failures.borrow_and_update().clone();
-                report_urls(&shared, &target, &initializer, &current, &failing).await;
-            }
-            changed = templates.changed() => {
-                if changed.is_err() { break; }
-                for cluster in lock(&reconciler.counts).pending.iter() {
-                    let key = ObjectKey::cluster_scoped(cluster.clone(), LOGICAL_CLUSTER_NAME);
-                    queue.forget(&key);
-                    queue.add(key);
+/// The provider's virtual workspace URLs and the failing watches among them.
+struct Views {
+    urls: watch::Receiver<Vec<String>>,
+    failures: watch::Receiver<BTreeMap<String, String>>,
+}
+
+/// A started runner: its reconciler and the queue its workers drain.
+struct Running {
+    reconciler: Arc<TargetReconciler>,
+    queue: WorkQueue<ObjectKey>,
+}
+
+impl Running {
+    /// Feeds the queue from the provider's cluster events and template changes, and keeps the
+    /// InitTarget's status current, until `stop` is cancelled or an input closes.
+    async fn serve(
+        &self,
+        mut clusters: mpsc::Receiver<ClusterEvent>,
+        mut views: Views,
+        mut templates: watch::Receiver<u64>,
+        stop: &CancellationToken,
+    ) {
+        let mut status_tick = tokio::time::interval(Duration::from_millis(250));
+        let mut reported = None;
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                event = clusters.recv() => match event {
+                    Some(event) => engage(&self.reconciler, &self.queue, event),
+                    None => break,
+                },
+                Ok(()) = views.urls.changed() => self.report_views(&mut views).await,
+                Ok(()) = views.failures.changed() => self.report_views(&mut views).await,
+                changed = templates.changed() => {
+                    if changed.is_err() { break; }
+                    self.retry_pending();
                 }
-            }
-            _ = status_tick.tick() => {
-                let counts = lock(&reconciler.counts).clone();
-                if reported.as_ref() != Some(&counts) {
-                    report_counts(&shared, &target, &counts).await;
-                    reported = Some(counts);
+                _ = status_tick.tick() => {
+                    let counts = lock(&self.reconciler.counts).clone();
+                    if reported.as_ref() != Some(&counts) {
+                        self.report_counts(&counts).await;
+                        reported = Some(counts);
+                    }
                 }
             }
         }
     }
-    // Stop handing out work, cancel delayed retries, and let in-flight attempts finish.
-    queue.shutdown();
-    provider_task.abort();
-    let _ = workers.await;
+
+    /// Re-attempts every pending cluster at once, without waiting for its backoff.
+    fn retry_pending(&self) {
+        for cluster in lock(&self.reconciler.counts).pending.iter() {
+            let key = ObjectKey::cluster_scoped(cluster.clone(), LOGICAL_CLUSTER_NAME);
+            self.queue.forget(&key);
+            self.queue.add(key);
+        }
+    }
+
+    async fn report_views(&self, views: &mut Views) {
+        let current = views.urls.borrow_and_update().clone();
+        let failing = views.failures.borrow_and_update().clone();
+        self.report_urls(&current, &failing).await;
+    }
+
+    async fn report_urls(&self, urls: &[String], failing: &BTreeMap<String, String>) {
+        let r = &self.reconciler;
+        report_urls(&r.shared, &r.target, &r.initializer, urls, failing).await;
+    }
+
+    async fn report_counts(&self, counts: &Counts) {
+        report_counts(&self.reconciler.shared, &self.reconciler.target, counts).await;
+    }
 }
 
 fn engage(reconciler: &TargetReconciler, queue: &WorkQueue<ObjectKey>, event: ClusterEvent) {
@@ -268,9 +306,7 @@ fn engage(reconciler: &TargetReconciler, queue: &WorkQueue<ObjectKey>, event: Cl
             let key = ObjectKey::cluster_scoped(name.clone(), LOGICAL_CLUSTER_NAME);
             queue.remove(&key);
             lock(&reconciler.clusters).remove(&name);
-            let mut counts = lock(&reconciler.counts);
-            counts.pending.remove(&name);
-            counts.failing.remove(&name);
+            lock(&reconciler.counts).forget(&name);
         }
     }
 }
@@ -286,7 +322,7 @@ async fn resolve_type(
     let type_kube = match shared.clients.cluster(&shared.base_url, &type_ref.path) {
         Ok(c) => c,
         Err(err) => {
-            let update = ConditionUpdate::new("Ready", false, "InvalidWorkspaceTypeRef")
+            let update = ConditionUpdate::new(CONDITION_READY, false, "InvalidWorkspaceTypeRef")
                 .message(err.to_string());
             set_conditions(config, target, vec![update]).await;
             return None;
@@ -309,7 +345,8 @@ async fn resolve_type(
                 type_ref.name, type_ref.path
             ),
         };
-        let update = ConditionUpdate::new("Ready", false, "WorkspaceTypeNotFound").message(problem);
+        let update =
+            ConditionUpdate::new(CONDITION_READY, false, "WorkspaceTypeNotFound").message(problem);
         set_conditions(config, target, vec![update]).await;
         failures = failures.saturating_add(1);
         tokio::select! {
@@ -348,7 +385,7 @@ async fn report_urls(
             format!("watching {} virtual workspace URL(s)", urls.len()),
         )
     };
-    let update = ConditionUpdate::new("Ready", status, reason).message(message);
+    let update = ConditionUpdate::new(CONDITION_READY, status, reason).message(message);
     update_status(shared.config.as_ref(), target, |s| {
         s.initializer = Some(initializer.to_string());
         s.virtual_workspaces = urls.to_vec();
@@ -367,17 +404,17 @@ async fn report_counts(shared: &Shared, target: &str, counts: &Counts) {
         .set_pending(target, counts.pending.len() as u64);
     let template_error = match counts.failing.iter().next() {
         Some((cluster, reason)) => {
-            ConditionUpdate::new("TemplateError", true, "InitializationFailed")
+            ConditionUpdate::new(CONDITION_TEMPLATE_ERROR, true, "InitializationFailed")
                 .message(format!("cluster {cluster}: {reason}"))
         }
-        None => ConditionUpdate::new("TemplateError", false, "NoErrors"),
+        None => ConditionUpdate::new(CONDITION_TEMPLATE_ERROR, false, "NoErrors"),
     };
     let duplicates = match counts.duplicates.iter().next() {
         Some((cluster, what)) => {
-            ConditionUpdate::new("DuplicateObjects", true, "SameObjectInTwoSources")
+            ConditionUpdate::new(CONDITION_DUPLICATE_OBJECTS, true, "SameObjectInTwoSources")
                 .message(format!("cluster {cluster}: {what}"))
         }
-        None => ConditionUpdate::new("DuplicateObjects", false, "NoDuplicates"),
+        None => ConditionUpdate::new(CONDITION_DUPLICATE_OBJECTS, false, "NoDuplicates"),
     };
     let clusters = crate::api::ClusterCounts {
         pending: u32::try_from(
@@ -394,4 +431,61 @@ async fn report_counts(shared: &Shared, target: &str, counts: &Counts) {
         kcp_core::runtime::set_condition(&mut s.conditions, duplicates.clone(), now);
     })
     .await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::objects::Duplicate;
+
+    fn pending(cluster: &str) -> Counts {
+        let mut counts = Counts::default();
+        counts.pending.insert(cluster.to_string());
+        counts
+    }
+
+    #[test]
+    fn a_transient_failure_leaves_the_cluster_pending_and_not_failing() {
+        let mut counts = pending("c");
+        let waiting = Error::Pending {
+            reason: "waiting".into(),
+        };
+        counts.record("c", &Err(waiting));
+        assert_eq!(counts, pending("c"));
+    }
+
+    #[test]
+    fn a_permanent_failure_is_counted_failing_until_the_cluster_is_initialized() {
+        let mut counts = pending("c");
+        let refused = Error::Apply {
+            cluster: "c".into(),
+            object: "o".into(),
+            reason: "forbidden".into(),
+        };
+        counts.record("c", &Err(refused));
+        assert_eq!(
+            counts.failing.get("c").map(String::as_str),
+            Some("cluster \"c\": o: forbidden")
+        );
+        let duplicate = Duplicate {
+            object: "v1 ConfigMap default/x".into(),
+            kept: "a".into(),
+            dropped: "b".into(),
+        };
+        let done = Initialization::Completed {
+            objects: 1,
+            duplicates: vec![duplicate.clone()],
+        };
+        counts.record("c", &Ok(done));
+        assert!(counts.pending.is_empty() && counts.failing.is_empty());
+        assert_eq!(counts.initialized, 1);
+        assert_eq!(counts.duplicates.get("c"), Some(&duplicate.to_string()));
+    }
+
+    #[test]
+    fn a_cluster_not_ours_is_dropped_without_counting_it_initialized() {
+        let mut counts = pending("c");
+        counts.record("c", &Ok(Initialization::NotOurs));
+        assert_eq!(counts, Counts::default());
+    }
 }

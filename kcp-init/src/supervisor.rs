@@ -16,7 +16,7 @@ use kcp_core::kube::Api;
 use kcp_core::runtime::{ConditionUpdate, TaskSet};
 use tokio::sync::watch;
 
-use crate::api::InitTarget;
+use crate::api::{CONDITION_CONFLICT, InitTarget};
 use crate::controller::Shared;
 use crate::runner::run_target;
 use crate::status::set_conditions;
@@ -93,7 +93,7 @@ impl Supervisor {
         let plan = plan_targets(self.known.values(), identity);
         let config = self.shared.config.as_ref();
         for (name, message) in &plan.conflicts {
-            let update = ConditionUpdate::new("Conflict", true, "SameWorkspaceType")
+            let update = ConditionUpdate::new(CONDITION_CONFLICT, true, "SameWorkspaceType")
                 .message(message.clone());
             set_conditions(config, name, vec![update]).await;
         }
@@ -107,7 +107,11 @@ impl Supervisor {
             set_conditions(
                 config,
                 name,
-                vec![ConditionUpdate::new("Conflict", false, "NoConflict")],
+                vec![ConditionUpdate::new(
+                    CONDITION_CONFLICT,
+                    false,
+                    "NoConflict",
+                )],
             )
             .await;
         }
