@@ -101,23 +101,7 @@ pub async fn run(
     let cluster_resource = capi_resource(object_client.as_ref(), "Cluster").await?;
     let stop = CancellationToken::new();
     let (agent_store, agent_watch) = agent_reflector(&options, stop.clone());
-    let mut ctx = Context::new(object_client, options.config.clone());
-    let harness = |controller: &str| {
-        Harness::new(
-            controller,
-            options.metrics.controllers.clone(),
-            options.concurrency,
-        )
-        .with_error_policy(ErrorPolicy::new(options.backoff))
-    };
-    ctx.metrics = options.metrics.clone();
-    ctx.agents = Some(AgentCache::new(agent_store));
-    let shared = Arc::new(Shared {
-        ctx,
-        cluster: harness("agentcluster"),
-        machine: harness("agentmachine"),
-        node: harness("node-provider-id"),
-    });
+    let shared = shared(&options, object_client, agent_store);
     let trigger = stop.clone();
     tokio::spawn(async move {
         shutdown.await;
@@ -127,29 +111,9 @@ pub async fn run(
         .watch_filter
         .as_ref()
         .map(|v| format!("{WATCH_FILTER_LABEL}={v}"));
-    let config = |wc: watcher::Config| match &filter {
-        Some(f) => wc.labels(f),
-        None => wc,
-    };
     let namespace = options.config.namespace.as_deref();
-
-    let clusters = Controller::new(
-        api::<AgentCluster>(&options.client, namespace),
-        config(watcher::Config::default()),
-    )
-    .with_config(ControllerConfig::default().concurrency(options.concurrency))
-    .watches_stream_with(
-        cluster_pauses(&options, namespace, &cluster_resource),
-        |c| infrastructure_of(&c),
-        cluster_resource.clone(),
-    )
-    .graceful_shutdown_on(stop.clone().cancelled_owned());
-    let machines = machine_controller(
-        &options,
-        namespace,
-        config(watcher::Config::default()),
-        machine_resource,
-    );
+    let clusters = cluster_controller(&options, namespace, &filter, &cluster_resource, &stop);
+    let machines = machine_controller(&options, namespace, &filter, machine_resource);
     let by_cluster = machines.store();
     let machines = machines
         .watches_stream_with(
@@ -180,6 +144,56 @@ pub async fn run(
     Ok(())
 }
 
+/// The reconciles' context and a harness per controller.
+fn shared(options: &Options, client: Arc<dyn ObjectClient>, agents: Store<Agent>) -> Arc<Shared> {
+    let harness = |controller: &str| {
+        Harness::new(
+            controller,
+            options.metrics.controllers.clone(),
+            options.concurrency,
+        )
+        .with_error_policy(ErrorPolicy::new(options.backoff))
+    };
+    let mut ctx = Context::new(client, options.config.clone());
+    ctx.metrics = options.metrics.clone();
+    ctx.agents = Some(AgentCache::new(agents));
+    Arc::new(Shared {
+        ctx,
+        cluster: harness("agentcluster"),
+        machine: harness("agentmachine"),
+        node: harness("node-provider-id"),
+    })
+}
+
+/// The watch of the provider's own kinds: every object, or those `--watch-filter` selects.
+fn filtered(filter: &Option<String>) -> watcher::Config {
+    match filter {
+        Some(f) => watcher::Config::default().labels(f),
+        None => watcher::Config::default(),
+    }
+}
+
+/// The AgentCluster controller, woken also by its Cluster's pause changes.
+fn cluster_controller(
+    options: &Options,
+    namespace: Option<&str>,
+    filter: &Option<String>,
+    cluster_resource: &ApiResource,
+    stop: &CancellationToken,
+) -> Controller<AgentCluster> {
+    Controller::new(
+        api::<AgentCluster>(&options.client, namespace),
+        filtered(filter),
+    )
+    .with_config(ControllerConfig::default().concurrency(options.concurrency))
+    .watches_stream_with(
+        cluster_pauses(options, namespace, cluster_resource),
+        |c| infrastructure_of(&c),
+        cluster_resource.clone(),
+    )
+    .graceful_shutdown_on(stop.clone().cancelled_owned())
+}
+
 /// The Agent cache selection reads, and the future filling it until `stop`.
 fn agent_reflector(
     options: &Options,
@@ -201,11 +215,14 @@ fn agent_reflector(
 fn machine_controller(
     options: &Options,
     namespace: Option<&str>,
-    wc: watcher::Config,
+    filter: &Option<String>,
     machine_resource: ApiResource,
 ) -> Controller<AgentMachine> {
-    let machines = Controller::new(api::<AgentMachine>(&options.client, namespace), wc)
-        .with_config(ControllerConfig::default().concurrency(options.concurrency));
+    let machines = Controller::new(
+        api::<AgentMachine>(&options.client, namespace),
+        filtered(filter),
+    )
+    .with_config(ControllerConfig::default().concurrency(options.concurrency));
     let by_machine = machines.store();
     let by_agent = machines.store();
     let machine_api: Api<DynamicObject> = match namespace {
@@ -350,10 +367,7 @@ fn node_controller(
     shared: Arc<Shared>,
     stop: CancellationToken,
 ) -> impl Future<Output = ()> + use<> {
-    let wc = match filter {
-        Some(f) => watcher::Config::default().labels(f),
-        None => watcher::Config::default(),
-    };
+    let wc = filtered(filter);
     let (wake, woken) = futures::channel::mpsc::unbounded::<ObjectRef<AgentMachine>>();
     let controller = Controller::new(api::<AgentMachine>(&options.client, namespace), wc)
         .with_config(ControllerConfig::default().concurrency(options.concurrency))

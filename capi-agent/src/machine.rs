@@ -419,47 +419,60 @@ async fn claim(
     ignition: IgnitionSettings,
 ) -> Result<Claim> {
     let client = ctx.client.as_ref();
-    let namespace = am.metadata.namespace.clone().unwrap_or_default();
-    let name = am.metadata.name.clone().unwrap_or_default();
-    // Always from the server, never a cache: an Agent claimed by an earlier attempt whose
-    // status write failed must be found again, or the AgentMachine would take a second one.
-    let labelled: Vec<Agent> = client
-        .list_typed(
-            ctx.config.agent_namespace.as_deref(),
-            &ListOptions::labels(format!("{AGENT_MACHINE_REF_LABEL}={name}")),
-        )
-        .await?;
-    if let Some(agent) = labelled
-        .into_iter()
-        .find(|a| bound_to(a, &namespace, &name))
-    {
+    if let Some(agent) = labelled_for(ctx, am).await? {
         set_provider_id(client, am, &agent).await?;
         return Ok(Claim::Bound(Box::new(agent)));
     }
-    let started = Instant::now();
-    let agents = free_agents(ctx).await?;
+    let binding = Binding {
+        machine_name: am.metadata.name.clone().unwrap_or_default(),
+        machine_namespace: am.metadata.namespace.clone().unwrap_or_default(),
+        cluster_deployment: cd,
+        ignition,
+    };
     let request = Request {
         selector: am.spec.agent_label_selector.as_ref(),
         failure_domain: machine.spec.failure_domain.as_deref(),
         inventory: ctx.config.inventory_preference,
     };
-    let binding = Binding {
-        machine_name: name,
-        machine_namespace: namespace,
-        cluster_deployment: cd,
-        ignition,
-    };
+    let claimed = claim_free(ctx, &request, &binding).await?;
+    if let Claim::Bound(agent) = &claimed {
+        set_provider_id(client, am, agent).await?;
+    }
+    Ok(claimed)
+}
+
+/// The Agent already bound to `am` by an earlier attempt. Always from the server, never a
+/// cache: an Agent claimed by an attempt whose status write failed must be found again, or
+/// the AgentMachine would take a second one.
+async fn labelled_for(ctx: &Context, am: &AgentMachine) -> Result<Option<Agent>> {
+    let namespace = am.metadata.namespace.as_deref().unwrap_or_default();
+    let name = am.metadata.name.as_deref().unwrap_or_default();
+    let labelled: Vec<Agent> = ctx
+        .client
+        .list_typed(
+            ctx.config.agent_namespace.as_deref(),
+            &ListOptions::labels(format!("{AGENT_MACHINE_REF_LABEL}={name}")),
+        )
+        .await?;
+    Ok(labelled.into_iter().find(|a| bound_to(a, namespace, name)))
+}
+
+/// Ranks the free Agents for `request` and claims the first one no other worker is claiming
+/// (a conflict or a vanished Agent moves on to the next).
+async fn claim_free(ctx: &Context, request: &Request<'_>, binding: &Binding) -> Result<Claim> {
+    let started = Instant::now();
+    let agents = free_agents(ctx).await?;
     let mut others_claiming = false;
-    for candidate in rank(&agents, &request) {
+    for candidate in rank(&agents, request) {
         let Some(_claiming) = ctx.claims.begin(&key(&candidate.metadata)) else {
             others_claiming = true;
             continue;
         };
-        match patch_agent(client, candidate, &bind_patch(candidate, &binding)).await {
+        let patch = bind_patch(candidate, binding);
+        match patch_agent(ctx.client.as_ref(), candidate, &patch).await {
             Ok(agent) => {
                 ctx.metrics.claim(ClaimResult::Claimed);
                 ctx.metrics.selection(started.elapsed());
-                set_provider_id(client, am, &agent).await?;
                 return Ok(Claim::Bound(Box::new(agent)));
             }
             Err(err) if err.is_conflict() || err.is_not_found() => {

@@ -55,6 +55,7 @@ pub fn key(meta: &ObjectMeta) -> String {
 /// `agentClusterRef`, installed, on the agent bare-metal platform, pointing at the
 /// AgentClusterInstall of the same name. `cluster_uid` is the CAPI Cluster's UID (upstream
 /// takes the UID of the first owner reference, whatever its kind).
+// One struct literal of the ClusterDeployment's fields: its length is earned.
 pub fn render_cluster_deployment(
     agent_cluster: &AgentCluster,
     cluster_uid: &str,

@@ -220,8 +220,35 @@ pub fn plan_capi(obj: &KindCluster) -> Result<ClusterPlan> {
 /// `kind create` and names the field: node counts within the CRD's bounds, subnets are CIDRs (two, comma-separated, for a dual-stack
 /// cluster), addresses are IP addresses, feature gate names are identifiers.
 pub fn validate_kind_settings(object: &str, spec: &crate::api::KindClusterSpec) -> Result<()> {
-    // Checked before any node is planned: an object the API server did not validate could
-    // otherwise ask for billions of nodes (found by the kind_config fuzz target).
+    // Node counts first: an object the API server did not validate could otherwise ask for
+    // billions of nodes (found by the kind_config fuzz target).
+    validate_node_counts(object, spec)?;
+    if let Some(networking) = &spec.networking {
+        validate_networking(object, networking)?;
+    }
+    for (i, mapping) in spec.extra_port_mappings.iter().enumerate() {
+        if let Some(address) = &mapping.listen_address
+            && address.parse::<std::net::IpAddr>().is_err()
+        {
+            let field = format!("spec.extraPortMappings[{i}].listenAddress");
+            let reason = format!("{address:?} is not an IP address");
+            return Err(invalid(object, &field, reason));
+        }
+    }
+    for gate in spec.feature_gates.keys() {
+        let identifier = gate.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
+            && gate.chars().all(|c| c.is_ascii_alphanumeric());
+        if !identifier {
+            let field = format!("spec.featureGates[{gate:?}]");
+            let reason = "not a feature gate name (letters and digits)";
+            return Err(invalid(object, &field, reason));
+        }
+    }
+    Ok(())
+}
+
+/// Node counts within the CRD's bounds.
+fn validate_node_counts(object: &str, spec: &crate::api::KindClusterSpec) -> Result<()> {
     let counts = [
         (
             "spec.controlPlaneNodes",
@@ -234,56 +261,33 @@ pub fn validate_kind_settings(object: &str, spec: &crate::api::KindClusterSpec) 
         if let Some(count) = count
             && count > max
         {
-            return Err(invalid(
-                object,
-                field,
-                format!("{count} nodes, at most {max} allowed"),
-            ));
+            let reason = format!("{count} nodes, at most {max} allowed");
+            return Err(invalid(object, field, reason));
         }
     }
-    if let Some(n) = &spec.networking {
-        let subnets = [
-            ("spec.networking.podSubnet", &n.pod_subnet),
-            ("spec.networking.serviceSubnet", &n.service_subnet),
-        ];
-        for (field, subnet) in subnets {
-            if let Some(subnet) = subnet
-                && !subnet.split(',').all(|s| is_cidr(s.trim()))
-            {
-                let reason = format!("{subnet:?} is not a CIDR (such as 10.244.0.0/16)");
-                return Err(invalid(object, field, reason));
-            }
-        }
-        if let Some(address) = &n.api_server_address
-            && address.parse::<std::net::IpAddr>().is_err()
+    Ok(())
+}
+
+/// Subnets are CIDRs (two, comma-separated, for a dual-stack cluster) and the API server
+/// address is an IP address.
+fn validate_networking(object: &str, n: &crate::api::capi::Networking) -> Result<()> {
+    let subnets = [
+        ("spec.networking.podSubnet", &n.pod_subnet),
+        ("spec.networking.serviceSubnet", &n.service_subnet),
+    ];
+    for (field, subnet) in subnets {
+        if let Some(subnet) = subnet
+            && !subnet.split(',').all(|s| is_cidr(s.trim()))
         {
-            let reason = format!("{address:?} is not an IP address");
-            return Err(invalid(object, "spec.networking.apiServerAddress", reason));
+            let reason = format!("{subnet:?} is not a CIDR (such as 10.244.0.0/16)");
+            return Err(invalid(object, field, reason));
         }
     }
-    for (i, mapping) in spec.extra_port_mappings.iter().enumerate() {
-        if let Some(address) = &mapping.listen_address
-            && address.parse::<std::net::IpAddr>().is_err()
-        {
-            let field = format!("spec.extraPortMappings[{i}].listenAddress");
-            return Err(invalid(
-                object,
-                &field,
-                format!("{address:?} is not an IP address"),
-            ));
-        }
-    }
-    for gate in spec.feature_gates.keys() {
-        let identifier = gate.chars().next().is_some_and(|c| c.is_ascii_alphabetic())
-            && gate.chars().all(|c| c.is_ascii_alphanumeric());
-        if !identifier {
-            let field = format!("spec.featureGates[{gate:?}]");
-            return Err(invalid(
-                object,
-                &field,
-                "not a feature gate name (letters and digits)",
-            ));
-        }
+    if let Some(address) = &n.api_server_address
+        && address.parse::<std::net::IpAddr>().is_err()
+    {
+        let reason = format!("{address:?} is not an IP address");
+        return Err(invalid(object, "spec.networking.apiServerAddress", reason));
     }
     Ok(())
 }
