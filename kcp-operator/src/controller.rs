@@ -22,6 +22,9 @@
 //! Child GETs of Certificates, Issuers and Compiled* objects are answered from the shared
 //! stores ([`crate::reconcile::reads`]).
 
+mod pki;
+mod refresh;
+
 use std::collections::BTreeSet;
 use std::fmt::Debug;
 use std::future::Future;
@@ -33,7 +36,6 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition;
 use kcp_core::runtime::{CacheSync, Harness, Outcome, drain_controller};
 use kcp_core::{KubeObjectClient, ObjectClient};
 use kube::runtime::controller::Action;
@@ -46,13 +48,15 @@ use tokio_util::sync::CancellationToken;
 use crate::addresser::{Addresser, InCluster};
 use crate::api::*;
 use crate::error::{Error, Result};
-use crate::metrics::{CountedKind, Metrics, PhasedKind};
-use crate::pki::{BuiltinPki, Pki};
-use crate::reconcile::cached::{CachedShards, with_shards};
+use crate::metrics::Metrics;
+use crate::pki::Pki;
+use crate::reconcile::cached::CachedShards;
 use crate::reconcile::reads::{CachedGets, ReadCache};
 use crate::reconcile::retry::RetryingReads;
-use crate::reconcile::{config, kubeconfig, virtualworkspace, workload, write_stopped};
-use crate::render::certmanager::{Certificate, ClusterIssuer, Issuer};
+use crate::reconcile::{
+    PassContext, config, kubeconfig, virtualworkspace, workload, write_stopped,
+};
+use crate::render::certmanager::{Certificate, Issuer};
 use crate::render::names::KUBECONFIG_LABEL;
 use crate::shared::{Hubs, Shared};
 use crate::triggers::spec_fingerprint;
@@ -105,113 +109,138 @@ pub struct Context {
     pub stop: CancellationToken,
 }
 
-impl kcp_core::runtime::Classify for Error {
-    fn is_transient(&self) -> bool {
-        Error::is_transient(self)
-    }
-    fn reason(&self) -> &str {
-        Error::reason(self)
-    }
-}
-
-/// A kind with a reconcile function.
+/// A kind with a reconcile function: one plain impl per kind below, each handing the pass to
+/// its `reconcile_*` function in [`crate::reconcile`].
 pub trait Reconciled:
     Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static
 {
     /// One pass over `self`.
-    fn reconcile<'a>(
-        &'a self,
-        client: &'a dyn ObjectClient,
-        addresser: &'a dyn Addresser,
-    ) -> BoxFuture<'a, Result<Outcome>>;
+    fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send;
 
     /// Writes `err`, a pass's error about the object's input, into its status (for the kinds
     /// users write; the Compiled* kinds have nothing to report there).
-    fn report<'a>(
-        &'a self,
-        _client: &'a dyn ObjectClient,
-        _err: &'a Error,
-    ) -> BoxFuture<'a, Result<()>> {
-        Box::pin(async { Ok(()) })
+    fn report(
+        &self,
+        _client: &dyn ObjectClient,
+        _err: &Error,
+    ) -> impl Future<Output = Result<()>> + Send {
+        async { Ok(()) }
     }
 }
 
-macro_rules! reconciled {
-    ($kind:ty, $f:path) => {
-        impl Reconciled for $kind {
-            fn reconcile<'a>(
-                &'a self,
-                client: &'a dyn ObjectClient,
-                _addresser: &'a dyn Addresser,
-            ) -> BoxFuture<'a, Result<Outcome>> {
-                Box::pin($f(client, self))
-            }
-        }
-    };
-    ($kind:ty, $f:path, reported) => {
-        impl Reconciled for $kind {
-            fn reconcile<'a>(
-                &'a self,
-                client: &'a dyn ObjectClient,
-                _addresser: &'a dyn Addresser,
-            ) -> BoxFuture<'a, Result<Outcome>> {
-                Box::pin($f(client, self))
-            }
-            fn report<'a>(
-                &'a self,
-                client: &'a dyn ObjectClient,
-                err: &'a Error,
-            ) -> BoxFuture<'a, Result<()>> {
-                Box::pin(write_stopped(client, self, err))
-            }
-        }
-    };
-    ($kind:ty, $f:path, addresser, reported) => {
-        impl Reconciled for $kind {
-            fn reconcile<'a>(
-                &'a self,
-                client: &'a dyn ObjectClient,
-                addresser: &'a dyn Addresser,
-            ) -> BoxFuture<'a, Result<Outcome>> {
-                Box::pin($f(client, addresser, self))
-            }
-            fn report<'a>(
-                &'a self,
-                client: &'a dyn ObjectClient,
-                err: &'a Error,
-            ) -> BoxFuture<'a, Result<()>> {
-                Box::pin(write_stopped(client, self, err))
-            }
-        }
-    };
+impl Reconciled for RootShard {
+    fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
+        config::reconcile_root_shard(ctx, self)
+    }
+
+    fn report(
+        &self,
+        client: &dyn ObjectClient,
+        err: &Error,
+    ) -> impl Future<Output = Result<()>> + Send {
+        write_stopped(client, self, err)
+    }
 }
 
-reconciled!(RootShard, config::reconcile_root_shard, reported);
-reconciled!(Shard, config::reconcile_shard, addresser, reported);
-reconciled!(FrontProxy, config::reconcile_front_proxy, reported);
-reconciled!(CacheServer, config::reconcile_cache_server, reported);
-reconciled!(
-    Kubeconfig,
-    kubeconfig::reconcile_kubeconfig,
-    addresser,
-    reported
-);
-reconciled!(CompiledRootShard, workload::reconcile_compiled_root_shard);
-reconciled!(CompiledShard, workload::reconcile_compiled_shard);
-reconciled!(CompiledFrontProxy, workload::reconcile_compiled_front_proxy);
-reconciled!(
-    CompiledCacheServer,
-    workload::reconcile_compiled_cache_server
-);
-reconciled!(
-    VirtualWorkspace,
-    virtualworkspace::reconcile_virtual_workspace,
-    reported
-);
-reconciled!(
-    CompiledVirtualWorkspace,
-    virtualworkspace::reconcile_compiled_virtual_workspace
-);
+impl Reconciled for Shard {
+    fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
+        config::reconcile_shard(ctx, self)
+    }
+
+    fn report(
+        &self,
+        client: &dyn ObjectClient,
+        err: &Error,
+    ) -> impl Future<Output = Result<()>> + Send {
+        write_stopped(client, self, err)
+    }
+}
+
+impl Reconciled for FrontProxy {
+    fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
+        config::reconcile_front_proxy(ctx, self)
+    }
+
+    fn report(
+        &self,
+        client: &dyn ObjectClient,
+        err: &Error,
+    ) -> impl Future<Output = Result<()>> + Send {
+        write_stopped(client, self, err)
+    }
+}
+
+impl Reconciled for CacheServer {
+    fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
+        config::reconcile_cache_server(ctx, self)
+    }
+
+    fn report(
+        &self,
+        client: &dyn ObjectClient,
+        err: &Error,
+    ) -> impl Future<Output = Result<()>> + Send {
+        write_stopped(client, self, err)
+    }
+}
+
+impl Reconciled for Kubeconfig {
+    fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
+        kubeconfig::reconcile_kubeconfig(ctx, self)
+    }
+
+    fn report(
+        &self,
+        client: &dyn ObjectClient,
+        err: &Error,
+    ) -> impl Future<Output = Result<()>> + Send {
+        write_stopped(client, self, err)
+    }
+}
+
+impl Reconciled for VirtualWorkspace {
+    fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
+        virtualworkspace::reconcile_virtual_workspace(ctx, self)
+    }
+
+    fn report(
+        &self,
+        client: &dyn ObjectClient,
+        err: &Error,
+    ) -> impl Future<Output = Result<()>> + Send {
+        write_stopped(client, self, err)
+    }
+}
+
+impl Reconciled for CompiledRootShard {
+    fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
+        workload::reconcile_compiled_root_shard(ctx, self)
+    }
+}
+
+impl Reconciled for CompiledShard {
+    fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
+        workload::reconcile_compiled_shard(ctx, self)
+    }
+}
+
+impl Reconciled for CompiledFrontProxy {
+    fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
+        workload::reconcile_compiled_front_proxy(ctx, self)
+    }
+}
+
+impl Reconciled for CompiledCacheServer {
+    fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
+        workload::reconcile_compiled_cache_server(ctx, self)
+    }
+}
+
+impl Reconciled for CompiledVirtualWorkspace {
+    fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
+        virtualworkspace::reconcile_compiled_virtual_workspace(ctx, self)
+    }
+}
 
 /// A controller's context: the operator's, and the harness around its reconciles.
 struct Driven {
@@ -235,8 +264,8 @@ async fn timed(
     result
 }
 
-/// One pass over `obj` through the operator's client decorators; an error about the
-/// object's input is written into its status.
+/// One pass over `obj` through the operator's client decorators, with the Shard store once
+/// every cache synced; an error about the object's input is written into its status.
 async fn pass<K: Reconciled>(obj: &K, ctx: &Context) -> Result<Outcome> {
     let reads = RetryingReads(ctx.client.as_ref());
     let synced = ctx.caches.is_synced();
@@ -244,12 +273,17 @@ async fn pass<K: Reconciled>(obj: &K, ctx: &Context) -> Result<Outcome> {
         inner: &reads,
         cache: ctx.reads.get().filter(|_| synced),
     };
+    let shards = ctx.shards.get().filter(|_| synced);
     let client = CachedShards {
         inner: &gets,
-        shards: ctx.shards.get().filter(|_| synced),
+        shards,
     };
-    let shards = ctx.shards.get().filter(|_| synced).cloned();
-    let result = with_shards(shards, obj.reconcile(&client, ctx.addresser.as_ref())).await;
+    let pass = PassContext {
+        client: &client,
+        addresser: ctx.addresser.as_ref(),
+        shards,
+    };
+    let result = obj.reconcile(&pass).await;
     if let Err(err) = &result
         && err.is_about_input()
         && let Err(failed) = obj.report(&client, err).await
@@ -513,7 +547,7 @@ fn config_controllers(
         .owns_stream(hubs.of::<CompiledCacheServer>().metas());
     let kubeconfigs = kubeconfig_controller(hubs);
     let _ = ctx.shards.set(shards.store());
-    let stores = Stores {
+    let stores = refresh::Stores {
         root_shards: rs.store(),
         shards: shards.store(),
         front_proxies: fps.store(),
@@ -522,7 +556,7 @@ fn config_controllers(
         virtual_workspaces: vws.store(),
     };
     vec![
-        Box::pin(refresh_metrics(
+        Box::pin(refresh::refresh_metrics(
             stores,
             ctx.metrics.clone(),
             shutdown.clone(),
@@ -549,102 +583,6 @@ fn config_controllers(
         )),
         Box::pin(drive(vws.graceful_shutdown_on(shutdown), ctx.clone())),
     ]
-}
-
-/// The config group's caches the count and condition metrics are computed from.
-struct Stores {
-    root_shards: Store<RootShard>,
-    shards: Store<Shard>,
-    front_proxies: Store<FrontProxy>,
-    cache_servers: Store<CacheServer>,
-    kubeconfigs: Store<Kubeconfig>,
-    virtual_workspaces: Store<VirtualWorkspace>,
-}
-
-fn ns_name<K: Resource>(o: &K) -> (String, String) {
-    let m = o.meta();
-    (
-        m.namespace.clone().unwrap_or_default(),
-        m.name.clone().unwrap_or_default(),
-    )
-}
-
-impl Stores {
-    fn refresh(&self, m: &Metrics) {
-        let rs = self.root_shards.state();
-        let shards = self.shards.state();
-        let fps = self.front_proxies.state();
-        set_phases(m, PhasedKind::RootShard, &rs, |o| {
-            o.status.as_ref().map(|s| s.phase.clone())
-        });
-        set_phases(m, PhasedKind::Shard, &shards, |o| {
-            o.status.as_ref().map(|s| s.phase.clone())
-        });
-        set_phases(m, PhasedKind::FrontProxy, &fps, |o| {
-            o.status.as_ref().map(|s| s.phase.clone())
-        });
-        set_counts(m, CountedKind::CacheServer, &self.cache_servers.state());
-        set_counts(m, CountedKind::Kubeconfig, &self.kubeconfigs.state());
-        set_counts(
-            m,
-            CountedKind::VirtualWorkspace,
-            &self.virtual_workspaces.state(),
-        );
-        set_all_conditions(m, "RootShard", &rs, |o| {
-            o.status.as_ref().map(|s| s.conditions.as_slice())
-        });
-        set_all_conditions(m, "Shard", &shards, |o| {
-            o.status.as_ref().map(|s| s.conditions.as_slice())
-        });
-        set_all_conditions(m, "FrontProxy", &fps, |o| {
-            o.status.as_ref().map(|s| s.conditions.as_slice())
-        });
-    }
-}
-
-/// The phase gauge of `kind` from `objects` (namespace and phase of each).
-fn set_phases<K: Resource>(
-    m: &Metrics,
-    kind: PhasedKind,
-    objects: &[Arc<K>],
-    phase: impl Fn(&K) -> Option<String>,
-) {
-    let rows: Vec<(String, String)> = objects
-        .iter()
-        .map(|o| (ns_name(o.as_ref()).0, phase(o).unwrap_or_default()))
-        .collect();
-    m.set_phased(kind, rows.iter().map(|(a, b)| (a.as_str(), b.as_str())));
-}
-
-/// The count gauge of `kind` from `objects` (per namespace).
-fn set_counts<K: Resource>(m: &Metrics, kind: CountedKind, objects: &[Arc<K>]) {
-    let namespaces: Vec<String> = objects.iter().map(|o| ns_name(o.as_ref()).0).collect();
-    m.set_counted(kind, namespaces.iter().map(String::as_str));
-}
-
-/// The condition gauges of every object of `kind`.
-fn set_all_conditions<K: Resource>(
-    m: &Metrics,
-    kind: &str,
-    objects: &[Arc<K>],
-    conditions: impl Fn(&K) -> Option<&[Condition]>,
-) {
-    for o in objects {
-        let (ns, name) = ns_name(o.as_ref());
-        m.set_conditions(kind, &ns, &name, conditions(o).unwrap_or_default());
-    }
-}
-
-/// Refreshes the count and condition metrics every [`Metrics::REFRESH`] until `shutdown`.
-async fn refresh_metrics(stores: Stores, metrics: Metrics, shutdown: impl Future<Output = ()>) {
-    tokio::pin!(shutdown);
-    let mut tick = tokio::time::interval(Metrics::REFRESH);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => return,
-            _ = tick.tick() => stores.refresh(&metrics),
-        }
-    }
 }
 
 /// A Compiled* kind, and the installation (RootShard) its Deployment's Secrets belong to.
@@ -676,21 +614,35 @@ impl Compiled for CompiledCacheServer {
     }
 }
 
-macro_rules! compiled_of_root_shard {
-    ($($kind:ty),*) => {$(
-        impl Compiled for $kind {
-            fn root_shard(&self) -> Option<&str> {
-                Some(&self.spec.root_shard.name)
-            }
+impl Compiled for CompiledShard {
+    fn root_shard(&self) -> Option<&str> {
+        Some(&self.spec.root_shard.name)
+    }
 
-            fn required_secrets(&self) -> &[String] {
-                &self.spec.required_secrets
-            }
-        }
-    )*};
+    fn required_secrets(&self) -> &[String] {
+        &self.spec.required_secrets
+    }
 }
 
-compiled_of_root_shard!(CompiledShard, CompiledFrontProxy, CompiledVirtualWorkspace);
+impl Compiled for CompiledFrontProxy {
+    fn root_shard(&self) -> Option<&str> {
+        Some(&self.spec.root_shard.name)
+    }
+
+    fn required_secrets(&self) -> &[String] {
+        &self.spec.required_secrets
+    }
+}
+
+impl Compiled for CompiledVirtualWorkspace {
+    fn root_shard(&self) -> Option<&str> {
+        Some(&self.spec.root_shard.name)
+    }
+
+    fn required_secrets(&self) -> &[String] {
+        &self.spec.required_secrets
+    }
+}
 
 /// Whether a Secret event may concern `o`'s Deployment:
 /// * a Secret it lists in `spec.requiredSecrets` does (a VirtualWorkspace mounts Kubeconfig
@@ -777,136 +729,6 @@ fn workload_controllers(
     ]
 }
 
-/// The built-in issuer's context.
-struct PkiContext {
-    client: Arc<dyn ObjectClient>,
-    harness: Harness,
-    pki: BuiltinPki,
-    metrics: Metrics,
-}
-
-async fn reconcile_certificate(cert: Arc<Certificate>, ctx: Arc<PkiContext>) -> Result<Action> {
-    let client = RetryingReads(ctx.client.as_ref());
-    let issue = crate::pki::reconcile::reconcile_certificate(&client, &ctx.pki, &cert);
-    let passed = timed(&ctx.metrics, ctx.harness.controller(), issue);
-    ctx.harness.reconcile(cert.as_ref(), passed).await
-}
-
-fn certificate_error_policy(cert: Arc<Certificate>, err: &Error, ctx: Arc<PkiContext>) -> Action {
-    ctx.harness.error_policy(cert.as_ref(), err)
-}
-
-/// Certificates in `store` not ready yet that `pick` selects.
-fn waiting_certificates(
-    store: &Store<Certificate>,
-    pick: impl Fn(&Certificate) -> bool,
-) -> Vec<ObjectRef<Certificate>> {
-    store
-        .state()
-        .iter()
-        .filter(|c| !c.is_ready() && pick(c))
-        .map(|c| ObjectRef::from_obj(c.as_ref()))
-        .collect()
-}
-
-fn names_issuer(c: &Certificate, kind: &str, namespace: Option<&str>, name: &str) -> bool {
-    let r = &c.spec.issuer_ref;
-    let kind_matches = r.kind == kind || (r.kind.is_empty() && kind == "Issuer");
-    kind_matches
-        && r.name == name
-        && (namespace.is_none() || c.metadata.namespace.as_deref() == namespace)
-}
-
-/// The built-in issuer: one controller over every Certificate, woken by changes of its spec or
-/// metadata (not its status, see [`crate::triggers::spec_fingerprint`]), by its Secret (by the
-/// `cert-manager.io/certificate-name` annotation), by its Issuer or ClusterIssuer, and, while
-/// waiting, by the CA Secret of its issuer.
-fn certificate_controller(hubs: &mut Hubs, pki: &BuiltinPki) -> Controller<Certificate> {
-    let hub = hubs.of::<Certificate>();
-    let changes = hub.changes(crate::triggers::spec_fingerprint::<Certificate>);
-    let controller = Controller::for_stream(changes, hub.store());
-    let issuers = hubs.of::<Issuer>().store();
-    let cluster_issuers = hubs.of::<ClusterIssuer>().store();
-    let certs = controller.store();
-    let (by_issuer, by_cluster_issuer) = (certs.clone(), certs.clone());
-    let resource_ns = pki.cluster_resource_namespace.clone();
-    controller
-        .watches_stream(hubs.of::<Issuer>().objects(), move |i| {
-            let name = i.metadata.name.clone().unwrap_or_default();
-            waiting_certificates(&by_issuer, |c| {
-                names_issuer(c, "Issuer", i.metadata.namespace.as_deref(), &name)
-            })
-        })
-        .watches_stream(hubs.of::<ClusterIssuer>().objects(), move |i| {
-            let name = i.metadata.name.clone().unwrap_or_default();
-            waiting_certificates(&by_cluster_issuer, |c| {
-                names_issuer(c, "ClusterIssuer", None, &name)
-            })
-        })
-        .watches_stream(hubs.meta::<Secret>().metas_only(), move |s| {
-            let ns = s.metadata.namespace.clone().unwrap_or_default();
-            let name = s.metadata.name.clone().unwrap_or_default();
-            let own = s
-                .metadata
-                .annotations
-                .as_ref()
-                .and_then(|a| a.get(crate::pki::plan::CERTIFICATE_NAME_ANNOTATION))
-                .map(|c| ObjectRef::new(c).within(&ns));
-            let signing: Vec<(String, Option<String>)> = issuers
-                .state()
-                .iter()
-                .filter(|i| i.metadata.namespace.as_deref() == Some(&ns))
-                .filter(|i| i.spec.ca.as_ref().is_some_and(|ca| ca.secret_name == name))
-                .map(|i| {
-                    (
-                        i.metadata.name.clone().unwrap_or_default(),
-                        Some(ns.clone()),
-                    )
-                })
-                .chain(
-                    cluster_issuers
-                        .state()
-                        .iter()
-                        .filter(|_| ns == resource_ns)
-                        .filter(|i| i.spec.ca.as_ref().is_some_and(|ca| ca.secret_name == name))
-                        .map(|i| (i.metadata.name.clone().unwrap_or_default(), None)),
-                )
-                .collect();
-            let waiting = waiting_certificates(&certs, |c| {
-                signing.iter().any(|(issuer, ns)| match ns {
-                    Some(ns) => names_issuer(c, "Issuer", Some(ns), issuer),
-                    None => names_issuer(c, "ClusterIssuer", None, issuer),
-                })
-            });
-            own.into_iter().chain(waiting)
-        })
-}
-
-fn pki_controllers(
-    hubs: &mut Hubs,
-    ctx: &Arc<Context>,
-    pki: &BuiltinPki,
-    shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
-) -> Vec<BoxFuture<'static, ()>> {
-    let controller = certificate_controller(hubs, pki).graceful_shutdown_on(shutdown);
-    let store = controller.store();
-    ctx.caches.track(store.clone());
-    let stop = ctx.stop.clone();
-    let pki_ctx = Arc::new(PkiContext {
-        client: ctx.client.clone(),
-        harness: Harness::new("certificate", ctx.metrics.controllers(), 0),
-        pki: pki.clone(),
-        metrics: ctx.metrics.clone(),
-    });
-    let run = async move {
-        let run = controller
-            .run(reconcile_certificate, certificate_error_policy, pki_ctx)
-            .for_each(|_| async {});
-        drain_controller(run, store, stop).await;
-    };
-    vec![Box::pin(run)]
-}
-
 /// The stores child GETs are answered from: the Compiled* kinds (both groups watch them) and,
 /// with the config group, Certificates and Issuers.
 fn read_cache(hubs: &mut Hubs, groups: &BTreeSet<ControllerGroup>) -> ReadCache {
@@ -978,7 +800,12 @@ pub async fn run_with(
     if groups.contains(&ControllerGroup::Config) {
         tasks.extend(config_controllers(&mut hubs, &ctx, shutdown.clone()));
         if let Pki::Builtin(builtin) = pki {
-            tasks.extend(pki_controllers(&mut hubs, &ctx, builtin, shutdown.clone()));
+            tasks.extend(pki::pki_controllers(
+                &mut hubs,
+                &ctx,
+                builtin,
+                shutdown.clone(),
+            ));
         }
     }
     if groups.contains(&ControllerGroup::Workload) {

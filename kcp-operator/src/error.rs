@@ -95,3 +95,12 @@ impl Error {
         }
     }
 }
+
+impl kcp_core::runtime::Classify for Error {
+    fn is_transient(&self) -> bool {
+        Error::is_transient(self)
+    }
+    fn reason(&self) -> &str {
+        Error::reason(self)
+    }
+}

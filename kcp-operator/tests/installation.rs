@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service};
 use kcp_core::client::DeleteOptions;
 use kcp_core::{ObjectClient as _, ObjectClientExt as _};
 use kcp_operator::api::*;
-use kcp_operator::reconcile::kubeconfig;
+use kcp_operator::reconcile::{PassContext, kubeconfig};
 use kcp_operator::render::certmanager::{Certificate, Issuer};
 
 fn ready(conditions: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition]) -> Option<&str> {
@@ -390,7 +390,7 @@ async fn a_kubeconfig_keeps_its_finalizer_and_grants_while_its_target_is_briefly
         .await
         .unwrap();
     let kc: Kubeconfig = client.get_typed(Some(NS), "admin").await.unwrap().unwrap();
-    let err = kubeconfig::reconcile_kubeconfig(&client, &kcp, &kc)
+    let err = kubeconfig::reconcile_kubeconfig(&PassContext::new(&client, &kcp), &kc)
         .await
         .unwrap_err();
     assert!(
@@ -422,7 +422,7 @@ async fn an_object_being_deleted_reports_phase_deleting() {
         .await
         .unwrap();
     let fp: FrontProxy = client.get_typed(Some(NS), "edge").await.unwrap().unwrap();
-    kcp_operator::reconcile::config::reconcile_front_proxy(&client, &fp)
+    kcp_operator::reconcile::config::reconcile_front_proxy(&PassContext::new(&client, &kcp), &fp)
         .await
         .unwrap();
     let fp: FrontProxy = client.get_typed(Some(NS), "edge").await.unwrap().unwrap();

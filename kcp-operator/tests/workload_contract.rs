@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kcp_core::client::DeleteOptions;
 use kcp_core::{ObjectClient, ObjectClientExt as _};
 use kcp_operator::api::*;
-use kcp_operator::reconcile::workload;
+use kcp_operator::reconcile::{PassContext, workload};
 
 fn budget(min_available: i32) -> Option<PodDisruptionBudgetSpec> {
     Some(PodDisruptionBudgetSpec {
@@ -205,7 +205,7 @@ async fn a_missing_required_secret_is_named_instead_of_writing_a_deployment() {
     delete::<Secret>(&client, "alpha-server").await;
 
     let cs: CompiledShard = client.get_typed(Some(NS), "alpha").await.unwrap().unwrap();
-    workload::reconcile_compiled_shard(&client, &cs)
+    workload::reconcile_compiled_shard(&PassContext::new(&client, &kcp), &cs)
         .await
         .unwrap();
 
@@ -235,7 +235,7 @@ async fn a_missing_required_secret_is_named_instead_of_writing_a_deployment() {
     );
     // The source shows the same reason.
     let shard: Shard = client.get_typed(Some(NS), "alpha").await.unwrap().unwrap();
-    kcp_operator::reconcile::config::reconcile_shard(&client, &kcp, &shard)
+    kcp_operator::reconcile::config::reconcile_shard(&PassContext::new(&client, &kcp), &shard)
         .await
         .unwrap();
     let shard: Shard = client.get_typed(Some(NS), "alpha").await.unwrap().unwrap();

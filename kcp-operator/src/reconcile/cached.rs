@@ -6,8 +6,8 @@
 //! everything else goes to the API server.
 //!
 //! Converting every Shard of the store to a dynamic object and back on every pass still costs
-//! O(installations) per pass, so the controller also sets the store as the pass's
-//! [`with_shards`] scope, and [`shard_names_in_scope`] reads the names straight from it.
+//! O(installations) per pass, so the controller also hands the store to the pass
+//! ([`super::PassContext::shards`]), and [`shard_names_in`] reads the names straight from it.
 
 use kcp_core::client::{
     DeleteOptions, DeleteOutcome, ListOptions, ObjectList, ObjectPatch, ObjectRef, PatchOptions,
@@ -21,37 +21,17 @@ use kube::runtime::reflector::Store;
 
 use crate::api::Shard;
 
-tokio::task_local! {
-    static SHARDS: Store<Shard>;
-}
-
-/// Runs `pass` with `shards` (when set) as the store [`shard_names_in_scope`] reads.
-pub async fn with_shards<F: std::future::Future>(
-    shards: Option<Store<Shard>>,
-    pass: F,
-) -> F::Output {
-    match shards {
-        Some(store) => SHARDS.scope(store, pass).await,
-        None => pass.await,
-    }
-}
-
-/// The sorted names of the Shards of root shard `rs` in `namespace`, from the store of the
-/// enclosing [`with_shards`] scope; `None` outside one.
-pub fn shard_names_in_scope(namespace: &str, rs: &str) -> Option<Vec<String>> {
-    SHARDS
-        .try_with(|store| {
-            let mut names: Vec<String> = store
-                .state()
-                .iter()
-                .filter(|s| s.metadata.namespace.as_deref() == Some(namespace))
-                .filter(|s| s.spec.root_shard.name() == Some(rs))
-                .filter_map(|s| s.metadata.name.clone())
-                .collect();
-            names.sort();
-            names
-        })
-        .ok()
+/// The sorted names of the Shards of root shard `rs` in `namespace`, from `store`.
+pub fn shard_names_in(store: &Store<Shard>, namespace: &str, rs: &str) -> Vec<String> {
+    let mut names: Vec<String> = store
+        .state()
+        .iter()
+        .filter(|s| s.metadata.namespace.as_deref() == Some(namespace))
+        .filter(|s| s.spec.root_shard.name() == Some(rs))
+        .filter_map(|s| s.metadata.name.clone())
+        .collect();
+    names.sort();
+    names
 }
 
 /// An [`ObjectClient`] answering unfiltered lists of Shards from `shards` when it is set.
@@ -145,7 +125,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn shard_names_come_from_the_scope_store_and_none_outside_a_scope() {
+    async fn shard_names_come_from_the_store() {
         let (store, mut writer) = reflector::store();
         writer.apply_watcher_event(&watcher::Event::Init);
         let mut alpha = shard("alpha");
@@ -155,9 +135,10 @@ mod tests {
         writer.apply_watcher_event(&watcher::Event::InitApply(alpha));
         writer.apply_watcher_event(&watcher::Event::InitApply(shard("beta")));
         writer.apply_watcher_event(&watcher::Event::InitDone);
-        let names = with_shards(Some(store), async { shard_names_in_scope("kcp", "root") }).await;
-        assert_eq!(names, Some(vec!["alpha".to_owned()]));
-        assert_eq!(shard_names_in_scope("kcp", "root"), None);
+        assert_eq!(
+            shard_names_in(&store, "kcp", "root"),
+            vec!["alpha".to_owned()]
+        );
     }
 
     #[tokio::test]

@@ -2,8 +2,6 @@
 //! and Certificates, kubeconfig and merged-CA Secrets, and the Compiled* object (written once
 //! every Certificate of the pass is ready), then the source's status.
 
-use std::collections::BTreeMap;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
 use kcp_core::ObjectClient;
 use kcp_core::ObjectClientExt as _;
@@ -14,43 +12,26 @@ use kcp_core::runtime::{Outcome, write_status};
 use super::ensure::ensure;
 use super::phased::{compiled_available, write_deleting, write_phased};
 use super::{
-    CertificateState, core, describe, ensure_certificates, ensure_merged_bundle, owner_ref,
-    require_secrets, set_conditions,
+    CertificateState, PassContext, core, describe, ensure_certificates, ensure_merged_bundle,
+    owner_ref, require_secrets, set_conditions,
 };
-use crate::addresser::Addresser;
 use crate::api::*;
 use crate::error::{Error, Result};
 use crate::render::compiled::*;
 use crate::render::kubeconfig::*;
 use crate::render::names::{self, ROOT_SHARD_LABEL};
 use crate::render::pki::{self, IntermediateCa, ProxyLeaf, ShardLeaf};
+use crate::render::{labels, name_ns};
 use crate::{status, validate};
 
-fn name_ns(meta: &kube::api::ObjectMeta) -> (String, String) {
-    (
-        meta.name.clone().unwrap_or_default(),
-        meta.namespace.clone().unwrap_or_default(),
-    )
-}
-
-fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
-}
-
-/// The names of the Shards of root shard `rs` in `namespace`, sorted (from the controller's
-/// store when the pass runs in its scope, see [`super::cached::with_shards`]).
-pub async fn shard_names(
-    client: &dyn ObjectClient,
-    namespace: &str,
-    rs: &str,
-) -> Result<Vec<String>> {
-    if let Some(names) = super::cached::shard_names_in_scope(namespace, rs) {
-        return Ok(names);
+/// The names of the Shards of root shard `rs` in `namespace`, sorted (from the Shard
+/// controller's store when the pass has one, see [`PassContext::shards`]).
+pub async fn shard_names(ctx: &PassContext<'_>, namespace: &str, rs: &str) -> Result<Vec<String>> {
+    if let Some(store) = ctx.shards {
+        return Ok(super::cached::shard_names_in(store, namespace, rs));
     }
-    let shards: Vec<Shard> = client
+    let shards: Vec<Shard> = ctx
+        .client
         .list_typed(Some(namespace), &ListOptions::default())
         .await
         .map_err(core(format!("listing Shards in {namespace}")))?;
@@ -144,15 +125,15 @@ async fn ensure_root_shard_bundles(
 ) -> Result<bool> {
     let (name, ns) = name_ns(&rs.metadata);
     let common = &rs.spec.common;
-    let server_ca = IntermediateCa::Server.name(&name);
-    let client_ca = IntermediateCa::Client.name(&name);
-    let lbl = labels(&[(ROOT_SHARD_LABEL, &name)]);
+    let server_ca = IntermediateCa::Server.name(name);
+    let client_ca = IntermediateCa::Client.name(name);
+    let lbl = labels(&[(ROOT_SHARD_LABEL, name)]);
     let mut complete = true;
     let client_sources = bundle_sources(client_ca, &[common.client_ca_bundle_ref.as_ref()]);
     if common.client_ca_bundle_ref.is_some() {
         complete &= ensure_merged_bundle(
             client,
-            &ns,
+            ns,
             &format!("{name}-merged-client-ca"),
             lbl.clone(),
             &client_sources,
@@ -162,7 +143,7 @@ async fn ensure_root_shard_bundles(
     }
     complete &= ensure_merged_bundle(
         client,
-        &ns,
+        ns,
         &format!("{name}-proxy-merged-client-ca"),
         lbl.clone(),
         &client_sources,
@@ -173,7 +154,7 @@ async fn ensure_root_shard_bundles(
         let sources = vec![server_ca, bundle.name.clone()];
         complete &= ensure_merged_bundle(
             client,
-            &ns,
+            ns,
             &format!("{name}-merged-ca-bundle"),
             lbl.clone(),
             &sources,
@@ -182,7 +163,7 @@ async fn ensure_root_shard_bundles(
         .await?;
         complete &= ensure_merged_bundle(
             client,
-            &ns,
+            ns,
             &format!("{name}-proxy-merged-ca-bundle"),
             lbl,
             &sources,
@@ -194,15 +175,16 @@ async fn ensure_root_shard_bundles(
 }
 
 /// One pass over a RootShard (spec section 5.1).
-pub async fn reconcile_root_shard(client: &dyn ObjectClient, rs: &RootShard) -> Result<Outcome> {
+pub async fn reconcile_root_shard(ctx: &PassContext<'_>, rs: &RootShard) -> Result<Outcome> {
+    let client = ctx.client;
     if write_deleting(client, rs).await?.is_some() {
         return Ok(Outcome::Done);
     }
     let (name, ns) = name_ns(&rs.metadata);
     let object = describe(rs);
     validate::root_shard(&object, &rs.spec)?;
-    require_user_secrets(client, &object, &ns, &rs.spec.common).await?;
-    let vw = kcp_virtual_workspace(client, &object, &ns, &rs.spec.common).await?;
+    require_user_secrets(client, &object, ns, &rs.spec.common).await?;
+    let vw = kcp_virtual_workspace(client, &object, ns, &rs.spec.common).await?;
     let owner = owner_ref(rs)?;
     let (mut certs, _) = pki::render_root_shard_pki(rs);
     certs.extend(
@@ -213,14 +195,14 @@ pub async fn reconcile_root_shard(client: &dyn ObjectClient, rs: &RootShard) -> 
     let state = ensure_certificates(client, &certs, &owner).await?;
     ensure_issuers_and_kubeconfigs(client, rs, &owner).await?;
     let bundles = ensure_root_shard_bundles(client, rs, &owner).await?;
-    let shards = shard_names(client, &ns, &name).await?;
+    let shards = shard_names(ctx, ns, name).await?;
     if state.all_ready && bundles {
         let compiled = render_compiled_root_shard(rs, vw, shards.clone(), &state.revisions);
         ensure(client, &compiled, Some(&owner)).await?;
     }
-    let available = compiled_available::<CompiledRootShard>(client, &ns, &name).await?;
+    let available = compiled_available::<CompiledRootShard>(client, ns, name).await?;
     let generation = rs.metadata.generation;
-    write_status::<RootShard, _>(client, Some(&ns), &name, |obj| {
+    write_status::<RootShard, _>(client, Some(ns), name, |obj| {
         let s = obj.status.get_or_insert_with(Default::default);
         apply_status(
             &mut s.conditions,
@@ -324,13 +306,10 @@ async fn root_shard_of(
     Ok((rs, c))
 }
 
-/// One pass over a Shard (spec section 5.3); `addresser` reaches the root shard to remove the
+/// One pass over a Shard (spec section 5.3); `ctx.addresser` reaches the root shard to remove the
 /// kcp Shard when the Shard is deleted.
-pub async fn reconcile_shard(
-    client: &dyn ObjectClient,
-    addresser: &dyn Addresser,
-    shard: &Shard,
-) -> Result<Outcome> {
+pub async fn reconcile_shard(ctx: &PassContext<'_>, shard: &Shard) -> Result<Outcome> {
+    let (client, addresser) = (ctx.client, ctx.addresser);
     if let Some(deleting) = write_deleting(client, shard).await? {
         super::cleanup::shard_finalizer(client, addresser, &deleting).await?;
         return Ok(Outcome::Done);
@@ -339,22 +318,19 @@ pub async fn reconcile_shard(
     let (name, ns) = name_ns(&shard.metadata);
     let object = describe(shard);
     validate::shard(&object, &shard.spec)?;
-    require_user_secrets(client, &object, &ns, &shard.spec.common).await?;
-    let (rs, rs_condition) = root_shard_of(client, &object, &ns, &shard.spec.root_shard).await?;
+    require_user_secrets(client, &object, ns, &shard.spec.common).await?;
+    let (rs, rs_condition) = root_shard_of(client, &object, ns, &shard.spec.root_shard).await?;
     let mut outcome = Outcome::Done;
     if let Some(rs) = &rs {
-        outcome = shard_children(client, shard, rs).await?;
+        outcome = shard_children(ctx, shard, rs).await?;
     }
-    let available = compiled_available::<CompiledShard>(client, &ns, &name).await?;
+    let available = compiled_available::<CompiledShard>(client, ns, name).await?;
     write_phased(client, shard, &[rs_condition.clone(), available.clone()]).await?;
     Ok(outcome)
 }
 
-async fn shard_children(
-    client: &dyn ObjectClient,
-    shard: &Shard,
-    rs: &RootShard,
-) -> Result<Outcome> {
+async fn shard_children(ctx: &PassContext<'_>, shard: &Shard, rs: &RootShard) -> Result<Outcome> {
+    let client = ctx.client;
     let ns = shard.metadata.namespace.clone().unwrap_or_default();
     let common = &shard.spec.common;
     let vw = kcp_virtual_workspace(client, &describe(shard), &ns, common).await?;
@@ -379,7 +355,7 @@ async fn shard_children(
     }
     let bundles = ensure_shard_bundles(client, shard, rs, &owner).await?;
     if state.all_ready && bundles {
-        let shards = shard_names(client, &ns, &rs_name).await?;
+        let shards = shard_names(ctx, &ns, &rs_name).await?;
         ensure(
             client,
             &render_compiled_shard(shard, rs, vw, shards, &state.revisions),
@@ -400,7 +376,7 @@ async fn ensure_shard_bundles(
     let (name, ns) = name_ns(&shard.metadata);
     let rs_name = rs.metadata.name.clone().unwrap_or_default();
     let common = &shard.spec.common;
-    let lbl = labels(&[(ROOT_SHARD_LABEL, &rs_name), (names::SHARD_LABEL, &name)]);
+    let lbl = labels(&[(ROOT_SHARD_LABEL, &rs_name), (names::SHARD_LABEL, name)]);
     let mut bundles = true;
     if rs.spec.common.client_ca_bundle_ref.is_some() || common.client_ca_bundle_ref.is_some() {
         let sources = bundle_sources(
@@ -412,7 +388,7 @@ async fn ensure_shard_bundles(
         );
         bundles &= ensure_merged_bundle(
             client,
-            &ns,
+            ns,
             &format!("{name}-merged-client-ca"),
             lbl.clone(),
             &sources,
@@ -425,7 +401,7 @@ async fn ensure_shard_bundles(
         let sources = vec![IntermediateCa::Server.name(&rs_name), bundle.name.clone()];
         bundles &= ensure_merged_bundle(
             client,
-            &ns,
+            ns,
             &format!("{name}-merged-ca-bundle"),
             lbl,
             &sources,
@@ -437,7 +413,8 @@ async fn ensure_shard_bundles(
 }
 
 /// One pass over a FrontProxy (spec section 5.4).
-pub async fn reconcile_front_proxy(client: &dyn ObjectClient, fp: &FrontProxy) -> Result<Outcome> {
+pub async fn reconcile_front_proxy(ctx: &PassContext<'_>, fp: &FrontProxy) -> Result<Outcome> {
+    let client = ctx.client;
     if write_deleting(client, fp).await?.is_some() {
         return Ok(Outcome::Done);
     }
@@ -454,29 +431,30 @@ pub async fn reconcile_front_proxy(client: &dyn ObjectClient, fp: &FrontProxy) -
             fp.spec.client_ca_bundle_ref.as_ref(),
         ),
     ];
-    require_secrets(client, &object, &ns, &refs).await?;
-    let (rs, rs_condition) = root_shard_of(client, &object, &ns, &fp.spec.root_shard).await?;
+    require_secrets(client, &object, ns, &refs).await?;
+    let (rs, rs_condition) = root_shard_of(client, &object, ns, &fp.spec.root_shard).await?;
     let mut outcome = Outcome::Done;
     if let Some(rs) = &rs {
-        outcome = front_proxy_children(client, fp, rs).await?;
+        outcome = front_proxy_children(ctx, fp, rs).await?;
     }
-    let available = compiled_available::<CompiledFrontProxy>(client, &ns, &name).await?;
+    let available = compiled_available::<CompiledFrontProxy>(client, ns, name).await?;
     write_phased(client, fp, &[rs_condition.clone(), available.clone()]).await?;
     Ok(outcome)
 }
 
 async fn front_proxy_children(
-    client: &dyn ObjectClient,
+    ctx: &PassContext<'_>,
     fp: &FrontProxy,
     rs: &RootShard,
 ) -> Result<Outcome> {
+    let client = ctx.client;
     let owner = owner_ref(fp)?;
     let (name, ns) = name_ns(&fp.metadata);
     let rs_name = rs.metadata.name.clone().unwrap_or_default();
-    let shards = shard_names(client, &ns, &rs_name).await?;
+    let shards = shard_names(ctx, ns, &rs_name).await?;
     let lbl = labels(&[
         (ROOT_SHARD_LABEL, &rs_name),
-        (names::FRONT_PROXY_LABEL, &name),
+        (names::FRONT_PROXY_LABEL, name),
     ]);
     let sources = bundle_sources(
         IntermediateCa::Client.name(&rs_name),
@@ -487,7 +465,7 @@ async fn front_proxy_children(
     );
     let mut bundles = ensure_merged_bundle(
         client,
-        &ns,
+        ns,
         &format!("{name}-merged-client-ca"),
         lbl.clone(),
         &sources,
@@ -498,7 +476,7 @@ async fn front_proxy_children(
         let sources = vec![IntermediateCa::Server.name(&rs_name), bundle.name.clone()];
         bundles &= ensure_merged_bundle(
             client,
-            &ns,
+            ns,
             &format!("{name}-merged-ca-bundle"),
             lbl,
             &sources,
@@ -523,10 +501,8 @@ async fn front_proxy_children(
 }
 
 /// One pass over a CacheServer (spec section 5.6); unlike upstream it reports a status.
-pub async fn reconcile_cache_server(
-    client: &dyn ObjectClient,
-    cs: &CacheServer,
-) -> Result<Outcome> {
+pub async fn reconcile_cache_server(ctx: &PassContext<'_>, cs: &CacheServer) -> Result<Outcome> {
+    let client = ctx.client;
     if write_deleting(client, cs).await?.is_some() {
         return Ok(Outcome::Done);
     }
@@ -535,7 +511,7 @@ pub async fn reconcile_cache_server(
     validate::cache_server(&object, &cs.spec)?;
     let etcd = cs.spec.etcd.as_ref().and_then(|e| e.tls_config.as_ref());
     let refs = [("spec.etcd.tlsConfig.secretRef", etcd.map(|t| &t.secret_ref))];
-    require_secrets(client, &object, &ns, &refs).await?;
+    require_secrets(client, &object, ns, &refs).await?;
     let owner = owner_ref(cs)?;
     let mut certs: Vec<_> = pki::render_cache_server_ca_certificate(cs)
         .into_iter()
@@ -558,7 +534,7 @@ pub async fn reconcile_cache_server(
         )
         .await?;
     }
-    let available = compiled_available::<CompiledCacheServer>(client, &ns, &name).await?;
+    let available = compiled_available::<CompiledCacheServer>(client, ns, name).await?;
     write_phased(client, cs, std::slice::from_ref(&available)).await?;
     Ok(waiting(&state, true))
 }

@@ -18,7 +18,7 @@ use super::cleanup::{RbacTarget, kubeconfig_rbac};
 use super::config::apply_status;
 use super::ensure::ensure;
 use super::{core, describe, owner_ref};
-use crate::addresser::{Addresser, Endpoint};
+use crate::addresser::Endpoint;
 use crate::api::*;
 use crate::error::{Error, Result};
 use crate::render::certmanager::Certificate;
@@ -219,17 +219,17 @@ async fn credentials(
     }))
 }
 
-/// One pass over a Kubeconfig; `addresser` reaches kcp for the RBAC part.
+/// One pass over a Kubeconfig; `ctx.addresser` reaches kcp for the RBAC part.
 ///
 /// The Secret does not wait for the RBAC: it is written first, and a failure to reach kcp (the
 /// target workspace not existing yet, kcp unreachable from an out-of-cluster run) only delays
 /// the ClusterRoleBindings, which are retried with backoff. A missing target is written to
 /// status and retried with backoff too (its creation also wakes the Kubeconfig).
 pub async fn reconcile_kubeconfig(
-    client: &dyn ObjectClient,
-    addresser: &dyn Addresser,
+    ctx: &super::PassContext<'_>,
     kc: &Kubeconfig,
 ) -> Result<Outcome> {
+    let (client, addresser) = (ctx.client, ctx.addresser);
     let ns = kc.metadata.namespace.clone().unwrap_or_default();
     if kc.metadata.deletion_timestamp.is_none() {
         crate::validate::kubeconfig(&describe(kc), &kc.spec)?;

@@ -1,4 +1,4 @@
-//! Reconcile functions over `&dyn ObjectClient`: the config group (sources -> Issuers,
+//! Reconcile functions, each `reconcile_*(ctx: &PassContext, obj)`: the config group (sources -> Issuers,
 //! Certificates, Secrets, Compiled* objects) in [`config`], the workload group (Compiled* ->
 //! Deployments, Services, ConfigMaps) in [`workload`], and the Kubeconfig in [`kubeconfig`].
 //!
@@ -31,10 +31,35 @@ use kcp_core::typed::to_dynamic;
 use kube::Resource;
 use serde::Serialize;
 
+use crate::addresser::Addresser;
+use crate::api::Shard;
 use crate::error::{Error, Result};
 use crate::render::certmanager::Certificate;
 use ensure::ensure;
 pub(crate) use phased::write_stopped;
+
+/// What one pass reads besides its object; every `reconcile_*` function takes it.
+#[derive(Clone, Copy)]
+pub struct PassContext<'a> {
+    /// The client the pass reads and writes through.
+    pub client: &'a dyn ObjectClient,
+    /// How kcp endpoints are reached (Shard cleanup, Kubeconfig RBAC).
+    pub addresser: &'a dyn Addresser,
+    /// The Shard controller's store, once every cache synced: a RootShard's Shards are then
+    /// listed from it instead of the API server (see [`cached`]).
+    pub shards: Option<&'a kube::runtime::reflector::Store<Shard>>,
+}
+
+impl<'a> PassContext<'a> {
+    /// A context without a Shard store: every read goes through `client`.
+    pub fn new(client: &'a dyn ObjectClient, addresser: &'a dyn Addresser) -> Self {
+        Self {
+            client,
+            addresser,
+            shards: None,
+        }
+    }
+}
 
 /// The field manager and Event source of kcp-operator.
 pub const FIELD_MANAGER: &str = "kcp-operator";

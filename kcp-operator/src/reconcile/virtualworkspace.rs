@@ -76,9 +76,10 @@ fn missing_target(object: &str, ns: &str, vw: &VirtualWorkspace) -> Error {
 
 /// One config pass over a VirtualWorkspace.
 pub async fn reconcile_virtual_workspace(
-    client: &dyn ObjectClient,
+    ctx: &super::PassContext<'_>,
     vw: &VirtualWorkspace,
 ) -> Result<Outcome> {
+    let client = ctx.client;
     if super::phased::write_deleting(client, vw).await?.is_some() {
         return Ok(Outcome::Done);
     }
@@ -163,9 +164,10 @@ async fn children(
 
 /// One workload pass over a CompiledVirtualWorkspace.
 pub async fn reconcile_compiled_virtual_workspace(
-    client: &dyn ObjectClient,
+    ctx: &super::PassContext<'_>,
     cvw: &CompiledVirtualWorkspace,
 ) -> Result<Outcome> {
+    let client = ctx.client;
     let owner = owner_ref(cvw)?;
     let ns = cvw.metadata.namespace.clone().unwrap_or_default();
     let mounted = Mounted::default();

@@ -191,9 +191,10 @@ fn outcome(deployments: &[&Option<Deployment>]) -> Outcome {
 
 /// One pass over a CompiledRootShard: `<rs>-kcp` and the internal proxy `<rs>-proxy`.
 pub async fn reconcile_compiled_root_shard(
-    client: &dyn ObjectClient,
+    ctx: &super::PassContext<'_>,
     crs: &CompiledRootShard,
 ) -> Result<Outcome> {
+    let client = ctx.client;
     let owner = owner_ref(crs)?;
     let ns = crs.metadata.namespace.clone().unwrap_or_default();
     let mut mounted = Mounted::default();
@@ -225,9 +226,10 @@ pub async fn reconcile_compiled_root_shard(
 
 /// One pass over a CompiledShard: `<s>-shard-kcp`.
 pub async fn reconcile_compiled_shard(
-    client: &dyn ObjectClient,
+    ctx: &super::PassContext<'_>,
     cs: &CompiledShard,
 ) -> Result<Outcome> {
+    let client = ctx.client;
     let owner = owner_ref(cs)?;
     let ns = cs.metadata.namespace.clone().unwrap_or_default();
     let mounted = Mounted::default();
@@ -244,9 +246,10 @@ pub async fn reconcile_compiled_shard(
 
 /// One pass over a CompiledFrontProxy: `<fp>-front-proxy` and its ConfigMap and Secret.
 pub async fn reconcile_compiled_front_proxy(
-    client: &dyn ObjectClient,
+    ctx: &super::PassContext<'_>,
     cfp: &CompiledFrontProxy,
 ) -> Result<Outcome> {
+    let client = ctx.client;
     let owner = owner_ref(cfp)?;
     let ns = cfp.metadata.namespace.clone().unwrap_or_default();
     let name = cfp.metadata.name.clone().unwrap_or_default();
@@ -267,9 +270,10 @@ pub async fn reconcile_compiled_front_proxy(
 
 /// One pass over a CompiledCacheServer: `<cs>-cache-server`.
 pub async fn reconcile_compiled_cache_server(
-    client: &dyn ObjectClient,
+    ctx: &super::PassContext<'_>,
     ccs: &CompiledCacheServer,
 ) -> Result<Outcome> {
+    let client = ctx.client;
     let owner = owner_ref(ccs)?;
     let ns = ccs.metadata.namespace.clone().unwrap_or_default();
     let mounted = Mounted::default();

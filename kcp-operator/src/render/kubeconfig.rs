@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::api::{CacheServer, Kubeconfig, RootShard, Shard};
 use crate::error::{Error, Result};
-use crate::render::meta;
 use crate::render::names::{self, Component};
+use crate::render::{meta, name_ns};
 
 /// The key every kubeconfig Secret stores its file under.
 pub const KUBECONFIG_KEY: &str = "kubeconfig";
@@ -176,13 +176,6 @@ fn label(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect()
-}
-
-fn name_ns(meta: &kube::api::ObjectMeta) -> (&str, &str) {
-    (
-        meta.name.as_deref().unwrap_or_default(),
-        meta.namespace.as_deref().unwrap_or_default(),
-    )
 }
 
 /// The server of an external-logical-cluster-admin kubeconfig:

@@ -45,6 +45,22 @@ pub(crate) fn meta(name: &str, namespace: &str, labels: BTreeMap<String, String>
     }
 }
 
+/// An object's name and namespace, each empty when unset.
+pub(crate) fn name_ns(meta: &ObjectMeta) -> (&str, &str) {
+    (
+        meta.name.as_deref().unwrap_or_default(),
+        meta.namespace.as_deref().unwrap_or_default(),
+    )
+}
+
+/// A label map from `(key, value)` pairs.
+pub(crate) fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
 /// `base` with every key of `extra` that `base` lacks: the operator's keys win.
 pub(crate) fn merge_maps(
     base: Option<BTreeMap<String, String>>,

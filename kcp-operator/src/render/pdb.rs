@@ -13,8 +13,8 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::api::*;
 use crate::render::frontproxy::ProxyInput;
-use crate::render::meta;
 use crate::render::names::{self, Component};
+use crate::render::{meta, name_ns};
 
 /// The budget of the workload `component` of the object `instance`, when `spec` enables one:
 /// `minAvailable` or `maxUnavailable` as given, `maxUnavailable: 1` when neither is.
@@ -47,13 +47,6 @@ pub fn workload_pdb(
         }),
         status: None,
     })
-}
-
-fn name_ns(meta: &kube::api::ObjectMeta) -> (&str, &str) {
-    (
-        meta.name.as_deref().unwrap_or_default(),
-        meta.namespace.as_deref().unwrap_or_default(),
-    )
 }
 
 /// PodDisruptionBudget `<rs>-kcp` from `spec.podDisruptionBudget` of the RootShard.

@@ -20,7 +20,7 @@ use crate::render::certmanager::{
     IssuerSpec,
 };
 use crate::render::names::{self, Component};
-use crate::render::{duration, merge_maps, meta, union_sorted};
+use crate::render::{duration, labels, merge_maps, meta, name_ns, union_sorted};
 
 /// Key usage `server auth`.
 pub const USAGE_SERVER_AUTH: &str = "server auth";
@@ -104,13 +104,6 @@ fn external_issuer(reference: &ObjectReference) -> IssuerReference {
         kind: reference.kind.clone(),
         group: reference.group.clone(),
     }
-}
-
-fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect()
 }
 
 fn build(namespace: &str, req: Request<'_>) -> Certificate {
@@ -217,13 +210,6 @@ pub fn apply_template(cert: &mut Certificate, template: &CertificateTemplate) {
             s.serial_number.clone_from(&subject.serial_number);
         }
     }
-}
-
-fn name_ns(meta: &kube::api::ObjectMeta) -> (&str, &str) {
-    (
-        meta.name.as_deref().unwrap_or_default(),
-        meta.namespace.as_deref().unwrap_or_default(),
-    )
 }
 
 fn template<'a>(map: &'a CertificateTemplateMap, key: &str) -> Option<&'a CertificateTemplate> {

@@ -14,7 +14,7 @@ use kcp_core::{ObjectClient, ObjectClientExt as _, parse_manifests};
 use kcp_operator::addresser::{Addresser, Endpoint};
 use kcp_operator::api::*;
 use kcp_operator::controller::{ControllerGroup, run_with};
-use kcp_operator::reconcile::{config, kubeconfig, virtualworkspace, workload};
+use kcp_operator::reconcile::{PassContext, config, kubeconfig, virtualworkspace, workload};
 use kcp_operator::render::certmanager::{self, Certificate, CertificateStatus};
 use kcp_sim::{Config, Server};
 use kube::api::ObjectMeta;
@@ -217,50 +217,47 @@ where
 
 /// One pass of every config and workload reconciler over every object in `ns`.
 pub async fn reconcile_all(client: &dyn ObjectClient, ns: &str, kcp: &Kcp) {
+    let ctx = PassContext::new(client, kcp);
     for o in all::<CacheServer>(client, ns).await {
-        config::reconcile_cache_server(client, &o).await.unwrap();
+        config::reconcile_cache_server(&ctx, &o).await.unwrap();
     }
     for o in all::<RootShard>(client, ns).await {
-        config::reconcile_root_shard(client, &o).await.unwrap();
+        config::reconcile_root_shard(&ctx, &o).await.unwrap();
     }
     for o in all::<Shard>(client, ns).await {
-        config::reconcile_shard(client, kcp, &o).await.unwrap();
+        config::reconcile_shard(&ctx, &o).await.unwrap();
     }
     for o in all::<FrontProxy>(client, ns).await {
-        config::reconcile_front_proxy(client, &o).await.unwrap();
+        config::reconcile_front_proxy(&ctx, &o).await.unwrap();
     }
     for o in all::<Kubeconfig>(client, ns).await {
-        kubeconfig::reconcile_kubeconfig(client, kcp, &o)
-            .await
-            .unwrap();
+        kubeconfig::reconcile_kubeconfig(&ctx, &o).await.unwrap();
     }
     for o in all::<VirtualWorkspace>(client, ns).await {
-        virtualworkspace::reconcile_virtual_workspace(client, &o)
+        virtualworkspace::reconcile_virtual_workspace(&ctx, &o)
             .await
             .unwrap();
     }
     for o in all::<CompiledVirtualWorkspace>(client, ns).await {
-        virtualworkspace::reconcile_compiled_virtual_workspace(client, &o)
+        virtualworkspace::reconcile_compiled_virtual_workspace(&ctx, &o)
             .await
             .unwrap();
     }
     for o in all::<CompiledCacheServer>(client, ns).await {
-        workload::reconcile_compiled_cache_server(client, &o)
+        workload::reconcile_compiled_cache_server(&ctx, &o)
             .await
             .unwrap();
     }
     for o in all::<CompiledRootShard>(client, ns).await {
-        workload::reconcile_compiled_root_shard(client, &o)
+        workload::reconcile_compiled_root_shard(&ctx, &o)
             .await
             .unwrap();
     }
     for o in all::<CompiledShard>(client, ns).await {
-        workload::reconcile_compiled_shard(client, &o)
-            .await
-            .unwrap();
+        workload::reconcile_compiled_shard(&ctx, &o).await.unwrap();
     }
     for o in all::<CompiledFrontProxy>(client, ns).await {
-        workload::reconcile_compiled_front_proxy(client, &o)
+        workload::reconcile_compiled_front_proxy(&ctx, &o)
             .await
             .unwrap();
     }
