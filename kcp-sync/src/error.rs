@@ -147,3 +147,14 @@ impl Error {
         }
     }
 }
+
+/// The runtime's error policy asks the enum's own [`Error::is_transient`] and [`Error::reason`].
+impl kcp_core::runtime::Classify for Error {
+    fn is_transient(&self) -> bool {
+        Error::is_transient(self)
+    }
+
+    fn reason(&self) -> &str {
+        Error::reason(self)
+    }
+}

@@ -215,16 +215,6 @@ impl Reconciler<ObjectKey> for ObjectReconciler {
     }
 }
 
-impl kcp_core::runtime::Classify for Error {
-    fn is_transient(&self) -> bool {
-        Error::is_transient(self)
-    }
-
-    fn reason(&self) -> &str {
-        Error::reason(self)
-    }
-}
-
 /// Runs the sync controller of `target` until `token` is cancelled.
 pub async fn run_sync_controller(
     shared: SyncShared,
