@@ -29,7 +29,7 @@ use crate::conditions::{
 };
 use crate::error::{Error, Result};
 use crate::foreign::{AgentClusterInstall, Cluster, ClusterDeployment, ControlPlane};
-use crate::reconcile::{
+use crate::context::{
     CLUSTER_POLL, Context, LabelsPatch, get_cluster, merge_patch, paused, typed_ref, version_of,
 };
 use crate::render::{

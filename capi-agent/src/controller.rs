@@ -37,7 +37,7 @@ use crate::machine::reconcile_agent_machine;
 use crate::metrics::Metrics;
 use crate::nodes::{Workloads, reconcile_node_provider_id};
 use crate::pause_watch::{infrastructure_of, machines_of, pause_changes};
-use crate::reconcile::{Context, ProviderConfig};
+use crate::context::{Context, ProviderConfig};
 use crate::select::{selector_matches, usable};
 
 /// Everything [`run`] needs.

@@ -10,8 +10,9 @@
 //!
 //! Layers: [`api`] (CRD types and wire-contract keys), [`foreign`] (Agent, Hive and CAPI types),
 //! pure parts ([`select`], [`binding`], [`bootstrap`], [`render`], [`conditions`],
-//! [`deletion`]), the reconcilers ([`cluster`], [`machine`]) and [`controller`] (wiring on
-//! `kube::runtime::Controller`).
+//! [`deletion`]), the reconcilers ([`cluster`], [`machine`], [`nodes`]) over what they share
+//! ([`context`]: the [`context::Context`], the provider's settings, typed read and patch
+//! helpers) and [`controller`] (wiring on `kube::runtime::Controller`).
 
 pub mod agent_cache;
 pub mod api;
@@ -20,6 +21,7 @@ pub mod bootstrap;
 pub mod claims;
 pub mod cluster;
 pub mod conditions;
+pub mod context;
 pub mod controller;
 pub mod deletion;
 pub mod deploy;
@@ -29,7 +31,6 @@ pub mod machine;
 pub mod metrics;
 pub mod nodes;
 pub mod pause_watch;
-pub mod reconcile;
 pub mod render;
 pub mod select;
 

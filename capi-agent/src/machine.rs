@@ -45,7 +45,7 @@ use crate::deletion::{
 use crate::error::{Error, Result};
 use crate::foreign::{Agent, Cluster, ClusterReference, Machine, SecretReference, capi_gvk};
 use crate::metrics::ClaimResult;
-use crate::reconcile::{
+use crate::context::{
     CLUSTER_POLL, Context, LabelsPatch, get_cluster, get_machine, merge_patch, paused, typed_ref,
     version_of,
 };

@@ -27,7 +27,7 @@ use crate::api::{AgentMachine, CLUSTER_NAME_LABEL, MachineAddressType};
 use crate::cluster::label_secret_for_backup;
 use crate::error::{Error, Result};
 use crate::machine::record;
-use crate::reconcile::Context;
+use crate::context::Context;
 use crate::render::key;
 
 /// HyperShift's kubeconfig Secret name.

@@ -1,6 +1,6 @@
 //! The Cluster watch that wakes an AgentCluster and its AgentMachines when their Cluster is
 //! paused or unpaused (`spec.paused`; a Cluster's own pause annotation does not pause its
-//! objects, see [`crate::reconcile::paused`]).
+//! objects, see [`crate::context::paused`]).
 //!
 //! A paused object is reconciled to "paused" and then left alone, so without this watch an
 //! unpause would go unnoticed: the AgentCluster would keep `Paused=True` and its orphaned

@@ -12,7 +12,7 @@ use capi_agent::api::{
 };
 use capi_agent::cluster::reconcile_agent_cluster;
 use capi_agent::machine::reconcile_agent_machine;
-use capi_agent::reconcile::{Context, ProviderConfig};
+use capi_agent::context::{Context, ProviderConfig};
 use k8s_openapi::api::core::v1::Secret;
 use kcp_core::runtime::Outcome;
 use kcp_core::typed::from_dynamic;

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use capi_agent::controller::{Options, run};
 use capi_agent::metrics::Metrics;
-use capi_agent::reconcile::ProviderConfig;
+use capi_agent::context::ProviderConfig;
 use clap::{Parser, Subcommand};
 use kcp_manager::{CommonFlags, Defaults, Error, Manager, parse_flags, print_crds};
 
