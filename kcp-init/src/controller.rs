@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use kcp_core::apply::ApplierConfig;
 use kcp_core::cluster::ClusterClients;
@@ -83,6 +84,42 @@ pub async fn run(
     config: AgentConfig,
     shutdown: impl Future<Output = ()> + Send,
 ) -> Result<(), Error> {
+    let (shared, config_kube) = connect(&config)?;
+    tracing::info!(config_workspace = %config.config_workspace, selector = config.selector.as_deref().unwrap_or(""), "kcp-init-agent starting");
+    let mut targets = watch_targets(config_kube.clone(), config.selector.as_deref());
+    let mut templates = watcher(
+        Api::<InitTemplate>::all(config_kube),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .boxed();
+    let mut supervisor = Supervisor::new(shared.clone(), config.config_workspace.clone());
+    let mut watches = ConfigWatches::default();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            event = targets.try_next() => match event {
+                Ok(Some(event)) => watches.on_target(&mut supervisor, event).await,
+                Ok(None) => break,
+                Err(err) => tracing::warn!(error = %err, "InitTarget watch failed; retrying"),
+            },
+            event = templates.try_next() => match event {
+                Ok(Some(event)) => watches.on_template(&shared.templates, &supervisor, event),
+                Ok(None) => break,
+                Err(err) => tracing::warn!(error = %err, "InitTemplate watch failed; retrying"),
+            },
+        }
+        config.ready.store(watches.synced(), Ordering::SeqCst);
+    }
+    config.ready.store(false, Ordering::SeqCst);
+    tracing::info!("shutting down: draining in-flight initializations");
+    supervisor.shutdown(Duration::from_secs(30)).await;
+    Ok(())
+}
+
+/// What every runner shares, and a client of the config workspace for the watches.
+fn connect(config: &AgentConfig) -> Result<(Arc<Shared>, kube::Client), Error> {
     let base_url = strip_cluster_suffix(&config.kube.cluster_url.to_string()).to_string();
     let clients = Arc::new(ClusterClients::new(config.kube.clone()));
     let config_kube = clients
@@ -103,68 +140,83 @@ pub async fn run(
         templates: TemplateCache::new(),
         events: EventRecorder::new(FIELD_MANAGER),
     });
-    tracing::info!(config_workspace = %config.config_workspace, selector = config.selector.as_deref().unwrap_or(""), "kcp-init-agent starting");
+    Ok((shared, config_kube))
+}
+
+/// The watch of the InitTargets `selector` chooses (all when `None` or empty).
+fn watch_targets(
+    config_kube: kube::Client,
+    selector: Option<&str>,
+) -> BoxStream<'static, Result<watcher::Event<InitTarget>, watcher::Error>> {
     let mut target_watch = watcher::Config::default();
-    if let Some(selector) = config.selector.as_deref().filter(|s| !s.is_empty()) {
+    if let Some(selector) = selector.filter(|s| !s.is_empty()) {
         target_watch = target_watch.labels(selector);
     }
-    let mut targets = watcher(Api::<InitTarget>::all(config_kube.clone()), target_watch)
+    watcher(Api::<InitTarget>::all(config_kube), target_watch)
         .default_backoff()
-        .boxed();
-    let mut templates = watcher(
-        Api::<InitTemplate>::all(config_kube),
-        watcher::Config::default(),
-    )
-    .default_backoff()
-    .boxed();
-    let mut supervisor = Supervisor::new(shared.clone(), config.config_workspace.clone());
-    let (mut targets_synced, mut templates_synced) = (false, false);
-    let mut relisted_targets = BTreeMap::new();
-    let mut relisted_templates = BTreeMap::new();
-    tokio::pin!(shutdown);
-    loop {
-        tokio::select! {
-            _ = &mut shutdown => break,
-            event = targets.try_next() => match event {
-                Ok(Some(watcher::Event::Init)) => relisted_targets.clear(),
-                Ok(Some(watcher::Event::InitApply(t))) => { relisted_targets.insert(name_of(&t), t); }
-                Ok(Some(watcher::Event::InitDone)) => {
-                    supervisor.known = std::mem::take(&mut relisted_targets);
-                    supervisor.sync().await;
-                    targets_synced = true;
-                }
-                Ok(Some(watcher::Event::Apply(t))) => { supervisor.known.insert(name_of(&t), t); supervisor.sync().await; }
-                Ok(Some(watcher::Event::Delete(t))) => { supervisor.known.remove(&name_of(&t)); supervisor.sync().await; }
-                Ok(None) => break,
-                Err(err) => tracing::warn!(error = %err, "InitTarget watch failed; retrying"),
-            },
-            event = templates.try_next() => match event {
-                Ok(Some(watcher::Event::Init)) => relisted_templates.clear(),
-                Ok(Some(watcher::Event::InitApply(t))) => { relisted_templates.insert(name_of(&t), TemplateSource::of(&t)); }
-                Ok(Some(watcher::Event::InitDone)) => {
-                    shared.templates.replace_all(std::mem::take(&mut relisted_templates));
-                    templates_synced = true;
-                }
-                Ok(Some(watcher::Event::Apply(t))) => {
-                    shared.templates.insert(&name_of(&t), TemplateSource::of(&t));
-                    supervisor.template_changed(&name_of(&t));
-                }
-                Ok(Some(watcher::Event::Delete(t))) => {
-                    shared.templates.remove(&name_of(&t));
-                    supervisor.template_changed(&name_of(&t));
-                }
-                Ok(None) => break,
-                Err(err) => tracing::warn!(error = %err, "InitTemplate watch failed; retrying"),
-            },
+        .boxed()
+}
+
+/// Where the two config-workspace watches stand: the objects of a relist in progress, and
+/// whether each watch has listed everything once (the agent is ready when both have).
+#[derive(Default)]
+struct ConfigWatches {
+    relisted_targets: BTreeMap<String, InitTarget>,
+    relisted_templates: BTreeMap<String, TemplateSource>,
+    targets_synced: bool,
+    templates_synced: bool,
+}
+
+impl ConfigWatches {
+    /// Hands an InitTarget change (or a completed relist) to the supervisor.
+    async fn on_target(&mut self, supervisor: &mut Supervisor, event: watcher::Event<InitTarget>) {
+        match event {
+            watcher::Event::Init => self.relisted_targets.clear(),
+            watcher::Event::InitApply(t) => {
+                self.relisted_targets.insert(name_of(&t), t);
+            }
+            watcher::Event::InitDone => {
+                let listed = std::mem::take(&mut self.relisted_targets);
+                supervisor.replace_all(listed).await;
+                self.targets_synced = true;
+            }
+            watcher::Event::Apply(t) => supervisor.applied(t).await,
+            watcher::Event::Delete(t) => supervisor.deleted(&name_of(&t)).await,
         }
-        config
-            .ready
-            .store(targets_synced && templates_synced, Ordering::SeqCst);
     }
-    config.ready.store(false, Ordering::SeqCst);
-    tracing::info!("shutting down: draining in-flight initializations");
-    supervisor.runners.shutdown(Duration::from_secs(30)).await;
-    Ok(())
+
+    /// Keeps the template cache current and tells the supervisor which template changed.
+    fn on_template(
+        &mut self,
+        cache: &TemplateCache,
+        supervisor: &Supervisor,
+        event: watcher::Event<InitTemplate>,
+    ) {
+        match event {
+            watcher::Event::Init => self.relisted_templates.clear(),
+            watcher::Event::InitApply(t) => {
+                self.relisted_templates
+                    .insert(name_of(&t), TemplateSource::of(&t));
+            }
+            watcher::Event::InitDone => {
+                cache.replace_all(std::mem::take(&mut self.relisted_templates));
+                self.templates_synced = true;
+            }
+            watcher::Event::Apply(t) => {
+                cache.insert(&name_of(&t), TemplateSource::of(&t));
+                supervisor.template_changed(&name_of(&t));
+            }
+            watcher::Event::Delete(t) => {
+                cache.remove(&name_of(&t));
+                supervisor.template_changed(&name_of(&t));
+            }
+        }
+    }
+
+    /// Whether both watches have listed everything once.
+    fn synced(&self) -> bool {
+        self.targets_synced && self.templates_synced
+    }
 }
 
 fn name_of<K: kube::Resource>(obj: &K) -> String {

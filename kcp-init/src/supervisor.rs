@@ -10,6 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Duration;
 
 use kcp_core::kcp::{CLUSTER_ANNOTATION, WorkspaceType};
 use kcp_core::kube::Api;
@@ -26,8 +27,8 @@ use crate::targets::{TypeIdentity, TypeRef, plan_targets};
 pub(crate) struct Supervisor {
     shared: Arc<Shared>,
     config_workspace: String,
-    pub(crate) known: BTreeMap<String, InitTarget>,
-    pub(crate) runners: TaskSet<String>,
+    known: BTreeMap<String, InitTarget>,
+    runners: TaskSet<String>,
     template_signals: BTreeMap<String, (BTreeSet<String>, watch::Sender<u64>)>,
     conflicted: BTreeSet<String>,
     /// Logical cluster of each WorkspaceType workspace path resolved so far.
@@ -75,8 +76,32 @@ impl Supervisor {
         }
     }
 
+    /// Takes the InitTargets a complete list returned as the known ones, then syncs.
+    pub(crate) async fn replace_all(&mut self, targets: BTreeMap<String, InitTarget>) {
+        self.known = targets;
+        self.sync().await;
+    }
+
+    /// Records a created or changed InitTarget, then syncs.
+    pub(crate) async fn applied(&mut self, target: InitTarget) {
+        let name = target.metadata.name.clone().unwrap_or_default();
+        self.known.insert(name, target);
+        self.sync().await;
+    }
+
+    /// Forgets a deleted InitTarget, then syncs.
+    pub(crate) async fn deleted(&mut self, name: &str) {
+        self.known.remove(name);
+        self.sync().await;
+    }
+
+    /// Stops every runner and waits up to `timeout` for their in-flight initializations.
+    pub(crate) async fn shutdown(&mut self, timeout: Duration) {
+        self.runners.shutdown(timeout).await;
+    }
+
     /// Starts, restarts and stops runners to match the known InitTargets.
-    pub(crate) async fn sync(&mut self) {
+    async fn sync(&mut self) {
         self.resolve_paths().await;
         let identity = |t: &InitTarget| {
             let r = TypeRef::of(t, &self.config_workspace);
