@@ -84,6 +84,15 @@ pub fn local_name(
     Ok(LocalName { namespace, name })
 }
 
+/// What makes a pattern a Go template rather than plain text (or the legacy `$var` form), as
+/// upstream decides it.
+const GO_TEMPLATE_OPENING: &str = "{{";
+
+/// Whether `pattern` is a Go template (it contains `{{`); else it is used as written.
+pub(crate) fn is_go_template(pattern: &str) -> bool {
+    pattern.contains(GO_TEMPLATE_OPENING)
+}
+
 /// Renders one naming pattern (Go template or legacy `$var` form).
 pub fn render(
     engine: &TemplateEngine,
@@ -92,7 +101,7 @@ pub fn render(
     remote: &Value,
     key: &RemoteObjectKey,
 ) -> Result<String> {
-    if !pattern.contains("{{") {
+    if !is_go_template(pattern) {
         return Ok(legacy(pattern, key));
     }
     let context = json!({

@@ -243,7 +243,7 @@ pub fn selector_string(
         "ClusterPath": primaries.path,
     });
     let render = |s: &str| -> Result<String> {
-        if !s.contains("{{") {
+        if !crate::naming::is_go_template(s) {
             return Ok(s.to_owned());
         }
         engine

@@ -156,7 +156,8 @@ impl RelatedSide {
 }
 
 /// The kcp objects a changed related object maps to. `cluster` is `None` on the service
-/// side (the local primaries lead back to their kcp objects).
+/// side (the local primaries lead back to their kcp objects). Lookup errors map to nothing:
+/// the periodic resync covers them.
 async fn primaries_of(
     watch: &RelatedWatch,
     obj: &DynamicObject,
@@ -185,38 +186,14 @@ async fn primaries_of(
         && let Some(c) = cluster
     {
         let ns = obj.metadata.namespace.as_deref().filter(|n| !n.is_empty());
-        let listed = client
-            .list(&watch.primary, ns, &ListOptions::default())
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default();
-        return listed
-            .iter()
-            .map(|p| {
-                let name = p.metadata.name.as_deref().unwrap_or_default();
-                key_of(c, p.metadata.namespace.as_deref(), name)
-            })
-            .collect();
+        let listed = list_primaries(client, watch, ns, &ListOptions::default()).await;
+        return keys_in(c, &listed);
     }
     if let Some(selector) = &watch.selector {
-        let listed = client
-            .list(&watch.primary, None, &ListOptions::labels(selector.clone()))
-            .await
-            .map(|l| l.items)
-            .unwrap_or_default();
+        let options = ListOptions::labels(selector.clone());
+        let listed = list_primaries(client, watch, None, &options).await;
         match cluster {
-            Some(c) => {
-                return listed
-                    .iter()
-                    .map(|p| {
-                        key_of(
-                            c,
-                            p.metadata.namespace.as_deref(),
-                            p.metadata.name.as_deref().unwrap_or_default(),
-                        )
-                    })
-                    .collect();
-            }
+            Some(c) => return keys_in(c, &listed),
             None => locals.extend(listed),
         }
     }
@@ -224,6 +201,32 @@ async fn primaries_of(
         .iter()
         .filter_map(|l| RemoteObjectKey::from_local(&serde_json::to_value(l).ok()?))
         .map(|k| key_of(&k.cluster, Some(&k.namespace), &k.name))
+        .collect()
+}
+
+/// The primaries of `watch` in `namespace` (all without), as `options` select them; none when
+/// listing fails.
+async fn list_primaries(
+    client: &dyn ObjectClient,
+    watch: &RelatedWatch,
+    namespace: Option<&str>,
+    options: &ListOptions,
+) -> Vec<DynamicObject> {
+    client
+        .list(&watch.primary, namespace, options)
+        .await
+        .map(|l| l.items)
+        .unwrap_or_default()
+}
+
+/// The queue keys of kcp objects `primaries` in `cluster`.
+fn keys_in(cluster: &str, primaries: &[DynamicObject]) -> Vec<ObjectKey> {
+    primaries
+        .iter()
+        .map(|p| {
+            let name = p.metadata.name.as_deref().unwrap_or_default();
+            key_of(cluster, p.metadata.namespace.as_deref(), name)
+        })
         .collect()
 }
 

@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::kcp_watches::KcpWatches;
 use super::progress::{Progress, Summary};
-use super::related_watch::{RelatedSide, related_watches, run_related_watch};
+use super::related_watch::{RelatedSide, RelatedWatch, related_watches, run_related_watch};
 use crate::api::{
     CONDITION_READY, PublishedResource, PublishedResourceStatus, RelatedResourceOrigin,
 };
@@ -225,7 +225,7 @@ pub async fn run_sync_controller(
 ) {
     let queue = WorkQueue::new(Backoff::default());
     let mut watches: TaskSet<String> = TaskSet::new();
-    let mut changes = shared.clusters.subscribe();
+    let changes = shared.clusters.subscribe();
     let related = related_watches(&target);
     let caches = Arc::new(SyncCaches::default());
     let w = KcpWatches {
@@ -238,23 +238,7 @@ pub async fn run_sync_controller(
     for cluster in shared.clusters.all() {
         w.engaged(&mut watches, cluster);
     }
-    if let Some(kube) = shared.service_kube.clone() {
-        let caches = caches.clone();
-        watches.ensure(String::new(), "local", |t| {
-            let agent = shared.config.agent.clone();
-            watch_local(kube.clone(), local, agent, queue.clone(), caches, t)
-        });
-        for rel in related
-            .iter()
-            .filter(|r| r.origin == RelatedResourceOrigin::Service)
-        {
-            let side = RelatedSide::Service(shared.service.clone());
-            let (kube, rel, queue) = (kube.clone(), rel.clone(), queue.clone());
-            watches.ensure(format!("#r{}", rel.index), "service", move |t| {
-                run_related_watch(kube, rel, side, queue, t)
-            });
-        }
-    }
+    watch_service(&mut watches, &shared, local, &related, &queue, &caches);
     let name = format!("sync-{}", target.pr.name());
     let progress = Arc::new(Progress::default());
     let status = tokio::spawn(write_progress(
@@ -271,25 +255,66 @@ pub async fn run_sync_controller(
     let mut config = WorkerConfig::new(name, shared.workers);
     config.metrics = shared.metrics.controllers.clone();
     let workers = tokio::spawn(run_workers(queue.clone(), reconciler, config));
-    loop {
-        tokio::select! {
-            () = token.cancelled() => break,
-            change = changes.recv() => match change {
-                Ok(ClusterEvent::Engaged(cluster)) => w.engaged(&mut watches, cluster),
-                Ok(ClusterEvent::Disengaged(name)) => w.disengaged(&mut watches, name.as_str()),
-                Err(broadcast::error::RecvError::Lagged(_)) => {
-                    for cluster in shared.clusters.all() {
-                        w.engaged(&mut watches, cluster);
-                    }
-                }
-                Err(broadcast::error::RecvError::Closed) => break,
-            },
-        }
-    }
+    follow_clusters(&token, changes, &w, &mut watches).await;
     watches.retain(|_| false);
     status.abort();
     queue.shutdown();
     let _ = workers.await;
+}
+
+/// Starts the watches on the service cluster: the local copies and the service-origin related
+/// objects (none without a kube client for it).
+fn watch_service(
+    watches: &mut TaskSet<String>,
+    shared: &SyncShared,
+    local: ApiResource,
+    related: &[RelatedWatch],
+    queue: &WorkQueue<ObjectKey>,
+    caches: &Arc<SyncCaches>,
+) {
+    let Some(kube) = shared.service_kube.clone() else {
+        return;
+    };
+    let caches = caches.clone();
+    watches.ensure(String::new(), "local", |t| {
+        let agent = shared.config.agent.clone();
+        watch_local(kube.clone(), local, agent, queue.clone(), caches, t)
+    });
+    for rel in related
+        .iter()
+        .filter(|r| r.origin == RelatedResourceOrigin::Service)
+    {
+        let side = RelatedSide::Service(shared.service.clone());
+        let (kube, rel, queue) = (kube.clone(), rel.clone(), queue.clone());
+        watches.ensure(format!("#r{}", rel.index), "service", move |t| {
+            run_related_watch(kube, rel, side, queue, t)
+        });
+    }
+}
+
+/// Starts and stops the kcp watches as clusters are engaged and disengaged (all engaged
+/// clusters again after missed changes), until `token` is cancelled or the registry closes.
+async fn follow_clusters(
+    token: &CancellationToken,
+    mut changes: broadcast::Receiver<ClusterEvent>,
+    w: &KcpWatches<'_>,
+    watches: &mut TaskSet<String>,
+) {
+    loop {
+        tokio::select! {
+            () = token.cancelled() => return,
+            change = changes.recv() => match change {
+                Ok(ClusterEvent::Engaged(cluster)) => w.engaged(watches, cluster),
+                Ok(ClusterEvent::Disengaged(name)) => w.disengaged(watches, name.as_str()),
+                Err(broadcast::error::RecvError::Lagged(_)) => {
+                    for cluster in w.clusters.all() {
+                        w.engaged(watches, cluster);
+                    }
+                }
+                Err(broadcast::error::RecvError::Closed) => return,
+            },
+        }
+    }
 }
 
 async fn watch_local(

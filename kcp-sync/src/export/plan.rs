@@ -104,13 +104,7 @@ pub fn plan_export(
     let (claims, added) = merge_claims(&old_claims, &wanted);
     let (claims, removed) = prune_claims(claims, &wanted, &recorded);
     let record = record_added_claims(&recorded, &added, &wanted);
-    let mut annotations = BTreeMap::from([(AGENT_NAME_ANNOTATION.to_owned(), agent.to_owned())]);
-    if !record.is_empty() || recorded_value.is_some() {
-        annotations.insert(
-            ADDED_CLAIMS_ANNOTATION.to_owned(),
-            format_added_claims(&record),
-        );
-    }
+    let annotations = agent_annotations(agent, &record, recorded_value.is_some());
     let annotated = annotations
         .iter()
         .all(|(k, v)| annotation(export, k) == Some(v.as_str()));
@@ -125,11 +119,7 @@ pub fn plan_export(
     };
     let patch = changed.then(|| ExportPatch {
         metadata: PatchMetadata {
-            resource_version: export
-                .pointer("/metadata/resourceVersion")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned(),
+            resource_version: meta_string(export, "resourceVersion"),
             annotations,
         },
         spec: PatchSpec {
@@ -145,6 +135,32 @@ pub fn plan_export(
         added_claims: added,
         removed_claims: removed,
     }
+}
+
+/// The annotations the agent keeps on the export: its name, and the claims it added
+/// (`record`) whenever there are any or the annotation was there (`was_recorded`).
+fn agent_annotations(
+    agent: &str,
+    record: &BTreeSet<WantedClaim>,
+    was_recorded: bool,
+) -> BTreeMap<String, String> {
+    let mut annotations = BTreeMap::from([(AGENT_NAME_ANNOTATION.to_owned(), agent.to_owned())]);
+    if !record.is_empty() || was_recorded {
+        annotations.insert(
+            ADDED_CLAIMS_ANNOTATION.to_owned(),
+            format_added_claims(record),
+        );
+    }
+    annotations
+}
+
+/// `metadata.<field>` of the export, a string (empty when absent).
+fn meta_string(export: &Value, field: &str) -> String {
+    export
+        .pointer(&format!("/metadata/{field}"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// `spec.<field>` of the export, a list (empty when absent).
