@@ -233,9 +233,14 @@ mod tests {
     #[test]
     fn empty_patterns_mean_the_defaults() {
         let remote = object(Some("objnamespace"), "objname");
+        // Upstream's vector: api-syncagent v0.7.0 internal/sync/templating/naming_test.go,
+        // case "configured but empty patterns".
         assert_eq!(
             name_of(Some(&naming("", "")), &remote, None),
-            name_of(None, &remote, None)
+            LocalName {
+                namespace: Some("testcluster".into()),
+                name: "2928c2aa0e510f017f07-73d08a1ba188f1340dae".into(),
+            }
         );
     }
 
@@ -262,13 +267,17 @@ mod tests {
 
     #[test]
     fn legacy_placeholders_prefer_the_hash_forms() {
-        let key = RemoteObjectKey::of(&object(Some("default"), "n"), "c", None);
+        let key = RemoteObjectKey::of(&object(Some("default"), "my-test-thing"), "c", None);
+        // `$remoteNameHash` is upstream's crypto.ShortHash, the first 20 characters of
+        // crypto.Hash; api-syncagent v0.7.0 internal/sync/syncer_test.go pins
+        // crypto.Hash("my-test-thing") as the remote-object-name-hash label
+        // "c346c8ceb5d104cc783d09b95e8ea7032c190948".
         assert_eq!(
             legacy(
                 "$remoteClusterName-$remoteNamespaceHash-$remoteNamespace-$remoteNameHash-$remoteName",
                 &key
             ),
-            format!("c-7505d64a54e061b7acd5-default-{}-n", short_hash("n"))
+            "c-7505d64a54e061b7acd5-default-c346c8ceb5d104cc783d-my-test-thing"
         );
     }
 
