@@ -1,6 +1,7 @@
 //! capi-provider-agent under Cluster API's own core controllers (issue 22), on the real
 //! kube-apiserver: Cluster API's manager (built from its Go module, v1.11.3) with its own CRDs,
-//! conversion and admission webhooks ([`kcp_testbed::cluster_api`]), our provider binary, and
+//! conversion and admission webhooks ([`kcp_testbed::cluster_api`]), our provider binary (as
+//! its shipped ServiceAccount, bound only by `deploy/capi-provider-agent/rbac.yaml`), and
 //! the test playing only what neither is: HyperShift's HostedControlPlane and the assisted
 //! installer's Agents (their CRDs stay the stand-ins of `examples/playground/agent`).
 //!
@@ -90,8 +91,17 @@ async fn start_stack() -> Stack {
     objects.extend(capi_kind::api::crd_objects().unwrap());
     objects.extend(foreign_crds());
     support::crds::apply_and_wait_served(&*kube, "capi-core-test", objects).await;
-    let kubeconfig =
-        kcp_testbed::kubeconfig::write_file(&dir, "capi-core-provider", &shared.admin).unwrap();
+    let kubeconfig = deployed_identity(
+        &*kube,
+        &shared.admin,
+        "capi-provider-agent",
+        (
+            "cluster-api-provider-agent",
+            "cluster-api-provider-agent-controller-manager",
+        ),
+        &dir.join("capi-core-provider.kubeconfig"),
+    )
+    .await;
     let port = |_| kcp_testbed::ports::free_port("capi-provider-agent").unwrap();
     let args = vec![
         format!("--kubeconfig={}", kubeconfig.display()),
@@ -493,13 +503,33 @@ async fn a_v1beta1_machine_is_converted_by_cluster_api_and_provisioned_like_a_v1
     assert_eq!(v1beta1.data["status"]["infrastructureReady"], json!(true));
 }
 
-/// capi-provider-kind for the KINDClusters of `ns`, with the stand-in `kind` of `dir`.
-fn start_kind_provider(
+/// A kubeconfig of the ServiceAccount `deploy/<dir>` installs, bound only by that directory's
+/// RBAC (applied here as the admin): the providers run under Cluster API as their Deployments
+/// run them, so their write paths are proven within the shipped rules.
+async fn deployed_identity(
+    kube: &dyn ObjectClient,
+    admin: &kcp_testbed::Endpoint,
+    dir: &str,
+    (namespace, account): (&str, &str),
+    path: &std::path::Path,
+) -> std::path::PathBuf {
+    use support::service_account::{apply, deploy_file, kubeconfig};
+    apply(kube, "namespace.yaml", &deploy_file(dir, "namespace.yaml")).await;
+    apply(kube, "rbac.yaml", &deploy_file(dir, "rbac.yaml")).await;
+    kubeconfig(admin, namespace, account, path).await
+}
+
+/// capi-provider-kind for the KINDClusters of `ns`, with the stand-in `kind` of `dir`, as the
+/// ServiceAccount of `deploy/capi-provider-kind`.
+async fn start_kind_provider(
+    kube: &dyn ObjectClient,
     admin: &kcp_testbed::Endpoint,
     ns: &str,
     dir: &std::path::Path,
 ) -> PeerProcess {
-    let kubeconfig = kcp_testbed::kubeconfig::write_file(dir, "capi-core-kind", admin).unwrap();
+    let account = ("capi-kind-system", "capi-kind-manager");
+    let path = dir.join("capi-core-kind.kubeconfig");
+    let kubeconfig = deployed_identity(kube, admin, "capi-provider-kind", account, &path).await;
     let args = vec![
         format!("--kubeconfig={}", kubeconfig.display()),
         format!("--kind-binary={}", dir.join("kind").display()),
@@ -533,7 +563,7 @@ async fn cluster_api_provisions_a_kind_cluster_and_connects_to_it_with_our_kubec
     .unwrap();
     let dir = kcp_testbed::real::credentials().unwrap().dir.join(&ns);
     let _workloads = support::kind_stand_in::install(&dir, &["core-kind".to_string()]).await;
-    let _provider = start_kind_provider(&admin, &ns, &dir);
+    let _provider = start_kind_provider(&*kube, &admin, &ns, &dir).await;
     let kind_cluster = gvk("infrastructure.cluster.x-k8s.io", "v1alpha1", "KindCluster");
     kube.create(&object(
         json!({"apiVersion": "infrastructure.cluster.x-k8s.io/v1alpha1", "kind": "KindCluster",

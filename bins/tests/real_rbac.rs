@@ -12,12 +12,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
-use k8s_openapi::api::core::v1::ServiceAccount;
-use kcp_core::kube::api::{Api, DynamicObject, GroupVersionKind, PostParams};
+use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::{
-    DeleteOptions, KubeObjectClient, ListOptions, ObjectClient, ObjectRef, PatchOptions,
-    parse_manifests,
+    DeleteOptions, KubeObjectClient, ListOptions, ObjectClient, ObjectRef, parse_manifests,
 };
 
 const FOREIGN_CRDS: &str = include_str!("../../examples/playground/agent/00-foreign-crds.yaml");
@@ -55,57 +52,22 @@ struct Workload {
 
 impl Deployed {
     fn read(&self, file: &str) -> String {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../deploy")
-            .join(self.dir);
-        std::fs::read_to_string(dir.join(file)).unwrap()
+        support::service_account::deploy_file(self.dir, file)
     }
 }
 
-fn forced() -> PatchOptions {
-    PatchOptions {
-        force: true,
-        ..PatchOptions::apply("real-rbac-test")
-    }
-}
-
-/// Server-side applies a manifest as the admin (CRDs, namespace, RBAC).
 async fn apply(admin: &dyn ObjectClient, name: &str, yaml: &str) {
-    for object in parse_manifests(name, yaml).unwrap() {
-        admin
-            .apply(&object, &forced())
-            .await
-            .unwrap_or_else(|e| panic!("applying {name}: {e}"));
-    }
+    support::service_account::apply(admin, name, yaml).await;
 }
 
 /// A kubeconfig for the ServiceAccount, with a token from the TokenRequest API.
 async fn service_account_kubeconfig(kube: &kcp_testbed::real::SharedKube, d: &Deployed) -> PathBuf {
-    let accounts: Api<ServiceAccount> = Api::namespaced(kube.admin.client().unwrap(), d.namespace);
-    let request = TokenRequest {
-        spec: TokenRequestSpec {
-            audiences: Vec::new(),
-            expiration_seconds: Some(3600),
-            ..TokenRequestSpec::default()
-        },
-        ..TokenRequest::default()
-    };
-    let token = accounts
-        .create_token_request(d.service_account, &PostParams::default(), &request)
-        .await
-        .unwrap()
-        .status
-        .unwrap()
-        .token;
-    let endpoint = kube.admin.with_token(&token);
     let path = std::env::temp_dir().join(format!(
         "real-rbac-{}-{}.kubeconfig",
         d.dir,
         std::process::id()
     ));
-    let document = kcp_testbed::kubeconfig::kubeconfig(&[("deployed", &endpoint)]);
-    std::fs::write(&path, document.to_string()).unwrap();
-    path
+    support::service_account::kubeconfig(&kube.admin, d.namespace, d.service_account, &path).await
 }
 
 /// The binary with the arguments of its Deployment (addresses on loopback); its log goes to

@@ -7,3 +7,4 @@ pub mod hosted;
 pub mod kind_stand_in;
 pub mod process;
 pub mod secure_metrics;
+pub mod service_account;
