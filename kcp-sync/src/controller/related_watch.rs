@@ -1,7 +1,7 @@
 //! Watches on related resources (`related[].watch`), so that a change of a related object
 //! re-examines its primary (upstream #118): `byOwner` follows the ownerReference of the
 //! primary's kind, `bySelector` re-examines every primary matching a label selector. kcp-origin
-//! objects are watched once per virtual-workspace URL (see [`super::kcp_watches`]), or per
+//! objects are watched once per virtual-workspace URL (see `super::kcp_watches`), or per
 //! cluster for a cluster without a view; service-origin ones on the service cluster (mapped
 //! back to the kcp object through the local copy's link metadata).
 

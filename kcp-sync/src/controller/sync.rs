@@ -2,7 +2,7 @@
 //! engaged consumer clusters.
 //!
 //! A controller watches the projected kind in the engaged clusters, once per virtual-workspace
-//! URL (see [`super::kcp_watches`]; keys: cluster, namespace, name), and the local copies on
+//! URL (see `super::kcp_watches`; keys: cluster, namespace, name), and the local copies on
 //! the service cluster (mapped back through their link metadata), and runs [`sync_object`] on
 //! kcp-core's work queue. Clusters engaged after
 //! the controller started are picked up from the shared [`Clusters`] registry (upstream bug
@@ -38,7 +38,9 @@ use crate::metadata::{AGENT_NAME_LABEL, RemoteObjectKey};
 use crate::reconcile::caches::SyncCaches;
 use crate::reconcile::kcp_events::RECONCILING_ERROR;
 use crate::reconcile::local_index::{RemoteId, index_key};
-use crate::reconcile::sync::{PrimarySync, Sides, Step, SyncConfig, SyncContext, sync_object};
+use crate::reconcile::sync::{
+    PrimarySync, Sides, Step, SyncConfig, SyncContext, api_version, sync_object,
+};
 
 /// The engaged consumer clusters, shared by every sync controller, with a feed of changes.
 #[derive(Clone)]
@@ -374,14 +376,6 @@ async fn watch_local(
         } else {
             ObjectKey::namespaced(key.cluster, key.namespace, key.name)
         });
-    }
-}
-
-fn api_version(gvk: &kcp_core::kube::api::GroupVersionKind) -> String {
-    if gvk.group.is_empty() {
-        gvk.version.clone()
-    } else {
-        format!("{}/{}", gvk.group, gvk.version)
     }
 }
 

@@ -177,7 +177,7 @@ fn all_verbs() -> BTreeSet<String> {
     BTreeSet::from(["*".to_owned()])
 }
 
-/// The claims the PublishedResources need (each with the verbs [`all_verbs`]):
+/// The claims the PublishedResources need (each for all verbs, `*`):
 /// `events` (always), `namespaces` (a namespace filter or any related resource),
 /// `core.kcp.io/logicalclusters` (`enableWorkspacePaths`), and the kcp-side resource of every
 /// related resource not provided by the export itself (`own`: group and resource pairs).

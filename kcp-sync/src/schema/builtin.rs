@@ -129,7 +129,7 @@ pub fn is_protected_group(group: &str) -> bool {
 #[derive(Debug, Clone)]
 pub enum OpenApiModels {
     /// The service cluster's OpenAPI v2 document, as upstream reads it: the schema upstream
-    /// would give, hence the APIResourceSchema name upstream would give ([`openapi_v2`]).
+    /// would give, hence the APIResourceSchema name upstream would give ([`super::openapi_v2`]).
     V2(Value),
     /// The OpenAPI v3 document of each version, where v2 is not served: a schema of the same
     /// meaning, but not upstream's (its name differs).
