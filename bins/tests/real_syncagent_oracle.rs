@@ -259,6 +259,18 @@ impl World {
 
     /// [`World::agent`] with `extra` flags.
     async fn agent_with(&self, binary: &Path, lane: &Lane, extra: &[&str]) -> Running {
+        self.agent_as(binary, lane, &self.service_kubeconfig, extra)
+            .await
+    }
+
+    /// [`World::agent_with`] with the service cluster reached through `service_kubeconfig`.
+    async fn agent_as(
+        &self,
+        binary: &Path,
+        lane: &Lane,
+        service_kubeconfig: &Path,
+        extra: &[&str],
+    ) -> Running {
         let agent_name = &lane.agent;
         let health = free_port();
         // Beside the peers' logs, which the test bed keeps for a day (not its data directories).
@@ -271,10 +283,7 @@ impl World {
             .arg(format!("--agent-name={agent_name}"))
             .arg("--apiexportendpointslice-ref=databases")
             .arg("--enable-leader-election=false")
-            .arg(format!(
-                "--kubeconfig={}",
-                self.service_kubeconfig.display()
-            ))
+            .arg(format!("--kubeconfig={}", service_kubeconfig.display()))
             .arg(format!(
                 "--kcp-kubeconfig={}",
                 lane.kcp_kubeconfig.display()
@@ -1222,4 +1231,95 @@ async fn a_related_object_from_kcp_is_copied_as_upstream_copies_it() {
         &go_footprint,
         &["kcp", "settings", "local_settings", "events"],
     );
+}
+
+/// The kcp user `kcp-api-syncagent`, bound only by `deploy/kcp-api-syncagent/rbac-kcp.yaml`
+/// (for the export `databases`) in the lane's provider workspace.
+async fn restricted_kcp_kubeconfig(world: &World, lane: &Lane) -> PathBuf {
+    let rbac = support::service_account::deploy_file("kcp-api-syncagent", "rbac-kcp.yaml");
+    assert!(
+        rbac.contains("my-api"),
+        "the shipped kcp RBAC names its export my-api"
+    );
+    support::service_account::apply(
+        &*lane.provider,
+        "rbac-kcp.yaml",
+        &rbac.replace("my-api", "databases"),
+    )
+    .await;
+    let ids = &kcp_testbed::real::credentials().unwrap().identities;
+    let token = &ids.user("kcp-api-syncagent").unwrap().token;
+    let provider_path = world.bed.path(&format!("provider-{}", lane.side.name()));
+    let endpoint = world
+        .bed
+        .real_endpoint(&provider_path)
+        .unwrap()
+        .with_token(token);
+    write_kubeconfig(&world.dir, "kcp-restricted", &endpoint)
+}
+
+/// The ServiceAccount `kcp-api-syncagent` of the lane's namespace, bound only by
+/// `deploy/kcp-api-syncagent/rbac-service.yaml` and the rules our `rbac` subcommand prints for
+/// the lane's PublishedResource.
+async fn restricted_service_kubeconfig(world: &World, lane: &Lane) -> PathBuf {
+    let ns = &lane.namespace;
+    let rbac = support::service_account::deploy_file("kcp-api-syncagent", "rbac-service.yaml")
+        .replace(
+            "namespace: kcp-api-syncagent}",
+            &format!("namespace: {ns}}}"),
+        );
+    let mut objects = parse_manifests("rbac-service.yaml", &rbac).unwrap();
+    for o in &mut objects {
+        let kind = o
+            .types
+            .as_ref()
+            .map(|t| t.kind.as_str())
+            .unwrap_or_default();
+        if matches!(kind, "ServiceAccount" | "Role" | "RoleBinding") {
+            o.metadata.namespace = Some(ns.clone());
+        }
+    }
+    let options = kcp_core::PatchOptions::apply("real-rbac-test");
+    for o in objects {
+        world.service.apply(&o, &options).await.unwrap();
+    }
+    let printed = Command::new(RS_AGENT)
+        .arg(format!(
+            "--kubeconfig={}",
+            world.service_kubeconfig.display()
+        ))
+        .arg(format!("--namespace={ns}"))
+        .arg(format!("--published-resource-selector=oracle={}", lane.tag))
+        .arg("rbac")
+        .env_remove("KUBECONFIG")
+        .output()
+        .unwrap();
+    assert!(
+        printed.status.success(),
+        "rbac: {}",
+        String::from_utf8_lossy(&printed.stderr)
+    );
+    let published = String::from_utf8(printed.stdout).unwrap();
+    support::service_account::apply(&*world.service, "printed rbac", &published).await;
+    let kube = tokio::task::spawn_blocking(kcp_testbed::shared_kube)
+        .await
+        .unwrap()
+        .unwrap();
+    let path = world.dir.join("service-restricted.kubeconfig");
+    support::service_account::kubeconfig(&kube.admin, ns, "kcp-api-syncagent", &path).await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ours_syncs_down_and_back_with_only_the_shipped_rbac_on_both_sides() {
+    let world = World::start().await;
+    let mut lane = world.lane(Side::Rs, databases_published()).await;
+    lane.kcp_kubeconfig = restricted_kcp_kubeconfig(&world, &lane).await;
+    let service_kubeconfig = restricted_service_kubeconfig(&world, &lane).await;
+    let _agent = world
+        .agent_as(Path::new(RS_AGENT), &lane, &service_kubeconfig, &[])
+        .await;
+    filled_export(&lane).await;
+    order_a_database(&lane).await;
+    provision_local_copy(&world, &lane).await;
+    settled(&lane).await;
 }
