@@ -24,6 +24,13 @@ fn condition_of(ac: &capi_agent::api::AgentCluster, type_: &str) -> Option<(Stri
         .map(|c| (c.status.clone(), c.reason.clone()))
 }
 
+/// Merge-patches the CAPI Cluster `hc`.
+async fn patch_cluster(world: &World, patch: serde_json::Value) {
+    let cluster = gvk("cluster.x-k8s.io", "v1beta2", "Cluster");
+    let target = kcp_core::ObjectRef::namespaced(cluster, NS, "hc");
+    world.patch(&target, Subresource::Main, patch).await;
+}
+
 #[tokio::test]
 async fn a_missing_agent_cluster_is_a_no_op() {
     let world = World::start().await;
@@ -156,17 +163,7 @@ async fn a_missing_cluster_requeues_after_five_seconds_without_a_reference() {
 async fn a_cluster_without_control_plane_ref_requeues() {
     let world = World::start().await;
     world.hosted_cluster().await;
-    world
-        .patch(
-            &kcp_core::ObjectRef::namespaced(
-                gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
-                NS,
-                "hc",
-            ),
-            Subresource::Main,
-            json!({"spec": {"controlPlaneRef": null}}),
-        )
-        .await;
+    patch_cluster(&world, json!({"spec": {"controlPlaneRef": null}})).await;
     let outcome = reconcile_agent_cluster(&world.context(), NS, "hc")
         .await
         .unwrap();
@@ -307,17 +304,7 @@ async fn cluster_spec_paused_pauses_the_agent_cluster() {
     // Upstream's provider ignores Cluster.spec.paused; Cluster API's contract does not.
     let world = World::start().await;
     world.hosted_cluster().await;
-    world
-        .patch(
-            &kcp_core::ObjectRef::namespaced(
-                gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
-                NS,
-                "hc",
-            ),
-            Subresource::Main,
-            json!({"spec": {"paused": true}}),
-        )
-        .await;
+    patch_cluster(&world, json!({"spec": {"paused": true}})).await;
     reconcile_agent_cluster(&world.context(), NS, "hc")
         .await
         .unwrap();
@@ -330,17 +317,11 @@ async fn a_pause_annotation_on_the_cluster_itself_does_not_pause_the_agent_clust
     // the object's own annotation only.
     let world = World::start().await;
     world.hosted_cluster().await;
-    world
-        .patch(
-            &kcp_core::ObjectRef::namespaced(
-                gvk("cluster.x-k8s.io", "v1beta2", "Cluster"),
-                NS,
-                "hc",
-            ),
-            Subresource::Main,
-            json!({"metadata": {"annotations": {"cluster.x-k8s.io/paused": "true"}}}),
-        )
-        .await;
+    patch_cluster(
+        &world,
+        json!({"metadata": {"annotations": {"cluster.x-k8s.io/paused": "true"}}}),
+    )
+    .await;
     reconcile_agent_cluster(&world.context(), NS, "hc")
         .await
         .unwrap();
