@@ -27,11 +27,10 @@ use futures::StreamExt as _;
 use kcp_core::cluster::{ClusterEvent, ClusterProvider};
 use kcp_core::kube::api::{ApiResource, DynamicObject};
 use kcp_core::kube::runtime::{WatchStreamExt as _, watcher};
-use kcp_core::runtime::conditions::now;
 use kcp_core::runtime::metrics::ControllerMetrics;
 use kcp_core::runtime::{
     ConditionUpdate, EventRecorder, Outcome, Reconciler, TaskSet, WorkQueue, WorkerConfig,
-    run_workers, set_condition, write_status,
+    run_workers,
 };
 use kcp_core::{Backoff, ListOptions, ObjectClient, ObjectClientExt as _, TemplateEngine};
 use prometheus_client::encoding::EncodeLabelSet;
@@ -42,11 +41,12 @@ use prometheus_client::registry::Registry;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::api::{CONDITION_READY, CONDITION_SYNCING, PublishedResource, PublishedResourceStatus};
+use crate::api::{CONDITION_READY, CONDITION_SYNCING, PublishedResource};
 use crate::clash;
 use crate::error::{Error, Result};
 use crate::reconcile::discovery::ApiDocuments;
 use crate::reconcile::export::reconcile_export;
+use crate::reconcile::published_status::{self, StatusChange};
 use crate::reconcile::schema::{Projected, project, reconcile_schema};
 use crate::reconcile::sync::{PrimarySync, SyncConfig};
 use sync::{Clusters, SyncShared, run_sync_controller};
@@ -453,17 +453,8 @@ impl Publisher {
 
     /// Sets one condition of a PublishedResource's status (a failed write is logged).
     async fn write_condition(&self, name: &str, update: ConditionUpdate) {
-        let result =
-            write_status::<PublishedResource, _>(self.agent.service.as_ref(), None, name, |obj| {
-                let status = obj
-                    .status
-                    .get_or_insert_with(PublishedResourceStatus::default);
-                set_condition(&mut status.conditions, update.clone(), now());
-            })
-            .await;
-        if let Err(e) = result {
-            tracing::warn!(error = %e, condition = %update.type_, "writing a condition failed");
-        }
+        let change = StatusChange::Condition(update);
+        published_status::write_or_warn(self.agent.service.as_ref(), name, &change).await;
     }
 
     async fn reconcile_export(&self) -> Result<Outcome> {

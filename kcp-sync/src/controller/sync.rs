@@ -18,10 +18,9 @@ use k8s_openapi::api::core::v1::ObjectReference;
 use kcp_core::cluster::{ClusterEvent, EngagedCluster};
 use kcp_core::kube::api::{ApiResource, DynamicObject};
 use kcp_core::kube::runtime::{WatchStreamExt as _, watcher};
-use kcp_core::runtime::conditions::now;
 use kcp_core::runtime::{
     ConditionUpdate, EventRecorder, EventType, ObjectKey, Outcome, Reconciler, TaskSet, WorkQueue,
-    WorkerConfig, run_workers, set_condition, write_status,
+    WorkerConfig, run_workers,
 };
 use kcp_core::{Backoff, ObjectClient, TemplateEngine};
 use tokio::sync::broadcast;
@@ -30,14 +29,13 @@ use tokio_util::sync::CancellationToken;
 use super::kcp_watches::KcpWatches;
 use super::progress::{Progress, Summary};
 use super::related_watch::{RelatedSide, RelatedWatch, related_watches, run_related_watch};
-use crate::api::{
-    CONDITION_READY, PublishedResource, PublishedResourceStatus, RelatedResourceOrigin,
-};
+use crate::api::{CONDITION_READY, RelatedResourceOrigin};
 use crate::error::Error;
 use crate::metadata::{AGENT_NAME_LABEL, RemoteObjectKey};
 use crate::reconcile::caches::SyncCaches;
 use crate::reconcile::kcp_events::RECONCILING_ERROR;
 use crate::reconcile::local_index::{RemoteId, index_key};
+use crate::reconcile::published_status::{self, StatusChange};
 use crate::reconcile::sync::{
     PrimarySync, Sides, Step, SyncConfig, SyncContext, api_version, sync_object,
 };
@@ -401,19 +399,12 @@ async fn write_progress(shared: SyncShared, pr: String, progress: Arc<Progress>)
                     summary.counts.synced + summary.counts.failing + summary.counts.pending
                 )),
         };
-        let counts = summary.counts;
-        let result =
-            write_status::<PublishedResource, _>(shared.service.as_ref(), None, &pr, |obj| {
-                let status = obj
-                    .status
-                    .get_or_insert_with(PublishedResourceStatus::default);
-                status.objects = counts;
-                set_condition(&mut status.conditions, update.clone(), now());
-            })
-            .await;
-        match result {
-            Ok(_) => last = Some(summary),
-            Err(e) => tracing::debug!(error = %e, "writing the object counts failed"),
+        let change = StatusChange::Progress {
+            objects: summary.counts,
+            ready: update,
+        };
+        if published_status::write_or_warn(shared.service.as_ref(), &pr, &change).await {
+            last = Some(summary);
         }
     }
 }

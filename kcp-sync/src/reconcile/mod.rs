@@ -6,7 +6,8 @@
 //! They are plain async functions of their inputs: the controllers decide when to call them,
 //! and tests call them directly against kcp-sim. The writes the object sync makes for
 //! primaries and related objects alike live in `spec_write` (the three-way spec merge) and
-//! `finalizers`; [`dynamic_json`] converts between the client's objects and JSON.
+//! `finalizers`; [`dynamic_json`] converts between the client's objects and JSON. A
+//! PublishedResource's status is written by [`published_status`] only.
 
 pub mod caches;
 pub mod discovery;
@@ -16,6 +17,7 @@ mod finalizers;
 pub mod kcp_events;
 pub mod local_index;
 pub mod object_cache;
+pub mod published_status;
 pub mod related;
 pub mod schema;
 mod spec_write;

@@ -6,17 +6,16 @@
 use std::collections::BTreeMap;
 
 use kcp_core::kcp::types::APIResourceSchema;
-use kcp_core::runtime::conditions::now;
-use kcp_core::runtime::{ConditionUpdate, StatusWrite, set_condition, write_status};
+use kcp_core::runtime::{ConditionUpdate, StatusWrite};
 use kcp_core::typed::{object_ref_for, to_dynamic};
 use kcp_core::{ListOptions, ObjectClient, ObjectClientExt as _, ObjectPatch, PatchOptions};
 use serde_json::Value;
 
 use super::discovery::{ApiDocuments, discover, openapi_models};
 use super::dynamic_json::to_json;
+use super::published_status::{self, StatusChange};
 use crate::api::{
     AGENT_NAME_ANNOTATION, AGENT_NAME_LABEL, CONDITION_SCHEMA_READY, PublishedResource,
-    PublishedResourceStatus,
 };
 use crate::error::{Error, Result};
 use crate::schema::builtin::synthesize_crd;
@@ -213,26 +212,20 @@ async fn schema_step(
         }
     }
     .generation(generation);
-    let schema = result.as_ref().ok().map(|p| p.schema_name.clone());
-    let written = write_status::<PublishedResource, _>(service, None, pr.name(), |obj| {
-        let status = obj
-            .status
-            .get_or_insert_with(PublishedResourceStatus::default);
-        if let Some(name) = &schema {
-            status.resource_schema_name = Some(name.clone());
+    let change = StatusChange::Schema {
+        condition: update,
+        schema_name: result.as_ref().ok().map(|p| p.schema_name.clone()),
+        generation,
+    };
+    let projected = match result {
+        Ok(projected) => projected,
+        Err(e) => {
+            // The schema's error is the one returned; a failed status write is logged.
+            published_status::write_or_warn(service, pr.name(), &change).await;
+            return Err(e);
         }
-        status.observed_generation = generation;
-        set_condition(&mut status.conditions, update.clone(), now());
-    })
-    .await
-    .map_err(|e| {
-        Error::core(
-            format!("writing the status of PublishedResource {:?}", pr.name()),
-            e,
-        )
-    });
-    let projected = result?;
-    match written? {
+    };
+    match published_status::write(service, pr.name(), &change).await? {
         StatusWrite::Gone => Ok(None),
         _ => Ok(Some(projected)),
     }
