@@ -41,7 +41,7 @@ use prometheus_client::registry::Registry;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::api::{CONDITION_READY, CONDITION_SYNCING, PublishedResource};
+use crate::api::{CONDITION_READY, CONDITION_SYNCING, PublishedResource, PublishedResourceSpec};
 use crate::clash;
 use crate::error::{Error, Result};
 use crate::reconcile::discovery::ApiDocuments;
@@ -324,22 +324,14 @@ impl Reconciler<String> for Publisher {
             // either, until a good pass starts its controller again.
             self.write_ready(name, update).await;
         }
-        let reference = k8s_openapi::api::core::v1::ObjectReference {
-            api_version: Some(format!("{}/{}", crate::api::GROUP, crate::api::VERSION)),
-            kind: Some("PublishedResource".into()),
-            name: Some(name.clone()),
-            ..Default::default()
-        };
-        let service = self.agent.service.as_ref();
-        let message = error.to_string();
+        // Only the name is known here: the PublishedResource as far as its reference needs it.
+        let about = PublishedResource::new(name, PublishedResourceSpec::default());
         let warning = kcp_core::runtime::EventType::Warning;
-        if let Err(e) = self
-            .recorder
-            .record(service, &reference, warning, "ReconcilingError", &message)
-            .await
-        {
-            tracing::debug!(error = %e, "recording ReconcilingError failed");
-        }
+        let message = error.to_string();
+        let service = self.agent.service.as_ref();
+        self.recorder
+            .publish(service, &about, warning, "ReconcilingError", &message)
+            .await;
     }
 
     async fn reconcile(&self, name: &String) -> Result<Outcome> {

@@ -14,7 +14,6 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use futures::StreamExt as _;
-use k8s_openapi::api::core::v1::ObjectReference;
 use kcp_core::cluster::{ClusterEvent, EngagedCluster};
 use kcp_core::kube::api::{ApiResource, DynamicObject};
 use kcp_core::kube::runtime::{WatchStreamExt as _, watcher};
@@ -33,7 +32,7 @@ use crate::api::{CONDITION_READY, RelatedResourceOrigin};
 use crate::error::Error;
 use crate::metadata::{AGENT_NAME_LABEL, RemoteObjectKey};
 use crate::reconcile::caches::SyncCaches;
-use crate::reconcile::kcp_events::RECONCILING_ERROR;
+use crate::reconcile::kcp_events::{KcpEvents, RECONCILING_ERROR};
 use crate::reconcile::local_index::{RemoteId, index_key};
 use crate::reconcile::published_status::{self, StatusChange};
 use crate::reconcile::sync::{
@@ -190,28 +189,22 @@ impl Reconciler<ObjectKey> for ObjectReconciler {
         let Some(cluster) = self.shared.clusters.get(&key.cluster) else {
             return;
         };
-        let reference = ObjectReference {
-            api_version: Some(api_version(&self.target.remote_gvk)),
-            kind: Some(self.target.remote_gvk.kind.clone()),
-            name: Some(key.name.clone()),
-            namespace: key.namespace.clone(),
-            ..ObjectReference::default()
+        // Only the key is known here: the object as far as the Event's reference needs it.
+        let object = serde_json::json!({
+            "apiVersion": api_version(&self.target.remote_gvk),
+            "kind": self.target.remote_gvk.kind,
+            "metadata": {"name": key.name, "namespace": key.namespace},
+        });
+        let events = KcpEvents {
+            recorder: Some(&self.shared.recorder),
+            caches: Some(&self.caches),
+            kcp: cluster.client.as_ref(),
+            cluster: &key.cluster,
         };
         let (reason, message) = RECONCILING_ERROR;
-        if let Err(e) = self
-            .shared
-            .recorder
-            .record(
-                cluster.client.as_ref(),
-                &reference,
-                EventType::Warning,
-                reason,
-                message,
-            )
-            .await
-        {
-            tracing::debug!(error = %e, "recording ReconcilingError failed");
-        }
+        events
+            .record(&object, EventType::Warning, reason, message)
+            .await;
     }
 }
 

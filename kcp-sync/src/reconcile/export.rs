@@ -6,7 +6,8 @@
 
 use std::collections::BTreeSet;
 
-use kcp_core::kube::api::GroupVersionKind;
+use kcp_core::kube::Resource as _;
+use kcp_core::kube::api::{ApiResource, GroupVersionKind};
 use kcp_core::runtime::{EventRecorder, EventType};
 use kcp_core::{ObjectClient, ObjectPatch, ObjectRef, PatchOptions, Subresource};
 
@@ -84,7 +85,7 @@ async fn record_events(
     written: &kcp_core::kube::api::DynamicObject,
     plan: &ExportPlan,
 ) {
-    let reference = object_reference(written);
+    let reference = written.object_ref(&ApiResource::from_gvk(&export_gvk()));
     let mut events: Vec<(EventType, &str, String)> =
         schema_events(&plan.old_schemas, &plan.new_schemas)
             .into_iter()
@@ -113,19 +114,5 @@ async fn record_events(
         {
             tracing::warn!(error = %e, reason, "recording an Event on the APIExport failed");
         }
-    }
-}
-
-fn object_reference(
-    obj: &kcp_core::kube::api::DynamicObject,
-) -> k8s_openapi::api::core::v1::ObjectReference {
-    k8s_openapi::api::core::v1::ObjectReference {
-        api_version: obj.types.as_ref().map(|t| t.api_version.clone()),
-        kind: obj.types.as_ref().map(|t| t.kind.clone()),
-        name: obj.metadata.name.clone(),
-        namespace: obj.metadata.namespace.clone(),
-        uid: obj.metadata.uid.clone(),
-        resource_version: obj.metadata.resource_version.clone(),
-        field_path: None,
     }
 }

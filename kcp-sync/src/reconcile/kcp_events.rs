@@ -1,7 +1,10 @@
 //! Events on objects in a consumer workspace, as upstream's sync controller writes them: on the
 //! kcp side only (a consumer sees them with `kubectl describe`), for primaries and related
 //! objects alike, reported by the component `syncagent-sync`. Recording is best effort: a
-//! failure is logged and never fails the sync.
+//! failure is logged at warn and never fails the sync.
+//!
+//! [`involved_object`] is the one place kcp-sync builds an Event's object reference, for
+//! objects it holds as JSON; a typed object's reference is kube's `object_ref`.
 
 use k8s_openapi::api::core::v1::ObjectReference;
 use kcp_core::ObjectClient;
@@ -77,7 +80,7 @@ impl KcpEvents<'_> {
         let Some(recorder) = self.recorder else {
             return;
         };
-        let reference = reference_to(object);
+        let reference = involved_object(object);
         let name = EventRecorder::event_name(&reference, kind, reason, message);
         let key = format!(
             "{}/{}/{name}",
@@ -100,13 +103,21 @@ impl KcpEvents<'_> {
                     caches.add_event(key);
                 }
             }
-            Err(e) => tracing::debug!(error = %e, reason, "recording an Event failed"),
+            Err(e) => tracing::warn!(
+                error = %e,
+                cluster = self.cluster,
+                kind = reference.kind.as_deref().unwrap_or_default(),
+                name = reference.name.as_deref().unwrap_or_default(),
+                reason,
+                "recording an Event failed"
+            ),
         }
     }
 }
 
-/// The Event's `involvedObject` for an object as JSON.
-fn reference_to(object: &Value) -> ObjectReference {
+/// The Event's `involvedObject` for an object as JSON (`apiVersion`, `kind`, and the name,
+/// namespace and uid of its metadata, each left out when empty).
+pub fn involved_object(object: &Value) -> ObjectReference {
     let field = |name: &str| Some(meta_str(object, name).to_owned()).filter(|s| !s.is_empty());
     let top = |name: &str| object.get(name).and_then(Value::as_str).map(str::to_owned);
     ObjectReference {
