@@ -19,7 +19,7 @@ pub mod sync;
 
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -208,15 +208,31 @@ struct Publisher {
     agent: Arc<Agent>,
     shared: SyncShared,
     controllers: Mutex<TaskSet<String>>,
-    export_queue: WorkQueue<String>,
+    /// The publish queue: PublishedResources and the export.
+    queue: WorkQueue<PublishKey>,
     /// Events on PublishedResources (upstream's apiresourceschema controller writes them).
     recorder: EventRecorder,
     /// Events on the APIExport (upstream's apiexport controller writes them).
     export_recorder: EventRecorder,
 }
 
-/// The export key: not a valid object name, so no PublishedResource collides with it.
-const EXPORT_KEY: &str = "/apiexport";
+/// What the publish controller reconciles: one PublishedResource, or the agent's APIExport.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum PublishKey {
+    /// The PublishedResource of this name: its schema and its sync controller.
+    PublishedResource(String),
+    /// The APIExport: the schemas and claims of every PublishedResource.
+    Export,
+}
+
+impl std::fmt::Display for PublishKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PublishKey::PublishedResource(name) => f.write_str(name),
+            PublishKey::Export => f.write_str("APIExport"),
+        }
+    }
+}
 
 impl Publisher {
     async fn handled(&self, name: &str) -> Result<Option<PublishedResource>> {
@@ -241,10 +257,13 @@ impl Publisher {
     }
 
     fn stop(&self, name: &str) {
-        if let Ok(mut controllers) = self.controllers.lock() {
-            controllers.stop(&name.to_owned());
-            self.count_controllers(&controllers);
-        }
+        let mut controllers = self
+            .controllers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        controllers.stop(&name.to_owned());
+        self.count_controllers(&controllers);
+        drop(controllers);
         self.agent.metrics.remove_objects(name);
     }
 
@@ -280,11 +299,10 @@ impl Publisher {
         let remote = api_resource(&projected.projected, &target.remote_gvk);
         let local = api_resource(&projected.source, &target.local_gvk);
         let shared = self.shared.clone();
-        let mut controllers = self.controllers.lock().map_err(|_| Error::InvalidObject {
-            object: pr.name().to_owned(),
-            field: "sync controller".into(),
-            reason: "controller registry poisoned".into(),
-        })?;
+        let mut controllers = self
+            .controllers
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         let started = controllers.ensure(pr.name().to_owned(), &fingerprint, move |token| {
             run_sync_controller(shared, target, remote, local, token)
         });
@@ -305,17 +323,17 @@ fn api_resource(crd: &Value, gvk: &kcp_core::kube::api::GroupVersionKind) -> Api
 }
 
 #[async_trait]
-impl Reconciler<String> for Publisher {
+impl Reconciler<PublishKey> for Publisher {
     type Error = Error;
 
     /// A Warning `ReconcilingError` on the PublishedResource (service cluster), as upstream, and
     /// its `Syncing` condition False with the error's reason and message (naming the field), so
     /// the refusal stays visible until the object is fixed (the next good pass sets it True).
-    async fn failed(&self, name: &String, error: &Error) {
-        tracing::warn!(error = %error, key = %name, "publish reconcile failed");
-        if name == EXPORT_KEY {
+    async fn failed(&self, key: &PublishKey, error: &Error) {
+        tracing::warn!(error = %error, key = %key, "publish reconcile failed");
+        let PublishKey::PublishedResource(name) = key else {
             return;
-        }
+        };
         let update = ConditionUpdate::new(CONDITION_SYNCING, false, error.reason())
             .message(error.to_string());
         self.write_syncing(name, update.clone()).await;
@@ -334,13 +352,21 @@ impl Reconciler<String> for Publisher {
             .await;
     }
 
-    async fn reconcile(&self, name: &String) -> Result<Outcome> {
-        if name == EXPORT_KEY {
-            return self.reconcile_export().await;
+    async fn reconcile(&self, key: &PublishKey) -> Result<Outcome> {
+        match key {
+            PublishKey::PublishedResource(name) => self.reconcile_published(name).await,
+            PublishKey::Export => self.reconcile_export().await,
         }
+    }
+}
+
+impl Publisher {
+    /// Ensures the schema of PublishedResource `name` and starts, keeps or stops its sync
+    /// controller; the export is enqueued.
+    async fn reconcile_published(&self, name: &str) -> Result<Outcome> {
         let Some(pr) = self.handled(name).await? else {
             self.stop(name);
-            self.export_queue.add(EXPORT_KEY.to_owned());
+            self.queue.add(PublishKey::Export);
             self.retry_refused().await?;
             return Ok(Outcome::Done);
         };
@@ -358,7 +384,7 @@ impl Reconciler<String> for Publisher {
             )
             .await?
         };
-        self.export_queue.add(EXPORT_KEY.to_owned());
+        self.queue.add(PublishKey::Export);
         let Some(projected) = projected else {
             return Ok(Outcome::Done);
         };
@@ -375,9 +401,7 @@ impl Reconciler<String> for Publisher {
         self.set_syncing(&pr, syncing).await;
         Ok(Outcome::Done)
     }
-}
 
-impl Publisher {
     /// Refuses `pr` when an earlier PublishedResource publishes the same resource (see
     /// [`crate::clash`]); later ones publishing it are looked at again, to be refused.
     async fn first_to_publish(&self, pr: &PublishedResource, projected: &Projected) -> Result<()> {
@@ -392,7 +416,7 @@ impl Publisher {
             return Err(clash::refusal(pr, &projected.schema_name, first));
         }
         for later in after {
-            self.export_queue.add(later.name().to_owned());
+            self.enqueue(later);
         }
         Ok(())
     }
@@ -412,9 +436,15 @@ impl Publisher {
             syncing.is_some_and(|c| c.status == "False")
         });
         for pr in refused {
-            self.export_queue.add(pr.name().to_owned());
+            self.enqueue(pr);
         }
         Ok(())
+    }
+
+    /// Enqueues the PublishedResource `pr`.
+    fn enqueue(&self, pr: &PublishedResource) {
+        let key = PublishKey::PublishedResource(pr.name().to_owned());
+        self.queue.add(key);
     }
 
     async fn set_syncing(&self, pr: &PublishedResource, syncing: bool) {
@@ -499,12 +529,12 @@ pub async fn run(agent: Agent, shutdown: impl std::future::Future<Output = ()>) 
         status_interval: agent.status_interval,
         metrics: agent.metrics.clone(),
     };
-    let queue: WorkQueue<String> = WorkQueue::new(Backoff::default());
+    let queue: WorkQueue<PublishKey> = WorkQueue::new(Backoff::default());
     let publisher = Arc::new(Publisher {
         agent: agent.clone(),
         shared,
         controllers: Mutex::new(TaskSet::new()),
-        export_queue: queue.clone(),
+        queue: queue.clone(),
         recorder: EventRecorder::new("syncagent-apiresourceschema"),
         export_recorder: EventRecorder::new("syncagent-apiexport"),
     });
@@ -526,9 +556,11 @@ pub async fn run(agent: Agent, shutdown: impl std::future::Future<Output = ()>) 
     pump.abort();
     queue.shutdown();
     let _ = workers.await;
-    if let Ok(mut controllers) = publisher.controllers.lock() {
-        controllers.retain(|_| false);
-    }
+    let mut controllers = publisher
+        .controllers
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner);
+    controllers.retain(|_| false);
     Ok(())
 }
 
@@ -550,7 +582,7 @@ fn export_events(
 
 /// Enqueues PublishedResources on changes (watches) and every `resync`, and the export when
 /// the APIExport was changed by someone else.
-async fn triggers(agent: Arc<Agent>, queue: WorkQueue<String>) {
+async fn triggers(agent: Arc<Agent>, queue: WorkQueue<PublishKey>) {
     let enqueue_all = || {
         let (agent, queue) = (agent.clone(), queue.clone());
         async move {
@@ -559,10 +591,12 @@ async fn triggers(agent: Arc<Agent>, queue: WorkQueue<String>) {
                 .list_typed::<PublishedResource>(None, &ListOptions::labels(agent.selector.clone()))
                 .await
             {
-                Ok(prs) => prs.iter().for_each(|p| queue.add(p.name().to_owned())),
+                Ok(prs) => prs
+                    .iter()
+                    .for_each(|p| queue.add(PublishKey::PublishedResource(p.name().to_owned()))),
                 Err(e) => tracing::warn!(error = %e, "listing PublishedResources failed"),
             }
-            queue.add(EXPORT_KEY.to_owned());
+            queue.add(PublishKey::Export);
         }
     };
     let Some(kube) = agent.service_kube.clone() else {
@@ -585,17 +619,17 @@ async fn triggers(agent: Arc<Agent>, queue: WorkQueue<String>) {
         tokio::select! {
             Some(event) = export_events.next() => {
                 if event.is_ok_and(|e| export.admit(&e)) {
-                    queue.add(EXPORT_KEY.to_owned());
+                    queue.add(PublishKey::Export);
                 }
             }
             Some(event) = pr_events.next() => {
                 if let Some(name) = event.ok().and_then(|e| admitted.admit(&e)) {
-                    queue.add(name);
+                    queue.add(PublishKey::PublishedResource(name));
                 }
             }
             Some(event) = crd_events.next() => {
                 for name in event.map(|e| admitted.admit_crd(&e)).unwrap_or_default() {
-                    queue.add(name);
+                    queue.add(PublishKey::PublishedResource(name));
                 }
             }
             _ = tick.tick() => enqueue_all().await,

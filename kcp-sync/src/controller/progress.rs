@@ -3,7 +3,7 @@
 //! error (kcp-side Events stay generic).
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use kcp_core::runtime::ObjectKey;
 
@@ -34,14 +34,13 @@ pub struct Summary {
 
 impl Progress {
     fn set(&self, key: &ObjectKey, state: Option<State>) {
-        if let Ok(mut states) = self.states.lock() {
-            match state {
-                Some(s) => {
-                    states.insert(key.clone(), s);
-                }
-                None => {
-                    states.remove(key);
-                }
+        let mut states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
+        match state {
+            Some(s) => {
+                states.insert(key.clone(), s);
+            }
+            None => {
+                states.remove(key);
             }
         }
     }
@@ -68,9 +67,7 @@ impl Progress {
 
     /// The counts and one failure.
     pub fn summary(&self) -> Summary {
-        let Ok(states) = self.states.lock() else {
-            return Summary::default();
-        };
+        let states = self.states.lock().unwrap_or_else(PoisonError::into_inner);
         let mut summary = Summary::default();
         let mut failures: Vec<(String, String)> = Vec::new();
         for (key, state) in states.iter() {

@@ -9,7 +9,7 @@
 //! #99 was missing exactly that).
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -58,35 +58,37 @@ impl Default for Clusters {
 impl Clusters {
     /// Records a provider event and tells the running controllers.
     pub fn apply(&self, event: ClusterEvent) {
-        if let Ok(mut engaged) = self.engaged.write() {
-            match &event {
-                ClusterEvent::Engaged(c) => {
-                    engaged.insert(c.name.as_str().to_owned(), c.clone());
-                }
-                ClusterEvent::Disengaged(name) => {
-                    engaged.remove(name.as_str());
-                }
+        let mut engaged = self.engaged.write().unwrap_or_else(PoisonError::into_inner);
+        match &event {
+            ClusterEvent::Engaged(c) => {
+                engaged.insert(c.name.as_str().to_owned(), c.clone());
+            }
+            ClusterEvent::Disengaged(name) => {
+                engaged.remove(name.as_str());
             }
         }
+        drop(engaged);
         let _ = self.changes.send(event);
     }
 
     /// The engaged cluster `name`.
     pub fn get(&self, name: &str) -> Option<EngagedCluster> {
-        self.engaged.read().ok()?.get(name).cloned()
+        let engaged = self.engaged.read().unwrap_or_else(PoisonError::into_inner);
+        engaged.get(name).cloned()
     }
 
     /// Every engaged cluster.
     pub fn all(&self) -> Vec<EngagedCluster> {
-        self.engaged
-            .read()
-            .map(|e| e.values().cloned().collect())
-            .unwrap_or_default()
+        let engaged = self.engaged.read().unwrap_or_else(PoisonError::into_inner);
+        engaged.values().cloned().collect()
     }
 
     /// How many clusters are engaged.
     pub fn len(&self) -> usize {
-        self.engaged.read().map(|e| e.len()).unwrap_or_default()
+        self.engaged
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Whether no cluster is engaged.

@@ -9,7 +9,7 @@
 //! as upstream does.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use kcp_core::runtime::ObjectKey;
 
@@ -40,36 +40,45 @@ pub const MAX_REMEMBERED_EVENTS: usize = 100_000;
 impl SyncCaches {
     /// Whether Namespace `name` is known to exist on the service cluster.
     pub fn has_namespace(&self, name: &str) -> bool {
-        self.namespaces.lock().is_ok_and(|n| n.contains(name))
+        self.namespaces
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(name)
     }
 
     /// Records that Namespace `name` exists.
     pub fn add_namespace(&self, name: &str) {
-        if let Ok(mut n) = self.namespaces.lock() {
-            n.insert(name.to_owned());
-        }
+        let mut namespaces = self
+            .namespaces
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        namespaces.insert(name.to_owned());
     }
 
     /// Forgets Namespace `name` (a write said it is missing).
     pub fn forget_namespace(&self, name: &str) {
-        if let Ok(mut n) = self.namespaces.lock() {
-            n.remove(name);
-        }
+        let mut namespaces = self
+            .namespaces
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        namespaces.remove(name);
     }
 
     /// Whether this controller recorded the Event `key` before.
     pub fn has_event(&self, key: &str) -> bool {
-        self.events.lock().is_ok_and(|e| e.contains(key))
+        self.events
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .contains(key)
     }
 
     /// Remembers that the Event `key` exists.
     pub fn add_event(&self, key: String) {
-        if let Ok(mut e) = self.events.lock() {
-            if e.len() >= MAX_REMEMBERED_EVENTS {
-                e.clear();
-            }
-            e.insert(key);
+        let mut events = self.events.lock().unwrap_or_else(PoisonError::into_inner);
+        if events.len() >= MAX_REMEMBERED_EVENTS {
+            events.clear();
         }
+        events.insert(key);
     }
 
     /// Forgets the kcp object `key` and its local copy: a write conflicted, so the next step

@@ -18,7 +18,7 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
 
@@ -83,9 +83,7 @@ impl<K: Hash + Eq + Clone> ObjectCache<K> {
     /// whether it was stored.
     pub fn upsert(&self, key: &K, object: Value) -> bool {
         let rv = resource_version(&object);
-        let Ok(mut entries) = self.entries.write() else {
-            return false;
-        };
+        let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
         match entries.get_mut(key) {
             Some(entry) if !newer(rv, entry.rv) => false,
             Some(entry) => {
@@ -109,9 +107,7 @@ impl<K: Hash + Eq + Clone> ObjectCache<K> {
     /// Records that `key` was deleted at `object`'s resourceVersion (the watch's last state).
     pub fn delete(&self, key: &K, object: &Value) {
         let rv = resource_version(object);
-        let Ok(mut entries) = self.entries.write() else {
-            return;
-        };
+        let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
         let stale = entries.get(key).is_some_and(|e| !newer(rv, e.rv));
         if !stale {
             entries.insert(key.clone(), Entry { rv, object: None });
@@ -124,16 +120,13 @@ impl<K: Hash + Eq + Clone> ObjectCache<K> {
 
     /// Forgets `key` entirely (its next read asks the server).
     pub fn forget(&self, key: &K) {
-        if let Ok(mut entries) = self.entries.write() {
-            entries.remove(key);
-        }
+        let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
+        entries.remove(key);
     }
 
     /// What is known about `key`.
     pub fn get(&self, key: &K) -> Cached {
-        let Ok(entries) = self.entries.read() else {
-            return Cached::Unknown;
-        };
+        let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
         match entries.get(key) {
             Some(Entry {
                 object: Some(text), ..
@@ -148,9 +141,8 @@ impl<K: Hash + Eq + Clone> ObjectCache<K> {
     /// Keeps only the entries `keep` accepts (a relist drops what it no longer lists, and
     /// every tombstone it covers).
     pub fn retain(&self, mut keep: impl FnMut(&K, bool) -> bool) {
-        if let Ok(mut entries) = self.entries.write() {
-            entries.retain(|k, e| keep(k, e.object.is_some()));
-        }
+        let mut entries = self.entries.write().unwrap_or_else(PoisonError::into_inner);
+        entries.retain(|k, e| keep(k, e.object.is_some()));
     }
 
     /// The keys of the live objects `wanted` accepts.
@@ -158,24 +150,18 @@ impl<K: Hash + Eq + Clone> ObjectCache<K> {
     where
         K: Clone,
     {
-        self.entries
-            .read()
-            .map(|entries| {
-                entries
-                    .iter()
-                    .filter(|(k, e)| e.object.is_some() && wanted(k))
-                    .map(|(k, _)| k.clone())
-                    .collect()
-            })
-            .unwrap_or_default()
+        let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
+        entries
+            .iter()
+            .filter(|(k, e)| e.object.is_some() && wanted(k))
+            .map(|(k, _)| k.clone())
+            .collect()
     }
 
     /// How many live objects are cached.
     pub fn len(&self) -> usize {
-        self.entries
-            .read()
-            .map(|e| e.values().filter(|e| e.object.is_some()).count())
-            .unwrap_or_default()
+        let entries = self.entries.read().unwrap_or_else(PoisonError::into_inner);
+        entries.values().filter(|e| e.object.is_some()).count()
     }
 
     /// Whether no live object is cached.

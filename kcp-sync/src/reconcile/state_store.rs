@@ -16,7 +16,7 @@
 //! restarted controller starts with an empty cache and reads the Secrets again.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 
 use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
@@ -53,51 +53,55 @@ pub struct StateCache {
 impl StateCache {
     /// What is known of Secret `name`: `None` when unknown, `Some(None)` when known absent.
     fn lookup(&self, name: &str) -> Option<Option<SecretData>> {
-        self.secrets.lock().ok()?.get(name).cloned()
+        self.secrets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(name)
+            .cloned()
     }
 
     /// Whether key `key` of Secret `name` is known to hold `value`.
     fn holds(&self, name: &str, key: &str, value: &[u8]) -> bool {
-        self.secrets.lock().is_ok_and(|s| {
-            s.get(name)
-                .and_then(Option::as_ref)
-                .and_then(|d| d.get(key))
-                .is_some_and(|v| v.as_slice() == value)
-        })
+        let secrets = self.secrets.lock().unwrap_or_else(PoisonError::into_inner);
+        secrets
+            .get(name)
+            .and_then(Option::as_ref)
+            .and_then(|d| d.get(key))
+            .is_some_and(|v| v.as_slice() == value)
     }
 
     /// Whether Secret `name` is known to exist.
     fn exists(&self, name: &str) -> bool {
-        self.secrets
-            .lock()
-            .is_ok_and(|s| matches!(s.get(name), Some(Some(_))))
+        let secrets = self.secrets.lock().unwrap_or_else(PoisonError::into_inner);
+        matches!(secrets.get(name), Some(Some(_)))
     }
 
     fn set(&self, name: &str, data: Option<SecretData>) {
-        if let Ok(mut s) = self.secrets.lock() {
-            s.insert(name.to_owned(), data);
-        }
+        let mut secrets = self.secrets.lock().unwrap_or_else(PoisonError::into_inner);
+        secrets.insert(name.to_owned(), data);
     }
 
     /// Records `key` = `value` in Secret `name` (known to exist now).
     fn set_key(&self, name: &str, key: &str, value: Vec<u8>) {
-        if let Ok(mut s) = self.secrets.lock() {
-            s.entry(name.to_owned())
-                .or_insert_with(|| Some(BTreeMap::new()))
-                .get_or_insert_with(BTreeMap::new)
-                .insert(key.to_owned(), value);
-        }
+        let mut secrets = self.secrets.lock().unwrap_or_else(PoisonError::into_inner);
+        secrets
+            .entry(name.to_owned())
+            .or_insert_with(|| Some(BTreeMap::new()))
+            .get_or_insert_with(BTreeMap::new)
+            .insert(key.to_owned(), value);
     }
 
     fn forget(&self, name: &str) {
-        if let Ok(mut s) = self.secrets.lock() {
-            s.remove(name);
-        }
+        let mut secrets = self.secrets.lock().unwrap_or_else(PoisonError::into_inner);
+        secrets.remove(name);
     }
 
     /// How many Secrets are known.
     pub fn len(&self) -> usize {
-        self.secrets.lock().map(|s| s.len()).unwrap_or_default()
+        self.secrets
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
     }
 
     /// Whether no Secret is known.
