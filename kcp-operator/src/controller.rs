@@ -21,6 +21,12 @@
 //!
 //! Child GETs of Certificates, Issuers and Compiled* objects are answered from the shared
 //! stores ([`crate::reconcile::reads`]).
+//!
+//! Each kind reaches its reconcile function through a plain [`Reconciled`] impl, with a
+//! [`PassContext`] built per pass (the client through the operator's decorators, the
+//! addresser, the Shard store once every cache synced), inside kcp-core's [`Harness`] (span,
+//! metrics, backoff). The metrics refresher and the built-in issuer's controller live in
+//! `refresh` and `pki`.
 
 mod pki;
 mod refresh;
@@ -561,28 +567,25 @@ fn config_controllers(
             ctx.metrics.clone(),
             shutdown.clone(),
         )),
-        Box::pin(drive(
-            rs.graceful_shutdown_on(shutdown.clone()),
-            ctx.clone(),
-        )),
-        Box::pin(drive(
-            shards.graceful_shutdown_on(shutdown.clone()),
-            ctx.clone(),
-        )),
-        Box::pin(drive(
-            fps.graceful_shutdown_on(shutdown.clone()),
-            ctx.clone(),
-        )),
-        Box::pin(drive(
-            caches.graceful_shutdown_on(shutdown.clone()),
-            ctx.clone(),
-        )),
-        Box::pin(drive(
-            kubeconfigs.graceful_shutdown_on(shutdown.clone()),
-            ctx.clone(),
-        )),
-        Box::pin(drive(vws.graceful_shutdown_on(shutdown), ctx.clone())),
+        drive_until(rs, shutdown.clone(), ctx),
+        drive_until(shards, shutdown.clone(), ctx),
+        drive_until(fps, shutdown.clone(), ctx),
+        drive_until(caches, shutdown.clone(), ctx),
+        drive_until(kubeconfigs, shutdown.clone(), ctx),
+        drive_until(vws, shutdown, ctx),
     ]
+}
+
+/// [`drive`] of a controller that shuts down gracefully when its `shutdown` completes.
+fn drive_until<K: Reconciled>(
+    controller: Controller<K>,
+    shutdown: impl Future<Output = ()> + Send + Sync + 'static,
+    ctx: &Arc<Context>,
+) -> BoxFuture<'static, ()> {
+    Box::pin(drive(
+        controller.graceful_shutdown_on(shutdown),
+        ctx.clone(),
+    ))
 }
 
 /// A Compiled* kind, and the installation (RootShard) its Deployment's Secrets belong to.

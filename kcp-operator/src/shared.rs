@@ -102,26 +102,8 @@ where
                 match event {
                     None => break,
                     Some(Err(e)) => tracing::warn!(%kind, error = %e, "watch failed; retrying"),
-                    Some(Ok(mut event)) if keep => {
-                        strip(&mut event);
-                        writer.apply_watcher_event(&event);
-                        let store = writer.as_reader();
-                        match event {
-                            watcher::Event::Init => listed.clear(),
-                            watcher::Event::InitApply(o) => listed.push(ObjectRef::from_obj(&o)),
-                            watcher::Event::InitDone => {
-                                for listed in listed.drain(..) {
-                                    if let Some(o) = store.get(&listed) {
-                                        broadcast(&fan_out, Change::Applied(o));
-                                    }
-                                }
-                            }
-                            event => {
-                                if let Some(change) = stored_change(&store, event) {
-                                    broadcast(&fan_out, change);
-                                }
-                            }
-                        }
+                    Some(Ok(event)) if keep => {
+                        keep_and_hand_on(&mut writer, &mut listed, &fan_out, event)
                     }
                     Some(Ok(mut event)) => {
                         strip(&mut event);
@@ -358,6 +340,37 @@ where
             Some(Change::Applied(stored.unwrap_or_else(|| Arc::new(o))))
         }
         other => change(other),
+    }
+}
+
+/// Applies `event` to the store `writer` keeps and hands on what changed: the objects of a
+/// (re)list, collected in `listed`, once it is complete (see [`Hub::over`]).
+fn keep_and_hand_on<K>(
+    writer: &mut reflector::store::Writer<K>,
+    listed: &mut Vec<ObjectRef<K>>,
+    fan_out: &Subscribers<K>,
+    mut event: watcher::Event<K>,
+) where
+    K: Resource<DynamicType = ()> + Clone + 'static,
+{
+    strip(&mut event);
+    writer.apply_watcher_event(&event);
+    let store = writer.as_reader();
+    match event {
+        watcher::Event::Init => listed.clear(),
+        watcher::Event::InitApply(o) => listed.push(ObjectRef::from_obj(&o)),
+        watcher::Event::InitDone => {
+            for listed in listed.drain(..) {
+                if let Some(o) = store.get(&listed) {
+                    broadcast(fan_out, Change::Applied(o));
+                }
+            }
+        }
+        event => {
+            if let Some(change) = stored_change(&store, event) {
+                broadcast(fan_out, change);
+            }
+        }
     }
 }
 

@@ -94,14 +94,31 @@ fn has_port(host: &str) -> bool {
     }
 }
 
-async fn resolve(
-    client: &dyn ObjectClient,
-    ns: &str,
-    target: TargetRef<'_>,
-) -> Result<Option<Target>> {
-    let mut shard = None;
-    let (rs_name, base_url, front_proxy, ca_bundle) = match target {
-        TargetRef::RootShard(n) => (n.to_owned(), None, false, None),
+/// What a Kubeconfig's target object (a RootShard, Shard or FrontProxy) says about the
+/// kubeconfig, before its RootShard is read.
+struct Via {
+    /// The RootShard the target belongs to.
+    root_shard: String,
+    /// A Shard target's URL (a RootShard's and a FrontProxy's need the RootShard).
+    base_url: Option<String>,
+    /// Whether the target is a FrontProxy.
+    front_proxy: bool,
+    /// A FrontProxy's extra CA bundle Secret.
+    ca_bundle: Option<String>,
+    /// A Shard target's name and `shardBaseURL`.
+    shard: Option<(String, String)>,
+}
+
+/// Reads `target` in `ns`; `None` when it does not exist.
+async fn via(client: &dyn ObjectClient, ns: &str, target: TargetRef<'_>) -> Result<Option<Via>> {
+    let via = match target {
+        TargetRef::RootShard(n) => Via {
+            root_shard: n.to_owned(),
+            base_url: None,
+            front_proxy: false,
+            ca_bundle: None,
+            shard: None,
+        },
         TargetRef::Shard(n) => {
             let Some(s) = get::<Shard>(client, ns, n).await? else {
                 return Ok(None);
@@ -114,35 +131,47 @@ async fn resolve(
                 &c.cluster_domain,
                 &c.shard_base_url,
             );
-            shard = Some((n.to_owned(), c.shard_base_url.clone()));
-            (
-                s.spec.root_shard.name().unwrap_or_default().to_owned(),
-                Some(url),
-                false,
-                None,
-            )
+            Via {
+                root_shard: s.spec.root_shard.name().unwrap_or_default().to_owned(),
+                base_url: Some(url),
+                front_proxy: false,
+                ca_bundle: None,
+                shard: Some((n.to_owned(), c.shard_base_url.clone())),
+            }
         }
         TargetRef::FrontProxy(n) => {
             let Some(fp) = get::<FrontProxy>(client, ns, n).await? else {
                 return Ok(None);
             };
-            let bundle = fp
-                .spec
-                .ca_bundle_secret_ref
-                .as_ref()
-                .map(|r| r.name.clone());
-            (
-                fp.spec.root_shard.name().unwrap_or_default().to_owned(),
-                None,
-                true,
-                bundle,
-            )
+            Via {
+                root_shard: fp.spec.root_shard.name().unwrap_or_default().to_owned(),
+                base_url: None,
+                front_proxy: true,
+                ca_bundle: fp
+                    .spec
+                    .ca_bundle_secret_ref
+                    .as_ref()
+                    .map(|r| r.name.clone()),
+                shard: None,
+            }
         }
     };
-    let Some(rs) = get::<RootShard>(client, ns, &rs_name).await? else {
+    Ok(Some(via))
+}
+
+/// The target of a Kubeconfig in `ns` and its RootShard; `None` when either does not exist.
+async fn resolve(
+    client: &dyn ObjectClient,
+    ns: &str,
+    target: TargetRef<'_>,
+) -> Result<Option<Target>> {
+    let Some(via) = via(client, ns, target).await? else {
         return Ok(None);
     };
-    let base_url = match (base_url, target) {
+    let Some(rs) = get::<RootShard>(client, ns, &via.root_shard).await? else {
+        return Ok(None);
+    };
+    let base_url = match (via.base_url, target) {
         (Some(url), _) => url,
         (None, TargetRef::FrontProxy(n)) => match get::<FrontProxy>(client, ns, n).await? {
             Some(fp) => front_proxy_url(&fp.spec, &rs.spec),
@@ -152,7 +181,7 @@ async fn resolve(
             let c = &rs.spec.common;
             names::base_url(
                 Component::RootShard,
-                &rs_name,
+                &via.root_shard,
                 ns,
                 &c.cluster_domain,
                 &c.shard_base_url,
@@ -162,9 +191,9 @@ async fn resolve(
     Ok(Some(Target {
         root_shard: rs,
         base_url,
-        front_proxy,
-        ca_bundle,
-        shard,
+        front_proxy: via.front_proxy,
+        ca_bundle: via.ca_bundle,
+        shard: via.shard,
     }))
 }
 
@@ -256,27 +285,7 @@ pub async fn reconcile_kubeconfig(
         .and_then(|s| s.authorization.as_ref())
         .map(|a| a.provisioned_cluster.clone());
     let Some(target) = &target else {
-        let missing = target_ref.map(|t| missing_target(kc, t));
-        let observed = Observed {
-            reference: ConditionUpdate::new(CONDITION_REFERENCE_VALID, false, "ReferenceNotFound")
-                .message(match &missing {
-                    Some(missing) => format!("{missing}."),
-                    None => format!("{}: the target does not exist.", describe(kc)),
-                }),
-            available: ConditionUpdate::new(CONDITION_AVAILABLE, false, "ReferenceNotFound")
-                .message("No target."),
-            // What the controller reports of the error below, so that it has nothing to change.
-            stopped: missing
-                .as_ref()
-                .map(|m| crate::status::stopped(m.reason(), m.to_string())),
-            not_after: None,
-            provisioned: previously,
-        };
-        write_kubeconfig_status(client, kc, observed).await?;
-        return match missing {
-            Some(missing) => Err(missing),
-            None => Ok(Outcome::Done),
-        };
+        return no_target(client, kc, target_ref, previously).await;
     };
     let (available, not_after, outcome) = provision(client, &ns, kc, target).await?;
     let rbac = kubeconfig_rbac(client, addresser, kc, rbac_target).await;
@@ -291,6 +300,37 @@ pub async fn reconcile_kubeconfig(
     write_kubeconfig_status(client, kc, observed).await?;
     rbac?;
     Ok(outcome)
+}
+
+/// Writes that `kc`'s target (`target_ref`, if set) does not exist; the error about the
+/// missing target, or done when none is set.
+async fn no_target(
+    client: &dyn ObjectClient,
+    kc: &Kubeconfig,
+    target_ref: Option<TargetRef<'_>>,
+    previously: Option<String>,
+) -> Result<Outcome> {
+    let missing = target_ref.map(|t| missing_target(kc, t));
+    let observed = Observed {
+        reference: ConditionUpdate::new(CONDITION_REFERENCE_VALID, false, "ReferenceNotFound")
+            .message(match &missing {
+                Some(missing) => format!("{missing}."),
+                None => format!("{}: the target does not exist.", describe(kc)),
+            }),
+        available: ConditionUpdate::new(CONDITION_AVAILABLE, false, "ReferenceNotFound")
+            .message("No target."),
+        // What the controller reports of the error below, so that it has nothing to change.
+        stopped: missing
+            .as_ref()
+            .map(|m| crate::status::stopped(m.reason(), m.to_string())),
+        not_after: None,
+        provisioned: previously,
+    };
+    write_kubeconfig_status(client, kc, observed).await?;
+    match missing {
+        Some(missing) => Err(missing),
+        None => Ok(Outcome::Done),
+    }
 }
 
 fn missing_target(kc: &Kubeconfig, target: TargetRef<'_>) -> Error {

@@ -18,8 +18,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::api::{
-    AuditSpec, AuthSpec, AuthorizationSpec, DeploymentTemplate, EtcdConfig, IMAGE_REPOSITORY,
-    IMAGE_TAG, ImageSpec, LoggingSpec, PodSpecTemplate,
+    AuditSpec, AuditWebhookSpec, AuthSpec, AuthenticationWebhookSpec, AuthorizationSpec,
+    DeploymentTemplate, EtcdConfig, IMAGE_REPOSITORY, IMAGE_TAG, ImageSpec, LoggingSpec,
+    OidcConfiguration, PodSpecTemplate, TokenAuthFileSpec,
 };
 use crate::render::{duration, merge_maps};
 
@@ -268,6 +269,18 @@ pub fn apply_audit(parts: &mut PodParts, audit: Option<&AuditSpec>) {
             .push(format!("--audit-policy-file={path}/{}", cm.key));
     }
     let Some(w) = &audit.webhook else { return };
+    let mut args = audit_webhook_flags(w);
+    if !w.config_secret_name.is_empty() {
+        let path = "/etc/kcp/audit/webhook";
+        args.push(format!("--audit-webhook-config-file={path}/kubeconfig"));
+        parts.secret("audit-webhook-config", &w.config_secret_name, path, true);
+    }
+    parts.args.extend(args);
+}
+
+/// The `--audit-webhook-*` flags of the fields that are set, in upstream's order (a flat
+/// list of one `if` per field: its length is the number of fields).
+fn audit_webhook_flags(w: &AuditWebhookSpec) -> Vec<String> {
     let flag = |name: &str, value: String| format!("--audit-webhook-{name}={value}");
     let mut args = Vec::new();
     let ints = [
@@ -319,12 +332,7 @@ pub fn apply_audit(parts: &mut PodParts, audit: Option<&AuditSpec>) {
     if !w.version.is_empty() {
         args.push(flag("version", w.version.clone()));
     }
-    if !w.config_secret_name.is_empty() {
-        let path = "/etc/kcp/audit/webhook";
-        args.push(format!("--audit-webhook-config-file={path}/kubeconfig"));
-        parts.secret("audit-webhook-config", &w.config_secret_name, path, true);
-    }
-    parts.args.extend(args);
+    args
 }
 
 /// Authorization webhook flags and volume.
@@ -389,84 +397,108 @@ pub fn apply_auth(
 ) {
     let Some(auth) = auth else { return };
     if let Some(oidc) = &auth.oidc {
-        let flags = [
-            ("issuer-url", &oidc.issuer_url),
-            ("client-id", &oidc.client_id),
-            ("groups-claim", &oidc.groups_claim),
-            ("username-claim", &oidc.username_claim),
-            ("username-prefix", &oidc.username_prefix),
-            ("groups-prefix", &oidc.groups_prefix),
-        ];
-        let mut args: Vec<String> = flags
-            .iter()
-            .filter(|(_, v)| !v.is_empty())
-            .map(|(n, v)| format!("--oidc-{n}={v}"))
-            .collect();
-        if let Some(ca) = &oidc.ca_file_ref {
-            let key = if ca.key.is_empty() {
-                DEFAULT_OIDC_CA_KEY
-            } else {
-                &ca.key
-            };
-            args.push(format!("--oidc-ca-file=/etc/kcp/tls/oidc/{key}"));
-            parts.secret("oidc-ca-file", &ca.name, "/etc/kcp/tls/oidc", true);
-        }
-        parts.args.extend(args);
+        apply_oidc(parts, oidc);
     }
-    if let Some(w) = &auth.webhook {
-        if let Some(d) = &w.cache_authentication_ttl {
-            parts.args.push(format!(
-                "--authentication-token-webhook-cache-ttl={}",
-                duration::normalize(d)
-            ));
-        }
-        if !w.version.is_empty() {
-            parts.args.push(format!(
-                "--authentication-token-webhook-version={}",
-                w.version
-            ));
-        }
-        if !w.config_secret_name.is_empty() {
-            let path = "/etc/kcp/authentication/webhook";
-            parts.args.push(format!(
-                "--authentication-token-webhook-config-file={path}/kubeconfig"
-            ));
-            parts.secret(
-                "authentication-webhook-config",
-                &w.config_secret_name,
-                path,
-                true,
-            );
-        }
+    if let Some(webhook) = &auth.webhook {
+        apply_auth_webhook(parts, webhook);
     }
-    if let Some(t) = &auth.token_auth_file {
-        let path = "/etc/kcp/authentication/token";
-        let key = if t.key.is_empty() {
-            "token.csv"
-        } else {
-            &t.key
-        };
-        parts.args.push(format!("--token-auth-file={path}/{key}"));
-        parts.secret("token-auth-file", &t.secret_name, path, true);
+    if let Some(token_file) = &auth.token_auth_file {
+        apply_token_auth_file(parts, token_file);
     }
     if auth.service_accounts_enabled() {
-        let names: Vec<&str> = std::iter::once(root_shard)
-            .chain(shards.iter().map(String::as_str))
-            .collect();
-        for name in &names {
-            let secret = format!("{name}-service-account");
-            parts.secret(
-                &secret,
-                &secret,
-                &format!("/etc/kcp/tls/{name}/service-account"),
-                true,
-            );
-        }
-        parts.args.push("--service-account-lookup=false".to_owned());
-        parts.args.extend(names.iter().map(|n| {
-            format!("--service-account-key-file=/etc/kcp/tls/{n}/service-account/tls.crt")
-        }));
+        apply_service_account_keys(parts, root_shard, shards);
     }
+}
+
+/// The `--oidc-*` flags that are set, and the OIDC CA file's Secret.
+fn apply_oidc(parts: &mut PodParts, oidc: &OidcConfiguration) {
+    let flags = [
+        ("issuer-url", &oidc.issuer_url),
+        ("client-id", &oidc.client_id),
+        ("groups-claim", &oidc.groups_claim),
+        ("username-claim", &oidc.username_claim),
+        ("username-prefix", &oidc.username_prefix),
+        ("groups-prefix", &oidc.groups_prefix),
+    ];
+    let mut args: Vec<String> = flags
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(n, v)| format!("--oidc-{n}={v}"))
+        .collect();
+    if let Some(ca) = &oidc.ca_file_ref {
+        let key = if ca.key.is_empty() {
+            DEFAULT_OIDC_CA_KEY
+        } else {
+            &ca.key
+        };
+        args.push(format!("--oidc-ca-file=/etc/kcp/tls/oidc/{key}"));
+        parts.secret("oidc-ca-file", &ca.name, "/etc/kcp/tls/oidc", true);
+    }
+    parts.args.extend(args);
+}
+
+/// The `--authentication-token-webhook-*` flags that are set, and the webhook's kubeconfig
+/// Secret.
+fn apply_auth_webhook(parts: &mut PodParts, w: &AuthenticationWebhookSpec) {
+    if let Some(d) = &w.cache_authentication_ttl {
+        parts.args.push(format!(
+            "--authentication-token-webhook-cache-ttl={}",
+            duration::normalize(d)
+        ));
+    }
+    if !w.version.is_empty() {
+        parts.args.push(format!(
+            "--authentication-token-webhook-version={}",
+            w.version
+        ));
+    }
+    if !w.config_secret_name.is_empty() {
+        let path = "/etc/kcp/authentication/webhook";
+        parts.args.push(format!(
+            "--authentication-token-webhook-config-file={path}/kubeconfig"
+        ));
+        parts.secret(
+            "authentication-webhook-config",
+            &w.config_secret_name,
+            path,
+            true,
+        );
+    }
+}
+
+/// `--token-auth-file` and its Secret (key `token.csv` unless named).
+fn apply_token_auth_file(parts: &mut PodParts, t: &TokenAuthFileSpec) {
+    let path = "/etc/kcp/authentication/token";
+    let key = if t.key.is_empty() {
+        "token.csv"
+    } else {
+        &t.key
+    };
+    parts.args.push(format!("--token-auth-file={path}/{key}"));
+    parts.secret("token-auth-file", &t.secret_name, path, true);
+}
+
+/// The ServiceAccount key Secrets of the root shard and every shard, and their
+/// `--service-account-key-file` flags.
+fn apply_service_account_keys(parts: &mut PodParts, root_shard: &str, shards: &[String]) {
+    let names: Vec<&str> = std::iter::once(root_shard)
+        .chain(shards.iter().map(String::as_str))
+        .collect();
+    for name in &names {
+        let secret = format!("{name}-service-account");
+        parts.secret(
+            &secret,
+            &secret,
+            &format!("/etc/kcp/tls/{name}/service-account"),
+            true,
+        );
+    }
+    parts.args.push("--service-account-lookup=false".to_owned());
+    parts.args.extend(
+        names.iter().map(|n| {
+            format!("--service-account-key-file=/etc/kcp/tls/{n}/service-account/tls.crt")
+        }),
+    );
 }
 
 /// Everything [`assemble`] needs besides the container.

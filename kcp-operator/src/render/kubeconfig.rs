@@ -270,6 +270,71 @@ pub enum ShardKubeconfig {
     ExternalLogicalClusterAdmin,
 }
 
+/// The names and server of one of a shard's kubeconfigs.
+struct ShardKubeconfigLayout {
+    /// The certificate kind, in the Secret's and the mounted certificate's names.
+    kind: &'static str,
+    cluster: &'static str,
+    context: &'static str,
+    user: &'static str,
+    server: String,
+    /// The CA file the cluster entry points at.
+    ca: &'static str,
+}
+
+/// The layout of kubeconfig `which` of `shard`.
+fn shard_kubeconfig_layout(
+    shard: &Shard,
+    rs: &RootShard,
+    which: ShardKubeconfig,
+) -> ShardKubeconfigLayout {
+    let (name, ns) = name_ns(&shard.metadata);
+    let rs_name = name_ns(&rs.metadata).0;
+    let common = &shard.spec.common;
+    match which {
+        ShardKubeconfig::Client => ShardKubeconfigLayout {
+            kind: "client",
+            cluster: "root-shard",
+            context: "shard-base",
+            user: "shard",
+            server: names::base_url(
+                Component::RootShard,
+                rs_name,
+                ns,
+                &rs.spec.common.cluster_domain,
+                &rs.spec.common.shard_base_url,
+            ),
+            ca: SERVER_CA_FILE,
+        },
+        ShardKubeconfig::LogicalClusterAdmin => ShardKubeconfigLayout {
+            kind: "logical-cluster-admin",
+            cluster: "logical-cluster:admin",
+            context: "logical-cluster",
+            user: "logical-cluster-admin",
+            server: names::base_url(
+                Component::Shard,
+                name,
+                ns,
+                &common.cluster_domain,
+                &common.shard_base_url,
+            ),
+            ca: SERVER_CA_FILE,
+        },
+        ShardKubeconfig::ExternalLogicalClusterAdmin => ShardKubeconfigLayout {
+            kind: "external-logical-cluster-admin",
+            cluster: "external-logical-cluster:admin",
+            context: "external-logical-cluster",
+            user: "external-logical-cluster-admin",
+            server: external_admin_server(rs),
+            ca: if common.ca_bundle_secret_ref.is_some() {
+                CA_BUNDLE_FILE
+            } else {
+                SERVER_CA_FILE
+            },
+        },
+    }
+}
+
 /// A kubeconfig Secret of a shard (labels rootshard and shard).
 pub fn render_shard_kubeconfig_secret(
     shard: &Shard,
@@ -278,49 +343,14 @@ pub fn render_shard_kubeconfig_secret(
 ) -> Result<Secret> {
     let (name, ns) = name_ns(&shard.metadata);
     let rs_name = name_ns(&rs.metadata).0;
-    let common = &shard.spec.common;
-    let (kind, cluster, context, user, server, ca) = match which {
-        ShardKubeconfig::Client => (
-            "client",
-            "root-shard",
-            "shard-base",
-            "shard",
-            names::base_url(
-                Component::RootShard,
-                rs_name,
-                ns,
-                &rs.spec.common.cluster_domain,
-                &rs.spec.common.shard_base_url,
-            ),
-            SERVER_CA_FILE,
-        ),
-        ShardKubeconfig::LogicalClusterAdmin => (
-            "logical-cluster-admin",
-            "logical-cluster:admin",
-            "logical-cluster",
-            "logical-cluster-admin",
-            names::base_url(
-                Component::Shard,
-                name,
-                ns,
-                &common.cluster_domain,
-                &common.shard_base_url,
-            ),
-            SERVER_CA_FILE,
-        ),
-        ShardKubeconfig::ExternalLogicalClusterAdmin => (
-            "external-logical-cluster-admin",
-            "external-logical-cluster:admin",
-            "external-logical-cluster",
-            "external-logical-cluster-admin",
-            external_admin_server(rs),
-            if common.ca_bundle_secret_ref.is_some() {
-                CA_BUNDLE_FILE
-            } else {
-                SERVER_CA_FILE
-            },
-        ),
-    };
+    let ShardKubeconfigLayout {
+        kind,
+        cluster,
+        context,
+        user,
+        server,
+        ca,
+    } = shard_kubeconfig_layout(shard, rs, which);
     let file = KubeconfigFile::with_files(
         cluster,
         &server,

@@ -90,6 +90,78 @@ struct Request<'a> {
     template: Option<&'a CertificateTemplate>,
 }
 
+/// What sets one leaf certificate apart from the other leaves of its owner: its subject, key
+/// usages, DNS names, and which intermediate CA of the root shard signs it.
+struct Leaf {
+    common_name: String,
+    organizations: &'static [&'static str],
+    usages: &'static [&'static str],
+    dns_names: Vec<String>,
+    signer: IntermediateCa,
+}
+
+impl Leaf {
+    /// A client certificate for `common_name` in `organizations`, signed by `signer`.
+    fn client(
+        common_name: impl Into<String>,
+        organizations: &'static [&'static str],
+        signer: IntermediateCa,
+    ) -> Self {
+        Leaf {
+            common_name: common_name.into(),
+            organizations,
+            usages: CLIENT,
+            dns_names: Vec::new(),
+            signer,
+        }
+    }
+
+    /// A certificate without a subject for `dns_names` with `usages`, signed by the server CA.
+    fn server(usages: &'static [&'static str], dns_names: Vec<String>) -> Self {
+        Leaf {
+            common_name: String::new(),
+            organizations: &[],
+            usages,
+            dns_names,
+            signer: IntermediateCa::Server,
+        }
+    }
+
+    /// The ServiceAccount signing key pair `common_name`.
+    fn service_account(common_name: String) -> Self {
+        Leaf {
+            common_name,
+            organizations: &[],
+            usages: &[USAGE_DIGITAL_SIGNATURE, USAGE_KEY_ENCIPHERMENT],
+            dns_names: Vec::new(),
+            signer: IntermediateCa::ServiceAccount,
+        }
+    }
+
+    /// The request of this leaf, named `name`, of the installation of root shard `root_shard`.
+    fn request<'a>(
+        self,
+        name: String,
+        root_shard: &str,
+        labels: BTreeMap<String, String>,
+        secret_labels: BTreeMap<String, String>,
+        template: Option<&'a CertificateTemplate>,
+    ) -> Request<'a> {
+        Request {
+            name,
+            labels,
+            secret_labels,
+            common_name: self.common_name,
+            organizations: self.organizations.iter().map(|o| (*o).to_owned()).collect(),
+            usages: self.usages,
+            dns_names: self.dns_names,
+            issuer: issuer(self.signer.name(root_shard)),
+            ca: false,
+            template,
+        }
+    }
+}
+
 fn issuer(name: String) -> IssuerReference {
     IssuerReference {
         name,
@@ -364,73 +436,44 @@ impl RootShardLeaf {
 pub fn render_root_shard_certificate(rs: &RootShard, leaf: RootShardLeaf) -> Certificate {
     let (name, ns) = name_ns(&rs.metadata);
     let cert_name = format!("{name}-{}", leaf.kind());
-    let ca = |c: IntermediateCa| issuer(c.name(name));
-    let (cn, orgs, usages, dns, iss): (String, &[&str], &[&str], Vec<String>, _) = match leaf {
-        RootShardLeaf::Server => (
-            String::new(),
-            &[],
-            SERVING,
-            root_shard_dns_names(rs),
-            ca(IntermediateCa::Server),
-        ),
-        RootShardLeaf::ServiceAccount => (
-            cert_name.clone(),
-            &[],
-            &[USAGE_DIGITAL_SIGNATURE, USAGE_KEY_ENCIPHERMENT],
-            Vec::new(),
-            ca(IntermediateCa::ServiceAccount),
-        ),
-        RootShardLeaf::VirtualWorkspaces => (
-            String::new(),
-            &[],
+    let request = root_shard_leaf(rs, &cert_name, leaf).request(
+        cert_name,
+        name,
+        names::resource_labels(name, Component::RootShard),
+        labels(&[(names::ROOT_SHARD_LABEL, name)]),
+        template(&rs.spec.common.certificate_templates, leaf.kind()),
+    );
+    build(ns, request)
+}
+
+/// The subject, usages, DNS names and signer of each leaf of a root shard (`cert_name` is
+/// the ServiceAccount key's subject).
+fn root_shard_leaf(rs: &RootShard, cert_name: &str, leaf: RootShardLeaf) -> Leaf {
+    let name = name_ns(&rs.metadata).0;
+    match leaf {
+        RootShardLeaf::Server => Leaf::server(SERVING, root_shard_dns_names(rs)),
+        RootShardLeaf::ServiceAccount => Leaf::service_account(cert_name.to_owned()),
+        RootShardLeaf::VirtualWorkspaces => Leaf::server(
             &[USAGE_SERVER_AUTH],
             vec![rs.spec.external.hostname.clone()],
-            ca(IntermediateCa::Server),
         ),
-        RootShardLeaf::LogicalClusterAdmin => (
-            "logical-cluster-admin".into(),
+        RootShardLeaf::LogicalClusterAdmin => Leaf::client(
+            "logical-cluster-admin",
             &["system:kcp:logical-cluster-admin"],
-            CLIENT,
-            Vec::new(),
-            ca(IntermediateCa::Client),
+            IntermediateCa::Client,
         ),
-        RootShardLeaf::ExternalLogicalClusterAdmin => (
-            "external-logical-cluster-admin".into(),
+        RootShardLeaf::ExternalLogicalClusterAdmin => Leaf::client(
+            "external-logical-cluster-admin",
             &["system:kcp:external-logical-cluster-admin"],
-            CLIENT,
-            Vec::new(),
-            ca(IntermediateCa::Client),
+            IntermediateCa::Client,
         ),
-        RootShardLeaf::Client => (
-            name.to_owned(),
-            &["system:masters"],
-            CLIENT,
-            Vec::new(),
-            ca(IntermediateCa::Client),
-        ),
-        RootShardLeaf::Operator => (
-            names::OPERATOR_USERNAME.into(),
+        RootShardLeaf::Client => Leaf::client(name, &["system:masters"], IntermediateCa::Client),
+        RootShardLeaf::Operator => Leaf::client(
+            names::OPERATOR_USERNAME,
             &["system:kcp:admin"],
-            CLIENT,
-            Vec::new(),
-            ca(IntermediateCa::Client),
+            IntermediateCa::Client,
         ),
-    };
-    build(
-        ns,
-        Request {
-            name: cert_name,
-            labels: names::resource_labels(name, Component::RootShard),
-            secret_labels: labels(&[(names::ROOT_SHARD_LABEL, name)]),
-            common_name: cn,
-            organizations: orgs.iter().map(|o| (*o).to_owned()).collect(),
-            usages,
-            dns_names: dns,
-            issuer: iss,
-            ca: false,
-            template: template(&rs.spec.common.certificate_templates, leaf.kind()),
-        },
-    )
+    }
 }
 
 /// The root shard's serving DNS names: its Service host, the external host name and the host
@@ -527,89 +570,63 @@ impl ShardLeaf {
 pub fn render_shard_certificate(shard: &Shard, root_shard: &str, leaf: ShardLeaf) -> Certificate {
     let (name, ns) = name_ns(&shard.metadata);
     let cert_name = format!("{name}-{}", leaf.kind());
-    let ca = |c: IntermediateCa| issuer(c.name(root_shard));
-    let host = names::service_host(
-        Component::Shard,
-        name,
-        ns,
-        &shard.spec.common.cluster_domain,
+    let request = shard_leaf(shard, &cert_name, leaf).request(
+        cert_name,
+        root_shard,
+        names::resource_labels(name, Component::Shard),
+        labels(&[
+            (names::ROOT_SHARD_LABEL, root_shard),
+            (names::SHARD_LABEL, name),
+        ]),
+        template(&shard.spec.common.certificate_templates, leaf.kind()),
     );
-    let (cn, orgs, usages, dns, iss): (String, &[&str], &[&str], Vec<String>, _) = match leaf {
+    build(ns, request)
+}
+
+/// The subject, usages, DNS names and signer of each leaf of a shard (`cert_name` is the
+/// ServiceAccount key's subject).
+fn shard_leaf(shard: &Shard, cert_name: &str, leaf: ShardLeaf) -> Leaf {
+    let (name, ns) = name_ns(&shard.metadata);
+    let host = || {
+        names::service_host(
+            Component::Shard,
+            name,
+            ns,
+            &shard.spec.common.cluster_domain,
+        )
+    };
+    match leaf {
         ShardLeaf::Server => {
-            let mut dns = vec!["localhost".to_owned(), host];
+            let mut dns = vec!["localhost".to_owned(), host()];
             let base = names::url_host(&shard.spec.common.shard_base_url);
             if !base.is_empty() {
                 dns.push(base.to_owned());
             }
-            (
-                String::new(),
-                &[],
-                SERVING,
-                union_sorted(&dns, &[]),
-                ca(IntermediateCa::Server),
-            )
+            Leaf::server(SERVING, union_sorted(&dns, &[]))
         }
-        ShardLeaf::ServiceAccount => (
-            cert_name.clone(),
-            &[],
-            &[USAGE_DIGITAL_SIGNATURE, USAGE_KEY_ENCIPHERMENT],
-            Vec::new(),
-            ca(IntermediateCa::ServiceAccount),
-        ),
-        ShardLeaf::VirtualWorkspaces => (
-            String::new(),
-            &[],
-            &[USAGE_SERVER_AUTH],
-            vec![host],
-            ca(IntermediateCa::Server),
-        ),
-        ShardLeaf::Client => (
+        ShardLeaf::ServiceAccount => Leaf::service_account(cert_name.to_owned()),
+        ShardLeaf::VirtualWorkspaces => Leaf::server(&[USAGE_SERVER_AUTH], vec![host()]),
+        ShardLeaf::Client => Leaf::client(
             format!("shard-{name}"),
             &["system:masters"],
-            CLIENT,
-            Vec::new(),
-            ca(IntermediateCa::Client),
+            IntermediateCa::Client,
         ),
-        ShardLeaf::MountsProxy => (
-            names::MOUNTS_PROXY_COMMON_NAME.into(),
+        ShardLeaf::MountsProxy => Leaf::client(
+            names::MOUNTS_PROXY_COMMON_NAME,
             &[],
-            CLIENT,
-            Vec::new(),
-            ca(IntermediateCa::RequestHeaderClient),
+            IntermediateCa::RequestHeaderClient,
         ),
-        ShardLeaf::LogicalClusterAdmin => (
+        ShardLeaf::LogicalClusterAdmin => Leaf::client(
             format!("logical-cluster-admin-shard-{name}"),
             &["system:kcp:logical-cluster-admin"],
-            CLIENT,
-            Vec::new(),
-            ca(IntermediateCa::Client),
+            IntermediateCa::Client,
         ),
-        ShardLeaf::ExternalLogicalClusterAdmin => (
+        ShardLeaf::ExternalLogicalClusterAdmin => Leaf::client(
             format!("external-logical-cluster-admin-shard-{name}"),
             &["system:kcp:external-logical-cluster-admin"],
-            CLIENT,
-            Vec::new(),
-            ca(IntermediateCa::Client),
+            IntermediateCa::Client,
         ),
-    };
-    build(
-        ns,
-        Request {
-            name: cert_name,
-            labels: names::resource_labels(name, Component::Shard),
-            secret_labels: labels(&[
-                (names::ROOT_SHARD_LABEL, root_shard),
-                (names::SHARD_LABEL, name),
-            ]),
-            common_name: cn,
-            organizations: orgs.iter().map(|o| (*o).to_owned()).collect(),
-            usages,
-            dns_names: dns,
-            issuer: iss,
-            ca: false,
-            template: template(&shard.spec.common.certificate_templates, leaf.kind()),
-        },
-    )
+    }
 }
 
 // ----- proxies ------------------------------------------------------------------------------
@@ -681,44 +698,22 @@ pub fn render_proxy_certificate(
         (None, Some(p)) => Some(&p.certificate_templates),
         (None, None) => None,
     };
-    let (common_name, orgs, usages, dns, iss): (&str, &[&str], &[&str], _, _) = match leaf {
-        ProxyLeaf::Server => (
-            "",
-            &[],
+    let leaf_spec = match leaf {
+        ProxyLeaf::Server => Leaf::server(
             SERVING,
             proxy_dns_names(rs, fp, &component.workload_name(instance)),
-            IntermediateCa::Server,
         ),
-        ProxyLeaf::Kubeconfig => (
-            cn,
-            &["system:masters"],
-            CLIENT,
-            Vec::new(),
-            IntermediateCa::Client,
-        ),
-        ProxyLeaf::RequestHeader => (
-            cn,
-            &[],
-            CLIENT,
-            Vec::new(),
-            IntermediateCa::RequestHeaderClient,
-        ),
+        ProxyLeaf::Kubeconfig => Leaf::client(cn, &["system:masters"], IntermediateCa::Client),
+        ProxyLeaf::RequestHeader => Leaf::client(cn, &[], IntermediateCa::RequestHeaderClient),
     };
-    build(
-        ns,
-        Request {
-            name: cert_name,
-            labels: names::resource_labels(instance, component),
-            secret_labels,
-            common_name: common_name.to_owned(),
-            organizations: orgs.iter().map(|o| (*o).to_owned()).collect(),
-            usages,
-            dns_names: dns,
-            issuer: issuer(iss.name(rs_name)),
-            ca: false,
-            template: templates.and_then(|t| template(t, leaf.kind())),
-        },
-    )
+    let request = leaf_spec.request(
+        cert_name,
+        rs_name,
+        names::resource_labels(instance, component),
+        secret_labels,
+        templates.and_then(|t| template(t, leaf.kind())),
+    );
+    build(ns, request)
 }
 
 fn proxy_dns_names(rs: &RootShard, fp: Option<&FrontProxy>, service: &str) -> Vec<String> {

@@ -25,6 +25,10 @@ pub fn effective_cache(cs: &CompiledShard) -> Option<&str> {
         .filter(|n| !n.is_empty())
 }
 
+/// The Secret mounts of a shard's kcp container, in upstream's order: the root CA, three
+/// kubeconfigs, the RootShard's CAs, the client CA, the shard's certificates, the merged CA
+/// bundle and the cache server's. Its length is that list, one mount after another, kept in
+/// one place so the order can be compared with upstream's at a glance.
 fn shard_mounts(cs: &CompiledShard, name: &str, mounts_proxy: bool) -> Vec<Mount> {
     let rs = &cs.spec.root_shard;
     let shard = &cs.spec.shard.common;
@@ -92,6 +96,9 @@ fn shard_mounts(cs: &CompiledShard, name: &str, mounts_proxy: bool) -> Vec<Mount
     mounts
 }
 
+/// The command-line flags of a shard's kcp container, in upstream's order. Its length is a
+/// flat list of flags, one per line, kept in one place so it can be compared with upstream's
+/// at a glance.
 fn shard_args(cs: &CompiledShard, name: &str, ns: &str, mounts_proxy: bool) -> Vec<String> {
     let rs = &cs.spec.root_shard.spec;
     let common = &cs.spec.shard.common;

@@ -4,7 +4,7 @@
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Container, LocalObjectReference, Service, Volume, VolumeMount};
 
-use crate::api::CompiledVirtualWorkspace;
+use crate::api::{CompiledVirtualWorkspace, VirtualWorkspaceSpec};
 use crate::render::deployment::{self as d, PodParts, Workload};
 use crate::render::names::{self, Component};
 use crate::render::rootshard::{
@@ -145,6 +145,85 @@ fn container_mounts(
     mounts
 }
 
+/// The init containers of `spec`: each inherits the shared mounts (and, without a kubeconfig
+/// Secret of its own, the admin fallback) and `image` unless it names one. Its own kubeconfig
+/// volume and image pull secrets are appended to `volumes` and `pull_secrets`, then, after
+/// every init container, the volumes they declare.
+fn init_containers(
+    spec: &VirtualWorkspaceSpec,
+    image: &str,
+    shared: &PodParts,
+    admin: &PodParts,
+    pull_secrets: &mut Vec<LocalObjectReference>,
+    volumes: &mut Vec<Volume>,
+) -> Vec<Container> {
+    let mut init_containers = Vec::new();
+    let mut init_volumes = Vec::new();
+    for init in &spec.init_containers {
+        let init_image = match &init.image {
+            Some(i) => {
+                let (img, secrets, _) = d::image_settings(Some(i));
+                pull_secrets.extend(secrets);
+                img
+            }
+            None => image.to_owned(),
+        };
+        init_volumes.extend(init.volumes.iter().cloned());
+        let own = init.kubeconfig_secret_ref.as_ref().map(|r| {
+            (
+                r,
+                format!("init-{}-kubeconfig", init.name),
+                "/etc/kcp/init-kubeconfig",
+            )
+        });
+        let mut resources = default_shard_resources();
+        d::merge_resources(&mut resources, init.resources.as_ref());
+        init_containers.push(Container {
+            name: init.name.clone(),
+            image: Some(init_image),
+            command: (!init.command.is_empty()).then(|| init.command.clone()),
+            args: (!init.args.is_empty()).then(|| init.args.clone()),
+            volume_mounts: Some(container_mounts(
+                shared,
+                admin,
+                own,
+                &init.volume_mounts,
+                volumes,
+            )),
+            resources: Some(resources),
+            ..Container::default()
+        });
+    }
+    volumes.extend(init_volumes);
+    init_containers
+}
+
+/// The server container `kcp`: `spec.command` or [`DEFAULT_COMMAND`], with the shards'
+/// container defaults; a custom command keeps upstream's probe-less container.
+fn server_container(spec: &VirtualWorkspaceSpec, image: String) -> Container {
+    let custom = !spec.command.is_empty();
+    let mut resources = default_shard_resources();
+    d::merge_resources(&mut resources, spec.resources.as_ref());
+    let mut container = Container {
+        name: "kcp".to_owned(),
+        image: Some(image),
+        command: Some(if custom {
+            spec.command.clone()
+        } else {
+            vec![DEFAULT_COMMAND.to_owned()]
+        }),
+        resources: Some(resources),
+        ..Container::default()
+    };
+    d::apply_shard_container_defaults(&mut container);
+    if custom {
+        container.startup_probe = None;
+        container.readiness_probe = None;
+        container.liveness_probe = None;
+    }
+    container
+}
+
 /// Deployment `<vw>-virtual-workspace`: the server container `kcp` (`spec.command` or
 /// `/virtual-workspaces`), init containers with inherited mounts, volumes de-duplicated by
 /// name (first wins). Unlike upstream (spec section 9 item 10), kcp's own server gets the
@@ -172,66 +251,17 @@ pub fn render_virtual_workspace_deployment(cvw: &CompiledVirtualWorkspace) -> De
         &spec.extra_volume_mounts,
         &mut volumes,
     );
-    let mut init_containers = Vec::new();
-    let mut init_volumes = Vec::new();
-    for init in &spec.init_containers {
-        let init_image = match &init.image {
-            Some(i) => {
-                let (img, secrets, _) = d::image_settings(Some(i));
-                pull_secrets.extend(secrets);
-                img
-            }
-            None => image.clone(),
-        };
-        init_volumes.extend(init.volumes.iter().cloned());
-        let own = init.kubeconfig_secret_ref.as_ref().map(|r| {
-            (
-                r,
-                format!("init-{}-kubeconfig", init.name),
-                "/etc/kcp/init-kubeconfig",
-            )
-        });
-        let mut resources = default_shard_resources();
-        d::merge_resources(&mut resources, init.resources.as_ref());
-        init_containers.push(Container {
-            name: init.name.clone(),
-            image: Some(init_image),
-            command: (!init.command.is_empty()).then(|| init.command.clone()),
-            args: (!init.args.is_empty()).then(|| init.args.clone()),
-            volume_mounts: Some(container_mounts(
-                &shared,
-                &admin,
-                own,
-                &init.volume_mounts,
-                &mut volumes,
-            )),
-            resources: Some(resources),
-            ..Container::default()
-        });
-    }
-    volumes.extend(init_volumes);
+    let init_containers = init_containers(
+        spec,
+        &image,
+        &shared,
+        &admin,
+        &mut pull_secrets,
+        &mut volumes,
+    );
     let mut seen = std::collections::BTreeSet::new();
     volumes.retain(|v| seen.insert(v.name.clone()));
-    let custom = !spec.command.is_empty();
-    let mut resources = default_shard_resources();
-    d::merge_resources(&mut resources, spec.resources.as_ref());
-    let mut container = Container {
-        name: "kcp".to_owned(),
-        image: Some(image),
-        command: Some(if custom {
-            spec.command.clone()
-        } else {
-            vec![DEFAULT_COMMAND.to_owned()]
-        }),
-        resources: Some(resources),
-        ..Container::default()
-    };
-    d::apply_shard_container_defaults(&mut container);
-    if custom {
-        container.startup_probe = None;
-        container.readiness_probe = None;
-        container.liveness_probe = None;
-    }
+    let container = server_container(spec, image);
     let parts = PodParts {
         args: vw_args(cvw),
         volumes,
