@@ -27,11 +27,11 @@ use crate::conditions::{
     AGENT_CLUSTER_INSTALL_READY, CLUSTER_DEPLOYMENT_READY, CONTROL_PLANE_ENDPOINT_READY, PAUSED,
     READY, summary,
 };
-use crate::error::{Error, Result};
-use crate::foreign::{AgentClusterInstall, Cluster, ClusterDeployment, ControlPlane};
 use crate::context::{
     CLUSTER_POLL, Context, LabelsPatch, get_cluster, merge_patch, paused, typed_ref, version_of,
 };
+use crate::error::{Error, Result};
+use crate::foreign::{AgentClusterInstall, Cluster, ClusterDeployment, ControlPlane};
 use crate::render::{
     key, owner_reference, render_agent_cluster_install, render_cluster_deployment,
 };

@@ -31,13 +31,13 @@ use crate::api::{
     WATCH_FILTER_LABEL,
 };
 use crate::cluster::reconcile_agent_cluster;
+use crate::context::{Context, ProviderConfig};
 use crate::error::{Error, Result};
 use crate::foreign::{Agent, capi_gvk};
 use crate::machine::reconcile_agent_machine;
 use crate::metrics::Metrics;
 use crate::nodes::{Workloads, reconcile_node_provider_id};
 use crate::pause_watch::{infrastructure_of, machines_of, pause_changes};
-use crate::context::{Context, ProviderConfig};
 use crate::select::{selector_matches, usable};
 
 /// Everything [`run`] needs.

@@ -39,16 +39,16 @@ use crate::binding::{
 use crate::bootstrap;
 use crate::cluster::{ensure_backup_label, label_secret_for_backup};
 use crate::conditions::{BOOTSTRAP_DATA_READY, DELETING, PAUSED, Reservation, machine_conditions};
+use crate::context::{
+    CLUSTER_POLL, Context, LabelsPatch, get_cluster, get_machine, merge_patch, paused, typed_ref,
+    version_of,
+};
 use crate::deletion::{
     AgentView, HookPhase, Observed, ReleaseReason, Step, UNBIND_POLL, has_hook, hook_phase, step,
 };
 use crate::error::{Error, Result};
 use crate::foreign::{Agent, Cluster, ClusterReference, Machine, SecretReference, capi_gvk};
 use crate::metrics::ClaimResult;
-use crate::context::{
-    CLUSTER_POLL, Context, LabelsPatch, get_cluster, get_machine, merge_patch, paused, typed_ref,
-    version_of,
-};
 use crate::render::{key, render_token_secret, token_secret_name};
 use crate::select::{Request, rank};
 

@@ -25,9 +25,9 @@ use tracing::Instrument;
 
 use crate::api::{AgentMachine, CLUSTER_NAME_LABEL, MachineAddressType};
 use crate::cluster::label_secret_for_backup;
+use crate::context::Context;
 use crate::error::{Error, Result};
 use crate::machine::record;
-use crate::context::Context;
 use crate::render::key;
 
 /// HyperShift's kubeconfig Secret name.

@@ -11,8 +11,8 @@ use capi_agent::api::{
     AGENT_MACHINE_FINALIZER, MachineAddressType, PRE_TERMINATE_HOOK, UNBIND_STARTED_ANNOTATION,
 };
 use capi_agent::cluster::reconcile_agent_cluster;
-use capi_agent::machine::reconcile_agent_machine;
 use capi_agent::context::{Context, ProviderConfig};
+use capi_agent::machine::reconcile_agent_machine;
 use k8s_openapi::api::core::v1::Secret;
 use kcp_core::runtime::Outcome;
 use kcp_core::typed::from_dynamic;

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use capi_agent::context::ProviderConfig;
 use capi_agent::controller::{Options, run};
 use capi_agent::metrics::Metrics;
-use capi_agent::context::ProviderConfig;
 use clap::{Parser, Subcommand};
 use kcp_manager::{CommonFlags, Defaults, Error, Manager, parse_flags, print_crds};
 

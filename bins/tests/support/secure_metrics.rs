@@ -5,9 +5,10 @@ use std::process::Command;
 
 /// The metric families controller-runtime users' dashboards and alerts read, as their `# TYPE`
 /// lines name them (a counter without `_total`).
-pub const FAMILIES: [&str; 19] = [
+pub const FAMILIES: [&str; 20] = [
     "controller_runtime_reconcile",
     "controller_runtime_reconcile_errors",
+    "controller_runtime_terminal_reconcile_errors",
     "controller_runtime_reconcile_time_seconds",
     "controller_runtime_max_concurrent_reconciles",
     "controller_runtime_active_workers",

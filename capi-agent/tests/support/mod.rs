@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use capi_agent::api::{AgentCluster, AgentMachine};
-use capi_agent::foreign::Agent;
 use capi_agent::context::{Context, ProviderConfig};
+use capi_agent::foreign::Agent;
 use kcp_core::apply::{Applier, ApplierConfig, ApplyPlan, RuleSet};
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::{
