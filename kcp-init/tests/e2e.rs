@@ -86,53 +86,69 @@ spec:
       cluster: \"{{ .ClusterName }}\"
 ";
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_template_error_holds_the_workspace_until_the_template_is_fixed() {
+/// A workspace `broken` held by a template error: the agent, the playground's InitTarget and a
+/// template naming a field the template context lacks, once the InitTarget's `TemplateError`
+/// condition is True (the agent has tried the workspace and failed permanently). Returns the
+/// bed, the agent and the workspace's logical cluster.
+async fn held_by_a_template_error() -> (Bed, Agent, String) {
     let bed = Bed::start().await;
-    let root = &*bed.root;
     let agent = bed.start_agent().await;
     bed.apply(WORKSPACE_TYPE).await;
     bed.apply(INIT).await;
     bed.apply(BROKEN_TEMPLATE).await;
     bed.create_workspaces(&["broken"]).await;
     let cluster = bed.cluster_of("broken").await;
+    wait_condition(&*bed.root, "init-dev-environment", "TemplateError", "True").await;
+    (bed, agent, cluster)
+}
 
-    // The InitTarget names the cluster and the reason.
+/// Applies the fixed template and waits for the held workspace to be Ready.
+async fn fix_the_template(bed: &Bed) {
+    bed.apply(FIXED_TEMPLATE).await;
+    bed.wait_ready(&["broken"], Duration::from_secs(20)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_error_sets_template_error_naming_the_cluster_and_the_missing_field() {
+    let (bed, agent, cluster) = held_by_a_template_error().await;
+    let condition = condition_with(&*bed.root, "init-dev-environment", "TemplateError", "True")
+        .await
+        .expect("TemplateError=True");
+    let message = condition.message.unwrap_or_default();
+    assert!(
+        message.contains(&cluster) && message.contains("NoSuchField"),
+        "{message}"
+    );
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_error_records_a_warning_event_on_the_init_target_naming_the_cluster() {
+    // On the InitTarget: a workspace still initializing has no namespace to hold an Event on
+    // real kcp.
+    let (bed, agent, cluster) = held_by_a_template_error().await;
+    let root = &*bed.root;
+    let failed_event = || async {
+        let events = root
+            .list(
+                &GroupVersionKind::gvk("", "v1", "Event"),
+                Some("default"),
+                &ListOptions::default(),
+            )
+            .await
+            .unwrap();
+        events
+            .items
+            .into_iter()
+            .find(|e| e.data["reason"] == "ReconcilingFailed")
+    };
     until(
-        "a TemplateError condition",
+        "a Warning event with upstream's reason",
         Duration::from_secs(20),
-        || async {
-            let t: InitTarget = root
-                .get_typed(None, "init-dev-environment")
-                .await
-                .unwrap()
-                .unwrap();
-            t.status
-                .and_then(|s| s.condition("TemplateError").cloned())
-                .is_some_and(|c| {
-                    c.status == "True"
-                        && c.message
-                            .as_deref()
-                            .is_some_and(|m| m.contains(&cluster) && m.contains("NoSuchField"))
-                })
-        },
+        || async { failed_event().await.is_some() },
     )
     .await;
-    // A Warning Event on the InitTarget names the cluster (a workspace still initializing has
-    // no namespace to hold an Event on real kcp).
-    let events = root
-        .list(
-            &GroupVersionKind::gvk("", "v1", "Event"),
-            Some("default"),
-            &ListOptions::default(),
-        )
-        .await
-        .unwrap();
-    let warning = events
-        .items
-        .iter()
-        .find(|e| e.data["reason"] == "ReconcilingFailed")
-        .expect("a Warning event with upstream's reason");
+    let warning = failed_event().await.unwrap();
     assert_eq!(warning.data["type"], "Warning");
     let prefix = format!("Failed to initialize cluster {cluster}: ");
     assert!(
@@ -147,37 +163,50 @@ async fn a_template_error_holds_the_workspace_until_the_template_is_fixed() {
         warning.data["involvedObject"]["name"],
         "init-dev-environment"
     );
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_template_error_holds_the_workspace_initializing() {
+    let (bed, agent, _) = held_by_a_template_error().await;
     assert_eq!(
-        phase_of(root, "broken").await.as_deref(),
+        phase_of(&*bed.root, "broken").await.as_deref(),
         Some("Initializing")
     );
+    agent.stop().await;
+}
 
-    // Fixing the template completes it; the ConfigMap without a namespace went to `default`.
-    bed.apply(FIXED_TEMPLATE).await;
-    bed.wait_ready(&["broken"], Duration::from_secs(20)).await;
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixing_the_template_makes_the_held_workspace_ready() {
+    let (bed, agent, _) = held_by_a_template_error().await;
+    fix_the_template(&bed).await;
+    assert_eq!(
+        phase_of(&*bed.root, "broken").await.as_deref(),
+        Some("Ready")
+    );
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_the_fixed_template_gives_no_namespace_is_created_in_default() {
+    let (bed, agent, cluster) = held_by_a_template_error().await;
+    fix_the_template(&bed).await;
     let cm = bed
         .inside(&cluster)
         .await
         .get(&cm_ref("default", "cluster-info"))
         .await
         .unwrap()
-        .unwrap();
+        .expect("ConfigMap default/cluster-info");
     assert_eq!(cm.data["data"]["cluster"], cluster.as_str());
-    until(
-        "the TemplateError condition to clear",
-        Duration::from_secs(10),
-        || async {
-            let t: InitTarget = root
-                .get_typed(None, "init-dev-environment")
-                .await
-                .unwrap()
-                .unwrap();
-            t.status
-                .and_then(|s| s.condition("TemplateError").cloned())
-                .is_some_and(|c| c.status == "False")
-        },
-    )
-    .await;
+    agent.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fixing_the_template_clears_the_template_error() {
+    let (bed, agent, _) = held_by_a_template_error().await;
+    fix_the_template(&bed).await;
+    wait_condition(&*bed.root, "init-dev-environment", "TemplateError", "False").await;
     agent.stop().await;
 }
 
@@ -193,10 +222,11 @@ async fn deleting_the_init_target_stops_its_machinery() {
 
     let target = playground_target();
     root.delete(&target, &Default::default()).await.unwrap();
-    // Give the agent time to see the deletion, then a new workspace stays waiting.
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // A workspace created once the agent has handled the deletion stays waiting, while a later
+    // one of another type is initialized.
+    bed.start_witness("after-delete", "{}").await;
     bed.create_workspaces(&["second"]).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    bed.witness_initializes("after-delete", "witnessed").await;
     assert_eq!(
         phase_of(root, "second").await.as_deref(),
         Some("Initializing")
@@ -220,13 +250,7 @@ async fn two_targets_for_one_workspace_type_conflict_and_only_the_oldest_acts() 
     bed.apply(SECOND_TARGET).await;
     let agent = bed.start_agent().await;
     for name in ["init-dev-environment", "a-later-target"] {
-        until("a Conflict condition", Duration::from_secs(20), || async {
-            let t: InitTarget = root.get_typed(None, name).await.unwrap().unwrap();
-            t.status
-                .and_then(|s| s.condition("Conflict").cloned())
-                .is_some_and(|c| c.status == "True")
-        })
-        .await;
+        wait_condition(root, name, "Conflict", "True").await;
     }
     bed.create_workspaces(&["only-once"]).await;
     bed.wait_ready(&["only-once"], Duration::from_secs(20))
@@ -335,8 +359,10 @@ async fn only_targets_matching_the_selector_act_and_labels_can_start_and_stop_th
     bed.apply(WORKSPACE_TYPE).await;
     bed.apply(INIT).await;
     let agent = bed.start_agent_with(Some("agent=blue")).await;
+    bed.start_witness("blue-before", "{agent: blue}").await;
     bed.create_workspaces(&["unlabelled"]).await;
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    bed.witness_initializes("blue-before", "witnessed-before")
+        .await;
     assert_eq!(
         phase_of(root, "unlabelled").await.as_deref(),
         Some("Initializing")
@@ -367,9 +393,10 @@ async fn only_targets_matching_the_selector_act_and_labels_can_start_and_stop_th
     )
     .await
     .unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    bed.start_witness("blue-after", "{agent: blue}").await;
     bed.create_workspaces(&["after-relabel"]).await;
-    tokio::time::sleep(Duration::from_millis(1500)).await;
+    bed.witness_initializes("blue-after", "witnessed-after")
+        .await;
     assert_eq!(
         phase_of(root, "after-relabel").await.as_deref(),
         Some("Initializing")
@@ -474,8 +501,9 @@ async fn virtual_workspace_urls_removed_and_added_at_runtime_are_followed() {
         t.status.is_some_and(|s| s.virtual_workspaces.is_empty())
     })
     .await;
+    bed.start_witness("unpublished", "{}").await;
     bed.create_workspaces(&["waiting"]).await;
-    tokio::time::sleep(Duration::from_millis(1000)).await;
+    bed.witness_initializes("unpublished", "witnessed").await;
     assert_eq!(
         phase_of(root, "waiting").await.as_deref(),
         Some("Initializing")

@@ -9,35 +9,12 @@ use std::time::Duration;
 
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::runtime::ReconcileResult;
-use kcp_core::{ListOptions, ObjectClient, ObjectClientExt, PatchOptions, parse_manifests};
-use kcp_init::api::InitTarget;
+use kcp_core::{ListOptions, PatchOptions, parse_manifests};
 use kcp_sim::{Config, ErrorRule, Verb};
 
 mod support;
 
 use support::*;
-
-/// The named condition of an InitTarget, once it has one with `status`.
-async fn condition_with(
-    root: &dyn ObjectClient,
-    target: &str,
-    type_: &str,
-    status: &str,
-) -> Option<kcp_core::kcp::Condition> {
-    let t: InitTarget = root.get_typed(None, target).await.unwrap()?;
-    t.status
-        .and_then(|s| s.condition(type_).cloned())
-        .filter(|c| c.status == status)
-}
-
-async fn wait_condition(root: &dyn ObjectClient, target: &str, type_: &str, status: &str) {
-    until(
-        &format!("{target}: {type_}={status}"),
-        Duration::from_secs(20),
-        || async { condition_with(root, target, type_, status).await.is_some() },
-    )
-    .await;
-}
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn conditions_the_supervisor_writes_keep_the_runners_template_error() {

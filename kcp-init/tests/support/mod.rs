@@ -159,16 +159,9 @@ impl Bed {
         start_agent_on(config, self.kcp.root(), selector)
     }
 
+    /// Creates workspaces of the playground's WorkspaceType in the test's root.
     pub async fn create_workspaces(&self, names: &[&str]) {
-        let docs: Vec<String> = names
-            .iter()
-            .map(|n| {
-                format!(
-                    "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {n}}}\nspec:\n  type: {{name: dev-environment, path: root}}\n"
-                )
-            })
-            .collect();
-        self.apply(&docs.join("---\n")).await;
+        self.create_workspaces_of("dev-environment", names).await;
     }
 
     pub async fn wait_ready(&self, names: &[&str], within: Duration) {
@@ -188,6 +181,41 @@ impl Bed {
             );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+    }
+
+    /// Creates workspaces of the WorkspaceType `workspace_type` in the test's root.
+    pub async fn create_workspaces_of(&self, workspace_type: &str, names: &[&str]) {
+        let docs: Vec<String> = names
+            .iter()
+            .map(|n| {
+                format!(
+                    "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {n}}}\nspec:\n  type: {{name: {workspace_type}, path: root}}\n"
+                )
+            })
+            .collect();
+        self.apply(&docs.join("---\n")).await;
+    }
+
+    /// Starts a witness: a WorkspaceType `name` with an initializer and an InitTarget `name` for
+    /// it with the given `labels` (a YAML map, e.g. `{agent: blue}`) and the playground's
+    /// template, and waits until the agent runs it (its `Ready` condition is True). The agent
+    /// handles InitTarget changes in the order its watch delivers them, so when this returns it
+    /// has handled every InitTarget change the test made before (a deletion, a relabelling).
+    pub async fn start_witness(&self, name: &str, labels: &str) {
+        self.apply(&format!(
+            "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata: {{name: {name}}}\nspec: {{initializer: true}}\n---\napiVersion: initialization.kcp.io/v1alpha1\nkind: InitTarget\nmetadata: {{name: {name}, labels: {labels}}}\nspec:\n  workspaceTypeRef: {{path: root, name: {name}}}\n  sources:\n  - template: {{name: dev-environment-basics}}\n"
+        ))
+        .await;
+        wait_condition(&*self.root, name, "Ready", "True").await;
+    }
+
+    /// Creates a workspace `name` of the witness's type and waits until it is Ready. The agent
+    /// then has initialized, with the same template, a workspace created after every workspace
+    /// the test created before: a test asserts that the agent did *not* act on one of those
+    /// after this, not after a sleep.
+    pub async fn witness_initializes(&self, witness: &str, name: &str) {
+        self.create_workspaces_of(witness, &[name]).await;
+        self.wait_ready(&[name], Duration::from_secs(30)).await;
     }
 
     /// Every object the playground template renders exists in the workspace.
@@ -230,6 +258,29 @@ pub fn start_agent_on(kube: kcp_core::kube::Config, root: &str, selector: Option
 pub async fn phase_of(root: &dyn ObjectClient, name: &str) -> Option<String> {
     let ws: Option<Workspace> = root.get_typed(None, name).await.unwrap();
     ws.and_then(|w| w.status).and_then(|s| s.phase)
+}
+
+/// The condition `type_` of the InitTarget `target`, when the InitTarget has it with `status`.
+pub async fn condition_with(
+    root: &dyn ObjectClient,
+    target: &str,
+    type_: &str,
+    status: &str,
+) -> Option<kcp_core::kcp::Condition> {
+    let t: kcp_init::api::InitTarget = root.get_typed(None, target).await.unwrap()?;
+    t.status
+        .and_then(|s| s.condition(type_).cloned())
+        .filter(|c| c.status == status)
+}
+
+/// Waits (up to 20 s) until the InitTarget `target` has the condition `type_` with `status`.
+pub async fn wait_condition(root: &dyn ObjectClient, target: &str, type_: &str, status: &str) {
+    until(
+        &format!("{target}: {type_}={status}"),
+        Duration::from_secs(20),
+        || async { condition_with(root, target, type_, status).await.is_some() },
+    )
+    .await;
 }
 
 pub async fn until<F, Fut>(what: &str, within: Duration, mut f: F)
