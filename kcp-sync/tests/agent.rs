@@ -140,8 +140,10 @@ async fn a_consumer_object_is_synced_down_and_its_status_up_by_the_running_agent
         )
         .await
         .unwrap();
-    // The agent's own status write (Syncing) and this one: give the publisher time to see them.
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    // A later PublishedResource of the same kind, refused as the second to publish it: once
+    // its refusal is written, the publisher has handled every event of the PublishedResource
+    // watch before its creation, this status update too.
+    publisher_caught_up(&env).await;
     assert_eq!(metrics.sync_controller_starts.get(), starts);
     // A spec change replaces the controller: one more start, still one running.
     let mut pr = env.pr("crontabs").await;
@@ -164,6 +166,28 @@ async fn a_consumer_object_is_synced_down_and_its_status_up_by_the_running_agent
 
     let _ = stop.send(());
     task.await.unwrap().unwrap();
+}
+
+/// Waits until the publisher has handled the PublishedResource events so far: a
+/// PublishedResource created now, publishing the CronTabs again, is refused (its `Syncing`
+/// False), and is deleted again.
+async fn publisher_caught_up(env: &Env) {
+    env.publish(&crontab_pr("crontabs-marker")).await;
+    eventually("the later PublishedResource refused", || async {
+        let status = env.pr("crontabs-marker").await.status.unwrap_or_default();
+        status
+            .condition("Syncing")
+            .is_some_and(|c| c.status == "False")
+    })
+    .await;
+    env.service
+        .delete_typed::<kcp_sync::api::PublishedResource>(
+            None,
+            "crontabs-marker",
+            &Default::default(),
+        )
+        .await
+        .unwrap();
 }
 
 /// Starts the agent for `pr` and a bound consumer `root:team-1` (claims: events, namespaces,
