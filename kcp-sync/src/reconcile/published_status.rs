@@ -3,7 +3,7 @@
 //! Three parts of the agent report on a PublishedResource: the schema reconcile
 //! (`SchemaReady`, the schema name, the generation observed), the publish reconcile (`Syncing`,
 //! and `Ready` when a PublishedResource is refused) and its running sync controller (the object
-//! counts and `Ready`). Each describes what it writes as a [`StatusChange`]; [`write`] applies
+//! counts and `Ready`). Each describes what it writes as a [`StatusChange`]; [`write()`] applies
 //! it through kcp-core's [`kcp_core::runtime::write_status`], which writes only a changed
 //! status and starts again from a fresh read on a conflict, so the writers never undo one
 //! another's fields. A failed write is returned naming the PublishedResource, or, by
@@ -88,7 +88,7 @@ pub async fn write(
     })
 }
 
-/// [`write`], for writers with no caller to return the error to: a failure is logged at warn
+/// [`write()`], for writers with no caller to return the error to: a failure is logged at warn
 /// with the PublishedResource's name, and `false` returned.
 pub async fn write_or_warn(service: &dyn ObjectClient, name: &str, change: &StatusChange) -> bool {
     match write(service, name, change).await {
