@@ -166,7 +166,7 @@ impl Reconciler<ObjectKey> for TargetReconciler {
             )
             .await;
         if let Err(err) = recorded {
-            tracing::debug!(cluster = %key.cluster, error = %err, "could not record the Warning event");
+            tracing::warn!(target = %self.target, cluster = %key.cluster, reason = EVENT_REASON, error = %err, "could not record the Warning event on the InitTarget");
         }
     }
 }
