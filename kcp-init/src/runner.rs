@@ -212,7 +212,6 @@ pub(crate) async fn run_target(
     config.metrics = shared.metrics.controllers().clone();
     let workers = tokio::spawn(run_workers(queue.clone(), reconciler.clone(), config));
     let running = Running { reconciler, queue };
-    running.report_urls(&[], &BTreeMap::new()).await;
     running.serve(clusters, views, templates, &stop).await;
     // Stop handing out work, cancel delayed retries, and let in-flight attempts finish.
     running.queue.shutdown();
@@ -226,6 +225,15 @@ struct Views {
     failures: watch::Receiver<BTreeMap<String, String>>,
 }
 
+/// What a runner has written to its InitTarget's status.
+#[derive(Debug, Default)]
+struct Reported {
+    /// Whether the current virtual workspace URLs and their `Ready` condition are written.
+    views: bool,
+    /// The counts last written.
+    counts: Option<Counts>,
+}
+
 /// A started runner: its reconciler and the queue its workers drain.
 struct Running {
     reconciler: Arc<TargetReconciler>,
@@ -234,7 +242,8 @@ struct Running {
 
 impl Running {
     /// Feeds the queue from the provider's cluster events and template changes, and keeps the
-    /// InitTarget's status current, until `stop` is cancelled or an input closes.
+    /// InitTarget's status current, until `stop` is cancelled or an input closes. A status
+    /// write that failed is written again on the next status tick.
     async fn serve(
         &self,
         mut clusters: mpsc::Receiver<ClusterEvent>,
@@ -243,7 +252,10 @@ impl Running {
         stop: &CancellationToken,
     ) {
         let mut status_tick = tokio::time::interval(Duration::from_millis(250));
-        let mut reported = None;
+        let mut reported = Reported {
+            views: self.report_urls(&[], &BTreeMap::new()).await,
+            counts: None,
+        };
         loop {
             tokio::select! {
                 _ = stop.cancelled() => break,
@@ -251,19 +263,13 @@ impl Running {
                     Some(event) => engage(&self.reconciler, &self.queue, event),
                     None => break,
                 },
-                Ok(()) = views.urls.changed() => self.report_views(&mut views).await,
-                Ok(()) = views.failures.changed() => self.report_views(&mut views).await,
+                Ok(()) = views.urls.changed() => reported.views = self.report_views(&mut views).await,
+                Ok(()) = views.failures.changed() => reported.views = self.report_views(&mut views).await,
                 changed = templates.changed() => {
                     if changed.is_err() { break; }
                     self.retry_pending();
                 }
-                _ = status_tick.tick() => {
-                    let counts = lock(&self.reconciler.counts).clone();
-                    if reported.as_ref() != Some(&counts) {
-                        self.report_counts(&counts).await;
-                        reported = Some(counts);
-                    }
-                }
+                _ = status_tick.tick() => self.report_on_tick(&mut views, &mut reported).await,
             }
         }
     }
@@ -277,19 +283,47 @@ impl Running {
         }
     }
 
-    async fn report_views(&self, views: &mut Views) {
+    /// Writes the views again when their last write failed, and the counts when they changed
+    /// since the last successful write.
+    async fn report_on_tick(&self, views: &mut Views, reported: &mut Reported) {
+        if !reported.views {
+            reported.views = self.report_views(views).await;
+        }
+        let counts = lock(&self.reconciler.counts).clone();
+        if reported.counts.as_ref() != Some(&counts) && self.report_counts(&counts).await {
+            reported.counts = Some(counts);
+        }
+    }
+
+    /// Writes the current views; whether the write succeeded.
+    async fn report_views(&self, views: &mut Views) -> bool {
         let current = views.urls.borrow_and_update().clone();
         let failing = views.failures.borrow_and_update().clone();
-        self.report_urls(&current, &failing).await;
+        self.report_urls(&current, &failing).await
     }
 
-    async fn report_urls(&self, urls: &[String], failing: &BTreeMap<String, String>) {
+    /// Writes `urls` and the `Ready` condition they make; whether the write succeeded.
+    async fn report_urls(&self, urls: &[String], failing: &BTreeMap<String, String>) -> bool {
         let r = &self.reconciler;
-        report_urls(&r.shared, &r.target, &r.initializer, urls, failing).await;
+        let result = report_urls(&r.shared, &r.target, &r.initializer, urls, failing).await;
+        written(&r.target, result)
     }
 
-    async fn report_counts(&self, counts: &Counts) {
-        report_counts(&self.reconciler.shared, &self.reconciler.target, counts).await;
+    /// Writes `counts`; whether the write succeeded.
+    async fn report_counts(&self, counts: &Counts) -> bool {
+        let r = &self.reconciler;
+        written(&r.target, report_counts(&r.shared, &r.target, counts).await)
+    }
+}
+
+/// Whether a status write of InitTarget `target` succeeded; a failure is logged as a warning.
+fn written(target: &str, result: Result<(), Error>) -> bool {
+    match result {
+        Ok(()) => true,
+        Err(err) => {
+            tracing::warn!(target = %target, error = %err, "could not write the InitTarget's status; writing again on the next status tick");
+            false
+        }
     }
 }
 
@@ -324,7 +358,7 @@ async fn resolve_type(
         Err(err) => {
             let update = ConditionUpdate::new(CONDITION_READY, false, "InvalidWorkspaceTypeRef")
                 .message(err.to_string());
-            set_conditions(config, target, vec![update]).await;
+            report_until_written(shared, target, update, stop).await;
             return None;
         }
     };
@@ -347,10 +381,32 @@ async fn resolve_type(
         };
         let update =
             ConditionUpdate::new(CONDITION_READY, false, "WorkspaceTypeNotFound").message(problem);
-        set_conditions(config, target, vec![update]).await;
+        if let Err(err) = set_conditions(config, target, vec![update]).await {
+            tracing::warn!(target = %target, error = %err, "could not write the InitTarget's Ready condition; writing again on the next read");
+        }
         failures = failures.saturating_add(1);
         tokio::select! {
             _ = stop.cancelled() => return None,
+            _ = tokio::time::sleep(shared.backoff.delay(failures)) => {}
+        }
+    }
+}
+
+/// Writes `update`, a `Ready` False after which the runner ends, until it is written or `stop`
+/// is cancelled: nothing else reports why the InitTarget does not run.
+async fn report_until_written(
+    shared: &Shared,
+    target: &str,
+    update: ConditionUpdate,
+    stop: &CancellationToken,
+) {
+    let config = shared.config.as_ref() as &dyn ObjectClient;
+    let mut failures = 0u32;
+    while let Err(err) = set_conditions(config, target, vec![update.clone()]).await {
+        tracing::warn!(target = %target, error = %err, "could not write the InitTarget's Ready condition; writing again");
+        failures = failures.saturating_add(1);
+        tokio::select! {
+            _ = stop.cancelled() => return,
             _ = tokio::time::sleep(shared.backoff.delay(failures)) => {}
         }
     }
@@ -364,7 +420,7 @@ async fn report_urls(
     initializer: &str,
     urls: &[String],
     failing: &BTreeMap<String, String>,
-) {
+) -> Result<(), Error> {
     let (status, reason, message) = if let Some((url, error)) = failing.iter().next() {
         (
             ConditionStatus::False,
@@ -395,10 +451,10 @@ async fn report_urls(
             kcp_core::runtime::conditions::now(),
         );
     })
-    .await;
+    .await
 }
 
-async fn report_counts(shared: &Shared, target: &str, counts: &Counts) {
+async fn report_counts(shared: &Shared, target: &str, counts: &Counts) -> Result<(), Error> {
     shared
         .metrics
         .set_pending(target, counts.pending.len() as u64);
@@ -430,7 +486,7 @@ async fn report_counts(shared: &Shared, target: &str, counts: &Counts) {
         kcp_core::runtime::set_condition(&mut s.conditions, template_error.clone(), now.clone());
         kcp_core::runtime::set_condition(&mut s.conditions, duplicates.clone(), now);
     })
-    .await;
+    .await
 }
 
 #[cfg(test)]

@@ -116,37 +116,40 @@ impl Supervisor {
             }
         };
         let plan = plan_targets(self.known.values(), identity);
-        let config = self.shared.config.as_ref();
-        for (name, message) in &plan.conflicts {
-            let update = ConditionUpdate::new(CONDITION_CONFLICT, true, "SameWorkspaceType")
-                .message(message.clone());
-            set_conditions(config, name, vec![update]).await;
-        }
-        let resolved: Vec<String> = self
-            .conflicted
-            .iter()
-            .filter(|n| !plan.conflicts.contains_key(*n))
-            .cloned()
-            .collect();
-        for name in resolved.iter().filter(|n| self.known.contains_key(*n)) {
-            set_conditions(
-                config,
-                name,
-                vec![ConditionUpdate::new(
-                    CONDITION_CONFLICT,
-                    false,
-                    "NoConflict",
-                )],
-            )
-            .await;
-        }
-        self.conflicted = plan.conflicts.keys().cloned().collect();
+        self.report_conflicts(&plan.conflicts).await;
         self.runners.retain(|name| plan.active.contains_key(name));
         self.template_signals
             .retain(|name, _| plan.active.contains_key(name));
         for (name, target) in plan.active {
             self.ensure_runner(name, &target);
         }
+    }
+
+    /// Writes `Conflict` True on every target in `conflicts` and False on every known target
+    /// that left a conflict. A target whose False could not be written stays among the
+    /// conflicted, so the next sync writes it again (True is written on every sync).
+    async fn report_conflicts(&mut self, conflicts: &BTreeMap<String, String>) {
+        let config = self.shared.config.as_ref();
+        for (name, message) in conflicts {
+            let update = ConditionUpdate::new(CONDITION_CONFLICT, true, "SameWorkspaceType")
+                .message(message.clone());
+            if let Err(err) = set_conditions(config, name, vec![update]).await {
+                tracing::warn!(target = %name, error = %err, "could not report the InitTarget's Conflict");
+            }
+        }
+        let mut conflicted: BTreeSet<String> = conflicts.keys().cloned().collect();
+        let resolved = self
+            .conflicted
+            .iter()
+            .filter(|n| !conflicts.contains_key(*n) && self.known.contains_key(*n));
+        for name in resolved {
+            let update = ConditionUpdate::new(CONDITION_CONFLICT, false, "NoConflict");
+            if let Err(err) = set_conditions(config, name, vec![update]).await {
+                tracing::warn!(target = %name, error = %err, "could not clear the InitTarget's Conflict; written again on the next sync");
+                conflicted.insert(name.clone());
+            }
+        }
+        self.conflicted = conflicted;
     }
 
     fn ensure_runner(&mut self, name: String, target: &InitTarget) {

@@ -11,7 +11,7 @@ use kcp_core::kcp::LogicalCluster;
 use kcp_core::kube::api::GroupVersionKind;
 use kcp_core::{ListOptions, ObjectClientExt, ObjectRef, parse_manifests};
 use kcp_init::api::InitTarget;
-use kcp_sim::{Config, ErrorRule};
+use kcp_sim::{Config, ErrorRule, Verb};
 
 mod support;
 
@@ -547,4 +547,49 @@ async fn an_agent_restarted_halfway_through_a_batch_initializes_every_workspace_
         "no workspace was initialized twice or skipped"
     );
     second.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_writes_that_failed_are_written_again_once_the_server_accepts_them() {
+    // kcp-sim only: injected 500s on writes of InitTargets.
+    let bed = Bed::sim(Config::kcp()).await;
+    let root = &*bed.root;
+    let sim = bed.kcp.sim().unwrap();
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(INIT).await;
+    sim.faults().add_error(
+        ErrorRule::new(500, 1.0)
+            .verbs([Verb::Update, Verb::Patch])
+            .resources(["inittargets.initialization.kcp.io"]),
+    );
+    let agent = bed.start_agent().await;
+    bed.create_workspaces(&["unreported"]).await;
+    bed.wait_ready(&["unreported"], Duration::from_secs(20))
+        .await;
+    initialized_count_settled(&agent.metrics, "init-dev-environment", 1).await;
+    // Writes of the final counts fail for a few status ticks.
+    let refused = sim.faults().injected();
+    until("more refused writes", Duration::from_secs(10), || async {
+        sim.faults().injected() >= refused + 4
+    })
+    .await;
+    sim.faults().clear();
+    until(
+        "the URLs and the count in the status",
+        Duration::from_secs(10),
+        || async {
+            let t: InitTarget = root
+                .get_typed(None, "init-dev-environment")
+                .await
+                .unwrap()
+                .unwrap();
+            t.status.is_some_and(|s| {
+                s.clusters.initialized == 1
+                    && s.virtual_workspaces.len() == 1
+                    && s.initializer.is_some()
+            })
+        },
+    )
+    .await;
+    agent.stop().await;
 }
