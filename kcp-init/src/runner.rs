@@ -12,12 +12,11 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use k8s_openapi::api::core::v1::ObjectReference;
 use kcp_core::ObjectClient;
 use kcp_core::cluster::{ClusterEvent, ClusterProvider, EngagedCluster, InitializingWorkspaces};
 use kcp_core::kcp::{InitializerName, LOGICAL_CLUSTER_NAME, WorkspaceType};
+use kcp_core::kube::Api;
 use kcp_core::kube::api::DynamicObject;
-use kcp_core::kube::{Api, Resource};
 use kcp_core::runtime::workers::WorkerConfig;
 use kcp_core::runtime::{
     ConditionStatus, ConditionUpdate, EventType, ObjectKey, Outcome, Reconciler, RetryPolicy,
@@ -145,29 +144,20 @@ impl Reconciler<ObjectKey> for TargetReconciler {
         // The Event goes to the InitTarget in the config workspace, not to the LogicalCluster:
         // a workspace still initializing has no namespace at all on kcp (not even `default`), so
         // an Event inside it cannot be written (upstream writes none: its recorder is nil).
-        // The runner knows its InitTarget by name only, so the reference is built from the
-        // type's apiVersion and kind rather than from a read object.
-        let regarding = ObjectReference {
-            api_version: Some(InitTarget::api_version(&()).into_owned()),
-            kind: Some(InitTarget::kind(&()).into_owned()),
-            name: Some(self.target.clone()),
-            ..ObjectReference::default()
-        };
+        // The runner knows its InitTarget by name only.
         let message = format!("Failed to initialize cluster {}: {error}.", key.cluster);
-        let recorded = self
-            .shared
+        let (client, warning) = (self.shared.config.as_ref(), EventType::Warning);
+        self.shared
             .events
-            .record(
-                self.shared.config.as_ref(),
-                &regarding,
-                EventType::Warning,
+            .publish_named::<InitTarget>(
+                client,
+                None,
+                &self.target,
+                warning,
                 EVENT_REASON,
                 &message,
             )
             .await;
-        if let Err(err) = recorded {
-            tracing::warn!(target = %self.target, cluster = %key.cluster, reason = EVENT_REASON, error = %err, "could not record the Warning event on the InitTarget");
-        }
     }
 }
 

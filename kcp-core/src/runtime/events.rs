@@ -178,13 +178,52 @@ impl EventRecorder {
         K::DynamicType: Default,
     {
         let regarding = about.object_ref(&K::DynamicType::default());
+        self.publish_about(client, &regarding, event_type, reason, message)
+            .await;
+    }
+
+    /// [`EventRecorder::publish`] for an object of kind `K` known by name only (a failure
+    /// handler that holds a key, not the object): the reference carries `K`'s apiVersion and
+    /// kind, the namespace and the name, and no uid.
+    pub async fn publish_named<K>(
+        &self,
+        client: &dyn ObjectClient,
+        namespace: Option<&str>,
+        name: &str,
+        event_type: EventType,
+        reason: &str,
+        message: &str,
+    ) where
+        K: kube::Resource<DynamicType = ()>,
+    {
+        let regarding = ObjectReference {
+            api_version: Some(K::api_version(&()).into_owned()),
+            kind: Some(K::kind(&()).into_owned()),
+            namespace: namespace.map(str::to_owned),
+            name: Some(name.to_owned()),
+            ..ObjectReference::default()
+        };
+        self.publish_about(client, &regarding, event_type, reason, message)
+            .await;
+    }
+
+    /// [`EventRecorder::record`] that logs a failure as a warning instead of returning it.
+    pub async fn publish_about(
+        &self,
+        client: &dyn ObjectClient,
+        regarding: &ObjectReference,
+        event_type: EventType,
+        reason: &str,
+        message: &str,
+    ) {
         if let Err(err) = self
-            .record(client, &regarding, event_type, reason, message)
+            .record(client, regarding, event_type, reason, message)
             .await
         {
             tracing::warn!(
                 error = %err,
                 kind = regarding.kind.as_deref().unwrap_or_default(),
+                namespace = regarding.namespace.as_deref().unwrap_or_default(),
                 name = regarding.name.as_deref().unwrap_or_default(),
                 reason,
                 "recording an Event failed"

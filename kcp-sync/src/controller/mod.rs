@@ -41,7 +41,7 @@ use prometheus_client::registry::Registry;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use crate::api::{CONDITION_READY, CONDITION_SYNCING, PublishedResource, PublishedResourceSpec};
+use crate::api::{CONDITION_READY, CONDITION_SYNCING, PublishedResource};
 use crate::clash;
 use crate::error::{Error, Result};
 use crate::reconcile::discovery::ApiDocuments;
@@ -342,13 +342,19 @@ impl Reconciler<PublishKey> for Publisher {
             // either, until a good pass starts its controller again.
             self.write_ready(name, update).await;
         }
-        // Only the name is known here: the PublishedResource as far as its reference needs it.
-        let about = PublishedResource::new(name, PublishedResourceSpec::default());
+        // Only the name is known here.
         let warning = kcp_core::runtime::EventType::Warning;
         let message = error.to_string();
         let service = self.agent.service.as_ref();
         self.recorder
-            .publish(service, &about, warning, "ReconcilingError", &message)
+            .publish_named::<PublishedResource>(
+                service,
+                None,
+                name,
+                warning,
+                "ReconcilingError",
+                &message,
+            )
             .await;
     }
 
