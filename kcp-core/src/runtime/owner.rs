@@ -6,6 +6,7 @@
 //! `SetControllerReference` does.
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
+use kube::Resource;
 use kube::api::DynamicObject;
 
 use crate::client::ObjectRef;
@@ -14,8 +15,30 @@ use crate::error::{Error, Result};
 /// The controller reference to `owner`: it must have been read from the server (uid set).
 pub fn controller_reference(owner: &DynamicObject) -> Result<OwnerReference> {
     let target = ObjectRef::from_object(owner)?;
-    let uid = owner
-        .metadata
+    let api_version = owner
+        .types
+        .as_ref()
+        .map(|t| t.api_version.clone())
+        .unwrap_or_default();
+    reference(api_version, target, &owner.metadata)
+}
+
+/// [`controller_reference`] for a typed owner, without converting it first.
+pub fn controller_reference_to<K>(owner: &K) -> Result<OwnerReference>
+where
+    K: Resource<DynamicType = ()>,
+{
+    let meta = owner.meta();
+    let target = ObjectRef {
+        gvk: crate::typed::gvk_for::<K>(),
+        namespace: meta.namespace.clone(),
+        name: meta.name.clone().unwrap_or_default(),
+    };
+    reference(K::api_version(&()).into_owned(), target, meta)
+}
+
+fn reference(api_version: String, target: ObjectRef, meta: &ObjectMeta) -> Result<OwnerReference> {
+    let uid = meta
         .uid
         .clone()
         .filter(|u| !u.is_empty())
@@ -24,15 +47,10 @@ pub fn controller_reference(owner: &DynamicObject) -> Result<OwnerReference> {
             field: "metadata.uid".into(),
             reason: "an owner must be read from the server before it can own anything".into(),
         })?;
-    let api_version = owner
-        .types
-        .as_ref()
-        .map(|t| t.api_version.clone())
-        .unwrap_or_default();
     Ok(OwnerReference {
         api_version,
-        kind: target.gvk.kind.clone(),
-        name: target.name.clone(),
+        kind: target.gvk.kind,
+        name: target.name,
         uid,
         controller: Some(true),
         block_owner_deletion: Some(true),
@@ -97,6 +115,24 @@ mod tests {
             (r.controller, r.block_owner_deletion),
             (Some(true), Some(true))
         );
+    }
+
+    #[test]
+    fn a_typed_owner_gives_the_same_reference_as_its_dynamic_form() {
+        let mut cm = k8s_openapi::api::core::v1::ConfigMap::default();
+        cm.metadata.name = Some("settings".into());
+        cm.metadata.namespace = Some("d".into());
+        cm.metadata.uid = Some("u2".into());
+        let typed = controller_reference_to(&cm).unwrap();
+        let dynamic = controller_reference(&crate::typed::to_dynamic(&cm).unwrap()).unwrap();
+        assert_eq!(typed, dynamic);
+        assert_eq!(
+            (typed.api_version.as_str(), typed.kind.as_str()),
+            ("v1", "ConfigMap")
+        );
+        cm.metadata.uid = None;
+        let err = controller_reference_to(&cm).unwrap_err().to_string();
+        assert!(err.contains("metadata.uid"), "{err}");
     }
 
     #[test]

@@ -26,10 +26,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, OwnerReference};
 use kcp_core::ObjectClient;
 use kcp_core::ObjectClientExt as _;
 use kcp_core::runtime::conditions::{ConditionUpdate, now, set_condition};
-use kcp_core::runtime::owner::controller_reference;
-use kcp_core::typed::to_dynamic;
+use kcp_core::runtime::owner::controller_reference_to;
 use kube::Resource;
-use serde::Serialize;
 
 use crate::addresser::Addresser;
 use crate::api::Shard;
@@ -82,10 +80,9 @@ pub(crate) fn describe<K: Resource<DynamicType = ()>>(obj: &K) -> String {
 /// The controller reference to `owner` (read from the server, so it has a uid).
 pub(crate) fn owner_ref<K>(owner: &K) -> Result<OwnerReference>
 where
-    K: Resource<DynamicType = ()> + Serialize,
+    K: Resource<DynamicType = ()>,
 {
-    let dynamic = to_dynamic(owner).map_err(core(format!("serializing {}", describe(owner))))?;
-    controller_reference(&dynamic).map_err(core(format!("owner reference of {}", describe(owner))))
+    controller_reference_to(owner).map_err(core(format!("owner reference of {}", describe(owner))))
 }
 
 /// What the Certificates of one pass look like.
