@@ -474,6 +474,23 @@ async fn add_missing_default_namespace(
 /// Removes this initializer from `status.initializers` with an optimistic-concurrency update:
 /// a concurrent removal by another initializer makes the write fail with 409, and the next
 /// try starts from the fresh list, so it is never restored.
+/// Whether a removal whose answer was an error landed all the same (the server took the write
+/// and the answer was lost): the LogicalCluster, read again, no longer lists `initializer`, or
+/// has left the initializing view (kcp then answers 403: the cluster "is not initializing"
+/// with it). Only this agent removes its initializer, so the removal was ours, and counting it
+/// keeps the initialized count exact. Any other failed read says nothing.
+async fn removal_landed(vw: &dyn ObjectClient, initializer: &str) -> bool {
+    match vw.get(&logical_cluster_ref()).await {
+        Ok(Some(lc)) => !lc
+            .data
+            .pointer("/status/initializers")
+            .and_then(Value::as_array)
+            .is_some_and(|list| list.iter().any(|i| i.as_str() == Some(initializer))),
+        Ok(None) => true,
+        Err(err) => err.is_status(403),
+    }
+}
+
 async fn remove_initializer(
     vw: &dyn ObjectClient,
     initializer: &str,
@@ -506,6 +523,10 @@ async fn remove_initializer(
         match vw.update_status(&lc).await {
             Ok(_) => return Ok(()),
             Err(err) if err.is_conflict() => continue,
+            Err(err) if removal_landed(vw, initializer).await => {
+                tracing::debug!(error = %err, "the initializer's removal landed; its answer was lost");
+                return Ok(());
+            }
             Err(err) => return Err(initializing(err)),
         }
     }

@@ -273,3 +273,29 @@ async fn a_workspace_type_path_that_is_not_a_path_is_refused_before_any_request(
     .await;
     agent.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removal_the_server_took_while_its_answer_was_lost_is_counted_once() {
+    // kcp-sim only: the answer to the initializer's removal is lost after the server took it.
+    let bed = Bed::sim(Config::kcp()).await;
+    let sim = bed.kcp.sim().unwrap();
+    bed.apply(WORKSPACE_TYPE).await;
+    bed.apply(INIT).await;
+    let agent = bed.start_agent().await;
+    sim.faults().add_error(
+        ErrorRule::new(503, 1.0)
+            .verbs([Verb::Update])
+            .resources(["logicalclusters.core.kcp.io"])
+            .after_the_write(),
+    );
+    bed.create_workspaces(&["lost-answer"]).await;
+    bed.wait_ready(&["lost-answer"], Duration::from_secs(30))
+        .await;
+    bed.assert_initialized("lost-answer").await;
+    let counted = initialized_count_settled(&agent.metrics, "init-dev-environment", 1).await;
+    assert_eq!(
+        counted, 1,
+        "the initialization whose answer was lost is counted once"
+    );
+    agent.stop().await;
+}

@@ -515,6 +515,8 @@ impl Sim {
         let r = self.resolve(&state, target, verb)?;
         let cluster = r.cluster()?.to_string();
         let out = op(&mut state, &r, &cluster)?;
+        drop(state);
+        self.faults.after(verb, &target.group, &target.plural)?;
         Ok((r.rt, out))
     }
 

@@ -58,6 +58,9 @@ pub struct ErrorRule {
     pub verbs: Vec<Verb>,
     /// Resources the rule applies to, as `plural` or `plural.group`; empty means every resource.
     pub resources: Vec<String>,
+    /// The write is carried out and only its answer is the error: the client cannot tell that
+    /// it landed (a connection lost after the server committed). Writes only.
+    pub after_write: bool,
 }
 
 impl ErrorRule {
@@ -68,7 +71,14 @@ impl ErrorRule {
             rate,
             verbs: Vec::new(),
             resources: Vec::new(),
+            after_write: false,
         }
+    }
+
+    /// Makes the rule answer with its error after carrying out the write.
+    pub fn after_the_write(mut self) -> Self {
+        self.after_write = true;
+        self
     }
 
     /// Restricts the rule to some verbs.
@@ -83,7 +93,10 @@ impl ErrorRule {
         self
     }
 
-    fn applies(&self, verb: Verb, group: &str, resource: &str) -> bool {
+    fn applies(&self, verb: Verb, group: &str, resource: &str, after_write: bool) -> bool {
+        if self.after_write != after_write {
+            return false;
+        }
         let verb_ok = self.verbs.is_empty() || self.verbs.contains(&verb);
         let resource_ok = self.resources.is_empty()
             || self.resources.iter().any(|r| match r.split_once('.') {
@@ -204,7 +217,7 @@ impl Faults {
             let failure = c
                 .errors
                 .iter()
-                .filter(|r| r.applies(verb, group, resource))
+                .filter(|r| r.applies(verb, group, resource, false))
                 .find(|r| fastrand::f64() < r.rate)
                 .map(|r| r.code);
             (delay, failure)
@@ -212,24 +225,35 @@ impl Faults {
         if !delay.is_zero() {
             tokio::time::sleep(delay).await;
         }
-        match failure {
-            None => Ok(()),
-            Some(code) => {
-                self.injected.fetch_add(1, Ordering::SeqCst);
-                let err = ApiError::new(
-                    code,
-                    ApiError::reason_for_code(code),
-                    format!(
-                        "injected fault: {} {resource} answered {code}",
-                        verb.as_str()
-                    ),
-                );
-                if code == 429 || code == 503 {
-                    Err(err.retry_after(1))
-                } else {
-                    Err(err)
-                }
-            }
+        self.answer(verb, resource, failure)
+    }
+
+    /// Applies the after-the-write rules to a write that was carried out.
+    pub(crate) fn after(&self, verb: Verb, group: &str, resource: &str) -> Result<(), ApiError> {
+        let failure = self.with_config(|c| {
+            c.errors
+                .iter()
+                .filter(|r| r.applies(verb, group, resource, true))
+                .find(|r| fastrand::f64() < r.rate)
+                .map(|r| r.code)
+        });
+        self.answer(verb, resource, failure)
+    }
+
+    fn answer(&self, verb: Verb, resource: &str, failure: Option<u16>) -> Result<(), ApiError> {
+        let Some(code) = failure else {
+            return Ok(());
+        };
+        self.injected.fetch_add(1, Ordering::SeqCst);
+        let message = format!(
+            "injected fault: {} {resource} answered {code}",
+            verb.as_str()
+        );
+        let err = ApiError::new(code, ApiError::reason_for_code(code), message);
+        if code == 429 || code == 503 {
+            Err(err.retry_after(1))
+        } else {
+            Err(err)
         }
     }
 }
@@ -243,10 +267,19 @@ mod tests {
         let rule = ErrorRule::new(503, 1.0)
             .verbs([Verb::Create])
             .resources(["deployments.apps", "configmaps"]);
-        assert!(rule.applies(Verb::Create, "apps", "deployments"));
-        assert!(rule.applies(Verb::Create, "", "configmaps"));
-        assert!(!rule.applies(Verb::Get, "", "configmaps"));
-        assert!(!rule.applies(Verb::Create, "", "secrets"));
+        assert!(rule.applies(Verb::Create, "apps", "deployments", false));
+        assert!(rule.applies(Verb::Create, "", "configmaps", false));
+        assert!(!rule.applies(Verb::Get, "", "configmaps", false));
+        assert!(!rule.applies(Verb::Create, "", "secrets", false));
+    }
+
+    #[tokio::test]
+    async fn an_after_the_write_rule_answers_only_once_the_write_was_carried_out() {
+        let faults = Faults::new(FaultConfig::default());
+        faults.add_error(ErrorRule::new(503, 1.0).after_the_write());
+        faults.before(Verb::Update, "", "configmaps").await.unwrap();
+        let err = faults.after(Verb::Update, "", "configmaps").unwrap_err();
+        assert_eq!(err.code, 503);
     }
 
     #[tokio::test]

@@ -137,6 +137,22 @@ async fn injected_faults_apply_to_the_in_process_client_too() {
 }
 
 #[tokio::test]
+async fn an_after_the_write_fault_fails_the_answer_but_the_write_lands() {
+    let sim = Server::start(Config::default()).await.unwrap();
+    sim.faults().add_error(
+        ErrorRule::new(503, 1.0)
+            .verbs([Verb::Create])
+            .resources(["configmaps"])
+            .after_the_write(),
+    );
+    let client = sim.object_client("");
+    let err = client.create(&cm("default", "a")).await.unwrap_err();
+    assert!(matches!(err, Error::Api { code: 503, .. }), "{err}");
+    let target = ObjectRef::from_object(&cm("default", "a")).unwrap();
+    assert!(client.get(&target).await.unwrap().is_some());
+}
+
+#[tokio::test]
 async fn the_applier_applies_a_bundle_listed_in_the_wrong_order() {
     let sim = Server::start(Config::kcp()).await.unwrap();
     let client = sim.object_client("root");
