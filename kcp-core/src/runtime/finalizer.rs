@@ -92,6 +92,40 @@ pub async fn remove_finalizer<K: Finalized>(
     }
 }
 
+/// The finalizer list `current` with `add` added and then `remove` removed, sorted and without
+/// repeats (the form Go's `sets.List` writes).
+pub fn changed_finalizers(current: &[String], add: &[&str], remove: &[&str]) -> Vec<String> {
+    let mut set: std::collections::BTreeSet<String> = current.iter().cloned().collect();
+    set.extend(add.iter().map(|f| (*f).to_owned()));
+    for finalizer in remove {
+        set.remove(*finalizer);
+    }
+    set.into_iter().collect()
+}
+
+/// Adds `add` to and removes `remove` from the finalizers `current` of the object at `target`
+/// in one write: a merge patch of the whole list ([`changed_finalizers`]) carrying
+/// `resource_version`, so a concurrent change of the list is refused as a conflict rather
+/// than undone. For code holding an object's JSON rather than a typed object (a sync agent
+/// swapping one finalizer for another in a single write). Returns the server's answer.
+pub async fn patch_finalizers(
+    client: &dyn ObjectClient,
+    target: &crate::client::ObjectRef,
+    (current, resource_version): (&[String], Option<&str>),
+    add: &[&str],
+    remove: &[&str],
+) -> Result<DynamicObject> {
+    let patch = serde_json::json!({"metadata": {
+        "finalizers": changed_finalizers(current, add, remove),
+        "resourceVersion": resource_version,
+    }});
+    let merge = crate::client::ObjectPatch::Merge(patch);
+    let options = crate::client::PatchOptions::default();
+    client
+        .patch(target, Subresource::Main, &merge, &options)
+        .await
+}
+
 /// What [`add_finalizer`] and [`remove_finalizer`] write: a typed kind or a [`DynamicObject`]
 /// that serializes with its `apiVersion` and `kind` (k8s-openapi's and kube's derived kinds
 /// do).
@@ -148,6 +182,24 @@ mod tests {
             value["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z".into();
         }
         serde_json::from_value(value).unwrap()
+    }
+
+    #[test]
+    fn a_changed_list_is_sorted_with_additions_and_without_removals() {
+        let current = ["z".to_string(), "old".to_string(), "a".to_string()];
+        assert_eq!(
+            changed_finalizers(&current, &["mine"], &["old"]),
+            ["a", "mine", "z"]
+        );
+    }
+
+    #[test]
+    fn removing_wins_over_adding_the_same_finalizer() {
+        let current = ["x".to_string()];
+        assert_eq!(
+            changed_finalizers(&current, &["x"], &["x"]),
+            Vec::<String>::new()
+        );
     }
 
     #[test]
