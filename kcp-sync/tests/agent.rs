@@ -584,7 +584,16 @@ async fn the_kind_is_watched_once_its_url_serves_it_and_not_before() {
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     };
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // The agent asks discovery whether the kind is served; two more answers after the schema
+    // was written show it looked (and found it unserved) before the assertion.
+    let discovery = |r: &std::collections::BTreeMap<String, kcp_sim::requests::RequestCount>| {
+        r.get("get discovery").map_or(0, |c| c.count)
+    };
+    let asked = discovery(&env.kcp_sim.requests().snapshot());
+    eventually("the agent to ask discovery twice more", || async {
+        discovery(&env.kcp_sim.requests().snapshot()) >= asked + 2
+    })
+    .await;
     let requests = env.kcp_sim.requests().snapshot();
     assert!(
         !requests.contains_key("list crontabs") && !requests.contains_key("watch crontabs"),
