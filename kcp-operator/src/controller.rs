@@ -55,7 +55,6 @@ use crate::api::*;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::pki::Pki;
-use crate::reconcile::cached::CachedShards;
 use crate::reconcile::reads::{CachedGets, ReadCache};
 use crate::reconcile::retry::RetryingReads;
 use crate::reconcile::{
@@ -279,19 +278,15 @@ async fn pass<K: Reconciled>(obj: &K, ctx: &Context) -> Result<Outcome> {
         cache: ctx.reads.get().filter(|_| synced),
     };
     let shards = ctx.shards.get().filter(|_| synced);
-    let client = CachedShards {
-        inner: &gets,
-        shards,
-    };
     let pass = PassContext {
-        client: &client,
+        client: &gets,
         addresser: ctx.addresser.as_ref(),
         shards,
     };
     let result = obj.reconcile(&pass).await;
     if let Err(err) = &result
         && err.is_about_input()
-        && let Err(failed) = obj.report(&client, err).await
+        && let Err(failed) = obj.report(&gets, err).await
     {
         tracing::warn!(error = %failed, "writing why the pass stopped failed");
     }
