@@ -43,6 +43,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Secret;
 use kcp_core::runtime::{CacheSync, Harness, Outcome, drain_controller};
 use kcp_core::{KubeObjectClient, ObjectClient};
+use kube::core::object::HasStatus;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::{Controller, watcher};
@@ -58,7 +59,7 @@ use crate::pki::Pki;
 use crate::reconcile::reads::{CachedGets, ReadCache};
 use crate::reconcile::retry::RetryingReads;
 use crate::reconcile::{
-    PassContext, config, kubeconfig, virtualworkspace, workload, write_stopped,
+    PassContext, PhasedStatus, config, kubeconfig, virtualworkspace, workload, write_stopped,
 };
 use crate::render::certmanager::{Certificate, Issuer};
 use crate::render::names::KUBECONFIG_LABEL;
@@ -120,29 +121,29 @@ pub trait Reconciled:
 {
     /// One pass over `self`.
     fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send;
+}
 
-    /// Writes `err`, a pass's error about the object's input, into its status (for the kinds
-    /// users write; the Compiled* kinds have nothing to report there).
-    fn report(
-        &self,
-        _client: &dyn ObjectClient,
-        _err: &Error,
-    ) -> impl Future<Output = Result<()>> + Send {
-        async { Ok(()) }
-    }
+/// Writes a pass's error about the object's input into its status: the kinds users write get
+/// one ([`report_stopped`], wired by [`drive_until`]); the Compiled* kinds have nothing to
+/// report there.
+type Report<K> = for<'a> fn(&'a dyn ObjectClient, &'a K, &'a Error) -> BoxFuture<'a, Result<()>>;
+
+/// The [`Report`] of the kinds users write: phase and `Ready` say why the pass stopped.
+fn report_stopped<'a, K>(
+    client: &'a dyn ObjectClient,
+    obj: &'a K,
+    err: &'a Error,
+) -> BoxFuture<'a, Result<()>>
+where
+    K: Reconciled + HasStatus + serde::Serialize,
+    K::Status: PhasedStatus,
+{
+    Box::pin(write_stopped(client, obj, err))
 }
 
 impl Reconciled for RootShard {
     fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
         config::reconcile_root_shard(ctx, self)
-    }
-
-    fn report(
-        &self,
-        client: &dyn ObjectClient,
-        err: &Error,
-    ) -> impl Future<Output = Result<()>> + Send {
-        write_stopped(client, self, err)
     }
 }
 
@@ -150,27 +151,11 @@ impl Reconciled for Shard {
     fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
         config::reconcile_shard(ctx, self)
     }
-
-    fn report(
-        &self,
-        client: &dyn ObjectClient,
-        err: &Error,
-    ) -> impl Future<Output = Result<()>> + Send {
-        write_stopped(client, self, err)
-    }
 }
 
 impl Reconciled for FrontProxy {
     fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
         config::reconcile_front_proxy(ctx, self)
-    }
-
-    fn report(
-        &self,
-        client: &dyn ObjectClient,
-        err: &Error,
-    ) -> impl Future<Output = Result<()>> + Send {
-        write_stopped(client, self, err)
     }
 }
 
@@ -178,41 +163,17 @@ impl Reconciled for CacheServer {
     fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
         config::reconcile_cache_server(ctx, self)
     }
-
-    fn report(
-        &self,
-        client: &dyn ObjectClient,
-        err: &Error,
-    ) -> impl Future<Output = Result<()>> + Send {
-        write_stopped(client, self, err)
-    }
 }
 
 impl Reconciled for Kubeconfig {
     fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
         kubeconfig::reconcile_kubeconfig(ctx, self)
     }
-
-    fn report(
-        &self,
-        client: &dyn ObjectClient,
-        err: &Error,
-    ) -> impl Future<Output = Result<()>> + Send {
-        write_stopped(client, self, err)
-    }
 }
 
 impl Reconciled for VirtualWorkspace {
     fn reconcile(&self, ctx: &PassContext<'_>) -> impl Future<Output = Result<Outcome>> + Send {
         virtualworkspace::reconcile_virtual_workspace(ctx, self)
-    }
-
-    fn report(
-        &self,
-        client: &dyn ObjectClient,
-        err: &Error,
-    ) -> impl Future<Output = Result<()>> + Send {
-        write_stopped(client, self, err)
     }
 }
 
@@ -247,9 +208,10 @@ impl Reconciled for CompiledVirtualWorkspace {
 }
 
 /// A controller's context: the operator's, and the harness around its reconciles.
-struct Driven {
+struct Driven<K> {
     ctx: Arc<Context>,
     harness: Harness,
+    report: Option<Report<K>>,
 }
 
 /// Times `pass` into upstream's `kcp_operator_*` series of `controller`.
@@ -270,7 +232,7 @@ async fn timed(
 
 /// One pass over `obj` through the operator's client decorators, with the Shard store once
 /// every cache synced; an error about the object's input is written into its status.
-async fn pass<K: Reconciled>(obj: &K, ctx: &Context) -> Result<Outcome> {
+async fn pass<K: Reconciled>(obj: &K, ctx: &Context, report: Option<Report<K>>) -> Result<Outcome> {
     let reads = RetryingReads(ctx.client.as_ref());
     let synced = ctx.caches.is_synced();
     let gets = CachedGets {
@@ -286,24 +248,25 @@ async fn pass<K: Reconciled>(obj: &K, ctx: &Context) -> Result<Outcome> {
     let result = obj.reconcile(&pass).await;
     if let Err(err) = &result
         && err.is_about_input()
-        && let Err(failed) = obj.report(&gets, err).await
+        && let Some(report) = report
+        && let Err(failed) = report(&gets, obj, err).await
     {
         tracing::warn!(error = %failed, "writing why the pass stopped failed");
     }
     result
 }
 
-async fn reconcile<K: Reconciled>(obj: Arc<K>, driven: Arc<Driven>) -> Result<Action> {
+async fn reconcile<K: Reconciled>(obj: Arc<K>, driven: Arc<Driven<K>>) -> Result<Action> {
     let ctx = driven.ctx.as_ref();
     let passed = timed(
         &ctx.metrics,
         driven.harness.controller(),
-        pass(obj.as_ref(), ctx),
+        pass(obj.as_ref(), ctx, driven.report),
     );
     driven.harness.reconcile(obj.as_ref(), passed).await
 }
 
-fn error_policy<K: Reconciled>(obj: Arc<K>, err: &Error, driven: Arc<Driven>) -> Action {
+fn error_policy<K: Reconciled>(obj: Arc<K>, err: &Error, driven: Arc<Driven<K>>) -> Action {
     driven.harness.error_policy(obj.as_ref(), err)
 }
 
@@ -312,6 +275,7 @@ fn error_policy<K: Reconciled>(obj: Arc<K>, err: &Error, driven: Arc<Driven>) ->
 fn drive<K: Reconciled>(
     controller: Controller<K>,
     ctx: Arc<Context>,
+    report: Option<Report<K>>,
 ) -> impl Future<Output = ()> + Send + 'static {
     let store = controller.store();
     ctx.caches.track(store.clone());
@@ -319,7 +283,11 @@ fn drive<K: Reconciled>(
     // kube-runtime's controllers run without a concurrency limit here: 0 says so.
     let name = K::kind(&()).to_ascii_lowercase();
     let harness = Harness::new(name, ctx.metrics.controllers(), 0);
-    let driven = Arc::new(Driven { ctx, harness });
+    let driven = Arc::new(Driven {
+        ctx,
+        harness,
+        report,
+    });
     async move {
         let run = controller
             .run(reconcile::<K>, error_policy::<K>, driven)
@@ -570,15 +538,22 @@ fn config_controllers(
     ]
 }
 
-/// [`drive`] of a controller that shuts down gracefully when its `shutdown` completes.
-fn drive_until<K: Reconciled>(
+/// [`drive`] of a controller of a kind users write, reporting input errors in its status, that
+/// shuts down gracefully when its `shutdown` completes.
+fn drive_until<K>(
     controller: Controller<K>,
     shutdown: impl Future<Output = ()> + Send + Sync + 'static,
     ctx: &Arc<Context>,
-) -> BoxFuture<'static, ()> {
+) -> BoxFuture<'static, ()>
+where
+    K: Reconciled + HasStatus + serde::Serialize,
+    K::Status: PhasedStatus,
+{
+    let report: Report<K> = report_stopped::<K>;
     Box::pin(drive(
         controller.graceful_shutdown_on(shutdown),
         ctx.clone(),
+        Some(report),
     ))
 }
 

@@ -141,22 +141,27 @@ pub(super) fn workload_controllers(
         Box::pin(drive(
             workload_controller::<CompiledRootShard>(hubs, shutdown.clone()),
             ctx.clone(),
+            None,
         )),
         Box::pin(drive(
             workload_controller::<CompiledShard>(hubs, shutdown.clone()),
             ctx.clone(),
+            None,
         )),
         Box::pin(drive(
             workload_controller::<CompiledFrontProxy>(hubs, shutdown.clone()),
             ctx.clone(),
+            None,
         )),
         Box::pin(drive(
             workload_controller::<CompiledCacheServer>(hubs, shutdown.clone()),
             ctx.clone(),
+            None,
         )),
         Box::pin(drive(
             workload_controller::<CompiledVirtualWorkspace>(hubs, shutdown),
             ctx.clone(),
+            None,
         )),
     ]
 }

@@ -34,7 +34,7 @@ use crate::api::Shard;
 use crate::error::{Error, Result};
 use crate::render::certmanager::Certificate;
 use ensure::ensure;
-pub(crate) use phased::write_stopped;
+pub(crate) use phased::{PhasedStatus, write_stopped};
 
 /// What one pass reads besides its object; every `reconcile_*` function takes it.
 #[derive(Clone, Copy)]
