@@ -34,11 +34,7 @@ async fn three_workspaces_become_ready_with_their_objects_in_any_listed_order() 
         initialized_count_settled(&agent.metrics, "init-dev-environment", 3).await,
         3
     );
-    let target: InitTarget = root
-        .get_typed(None, "init-dev-environment")
-        .await
-        .unwrap()
-        .unwrap();
+    let target = playground_init_target(root).await;
     let status = target.status.unwrap();
     assert_eq!(
         status.initializer,
@@ -63,11 +59,7 @@ async fn every_shard_url_is_watched() {
     let names = ["s1", "s2", "s3", "s4", "s5", "s6"];
     bed.create_workspaces(&names).await;
     bed.wait_ready(&names, Duration::from_secs(30)).await;
-    let target: InitTarget = root
-        .get_typed(None, "init-dev-environment")
-        .await
-        .unwrap()
-        .unwrap();
+    let target = playground_init_target(root).await;
     assert_eq!(target.status.unwrap().virtual_workspaces.len(), 3);
     agent.stop().await;
 }
@@ -437,11 +429,7 @@ async fn changing_the_workspace_type_ref_restarts_the_target_on_the_new_type() {
         "the new initializer in the status",
         Duration::from_secs(10),
         || async {
-            let t: InitTarget = root
-                .get_typed(None, "init-dev-environment")
-                .await
-                .unwrap()
-                .unwrap();
+            let t = playground_init_target(root).await;
             t.status.and_then(|s| s.initializer) == Some(initializer.clone())
         },
     )
@@ -478,11 +466,7 @@ async fn virtual_workspace_urls_removed_and_added_at_runtime_are_followed() {
         "the agent to follow the type",
         Duration::from_secs(10),
         || async {
-            let t: InitTarget = root
-                .get_typed(None, "init-dev-environment")
-                .await
-                .unwrap()
-                .unwrap();
+            let t = playground_init_target(root).await;
             t.status.is_some_and(|s| s.virtual_workspaces.len() == 1)
         },
     )
@@ -493,11 +477,7 @@ async fn virtual_workspace_urls_removed_and_added_at_runtime_are_followed() {
         .await
         .unwrap();
     until("the URL to be dropped", Duration::from_secs(10), || async {
-        let t: InitTarget = root
-            .get_typed(None, "init-dev-environment")
-            .await
-            .unwrap()
-            .unwrap();
+        let t = playground_init_target(root).await;
         t.status.is_some_and(|s| s.virtual_workspaces.is_empty())
     })
     .await;
@@ -578,11 +558,7 @@ async fn status_writes_that_failed_are_written_again_once_the_server_accepts_the
         "the URLs and the count in the status",
         Duration::from_secs(10),
         || async {
-            let t: InitTarget = root
-                .get_typed(None, "init-dev-environment")
-                .await
-                .unwrap()
-                .unwrap();
+            let t = playground_init_target(root).await;
             t.status.is_some_and(|s| {
                 s.clusters.initialized == 1
                     && s.virtual_workspaces.len() == 1

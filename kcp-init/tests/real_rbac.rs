@@ -5,8 +5,6 @@
 
 use std::time::Duration;
 
-use kcp_core::ObjectClientExt;
-use kcp_init::api::InitTarget;
 use kcp_testbed::KcpBed;
 
 mod support;
@@ -60,11 +58,7 @@ async fn without_the_initialize_rule_the_failure_names_the_resource_and_verb() {
         "the InitTarget to report the refusal",
         Duration::from_secs(60),
         || async {
-            let t: InitTarget = root
-                .get_typed(None, "init-dev-environment")
-                .await
-                .unwrap()
-                .unwrap();
+            let t = playground_init_target(root).await;
             let text = serde_json::to_string(&t.status).unwrap_or_default();
             // kcp's words: `403 Forbidden: logicalclusters.core.kcp.io is forbidden: User
             // "kcp-init-agent" cannot list resource "logicalclusters" ...`

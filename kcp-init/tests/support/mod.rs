@@ -311,6 +311,14 @@ pub async fn initialized_count_settled(
     metrics.initialized_count(target)
 }
 
+/// The InitTarget of the playground manifests, as the server holds it now.
+pub async fn playground_init_target(root: &dyn ObjectClient) -> kcp_init::api::InitTarget {
+    root.get_typed(None, "init-dev-environment")
+        .await
+        .unwrap()
+        .expect("the playground InitTarget exists")
+}
+
 /// The InitTarget of the playground manifests.
 pub fn playground_target() -> ObjectRef {
     ObjectRef::cluster_scoped(
