@@ -6,6 +6,7 @@
 //! (`root:e2e-<random>`, type `universal`) or namespace on the process's shared peers, so tests
 //! running side by side never see each other's objects.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -146,6 +147,22 @@ impl KcpBed {
         }
     }
 
+    /// Writes `<dir>/<name>.kubeconfig`, an admin kubeconfig whose one context addresses the
+    /// workspace `path`, for a process a test starts with `--kubeconfig`; returns its path.
+    pub fn write_kubeconfig(&self, dir: &Path, name: &str, path: &str) -> Result<PathBuf> {
+        match self {
+            KcpBed::Sim(sim) => {
+                let file = dir.join(format!("{name}.kubeconfig"));
+                sim.write_kubeconfig(&file, &[path])
+                    .map_err(|e| Error::config(format!("a kcp-sim kubeconfig for {path}"), e))?;
+                Ok(file)
+            }
+            KcpBed::Real { kcp, .. } => {
+                crate::kubeconfig::write_file(dir, name, &kcp.admin_at(path))
+            }
+        }
+    }
+
     /// An admin `ObjectClient` for `path`: in-process on kcp-sim, over HTTPS on real kcp.
     pub async fn object_client(&self, path: &str) -> Result<Arc<dyn ObjectClient>> {
         match self {
@@ -282,6 +299,20 @@ impl KubeBed {
                 .kube_config("")
                 .map_err(|e| Error::config("a kcp-sim client", e)),
             KubeBed::Real { kube, .. } => kube.admin.config(),
+        }
+    }
+
+    /// Writes `<dir>/<name>.kubeconfig`, an admin kubeconfig of the server, for a process a
+    /// test starts with `--kubeconfig`; returns its path.
+    pub fn write_kubeconfig(&self, dir: &Path, name: &str) -> Result<PathBuf> {
+        match self {
+            KubeBed::Sim(sim) => {
+                let file = dir.join(format!("{name}.kubeconfig"));
+                sim.write_kubeconfig(&file, &[])
+                    .map_err(|e| Error::config("a kcp-sim kubeconfig", e))?;
+                Ok(file)
+            }
+            KubeBed::Real { kube, .. } => crate::kubeconfig::write_file(dir, name, &kube.admin),
         }
     }
 

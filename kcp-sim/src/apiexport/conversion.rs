@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::managed_fields::{self, FieldManager};
 use crate::resource::ResourceType;
+use crate::schema::field::{FieldError, invalid_object};
 use crate::status::{ApiError, ApiResult};
 
 /// The version APIExports and APIBindings are stored in.
@@ -42,6 +43,7 @@ pub fn converts(rt: &ResourceType, version: &str) -> bool {
 /// schemas give its kinds when a request is decoded.
 pub fn to_storage(rt: &ResourceType, version: &str, obj: &mut Value) -> ApiResult<()> {
     if converts(rt, version) {
+        check_v1alpha1_claims(rt, obj)?;
         match rt.kind.as_str() {
             "APIBinding" => super::binding_conversion::to_v1alpha2(obj),
             _ => {
@@ -55,6 +57,45 @@ pub fn to_storage(rt: &ResourceType, version: &str, obj: &mut Value) -> ApiResul
     }
     crate::kcp::decode_defaults(rt, obj);
     Ok(())
+}
+
+/// kcp's CEL rule on a v1alpha1 permission claim (of an APIExport, or accepted by an
+/// APIBinding): exactly one of `all: true` and a non-empty `resourceSelector`. A claim read at
+/// v1alpha1 from a v1alpha2 `verbs: ["*"]` written without kcp's annotation has neither, so
+/// writing it back as read is refused, as on kcp v0.30.0.
+fn check_v1alpha1_claims(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
+    let claims = obj
+        .pointer("/spec/permissionClaims")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let errors: Vec<FieldError> = claims
+        .iter()
+        .enumerate()
+        .filter(|(_, claim)| {
+            let all = claim.get("all").and_then(Value::as_bool) == Some(true);
+            let selector = claim
+                .get("resourceSelector")
+                .and_then(Value::as_array)
+                .is_some_and(|s| !s.is_empty());
+            all == selector
+        })
+        .map(|(i, _)| {
+            FieldError::invalid(
+                format!("spec.permissionClaims[{i}]"),
+                Value::from("object"),
+                "either \"all\" or \"resourceSelector\" must be set",
+            )
+        })
+        .collect();
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    Err(invalid_object(super::GROUP, &rt.kind, name, &errors))
 }
 
 /// The defaults of the v1alpha2 APIExport and APIBinding schemas: a claim's `group` and
