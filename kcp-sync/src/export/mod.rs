@@ -19,9 +19,14 @@
 //! agent added before, and claims that existed when kcp-sync only extended their verbs are
 //! never recorded, so never removed.
 //!
+//! Claims are written as v1alpha2, and kcp's annotation of their v1alpha1 form is kept beside
+//! them, so a v1alpha1 reader sees `all: true` as after upstream's write
+//! ([`v1alpha1_claims_annotation`]).
+//!
 //! [`plan_export`] puts these together into one reconcile's patch, report and Events.
 
 mod plan;
+mod v1alpha1_claims;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -31,6 +36,9 @@ use serde_json::Value;
 use crate::api::PublishedResource;
 
 pub use plan::{ExportPatch, ExportPlan, ExportReport, PatchMetadata, PatchSpec, plan_export};
+pub use v1alpha1_claims::{
+    ResourceSelector, V1ALPHA1_CLAIMS_ANNOTATION, V1alpha1Claim, v1alpha1_claims_annotation,
+};
 
 /// The APIExport annotation listing the claims kcp-sync added itself (a JSON list of
 /// `{group?, resource, identityHash?}`): the only claims it ever prunes.

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::Value;
 
+use super::v1alpha1_claims::{V1ALPHA1_CLAIMS_ANNOTATION, v1alpha1_claims_annotation};
 use super::{
     ADDED_CLAIMS_ANNOTATION, WantedClaim, format_added_claims, merge_claims, merge_resources,
     parse_added_claims, prune_claims, record_added_claims, resource_schemas, schema_group_resource,
@@ -79,7 +80,9 @@ pub struct ExportPlan {
 /// Merges `ready` (the schema names of PublishedResources that have one) and the claims of
 /// `prs` into `export` (the APIExport as read), for agent `agent`. `all_schemas` are the
 /// schema names of every PublishedResource (status or computed), whose resources are not
-/// claimed. Only claims recorded in [`ADDED_CLAIMS_ANNOTATION`] are ever pruned.
+/// claimed. Only claims recorded in [`ADDED_CLAIMS_ANNOTATION`] are ever pruned. kcp's
+/// v1alpha1 claims annotation is kept so the claims read `all: true` at v1alpha1, as after
+/// upstream's v1alpha1 write (see [`super::v1alpha1_claims`]).
 pub fn plan_export(
     export: &Value,
     agent: &str,
@@ -104,7 +107,12 @@ pub fn plan_export(
     let (claims, added) = merge_claims(&old_claims, &wanted);
     let (claims, removed) = prune_claims(claims, &wanted, &recorded);
     let record = record_added_claims(&recorded, &added, &wanted);
-    let annotations = agent_annotations(agent, &record, recorded_value.is_some());
+    let v1alpha1 =
+        v1alpha1_claims_annotation(&claims, annotation(export, V1ALPHA1_CLAIMS_ANNOTATION));
+    let mut annotations = agent_annotations(agent, &record, recorded_value.is_some());
+    if let Some(v1alpha1) = v1alpha1 {
+        annotations.insert(V1ALPHA1_CLAIMS_ANNOTATION.to_owned(), v1alpha1);
+    }
     let annotated = annotations
         .iter()
         .all(|(k, v)| annotation(export, k) == Some(v.as_str()));
@@ -217,6 +225,10 @@ mod tests {
                     ADDED_CLAIMS_ANNOTATION.to_owned(),
                     r#"[{"resource":"events"}]"#.to_owned()
                 ),
+                (
+                    V1ALPHA1_CLAIMS_ANNOTATION.to_owned(),
+                    r#"[{"resource":"events","all":true}]"#.to_owned()
+                ),
             ])
         );
         assert_eq!(
@@ -246,6 +258,7 @@ mod tests {
             "metadata": {"annotations": {
                 AGENT_NAME_ANNOTATION: "agent",
                 ADDED_CLAIMS_ANNOTATION: r#"[{"resource":"events"}]"#,
+                V1ALPHA1_CLAIMS_ANNOTATION: r#"[{"resource":"events","all":true}]"#,
             }},
             "spec": {
                 "resources": [{"name": "crontabs", "group": "example.corp", "schema": SCHEMA, "storage": {"crd": {}}}],
