@@ -424,6 +424,19 @@ async fn both_agents_publish_the_same_schema_and_the_same_claims() {
         "the schema's name (a hash of its spec) and the export's resource entry"
     );
     assert_eq!(claims(&rs_export), claims(&go_export));
+    // A consumer accepting the claims as read at v1alpha1 (upstream's e2e utilities do) needs
+    // `all: true` on each: kcp gives it only from its annotation of the v1alpha1 form.
+    let at_v1alpha1 =
+        ObjectRef::cluster_scoped(gvk("apis.kcp.io", "v1alpha1", "APIExport"), "databases");
+    let (go_v1, rs_v1) = (
+        go.provider.get(&at_v1alpha1).await.unwrap().unwrap(),
+        rs.provider.get(&at_v1alpha1).await.unwrap().unwrap(),
+    );
+    assert_eq!(
+        claims(&rs_v1),
+        claims(&go_v1),
+        "the claims read at v1alpha1"
+    );
     let schema = go_export.data["spec"]["resources"][0]["schema"]
         .as_str()
         .unwrap()
