@@ -10,6 +10,7 @@ use std::collections::BTreeSet;
 use common::{Env, create, crontab_pr};
 use k8s_openapi::api::core::v1::Secret;
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
+use kcp_core::runtime::EventRecorder;
 use kcp_core::{
     DeleteOptions, ListOptions, ObjectClient, ObjectClientExt as _, ObjectRef, Subresource,
     TemplateEngine,
@@ -21,6 +22,7 @@ use kcp_sync::api::{
     ResourceMutationSpec, ResourceRegexMutation,
 };
 use kcp_sync::reconcile::export::reconcile_export;
+use kcp_sync::reconcile::kcp_events::{STATUS_SUBRESOURCE_MISSING, SYNC_COMPONENT};
 use kcp_sync::reconcile::schema::reconcile_schema;
 use kcp_sync::reconcile::sync::{PrimarySync, Sides, Step, SyncConfig, SyncContext, sync_object};
 use serde_json::{Value, json};
@@ -33,6 +35,8 @@ struct Harness {
     target: PrimarySync,
     engine: TemplateEngine,
     config: SyncConfig,
+    /// Events are recorded only when a test asks ([`Harness::recording_events`]).
+    recorder: Option<EventRecorder>,
 }
 
 struct Consumer {
@@ -53,7 +57,15 @@ impl Harness {
     }
 
     async fn start_with(pr: PublishedResource, config: SyncConfig) -> Harness {
+        Self::start_beside(pr, config, Vec::new()).await
+    }
+
+    /// [`Harness::start_with`], the CRDs `crds` created on the service cluster first.
+    async fn start_beside(pr: PublishedResource, config: SyncConfig, crds: Vec<Value>) -> Harness {
         let env = Env::start().await;
+        for crd in crds {
+            create(&env.service, crd).await;
+        }
         create(
             &env.service,
             json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STATE_NS}}),
@@ -84,7 +96,14 @@ impl Harness {
             target,
             engine: TemplateEngine::new(),
             config,
+            recorder: None,
         }
+    }
+
+    /// The harness recording Events in kcp, as the agent's sync controller does.
+    fn recording_events(mut self) -> Harness {
+        self.recorder = Some(EventRecorder::new(SYNC_COMPONENT));
+        self
     }
 
     async fn consumer(&self, name: &str) -> Consumer {
@@ -122,7 +141,7 @@ impl Harness {
         SyncContext {
             config: &self.config,
             engine: &self.engine,
-            recorder: None,
+            recorder: self.recorder.as_ref(),
             caches: None,
             sides: Sides {
                 kcp: &c.agent,
@@ -980,4 +999,69 @@ async fn a_namespace_the_published_resource_lists_may_be_used() {
     h.sync(&c, "db").await;
     let copy = kcp_copy_of_stolen(&c).await.expect("copied as listed");
     assert_eq!(copy.data["data"], json!({"token": "YWRtaW4="}));
+}
+
+/// A related CronTab of the consumer (kcp origin) copied as a service-side Widget, whose CRD has
+/// no status subresource, with `syncStatus`.
+async fn synced_with_widget_copy() -> (Harness, Consumer) {
+    let widget_crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]}});
+    let mut spec = related(
+        RelatedResourceOrigin::Kcp,
+        RelatedResourceKind::Secret,
+        "spec.settings",
+        false,
+    );
+    spec.kind = None;
+    (spec.group, spec.version, spec.resource) =
+        ("example.com".into(), "v1".into(), "crontabs".into());
+    spec.projection = Some(kcp_sync::api::RelatedResourceProjection {
+        resource: "widgets".into(),
+        ..Default::default()
+    });
+    spec.sync_status = true;
+    let pr = pr_with(spec);
+    let h = Harness::start_beside(pr, SyncConfig::new(AGENT, STATE_NS), vec![widget_crd])
+        .await
+        .recording_events();
+    let c = h.consumer("team-1").await;
+    crontab(&c, "settings", json!({"size": 1})).await;
+    crontab(&c, "db", json!({"settings": "settings"})).await;
+    h.sync(&c, "db").await;
+    (h, c)
+}
+
+#[tokio::test]
+async fn a_status_that_cannot_be_forwarded_gets_upstreams_status_subresource_missing_warning() {
+    let (h, c) = synced_with_widget_copy().await;
+    let at = ObjectRef::namespaced(crontab_gvk(), "default", "settings");
+    let mut settings = c.user.get(&at).await.unwrap().unwrap();
+    settings.data["status"] = json!({"phase": "Ready"});
+    c.user
+        .replace(&settings, Subresource::Status)
+        .await
+        .unwrap();
+    h.sync(&c, "db").await;
+    let events = c
+        .user
+        .list(
+            &GroupVersionKind::gvk("", "v1", "Event"),
+            Some("default"),
+            &ListOptions::default(),
+        )
+        .await
+        .unwrap()
+        .items;
+    let warning = events
+        .iter()
+        .find(|e| e.data["reason"] == STATUS_SUBRESOURCE_MISSING.0)
+        .expect("a StatusSubresourceMissing Event");
+    assert_eq!(warning.data["type"], "Warning");
+    assert_eq!(warning.data["message"], STATUS_SUBRESOURCE_MISSING.1);
+    assert_eq!(warning.data["involvedObject"]["name"], "settings");
+    assert_eq!(warning.data["involvedObject"]["kind"], "CronTab");
 }

@@ -50,7 +50,17 @@ pub const RECONCILING_ERROR: (&str, &str) = (
     "ReconcilingError",
     "Failed to process object: a provider-side issue has occurred.",
 );
-/// Every (reason, message) the sync controllers write on kcp objects.
+/// The Warning on the kcp side of a related pair whose status cannot be forwarded because the
+/// copy's kind has no status subresource. Upstream writes it since after v0.7.0 (its
+/// `internal/sync/object_syncer.go`, `syncObjectStatusForward`, read at kcp-dev/api-syncagent
+/// 51995bd, the words copied from there), so it is not in [`ALL`], which v0.7.0's source is
+/// checked against: the Go module proxy serves no later release.
+pub const STATUS_SUBRESOURCE_MISSING: (&str, &str) = (
+    "StatusSubresourceMissing",
+    "Cannot sync status: the destination resource does not have a status subresource. Set syncStatus: false or add subresources.status to the CRD.",
+);
+/// Every (reason, message) the sync controllers write on kcp objects that upstream's v0.7.0
+/// writes too.
 pub const ALL: [(&str, &str); 7] = [
     ACCEPTED,
     PLACED,

@@ -19,7 +19,9 @@ use serde_json::{Value, json};
 use super::discovery::{ApiDocuments, kind_of_resource};
 use super::dynamic_json::{from_json, get_json, to_json};
 use super::finalizers::patch_finalizers;
-use super::kcp_events::{ACCEPTED, CLEANUP, DELETED, KcpEvents, PLACED, SYNCED};
+use super::kcp_events::{
+    ACCEPTED, CLEANUP, DELETED, KcpEvents, PLACED, STATUS_SUBRESOURCE_MISSING, SYNCED,
+};
 use super::spec_write::Destination;
 use super::state_store::StateStore;
 use super::sync::{api_version, object_ref};
@@ -184,20 +186,24 @@ pub struct RelatedSides<'a> {
 impl RelatedSides<'_> {
     /// Records an Event on the kcp side of a related pair: the copy when the original is on the
     /// service cluster, else the original (upstream writes Events in kcp only).
-    async fn event(
+    async fn event(&self, rel: &RelatedSync, pair: (&Value, &Value), reason: &str, message: &str) {
+        self.record(rel, pair, EventType::Normal, (reason, message))
+            .await;
+    }
+
+    /// [`Self::event`] of any type.
+    async fn record(
         &self,
         rel: &RelatedSync,
         (origin, dest): (&Value, &Value),
-        reason: &str,
-        message: &str,
+        kind: EventType,
+        (reason, message): (&str, &str),
     ) {
         let on = match rel.spec.origin {
             RelatedResourceOrigin::Service => dest,
             RelatedResourceOrigin::Kcp => origin,
         };
-        self.events
-            .record(on, EventType::Normal, reason, message)
-            .await;
+        self.events.record(on, kind, reason, message).await;
     }
 
     fn clients(&self, origin: RelatedResourceOrigin) -> (&dyn ObjectClient, &dyn ObjectClient) {
@@ -503,7 +509,7 @@ async fn sync_copy(sides: &RelatedSides<'_>, rel: &RelatedSync, item: &Located) 
     }
     let wrote = update_copy(sides, rel, item, &target, &source, &dest).await?;
     if rel.spec.sync_status && source.get("status") != dest.get("status") && !wrote {
-        forward_status(dest_client, rel, &target, &source, &dest).await?;
+        forward_status(sides, rel, &target, &source, &dest).await?;
     }
     Ok(wrote)
 }
@@ -575,13 +581,16 @@ async fn update_copy(
     Ok(true)
 }
 
+/// Copies the origin's status onto its copy (`syncStatus`). A copy whose kind has no status
+/// subresource gets upstream's Warning `StatusSubresourceMissing` instead, and the sync goes on.
 async fn forward_status(
-    dest_client: &dyn ObjectClient,
+    sides: &RelatedSides<'_>,
     rel: &RelatedSync,
     target: &ObjectRef,
     source: &Value,
     dest: &Value,
 ) -> Result<()> {
+    let (_, dest_client) = sides.clients(rel.spec.origin);
     let mut updated = dest.clone();
     updated["status"] = source.get("status").cloned().unwrap_or(Value::Null);
     match dest_client
@@ -591,6 +600,14 @@ async fn forward_status(
         Ok(_) => Ok(()),
         Err(e) if e.is_not_found() => {
             tracing::warn!(related = %rel.location(), "the destination has no status subresource; status not synced");
+            sides
+                .record(
+                    rel,
+                    (source, dest),
+                    EventType::Warning,
+                    STATUS_SUBRESOURCE_MISSING,
+                )
+                .await;
             Ok(())
         }
         Err(e) => Err(Error::core(
