@@ -246,6 +246,29 @@ async fn accept_all_claims(world: &World, consumer: &dyn ObjectClient, identity:
         .unwrap();
 }
 
+/// Waits until the `ClaimsAccepted` condition of PublishedResource `name` satisfies `holds`
+/// (status, message).
+async fn claims_accepted(world: &World, name: &str, holds: impl Fn(&str, &str) -> bool) {
+    let at = ObjectRef::cluster_scoped(
+        gvk("syncagent.kcp.io", "v1alpha1", "PublishedResource"),
+        name,
+    );
+    wait_for(
+        &format!("the ClaimsAccepted condition of {name}"),
+        || async {
+            let pr = world.service.get(&at).await.ok()??;
+            let conditions = pr.data["status"]["conditions"].as_array()?.clone();
+            let condition = conditions.iter().find(|c| c["type"] == "ClaimsAccepted")?;
+            let (status, message) = (
+                condition["status"].as_str().unwrap_or_default(),
+                condition["message"].as_str().unwrap_or_default(),
+            );
+            holds(status, message).then_some(())
+        },
+    )
+    .await;
+}
+
 /// Waits until the consumer's workspace serves `kind` (upstream's `WaitForBoundAPI`).
 async fn bound(consumer: &dyn ObjectClient, kind: GroupVersionKind) {
     wait_for(&format!("{kind:?} served to the consumer"), || async {
@@ -332,7 +355,7 @@ async fn a_resource_of_another_apiexport_is_synced_as_a_related_resource() {
         .unwrap()
         .to_owned();
     let root = world.kcp.object_client(world.kcp.root()).await.unwrap();
-    kcp_testbed::create_workspace(&*root, "team-1", None)
+    let team = kcp_testbed::create_workspace(&*root, "team-1", None)
         .await
         .unwrap();
     let consumer = world
@@ -356,7 +379,15 @@ async fn a_resource_of_another_apiexport_is_synced_as_a_related_resource() {
     ];
     bound(&*consumer, gvk(INITECH, "v1", "CronTab")).await;
     bound(&*consumer, gvk(INITROID, "v1", "Backup")).await;
+    // Beyond upstream: until the consumer accepts the claim on Initroid's Backups, the
+    // PublishedResource says so, naming the consumer and the claim; then it says all is well.
+    let crontabs = world.kube.namespace("publish-crontabs");
+    claims_accepted(&world, &crontabs, |status, message| {
+        status == "False" && message.contains(&format!("{team} ({INITROID}/backups)"))
+    })
+    .await;
     accept_all_claims(&world, &*consumer, &identity).await;
+    claims_accepted(&world, &crontabs, |status, _| status == "True").await;
 
     // The fake operator's Backup, in the namespace the local copy goes to. Upstream's test
     // creates it right after the CronTab, racing the agent's first sync (no `watch` is

@@ -43,6 +43,7 @@
 //! [`controller`] (wiring on kcp-core's runtime) and [`startup`].
 
 pub mod api;
+pub mod claims_acceptance;
 pub mod clash;
 pub mod controller;
 pub mod error;

@@ -11,6 +11,7 @@ use common::{Env, STATE_NS, agent, create, crontab_pr, eventually};
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
 use kcp_core::{ListOptions, ObjectClient, ObjectClientExt as _, ObjectRef};
 use kcp_sim::PLAIN_CLUSTER;
+use kcp_sync::claims_acceptance::{CLAIMS_NOT_ACCEPTED, CONDITION_CLAIMS_ACCEPTED};
 use kcp_sync::controller::{Agent, ControllerName, Metrics, ObjectLabels, run};
 use serde_json::{Value, json};
 
@@ -213,6 +214,21 @@ async fn agent_with_consumer_using(
     tokio::sync::oneshot::Sender<()>,
     tokio::task::JoinHandle<kcp_sync::Result<()>>,
 ) {
+    agent_with_consumer_accepting(env, pr, config, &["events", "namespaces", "secrets"]).await
+}
+
+/// [`agent_with_consumer_using`], the consumer's binding accepting (`all: true`) only the
+/// core resources `accepted`.
+async fn agent_with_consumer_accepting(
+    env: &Env,
+    pr: kcp_sync::api::PublishedResource,
+    config: Agent,
+    accepted: &[&str],
+) -> (
+    kcp_sim::SimClient,
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<kcp_sync::Result<()>>,
+) {
     create(
         &env.service,
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": STATE_NS}}),
@@ -233,13 +249,17 @@ async fn agent_with_consumer_using(
     let root = env.kcp_sim.object_client("root");
     create(&root, json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "team-1"}, "spec": {}})).await;
     let team = env.kcp_sim.object_client("root:team-1");
-    let claims: Vec<Value> = ["events", "namespaces", "secrets"]
+    create(&team, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
+        "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}, "permissionClaims": accepting(accepted)}})).await;
+    (team, stop, task)
+}
+
+/// v1alpha1 binding claims accepting the core resources `resources` for all verbs.
+fn accepting(resources: &[&str]) -> Vec<Value> {
+    resources
         .iter()
         .map(|r| json!({"group": "", "resource": r, "all": true, "state": "Accepted"}))
-        .collect();
-    create(&team, json!({"apiVersion": "apis.kcp.io/v1alpha1", "kind": "APIBinding", "metadata": {"name": "crontabs"},
-        "spec": {"reference": {"export": {"path": "root:provider", "name": "crontabs"}}, "permissionClaims": claims}})).await;
-    (team, stop, task)
+        .collect()
 }
 
 /// With the watches feeding the caches, syncing an object reads nothing twice: kcp sees per
@@ -730,6 +750,83 @@ async fn a_restarted_agent_resumes_from_the_state_secrets_without_duplicates() {
                     .any(|o| o.data["spec"] == json!({"n": 0, "local": true, "kcp": true}))
         },
     )
+    .await;
+    let _ = stop.send(());
+    task.await.unwrap().unwrap();
+}
+
+/// The `ClaimsAccepted` condition of PublishedResource `name`: (status, message).
+async fn claims_accepted(env: &Env, name: &str) -> Option<(String, String)> {
+    let pr = env.pr(name).await;
+    let condition = pr.status?.condition(CONDITION_CLAIMS_ACCEPTED)?.clone();
+    Some((condition.status, condition.message.unwrap_or_default()))
+}
+
+/// A claim the export gains (a related Secret) that a consumer has not accepted is named in
+/// the PublishedResource's status, with a Warning Event, until the consumer accepts it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_consumer_that_has_not_accepted_a_needed_claim_is_named_in_the_status_until_it_does() {
+    let env = Env::start().await;
+    let mut pr = crontab_pr("crontabs");
+    pr.spec.related = Some(vec![
+        serde_json::from_value(json!({
+            "identifier": "creds", "origin": "service", "kind": "Secret",
+            "object": {"reference": {"path": "spec.secretName"}},
+        }))
+        .unwrap(),
+    ]);
+    // The resync is 5 minutes: the consumer's engagement and its binding's change are what
+    // the agent acts on.
+    let (team, stop, task) =
+        agent_with_consumer_accepting(&env, pr, agent(&env), &["events", "namespaces"]).await;
+    let cluster = env.kcp_sim.logical_cluster("root:team-1").unwrap();
+    eventually(
+        "ClaimsAccepted False naming the consumer and secrets",
+        || async {
+            claims_accepted(&env, "crontabs")
+                .await
+                .is_some_and(|(status, message)| {
+                    status == "False" && message.contains(&format!("{cluster} (secrets)"))
+                })
+        },
+    )
+    .await;
+    let events = env
+        .service
+        .list(
+            &GroupVersionKind::gvk("", "v1", "Event"),
+            None,
+            &ListOptions::default(),
+        )
+        .await
+        .unwrap()
+        .items;
+    assert!(
+        events
+            .iter()
+            .any(|e| e.data["reason"] == CLAIMS_NOT_ACCEPTED
+                && e.data["type"] == "Warning"
+                && e.data["involvedObject"]["name"] == "crontabs"),
+        "a ClaimsNotAccepted Warning on the PublishedResource"
+    );
+    team.patch(
+        &ObjectRef::cluster_scoped(
+            GroupVersionKind::gvk("apis.kcp.io", "v1alpha1", "APIBinding"),
+            "crontabs",
+        ),
+        kcp_core::Subresource::Main,
+        &kcp_core::ObjectPatch::Merge(
+            json!({"spec": {"permissionClaims": accepting(&["events", "namespaces", "secrets"])}}),
+        ),
+        &kcp_core::PatchOptions::default(),
+    )
+    .await
+    .unwrap();
+    eventually("ClaimsAccepted True once the consumer accepts", || async {
+        claims_accepted(&env, "crontabs")
+            .await
+            .is_some_and(|(status, _)| status == "True")
+    })
     .await;
     let _ = stop.send(());
     task.await.unwrap().unwrap();

@@ -11,6 +11,8 @@
 //! * Consumer clusters come from any [`ClusterProvider`] (the APIExportEndpointSlice provider
 //!   in the binary), through the shared [`sync::Clusters`] registry.
 
+mod binding_watch;
+mod claims_report;
 mod kcp_watches;
 pub mod progress;
 pub mod publish_trigger;
@@ -505,7 +507,7 @@ impl Publisher {
             return Ok(Outcome::Done);
         }
         let ready: BTreeSet<String> = clash::exported(&prs);
-        reconcile_export(
+        let report = reconcile_export(
             agent.kcp.as_ref(),
             Some(&self.export_recorder),
             &agent.sync.agent,
@@ -516,6 +518,9 @@ impl Publisher {
         )
         .await?;
         agent.ready.store(true, Ordering::Relaxed);
+        if report.found {
+            self.report_claims(&prs, &report.claims).await;
+        }
         Ok(Outcome::RequeueAfter(agent.resync))
     }
 }
@@ -547,9 +552,20 @@ pub async fn run(agent: Agent, shutdown: impl std::future::Future<Output = ()>) 
     let (tx, mut rx) = mpsc::channel::<ClusterEvent>(256);
     let provider = agent.provider.clone();
     let provider_task = tokio::spawn(async move { provider.run(tx).await });
+    // A consumer engaged has its APIBinding read at the next export reconcile: whether it
+    // accepted the claims is reported without waiting for the resync.
+    let export_queue = queue.clone();
+    let bindings = tokio::spawn(binding_watch::watch_bindings(
+        clusters.clone(),
+        queue.clone(),
+    ));
     let pump = tokio::spawn(async move {
         while let Some(event) = rx.recv().await {
+            let engaged = matches!(event, ClusterEvent::Engaged(_));
             clusters.apply(event);
+            if engaged {
+                export_queue.add(PublishKey::Export);
+            }
         }
     });
     let triggers = tokio::spawn(triggers(agent.clone(), queue.clone()));
@@ -560,6 +576,7 @@ pub async fn run(agent: Agent, shutdown: impl std::future::Future<Output = ()>) 
     triggers.abort();
     provider_task.abort();
     pump.abort();
+    bindings.abort();
     queue.shutdown();
     let _ = workers.await;
     let mut controllers = publisher

@@ -96,7 +96,7 @@ impl Clusters {
         self.len() == 0
     }
 
-    fn subscribe(&self) -> broadcast::Receiver<ClusterEvent> {
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<ClusterEvent> {
         self.changes.subscribe()
     }
 }

@@ -310,7 +310,8 @@ pub fn merge_claims(
     (result, added)
 }
 
-fn claim_key(claim: &Value) -> WantedClaim {
+/// The (group, resource, identity hash) of a claim as JSON.
+pub(crate) fn claim_key(claim: &Value) -> WantedClaim {
     let s = |k: &str| {
         claim
             .get(k)

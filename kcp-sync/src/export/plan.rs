@@ -10,9 +10,9 @@ use serde_json::Value;
 
 use super::v1alpha1_claims::{V1ALPHA1_CLAIMS_ANNOTATION, v1alpha1_claims_annotation};
 use super::{
-    ADDED_CLAIMS_ANNOTATION, WantedClaim, format_added_claims, merge_claims, merge_resources,
-    parse_added_claims, prune_claims, record_added_claims, resource_schemas, schema_group_resource,
-    wanted_claims,
+    ADDED_CLAIMS_ANNOTATION, WantedClaim, claim_key, format_added_claims, merge_claims,
+    merge_resources, parse_added_claims, prune_claims, record_added_claims, resource_schemas,
+    schema_group_resource, wanted_claims,
 };
 use crate::api::{AGENT_NAME_ANNOTATION, PublishedResource};
 
@@ -29,6 +29,8 @@ pub struct ExportReport {
     pub added_claims: Vec<String>,
     /// Claims the agent had added and pruned, as no PublishedResource needs them any more.
     pub removed_claims: Vec<String>,
+    /// Every claim of the export after the reconcile.
+    pub claims: BTreeSet<WantedClaim>,
 }
 
 /// The merge patch kcp-sync sends to an APIExport.
@@ -124,6 +126,7 @@ pub fn plan_export(
         added_schemas: new_schemas.difference(&old_schemas).cloned().collect(),
         added_claims: added.iter().map(ToString::to_string).collect(),
         removed_claims: removed.iter().map(ToString::to_string).collect(),
+        claims: claims.iter().map(claim_key).collect(),
     };
     let patch = changed.then(|| ExportPatch {
         metadata: PatchMetadata {
@@ -246,6 +249,11 @@ mod tests {
                 added_schemas: vec![SCHEMA.to_owned()],
                 added_claims: vec!["events".to_owned()],
                 removed_claims: vec![],
+                claims: BTreeSet::from([WantedClaim {
+                    group: String::new(),
+                    resource: "events".into(),
+                    identity_hash: String::new(),
+                }]),
             }
         );
         assert!(plan.old_schemas.is_empty());
