@@ -3,9 +3,10 @@
 //! of at the next resync: one APIBinding watch per virtual-workspace URL the engaged clusters
 //! came through (`<url>/clusters/*`), started and stopped as clusters come and go.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use futures::StreamExt as _;
+use kcp_core::kcp::CLUSTER_ANNOTATION;
 use kcp_core::kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kcp_core::kube::runtime::{WatchStreamExt as _, watcher};
 use kcp_core::runtime::{TaskSet, WorkQueue};
@@ -37,7 +38,9 @@ pub(super) async fn watch_bindings(clusters: Clusters, queue: WorkQueue<PublishK
     }
 }
 
-/// Watches the APIBindings of one view; any change enqueues the export.
+/// Watches the APIBindings of one view; a new or deleted binding, or a change of a binding's
+/// spec (its generation: the claims it accepts), enqueues the export. kcp's own status writes
+/// to a binding (its phase and conditions) do not.
 async fn watch_one(
     view: kcp_core::kube::Client,
     queue: WorkQueue<PublishKey>,
@@ -50,16 +53,92 @@ async fn watch_one(
     );
     let events = watcher::watcher(api, watcher::Config::default()).default_backoff();
     futures::pin_mut!(events);
+    let mut generations = Generations::default();
     loop {
         tokio::select! {
             () = stop.cancelled() => return,
             event = events.next() => match event {
-                Some(Ok(watcher::Event::Apply(_) | watcher::Event::Delete(_))) => {
-                    queue.add(PublishKey::Export);
+                Some(Ok(event)) => {
+                    if generations.changed_by(&event) {
+                        queue.add(PublishKey::Export);
+                    }
                 }
-                Some(_) => {}
+                Some(Err(_)) => {}
                 None => return,
             },
         }
+    }
+}
+
+/// The generation of every binding a view's watch has seen, by `<cluster>/<name>`.
+#[derive(Default)]
+struct Generations(HashMap<String, Option<i64>>);
+
+impl Generations {
+    /// Records `event`; whether it brought a binding, a spec change of one, or a deletion.
+    fn changed_by(&mut self, event: &watcher::Event<DynamicObject>) -> bool {
+        match event {
+            watcher::Event::Init | watcher::Event::InitDone => false,
+            watcher::Event::InitApply(binding) => {
+                self.0.insert(key(binding), binding.metadata.generation);
+                false
+            }
+            watcher::Event::Apply(binding) => {
+                let before = self.0.insert(key(binding), binding.metadata.generation);
+                before != Some(binding.metadata.generation)
+            }
+            watcher::Event::Delete(binding) => {
+                self.0.remove(&key(binding));
+                true
+            }
+        }
+    }
+}
+
+fn key(binding: &DynamicObject) -> String {
+    let cluster = binding
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(CLUSTER_ANNOTATION))
+        .map(String::as_str)
+        .unwrap_or_default();
+    format!(
+        "{cluster}/{}",
+        binding.metadata.name.as_deref().unwrap_or_default()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn binding(generation: i64) -> DynamicObject {
+        let mut object = DynamicObject::new(
+            "crontabs",
+            &ApiResource::from_gvk_with_plural(
+                &GroupVersionKind::gvk("apis.kcp.io", "v1alpha1", "APIBinding"),
+                "apibindings",
+            ),
+        );
+        object.metadata.generation = Some(generation);
+        object.metadata.annotations =
+            Some([(CLUSTER_ANNOTATION.to_owned(), "c1".to_owned())].into());
+        object
+    }
+
+    #[test]
+    fn a_status_write_of_a_known_binding_wakes_nothing() {
+        let mut seen = Generations::default();
+        assert!(!seen.changed_by(&watcher::Event::InitApply(binding(1))));
+        assert!(!seen.changed_by(&watcher::Event::Apply(binding(1))));
+    }
+
+    #[test]
+    fn a_new_binding_a_spec_change_and_a_deletion_wake_the_export() {
+        let mut seen = Generations::default();
+        assert!(seen.changed_by(&watcher::Event::Apply(binding(1))));
+        assert!(seen.changed_by(&watcher::Event::Apply(binding(2))));
+        assert!(seen.changed_by(&watcher::Event::Delete(binding(2))));
     }
 }
