@@ -1,10 +1,12 @@
-//! Upstream's e2e case `TestSyncNonStandardRelatedResourcesMultipleAPIExports` (api-syncagent
-//! v0.7.0, `test/e2e/sync/related_test.go`), run with the `kcp-api-syncagent` binary on both
-//! backends: two providers, each with its APIExport and its own agent; the first relates a
-//! resource the second exports (through its `identityHash`), and a consumer bound to both gets
-//! the related object copied into kcp.
+//! Upstream's e2e cases of related resources whose kind the service cluster does not have in
+//! kcp's group (api-syncagent v0.7.0, `test/e2e/sync/related_test.go`:
+//! `TestSyncNonStandardRelatedResources` and `...MultipleAPIExports`), run with the
+//! `kcp-api-syncagent` binary on both backends: a ConfigMap copied into kcp as a Secret; a
+//! Backup projected into the agent's own export; and a Backup another provider exports,
+//! claimed through its `identityHash` (two providers, each with its APIExport and agent, a
+//! consumer bound to both).
 //!
-//! The expected copy is upstream's `expectedSyncedRelatedObject`, compared as upstream's
+//! Each expected copy is upstream's `expectedSyncedRelatedObject`, compared as upstream's
 //! `compareUnstructured` compares: everything but the claim labels, the `kcp.io/cluster`
 //! annotation and the server-set fields.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -281,33 +283,99 @@ async fn bound(consumer: &dyn ObjectClient, kind: GroupVersionKind) {
     .await;
 }
 
-/// The PublishedResources of upstream's case: CronTabs (projected into Initech's group, naming
-/// the copy as upstream's test does, under this test's namespace prefix) relating the Backup
-/// `my-backup` that Initroid exports; and Backups for Initroid, published without sync.
-fn published(world: &World, identity: &str) -> Vec<Value> {
+/// Upstream's CronTabs PublishedResource, for agent `agent`: projected into `group`, naming the
+/// copy as upstream's test does (under this test's namespace prefix), relating `related`.
+fn crontabs_published(world: &World, agent: &str, group: &str, related: Value) -> Value {
     let synced = world.kube.namespace("synced");
-    vec![
-        json!({"apiVersion": "syncagent.kcp.io/v1alpha1", "kind": "PublishedResource",
-            "metadata": {"name": world.kube.namespace("publish-crontabs"),
-                "labels": {"agent": world.label("initech")}},
-            "spec": {
-                "resource": {"apiGroup": "example.com", "version": "v1", "kind": "CronTab"},
-                "naming": {"name": "{{ .Object.metadata.name }}",
-                    "namespace": format!("{synced}-{{{{ .Object.metadata.namespace }}}}")},
-                "projection": {"group": INITECH},
-                "related": [{"identifier": "the-backup", "origin": "service",
-                    "resource": "backups", "group": "eksempel.no", "version": "v1",
-                    "identityHash": identity,
-                    "projection": {"group": INITROID},
-                    "object": {"template": {"template": "my-backup"}}}]}}),
-        json!({"apiVersion": "syncagent.kcp.io/v1alpha1", "kind": "PublishedResource",
-            "metadata": {"name": world.kube.namespace("publish-backups"),
-                "labels": {"agent": world.label("initroid")}},
-            "spec": {
-                "resource": {"apiGroup": "eksempel.no", "version": "v1", "kind": "Backup"},
-                "projection": {"group": INITROID},
-                "synchronization": {"enabled": false}}}),
-    ]
+    json!({"apiVersion": "syncagent.kcp.io/v1alpha1", "kind": "PublishedResource",
+        "metadata": {"name": world.kube.namespace("publish-crontabs"),
+            "labels": {"agent": world.label(agent)}},
+        "spec": {
+            "resource": {"apiGroup": "example.com", "version": "v1", "kind": "CronTab"},
+            "naming": {"name": "{{ .Object.metadata.name }}",
+                "namespace": format!("{synced}-{{{{ .Object.metadata.namespace }}}}")},
+            "projection": {"group": group},
+            "related": [related]}})
+}
+
+/// Upstream's Backups PublishedResource, for agent `agent`: projected into `group`, published
+/// to be related only (no sync).
+fn backups_published(world: &World, agent: &str, group: &str) -> Value {
+    json!({"apiVersion": "syncagent.kcp.io/v1alpha1", "kind": "PublishedResource",
+        "metadata": {"name": world.kube.namespace("publish-backups"),
+            "labels": {"agent": world.label(agent)}},
+        "spec": {
+            "resource": {"apiGroup": "eksempel.no", "version": "v1", "kind": "Backup"},
+            "projection": {"group": group},
+            "synchronization": {"enabled": false}}})
+}
+
+/// The related Backup `my-backup` of upstream's cases, projected into `group` (with the
+/// `identity` of the export providing it, when that is another one).
+fn related_backup(group: &str, identity: Option<&str>) -> Value {
+    let mut related = json!({"identifier": "the-backup", "origin": "service",
+        "resource": "backups", "group": "eksempel.no", "version": "v1",
+        "projection": {"group": group},
+        "object": {"template": {"template": "my-backup"}}});
+    if let Some(identity) = identity {
+        related["identityHash"] = json!(identity);
+    }
+    related
+}
+
+/// The namespace the CronTab `default/my-crontab`'s local copy goes to.
+fn local_namespace(world: &World) -> String {
+    format!("{}-default", world.kube.namespace("synced"))
+}
+
+/// The fake operator's related object, in the namespace the local copy goes to. Upstream's
+/// tests create it right after the CronTab, racing the agent's first sync (no `watch` is
+/// configured, so no agent looks for it later); here it is there before.
+async fn create_related_original(world: &World, original: Value) {
+    let namespace = local_namespace(world);
+    let mut original = original;
+    original["metadata"]["namespace"] = json!(namespace);
+    apply(
+        &*world.service,
+        vec![
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}),
+            original,
+        ],
+    )
+    .await;
+}
+
+/// Creates upstream's CronTab `default/my-crontab` of group `group` in the consumer.
+async fn create_crontab(consumer: &dyn ObjectClient, group: &str) {
+    apply(
+        consumer,
+        vec![
+            json!({"apiVersion": format!("{group}/v1"), "kind": "CronTab",
+            "metadata": {"name": "my-crontab", "namespace": "default"},
+            "spec": {"cronSpec": "* * *", "image": "ubuntu:latest"}}),
+        ],
+    )
+    .await;
+}
+
+/// Waits for the copy `at` in the consumer and compares it with upstream's `expected`.
+async fn assert_copied_as_upstream(
+    world: &World,
+    consumer: &dyn ObjectClient,
+    at: ObjectRef,
+    expected: Value,
+    agent: &str,
+) {
+    let copy = wait_for("the related object copied into kcp", || async {
+        consumer.get(&at).await.ok()?
+    })
+    .await;
+    assert_eq!(
+        comparable(&copy),
+        expected,
+        "agent {agent}'s log:\n{}",
+        world.log(agent)
+    );
 }
 
 /// Upstream's `compareUnstructured`: the claim labels, `kcp.io/cluster` and the fields the
@@ -372,7 +440,19 @@ async fn a_resource_of_another_apiexport_is_synced_as_a_related_resource() {
         ],
     )
     .await;
-    apply(&*world.service, published(&world, &identity)).await;
+    apply(
+        &*world.service,
+        vec![
+            crontabs_published(
+                &world,
+                "initech",
+                INITECH,
+                related_backup(INITROID, Some(&identity)),
+            ),
+            backups_published(&world, "initroid", INITROID),
+        ],
+    )
+    .await;
     let _agents = [
         world.agent("initech", "initech", INITECH).await,
         world.agent("initroid", "initroid", INITROID).await,
@@ -389,42 +469,95 @@ async fn a_resource_of_another_apiexport_is_synced_as_a_related_resource() {
     accept_all_claims(&world, &*consumer, &identity).await;
     claims_accepted(&world, &crontabs, |status, _| status == "True").await;
 
-    // The fake operator's Backup, in the namespace the local copy goes to. Upstream's test
-    // creates it right after the CronTab, racing the agent's first sync (no `watch` is
-    // configured, so neither agent looks for it later); here it is there before.
-    let local_ns = format!("{}-default", world.kube.namespace("synced"));
-    apply(
-        &*world.service,
-        vec![
-            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": local_ns}}),
-            json!({"apiVersion": "eksempel.no/v1", "kind": "Backup",
-                "metadata": {"name": "my-backup", "namespace": local_ns},
-                "spec": {"source": "", "destination": ""}}),
-        ],
+    create_related_original(
+        &world,
+        json!({"apiVersion": "eksempel.no/v1", "kind": "Backup",
+            "metadata": {"name": "my-backup"}, "spec": {"source": "", "destination": ""}}),
     )
     .await;
-
-    apply(
-        &*consumer,
-        vec![
-            json!({"apiVersion": format!("{INITECH}/v1"), "kind": "CronTab",
-            "metadata": {"name": "my-crontab", "namespace": "default"},
-            "spec": {"cronSpec": "* * *", "image": "ubuntu:latest"}}),
-        ],
-    )
-    .await;
+    create_crontab(&*consumer, INITECH).await;
     let at = ObjectRef::namespaced(gvk(INITROID, "v1", "Backup"), "default", "my-backup");
-    let copy = wait_for("the Backup copied into kcp", || async {
-        consumer.get(&at).await.ok()?
-    })
-    .await;
     let expected = json!({"apiVersion": format!("{INITROID}/v1"), "kind": "Backup",
         "metadata": {"name": "my-backup", "namespace": "default"},
         "spec": {"source": "", "destination": ""}});
-    assert_eq!(
-        comparable(&copy),
-        expected,
-        "initech agent's log:\n{}",
-        world.log("initech")
-    );
+    assert_copied_as_upstream(&world, &*consumer, at, expected, "initech").await;
+}
+
+/// The export of upstream's `TestSyncNonStandardRelatedResources`, also the projected group.
+const KCP_EXAMPLE: &str = "kcp.example.com";
+
+/// Upstream's `TestSyncNonStandardRelatedResources` set-up: the provider `org` with its export,
+/// the agent `bob` publishing CronTabs (relating `related`) and Backups, and the consumer
+/// `team-1` bound as upstream binds it; answers the consumer once it is served CronTabs, and
+/// the running agent.
+async fn one_export_relating(world: &World, related: Value) -> (Arc<dyn ObjectClient>, Running) {
+    world.organization("org", KCP_EXAMPLE).await;
+    let root = world.kcp.object_client(world.kcp.root()).await.unwrap();
+    kcp_testbed::create_workspace(&*root, "team-1", None)
+        .await
+        .unwrap();
+    let consumer = world
+        .kcp
+        .object_client(&world.kcp.path("team-1"))
+        .await
+        .unwrap();
+    apply(
+        &*consumer,
+        vec![binding(KCP_EXAMPLE, &world.kcp.path("org"))],
+    )
+    .await;
+    apply(
+        &*world.service,
+        vec![
+            crontabs_published(world, "bob", KCP_EXAMPLE, related),
+            backups_published(world, "bob", KCP_EXAMPLE),
+        ],
+    )
+    .await;
+    let agent = world.agent("bob", "org", KCP_EXAMPLE).await;
+    bound(&*consumer, gvk(KCP_EXAMPLE, "v1", "CronTab")).await;
+    (consumer, agent)
+}
+
+/// Upstream's case "turn a related ConfigMap into a Secret".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_related_configmap_is_copied_into_kcp_as_a_secret() {
+    let world = World::start().await;
+    let related = json!({"identifier": "credentials", "origin": "service",
+        "resource": "configmaps", "version": "v1",
+        "projection": {"resource": "secrets"},
+        "object": {"template": {"template": "my-credentials"}}});
+    let (consumer, _agent) = one_export_relating(&world, related).await;
+    create_related_original(
+        &world,
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "my-credentials"}, "data": {"password": "aHVudGVyMg=="}}),
+    )
+    .await;
+    create_crontab(&*consumer, KCP_EXAMPLE).await;
+    let at = ObjectRef::namespaced(gvk("", "v1", "Secret"), "default", "my-credentials");
+    // Upstream's expected Secret: data {"password": []byte("hunter2")}, type Opaque.
+    let expected = json!({"apiVersion": "v1", "kind": "Secret",
+        "metadata": {"name": "my-credentials", "namespace": "default"},
+        "data": {"password": "aHVudGVyMg=="}, "type": "Opaque"});
+    assert_copied_as_upstream(&world, &*consumer, at, expected, "bob").await;
+}
+
+/// Upstream's case "use a resource from the same APIExport as a related resource".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_of_the_same_apiexport_is_synced_as_a_related_resource() {
+    let world = World::start().await;
+    let (consumer, _agent) = one_export_relating(&world, related_backup(KCP_EXAMPLE, None)).await;
+    create_related_original(
+        &world,
+        json!({"apiVersion": "eksempel.no/v1", "kind": "Backup",
+            "metadata": {"name": "my-backup"}, "spec": {"source": "", "destination": ""}}),
+    )
+    .await;
+    create_crontab(&*consumer, KCP_EXAMPLE).await;
+    let at = ObjectRef::namespaced(gvk(KCP_EXAMPLE, "v1", "Backup"), "default", "my-backup");
+    let expected = json!({"apiVersion": format!("{KCP_EXAMPLE}/v1"), "kind": "Backup",
+        "metadata": {"name": "my-backup", "namespace": "default"},
+        "spec": {"source": "", "destination": ""}});
+    assert_copied_as_upstream(&world, &*consumer, at, expected, "bob").await;
 }
