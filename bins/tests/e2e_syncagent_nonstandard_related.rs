@@ -469,18 +469,30 @@ async fn a_resource_of_another_apiexport_is_synced_as_a_related_resource() {
     accept_all_claims(&world, &*consumer, &identity).await;
     claims_accepted(&world, &crontabs, |status, _| status == "True").await;
 
+    backup_is_copied_as_upstream(&world, &*consumer, (INITECH, INITROID), "initech").await;
+}
+
+/// Upstream's Backup case: the fake operator's Backup `my-backup` appears beside the local
+/// copy of a CronTab (of group `crontabs`) created in the consumer, and agent `agent` copies it
+/// into kcp under the group `backups`, as upstream expects it.
+async fn backup_is_copied_as_upstream(
+    world: &World,
+    consumer: &dyn ObjectClient,
+    (crontabs, backups): (&str, &str),
+    agent: &str,
+) {
     create_related_original(
-        &world,
+        world,
         json!({"apiVersion": "eksempel.no/v1", "kind": "Backup",
             "metadata": {"name": "my-backup"}, "spec": {"source": "", "destination": ""}}),
     )
     .await;
-    create_crontab(&*consumer, INITECH).await;
-    let at = ObjectRef::namespaced(gvk(INITROID, "v1", "Backup"), "default", "my-backup");
-    let expected = json!({"apiVersion": format!("{INITROID}/v1"), "kind": "Backup",
+    create_crontab(consumer, crontabs).await;
+    let at = ObjectRef::namespaced(gvk(backups, "v1", "Backup"), "default", "my-backup");
+    let expected = json!({"apiVersion": format!("{backups}/v1"), "kind": "Backup",
         "metadata": {"name": "my-backup", "namespace": "default"},
         "spec": {"source": "", "destination": ""}});
-    assert_copied_as_upstream(&world, &*consumer, at, expected, "initech").await;
+    assert_copied_as_upstream(world, consumer, at, expected, agent).await;
 }
 
 /// The export of upstream's `TestSyncNonStandardRelatedResources`, also the projected group.
@@ -548,16 +560,5 @@ async fn a_related_configmap_is_copied_into_kcp_as_a_secret() {
 async fn a_resource_of_the_same_apiexport_is_synced_as_a_related_resource() {
     let world = World::start().await;
     let (consumer, _agent) = one_export_relating(&world, related_backup(KCP_EXAMPLE, None)).await;
-    create_related_original(
-        &world,
-        json!({"apiVersion": "eksempel.no/v1", "kind": "Backup",
-            "metadata": {"name": "my-backup"}, "spec": {"source": "", "destination": ""}}),
-    )
-    .await;
-    create_crontab(&*consumer, KCP_EXAMPLE).await;
-    let at = ObjectRef::namespaced(gvk(KCP_EXAMPLE, "v1", "Backup"), "default", "my-backup");
-    let expected = json!({"apiVersion": format!("{KCP_EXAMPLE}/v1"), "kind": "Backup",
-        "metadata": {"name": "my-backup", "namespace": "default"},
-        "spec": {"source": "", "destination": ""}});
-    assert_copied_as_upstream(&world, &*consumer, at, expected, "bob").await;
+    backup_is_copied_as_upstream(&world, &*consumer, (KCP_EXAMPLE, KCP_EXAMPLE), "bob").await;
 }

@@ -423,14 +423,7 @@ async fn a_related_secret_created_later_reaches_kcp_through_its_owner_watch() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_related_kcp_object_appearing_later_is_copied_without_a_watch() {
     let env = Env::start().await;
-    let mut pr = crontab_pr("crontabs");
-    pr.spec.related = Some(vec![
-        serde_json::from_value(json!({
-            "identifier": "creds", "origin": "kcp", "kind": "Secret",
-            "object": {"reference": {"path": "spec.secretName"}},
-        }))
-        .unwrap(),
-    ]);
+    let pr = crontabs_relating_secret("kcp");
     let (team, stop, task) = agent_with_consumer(&env, pr).await;
     create(
         &team,
@@ -755,6 +748,20 @@ async fn a_restarted_agent_resumes_from_the_state_secrets_without_duplicates() {
     task.await.unwrap().unwrap();
 }
 
+/// The CronTabs PublishedResource relating the Secret its `spec.secretName` names, of `origin`
+/// (`service` or `kcp`).
+fn crontabs_relating_secret(origin: &str) -> kcp_sync::api::PublishedResource {
+    let mut pr = crontab_pr("crontabs");
+    pr.spec.related = Some(vec![
+        serde_json::from_value(json!({
+            "identifier": "creds", "origin": origin, "kind": "Secret",
+            "object": {"reference": {"path": "spec.secretName"}},
+        }))
+        .unwrap(),
+    ]);
+    pr
+}
+
 /// The `ClaimsAccepted` condition of PublishedResource `name`: (status, message).
 async fn claims_accepted(env: &Env, name: &str) -> Option<(String, String)> {
     let pr = env.pr(name).await;
@@ -767,14 +774,7 @@ async fn claims_accepted(env: &Env, name: &str) -> Option<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_consumer_that_has_not_accepted_a_needed_claim_is_named_in_the_status_until_it_does() {
     let env = Env::start().await;
-    let mut pr = crontab_pr("crontabs");
-    pr.spec.related = Some(vec![
-        serde_json::from_value(json!({
-            "identifier": "creds", "origin": "service", "kind": "Secret",
-            "object": {"reference": {"path": "spec.secretName"}},
-        }))
-        .unwrap(),
-    ]);
+    let pr = crontabs_relating_secret("service");
     // The resync is 5 minutes: the consumer's engagement and its binding's change are what
     // the agent acts on.
     let (team, stop, task) =
