@@ -189,6 +189,20 @@ impl World {
         running
     }
 
+    /// The consumer workspace `team-1`: its logical cluster and an admin client of it.
+    async fn consumer(&self) -> (String, Arc<dyn ObjectClient>) {
+        let root = self.kcp.object_client(self.kcp.root()).await.unwrap();
+        let cluster = kcp_testbed::create_workspace(&*root, "team-1", None)
+            .await
+            .unwrap();
+        let client = self
+            .kcp
+            .object_client(&self.kcp.path("team-1"))
+            .await
+            .unwrap();
+        (cluster, client)
+    }
+
     /// The label value of agent `name`, unique on a shared service cluster.
     fn label(&self, name: &str) -> String {
         self.kube.namespace(name)
@@ -422,15 +436,7 @@ async fn a_resource_of_another_apiexport_is_synced_as_a_related_resource() {
         .as_str()
         .unwrap()
         .to_owned();
-    let root = world.kcp.object_client(world.kcp.root()).await.unwrap();
-    let team = kcp_testbed::create_workspace(&*root, "team-1", None)
-        .await
-        .unwrap();
-    let consumer = world
-        .kcp
-        .object_client(&world.kcp.path("team-1"))
-        .await
-        .unwrap();
+    let (team, consumer) = world.consumer().await;
     // Initech's consumers consume Initroid's API too, so they bind both exports.
     apply(
         &*consumer,
@@ -504,15 +510,7 @@ const KCP_EXAMPLE: &str = "kcp.example.com";
 /// the running agent.
 async fn one_export_relating(world: &World, related: Value) -> (Arc<dyn ObjectClient>, Running) {
     world.organization("org", KCP_EXAMPLE).await;
-    let root = world.kcp.object_client(world.kcp.root()).await.unwrap();
-    kcp_testbed::create_workspace(&*root, "team-1", None)
-        .await
-        .unwrap();
-    let consumer = world
-        .kcp
-        .object_client(&world.kcp.path("team-1"))
-        .await
-        .unwrap();
+    let (_, consumer) = world.consumer().await;
     apply(
         &*consumer,
         vec![binding(KCP_EXAMPLE, &world.kcp.path("org"))],
