@@ -40,7 +40,9 @@ pub(super) async fn watch_bindings(clusters: Clusters, queue: WorkQueue<PublishK
 
 /// Watches the APIBindings of one view; a new or deleted binding, or a change of a binding's
 /// spec (its generation: the claims it accepts), enqueues the export. kcp's own status writes
-/// to a binding (its phase and conditions) do not.
+/// to a binding (its phase and conditions) do not. Every completed (re)list enqueues it too:
+/// a binding changed before the watch began, or while it was reconnecting, arrives only in
+/// the list, never as an event of its own.
 async fn watch_one(
     view: kcp_core::kube::Client,
     queue: WorkQueue<PublishKey>,
@@ -75,10 +77,16 @@ async fn watch_one(
 struct Generations(HashMap<String, Option<i64>>);
 
 impl Generations {
-    /// Records `event`; whether it brought a binding, a spec change of one, or a deletion.
+    /// Records `event`; whether it brought a binding, a spec change of one, a deletion, or
+    /// the end of a (re)list (which may hide any of those).
     fn changed_by(&mut self, event: &watcher::Event<DynamicObject>) -> bool {
         match event {
-            watcher::Event::Init | watcher::Event::InitDone => false,
+            watcher::Event::Init => {
+                // A relist brings every binding again; forget those it will not.
+                self.0.clear();
+                false
+            }
+            watcher::Event::InitDone => true,
             watcher::Event::InitApply(binding) => {
                 self.0.insert(key(binding), binding.metadata.generation);
                 false
@@ -132,6 +140,14 @@ mod tests {
         let mut seen = Generations::default();
         assert!(!seen.changed_by(&watcher::Event::InitApply(binding(1))));
         assert!(!seen.changed_by(&watcher::Event::Apply(binding(1))));
+    }
+
+    #[test]
+    fn a_completed_list_wakes_the_export_once() {
+        let mut seen = Generations::default();
+        assert!(!seen.changed_by(&watcher::Event::Init));
+        assert!(!seen.changed_by(&watcher::Event::InitApply(binding(2))));
+        assert!(seen.changed_by(&watcher::Event::InitDone));
     }
 
     #[test]
