@@ -303,9 +303,8 @@ fn refs<K: Reconciled>(
     pick: impl Fn(&K) -> bool,
 ) -> Vec<ObjectRef<K>> {
     store
-        .state()
+        .state_filter(|o| o.meta().namespace.as_deref() == namespace && pick(o))
         .iter()
-        .filter(|o| o.meta().namespace.as_deref() == namespace && pick(o))
         .map(|o| ObjectRef::from_obj(o.as_ref()))
         .collect()
 }
@@ -348,13 +347,11 @@ fn worth_a_pass(store: &Store<Certificate>, event: &Result<Certificate, watcher:
         return true;
     };
     // Called for every Certificate event: a scan of the store that neither clones an owner's
-    // uid nor allocates per Certificate (it was the operator's hottest path at 100
-    // installations, 2,600 Certificates).
+    // uid nor allocates (a snapshot of the store, 2,600 Certificates at 100 installations, was
+    // allocated and freed on every event and kept glibc's malloc busy consolidating).
     store
-        .state()
-        .iter()
-        .filter(|c| controller_uid(c) == Some(uid))
-        .all(|c| c.is_ready())
+        .find(|c| controller_uid(c) == Some(uid) && !c.is_ready())
+        .is_none()
 }
 
 /// The uid of a Certificate's controller owner.

@@ -49,9 +49,8 @@ fn waiting_certificates(
     pick: impl Fn(&Certificate) -> bool,
 ) -> Vec<ObjectRef<Certificate>> {
     store
-        .state()
+        .state_filter(|c| !c.is_ready() && pick(c))
         .iter()
-        .filter(|c| !c.is_ready() && pick(c))
         .map(|c| ObjectRef::from_obj(c.as_ref()))
         .collect()
 }
@@ -120,11 +119,14 @@ fn signing_with(
     secret: &kube::api::ObjectMeta,
 ) -> Vec<(String, Option<String>)> {
     let (name, ns) = crate::render::name_ns(secret);
+    let signs_with = |ca: Option<&crate::render::certmanager::CaIssuer>| {
+        ca.is_some_and(|ca| ca.secret_name == name)
+    };
     issuers
-        .state()
+        .state_filter(|i| {
+            i.metadata.namespace.as_deref() == Some(ns) && signs_with(i.spec.ca.as_ref())
+        })
         .iter()
-        .filter(|i| i.metadata.namespace.as_deref() == Some(ns))
-        .filter(|i| i.spec.ca.as_ref().is_some_and(|ca| ca.secret_name == name))
         .map(|i| {
             (
                 i.metadata.name.clone().unwrap_or_default(),
@@ -133,10 +135,8 @@ fn signing_with(
         })
         .chain(
             cluster_issuers
-                .state()
+                .state_filter(|i| ns == resource_ns && signs_with(i.spec.ca.as_ref()))
                 .iter()
-                .filter(|_| ns == resource_ns)
-                .filter(|i| i.spec.ca.as_ref().is_some_and(|ca| ca.secret_name == name))
                 .map(|i| (i.metadata.name.clone().unwrap_or_default(), None)),
         )
         .collect()

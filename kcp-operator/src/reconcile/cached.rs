@@ -12,10 +12,11 @@ use crate::api::Shard;
 /// The sorted names of the Shards of root shard `rs` in `namespace`, from `store`.
 pub fn shard_names_in(store: &Store<Shard>, namespace: &str, rs: &str) -> Vec<String> {
     let mut names: Vec<String> = store
-        .state()
+        .state_filter(|s| {
+            s.metadata.namespace.as_deref() == Some(namespace)
+                && s.spec.root_shard.name() == Some(rs)
+        })
         .iter()
-        .filter(|s| s.metadata.namespace.as_deref() == Some(namespace))
-        .filter(|s| s.spec.root_shard.name() == Some(rs))
         .filter_map(|s| s.metadata.name.clone())
         .collect();
     names.sort();
