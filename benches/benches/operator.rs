@@ -11,6 +11,10 @@
 //!   0 writes (printed as `writes during a no-op resync`, counted by the server's
 //!   resourceVersion).
 
+/// The allocator the binaries ship with, so the figures are the shipped binary's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
