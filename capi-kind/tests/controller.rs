@@ -153,6 +153,11 @@ async fn a_cluster_deleted_out_of_band_is_recreated() {
     wait_kind_cluster_ready(&api, "test-cluster-1").await;
     let first_url = env.provisioner.url("test-1").unwrap();
     env.provisioner.delete("test-1").await.unwrap();
+    // Hold the deleted server's port (if another test's server took it first, that one holds
+    // it), so the recreated server cannot be given it again (the kernel handed it out twice
+    // once) and the Secret's new URL tells the two apart.
+    let first_port = first_url.trim_start_matches("http://127.0.0.1:");
+    let _held = std::net::TcpListener::bind(format!("127.0.0.1:{first_port}"));
     wait_for(&api, "test-cluster-1", "the recreation", |o| {
         o.status.as_ref().is_some_and(|s| {
             s.conditions
