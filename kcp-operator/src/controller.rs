@@ -28,6 +28,7 @@
 //! metrics, backoff). The metrics refresher, the built-in issuer's controller and the workload
 //! group's wiring live in `refresh`, `pki` and `workload_wiring`.
 
+mod own_writes;
 mod pki;
 mod refresh;
 mod workload_wiring;

@@ -231,3 +231,57 @@ async fn a_certificate_waits_for_its_ca_secret_and_says_so() {
             .is_none()
     );
 }
+
+/// How often the certificate controller passed over a Certificate (with or without error), from
+/// the `kcp_operator_*` metrics in `registry`.
+fn certificate_passes(registry: &prometheus_client::registry::Registry) -> u64 {
+    let mut text = String::new();
+    prometheus_client::encoding::text::encode(&mut text, registry).unwrap();
+    text.lines()
+        .filter(|l| {
+            l.starts_with("kcp_operator_reconciliation_duration_seconds_count")
+                && l.contains("controller=\"certificate\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum()
+}
+
+#[tokio::test]
+async fn issuing_a_certificate_takes_one_pass_not_another_for_the_issuers_own_secret_write() {
+    let (sim, client) = setup_with(Config::default(), false).await;
+    self_signed_cluster_issuer(&client).await;
+    let mut registry = prometheus_client::registry::Registry::default();
+    let metrics = kcp_operator::metrics::Metrics::register(&mut registry);
+    let (stop, mut stopped) = tokio::sync::watch::channel(false);
+    let synced = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let kube = sim.client("").unwrap();
+    let kcp = std::sync::Arc::new(Kcp::start().await);
+    let flag = synced.clone();
+    let operator = tokio::spawn(async move {
+        let groups = [kcp_operator::controller::ControllerGroup::Config].into();
+        let pki = kcp_operator::pki::Pki::Builtin(BuiltinPki::default());
+        let shutdown = async move {
+            let _ = stopped.wait_for(|s| *s).await;
+        };
+        kcp_operator::controller::run_with(kube, &groups, &pki, kcp, metrics, flag, shutdown).await;
+    });
+    while !synced.load(std::sync::atomic::Ordering::SeqCst) {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let yaml = "apiVersion: cert-manager.io/v1\nkind: Certificate\nmetadata: {name: leaf, namespace: kcp}\nspec: {secretName: leaf, commonName: leaf, issuerRef: {name: selfsigned, kind: ClusterIssuer}}\n";
+    apply_objects(&client, kcp_core::parse_manifests("x.yaml", yaml).unwrap()).await;
+    let ready = || async {
+        let cert: Option<Certificate> = client.get_typed(Some(NS), "leaf").await.unwrap();
+        cert.is_some_and(|c| c.is_ready())
+    };
+    while !ready().await {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    // The Secret's event reaches the controller within milliseconds; give it far longer.
+    let quiet = sim.resource_version();
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(sim.resource_version(), quiet, "nothing more was written");
+    assert_eq!(certificate_passes(&registry), 1);
+    stop.send(true).unwrap();
+    operator.await.unwrap();
+}

@@ -8,23 +8,27 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Secret;
-use kcp_core::ObjectClient;
 use kcp_core::runtime::{Harness, drain_controller};
 use kube::runtime::Controller;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 
+use super::own_writes::{OwnWrites, RecordingSecretWrites};
 use super::{Context, timed};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::pki::BuiltinPki;
+use crate::reconcile::reads::{CachedGets, ReadCache};
 use crate::reconcile::retry::RetryingReads;
 use crate::render::certmanager::{Certificate, ClusterIssuer, Issuer};
 use crate::shared::Hubs;
 
 /// The built-in issuer's context.
 struct PkiContext {
-    client: Arc<dyn ObjectClient>,
+    ctx: Arc<Context>,
+    /// The Issuers and ClusterIssuers a pass looks up, from their watches' stores.
+    issuers: ReadCache,
+    own: Arc<OwnWrites>,
     harness: Harness,
     pki: BuiltinPki,
     metrics: Metrics,
@@ -32,7 +36,15 @@ struct PkiContext {
 
 /// One pass of the built-in issuer over `cert`, inside the controller's harness.
 async fn reconcile_certificate(cert: Arc<Certificate>, ctx: Arc<PkiContext>) -> Result<Action> {
-    let client = RetryingReads(ctx.client.as_ref());
+    let reads = RetryingReads(ctx.ctx.client.as_ref());
+    let gets = CachedGets {
+        inner: &reads,
+        cache: Some(&ctx.issuers).filter(|_| ctx.ctx.caches.is_synced()),
+    };
+    let client = RecordingSecretWrites {
+        inner: &gets,
+        own: &ctx.own,
+    };
     let issue = crate::pki::reconcile::reconcile_certificate(&client, &ctx.pki, &cert);
     let passed = timed(&ctx.metrics, ctx.harness.controller(), issue);
     ctx.harness.reconcile(cert.as_ref(), passed).await
@@ -67,9 +79,14 @@ fn names_issuer(c: &Certificate, kind: &str, namespace: Option<&str>, name: &str
 
 /// The built-in issuer: one controller over every Certificate, woken by changes of its spec or
 /// metadata (not its status, see [`crate::triggers::spec_fingerprint`]), by its Secret (by the
-/// `cert-manager.io/certificate-name` annotation), by its Issuer or ClusterIssuer, and, while
-/// waiting, by the CA Secret of its issuer.
-fn certificate_controller(hubs: &mut Hubs, pki: &BuiltinPki) -> Controller<Certificate> {
+/// `cert-manager.io/certificate-name` annotation; not by the event of the issuer's own write,
+/// see [`OwnWrites`]), by its Issuer or ClusterIssuer, and, while waiting, by the CA Secret of
+/// its issuer.
+fn certificate_controller(
+    hubs: &mut Hubs,
+    pki: &BuiltinPki,
+    own: Arc<OwnWrites>,
+) -> Controller<Certificate> {
     let hub = hubs.of::<Certificate>();
     let changes = hub.changes(crate::triggers::spec_fingerprint::<Certificate>);
     let controller = Controller::for_stream(changes, hub.store());
@@ -93,11 +110,12 @@ fn certificate_controller(hubs: &mut Hubs, pki: &BuiltinPki) -> Controller<Certi
         })
         .watches_stream(hubs.meta::<Secret>().metas_only(), move |s| {
             let ns = s.metadata.namespace.clone().unwrap_or_default();
-            let own = s
+            let owner = s
                 .metadata
                 .annotations
                 .as_ref()
                 .and_then(|a| a.get(crate::pki::plan::CERTIFICATE_NAME_ANNOTATION))
+                .filter(|_| !own.is_echo(&s.metadata))
                 .map(|c| ObjectRef::new(c).within(&ns));
             let signing = signing_with(&issuers, &cluster_issuers, &resource_ns, &s.metadata);
             let waiting = waiting_certificates(&certs, |c| {
@@ -106,7 +124,7 @@ fn certificate_controller(hubs: &mut Hubs, pki: &BuiltinPki) -> Controller<Certi
                     None => names_issuer(c, "ClusterIssuer", None, issuer),
                 })
             });
-            own.into_iter().chain(waiting)
+            owner.into_iter().chain(waiting)
         })
 }
 
@@ -150,12 +168,24 @@ pub(super) fn pki_controllers(
     pki: &BuiltinPki,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) -> Vec<BoxFuture<'static, ()>> {
-    let controller = certificate_controller(hubs, pki).graceful_shutdown_on(shutdown);
+    let own = Arc::new(OwnWrites::default());
+    let controller = certificate_controller(hubs, pki, own.clone()).graceful_shutdown_on(shutdown);
     let store = controller.store();
     ctx.caches.track(store.clone());
+    let mut issuers = ReadCache::default();
+    let (issuer_store, cluster_issuer_store) = (
+        hubs.of::<Issuer>().store(),
+        hubs.of::<ClusterIssuer>().store(),
+    );
+    ctx.caches.track(issuer_store.clone());
+    ctx.caches.track(cluster_issuer_store.clone());
+    issuers.serve(issuer_store);
+    issuers.serve(cluster_issuer_store);
     let stop = ctx.stop.clone();
     let pki_ctx = Arc::new(PkiContext {
-        client: ctx.client.clone(),
+        ctx: ctx.clone(),
+        issuers,
+        own,
         harness: Harness::new("certificate", ctx.metrics.controllers(), 0),
         pki: pki.clone(),
         metrics: ctx.metrics.clone(),
