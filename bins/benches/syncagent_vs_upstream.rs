@@ -361,6 +361,12 @@ async fn measure(s: &Servers, lane: &Lane, objects: usize) -> (Running, Measured
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let sync_all = started.elapsed();
+    // Said at once: the change latencies of a slow agent can take many minutes more.
+    eprintln!(
+        "{:>10} | every local copy after {:.1} s",
+        lane.name,
+        sync_all.as_secs_f64()
+    );
     tokio::time::sleep(Duration::from_secs(3)).await;
     let synced_mib = rss_mib(agent.0.id());
     let latencies = change_latencies(s, lane).await;
