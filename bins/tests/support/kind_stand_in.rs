@@ -31,13 +31,14 @@ done
 SERVER=$(cat "$DIR/server-$name" 2>/dev/null)
 case "$verb" in
 "create cluster")
-  cat > "$DIR/config-$name.yaml"
+  config=$(cat)
   mkdir "$DIR/nodes-$name" 2>/dev/null || {
     echo "ERROR: failed to create cluster: node(s) already exist for a cluster with the name \"$name\"" >&2
     exit 1
   }
+  printf '%s\n' "$config" > "$DIR/config-$name.yaml"
   sleep 2
-  uid=$(sed -n 's/.*owner-uid: *//p' "$DIR/config-$name.yaml" | head -n 1)
+  uid=$(printf '%s\n' "$config" | sed -n 's/.*owner-uid: *//p' | head -n 1)
   curl -sf -X POST -H 'Content-Type: application/json' "$SERVER/api/v1/nodes" \
     --data "{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"name\":\"$name-control-plane\",\"labels\":{\"@LABEL@\":\"$uid\"}}}" >/dev/null || exit 3
   echo "$name" >> "$DIR/created"
