@@ -162,7 +162,8 @@ pub struct WatchRead {
 pub struct Until {
     /// A JSON pointer into the answer (`/status`, `/body/status/phase`).
     pub path: String,
-    /// The value it must hold.
+    /// The value it must hold; in a string, the case's names (`{ws}`, `{ns}`, `{cluster}`) are
+    /// put in as in a request.
     #[serde(default)]
     pub equals: Option<Value>,
     /// Or: that it holds any value.

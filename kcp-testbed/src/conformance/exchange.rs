@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use http_body_util::BodyExt as _;
 use serde_json::{Value, json};
 
-use super::case::{Case, Step, WatchRead};
+use super::case::{Case, Step, Until, WatchRead};
 use crate::error::{Error, Result};
 
 /// The names a case runs under on one server.
@@ -99,10 +99,15 @@ async fn run_step(
     patience: Patience,
 ) -> Result<Value, String> {
     let deadline = Instant::now() + patience.until();
+    let until = step
+        .until
+        .as_ref()
+        .map(|until| with_names_in_wanted_value(until, names, earlier))
+        .transpose()?;
     let mut held: Option<Value> = None;
     loop {
         let answer = send(client, names, step, earlier).await?;
-        let Some(until) = &step.until else {
+        let Some(until) = &until else {
             return Ok(answer);
         };
         if until.holds(&answer) {
@@ -125,6 +130,20 @@ async fn run_step(
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// `until` with the case's names (`{ws}`, `{ns}`, `{cluster}`, `{{step:pointer}}`) put into a
+/// wanted string, so a step can wait for a message that names the case's workspace.
+fn with_names_in_wanted_value(
+    until: &Until,
+    names: &CaseNames,
+    earlier: &[Value],
+) -> Result<Until, String> {
+    let mut until = until.clone();
+    if let Some(Value::String(wanted)) = &until.equals {
+        until.equals = Some(Value::String(substitute(wanted, names, earlier)?));
+    }
+    Ok(until)
 }
 
 async fn send(
@@ -457,6 +476,17 @@ mod tests {
             substitute(text, &names(), &earlier).unwrap(),
             "PUT /clusters/root:cf-1/api/v1/namespaces/cf-1/x?rv=42"
         );
+    }
+
+    #[test]
+    fn a_wanted_string_waits_for_the_cases_own_names() {
+        let until: Until = serde_json::from_value(
+            json!({"path": "/body/message", "equals": "type {ws}:held in {ns}"}),
+        )
+        .unwrap();
+        let until = with_names_in_wanted_value(&until, &names(), &[]).unwrap();
+        assert!(until.holds(&json!({"body": {"message": "type root:cf-1:held in cf-1"}})));
+        assert!(!until.holds(&json!({"body": {"message": "type {ws}:held in {ns}"}})));
     }
 
     #[test]
