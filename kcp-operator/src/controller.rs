@@ -57,6 +57,7 @@ use crate::api::*;
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::pki::Pki;
+use crate::reconcile::mounted::MountStores;
 use crate::reconcile::reads::{CachedGets, ReadCache};
 use crate::reconcile::retry::RetryingReads;
 use crate::reconcile::{
@@ -111,6 +112,9 @@ pub struct Context {
     pub shards: std::sync::OnceLock<Store<Shard>>,
     /// The stores GETs of child objects are answered from (see [`CachedGets`]).
     pub reads: std::sync::OnceLock<ReadCache>,
+    /// The metadata of Secrets and ConfigMaps, for the versions of mounted objects (workload
+    /// group).
+    pub mounts: std::sync::OnceLock<MountStores>,
     /// Cancelled when the operator stops; controllers then drain.
     pub stop: CancellationToken,
 }
@@ -240,11 +244,11 @@ async fn pass<K: Reconciled>(obj: &K, ctx: &Context, report: Option<Report<K>>) 
         inner: &reads,
         cache: ctx.reads.get().filter(|_| synced),
     };
-    let shards = ctx.shards.get().filter(|_| synced);
     let pass = PassContext {
         client: &gets,
         addresser: ctx.addresser.as_ref(),
-        shards,
+        shards: ctx.shards.get().filter(|_| synced),
+        mounts: ctx.mounts.get().filter(|_| synced),
     };
     let result = obj.reconcile(&pass).await;
     if let Err(err) = &result
@@ -622,6 +626,7 @@ pub async fn run_with(
         caches: CacheSync::new(synced),
         shards: std::sync::OnceLock::new(),
         reads: std::sync::OnceLock::new(),
+        mounts: std::sync::OnceLock::new(),
         stop,
     });
     let mut hubs = Hubs::new(client, ctx.stop.clone());

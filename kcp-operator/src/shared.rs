@@ -8,7 +8,8 @@
 //! main stream and mappers reading specs), [`Hub::metas`] (owner-reference triggers) and
 //! [`Hub::changes`] (filtered by a fingerprint, see [`crate::triggers`]).
 //! Kinds only used to find owners (Secrets, Deployments, Services, ConfigMaps) are watched
-//! metadata-only ([`Hub::metadata`]). Objects are kept and passed on with only the operator's own server-side apply entry of
+//! metadata-only ([`Hub::metadata`]); of Secrets and ConfigMaps that metadata is also kept, for
+//! the versions of mounted objects ([`crate::reconcile::mounted`]). Objects are kept and passed on with only the operator's own server-side apply entry of
 //! `managedFields` (the rest is large and read by no pass; that entry tells a pass whether a
 //! child still holds a field it no longer renders, see [`crate::reconcile::ensure`]).
 
@@ -176,14 +177,16 @@ where
     K: Resource<DynamicType = ()> + Clone + DeserializeOwned + Debug + Send + Sync + 'static,
     PartialObjectMeta<K>: Resource<DynamicType = ()> + DeserializeOwned + Clone,
 {
-    /// A hub over a metadata-only watch of `api` (no store).
+    /// A hub over a metadata-only watch of `api`; with `keep` a [`Store`] of the metadata is
+    /// kept.
     pub fn metadata(
         api: Api<K>,
         config: watcher::Config,
+        keep: bool,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> (Self, BoxFuture<'static, ()>) {
         let api: Api<PartialObjectMeta<K>> = Api::all(api.into_client());
-        Self::watch(api, config, false, shutdown)
+        Self::watch(api, config, keep, shutdown)
     }
 
     /// Every change of a metadata-only hub.
@@ -213,7 +216,7 @@ pub trait SharedMeta:
 }
 
 macro_rules! hubs {
-    (full: $($field:ident: $kind:ty),*; meta: $($mfield:ident: $mkind:ty),*) => {
+    (full: $($field:ident: $kind:ty),*; meta: $($mfield:ident: $mkind:ty => $keep:expr),*) => {
         #[derive(Default)]
         struct HubSet {
             $($field: Option<Hub<$kind>>,)*
@@ -235,7 +238,7 @@ macro_rules! hubs {
                 let (client, stop, tasks) = (&hubs.client, &hubs.stop, &mut hubs.tasks);
                 hubs.set.$mfield.get_or_insert_with(|| {
                     let api = Api::<$mkind>::all(client.clone());
-                    let (hub, task) = Hub::metadata(api, watcher::Config::default(), stop.clone().cancelled_owned());
+                    let (hub, task) = Hub::metadata(api, watcher::Config::default(), $keep, stop.clone().cancelled_owned());
                     tasks.push(task);
                     hub
                 })
@@ -251,8 +254,8 @@ hubs!(
     compiled_root_shards: CompiledRootShard, compiled_shards: CompiledShard,
     compiled_front_proxies: CompiledFrontProxy, compiled_cache_servers: CompiledCacheServer,
     compiled_virtual_workspaces: CompiledVirtualWorkspace;
-    meta: secrets: Secret, deployments: Deployment, services: Service, config_maps: ConfigMap,
-    pod_disruption_budgets: PodDisruptionBudget
+    meta: secrets: Secret => true, deployments: Deployment => false, services: Service => false,
+    config_maps: ConfigMap => true, pod_disruption_budgets: PodDisruptionBudget => false
 );
 
 /// The shared watches of one run of the operator, each started when first asked for.

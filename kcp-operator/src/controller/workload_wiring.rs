@@ -13,6 +13,7 @@ use kube::runtime::Controller;
 
 use super::{Context, Reconciled, controller, drive, refs};
 use crate::api::*;
+use crate::reconcile::mounted::MountStores;
 use crate::render::names::KUBECONFIG_LABEL;
 use crate::shared::{Hubs, Shared};
 
@@ -137,6 +138,13 @@ pub(super) fn workload_controllers(
     ctx: &Arc<Context>,
     shutdown: impl Future<Output = ()> + Clone + Send + Sync + 'static,
 ) -> Vec<BoxFuture<'static, ()>> {
+    let mounts = MountStores {
+        secrets: hubs.meta::<Secret>().store(),
+        config_maps: hubs.meta::<ConfigMap>().store(),
+    };
+    ctx.caches.track(mounts.secrets.clone());
+    ctx.caches.track(mounts.config_maps.clone());
+    let _ = ctx.mounts.set(mounts);
     vec![
         Box::pin(drive(
             workload_controller::<CompiledRootShard>(hubs, shutdown.clone()),

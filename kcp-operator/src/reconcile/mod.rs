@@ -11,6 +11,7 @@ pub mod cleanup;
 pub mod config;
 pub mod ensure;
 pub mod kubeconfig;
+pub mod mounted;
 pub mod pdb;
 mod phased;
 pub mod reads;
@@ -46,6 +47,9 @@ pub struct PassContext<'a> {
     /// The Shard controller's store, once every cache synced: a RootShard's Shards are then
     /// listed from it instead of the API server (see [`cached`]).
     pub shards: Option<&'a kube::runtime::reflector::Store<Shard>>,
+    /// The metadata stores of Secrets and ConfigMaps, once every cache synced: the versions of
+    /// mounted objects are then read from them (see [`mounted`]).
+    pub mounts: Option<&'a mounted::MountStores>,
 }
 
 impl<'a> PassContext<'a> {
@@ -55,6 +59,7 @@ impl<'a> PassContext<'a> {
             client,
             addresser,
             shards: None,
+            mounts: None,
         }
     }
 }

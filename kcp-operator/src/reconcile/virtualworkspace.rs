@@ -11,10 +11,11 @@ use kcp_core::runtime::Outcome;
 use kcp_core::runtime::conditions::ConditionUpdate;
 
 use super::ensure::ensure;
+use super::mounted::Mounted;
 use super::pdb::ensure_pdb;
 use super::phased::{compiled_available, write_phased};
 use super::required::workload_available;
-use super::workload::{Mounted, ensure_deployment};
+use super::workload::ensure_deployment;
 use super::{core, ensure_certificates, ensure_merged_bundle, owner_ref};
 use crate::api::*;
 use crate::error::{Error, Result};
@@ -170,7 +171,7 @@ pub async fn reconcile_compiled_virtual_workspace(
     let client = ctx.client;
     let owner = owner_ref(cvw)?;
     let ns = cvw.metadata.namespace.clone().unwrap_or_default();
-    let mounted = Mounted::default();
+    let mounted = Mounted::new(ctx.mounts);
     ensure(client, &render_virtual_workspace_service(cvw), Some(&owner)).await?;
     let dep = render_virtual_workspace_deployment(cvw);
     let dep_name = dep.metadata.name.clone().unwrap_or_default();

@@ -7,18 +7,16 @@
 //! pods could not start); the pass looks again shortly, and any Secret event in the namespace
 //! wakes the controller too.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use kcp_core::ObjectClient;
 use kcp_core::ObjectClientExt as _;
-use kcp_core::client::ListOptions;
 use kcp_core::runtime::Outcome;
 
 use super::ensure::ensure;
+use super::mounted::Mounted;
 use super::pdb::ensure_pdb;
 use super::phased::write_phased;
 use super::required::workload_available;
@@ -30,88 +28,9 @@ use crate::render::cacheserver::{
 };
 use crate::render::frontproxy::*;
 use crate::render::pdb::*;
-use crate::render::revisions::{MountKind, apply_revision_labels, referenced_objects};
+use crate::render::revisions::{MountKind, apply_revision_labels};
 use crate::render::rootshard::{render_root_shard_deployment, render_root_shard_service};
 use crate::render::shard::{render_shard_deployment, render_shard_service};
-
-/// resourceVersions of the Secrets and ConfigMaps of a namespace.
-#[derive(Debug, Default, Clone)]
-pub struct Mounted {
-    versions: BTreeMap<(MountKind, String), String>,
-}
-
-impl Mounted {
-    /// Reads the Secrets and ConfigMaps of `namespace`.
-    pub async fn read(client: &dyn ObjectClient, namespace: &str) -> Result<Self> {
-        let mut versions = BTreeMap::new();
-        let secrets: Vec<Secret> = client
-            .list_typed(Some(namespace), &ListOptions::default())
-            .await
-            .map_err(core(format!("listing Secrets in {namespace}")))?;
-        for s in secrets {
-            versions.insert(
-                (MountKind::Secret, s.metadata.name.unwrap_or_default()),
-                s.metadata.resource_version.unwrap_or_default(),
-            );
-        }
-        let maps: Vec<ConfigMap> = client
-            .list_typed(Some(namespace), &ListOptions::default())
-            .await
-            .map_err(core(format!("listing ConfigMaps in {namespace}")))?;
-        for c in maps {
-            versions.insert(
-                (MountKind::ConfigMap, c.metadata.name.unwrap_or_default()),
-                c.metadata.resource_version.unwrap_or_default(),
-            );
-        }
-        Ok(Mounted { versions })
-    }
-
-    /// Reads the resourceVersions of the objects `deployment` mounts that are not known yet
-    /// (one GET each: cheaper than listing a namespace holding many installations).
-    pub async fn fill(
-        &mut self,
-        client: &dyn ObjectClient,
-        namespace: &str,
-        deployment: &Deployment,
-    ) -> Result<()> {
-        for (kind, name) in referenced_objects(deployment) {
-            if self.versions.contains_key(&(kind, name.clone())) {
-                continue;
-            }
-            let context = || format!("reading {kind:?} {namespace}/{name}");
-            let rv = match kind {
-                MountKind::Secret => client
-                    .get_typed::<Secret>(Some(namespace), &name)
-                    .await
-                    .map_err(core(context()))?
-                    .map(|s| s.metadata.resource_version.unwrap_or_default()),
-                MountKind::ConfigMap => client
-                    .get_typed::<ConfigMap>(Some(namespace), &name)
-                    .await
-                    .map_err(core(context()))?
-                    .map(|c| c.metadata.resource_version.unwrap_or_default()),
-            };
-            if let Some(rv) = rv {
-                self.versions.insert((kind, name), rv);
-            }
-        }
-        Ok(())
-    }
-
-    fn record(&mut self, kind: MountKind, meta: &kube::api::ObjectMeta) {
-        if let Some(name) = &meta.name {
-            self.versions.insert(
-                (kind, name.clone()),
-                meta.resource_version.clone().unwrap_or_default(),
-            );
-        }
-    }
-
-    fn lookup(&self, kind: MountKind, name: &str) -> Option<String> {
-        self.versions.get(&(kind, name.to_owned())).cloned()
-    }
-}
 
 /// Ensures a Deployment with its revision labels; `spec_replicas` unset keeps the live
 /// replica count (HPA-friendly). Returns the live Deployment, or `None` when mounts are missing.
@@ -197,7 +116,7 @@ pub async fn reconcile_compiled_root_shard(
     let client = ctx.client;
     let owner = owner_ref(crs)?;
     let ns = crs.metadata.namespace.clone().unwrap_or_default();
-    let mut mounted = Mounted::default();
+    let mut mounted = Mounted::new(ctx.mounts);
     ensure(client, &render_root_shard_service(crs), Some(&owner)).await?;
     let dep = render_root_shard_deployment(crs);
     let dep_name = dep.metadata.name.clone().unwrap_or_default();
@@ -232,7 +151,7 @@ pub async fn reconcile_compiled_shard(
     let client = ctx.client;
     let owner = owner_ref(cs)?;
     let ns = cs.metadata.namespace.clone().unwrap_or_default();
-    let mounted = Mounted::default();
+    let mounted = Mounted::new(ctx.mounts);
     ensure(client, &render_shard_service(cs), Some(&owner)).await?;
     let dep = render_shard_deployment(cs);
     let dep_name = dep.metadata.name.clone().unwrap_or_default();
@@ -253,7 +172,7 @@ pub async fn reconcile_compiled_front_proxy(
     let owner = owner_ref(cfp)?;
     let ns = cfp.metadata.namespace.clone().unwrap_or_default();
     let name = cfp.metadata.name.clone().unwrap_or_default();
-    let mut mounted = Mounted::default();
+    let mut mounted = Mounted::new(ctx.mounts);
     let live = ensure_proxy(
         client,
         &ProxyInput::front_proxy(cfp),
@@ -276,7 +195,7 @@ pub async fn reconcile_compiled_cache_server(
     let client = ctx.client;
     let owner = owner_ref(ccs)?;
     let ns = ccs.metadata.namespace.clone().unwrap_or_default();
-    let mounted = Mounted::default();
+    let mounted = Mounted::new(ctx.mounts);
     ensure(client, &render_cache_server_service(ccs), Some(&owner)).await?;
     let mut dep = render_cache_server_deployment(ccs);
     let dep_name = dep.metadata.name.clone().unwrap_or_default();
