@@ -118,12 +118,17 @@ fn certificate_controller(
                 .filter(|_| !own.is_echo(&s.metadata))
                 .map(|c| ObjectRef::new(c).within(&ns));
             let signing = signing_with(&issuers, &cluster_issuers, &resource_ns, &s.metadata);
-            let waiting = waiting_certificates(&certs, |c| {
-                signing.iter().any(|(issuer, ns)| match ns {
-                    Some(ns) => names_issuer(c, "Issuer", Some(ns), issuer),
-                    None => names_issuer(c, "ClusterIssuer", None, issuer),
+            // Most Secrets are no issuer's CA: no scan of every Certificate for them.
+            let waiting = if signing.is_empty() {
+                Vec::new()
+            } else {
+                waiting_certificates(&certs, |c| {
+                    signing.iter().any(|(issuer, ns)| match ns {
+                        Some(ns) => names_issuer(c, "Issuer", Some(ns), issuer),
+                        None => names_issuer(c, "ClusterIssuer", None, issuer),
+                    })
                 })
-            });
+            };
             owner.into_iter().chain(waiting)
         })
 }
