@@ -244,7 +244,8 @@ async fn pass<K: Reconciled>(obj: &K, ctx: &Context, report: Option<Report<K>>) 
     let synced = ctx.caches.is_synced();
     let gets = CachedGets {
         inner: &reads,
-        cache: ctx.reads.get().filter(|_| synced),
+        cache: ctx.reads.get(),
+        synced,
     };
     let pass = PassContext {
         client: &gets,

@@ -39,7 +39,8 @@ async fn reconcile_certificate(cert: Arc<Certificate>, ctx: Arc<PkiContext>) -> 
     let reads = RetryingReads(ctx.ctx.client.as_ref());
     let gets = CachedGets {
         inner: &reads,
-        cache: Some(&ctx.issuers).filter(|_| ctx.ctx.caches.is_synced()),
+        cache: Some(&ctx.issuers),
+        synced: ctx.ctx.caches.is_synced(),
     };
     let client = RecordingSecretWrites {
         inner: &gets,

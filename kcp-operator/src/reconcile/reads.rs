@@ -97,12 +97,17 @@ impl ReadCache {
     }
 }
 
-/// An [`ObjectClient`] answering GETs of the kinds `cache` holds from it (when set).
+/// An [`ObjectClient`] answering GETs of the kinds `cache` holds from it (once `synced`).
 pub struct CachedGets<'a> {
     /// Where everything else goes.
     pub inner: &'a dyn ObjectClient,
-    /// The stores, once every cache synced.
+    /// The stores. Writes are recorded in it from the start: an object created by a pass
+    /// before the caches synced is otherwise missing from a store that lags behind and is
+    /// taken for absent by the next pass, which creates it again (2,000 of 2,600 Certificates
+    /// were written twice while 100 installations converged).
     pub cache: Option<&'a ReadCache>,
+    /// Whether every cache synced: only then are GETs answered from the stores.
+    pub synced: bool,
 }
 
 impl CachedGets<'_> {
@@ -132,6 +137,7 @@ impl ObjectClient for CachedGets<'_> {
     async fn get(&self, target: &ObjectRef) -> Result<Option<DynamicObject>> {
         let Some((cache, store)) = self
             .cache
+            .filter(|_| self.synced)
             .and_then(|c| c.lookup(&target.gvk).map(|s| (c, s)))
         else {
             return self.inner.get(target).await;
@@ -197,5 +203,80 @@ impl ObjectClient for CachedGets<'_> {
     async fn delete(&self, target: &ObjectRef, options: &DeleteOptions) -> Result<DeleteOutcome> {
         let result = self.inner.delete(target, options).await;
         self.record(target, result, |_| None).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kcp_core::{KubeObjectClient, ObjectClientExt as _};
+    use kube::runtime::watcher;
+
+    use super::*;
+
+    fn config_map() -> DynamicObject {
+        serde_json::from_value(serde_json::json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "child", "namespace": "default"},
+        }))
+        .unwrap()
+    }
+
+    /// kcp-sim, a client reaching it over HTTP, and a read cache over a ConfigMap store that has
+    /// listed (nothing) and sees no later event until the test applies one.
+    async fn setup() -> (
+        kcp_sim::Server,
+        KubeObjectClient,
+        ReadCache,
+        reflector::store::Writer<ConfigMap>,
+    ) {
+        let sim = kcp_sim::Server::start(kcp_sim::Config::default())
+            .await
+            .unwrap();
+        let client = KubeObjectClient::new(sim.client("").unwrap());
+        let (store, mut writer) = reflector::store::<ConfigMap>();
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let mut cache = ReadCache::default();
+        cache.serve(store);
+        (sim, client, cache, writer)
+    }
+
+    #[tokio::test]
+    async fn a_child_written_before_the_caches_synced_is_not_taken_for_missing_after() {
+        let (_sim, client, cache, _writer) = setup().await;
+        let before_sync = CachedGets {
+            inner: &client,
+            cache: Some(&cache),
+            synced: false,
+        };
+        before_sync.create(&config_map()).await.unwrap();
+        let after_sync = CachedGets {
+            synced: true,
+            ..before_sync
+        };
+        let read: Option<ConfigMap> = after_sync
+            .get_typed(Some("default"), "child")
+            .await
+            .unwrap();
+        assert!(read.is_some(), "the lagging store's answer was believed");
+    }
+
+    #[tokio::test]
+    async fn once_the_store_shows_the_write_it_answers_without_a_request() {
+        let (sim, client, cache, mut writer) = setup().await;
+        let gets = CachedGets {
+            inner: &client,
+            cache: Some(&cache),
+            synced: true,
+        };
+        let created = gets.create(&config_map()).await.unwrap();
+        let typed: ConfigMap = kcp_core::typed::from_dynamic(created).unwrap();
+        writer.apply_watcher_event(&watcher::Event::Apply(typed));
+        sim.requests().reset();
+        let read: Option<ConfigMap> = gets.get_typed(Some("default"), "child").await.unwrap();
+        assert!(read.is_some());
+        assert_eq!(sim.requests().total().count, 0);
     }
 }
