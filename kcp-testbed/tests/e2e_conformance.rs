@@ -42,8 +42,10 @@ fn recording_wanted() -> bool {
 }
 
 /// What the real server answers now, checked against (or, when recording, written to) the
-/// recordings; returns the recordings to hold kcp-sim to.
-async fn real_answers(files: &[CaseFile]) -> Vec<Recording> {
+/// recordings; returns the recordings to hold kcp-sim to. A path `listed` as a known difference
+/// is not held to its recording either: kcp-sim is not compared there, and some such paths are
+/// the server's own (a message quoting its store revisions differs from run to run).
+async fn real_answers(files: &[CaseFile], listed: &[Listed]) -> Vec<Recording> {
     let mut drifted = Vec::new();
     let mut all = Vec::new();
     for file in files {
@@ -56,6 +58,7 @@ async fn real_answers(files: &[CaseFile]) -> Vec<Recording> {
                     drifted.extend(
                         differences(&answers, before)
                             .into_iter()
+                            .filter(|d| !listed.iter().any(|l| l.covers(&id, d)))
                             .map(|d| (id.clone(), d)),
                     );
                 }
@@ -97,7 +100,7 @@ async fn kcp_sim_answers_as_the_real_servers_do() {
         .collect();
     let listed = Listed::load(&dir().join("differences.yaml")).unwrap();
     let recordings = match Backend::from_env().unwrap() {
-        Backend::Real => real_answers(&files).await,
+        Backend::Real => real_answers(&files, &listed).await,
         Backend::Sim => files.iter().map(recorded).collect(),
     };
     let mut table = Table::default();
