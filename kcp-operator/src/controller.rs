@@ -64,7 +64,7 @@ use crate::reconcile::retry::RetryingReads;
 use crate::reconcile::{
     PassContext, PhasedStatus, config, kubeconfig, virtualworkspace, workload, write_stopped,
 };
-use crate::render::certmanager::{Certificate, Issuer};
+use crate::render::certmanager::{Certificate, ClusterIssuer, Issuer};
 use crate::render::names::KUBECONFIG_LABEL;
 use crate::shared::{Hubs, Shared};
 use crate::triggers::spec_fingerprint;
@@ -572,12 +572,27 @@ where
 }
 
 /// The stores child GETs are answered from: the Compiled* kinds (both groups watch them) and,
-/// with the config group, Certificates and Issuers.
-fn read_cache(hubs: &mut Hubs, groups: &BTreeSet<ControllerGroup>) -> ReadCache {
+/// with the config group, Certificates and Issuers (and ClusterIssuers for the built-in issuer).
+/// One cache for every controller, so that a write by one (the issuer's status write of a
+/// Certificate) is known to the others' reads (the config controllers' of that Certificate).
+/// With the config group, Secrets are read from copies checked against their metadata watch
+/// (tracked in `caches`).
+fn read_cache(
+    hubs: &mut Hubs,
+    groups: &BTreeSet<ControllerGroup>,
+    pki: &Pki,
+    caches: &CacheSync,
+) -> ReadCache {
     let mut cache = ReadCache::default();
     if groups.contains(&ControllerGroup::Config) {
         cache.serve(hubs.of::<Certificate>().store());
         cache.serve(hubs.of::<Issuer>().store());
+        if let Pki::Builtin(_) = pki {
+            cache.serve(hubs.of::<ClusterIssuer>().store());
+        }
+        let secrets = hubs.meta::<Secret>().store();
+        caches.track(secrets.clone());
+        cache.copy_secrets(secrets);
     }
     cache.serve(hubs.of::<CompiledRootShard>().store());
     cache.serve(hubs.of::<CompiledShard>().store());
@@ -656,7 +671,9 @@ pub async fn run_with(
             &mut hubs, &ctx, shutdown,
         ));
     }
-    let _ = ctx.reads.set(read_cache(&mut hubs, groups));
+    let _ = ctx
+        .reads
+        .set(read_cache(&mut hubs, groups, pki, &ctx.caches));
     tasks.extend(hubs.into_tasks());
     tracing::info!(
         ?groups,

@@ -18,7 +18,7 @@ use super::{Context, timed};
 use crate::error::{Error, Result};
 use crate::metrics::Metrics;
 use crate::pki::BuiltinPki;
-use crate::reconcile::reads::{CachedGets, ReadCache};
+use crate::reconcile::reads::CachedGets;
 use crate::reconcile::retry::RetryingReads;
 use crate::render::certmanager::{Certificate, ClusterIssuer, Issuer};
 use crate::shared::Hubs;
@@ -26,8 +26,6 @@ use crate::shared::Hubs;
 /// The built-in issuer's context.
 struct PkiContext {
     ctx: Arc<Context>,
-    /// The Issuers and ClusterIssuers a pass looks up, from their watches' stores.
-    issuers: ReadCache,
     own: Arc<OwnWrites>,
     harness: Harness,
     pki: BuiltinPki,
@@ -39,7 +37,7 @@ async fn reconcile_certificate(cert: Arc<Certificate>, ctx: Arc<PkiContext>) -> 
     let reads = RetryingReads(ctx.ctx.client.as_ref());
     let gets = CachedGets {
         inner: &reads,
-        cache: Some(&ctx.issuers),
+        cache: ctx.ctx.reads.get(),
         synced: ctx.ctx.caches.is_synced(),
     };
     let client = RecordingSecretWrites {
@@ -178,19 +176,13 @@ pub(super) fn pki_controllers(
     let controller = certificate_controller(hubs, pki, own.clone()).graceful_shutdown_on(shutdown);
     let store = controller.store();
     ctx.caches.track(store.clone());
-    let mut issuers = ReadCache::default();
-    let (issuer_store, cluster_issuer_store) = (
-        hubs.of::<Issuer>().store(),
-        hubs.of::<ClusterIssuer>().store(),
-    );
-    ctx.caches.track(issuer_store.clone());
-    ctx.caches.track(cluster_issuer_store.clone());
-    issuers.serve(issuer_store);
-    issuers.serve(cluster_issuer_store);
+    // The Issuers and ClusterIssuers a pass looks up, and the Certificates whose status it
+    // writes, are read from the context's shared read cache.
+    ctx.caches.track(hubs.of::<Issuer>().store());
+    ctx.caches.track(hubs.of::<ClusterIssuer>().store());
     let stop = ctx.stop.clone();
     let pki_ctx = Arc::new(PkiContext {
         ctx: ctx.clone(),
-        issuers,
         own,
         harness: Harness::new("certificate", ctx.metrics.controllers(), 0),
         pki: pki.clone(),

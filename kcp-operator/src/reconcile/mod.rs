@@ -9,6 +9,7 @@
 pub mod cached;
 pub mod cleanup;
 pub mod config;
+pub mod copies;
 pub mod ensure;
 pub mod kubeconfig;
 pub mod mounted;

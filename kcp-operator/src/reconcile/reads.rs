@@ -4,21 +4,28 @@
 //! ensuring starts with reading the child: from the API server that is one request per child
 //! per pass. [`CachedGets`] answers those reads from the [`ReadCache`]'s stores instead, and
 //! stays read-your-writes: an object written through it is read from the API server until the
-//! store has seen that write (its resourceVersion), as is one whose write conflicted until the
-//! store agrees with the server again. Other kinds, and every list and write, go to the server.
+//! store has seen that write (its resourceVersion, or a later one: resourceVersions order as
+//! integers, see [`kcp_core::resource_version`]), as is one whose write conflicted until the
+//! store agrees with the server again. Secrets, watched by metadata only, are answered from
+//! full copies kept by [`Copies`]. Other kinds, and every list and write, go to the server.
 
 use std::collections::HashMap;
 use std::sync::{Mutex, PoisonError};
 
+use k8s_openapi::api::core::v1::Secret;
 use kcp_core::client::{
     DeleteOptions, DeleteOutcome, ListOptions, ObjectList, ObjectPatch, ObjectRef, PatchOptions,
     ResourceInfo, Subresource,
 };
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
+use kcp_core::resource_version;
 use kcp_core::typed::to_dynamic;
 use kcp_core::{ObjectClient, Result};
 use kube::Resource;
+use kube::api::PartialObjectMeta;
 use kube::runtime::reflector::{self, Store};
+
+use super::copies::Copies;
 use serde::Serialize;
 
 /// One kind's store, seen as dynamic objects.
@@ -68,6 +75,8 @@ pub struct ReadCache {
     /// Objects written through [`CachedGets`] whose store has not shown that write yet: the
     /// resourceVersion written (`None` once deleted, or unknown after a conflict).
     pending: Mutex<HashMap<Key, Option<String>>>,
+    /// Full copies of Secrets, checked against their metadata store.
+    copies: Option<Copies>,
 }
 
 impl ReadCache {
@@ -77,6 +86,16 @@ impl ReadCache {
         K: Resource<DynamicType = ()> + Serialize + Clone + Send + Sync + 'static,
     {
         self.stores.push(Box::new(store));
+    }
+
+    /// Answers GETs of Secrets from full copies of those read or written before, while
+    /// `metadata` (their metadata-only watch store) shows a copy current (see [`Copies`]).
+    pub fn copy_secrets(&mut self, metadata: Store<PartialObjectMeta<Secret>>) {
+        self.copies = Some(Copies::new(metadata));
+    }
+
+    fn copies_of(&self, gvk: &GroupVersionKind) -> Option<&Copies> {
+        self.copies.as_ref().filter(|_| Copies::serves(gvk))
     }
 
     fn lookup(&self, gvk: &GroupVersionKind) -> Option<&dyn Lookup> {
@@ -90,9 +109,21 @@ impl ReadCache {
         self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Records `written` for `target`, unless a later write of it is recorded already (two
+    /// passes writing the same object can record out of order).
     fn wrote(&self, target: &ObjectRef, written: Option<String>) {
-        if self.lookup(&target.gvk).is_some() {
-            self.pending().insert(key(target), written);
+        if self.lookup(&target.gvk).is_none() {
+            return;
+        }
+        let mut pending = self.pending();
+        let recorded = pending.get(&key(target)).cloned().flatten();
+        let later_recorded = match (&recorded, &written) {
+            (Some(recorded), Some(written)) => resource_version::compare(recorded, written)
+                .is_some_and(|o| o == std::cmp::Ordering::Greater),
+            _ => false,
+        };
+        if !later_recorded {
+            pending.insert(key(target), written);
         }
     }
 }
@@ -126,6 +157,14 @@ impl CachedGets<'_> {
         }
         result
     }
+
+    /// Keeps the Secret a write returned (`None`: deleted, or the write failed and the
+    /// server's copy is unknown) as its copy.
+    fn copy_written(&self, target: &ObjectRef, written: Option<&DynamicObject>) {
+        if let Some(copies) = self.cache.and_then(|c| c.copies_of(&target.gvk)) {
+            copies.keep(target, written);
+        }
+    }
 }
 
 #[async_trait::async_trait]
@@ -135,6 +174,13 @@ impl ObjectClient for CachedGets<'_> {
     }
 
     async fn get(&self, target: &ObjectRef) -> Result<Option<DynamicObject>> {
+        if let Some(copies) = self
+            .cache
+            .filter(|_| self.synced)
+            .and_then(|c| c.copies_of(&target.gvk))
+        {
+            return copies.get(self.inner, target).await;
+        }
         let Some((cache, store)) = self
             .cache
             .filter(|_| self.synced)
@@ -147,9 +193,12 @@ impl ObjectClient for CachedGets<'_> {
         let Some(written) = cache.pending().get(&k).cloned() else {
             return Ok(cached);
         };
-        if written.is_some() && written == version(cached.as_ref())
-            || written.is_none() && cached.is_none()
-        {
+        let caught_up = match (&written, version(cached.as_ref())) {
+            (Some(written), Some(seen)) => resource_version::includes(&seen, written),
+            (None, None) => true,
+            _ => false,
+        };
+        if caught_up {
             cache.pending().remove(&k);
             return Ok(cached);
         }
@@ -172,7 +221,10 @@ impl ObjectClient for CachedGets<'_> {
     async fn create(&self, obj: &DynamicObject) -> Result<DynamicObject> {
         let result = self.inner.create(obj).await;
         match ObjectRef::from_object(obj) {
-            Ok(target) => self.record(&target, result, |o| version(Some(o))).await,
+            Ok(target) => {
+                self.copy_written(&target, result.as_ref().ok());
+                self.record(&target, result, |o| version(Some(o))).await
+            }
             Err(_) => result,
         }
     }
@@ -184,7 +236,10 @@ impl ObjectClient for CachedGets<'_> {
     ) -> Result<DynamicObject> {
         let result = self.inner.replace(obj, subresource).await;
         match ObjectRef::from_object(obj) {
-            Ok(target) => self.record(&target, result, |o| version(Some(o))).await,
+            Ok(target) => {
+                self.copy_written(&target, result.as_ref().ok());
+                self.record(&target, result, |o| version(Some(o))).await
+            }
             Err(_) => result,
         }
     }
@@ -197,11 +252,13 @@ impl ObjectClient for CachedGets<'_> {
         options: &PatchOptions,
     ) -> Result<DynamicObject> {
         let result = self.inner.patch(target, subresource, patch, options).await;
+        self.copy_written(target, result.as_ref().ok());
         self.record(target, result, |o| version(Some(o))).await
     }
 
     async fn delete(&self, target: &ObjectRef, options: &DeleteOptions) -> Result<DeleteOutcome> {
         let result = self.inner.delete(target, options).await;
+        self.copy_written(target, None);
         self.record(target, result, |_| None).await
     }
 }
@@ -278,5 +335,47 @@ mod tests {
         let read: Option<ConfigMap> = gets.get_typed(Some("default"), "child").await.unwrap();
         assert!(read.is_some());
         assert_eq!(sim.requests().total().count, 0);
+    }
+
+    #[tokio::test]
+    async fn a_store_showing_a_later_version_than_the_write_answers_without_a_request() {
+        let (sim, client, cache, mut writer) = setup().await;
+        let gets = CachedGets {
+            inner: &client,
+            cache: Some(&cache),
+            synced: true,
+        };
+        let created = gets.create(&config_map()).await.unwrap();
+        let mut later: ConfigMap = kcp_core::typed::from_dynamic(created.clone()).unwrap();
+        later.data = Some([("by".to_owned(), "another writer".to_owned())].into());
+        let later = client.replace_typed(&later).await.unwrap();
+        writer.apply_watcher_event(&watcher::Event::Apply(later));
+        sim.requests().reset();
+        let read: Option<ConfigMap> = gets.get_typed(Some("default"), "child").await.unwrap();
+        assert_eq!(read.unwrap().data.unwrap()["by"], "another writer");
+        assert_eq!(sim.requests().total().count, 0);
+    }
+
+    #[tokio::test]
+    async fn a_store_behind_the_write_is_not_believed() {
+        let (_sim, client, cache, mut writer) = setup().await;
+        let gets = CachedGets {
+            inner: &client,
+            cache: Some(&cache),
+            synced: true,
+        };
+        let created = gets.create(&config_map()).await.unwrap();
+        let mut old: ConfigMap = kcp_core::typed::from_dynamic(created.clone()).unwrap();
+        let mut newer = old.clone();
+        newer.data = Some([("step".to_owned(), "two".to_owned())].into());
+        let newer_rv = gets.replace_typed(&newer).await.unwrap();
+        old.metadata.resource_version = created.metadata.resource_version.clone();
+        writer.apply_watcher_event(&watcher::Event::Apply(old));
+        let read: Option<ConfigMap> = gets.get_typed(Some("default"), "child").await.unwrap();
+        let read = read.unwrap();
+        assert_eq!(
+            read.metadata.resource_version,
+            newer_rv.metadata.resource_version
+        );
     }
 }
