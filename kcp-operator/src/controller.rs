@@ -571,8 +571,9 @@ where
     ))
 }
 
-/// The stores child GETs are answered from: the Compiled* kinds (both groups watch them) and,
-/// with the config group, Certificates and Issuers (and ClusterIssuers for the built-in issuer).
+/// The stores GETs are answered from: the Compiled* kinds (both groups watch them) and, with
+/// the config group, its own kinds (for their status writes), Certificates and Issuers (and
+/// ClusterIssuers for the built-in issuer).
 /// One cache for every controller, so that a write by one (the issuer's status write of a
 /// Certificate) is known to the others' reads (the config controllers' of that Certificate).
 /// With the config group, Secrets are read from copies checked against their metadata watch
@@ -585,6 +586,12 @@ fn read_cache(
 ) -> ReadCache {
     let mut cache = ReadCache::default();
     if groups.contains(&ControllerGroup::Config) {
+        cache.serve(hubs.of::<RootShard>().store());
+        cache.serve(hubs.of::<Shard>().store());
+        cache.serve(hubs.of::<FrontProxy>().store());
+        cache.serve(hubs.of::<CacheServer>().store());
+        cache.serve(hubs.of::<Kubeconfig>().store());
+        cache.serve(hubs.of::<VirtualWorkspace>().store());
         cache.serve(hubs.of::<Certificate>().store());
         cache.serve(hubs.of::<Issuer>().store());
         if let Pki::Builtin(_) = pki {
@@ -694,6 +701,40 @@ mod tests {
             groups.into_iter().collect::<Vec<_>>(),
             [ControllerGroup::Config, ControllerGroup::Workload]
         );
+    }
+
+    #[tokio::test]
+    async fn with_the_config_group_every_kind_a_pass_reads_or_writes_the_status_of_is_cached() {
+        let sim = kcp_sim::Server::start(kcp_sim::Config::default())
+            .await
+            .unwrap();
+        let mut hubs = Hubs::new(sim.client("").unwrap(), CancellationToken::new());
+        let caches = CacheSync::new(Arc::new(AtomicBool::new(false)));
+        let groups = [ControllerGroup::Config].into();
+        let cache = read_cache(
+            &mut hubs,
+            &groups,
+            &Pki::Builtin(Default::default()),
+            &caches,
+        );
+        let kinds = [
+            kcp_core::typed::gvk_for::<RootShard>(),
+            kcp_core::typed::gvk_for::<Shard>(),
+            kcp_core::typed::gvk_for::<FrontProxy>(),
+            kcp_core::typed::gvk_for::<CacheServer>(),
+            kcp_core::typed::gvk_for::<Kubeconfig>(),
+            kcp_core::typed::gvk_for::<VirtualWorkspace>(),
+            kcp_core::typed::gvk_for::<CompiledRootShard>(),
+            kcp_core::typed::gvk_for::<CompiledShard>(),
+            kcp_core::typed::gvk_for::<CompiledFrontProxy>(),
+            kcp_core::typed::gvk_for::<Certificate>(),
+            kcp_core::typed::gvk_for::<Issuer>(),
+            kcp_core::typed::gvk_for::<ClusterIssuer>(),
+            kcp_core::typed::gvk_for::<Secret>(),
+        ];
+        for gvk in kinds {
+            assert!(cache.serves(&gvk), "{} is read from the server", gvk.kind);
+        }
     }
 
     #[test]

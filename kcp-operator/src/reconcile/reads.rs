@@ -98,6 +98,11 @@ impl ReadCache {
         self.copies.as_ref().filter(|_| Copies::serves(gvk))
     }
 
+    /// Whether GETs of `gvk` are answered from a store or from copies.
+    pub fn serves(&self, gvk: &GroupVersionKind) -> bool {
+        self.lookup(gvk).is_some() || self.copies_of(gvk).is_some()
+    }
+
     fn lookup(&self, gvk: &GroupVersionKind) -> Option<&dyn Lookup> {
         self.stores
             .iter()
