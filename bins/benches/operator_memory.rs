@@ -20,7 +20,12 @@ use kcp_operator::api::{CacheServer, FrontProxy, Kubeconfig, RootShard, Shard};
 use kcp_sim::{Config, Server};
 use support::{apply, bench_start_to_ready, free_port, ready, rss_mib};
 
-const OPERATOR: &str = env!("CARGO_BIN_EXE_kcp-operator");
+/// The binary measured: `KCP_RS_OPERATOR_BIN` when set (e.g. the `lean` profile's build:
+/// `cargo build --profile lean -p kcp-bins --bin kcp-operator`), else the bench profile's.
+fn operator() -> String {
+    std::env::var("KCP_RS_OPERATOR_BIN")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_kcp-operator").to_owned())
+}
 const SETUP: [&str; 3] = [
     include_str!("../../examples/playground/operator/00-cert-manager-crds.yaml"),
     include_str!("../../examples/playground/operator/01-issuer.yaml"),
@@ -104,7 +109,7 @@ async fn run_operator_once() -> Duration {
         .unwrap_or_else(|e| panic!("{e}"));
     let port = free_port();
     let start = Instant::now();
-    let mut child = Command::new(OPERATOR)
+    let mut child = Command::new(operator())
         .arg("--kubeconfig")
         .arg(&kubeconfig)
         .args(["--pki", "builtin", "--metrics-bind-address", "0"])
@@ -130,9 +135,10 @@ async fn run_operator_once() -> Duration {
         );
         tokio::time::sleep(Duration::from_secs(3)).await;
         eprintln!(
-            "idle operator RSS: {:.1} MiB (the example installation Ready after {:.1?}, 29 certificates issued by the built-in PKI, then idling)",
+            "idle operator RSS: {:.1} MiB (the example installation Ready after {:.1?}, 29 certificates issued by the built-in PKI, then idling; {})",
             rss_mib(child.id()),
-            converged
+            converged,
+            operator()
         );
     }
     let _ = child.kill();
