@@ -183,14 +183,19 @@ mod tests {
         (sim, client, cache, writer)
     }
 
+    /// Reads through `cache` once the caches synced.
+    fn synced_gets<'a>(client: &'a KubeObjectClient, cache: &'a ReadCache) -> CachedGets<'a> {
+        CachedGets {
+            inner: client,
+            cache: Some(cache),
+            synced: true,
+        }
+    }
+
     #[tokio::test]
     async fn a_secret_written_is_read_back_from_its_copy_while_the_store_shows_that_version() {
         let (sim, client, cache, mut writer) = setup().await;
-        let gets = CachedGets {
-            inner: &client,
-            cache: Some(&cache),
-            synced: true,
-        };
+        let gets = synced_gets(&client, &cache);
         let written = gets.create_typed(&secret("one")).await.unwrap();
         writer.apply_watcher_event(&watcher::Event::Apply(meta_of(&written)));
         sim.requests().reset();
@@ -206,11 +211,7 @@ mod tests {
     #[tokio::test]
     async fn a_secret_another_writer_changed_since_is_read_from_the_server() {
         let (_sim, client, cache, mut writer) = setup().await;
-        let gets = CachedGets {
-            inner: &client,
-            cache: Some(&cache),
-            synced: true,
-        };
+        let gets = synced_gets(&client, &cache);
         let mut written = gets.create_typed(&secret("one")).await.unwrap();
         written.data = None;
         written.string_data = Some([("value".to_owned(), "two".to_owned())].into());
@@ -227,11 +228,7 @@ mod tests {
     #[tokio::test]
     async fn a_secret_neither_the_store_nor_a_copy_holds_is_absent_without_a_request() {
         let (sim, client, cache, _writer) = setup().await;
-        let gets = CachedGets {
-            inner: &client,
-            cache: Some(&cache),
-            synced: true,
-        };
+        let gets = synced_gets(&client, &cache);
         let read: Option<Secret> = gets.get_typed(Some("default"), "tls").await.unwrap();
         assert!(read.is_none());
         assert_eq!(sim.requests().total().count, 0);
@@ -240,11 +237,7 @@ mod tests {
     #[tokio::test]
     async fn a_secret_written_that_the_store_does_not_show_yet_is_read_from_the_server() {
         let (sim, client, cache, _writer) = setup().await;
-        let gets = CachedGets {
-            inner: &client,
-            cache: Some(&cache),
-            synced: true,
-        };
+        let gets = synced_gets(&client, &cache);
         gets.create_typed(&secret("one")).await.unwrap();
         sim.requests().reset();
         let read: Option<Secret> = gets.get_typed(Some("default"), "tls").await.unwrap();

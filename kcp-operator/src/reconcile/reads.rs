@@ -305,6 +305,15 @@ mod tests {
         (sim, client, cache, writer)
     }
 
+    /// Reads through `cache` once the caches synced.
+    fn synced_gets<'a>(client: &'a KubeObjectClient, cache: &'a ReadCache) -> CachedGets<'a> {
+        CachedGets {
+            inner: client,
+            cache: Some(cache),
+            synced: true,
+        }
+    }
+
     #[tokio::test]
     async fn a_child_written_before_the_caches_synced_is_not_taken_for_missing_after() {
         let (_sim, client, cache, _writer) = setup().await;
@@ -328,11 +337,7 @@ mod tests {
     #[tokio::test]
     async fn once_the_store_shows_the_write_it_answers_without_a_request() {
         let (sim, client, cache, mut writer) = setup().await;
-        let gets = CachedGets {
-            inner: &client,
-            cache: Some(&cache),
-            synced: true,
-        };
+        let gets = synced_gets(&client, &cache);
         let created = gets.create(&config_map()).await.unwrap();
         let typed: ConfigMap = kcp_core::typed::from_dynamic(created).unwrap();
         writer.apply_watcher_event(&watcher::Event::Apply(typed));
@@ -345,11 +350,7 @@ mod tests {
     #[tokio::test]
     async fn a_store_showing_a_later_version_than_the_write_answers_without_a_request() {
         let (sim, client, cache, mut writer) = setup().await;
-        let gets = CachedGets {
-            inner: &client,
-            cache: Some(&cache),
-            synced: true,
-        };
+        let gets = synced_gets(&client, &cache);
         let created = gets.create(&config_map()).await.unwrap();
         let mut later: ConfigMap = kcp_core::typed::from_dynamic(created.clone()).unwrap();
         later.data = Some([("by".to_owned(), "another writer".to_owned())].into());
@@ -364,11 +365,7 @@ mod tests {
     #[tokio::test]
     async fn a_store_behind_the_write_is_not_believed() {
         let (_sim, client, cache, mut writer) = setup().await;
-        let gets = CachedGets {
-            inner: &client,
-            cache: Some(&cache),
-            synced: true,
-        };
+        let gets = synced_gets(&client, &cache);
         let created = gets.create(&config_map()).await.unwrap();
         let mut old: ConfigMap = kcp_core::typed::from_dynamic(created.clone()).unwrap();
         let mut newer = old.clone();
