@@ -138,7 +138,8 @@ mod tests {
     use kube::runtime::reflector::store::Writer;
     use kube::runtime::watcher;
 
-    use crate::reconcile::reads::{CachedGets, ReadCache};
+    use crate::reconcile::reads::ReadCache;
+    use crate::reconcile::reads::tests::{listed_store, synced_gets};
 
     use super::*;
 
@@ -175,21 +176,10 @@ mod tests {
             .await
             .unwrap();
         let client = KubeObjectClient::new(sim.client("").unwrap());
-        let (store, mut writer) = reflector::store();
-        writer.apply_watcher_event(&watcher::Event::Init);
-        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let (store, writer) = listed_store();
         let mut cache = ReadCache::default();
         cache.copy_secrets(store);
         (sim, client, cache, writer)
-    }
-
-    /// Reads through `cache` once the caches synced.
-    fn synced_gets<'a>(client: &'a KubeObjectClient, cache: &'a ReadCache) -> CachedGets<'a> {
-        CachedGets {
-            inner: client,
-            cache: Some(cache),
-            synced: true,
-        }
     }
 
     #[tokio::test]
@@ -247,9 +237,7 @@ mod tests {
 
     #[tokio::test]
     async fn copies_of_secrets_that_are_gone_are_dropped_once_the_map_outgrows_the_store() {
-        let (store, mut writer) = reflector::store::<PartialObjectMeta<Secret>>();
-        writer.apply_watcher_event(&watcher::Event::Init);
-        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let (store, _writer) = listed_store::<PartialObjectMeta<Secret>>();
         let copies = Copies::new(store);
         let object = |name: &str| -> DynamicObject {
             serde_json::from_value(serde_json::json!({

@@ -269,7 +269,7 @@ impl ObjectClient for CachedGets<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     #![allow(clippy::unwrap_used)]
     use k8s_openapi::api::core::v1::ConfigMap;
     use kcp_core::{KubeObjectClient, ObjectClientExt as _};
@@ -297,16 +297,28 @@ mod tests {
             .await
             .unwrap();
         let client = KubeObjectClient::new(sim.client("").unwrap());
-        let (store, mut writer) = reflector::store::<ConfigMap>();
-        writer.apply_watcher_event(&watcher::Event::Init);
-        writer.apply_watcher_event(&watcher::Event::InitDone);
+        let (store, writer) = listed_store::<ConfigMap>();
         let mut cache = ReadCache::default();
         cache.serve(store);
         (sim, client, cache, writer)
     }
 
+    /// A store that has listed (nothing) and sees only the events a test applies.
+    pub(crate) fn listed_store<K>() -> (Store<K>, reflector::store::Writer<K>)
+    where
+        K: Resource<DynamicType = ()> + Clone + 'static,
+    {
+        let (store, mut writer) = reflector::store::<K>();
+        writer.apply_watcher_event(&watcher::Event::Init);
+        writer.apply_watcher_event(&watcher::Event::InitDone);
+        (store, writer)
+    }
+
     /// Reads through `cache` once the caches synced.
-    fn synced_gets<'a>(client: &'a KubeObjectClient, cache: &'a ReadCache) -> CachedGets<'a> {
+    pub(crate) fn synced_gets<'a>(
+        client: &'a KubeObjectClient,
+        cache: &'a ReadCache,
+    ) -> CachedGets<'a> {
         CachedGets {
             inner: client,
             cache: Some(cache),
