@@ -23,9 +23,12 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use k8s_openapi::api::core::v1::Secret;
 use kcp_core::client::ObjectRef;
 use kcp_core::kube::api::{DynamicObject, GroupVersionKind};
+use kcp_core::typed::gvk_for;
 use kcp_core::{ObjectClient, Result, resource_version};
 use kube::api::PartialObjectMeta;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::Store;
+
+use super::mounted::stored_version;
 
 /// Namespace and name.
 type Key = (String, String);
@@ -61,7 +64,7 @@ impl Copies {
 
     /// Whether `gvk` is the kind kept here (core/v1 Secret).
     pub fn serves(gvk: &GroupVersionKind) -> bool {
-        gvk.group.is_empty() && gvk.version == "v1" && gvk.kind == "Secret"
+        *gvk == gvk_for::<Secret>()
     }
 
     fn objects(&self) -> MutexGuard<'_, HashMap<Key, DynamicObject>> {
@@ -69,13 +72,8 @@ impl Copies {
     }
 
     fn seen_version(&self, target: &ObjectRef) -> Option<String> {
-        let mut at = reflector::ObjectRef::new(&target.name);
-        if let Some(ns) = &target.namespace {
-            at = at.within(ns);
-        }
-        self.metadata
-            .get(&at)
-            .and_then(|m| m.metadata.resource_version.clone())
+        let namespace = target.namespace.as_deref().unwrap_or_default();
+        stored_version(&self.metadata, namespace, &target.name)
     }
 
     /// What is known without asking the server: `Some(None)` when neither the store nor a
@@ -121,11 +119,7 @@ impl Copies {
             }
         }
         if objects.len() > 2 * self.metadata.len() + SLACK {
-            objects.retain(|(ns, name), _| {
-                self.metadata
-                    .get(&reflector::ObjectRef::new(name).within(ns))
-                    .is_some()
-            });
+            objects.retain(|(ns, name), _| stored_version(&self.metadata, ns, name).is_some());
         }
     }
 }

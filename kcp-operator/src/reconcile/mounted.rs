@@ -45,7 +45,8 @@ impl MountStores {
     }
 }
 
-fn stored_version<K>(store: &Store<K>, namespace: &str, name: &str) -> Option<String>
+/// The resourceVersion of `namespace/name` as `store` holds it (`None`: not held).
+pub(crate) fn stored_version<K>(store: &Store<K>, namespace: &str, name: &str) -> Option<String>
 where
     K: Resource<DynamicType = ()> + Clone,
 {
