@@ -13,7 +13,9 @@
 //! - [`Applier`] runs a plan against any [`ObjectClient`](crate::ObjectClient) with server-side
 //!   apply, bounded concurrency and readiness gates (CRD `Established`, Namespace `Active`,
 //!   APIBinding `Bound`), and returns an [`ApplyReport`]. [`Applier::delete`] walks the waves
-//!   backwards.
+//!   backwards. A CRD that waits at `NamesAccepted` without becoming `Established` is touched
+//!   once per wait ([`ESTABLISH_REQUESTED_ANNOTATION`]), which queues it for the API server's
+//!   establishing controller again.
 //!
 //! ```
 //! use kcp_core::apply::{ApplyPlan, RuleSet};
@@ -42,7 +44,7 @@ mod readiness;
 mod report;
 pub mod rules;
 
-pub use applier::{Applier, ApplierConfig};
+pub use applier::{Applier, ApplierConfig, ESTABLISH_REQUESTED_ANNOTATION};
 pub use plan::{ApplyPlan, PlanObject};
 pub use readiness::{Readiness, readiness};
 pub use report::{ApplyReport, ObjectResult, Outcome};

@@ -4,7 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -36,6 +36,11 @@ struct FakeState {
     /// GETs of a CRD before it reports Established (`u32::MAX`: never).
     crd_gets_until_established: u32,
     crd_gets: HashMap<String, u32>,
+    /// CRDs report `NamesAccepted` but stay `Installing` until an update touches them (as kcp
+    /// v0.30.0 leaves a CRD made while it starts); then they are Established.
+    crds_installing_until_touched: bool,
+    /// CRDs (by name) that a merge patch touched.
+    touched: HashSet<String>,
     /// Objects (by name) whose writes fail with this HTTP code.
     failures: HashMap<String, u16>,
     /// Objects (by name) that get a finalizer and disappear after this many GETs once deleted.
@@ -87,6 +92,27 @@ impl FakeServer {
         self.state.lock().unwrap().log.clone()
     }
 
+    /// A merge patch of annotations: logged, applied, and the object counted as touched.
+    fn merge(&self, target: &ObjectRef, merge: &Value) -> DynamicObject {
+        let mut state = self.state.lock().unwrap();
+        let annotations = &merge["metadata"]["annotations"];
+        state.log.push(format!("merge {target} {annotations}"));
+        state.touched.insert(target.name.clone());
+        state.resource_version += 1;
+        let version = state.resource_version.to_string();
+        let object = state.objects.get_mut(&key(target)).unwrap();
+        let mut current = object.metadata.annotations.take().unwrap_or_default();
+        for (name, value) in annotations.as_object().unwrap() {
+            match value.as_str() {
+                Some(v) => current.insert(name.clone(), v.to_string()),
+                None => current.remove(name),
+            };
+        }
+        object.metadata.annotations = Some(current).filter(|a| !a.is_empty());
+        object.metadata.resource_version = Some(version);
+        object.clone()
+    }
+
     fn served(state: &FakeState, gvk: &GroupVersionKind) -> bool {
         BUILTIN.contains(&(gvk.group.as_str(), gvk.kind.as_str()))
             || state.objects.values().any(|crd| {
@@ -114,7 +140,18 @@ impl ObjectClient for FakeServer {
     async fn get(&self, target: &ObjectRef) -> Result<Option<DynamicObject>> {
         let mut state = self.state.lock().unwrap();
         let k = key(target);
-        if target.gvk.kind == "CustomResourceDefinition" && state.objects.contains_key(&k) {
+        if state.crds_installing_until_touched
+            && let Some(crd) = state.objects.get(&k).cloned()
+            && target.gvk.kind == "CustomResourceDefinition"
+        {
+            let established = state.touched.contains(&target.name);
+            let mut crd = crd;
+            crd.data["status"] = json!({"conditions": [
+                {"type": "Established", "status": if established { "True" } else { "False" },
+                 "reason": if established { "InitialNamesAccepted" } else { "Installing" }},
+                {"type": "NamesAccepted", "status": "True"}]});
+            state.objects.insert(k.clone(), crd);
+        } else if target.gvk.kind == "CustomResourceDefinition" && state.objects.contains_key(&k) {
             let gets = state.crd_gets.entry(target.name.clone()).or_default();
             *gets += 1;
             if *gets >= state.crd_gets_until_established
@@ -162,8 +199,11 @@ impl ObjectClient for FakeServer {
         options: &PatchOptions,
     ) -> Result<DynamicObject> {
         assert_eq!(options.field_manager.as_deref(), Some("test-manager"));
+        if let ObjectPatch::Merge(merge) = patch {
+            return Ok(self.merge(target, merge));
+        }
         let ObjectPatch::Apply(body) = patch else {
-            panic!("expected apply")
+            panic!("expected apply or merge")
         };
         let now = self.in_flight.fetch_add(1, Ordering::SeqCst) + 1;
         self.max_in_flight.fetch_max(now, Ordering::SeqCst);
@@ -337,6 +377,56 @@ async fn a_crd_that_never_becomes_established_leaves_its_resources_pending_with_
         !server.log().iter().any(|l| l.contains("Widget")),
         "the CR was never attempted"
     );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_crd_left_installing_is_touched_once_and_its_resources_then_apply() {
+    let server = FakeServer::with(|s| s.crds_installing_until_touched = true);
+    let config = ApplierConfig {
+        establish_nudge_after: Some(Duration::from_secs(2)),
+        ..config()
+    };
+    let p = plan(vec![ns("team"), crd(), widget("team", "w")]);
+    let report = Applier::new(&server, config).apply(&p).await;
+    assert!(report.is_complete(), "{:?}", outcome_names(&report));
+    let touches: Vec<String> = server
+        .log()
+        .into_iter()
+        .filter(|l| l.starts_with("merge"))
+        .collect();
+    assert_eq!(
+        touches,
+        [
+            "merge apiextensions.k8s.io/v1 CustomResourceDefinition widgets.example.com \
+             {\"apply.kcp-rs.io/establish-requested\":\"true\"}",
+            "merge apiextensions.k8s.io/v1 CustomResourceDefinition widgets.example.com \
+             {\"apply.kcp-rs.io/establish-requested\":null}",
+        ]
+    );
+    let key = (
+        "apiextensions.k8s.io".to_string(),
+        "CustomResourceDefinition".to_string(),
+        None,
+        "widgets.example.com".to_string(),
+    );
+    let crd = server.state.lock().unwrap().objects[&key].clone();
+    assert_eq!(
+        crd.metadata.annotations, None,
+        "the touch leaves nothing behind"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_crd_without_accepted_names_is_never_touched() {
+    let server = FakeServer::with(|s| s.crd_gets_until_established = u32::MAX);
+    let config = ApplierConfig {
+        establish_nudge_after: Some(Duration::from_secs(1)),
+        ..config()
+    };
+    let p = plan(vec![ns("team"), crd(), widget("team", "w")]);
+    let report = Applier::new(&server, config).apply(&p).await;
+    assert!(!report.is_complete());
+    assert!(!server.log().iter().any(|l| l.starts_with("merge")));
 }
 
 #[tokio::test(start_paused = true)]

@@ -5,13 +5,15 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use kube::api::DynamicObject;
-use tracing::{Instrument, debug, info_span};
+use serde_json::{Value, json};
+use tracing::{Instrument, debug, info, info_span};
 
 use super::plan::{ApplyPlan, PlanObject};
-use super::readiness::{Readiness, has_gate, readiness};
+use super::readiness::{Readiness, awaits_establishing, has_gate, readiness};
 use super::report::{ApplyReport, ObjectResult, Outcome};
 use crate::client::{
-    DeleteOptions, DeleteOutcome, ObjectClient, ObjectRef, PatchOptions, Propagation,
+    DeleteOptions, DeleteOutcome, ObjectClient, ObjectPatch, ObjectRef, PatchOptions, Propagation,
+    Subresource,
 };
 use crate::error::Error;
 use crate::retry::Backoff;
@@ -33,11 +35,25 @@ pub struct ApplierConfig {
     /// Read each object before applying it, to report [`Outcome::Unchanged`] when the apply did
     /// not change it (one extra GET per object).
     pub detect_unchanged: bool,
+    /// How long a CustomResourceDefinition may sit at `NamesAccepted` without `Established`
+    /// before the applier touches it (sets and removes [`ESTABLISH_REQUESTED_ANNOTATION`]),
+    /// once per wait; `None`: never. The API server queues a CRD for its establishing controller
+    /// only when it sees an update of it; kcp v0.30.0 can miss that for a CRD created while it
+    /// starts, and then leaves it at `Installing` for good.
+    pub establish_nudge_after: Option<Duration>,
 }
+
+/// The annotation the applier sets on a CustomResourceDefinition stuck at `NamesAccepted`, and
+/// removes with the next request: two updates the API server sees, each of which queues the
+/// CRD for its establishing controller. Nothing is left behind unless the removal fails (the
+/// next touch removes it).
+pub const ESTABLISH_REQUESTED_ANNOTATION: &str = "apply.kcp-rs.io/establish-requested";
 
 impl ApplierConfig {
     /// Defaults for `field_manager`: force, 8 requests in flight, 30 s readiness deadline
-    /// polled from 50 ms up to 1 s, unchanged detection on.
+    /// polled from 50 ms up to 1 s, unchanged detection on, a CRD not Established 10 s after
+    /// its names were accepted touched once per wait (the establishing controller of a single
+    /// API server turns it at once, of several within 5 s).
     pub fn new(field_manager: impl Into<String>) -> Self {
         ApplierConfig {
             field_manager: field_manager.into(),
@@ -46,6 +62,7 @@ impl ApplierConfig {
             readiness_timeout: Duration::from_secs(30),
             readiness_poll: Backoff::new(Duration::from_millis(50), Duration::from_secs(1)),
             detect_unchanged: true,
+            establish_nudge_after: Some(Duration::from_secs(10)),
         }
     }
 }
@@ -61,6 +78,14 @@ impl ApplierConfig {
 pub struct Applier<'c, C: ObjectClient + ?Sized = dyn ObjectClient> {
     client: &'c C,
     config: ApplierConfig,
+}
+
+/// What a wait for a readiness gate saw last.
+struct GateWait {
+    /// Why the object is not ready.
+    last: String,
+    /// Whether it is a CRD waiting for its establishing controller.
+    awaits_establishing: bool,
 }
 
 enum State {
@@ -208,13 +233,13 @@ impl<'c, C: ObjectClient + ?Sized> Applier<'c, C> {
     }
 
     /// Reads `target` on the readiness polling schedule, handing each read to `check`, until
-    /// `check` breaks with a value or the readiness deadline would pass (then `None`).
+    /// `check` breaks with a value or `deadline` would pass (then `None`).
     async fn poll<T>(
         &self,
         target: &ObjectRef,
+        deadline: tokio::time::Instant,
         mut check: impl FnMut(Result<Option<DynamicObject>, Error>) -> ControlFlow<T> + Send,
     ) -> Option<T> {
-        let deadline = tokio::time::Instant::now() + self.config.readiness_timeout;
         for attempt in 1.. {
             let delay = self.config.readiness_poll.delay(attempt);
             if tokio::time::Instant::now() + delay > deadline {
@@ -228,33 +253,90 @@ impl<'c, C: ObjectClient + ?Sized> Applier<'c, C> {
         None
     }
 
-    /// Waits until `live` (or its fresh reads) passes its readiness gate, up to the deadline.
+    /// Waits until `live` (or its fresh reads) passes its readiness gate, up to the deadline; a
+    /// CRD still waiting for its establishing controller at `establish_nudge_after` is touched.
     async fn wait_ready(&self, o: &PlanObject, live: DynamicObject) -> Result<(), String> {
-        let mut last = match readiness(&live) {
-            Readiness::Ready => return Ok(()),
-            Readiness::NotReady(why) => why,
+        let mut wait = GateWait {
+            last: match readiness(&live) {
+                Readiness::Ready => return Ok(()),
+                Readiness::NotReady(why) => why,
+            },
+            awaits_establishing: awaits_establishing(&live),
         };
-        let outcome = self
-            .poll(&o.object_ref(), |read| match read {
-                Ok(Some(fresh)) => match readiness(&fresh) {
-                    Readiness::Ready => ControlFlow::Break(Ok(())),
-                    Readiness::NotReady(why) => {
-                        last = why;
-                        ControlFlow::Continue(())
-                    }
-                },
-                Ok(None) => {
-                    last = "it disappeared".to_string();
+        let target = o.object_ref();
+        let deadline = tokio::time::Instant::now() + self.config.readiness_timeout;
+        if let Some(after) = self.config.establish_nudge_after {
+            let nudge_at = (tokio::time::Instant::now() + after).min(deadline);
+            if let Some(done) = self.poll_gate(&target, nudge_at, &mut wait).await {
+                return done;
+            }
+            if wait.awaits_establishing {
+                self.request_establishing(&target).await;
+            }
+        }
+        let outcome = self.poll_gate(&target, deadline, &mut wait).await;
+        outcome.unwrap_or_else(|| {
+            Err(format!(
+                "{} after {:?}",
+                wait.last, self.config.readiness_timeout
+            ))
+        })
+    }
+
+    /// Polls `target` until its gate opens (`Ok`), a permanent error (`Err`), or `until`.
+    async fn poll_gate(
+        &self,
+        target: &ObjectRef,
+        until: tokio::time::Instant,
+        wait: &mut GateWait,
+    ) -> Option<Result<(), String>> {
+        self.poll(target, until, |read| match read {
+            Ok(Some(fresh)) => match readiness(&fresh) {
+                Readiness::Ready => ControlFlow::Break(Ok(())),
+                Readiness::NotReady(why) => {
+                    wait.last = why;
+                    wait.awaits_establishing = awaits_establishing(&fresh);
                     ControlFlow::Continue(())
                 }
-                Err(e) if e.is_transient() => {
-                    last = e.to_string();
-                    ControlFlow::Continue(())
-                }
-                Err(e) => ControlFlow::Break(Err(e.to_string())),
-            })
-            .await;
-        outcome.unwrap_or_else(|| Err(format!("{last} after {:?}", self.config.readiness_timeout)))
+            },
+            Ok(None) => {
+                wait.last = "it disappeared".to_string();
+                wait.awaits_establishing = false;
+                ControlFlow::Continue(())
+            }
+            Err(e) if e.is_transient() => {
+                wait.last = e.to_string();
+                ControlFlow::Continue(())
+            }
+            Err(e) => ControlFlow::Break(Err(e.to_string())),
+        })
+        .await
+    }
+
+    /// Touches a CRD that waits for its establishing controller: sets, then removes,
+    /// [`ESTABLISH_REQUESTED_ANNOTATION`]. A failed touch is only logged: the wait goes on.
+    async fn request_establishing(&self, target: &ObjectRef) {
+        let options = PatchOptions {
+            field_manager: Some(self.config.field_manager.clone()),
+            force: false,
+        };
+        for value in [json!("true"), Value::Null] {
+            let patch = ObjectPatch::Merge(json!({
+                "metadata": {"annotations": {ESTABLISH_REQUESTED_ANNOTATION: value}}
+            }));
+            if let Err(e) = self
+                .client
+                .patch(target, Subresource::Main, &patch, &options)
+                .await
+            {
+                debug!(object = %target, error = %e, "touching the CRD failed");
+                return;
+            }
+        }
+        info!(
+            object = %target,
+            "CustomResourceDefinition accepted but not Established: touched it to queue it for establishing again"
+        );
     }
 
     /// Deletes the objects of the plan in reverse dependency order.
@@ -316,8 +398,9 @@ impl<'c, C: ObjectClient + ?Sized> Applier<'c, C> {
 
     async fn wait_gone(&self, o: &PlanObject) -> Outcome {
         let mut finalizers = Vec::new();
+        let deadline = tokio::time::Instant::now() + self.config.readiness_timeout;
         let outcome = self
-            .poll(&o.object_ref(), |read| match read {
+            .poll(&o.object_ref(), deadline, |read| match read {
                 Ok(None) => ControlFlow::Break(Outcome::Deleted),
                 Ok(Some(live)) => {
                     finalizers = live.metadata.finalizers.unwrap_or_default();

@@ -58,6 +58,17 @@ pub fn readiness(obj: &DynamicObject) -> Readiness {
     }
 }
 
+/// Whether `obj` is a CustomResourceDefinition whose names are accepted but which is not
+/// Established yet: the API server already serves its resources (it does from `NamesAccepted`
+/// on) and waits only for its establishing controller, which turns the condition.
+pub(crate) fn awaits_establishing(obj: &DynamicObject) -> bool {
+    let is_crd = gvk_of(obj)
+        .is_ok_and(|g| g.group == "apiextensions.k8s.io" && g.kind == "CustomResourceDefinition");
+    is_crd
+        && condition_true(&obj.data, "NamesAccepted")
+        && !condition_true(&obj.data, "Established")
+}
+
 /// Whether the kind of `obj` has a readiness gate at all.
 pub(crate) fn has_gate(obj: &DynamicObject) -> bool {
     matches!(
@@ -98,6 +109,18 @@ mod tests {
         assert!(!readiness(&obj(crd.clone())).is_ready());
         crd["status"] = json!({"conditions":[{"type":"Established","status":"True"}]});
         assert!(readiness(&obj(crd)).is_ready());
+    }
+
+    #[test]
+    fn a_crd_with_accepted_names_awaits_establishing_until_established() {
+        let mut crd = json!({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition",
+            "metadata":{"name":"w.example.com"}});
+        assert!(!awaits_establishing(&obj(crd.clone())), "no conditions yet");
+        crd["status"] = json!({"conditions":[{"type":"NamesAccepted","status":"True"},
+            {"type":"Established","status":"False","reason":"Installing"}]});
+        assert!(awaits_establishing(&obj(crd.clone())));
+        crd["status"]["conditions"][1]["status"] = "True".into();
+        assert!(!awaits_establishing(&obj(crd)));
     }
 
     #[test]
