@@ -141,11 +141,10 @@ impl ObjectClient for FakeServer {
         let mut state = self.state.lock().unwrap();
         let k = key(target);
         if state.crds_installing_until_touched
-            && let Some(crd) = state.objects.get(&k).cloned()
             && target.gvk.kind == "CustomResourceDefinition"
+            && let Some(mut crd) = state.objects.get(&k).cloned()
         {
             let established = state.touched.contains(&target.name);
-            let mut crd = crd;
             crd.data["status"] = json!({"conditions": [
                 {"type": "Established", "status": if established { "True" } else { "False" },
                  "reason": if established { "InitialNamesAccepted" } else { "Installing" }},
