@@ -7,6 +7,10 @@ use std::path::PathBuf;
 const FILES: &[&str] = &[
     "k8s.io/api/core/v1/generated.proto",
     "k8s.io/api/apps/v1/generated.proto",
+    "k8s.io/api/batch/v1/generated.proto",
+    "k8s.io/api/policy/v1/generated.proto",
+    "k8s.io/api/authorization/v1/generated.proto",
+    "k8s.io/api/authentication/v1/generated.proto",
     "k8s.io/api/rbac/v1/generated.proto",
     "k8s.io/api/coordination/v1/generated.proto",
     "k8s.io/api/events/v1/generated.proto",

@@ -5,6 +5,10 @@
 #
 #   proto/vendor.sh TAG API_REPO APIMACHINERY_REPO APIEXTENSIONS_REPO
 #
+# A "repo" may also be the Go module cache's copy of that module at TAG (for example
+# `$(go env GOMODCACHE)/k8s.io/api@v0.33.3`): a directory that is not a git checkout is read as
+# that version's files.
+#
 # `fields.txt` has one line `proto.package.Message.protoField jsonName flag` for each field whose
 # JSON name differs from its protobuf name (`$ref` is `ref`, `x-kubernetes-list-type` is
 # `xKubernetesListType`) or whose zero value the JSON form keeps (flag `keep-zero`): pointer
@@ -17,11 +21,19 @@ set -euo pipefail
 tag=$1 api=$2 machinery=$3 ext=$4
 out=$(cd "$(dirname "$0")" && pwd)
 
+show() { # repo path-in-repo
+  if git -C "$1" rev-parse --git-dir >/dev/null 2>&1; then
+    git -C "$1" show "$tag:$2"
+  else
+    cat "$1/$2"
+  fi
+}
 copy() { # repo path-in-repo proto-import-path
   mkdir -p "$out/$(dirname "$3")"
-  git -C "$1" show "$tag:$2" >"$out/$3"
+  show "$1" "$2" >"$out/$3"
 }
-for p in core/v1 apps/v1 rbac/v1 coordination/v1 events/v1; do
+packages="core/v1 apps/v1 batch/v1 policy/v1 rbac/v1 coordination/v1 events/v1 authorization/v1 authentication/v1"
+for p in $packages; do
   copy "$api" "$p/generated.proto" "k8s.io/api/$p/generated.proto"
 done
 for p in pkg/apis/meta/v1 pkg/runtime pkg/runtime/schema pkg/util/intstr pkg/api/resource; do
@@ -29,12 +41,12 @@ for p in pkg/apis/meta/v1 pkg/runtime pkg/runtime/schema pkg/util/intstr pkg/api
 done
 copy "$ext" pkg/apis/apiextensions/v1/generated.proto \
   k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1/generated.proto
-git -C "$api" show "$tag:LICENSE" >"$out/LICENSE"
+show "$api" LICENSE >"$out/LICENSE"
 
 # Go struct fields -> field table. A field line looks like
 #   Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,1,opt,name=replicas"`
 fields() { # repo file proto-package
-  git -C "$1" show "$tag:$2" | awk -v pkg="$3" '
+  show "$1" "$2" | awk -v pkg="$3" '
     /^type [A-Z][A-Za-z0-9]* struct \{/ { msg = $2; next }
     /^\}/ { msg = "" }
     msg != "" && /protobuf:"/ && /json:"/ {
@@ -52,7 +64,7 @@ fields() { # repo file proto-package
     }'
 }
 {
-  for p in core/v1 apps/v1 rbac/v1 coordination/v1 events/v1; do
+  for p in $packages; do
     fields "$api" "$p/types.go" "k8s.io.api.${p//\//.}"
   done
   fields "$machinery" pkg/apis/meta/v1/types.go k8s.io.apimachinery.pkg.apis.meta.v1

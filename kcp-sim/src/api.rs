@@ -809,6 +809,12 @@ fn concrete<'a>(state: &'a State, name_or_path: &str) -> ApiResult<&'a str> {
 
 /// The cluster a request on a plain, cluster, wildcard or initializingworkspaces endpoint
 /// addresses (none for wildcards), the clusters it sees, and the initializer of its view.
+/// The one cluster `endpoint` addresses (`None` for wildcards, views of many clusters and
+/// unknown names).
+pub fn addressed_cluster(state: &State, endpoint: &Endpoint) -> Option<String> {
+    addressed(state, endpoint).ok()?.0
+}
+
 fn addressed(
     state: &State,
     endpoint: &Endpoint,

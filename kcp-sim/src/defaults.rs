@@ -1,9 +1,9 @@
-//! kube-apiserver's defaulting of a Deployment or StatefulSet when its body is decoded
-//! (`SetObjectDefaults_Deployment`, `SetObjectDefaults_StatefulSet`): its replicas, strategy,
-//! revision history and progress deadline (a StatefulSet's pod management and volume claim
-//! retention), and its pod template's common defaults (pod spec, containers, ports, probes,
+//! kube-apiserver's defaulting of a Pod, Deployment, ReplicaSet or StatefulSet when its body is
+//! decoded (`SetObjectDefaults_Pod`, `SetObjectDefaults_Deployment`, ...): a workload's replicas,
+//! strategy, revision history and progress deadline (a StatefulSet's pod management and volume
+//! claim retention), and the common defaults of a pod spec (containers, ports, probes,
 //! environment field references, volumes), with the empty structs Go writes (`resources: {}`,
-//! the template's `metadata: {}`).
+//! the template's `metadata: {}`). A Pod also gets service links and requests from its limits.
 
 use serde_json::{Map, Value, json};
 
@@ -69,6 +69,117 @@ pub fn deployment(obj: &mut Value) {
         object_at(template, "metadata");
         if let Some(pod) = object_at(template, "spec") {
             pod_spec(pod);
+        }
+    }
+}
+
+/// `SetObjectDefaults_ReplicaSet`: its replicas and its pod template's common defaults.
+pub fn replica_set(obj: &mut Value) {
+    let Some(spec) = obj.as_object_mut().and_then(|o| object_at(o, "spec")) else {
+        return;
+    };
+    default(spec, "replicas", json!(1));
+    if let Some(template) = object_at(spec, "template") {
+        object_at(template, "metadata");
+        if let Some(pod) = object_at(template, "spec") {
+            pod_spec(pod);
+        }
+    }
+}
+
+/// `SetObjectDefaults_Job`: completions and parallelism, backoff limit, completion mode,
+/// suspension and pod replacement policy, and its pod template's common defaults.
+pub fn job(obj: &mut Value) {
+    let Some(spec) = obj.as_object_mut().and_then(|o| object_at(o, "spec")) else {
+        return;
+    };
+    if spec.get("completions").is_none_or(Value::is_null)
+        && spec.get("parallelism").is_none_or(Value::is_null)
+    {
+        spec.insert("completions".into(), json!(1));
+    }
+    default(spec, "parallelism", json!(1));
+    default_zero(spec, "completionMode", json!("NonIndexed"));
+    let per_index = spec
+        .get("backoffLimitPerIndex")
+        .is_some_and(|v| !v.is_null());
+    let indexed = spec.get("completionMode").and_then(Value::as_str) == Some("Indexed");
+    default(
+        spec,
+        "backoffLimit",
+        json!(if indexed && per_index {
+            i64::from(i32::MAX)
+        } else {
+            6
+        }),
+    );
+    default(spec, "suspend", json!(false));
+    let failure_policy = spec.get("podFailurePolicy").is_some_and(|v| !v.is_null());
+    default(
+        spec,
+        "podReplacementPolicy",
+        json!(if failure_policy {
+            "Failed"
+        } else {
+            "TerminatingOrFailed"
+        }),
+    );
+    pod_template(spec);
+}
+
+/// `SetObjectDefaults_CronJob`: concurrency, suspension and history limits, and the common
+/// defaults of its job template's pod template (not the Job defaults: those come when a Job is
+/// made from it).
+pub fn cron_job(obj: &mut Value) {
+    let Some(spec) = obj.as_object_mut().and_then(|o| object_at(o, "spec")) else {
+        return;
+    };
+    default_zero(spec, "concurrencyPolicy", json!("Allow"));
+    default(spec, "suspend", json!(false));
+    default(spec, "successfulJobsHistoryLimit", json!(3));
+    default(spec, "failedJobsHistoryLimit", json!(1));
+    if let Some(job_spec) = object_at(spec, "jobTemplate").and_then(|t| object_at(t, "spec")) {
+        pod_template(job_spec);
+    }
+}
+
+/// The pod template at `template` of a workload's spec: its `metadata: {}` and pod spec defaults.
+fn pod_template(spec: &mut Map<String, Value>) {
+    if let Some(template) = object_at(spec, "template") {
+        object_at(template, "metadata");
+        if let Some(pod) = object_at(template, "spec") {
+            pod_spec(pod);
+        }
+    }
+}
+
+/// `SetObjectDefaults_Pod`: the pod spec's common defaults, service links on, and each
+/// container's requests taken from its limits where it names none (`SetDefaults_Pod`).
+pub fn pod(obj: &mut Value) {
+    let Some(spec) = obj.as_object_mut().and_then(|o| object_at(o, "spec")) else {
+        return;
+    };
+    pod_spec(spec);
+    default(spec, "enableServiceLinks", json!(true));
+    for key in ["initContainers", "containers"] {
+        items(spec, key).for_each(requests_from_limits);
+    }
+}
+
+/// A container's limits copied into its requests for each resource it requests nothing of.
+fn requests_from_limits(c: &mut Map<String, Value>) {
+    let Some(resources) = c.get_mut("resources").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let Some(limits) = resources.get("limits").and_then(Value::as_object).cloned() else {
+        return;
+    };
+    if limits.is_empty() {
+        return;
+    }
+    if let Some(requests) = object_at(resources, "requests") {
+        for (name, quantity) in limits {
+            requests.entry(name).or_insert(quantity);
         }
     }
 }

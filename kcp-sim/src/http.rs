@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::api::{Endpoint, Sim, Target, WatchStart, render};
+use crate::authorization::{self, Attributes, User};
 use crate::events::EventEncoder;
 use crate::query::Filter;
 use crate::resource::{Flavor, ResourceType};
@@ -229,16 +230,56 @@ async fn route(
     };
     let rest: Vec<&str> = segments[skip..].iter().map(String::as_str).collect();
     let query = Query::parse(req.uri().query());
+    let user = User::impersonated(req.headers());
+    let (group, version, tail) = match rest.as_slice() {
+        ["api", "v1", tail @ ..] if !tail.is_empty() => ("", "v1", tail),
+        ["apis", g, v, tail @ ..] if !tail.is_empty() => (*g, *v, tail),
+        _ => {
+            if let Some(user) = &user {
+                let attrs = Attributes {
+                    verb: Attributes::verb_of(req.method(), true, false).into(),
+                    path: format!("/{}", rest.join("/")),
+                    ..Attributes::default()
+                };
+                authorization::check(sim, &endpoint, user, &attrs)?;
+            }
+            if req.method() == Method::GET
+                && let Some(resp) = non_resource(sim, &endpoint, &rest, &req)?
+            {
+                return Ok(resp);
+            }
+            return Err(ApiError::path_not_found());
+        }
+    };
     if req.method() == Method::GET
         && let Some(resp) = non_resource(sim, &endpoint, &rest, &req)?
     {
         return Ok(resp);
     }
-    let (group, version, tail) = match rest.as_slice() {
-        ["api", "v1", tail @ ..] if !tail.is_empty() => ("", "v1", tail),
-        ["apis", g, v, tail @ ..] if !tail.is_empty() => (*g, *v, tail),
-        _ => return Err(ApiError::path_not_found()),
-    };
+    if req.method() == Method::POST
+        && let [plural] = tail
+    {
+        let asker = user.clone().unwrap_or_else(User::admin);
+        let (group, plural) = (group.to_string(), plural.to_string());
+        if authorization::is_review(&group, &plural) {
+            let content_type = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("application/json")
+                .to_string();
+            let body = req
+                .into_body()
+                .collect()
+                .await
+                .map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?
+                .to_bytes();
+            let review = decode_body(&body, &content_type)?;
+            let answer =
+                authorization::answer_review(sim, &endpoint, (&group, &plural), &review, &asker);
+            return Ok(json_response(StatusCode::CREATED, &answer));
+        }
+    }
     // Only served groups have handlers (which answer a 404 Status for what they do not serve);
     // the rest of `/apis` is the not-found handler's.
     if !group.is_empty() && !sim.serves_group(&endpoint, group).unwrap_or(true) {
@@ -272,6 +313,10 @@ async fn route(
         name: name.map(String::from),
         subresource: subresource.map(String::from),
     };
+    if let Some(user) = &user {
+        let attrs = authorization::of_target(&target, req.method(), query.flag("watch"));
+        authorization::check(sim, &target.endpoint, user, &attrs)?;
+    }
     let user_agent = req
         .headers()
         .get(header::USER_AGENT)

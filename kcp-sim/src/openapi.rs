@@ -112,8 +112,8 @@ fn generate<T: JsonSchema>() -> Components {
 /// The components of a builtin Kubernetes kind, or `None` when kcp-sim does not know it.
 fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components> {
     use k8s_openapi::api::{
-        apps::v1 as apps, coordination, core::v1 as core, events, policy::v1 as policy,
-        rbac::v1 as rbac,
+        apps::v1 as apps, batch::v1 as batch, coordination, core::v1 as core, events,
+        policy::v1 as policy, rbac::v1 as rbac,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
     let components = match (group, version, kind) {
@@ -124,6 +124,11 @@ fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components
         ("", "v1", "Service") => generate::<core::Service>(),
         ("", "v1", "Event") => generate::<core::Event>(),
         ("", "v1", "Node") => generate::<core::Node>(),
+        ("", "v1", "Pod") => generate::<core::Pod>(),
+        ("", "v1", "ResourceQuota") => generate::<core::ResourceQuota>(),
+        ("batch", "v1", "Job") => generate::<batch::Job>(),
+        ("batch", "v1", "CronJob") => generate::<batch::CronJob>(),
+        ("apps", "v1", "ReplicaSet") => generate::<apps::ReplicaSet>(),
         ("events.k8s.io", "v1", "Event") => generate::<events::v1::Event>(),
         ("coordination.k8s.io", "v1", "Lease") => generate::<coordination::v1::Lease>(),
         ("apps", "v1", "Deployment") => generate::<apps::Deployment>(),

@@ -168,8 +168,11 @@ fn builtin(
         singular: kind.to_ascii_lowercase(),
         namespaced,
         status,
-        scale: matches!((group, plural), ("apps", "deployments" | "statefulsets"))
-            .then(ScalePaths::workload),
+        scale: matches!(
+            (group, plural),
+            ("apps", "deployments" | "statefulsets" | "replicasets")
+        )
+        .then(ScalePaths::workload),
         short_names: short_names.iter().map(|s| s.to_string()).collect(),
         categories: categories.iter().map(|s| s.to_string()).collect(),
     }
@@ -331,6 +334,57 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                 false,
                 true,
                 &["no"],
+                &[],
+            ));
+            // Workloads kcp does not serve: stored and defaulted, never scheduled or run.
+            types.push(builtin(
+                "",
+                "v1",
+                "Pod",
+                "pods",
+                true,
+                true,
+                &["po"],
+                &["all"],
+            ));
+            types.push(builtin(
+                "apps",
+                "v1",
+                "ReplicaSet",
+                "replicasets",
+                true,
+                true,
+                &["rs"],
+                &["all"],
+            ));
+            types.push(builtin(
+                "batch",
+                "v1",
+                "Job",
+                "jobs",
+                true,
+                true,
+                &[],
+                &["all"],
+            ));
+            types.push(builtin(
+                "batch",
+                "v1",
+                "CronJob",
+                "cronjobs",
+                true,
+                true,
+                &["cj"],
+                &["all"],
+            ));
+            types.push(builtin(
+                "",
+                "v1",
+                "ResourceQuota",
+                "resourcequotas",
+                true,
+                true,
+                &["quota"],
                 &[],
             ));
         }
@@ -783,6 +837,9 @@ mod tests {
                 "deployments",
                 "deployments/scale",
                 "deployments/status",
+                "replicasets",
+                "replicasets/scale",
+                "replicasets/status",
                 "statefulsets",
                 "statefulsets/scale",
                 "statefulsets/status"

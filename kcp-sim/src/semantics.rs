@@ -22,7 +22,7 @@ use crate::resource::{GroupResource, ResourceType};
 use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult, StatusCause};
 use crate::store::{State, Stored};
-use crate::{crd, defaults, garbage_collector, kcp, object_meta, schema};
+use crate::{batch, crd, defaults, garbage_collector, kcp, object_meta, pods, schema, services};
 
 /// Who writes and how: the options of a create, update or patch.
 #[derive(Debug, Clone, Default)]
@@ -409,10 +409,10 @@ pub fn get(
 
 /// Whether new objects of a type start at `metadata.generation` 1: kinds with a status
 /// subresource do, except the core kinds (Namespaces, Services, Nodes), whose kube-apiserver
-/// strategies set no generation; custom resources (a CRD's or a bound schema's) and kcp's
+/// strategies set no generation, but Pods (whose strategy has set one since Kubernetes 1.34); custom resources (a CRD's or a bound schema's) and kcp's
 /// kinds (custom resources in kcp) always do.
 fn has_generation(state: &State, cluster: &str, rt: &ResourceType) -> bool {
-    (rt.status && !rt.group.is_empty())
+    (rt.status && (!rt.group.is_empty() || rt.kind == "Pod"))
         || kcp::is_kcp_kind(rt)
         || state
             .clusters
@@ -620,8 +620,13 @@ fn decode_defaults(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
             }
         }
         ("apiextensions.k8s.io", "CustomResourceDefinition") => crd_spec_defaults(obj),
+        ("", "Pod") => defaults::pod(obj),
+        ("", "Service") => services::defaults(obj),
         ("apps", "Deployment") => defaults::deployment(obj),
+        ("apps", "ReplicaSet") => defaults::replica_set(obj),
         ("apps", "StatefulSet") => defaults::stateful_set(obj),
+        ("batch", "Job") => defaults::job(obj),
+        ("batch", "CronJob") => defaults::cron_job(obj),
         _ => {}
     }
     Ok(())
@@ -671,8 +676,29 @@ fn default_on_create(
             crd::check(state, cluster, obj)?;
             obj["status"] = crd::initial_status(obj);
         }
+        ("", "Pod") => {
+            let name = meta_str(obj, "name").unwrap_or_default().to_string();
+            pods::admit_new(&name, obj)?;
+        }
+        ("", "Service") => {
+            let name = meta_str(obj, "name").unwrap_or_default().to_string();
+            services::allocate(state, cluster, &name, obj)?;
+        }
         // The strategy empties a new Deployment's status, which Go writes `{}`.
         ("apps", "Deployment") => obj["status"] = json!({}),
+        // A ReplicaSet's replica count is written without omitempty.
+        ("apps", "ReplicaSet") => obj["status"] = json!({"replicas": 0}),
+        ("batch", "Job") => batch::admit_new_job(obj),
+        ("batch", "CronJob") => {
+            let name = meta_str(obj, "name").unwrap_or_default().to_string();
+            batch::admit_new_cron_job(&name, obj)?;
+        }
+        ("", "ResourceQuota") => obj["status"] = json!({}),
+        // A new PodDisruptionBudget's counts, which Go writes without omitempty.
+        ("policy", "PodDisruptionBudget") => {
+            obj["status"] = json!({"currentHealthy": 0, "desiredHealthy": 0,
+                "disruptionsAllowed": 0, "expectedPods": 0});
+        }
         // A new StatefulSet's status keeps the counts Go writes without omitempty.
         ("apps", "StatefulSet") => obj["status"] = json!({"replicas": 0, "availableReplicas": 0}),
         ("tenancy.kcp.io", "Workspace") => kcp::schedule_workspace(state, cluster, obj)?,
@@ -847,6 +873,9 @@ fn write_update(
     kcp::stamp_cluster(state, cluster, &mut new)?;
     kcp::check_update(rt, &old, &new, opts.initializer.as_deref())?;
     apis::check_update(rt, &old, &new)?;
+    if rt.group.is_empty() && rt.kind == "Service" && !status {
+        services::keep_allocations(&old, &mut new);
+    }
     if same_object(&old, &new) {
         let object = get(state, cluster, rt, namespace, name)?;
         return Ok(Written {

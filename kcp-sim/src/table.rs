@@ -52,6 +52,34 @@ pub enum Cell {
     Integer(&'static str),
     /// A workload's `spec.selector`, written as a string (`app=web`).
     Selector,
+    /// `<ready>/<containers>` of a Pod.
+    PodReady,
+    /// A Pod's aggregate status (`Pending`, `Init:0/1`, `CrashLoopBackOff`, `Terminating`).
+    PodStatus,
+    /// A Pod's restart count, with the age of the last restart.
+    PodRestarts,
+    /// `0/<n>` for the `n` items of the list at a JSONPath (a Pod's readiness gates), `<none>`
+    /// for none.
+    CountOfOrNone(&'static str),
+    /// A Job's state from its conditions (`Complete`, `Failed`, `Suspended`, `Running`, ...).
+    JobStatus,
+    /// `<succeeded>/<completions>` of a Job.
+    JobCompletions,
+    /// How long a Job has run (empty before it starts).
+    JobDuration,
+    /// The names, or images, of the containers of a CronJob's job template.
+    JobTemplateContainers(&'static str),
+    /// A boolean field as `True` or `False` (`<none>` when absent).
+    Bool(&'static str),
+    /// A timestamp at a JSONPath as an age, `<none>` when absent.
+    AgeOrNone(&'static str),
+    /// A value at a JSONPath, this text when absent.
+    PathOr(&'static str, &'static str),
+    /// A ResourceQuota's `name: used/hard` pairs: its `limits.*` ones, or the others.
+    QuotaUsage {
+        /// The `limits.*` resources rather than the others.
+        limits: bool,
+    },
 }
 
 /// One column of a Table.
@@ -116,6 +144,104 @@ fn name() -> Column {
 
 fn age() -> Column {
     Column::new("Age", "string", Cell::Age).described(meta_doc("creationTimestamp"))
+}
+
+/// kube's Job printer: status, completions, duration and age; the pod template's containers,
+/// images and the selector with `-o wide`.
+fn job_columns() -> Vec<Column> {
+    let field = |path: &[&str]| doc("batch", "Job", path);
+    vec![
+        name(),
+        Column::new("Status", "string", Cell::JobStatus).described("Status of the job."),
+        Column::new("Completions", "string", Cell::JobCompletions)
+            .described(field(&["status", "succeeded"])),
+        Column::new("Duration", "string", Cell::JobDuration)
+            .described("Time required to complete the job."),
+        age(),
+        Column::new("Containers", "string", Cell::Containers("name"))
+            .wide()
+            .described("Names of each container in the template."),
+        Column::new("Images", "string", Cell::Containers("image"))
+            .wide()
+            .described("Images referenced by each container in the template."),
+        Column::new("Selector", "string", Cell::Selector)
+            .wide()
+            .described(field(&["spec", "selector"])),
+    ]
+}
+
+/// kube's CronJob printer.
+fn cron_job_columns() -> Vec<Column> {
+    let field = |path: &[&str]| doc("batch", "CronJob", path);
+    vec![
+        name(),
+        Column::path("Schedule", ".spec.schedule").described(field(&["spec", "schedule"])),
+        Column::new(
+            "Timezone",
+            "string",
+            Cell::PathOr(".spec.timeZone", "<none>"),
+        )
+        .described(field(&["spec", "timeZone"])),
+        Column::new("Suspend", "boolean", Cell::Bool(".spec.suspend"))
+            .described(field(&["spec", "suspend"])),
+        Column::new("Active", "integer", Cell::CountOf(".status.active".into()))
+            .described(field(&["status", "active"])),
+        Column::new(
+            "Last Schedule",
+            "string",
+            Cell::AgeOrNone(".status.lastScheduleTime"),
+        )
+        .described(field(&["status", "lastScheduleTime"])),
+        age(),
+        Column::new("Containers", "string", Cell::JobTemplateContainers("name"))
+            .wide()
+            .described("Names of each container in the template."),
+        Column::new("Images", "string", Cell::JobTemplateContainers("image"))
+            .wide()
+            .described("Images referenced by each container in the template."),
+        Column::new(
+            "Selector",
+            "string",
+            Cell::PathOr(".spec.jobTemplate.spec.selector", "<none>"),
+        )
+        .wide()
+        .described(doc("batch", "Job", &["spec", "selector"])),
+    ]
+}
+
+/// kube's Pod printer: name, readiness, status, restarts and age; IP, node, nominated node and
+/// readiness gates with `-o wide`.
+fn pod_columns() -> Vec<Column> {
+    let status = |field: &str| doc("", "Pod", &["status", field]);
+    let spec = |field: &str| doc("", "Pod", &["spec", field]);
+    vec![
+        name(),
+        Column::new("Ready", "string", Cell::PodReady)
+            .described("The aggregate readiness state of this pod for accepting traffic."),
+        Column::new("Status", "string", Cell::PodStatus)
+            .described("The aggregate status of the containers in this pod."),
+        Column::new("Restarts", "string", Cell::PodRestarts).described(
+            "The number of times the containers in this pod have been restarted and when the last \
+             container in this pod has restarted.",
+        ),
+        age(),
+        Column::path("IP", ".status.podIP")
+            .wide()
+            .described(status("podIP")),
+        Column::path("Node", ".spec.nodeName")
+            .wide()
+            .described(spec("nodeName")),
+        Column::path("Nominated Node", ".status.nominatedNodeName")
+            .wide()
+            .described(status("nominatedNodeName")),
+        Column::new(
+            "Readiness Gates",
+            "string",
+            Cell::CountOfOrNone(".spec.readinessGates"),
+        )
+        .wide()
+        .described(spec("readinessGates")),
+    ]
 }
 
 /// The columns of a CRD version: NAME, then its `additionalPrinterColumns` (or an AGE date
@@ -269,6 +395,56 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
                 Column::new("Selector", "string", Cell::Selector)
                     .wide()
                     .described(doc("apps", "Deployment", &["spec", "selector"])),
+            ]
+        }
+        ("", "Pod") => pod_columns(),
+        ("", "ResourceQuota") => vec![
+            name(),
+            Column::new("Request", "string", Cell::QuotaUsage { limits: false })
+                .described("Request represents a minimum amount of cpu/memory that a container may consume."),
+            Column::new("Limit", "string", Cell::QuotaUsage { limits: true })
+                .described("Limits control the maximum amount of cpu/memory that a container may use independent of contention on the node."),
+            age(),
+        ],
+        ("batch", "Job") => job_columns(),
+        ("batch", "CronJob") => cron_job_columns(),
+        ("policy", "PodDisruptionBudget") => {
+            let field = |path: &[&str]| doc("policy", "PodDisruptionBudget", path);
+            vec![
+                name(),
+                Column::new("Min Available", "string", Cell::PathOr(".spec.minAvailable", "N/A"))
+                    .described(field(&["spec", "minAvailable"])),
+                Column::new("Max Unavailable", "string", Cell::PathOr(".spec.maxUnavailable", "N/A"))
+                    .described(field(&["spec", "maxUnavailable"])),
+                Column::new("Allowed Disruptions", "integer", Cell::Integer(".status.disruptionsAllowed"))
+                    .described(field(&["status", "disruptionsAllowed"])),
+                age(),
+            ]
+        }
+        ("apps", "ReplicaSet") => {
+            let field = |path: &[&str]| doc("apps", "ReplicaSet", path);
+            vec![
+                name(),
+                Column::new("Desired", "integer", Cell::Integer(".spec.replicas"))
+                    .described(field(&["spec", "replicas"])),
+                Column::new("Current", "integer", Cell::Integer(".status.replicas"))
+                    .described(field(&["status", "replicas"])),
+                Column::new("Ready", "integer", Cell::Integer(".status.readyReplicas"))
+                    .described(field(&["status", "readyReplicas"])),
+                age(),
+                pod_template(
+                    "Containers",
+                    "name",
+                    "Names of each container in the template.",
+                ),
+                pod_template(
+                    "Images",
+                    "image",
+                    "Images referenced by each container in the template.",
+                ),
+                Column::new("Selector", "string", Cell::Selector)
+                    .wide()
+                    .described(field(&["spec", "selector"])),
             ]
         }
         ("apps", "StatefulSet") => vec![
@@ -477,6 +653,210 @@ fn cell(how: &Cell, o: &Value, now: jiff::Timestamp) -> Value {
                 .map(crate::scale::format_selector)
                 .unwrap_or_default()
         ),
+        Cell::PodReady => {
+            let ready = container_statuses(o, "containerStatuses")
+                .filter(|s| s.get("ready").and_then(Value::as_bool) == Some(true))
+                .count();
+            let total = o
+                .pointer("/spec/containers")
+                .and_then(Value::as_array)
+                .map_or(0, Vec::len);
+            json!(format!("{ready}/{total}"))
+        }
+        Cell::PodStatus => json!(pod_status(o)),
+        Cell::JobStatus => json!(job_status(o)),
+        Cell::JobCompletions => json!(job_completions(o)),
+        Cell::JobDuration => json!(job_duration(o, now)),
+        Cell::JobTemplateContainers(field) => text(eval_path(
+            o,
+            &format!(".spec.jobTemplate.spec.template.spec.containers[*].{field}"),
+        )),
+        Cell::Bool(path) => json!(match eval_path(o, path).first().and_then(|v| v.as_bool()) {
+            Some(true) => "True",
+            Some(false) => "False",
+            None => "<none>",
+        }),
+        Cell::AgeOrNone(path) => match eval_path(o, path).first() {
+            Some(at) => json!(age_at(Some(at), now)),
+            None => json!("<none>"),
+        },
+        Cell::PathOr(path, absent) => match eval_path(o, path).first() {
+            Some(_) => text(eval_path(o, path)),
+            None => json!(absent),
+        },
+        Cell::QuotaUsage { limits } => json!(quota_usage(o, *limits)),
+        Cell::PodRestarts => json!(pod_restarts(o, now)),
+        Cell::CountOfOrNone(path) => match eval_path(o, path).first().and_then(|v| v.as_array()) {
+            Some(gates) if !gates.is_empty() => json!(format!("0/{}", gates.len())),
+            _ => json!("<none>"),
+        },
+    }
+}
+
+/// kube's Job printer's status: the first condition that holds of Complete, Failed,
+/// (being deleted), SuccessCriteriaMet, FailureTarget and Suspended, else `Running`.
+fn job_status(o: &Value) -> &'static str {
+    let holds = |kind: &str| {
+        eval_path(
+            o,
+            &format!(".status.conditions[?(@.type==\"{kind}\")].status"),
+        )
+        .first()
+        .and_then(|v| v.as_str())
+            == Some("True")
+    };
+    match () {
+        _ if holds("Complete") => "Complete",
+        _ if holds("Failed") => "Failed",
+        _ if o.pointer("/metadata/deletionTimestamp").is_some() => "Terminating",
+        _ if holds("SuccessCriteriaMet") => "SuccessCriteriaMet",
+        _ if holds("FailureTarget") => "FailureTarget",
+        _ if holds("Suspended") => "Suspended",
+        _ => "Running",
+    }
+}
+
+/// `<succeeded>/<completions>`, or `<succeeded>/1 of <parallelism>` for a Job without a
+/// completion count that runs pods in parallel.
+fn job_completions(o: &Value) -> String {
+    let int = |p: &str| o.pointer(p).and_then(Value::as_i64);
+    let succeeded = int("/status/succeeded").unwrap_or(0);
+    match (
+        int("/spec/completions"),
+        int("/spec/parallelism").unwrap_or(1),
+    ) {
+        (Some(completions), _) => format!("{succeeded}/{completions}"),
+        (None, parallelism) if parallelism > 1 => format!("{succeeded}/1 of {parallelism}"),
+        (None, _) => format!("{succeeded}/1"),
+    }
+}
+
+/// From a Job's start to its completion (or now); empty before it starts.
+fn job_duration(o: &Value, now: jiff::Timestamp) -> String {
+    let at = |p: &str| {
+        o.pointer(p)
+            .and_then(Value::as_str)
+            .and_then(|t| t.parse::<jiff::Timestamp>().ok())
+    };
+    match at("/status/startTime") {
+        Some(start) => {
+            let end = at("/status/completionTime").unwrap_or(now);
+            human_duration(end.as_second() - start.as_second())
+        }
+        None => String::new(),
+    }
+}
+
+/// A ResourceQuota's `name: used/hard` pairs, by name, of its `limits.*` resources or the
+/// others.
+fn quota_usage(o: &Value, limits: bool) -> String {
+    let Some(hard) = o.pointer("/status/hard").and_then(Value::as_object) else {
+        return String::new();
+    };
+    let mut names: Vec<&String> = hard
+        .keys()
+        .filter(|name| name.starts_with("limits.") == limits)
+        .collect();
+    names.sort();
+    let quantity = |v: Option<&Value>| v.and_then(Value::as_str).unwrap_or("0").to_string();
+    names
+        .into_iter()
+        .map(|name| {
+            let used = quantity(o.pointer("/status/used").and_then(|u| u.get(name)));
+            format!("{name}: {used}/{}", quantity(hard.get(name)))
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The statuses at `status.<key>` of a Pod.
+fn container_statuses<'a>(o: &'a Value, key: &str) -> impl Iterator<Item = &'a Value> {
+    o.pointer(&format!("/status/{key}"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+/// What a terminated container shows: its reason, else its signal or exit code.
+fn terminated_reason(terminated: &Value) -> String {
+    let field = |k: &str| terminated.get(k).and_then(Value::as_i64).unwrap_or(0);
+    match terminated.get("reason").and_then(Value::as_str) {
+        Some(reason) if !reason.is_empty() => reason.to_string(),
+        _ if field("signal") != 0 => format!("Signal:{}", field("signal")),
+        _ => format!("ExitCode:{}", field("exitCode")),
+    }
+}
+
+/// kube's Pod printer's status column: the pod's reason or phase, an init container's progress
+/// or trouble, then a container's waiting or terminated reason, and `Terminating` while deleted.
+fn pod_status(o: &Value) -> String {
+    let text = |p: &str| o.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let mut reason = match text("/status/reason") {
+        "" => text("/status/phase").to_string(),
+        given => given.to_string(),
+    };
+    let inits: Vec<&Value> = container_statuses(o, "initContainerStatuses").collect();
+    let mut initializing = false;
+    for (i, init) in inits.iter().enumerate() {
+        let state = |k: &str| init.pointer(&format!("/state/{k}"));
+        if let Some(terminated) = state("terminated") {
+            if terminated.get("exitCode").and_then(Value::as_i64) == Some(0) {
+                continue;
+            }
+            reason = format!("Init:{}", terminated_reason(terminated));
+        } else if let Some(waiting) = state("waiting")
+            .and_then(|w| w.get("reason"))
+            .and_then(Value::as_str)
+            .filter(|r| !r.is_empty() && *r != "PodInitializing")
+        {
+            reason = format!("Init:{waiting}");
+        } else {
+            reason = format!("Init:{i}/{}", inits.len());
+        }
+        initializing = true;
+        break;
+    }
+    if !initializing {
+        let statuses: Vec<&Value> = container_statuses(o, "containerStatuses").collect();
+        for status in statuses.iter().rev() {
+            let state = |k: &str| status.pointer(&format!("/state/{k}"));
+            if let Some(waiting) = state("waiting")
+                .and_then(|w| w.get("reason"))
+                .and_then(Value::as_str)
+                .filter(|r| !r.is_empty())
+            {
+                reason = waiting.to_string();
+            } else if let Some(terminated) = state("terminated") {
+                reason = terminated_reason(terminated);
+            }
+        }
+    }
+    if o.pointer("/metadata/deletionTimestamp").is_some() {
+        reason = "Terminating".into();
+    }
+    reason
+}
+
+/// The restarts of a Pod's containers, and how long ago the last one ended (`2 (5m ago)`).
+fn pod_restarts(o: &Value, now: jiff::Timestamp) -> String {
+    let statuses: Vec<&Value> = container_statuses(o, "initContainerStatuses")
+        .chain(container_statuses(o, "containerStatuses"))
+        .collect();
+    let restarts: i64 = statuses
+        .iter()
+        .filter_map(|s| s.get("restartCount").and_then(Value::as_i64))
+        .sum();
+    let last = statuses
+        .iter()
+        .filter_map(|s| s.pointer("/lastState/terminated/finishedAt"))
+        .filter_map(|t| t.as_str()?.parse::<jiff::Timestamp>().ok())
+        .max();
+    match last {
+        Some(at) if restarts > 0 => format!(
+            "{restarts} ({} ago)",
+            human_duration(now.duration_since(at).as_secs())
+        ),
+        _ => restarts.to_string(),
     }
 }
 

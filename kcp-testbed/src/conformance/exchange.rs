@@ -353,21 +353,27 @@ pub fn cache_dir(kubeconfig: &std::path::Path) -> PathBuf {
     kubeconfig.with_extension("kubectl-cache")
 }
 
-/// `text` with kubectl's ages (`0s`, `5m12s`, `3d`) written `<age>`, and the padding between
-/// table columns (which follows the widths of values such as server URLs) written as three
-/// spaces.
+/// `text` with kubectl's ages (`0s`, `5m12s`, `3d`) written `<age>`, the times `describe`
+/// prints (`Sun, 29 Nov 2026 10:58:39 +0000`) written `<time>`, and the padding between table
+/// columns (which follows the widths of values such as server URLs) written as three spaces.
 fn without_ages(text: &str) -> String {
-    static PATTERNS: OnceLock<Option<(regex::Regex, regex::Regex)>> = OnceLock::new();
+    type Patterns = (regex::Regex, regex::Regex, regex::Regex);
+    static PATTERNS: OnceLock<Option<Patterns>> = OnceLock::new();
     let patterns = PATTERNS.get_or_init(|| {
         // An age is a cell of its own: between blanks or at a line's ends.
         let ages = regex::Regex::new(r"(?m)(^|[ \t])[0-9]+[smhdy]([0-9]+[smhd])?([ \t]|$)").ok()?;
+        let times = regex::Regex::new(
+            r"[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} [+-][0-9]{4}",
+        )
+        .ok()?;
         let padding = regex::Regex::new(r" {2,}").ok()?;
-        Some((ages, padding))
+        Some((ages, times, padding))
     });
     match patterns {
-        Some((ages, padding)) => {
+        Some((ages, times, padding)) => {
+            let timed = times.replace_all(text, "<time>");
             // Twice: two ages one blank apart share that blank.
-            let aged = ages.replace_all(text, "${1}<age>${3}");
+            let aged = ages.replace_all(&timed, "${1}<age>${3}");
             let aged = ages.replace_all(&aged, "${1}<age>${3}");
             padding.replace_all(&aged, "   ").into_owned()
         }
@@ -509,6 +515,14 @@ mod tests {
         assert_eq!(
             without_ages("one   1      0s\ntwo   2      5m12s\ncf-1234d 3s 4s"),
             "one   1   <age>\ntwo   2   <age>\ncf-1234d <age> <age>"
+        );
+    }
+
+    #[test]
+    fn describe_times_are_written_alike() {
+        assert_eq!(
+            without_ages("CreationTimestamp:   Sun, 29 Nov 2026 10:58:39 +0000\nLabels:   a=b"),
+            "CreationTimestamp:   <time>\nLabels:   a=b"
         );
     }
 

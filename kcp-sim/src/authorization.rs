@@ -1,0 +1,474 @@
+//! Who a request acts as, and whether RBAC lets it: kube-apiserver's impersonation headers and
+//! its RBAC authorizer, and the access reviews `kubectl auth can-i` and `kubectl auth whoami`
+//! send.
+//!
+//! kcp-sim's own client is a cluster admin (as the test servers' `system:masters` admin is), so
+//! a request is only checked when it impersonates someone (`Impersonate-User`, with
+//! `Impersonate-Group`s): then the Roles, ClusterRoles and their bindings in the addressed
+//! cluster decide, as kube's RBAC authorizer does (verbs, API groups, resources and
+//! subresources, resource names, non-resource URLs, `*` in each). Every user may also do what
+//! kube's bootstrap roles grant to all authenticated users (`system:basic-user`,
+//! `system:discovery`, `system:public-info-viewer`): discovery, and reviews of themselves.
+//!
+//! Known differences: the impersonator's own right to impersonate is not checked, the reason an
+//! access review gives for an allowed request is not kube's, and a denial does not add kube's
+//! `RBAC: ... not found` notes for bindings to missing roles.
+
+use serde_json::{Value, json};
+
+use crate::api::{Endpoint, Sim, Target, addressed_cluster};
+use crate::resource::GroupResource;
+use crate::status::{ApiError, ApiResult};
+use crate::store::State;
+
+/// A user a request acts as.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct User {
+    /// The user name.
+    pub name: String,
+    /// The groups, `system:authenticated` included.
+    pub groups: Vec<String>,
+}
+
+impl User {
+    /// The user named by the `Impersonate-User` header, with the `Impersonate-Group`s; `None`
+    /// for a request that impersonates nobody (it acts as the admin).
+    pub fn impersonated(headers: &http::HeaderMap) -> Option<User> {
+        let name = headers.get("impersonate-user")?.to_str().ok()?.to_string();
+        let mut groups: Vec<String> = headers
+            .get_all("impersonate-group")
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .map(String::from)
+            .collect();
+        if !groups.iter().any(|g| g == "system:authenticated") {
+            groups.push("system:authenticated".into());
+        }
+        Some(User { name, groups })
+    }
+
+    /// The admin kcp-sim's clients act as.
+    pub fn admin() -> User {
+        User {
+            name: "kubernetes-admin".into(),
+            groups: vec!["system:masters".into(), "system:authenticated".into()],
+        }
+    }
+
+    fn is_admin(&self) -> bool {
+        self.groups.iter().any(|g| g == "system:masters")
+    }
+}
+
+/// What a request does, as RBAC reads it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Attributes {
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`.
+    pub verb: String,
+    /// API group (`""` for core).
+    pub group: String,
+    /// Resource (plural); empty for a non-resource request.
+    pub resource: String,
+    /// Subresource (`status`, `scale`), or empty.
+    pub subresource: String,
+    /// Namespace, or empty for a cluster-scoped request.
+    pub namespace: String,
+    /// Object name, or empty.
+    pub name: String,
+    /// The URL path of a non-resource request (`/healthz`).
+    pub path: String,
+}
+
+impl Attributes {
+    /// The verb RBAC sees for an HTTP method on one object (`named`) or a collection.
+    pub fn verb_of(method: &http::Method, named: bool, watch: bool) -> &'static str {
+        match (method.as_str(), named) {
+            ("GET" | "HEAD", _) if watch => "watch",
+            ("GET" | "HEAD", true) => "get",
+            ("GET" | "HEAD", false) => "list",
+            ("POST", _) => "create",
+            ("PUT", _) => "update",
+            ("PATCH", _) => "patch",
+            ("DELETE", true) => "delete",
+            ("DELETE", false) => "deletecollection",
+            _ => "",
+        }
+    }
+
+    /// Whether this is a non-resource request.
+    fn non_resource(&self) -> bool {
+        self.resource.is_empty()
+    }
+}
+
+/// Refuses a request the impersonated `user` may not make at `endpoint` (nothing is checked
+/// for the admin, or where no single cluster is addressed).
+pub fn check(sim: &Sim, endpoint: &Endpoint, user: &User, attrs: &Attributes) -> ApiResult<()> {
+    let state = sim.read();
+    let Some(cluster) = addressed_cluster(&state, endpoint) else {
+        return Ok(());
+    };
+    if allows(&state, &cluster, user, attrs) {
+        Ok(())
+    } else {
+        Err(forbidden(user, attrs))
+    }
+}
+
+/// The attributes of a resource request.
+pub fn of_target(target: &Target, method: &http::Method, watch: bool) -> Attributes {
+    Attributes {
+        verb: Attributes::verb_of(method, target.name.is_some(), watch).into(),
+        group: target.group.clone(),
+        resource: target.plural.clone(),
+        subresource: target.subresource.clone().unwrap_or_default(),
+        namespace: target.namespace.clone().unwrap_or_default(),
+        name: target.name.clone().unwrap_or_default(),
+        path: String::new(),
+    }
+}
+
+/// Whether `group`/`plural` is a review a client posts to learn about access or itself
+/// (`selfsubjectaccessreviews`, `subjectaccessreviews`, `selfsubjectreviews`).
+pub fn is_review(group: &str, plural: &str) -> bool {
+    matches!(
+        (group, plural),
+        (
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews" | "subjectaccessreviews"
+        ) | ("authentication.k8s.io", "selfsubjectreviews")
+    )
+}
+
+/// The answer to a review ([`is_review`]) posted by `user`.
+pub fn answer_review(
+    sim: &Sim,
+    endpoint: &Endpoint,
+    (group, _plural): (&str, &str),
+    body: &Value,
+    user: &User,
+) -> Value {
+    let state = sim.read();
+    let cluster = addressed_cluster(&state, endpoint).unwrap_or_default();
+    match group {
+        "authentication.k8s.io" => whoami(body, user),
+        _ => review(&state, &cluster, body, user),
+    }
+}
+
+/// Whether `user` may do `attrs` in `cluster`.
+pub fn allows(state: &State, cluster: &str, user: &User, attrs: &Attributes) -> bool {
+    user.is_admin() || granted_to_everyone(attrs) || rbac_allows(state, cluster, user, attrs)
+}
+
+/// What kube's bootstrap roles grant every authenticated user: discovery, version and health,
+/// and reviews of themselves.
+fn granted_to_everyone(attrs: &Attributes) -> bool {
+    if attrs.non_resource() {
+        const PATHS: [&str; 9] = [
+            "/api",
+            "/apis",
+            "/version",
+            "/healthz",
+            "/livez",
+            "/readyz",
+            "/openapi",
+            "/.well-known",
+            "/openid",
+        ];
+        return attrs.verb == "get"
+            && PATHS
+                .iter()
+                .any(|p| attrs.path == *p || attrs.path.starts_with(&format!("{p}/")));
+    }
+    attrs.verb == "create"
+        && matches!(
+            (attrs.group.as_str(), attrs.resource.as_str()),
+            (
+                "authorization.k8s.io",
+                "selfsubjectaccessreviews" | "selfsubjectrulesreviews"
+            ) | ("authentication.k8s.io", "selfsubjectreviews")
+        )
+}
+
+/// Whether a binding in the request's namespace, or a cluster binding, gives `user` a rule
+/// that covers `attrs`.
+fn rbac_allows(state: &State, cluster: &str, user: &User, attrs: &Attributes) -> bool {
+    let Some(data) = state.clusters.get(cluster) else {
+        return false;
+    };
+    let objects = |resource: &str| {
+        data.objects
+            .get(&GroupResource::new("rbac.authorization.k8s.io", resource))
+            .into_iter()
+            .flat_map(|m| m.values())
+            .filter_map(|stored| stored.value().ok())
+    };
+    let role = |kind: &str, namespace: &str, name: &str| {
+        let (resource, namespace) = match kind {
+            "ClusterRole" => ("clusterroles", ""),
+            _ => ("roles", namespace),
+        };
+        data.get(
+            &GroupResource::new("rbac.authorization.k8s.io", resource),
+            namespace,
+            name,
+        )
+        .and_then(|stored| stored.value().ok())
+    };
+    let bindings = objects("clusterrolebindings").chain(
+        objects("rolebindings")
+            .filter(|b| !attrs.namespace.is_empty() && namespace_of(b) == attrs.namespace),
+    );
+    bindings
+        .filter(|binding| binds(binding, user))
+        .filter_map(|binding| {
+            let kind = text(&binding, "/roleRef/kind");
+            let name = text(&binding, "/roleRef/name");
+            role(&kind, &namespace_of(&binding), &name)
+        })
+        .any(|role| {
+            role.get("rules")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .any(|rule| rule_covers(rule, attrs))
+        })
+}
+
+fn text(object: &Value, pointer: &str) -> String {
+    object
+        .pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn namespace_of(object: &Value) -> String {
+    text(object, "/metadata/namespace")
+}
+
+/// Whether a binding names the user, one of its groups, or (for a ServiceAccount user) its
+/// ServiceAccount.
+fn binds(binding: &Value, user: &User) -> bool {
+    let subjects = binding.get("subjects").and_then(Value::as_array);
+    subjects.into_iter().flatten().any(|subject| {
+        let name = text(subject, "/name");
+        match text(subject, "/kind").as_str() {
+            "User" => name == user.name,
+            "Group" => user.groups.contains(&name),
+            "ServiceAccount" => {
+                let namespace = match text(subject, "/namespace") {
+                    ns if ns.is_empty() => namespace_of(binding),
+                    ns => ns,
+                };
+                user.name == format!("system:serviceaccount:{namespace}:{name}")
+            }
+            _ => false,
+        }
+    })
+}
+
+/// Whether one PolicyRule covers the request.
+fn rule_covers(rule: &Value, attrs: &Attributes) -> bool {
+    let list = |key: &str| -> Vec<String> {
+        rule.get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect()
+    };
+    let has = |items: &[String], wanted: &str| items.iter().any(|i| i == "*" || i == wanted);
+    if !has(&list("verbs"), &attrs.verb) {
+        return false;
+    }
+    if attrs.non_resource() {
+        return list("nonResourceURLs")
+            .iter()
+            .any(|url| match url.strip_suffix('*') {
+                Some(prefix) => attrs.path.starts_with(prefix),
+                None => *url == attrs.path,
+            });
+    }
+    let resource = match attrs.subresource.as_str() {
+        "" => attrs.resource.clone(),
+        sub => format!("{}/{sub}", attrs.resource),
+    };
+    let resources = list("resources");
+    let resource_matches = resources.iter().any(|r| {
+        r == "*"
+            || *r == resource
+            || (attrs.subresource.is_empty() && *r == attrs.resource)
+            || r.strip_prefix("*/")
+                .is_some_and(|sub| sub == attrs.subresource)
+    });
+    let names = list("resourceNames");
+    has(&list("apiGroups"), &attrs.group)
+        && resource_matches
+        && (names.is_empty() || names.iter().any(|n| *n == attrs.name))
+}
+
+/// kube's Forbidden answer to a request RBAC refused.
+pub fn forbidden(user: &User, attrs: &Attributes) -> ApiError {
+    if attrs.non_resource() {
+        return ApiError::forbidden(format!(
+            "forbidden: User \"{}\" cannot {} path \"{}\"",
+            user.name, attrs.verb, attrs.path
+        ));
+    }
+    let resource = match attrs.subresource.as_str() {
+        "" => attrs.resource.clone(),
+        sub => format!("{}/{sub}", attrs.resource),
+    };
+    let what = match attrs.name.as_str() {
+        "" => resource.clone(),
+        name => format!("{resource} \"{name}\""),
+    };
+    let scope = match attrs.namespace.as_str() {
+        "" => "at the cluster scope".to_string(),
+        ns => format!("in the namespace \"{ns}\""),
+    };
+    ApiError::forbidden(format!(
+        "{what} is forbidden: User \"{}\" cannot {} resource \"{resource}\" in API group \"{}\" {scope}",
+        user.name, attrs.verb, attrs.group
+    ))
+    .about(&attrs.group, &attrs.resource, &attrs.name)
+}
+
+/// The answer to a `SelfSubjectAccessReview` (or a `SubjectAccessReview`, whose spec names the
+/// user): the review with its `status.allowed` filled in.
+pub fn review(state: &State, cluster: &str, review: &Value, asker: &User) -> Value {
+    let spec = review.get("spec").cloned().unwrap_or_else(|| json!({}));
+    let user = match spec.get("user").and_then(Value::as_str) {
+        Some(name) => {
+            let mut groups: Vec<String> = spec
+                .get("groups")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(String::from)
+                .collect();
+            if !groups.iter().any(|g| g == "system:authenticated") {
+                groups.push("system:authenticated".into());
+            }
+            User {
+                name: name.into(),
+                groups,
+            }
+        }
+        None => asker.clone(),
+    };
+    let attrs = attributes_of_review(&spec);
+    let allowed = allows(state, cluster, &user, &attrs);
+    let mut answer = review.clone();
+    answer["status"] = json!({"allowed": allowed});
+    if let Some(meta) = answer.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("creationTimestamp".into(), Value::Null);
+    } else {
+        answer["metadata"] = json!({"creationTimestamp": null});
+    }
+    answer
+}
+
+/// The request a review asks about.
+fn attributes_of_review(spec: &Value) -> Attributes {
+    let field = |pointer: &str| text(spec, pointer);
+    match spec.get("nonResourceAttributes") {
+        Some(_) => Attributes {
+            verb: field("/nonResourceAttributes/verb"),
+            path: field("/nonResourceAttributes/path"),
+            ..Attributes::default()
+        },
+        None => Attributes {
+            verb: field("/resourceAttributes/verb"),
+            group: field("/resourceAttributes/group"),
+            resource: field("/resourceAttributes/resource"),
+            subresource: field("/resourceAttributes/subresource"),
+            namespace: field("/resourceAttributes/namespace"),
+            name: field("/resourceAttributes/name"),
+            path: String::new(),
+        },
+    }
+}
+
+/// The answer to a `SelfSubjectReview` (`kubectl auth whoami`).
+pub fn whoami(review: &Value, user: &User) -> Value {
+    let mut answer = review.clone();
+    answer["metadata"] = json!({"creationTimestamp": null});
+    answer["status"] = json!({"userInfo": {"username": user.name, "groups": user.groups}});
+    answer
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(verb: &str, resource: &str, namespace: &str) -> Attributes {
+        Attributes {
+            verb: verb.into(),
+            resource: resource.into(),
+            namespace: namespace.into(),
+            ..Attributes::default()
+        }
+    }
+
+    #[test]
+    fn a_rule_covers_its_verbs_groups_and_resources_only() {
+        let rule =
+            json!({"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get", "list"]});
+        assert!(rule_covers(&rule, &attrs("list", "configmaps", "ns")));
+        assert!(!rule_covers(&rule, &attrs("delete", "configmaps", "ns")));
+        assert!(!rule_covers(&rule, &attrs("list", "secrets", "ns")));
+        let mut status = attrs("get", "configmaps", "ns");
+        status.subresource = "status".into();
+        assert!(!rule_covers(&rule, &status));
+    }
+
+    #[test]
+    fn resource_names_and_wildcards_narrow_and_widen_a_rule() {
+        let named =
+            json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"], "resourceNames": ["a"]});
+        let mut request = attrs("get", "secrets", "ns");
+        request.name = "a".into();
+        assert!(rule_covers(&named, &request));
+        request.name = "b".into();
+        assert!(!rule_covers(&named, &request));
+    }
+
+    #[test]
+    fn a_denial_names_the_user_verb_resource_and_scope() {
+        let user = User {
+            name: "alice".into(),
+            groups: vec![],
+        };
+        let mut request = attrs("delete", "configmaps", "ns");
+        request.name = "one".into();
+        assert_eq!(
+            forbidden(&user, &request).message,
+            "configmaps \"one\" is forbidden: User \"alice\" cannot delete resource \"configmaps\" \
+             in API group \"\" in the namespace \"ns\""
+        );
+        assert!(
+            forbidden(&user, &attrs("list", "nodes", ""))
+                .message
+                .ends_with("at the cluster scope")
+        );
+    }
+
+    #[test]
+    fn everyone_may_discover_and_review_themselves() {
+        let discovery = Attributes {
+            verb: "get".into(),
+            path: "/apis/apps/v1".into(),
+            ..Attributes::default()
+        };
+        assert!(granted_to_everyone(&discovery));
+        let mut review = attrs("create", "selfsubjectaccessreviews", "");
+        review.group = "authorization.k8s.io".into();
+        assert!(granted_to_everyone(&review));
+        assert!(!granted_to_everyone(&attrs("list", "configmaps", "ns")));
+    }
+}

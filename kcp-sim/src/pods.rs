@@ -1,0 +1,198 @@
+//! What kube-apiserver sets on a new Pod beyond its decode defaults ([`crate::defaults::pod`]):
+//! the `Priority` admission plugin's priority and preemption policy, the
+//! `DefaultTolerationSeconds` plugin's two NoExecute tolerations, and the strategy's status
+//! (`Pending`, with the pod's QoS class). kcp-sim schedules and runs no pod: it stays
+//! `Pending`, as on a kube-apiserver without a scheduler, and is deleted at once (a pod bound to
+//! no node has nothing to wait for).
+//!
+//! Known difference: the `ServiceAccount` plugin is not modelled (the real test servers run
+//! with it off), so a pod gets no `serviceAccountName` and no token volume.
+
+use serde_json::{Map, Value, json};
+
+use crate::status::{ApiError, ApiResult};
+
+/// The priority of the two system classes every cluster has; any other class name must be a
+/// PriorityClass, which kcp-sim does not serve.
+const SYSTEM_CLASSES: [(&str, i64); 2] = [
+    ("system-cluster-critical", 2_000_000_000),
+    ("system-node-critical", 2_000_001_000),
+];
+
+/// The NoExecute taints a pod tolerates for five minutes unless it says otherwise.
+const DEFAULT_TOLERATED_TAINTS: [&str; 2] = [
+    "node.kubernetes.io/not-ready",
+    "node.kubernetes.io/unreachable",
+];
+
+/// Admits a new Pod: its priority, its default tolerations and its first status.
+pub fn admit_new(name: &str, obj: &mut Value) -> ApiResult<()> {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return Ok(());
+    };
+    prioritize(name, spec)?;
+    tolerate_default_taints(spec);
+    let qos = qos_class(spec);
+    obj["status"] = json!({"phase": "Pending", "qosClass": qos});
+    Ok(())
+}
+
+/// The `Priority` plugin: the class's priority (0 without a class), which a pod may not state
+/// otherwise itself, and `PreemptLowerPriority` unless the pod chose.
+fn prioritize(name: &str, spec: &mut Map<String, Value>) -> ApiResult<()> {
+    let class = spec
+        .get("priorityClassName")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let priority = match class {
+        "" => 0,
+        class => SYSTEM_CLASSES
+            .iter()
+            .find(|(system, _)| *system == class)
+            .map(|(_, priority)| *priority)
+            .ok_or_else(|| {
+                ApiError::forbidden(format!(
+                    "pods \"{name}\" is forbidden: no PriorityClass with name {class} was found"
+                ))
+                .about("", "pods", name)
+            })?,
+    };
+    if let Some(stated) = spec.get("priority").and_then(Value::as_i64)
+        && stated != priority
+    {
+        return Err(ApiError::forbidden(format!(
+            "pods \"{name}\" is forbidden: the integer value of priority ({stated}) must not be \
+             provided in pod spec; priority admission controller computed {priority} from the \
+             given PriorityClass name"
+        ))
+        .about("", "pods", name));
+    }
+    spec.insert("priority".into(), json!(priority));
+    if spec.get("preemptionPolicy").is_none_or(Value::is_null) {
+        spec.insert("preemptionPolicy".into(), json!("PreemptLowerPriority"));
+    }
+    Ok(())
+}
+
+/// The `DefaultTolerationSeconds` plugin: a toleration of each default taint for 300 s, unless
+/// the pod already tolerates that taint's NoExecute effect.
+fn tolerate_default_taints(spec: &mut Map<String, Value>) {
+    let existing: Vec<Value> = spec
+        .get("tolerations")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let mut added = Vec::new();
+    for taint in DEFAULT_TOLERATED_TAINTS {
+        if !existing.iter().any(|t| tolerates_no_execute(t, taint)) {
+            added.push(json!({
+                "key": taint,
+                "operator": "Exists",
+                "effect": "NoExecute",
+                "tolerationSeconds": 300,
+            }));
+        }
+    }
+    if added.is_empty() {
+        return;
+    }
+    let mut all = existing;
+    all.extend(added);
+    spec.insert("tolerations".into(), Value::Array(all));
+}
+
+/// Whether `toleration` covers the NoExecute effect of the taint with key `taint`.
+fn tolerates_no_execute(toleration: &Value, taint: &str) -> bool {
+    let text = |key: &str| toleration.get(key).and_then(Value::as_str).unwrap_or("");
+    let key_matches =
+        text("key") == taint || (text("key").is_empty() && text("operator") == "Exists");
+    let effect_matches = matches!(text("effect"), "" | "NoExecute");
+    key_matches && effect_matches
+}
+
+/// The pod's QoS class from its containers' CPU and memory requests and limits: `BestEffort`
+/// when none names any, `Guaranteed` when every container limits both and requests what it
+/// limits, `Burstable` otherwise.
+pub fn qos_class(spec: &Map<String, Value>) -> &'static str {
+    let containers: Vec<&Value> = ["initContainers", "containers"]
+        .iter()
+        .filter_map(|key| spec.get(*key).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let amounts = |c: &Value, kind: &str| -> Map<String, Value> {
+        c.pointer(&format!("/resources/{kind}"))
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .filter(|(name, _)| matches!(name.as_str(), "cpu" | "memory"))
+                    .map(|(name, q)| (name.clone(), q.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let named_any = containers
+        .iter()
+        .any(|c| !amounts(c, "requests").is_empty() || !amounts(c, "limits").is_empty());
+    if !named_any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        let limits = amounts(c, "limits");
+        limits.len() == 2 && amounts(c, "requests") == limits
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn admitted(spec: Value) -> Value {
+        let mut pod = json!({"metadata": {"name": "p"}, "spec": spec});
+        admit_new("p", &mut pod).unwrap();
+        pod
+    }
+
+    #[test]
+    fn a_pod_without_a_class_gets_priority_zero_and_stays_pending() {
+        let pod = admitted(json!({"containers": [{"name": "c", "image": "i"}]}));
+        assert_eq!(pod["spec"]["priority"], 0);
+        assert_eq!(pod["spec"]["preemptionPolicy"], "PreemptLowerPriority");
+        assert_eq!(
+            pod["status"],
+            json!({"phase": "Pending", "qosClass": "BestEffort"})
+        );
+    }
+
+    #[test]
+    fn an_unknown_priority_class_is_forbidden() {
+        let mut pod = json!({"spec": {"priorityClassName": "gold", "containers": []}});
+        let error = admit_new("p", &mut pod).unwrap_err();
+        assert_eq!(error.code, 403);
+        assert!(error.message.contains("no PriorityClass with name gold"));
+    }
+
+    #[test]
+    fn the_default_tolerations_are_added_once() {
+        let pod = admitted(json!({"containers": [], "tolerations": [
+            {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 10}
+        ]}));
+        let tolerations = pod["spec"]["tolerations"].as_array().unwrap();
+        assert_eq!(tolerations.len(), 2);
+        assert_eq!(tolerations[0]["tolerationSeconds"], 10);
+        assert_eq!(tolerations[1]["key"], "node.kubernetes.io/not-ready");
+    }
+
+    #[test]
+    fn requests_equal_to_limits_of_cpu_and_memory_are_guaranteed() {
+        let both = json!({"cpu": "1", "memory": "1Gi"});
+        let spec = json!({"containers": [{"resources": {"limits": both, "requests": both}}]});
+        assert_eq!(qos_class(spec.as_object().unwrap()), "Guaranteed");
+        let spec = json!({"containers": [{"resources": {"requests": {"cpu": "1"}}}]});
+        assert_eq!(qos_class(spec.as_object().unwrap()), "Burstable");
+    }
+}
