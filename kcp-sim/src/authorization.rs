@@ -307,7 +307,7 @@ fn rule_covers(rule: &Value, attrs: &Attributes) -> bool {
     let names = list("resourceNames");
     has(&list("apiGroups"), &attrs.group)
         && resource_matches
-        && (names.is_empty() || names.iter().any(|n| *n == attrs.name))
+        && (names.is_empty() || names.contains(&attrs.name))
 }
 
 /// kube's Forbidden answer to a request RBAC refused.
