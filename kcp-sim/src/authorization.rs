@@ -108,10 +108,46 @@ pub fn check(sim: &Sim, endpoint: &Endpoint, user: &User, attrs: &Attributes) ->
     let Some(cluster) = addressed_cluster(&state, endpoint) else {
         return Ok(());
     };
-    if allows(&state, &cluster, user, attrs) {
-        Ok(())
+    match decide(&state, &cluster, user, attrs) {
+        Decision::Allowed => Ok(()),
+        Decision::Denied => Err(forbidden(user, attrs, "")),
+        Decision::NoWorkspaceAccess => Err(forbidden(user, attrs, ": access denied")),
+    }
+}
+
+/// What the authorizers say to a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    /// RBAC (or the admin's group) allows it.
+    Allowed,
+    /// No rule allows it.
+    Denied,
+    /// kcp's workspace content authorizer refuses it before RBAC: the user may not access the
+    /// workspace at all.
+    NoWorkspaceAccess,
+}
+
+/// Whether `user` may do `attrs` in `cluster`. In kcp a user other than the admin must first be
+/// allowed into the workspace: the verb `access` on the non-resource URL `/`, granted by a
+/// ClusterRole bound in the workspace, as kcp's workspace content authorizer requires.
+pub fn decide(state: &State, cluster: &str, user: &User, attrs: &Attributes) -> Decision {
+    if user.is_admin() {
+        return Decision::Allowed;
+    }
+    let workspace_access = Attributes {
+        verb: "access".into(),
+        path: "/".into(),
+        ..Attributes::default()
+    };
+    if state.flavor == crate::resource::Flavor::Kcp
+        && !rbac_allows(state, cluster, user, &workspace_access)
+    {
+        return Decision::NoWorkspaceAccess;
+    }
+    if granted_to_everyone(attrs) || rbac_allows(state, cluster, user, attrs) {
+        Decision::Allowed
     } else {
-        Err(forbidden(user, attrs))
+        Decision::Denied
     }
 }
 
@@ -158,7 +194,7 @@ pub fn answer_review(
 
 /// Whether `user` may do `attrs` in `cluster`.
 pub fn allows(state: &State, cluster: &str, user: &User, attrs: &Attributes) -> bool {
-    user.is_admin() || granted_to_everyone(attrs) || rbac_allows(state, cluster, user, attrs)
+    decide(state, cluster, user, attrs) == Decision::Allowed
 }
 
 /// What kube's bootstrap roles grant every authenticated user: discovery, version and health,
@@ -310,11 +346,12 @@ fn rule_covers(rule: &Value, attrs: &Attributes) -> bool {
         && (names.is_empty() || names.contains(&attrs.name))
 }
 
-/// kube's Forbidden answer to a request RBAC refused.
-pub fn forbidden(user: &User, attrs: &Attributes) -> ApiError {
+/// kube's Forbidden answer to a request the authorizers refused, with the authorizer's
+/// `reason` (kcp's `: access denied`) after it.
+pub fn forbidden(user: &User, attrs: &Attributes, reason: &str) -> ApiError {
     if attrs.non_resource() {
         return ApiError::forbidden(format!(
-            "forbidden: User \"{}\" cannot {} path \"{}\"",
+            "forbidden: User \"{}\" cannot {} path \"{}\"{reason}",
             user.name, attrs.verb, attrs.path
         ));
     }
@@ -322,16 +359,21 @@ pub fn forbidden(user: &User, attrs: &Attributes) -> ApiError {
         "" => attrs.resource.clone(),
         sub => format!("{}/{sub}", attrs.resource),
     };
-    let what = match attrs.name.as_str() {
+    let qualified = match attrs.group.as_str() {
         "" => resource.clone(),
-        name => format!("{resource} \"{name}\""),
+        group => format!("{resource}.{group}"),
+    };
+    let what = match attrs.name.as_str() {
+        "" => qualified,
+        name => format!("{qualified} \"{name}\""),
     };
     let scope = match attrs.namespace.as_str() {
         "" => "at the cluster scope".to_string(),
         ns => format!("in the namespace \"{ns}\""),
     };
     ApiError::forbidden(format!(
-        "{what} is forbidden: User \"{}\" cannot {} resource \"{resource}\" in API group \"{}\" {scope}",
+        "{what} is forbidden: User \"{}\" cannot {} resource \"{resource}\" in API group \"{}\" \
+         {scope}{reason}",
         user.name, attrs.verb, attrs.group
     ))
     .about(&attrs.group, &attrs.resource, &attrs.name)
@@ -447,12 +489,12 @@ mod tests {
         let mut request = attrs("delete", "configmaps", "ns");
         request.name = "one".into();
         assert_eq!(
-            forbidden(&user, &request).message,
+            forbidden(&user, &request, "").message,
             "configmaps \"one\" is forbidden: User \"alice\" cannot delete resource \"configmaps\" \
              in API group \"\" in the namespace \"ns\""
         );
         assert!(
-            forbidden(&user, &attrs("list", "nodes", ""))
+            forbidden(&user, &attrs("list", "nodes", ""), "")
                 .message
                 .ends_with("at the cluster scope")
         );

@@ -262,6 +262,15 @@ async fn route(
         let asker = user.clone().unwrap_or_else(User::admin);
         let (group, plural) = (group.to_string(), plural.to_string());
         if authorization::is_review(&group, &plural) {
+            if let Some(user) = &user {
+                let attrs = Attributes {
+                    verb: "create".into(),
+                    group: group.clone(),
+                    resource: plural.clone(),
+                    ..Attributes::default()
+                };
+                authorization::check(sim, &endpoint, user, &attrs)?;
+            }
             let content_type = req
                 .headers()
                 .get(header::CONTENT_TYPE)

@@ -212,16 +212,6 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
             &["sa"],
             &[],
         ),
-        builtin(
-            "",
-            "v1",
-            "Service",
-            "services",
-            true,
-            true,
-            &["svc"],
-            &["all"],
-        ),
         builtin("", "v1", "Event", "events", true, false, &["ev"], &[]),
         builtin(
             "events.k8s.io",
@@ -241,36 +231,6 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
             true,
             false,
             &[],
-            &[],
-        ),
-        builtin(
-            "apps",
-            "v1",
-            "Deployment",
-            "deployments",
-            true,
-            true,
-            &["deploy"],
-            &["all"],
-        ),
-        builtin(
-            "apps",
-            "v1",
-            "StatefulSet",
-            "statefulsets",
-            true,
-            true,
-            &["sts"],
-            &["all"],
-        ),
-        builtin(
-            "policy",
-            "v1",
-            "PodDisruptionBudget",
-            "poddisruptionbudgets",
-            true,
-            true,
-            &["pdb"],
             &[],
         ),
         builtin(
@@ -314,6 +274,16 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
             &[],
         ),
         builtin(
+            "",
+            "v1",
+            "ResourceQuota",
+            "resourcequotas",
+            true,
+            true,
+            &["quota"],
+            &[],
+        ),
+        builtin(
             "apiextensions.k8s.io",
             "v1",
             "CustomResourceDefinition",
@@ -326,6 +296,47 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
     ];
     match flavor {
         Flavor::Kubernetes => {
+            // Kinds kcp does not serve (a workspace has no workloads or services of its own).
+            types.push(builtin(
+                "",
+                "v1",
+                "Service",
+                "services",
+                true,
+                true,
+                &["svc"],
+                &["all"],
+            ));
+            types.push(builtin(
+                "apps",
+                "v1",
+                "Deployment",
+                "deployments",
+                true,
+                true,
+                &["deploy"],
+                &["all"],
+            ));
+            types.push(builtin(
+                "apps",
+                "v1",
+                "StatefulSet",
+                "statefulsets",
+                true,
+                true,
+                &["sts"],
+                &["all"],
+            ));
+            types.push(builtin(
+                "policy",
+                "v1",
+                "PodDisruptionBudget",
+                "poddisruptionbudgets",
+                true,
+                true,
+                &["pdb"],
+                &[],
+            ));
             types.push(builtin(
                 "",
                 "v1",
@@ -376,16 +387,6 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                 true,
                 &["cj"],
                 &["all"],
-            ));
-            types.push(builtin(
-                "",
-                "v1",
-                "ResourceQuota",
-                "resourcequotas",
-                true,
-                true,
-                &["quota"],
-                &[],
             ));
         }
         Flavor::Kcp => {

@@ -117,23 +117,3 @@ async fn a_stateful_set_reports_its_replicas_ready() {
     .await;
     assert_eq!(settled.status.unwrap().current_replicas, Some(2));
 }
-
-#[tokio::test]
-async fn workloads_in_kcp_workspaces_settle_too() {
-    let sim = Server::start(Config {
-        simulate_workloads: Some(Duration::from_millis(20)),
-        ..Config::kcp()
-    })
-    .await
-    .unwrap();
-    let api: Api<Deployment> = Api::namespaced(sim.client("root").unwrap(), "default");
-    api.create(&PostParams::default(), &deployment(1))
-        .await
-        .unwrap();
-    eventually(
-        "an available deployment in root",
-        || async { api.get("web").await.unwrap() },
-        |d| d.status.as_ref().and_then(|s| s.available_replicas) == Some(1),
-    )
-    .await;
-}
