@@ -106,6 +106,10 @@ pub struct Resolved {
     pub initializer: Option<String>,
     /// What an apiexport view sees.
     pub visibility: Option<Visibility>,
+    /// Whether the resource is a custom resource (a CRD's or a bound schema's) of the
+    /// addressed cluster: its handler answers an unserved subresource of an object as the
+    /// object not found, where a builtin kind has no such path at all.
+    pub custom: bool,
 }
 
 impl Resolved {
@@ -320,13 +324,20 @@ impl Sim {
         {
             return Err(ApiError::path_not_found());
         }
-        check_shape(&rt, target)?;
+        let custom = cluster.as_deref().is_some_and(|c| {
+            state
+                .clusters
+                .get(c)
+                .is_some_and(|d| d.schemas.contains_key(rt.group_resource()))
+        });
+        check_shape(&rt, target, custom)?;
         Ok(Resolved {
             rt,
             cluster,
             scope,
             initializer,
             visibility: None,
+            custom,
         })
     }
 
@@ -860,18 +871,27 @@ fn addressed(
     Ok(addressed)
 }
 
-/// Rejects subresources that are not served and named requests for namespaced resources
-/// without a namespace.
-fn check_shape(rt: &ResourceType, target: &Target) -> ApiResult<()> {
+/// Rejects subresources that are not served (for a custom resource's object, as the object
+/// not found, as the apiextensions handler answers) and named requests for namespaced
+/// resources without a namespace.
+fn check_shape(rt: &ResourceType, target: &Target, custom: bool) -> ApiResult<()> {
     if let Some(sub) = &target.subresource
         && (sub != "status" || !rt.status)
     {
-        return Err(ApiError::path_not_found());
+        return Err(unserved_subresource(rt, target, custom));
     }
     if rt.namespaced && target.name.is_some() && target.namespace.is_none() {
         return Err(ApiError::path_not_found());
     }
     Ok(())
+}
+
+/// The answer to a subresource `rt` does not serve.
+pub fn unserved_subresource(rt: &ResourceType, target: &Target, custom: bool) -> ApiError {
+    match (&target.name, custom) {
+        (Some(name), true) => ApiError::not_found(&rt.group, &rt.plural, name),
+        _ => ApiError::path_not_found(),
+    }
 }
 
 /// Resolves a target inside an apiexport virtual workspace.
@@ -902,13 +922,14 @@ fn resolve_in_view(
             e
         }
     })?;
-    check_shape(&t.rt, target)?;
+    check_shape(&t.rt, target, false)?;
     Ok(Resolved {
         rt: t.rt,
         cluster: t.cluster,
         scope: t.scope,
         initializer: None,
         visibility: Some(t.visibility),
+        custom: false,
     })
 }
 

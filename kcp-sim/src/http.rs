@@ -474,7 +474,9 @@ async fn scale_subresource(
     let paths = {
         let state = sim.read();
         let r = sim.resolve(&state, &main, crate::faults::Verb::Get)?;
-        r.rt.scale.clone().ok_or_else(ApiError::path_not_found)?
+        r.rt.scale
+            .clone()
+            .ok_or_else(|| crate::api::unserved_subresource(&r.rt, target, r.custom))?
     };
     let (_, current) = sim.get(&main).await?;
     let current = current.value()?;

@@ -407,6 +407,15 @@ pub fn get(
         .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
 }
 
+/// Whether `rt` is a custom resource of `cluster` (a CRD's or a bound schema's), whatever its
+/// name: kcp binds kinds named as Kubernetes' builtins (`deployments.apps`).
+fn is_custom(state: &State, cluster: &str, rt: &ResourceType) -> bool {
+    state
+        .clusters
+        .get(cluster)
+        .is_some_and(|c| c.schemas.contains_key(rt.group_resource()))
+}
+
 /// Whether new objects of a type start at `metadata.generation` 1: kinds with a status
 /// subresource do, except the core kinds (Namespaces, Services, Nodes), whose kube-apiserver
 /// strategies set no generation, but Pods (whose strategy has set one since Kubernetes 1.34); custom resources (a CRD's or a bound schema's) and kcp's
@@ -414,10 +423,7 @@ pub fn get(
 fn has_generation(state: &State, cluster: &str, rt: &ResourceType) -> bool {
     (rt.status && (!rt.group.is_empty() || rt.kind == "Pod"))
         || kcp::is_kcp_kind(rt)
-        || state
-            .clusters
-            .get(cluster)
-            .is_some_and(|c| c.schemas.contains_key(rt.group_resource()))
+        || is_custom(state, cluster, rt)
 }
 
 /// Creates an object.
@@ -431,7 +437,7 @@ pub fn create(
     opts: &WriteOptions,
 ) -> ApiResult<Written> {
     check_type(rt, version, &mut obj)?;
-    decode_defaults(rt, &mut obj)?;
+    decode_defaults(state, cluster, rt, &mut obj)?;
     let written = conversion::converts(rt, version).then(|| obj.clone());
     conversion::to_storage(rt, version, &mut obj)?;
     let ns = check_namespace(rt, url_namespace, &mut obj)?;
@@ -605,7 +611,17 @@ fn merge_string_data(obj: &mut Value) {
 /// functions), before the write's managed fields are recorded: a named Namespace's
 /// `kubernetes.io/metadata.name` label, a Secret's `stringData` moved into `data` and its type
 /// (`Opaque` when unset), a CRD's names and conversion, a Deployment's ([`defaults`]).
-fn decode_defaults(rt: &ResourceType, obj: &mut Value) -> ApiResult<()> {
+fn decode_defaults(
+    state: &State,
+    cluster: &str,
+    rt: &ResourceType,
+    obj: &mut Value,
+) -> ApiResult<()> {
+    if is_custom(state, cluster, rt) {
+        // A CRD or bound schema of a builtin kind's name (kcp binding `deployments.apps`) gets
+        // only its schema's defaults.
+        return Ok(());
+    }
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Namespace") => label_namespace_name(obj)?,
         ("", "Secret") => {
@@ -664,6 +680,9 @@ fn default_on_create(
     rt: &ResourceType,
     obj: &mut Value,
 ) -> ApiResult<()> {
+    if is_custom(state, cluster, rt) {
+        return apis::on_create(state, cluster, rt, obj);
+    }
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Namespace") => {
             // The strategy labels a namespace named from its generateName.
@@ -750,7 +769,7 @@ pub fn update(
     opts: &WriteOptions,
 ) -> ApiResult<Written> {
     check_type(rt, version, &mut obj)?;
-    decode_defaults(rt, &mut obj)?;
+    decode_defaults(state, cluster, rt, &mut obj)?;
     conversion::to_storage(rt, version, &mut obj)?;
     let body_name = meta_str(&obj, "name").unwrap_or_default();
     if !body_name.is_empty() && body_name != name {
@@ -1026,7 +1045,7 @@ pub fn patch(
         ));
     }
     check_type(rt, version, &mut new)?;
-    decode_defaults(rt, &mut new)?;
+    decode_defaults(state, cluster, rt, &mut new)?;
     conversion::to_storage(rt, version, &mut new)?;
     write_update(
         state, cluster, rt, version, namespace, name, status, old, new, opts, false,
@@ -1136,7 +1155,7 @@ fn apply(
             }
             let mut obj =
                 managed_fields::apply(None, &applied, &who, opts.force).map_err(conflict)?;
-            decode_defaults(rt, &mut obj)?;
+            decode_defaults(state, cluster, rt, &mut obj)?;
             conversion::to_storage(rt, version, &mut obj)?;
             let meta = meta_mut(&mut obj)?;
             meta.insert("uid".into(), json!(new_uid()));
@@ -1152,7 +1171,7 @@ fn apply(
             conversion::to_version(rt, version, &mut seen);
             let mut new =
                 managed_fields::apply(Some(&seen), &applied, &who, opts.force).map_err(conflict)?;
-            decode_defaults(rt, &mut new)?;
+            decode_defaults(state, cluster, rt, &mut new)?;
             conversion::to_storage(rt, version, &mut new)?;
             write_update(
                 state, cluster, rt, version, namespace, name, status, old, new, opts, true,
