@@ -65,12 +65,7 @@ pub fn deployment(obj: &mut Value) {
     }
     default(spec, "revisionHistoryLimit", json!(10));
     default(spec, "progressDeadlineSeconds", json!(600));
-    if let Some(template) = object_at(spec, "template") {
-        object_at(template, "metadata");
-        if let Some(pod) = object_at(template, "spec") {
-            pod_spec(pod);
-        }
-    }
+    pod_template(spec);
 }
 
 /// `SetObjectDefaults_ReplicaSet`: its replicas and its pod template's common defaults.
@@ -79,12 +74,7 @@ pub fn replica_set(obj: &mut Value) {
         return;
     };
     default(spec, "replicas", json!(1));
-    if let Some(template) = object_at(spec, "template") {
-        object_at(template, "metadata");
-        if let Some(pod) = object_at(template, "spec") {
-            pod_spec(pod);
-        }
-    }
+    pod_template(spec);
 }
 
 /// `SetObjectDefaults_Job`: completions and parallelism, backoff limit, completion mode,
@@ -205,12 +195,7 @@ pub fn stateful_set(obj: &mut Value) {
         default_zero(retention, "whenDeleted", json!("Retain"));
         default_zero(retention, "whenScaled", json!("Retain"));
     }
-    if let Some(template) = object_at(spec, "template") {
-        object_at(template, "metadata");
-        if let Some(pod) = object_at(template, "spec") {
-            pod_spec(pod);
-        }
-    }
+    pod_template(spec);
 }
 
 /// `SetDefaults_PodSpec` and the defaults of what a pod spec holds.

@@ -271,18 +271,7 @@ async fn route(
                 };
                 authorization::check(sim, &endpoint, user, &attrs)?;
             }
-            let content_type = req
-                .headers()
-                .get(header::CONTENT_TYPE)
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("application/json")
-                .to_string();
-            let body = req
-                .into_body()
-                .collect()
-                .await
-                .map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?
-                .to_bytes();
+            let (content_type, body) = read_body(req).await?;
             let review = decode_body(&body, &content_type)?;
             let answer =
                 authorization::answer_review(sim, &endpoint, (&group, &plural), &review, &asker);
@@ -347,19 +336,8 @@ async fn route(
     } else {
         EventFormat::Json
     };
-    let content_type = req
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("application/json")
-        .to_string();
     let method = req.method().clone();
-    let body = req
-        .into_body()
-        .collect()
-        .await
-        .map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?
-        .to_bytes();
+    let (content_type, body) = read_body(req).await?;
     let options_kind = match method {
         Method::PUT => "UpdateOptions",
         Method::PATCH => "PatchOptions",
@@ -455,6 +433,23 @@ async fn route(
             "the server does not allow this method on the requested resource: {m}"
         ))),
     }
+}
+
+/// The request's `Content-Type` (`application/json` when it names none) and its whole body.
+async fn read_body(req: Request<Incoming>) -> ApiResult<(String, Bytes)> {
+    let content_type = req
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("application/json")
+        .to_string();
+    let body = req
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| ApiError::bad_request(format!("reading the request body: {e}")))?
+        .to_bytes();
+    Ok((content_type, body))
 }
 
 /// `/scale` of a kind that has it (see [`crate::scale`]): GET reads the Scale, PUT and PATCH

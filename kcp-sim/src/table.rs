@@ -146,6 +146,21 @@ fn age() -> Column {
     Column::new("Age", "string", Cell::Age).described(meta_doc("creationTimestamp"))
 }
 
+/// The `-o wide` column of a workload's pod template: its containers' names or images
+/// (`Cell::Containers("name")`, `Cell::JobTemplateContainers("image")`).
+fn template_containers(cell: Cell) -> Column {
+    let (name, description) = match &cell {
+        Cell::Containers("image") | Cell::JobTemplateContainers("image") => (
+            "Images",
+            "Images referenced by each container in the template.",
+        ),
+        _ => ("Containers", "Names of each container in the template."),
+    };
+    Column::new(name, "string", cell)
+        .wide()
+        .described(description)
+}
+
 /// kube's Job printer: status, completions, duration and age; the pod template's containers,
 /// images and the selector with `-o wide`.
 fn job_columns() -> Vec<Column> {
@@ -158,12 +173,8 @@ fn job_columns() -> Vec<Column> {
         Column::new("Duration", "string", Cell::JobDuration)
             .described("Time required to complete the job."),
         age(),
-        Column::new("Containers", "string", Cell::Containers("name"))
-            .wide()
-            .described("Names of each container in the template."),
-        Column::new("Images", "string", Cell::Containers("image"))
-            .wide()
-            .described("Images referenced by each container in the template."),
+        template_containers(Cell::Containers("name")),
+        template_containers(Cell::Containers("image")),
         Column::new("Selector", "string", Cell::Selector)
             .wide()
             .described(field(&["spec", "selector"])),
@@ -193,12 +204,8 @@ fn cron_job_columns() -> Vec<Column> {
         )
         .described(field(&["status", "lastScheduleTime"])),
         age(),
-        Column::new("Containers", "string", Cell::JobTemplateContainers("name"))
-            .wide()
-            .described("Names of each container in the template."),
-        Column::new("Images", "string", Cell::JobTemplateContainers("image"))
-            .wide()
-            .described("Images referenced by each container in the template."),
+        template_containers(Cell::JobTemplateContainers("name")),
+        template_containers(Cell::JobTemplateContainers("image")),
         Column::new(
             "Selector",
             "string",
@@ -286,11 +293,6 @@ pub fn crd_columns(printer_columns: &[Value]) -> Vec<Column> {
 /// The columns kube-apiserver (or kcp) prints for a builtin kind, with the types and
 /// descriptions of kube's printers; `None` for other kinds.
 pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
-    let pod_template = |name: &str, what: &'static str, description: &str| {
-        Column::new(name, "string", Cell::Containers(what))
-            .wide()
-            .described(description)
-    };
     let ready = || {
         Column::new("Ready", "string", Cell::ReadyOfReplicas)
             .described("Number of the pod with ready state")
@@ -382,16 +384,8 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
                 )
                 .described(status("availableReplicas")),
                 age(),
-                pod_template(
-                    "Containers",
-                    "name",
-                    "Names of each container in the template.",
-                ),
-                pod_template(
-                    "Images",
-                    "image",
-                    "Images referenced by each container in the template.",
-                ),
+                template_containers(Cell::Containers("name")),
+                template_containers(Cell::Containers("image")),
                 Column::new("Selector", "string", Cell::Selector)
                     .wide()
                     .described(doc("apps", "Deployment", &["spec", "selector"])),
@@ -432,16 +426,8 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
                 Column::new("Ready", "integer", Cell::Integer(".status.readyReplicas"))
                     .described(field(&["status", "readyReplicas"])),
                 age(),
-                pod_template(
-                    "Containers",
-                    "name",
-                    "Names of each container in the template.",
-                ),
-                pod_template(
-                    "Images",
-                    "image",
-                    "Images referenced by each container in the template.",
-                ),
+                template_containers(Cell::Containers("name")),
+                template_containers(Cell::Containers("image")),
                 Column::new("Selector", "string", Cell::Selector)
                     .wide()
                     .described(field(&["spec", "selector"])),
@@ -451,16 +437,8 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             name(),
             ready(),
             age(),
-            pod_template(
-                "Containers",
-                "name",
-                "Names of each container in the template.",
-            ),
-            pod_template(
-                "Images",
-                "image",
-                "Images referenced by each container in the template.",
-            ),
+            template_containers(Cell::Containers("name")),
+            template_containers(Cell::Containers("image")),
         ],
         ("coordination.k8s.io", "Lease") => vec![
             name(),
