@@ -21,8 +21,10 @@
 //! [`semantics`] (Kubernetes write rules), [`crd`], [`kcp`], [`apiexport`], [`query`] (lists and watch
 //! filters), [`api`] (addressing and faults, shared by HTTP and in-process calls), [`http`],
 //! [`server`]. [`schema`] validates, defaults and prunes custom resources. [`selector`], [`patch`],
-//! [`managed_fields`], [`object_meta`] (metadata checks) and [`defaults`] (a Deployment's
-//! defaulting) are the pure pieces underneath;
+//! [`managed_fields`], [`object_meta`] (metadata checks), [`defaults`] (the builtin kinds'
+//! decode defaults), [`pods`], [`services`] and [`batch`] (what kube's strategies and admission
+//! add to a new Pod, Service, Job or CronJob) are the pure pieces underneath; [`authorization`]
+//! checks impersonated requests with RBAC and answers access reviews;
 //! [`table`], [`events`], [`protobuf`] and [`openapi`] are how answers are shown (Tables, watch events,
 //! Kubernetes protobuf bodies, OpenAPI v3 documents).
 //!
