@@ -324,12 +324,9 @@ impl Sim {
         {
             return Err(ApiError::path_not_found());
         }
-        let custom = cluster.as_deref().is_some_and(|c| {
-            state
-                .clusters
-                .get(c)
-                .is_some_and(|d| d.schemas.contains_key(rt.group_resource()))
-        });
+        let custom = cluster
+            .as_deref()
+            .is_some_and(|c| state.is_custom(c, rt.group_resource()));
         check_shape(&rt, target, custom)?;
         Ok(Resolved {
             rt,
@@ -818,14 +815,14 @@ fn concrete<'a>(state: &'a State, name_or_path: &str) -> ApiResult<&'a str> {
         .ok_or_else(|| cluster_not_found(name_or_path))
 }
 
-/// The cluster a request on a plain, cluster, wildcard or initializingworkspaces endpoint
-/// addresses (none for wildcards), the clusters it sees, and the initializer of its view.
 /// The one cluster `endpoint` addresses (`None` for wildcards, views of many clusters and
 /// unknown names).
 pub fn addressed_cluster(state: &State, endpoint: &Endpoint) -> Option<String> {
     addressed(state, endpoint).ok()?.0
 }
 
+/// The cluster a request on a plain, cluster, wildcard or initializingworkspaces endpoint
+/// addresses (none for wildcards), the clusters it sees, and the initializer of its view.
 fn addressed(
     state: &State,
     endpoint: &Endpoint,

@@ -34,17 +34,24 @@ impl User {
     /// The user named by the `Impersonate-User` header, with the `Impersonate-Group`s; `None`
     /// for a request that impersonates nobody (it acts as the admin).
     pub fn impersonated(headers: &http::HeaderMap) -> Option<User> {
-        let name = headers.get("impersonate-user")?.to_str().ok()?.to_string();
-        let mut groups: Vec<String> = headers
+        let name = headers.get("impersonate-user")?.to_str().ok()?;
+        let groups = headers
             .get_all("impersonate-group")
             .iter()
-            .filter_map(|v| v.to_str().ok())
-            .map(String::from)
-            .collect();
+            .filter_map(|v| v.to_str().ok());
+        Some(User::authenticated(name, groups))
+    }
+
+    /// An authenticated user: `name` in `groups` and `system:authenticated`.
+    fn authenticated<'a>(name: &str, groups: impl Iterator<Item = &'a str>) -> User {
+        let mut groups: Vec<String> = groups.map(String::from).collect();
         if !groups.iter().any(|g| g == "system:authenticated") {
             groups.push("system:authenticated".into());
         }
-        Some(User { name, groups })
+        User {
+            name: name.into(),
+            groups,
+        }
     }
 
     /// The admin kcp-sim's clients act as.
@@ -176,11 +183,11 @@ pub fn is_review(group: &str, plural: &str) -> bool {
     )
 }
 
-/// The answer to a review ([`is_review`]) posted by `user`.
+/// The answer to a review ([`is_review`]) of `group` posted by `user`.
 pub fn answer_review(
     sim: &Sim,
     endpoint: &Endpoint,
-    (group, _plural): (&str, &str),
+    group: &str,
     body: &Value,
     user: &User,
 ) -> Value {
@@ -385,21 +392,8 @@ pub fn review(state: &State, cluster: &str, review: &Value, asker: &User) -> Val
     let spec = review.get("spec").cloned().unwrap_or_else(|| json!({}));
     let user = match spec.get("user").and_then(Value::as_str) {
         Some(name) => {
-            let mut groups: Vec<String> = spec
-                .get("groups")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(Value::as_str)
-                .map(String::from)
-                .collect();
-            if !groups.iter().any(|g| g == "system:authenticated") {
-                groups.push("system:authenticated".into());
-            }
-            User {
-                name: name.into(),
-                groups,
-            }
+            let groups = spec.get("groups").and_then(Value::as_array);
+            User::authenticated(name, groups.into_iter().flatten().filter_map(Value::as_str))
         }
         None => asker.clone(),
     };

@@ -251,11 +251,6 @@ async fn route(
             return Err(ApiError::path_not_found());
         }
     };
-    if req.method() == Method::GET
-        && let Some(resp) = non_resource(sim, &endpoint, &rest, &req)?
-    {
-        return Ok(resp);
-    }
     if req.method() == Method::POST
         && let [plural] = tail
     {
@@ -273,8 +268,7 @@ async fn route(
             }
             let (content_type, body) = read_body(req).await?;
             let review = decode_body(&body, &content_type)?;
-            let answer =
-                authorization::answer_review(sim, &endpoint, (&group, &plural), &review, &asker);
+            let answer = authorization::answer_review(sim, &endpoint, &group, &review, &asker);
             return Ok(json_response(StatusCode::CREATED, &answer));
         }
     }

@@ -407,23 +407,15 @@ pub fn get(
         .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))
 }
 
-/// Whether `rt` is a custom resource of `cluster` (a CRD's or a bound schema's), whatever its
-/// name: kcp binds kinds named as Kubernetes' builtins (`deployments.apps`).
-fn is_custom(state: &State, cluster: &str, rt: &ResourceType) -> bool {
-    state
-        .clusters
-        .get(cluster)
-        .is_some_and(|c| c.schemas.contains_key(rt.group_resource()))
-}
-
 /// Whether new objects of a type start at `metadata.generation` 1: kinds with a status
 /// subresource do, except the core kinds (Namespaces, Services, Nodes), whose kube-apiserver
-/// strategies set no generation, but Pods (whose strategy has set one since Kubernetes 1.34); custom resources (a CRD's or a bound schema's) and kcp's
-/// kinds (custom resources in kcp) always do.
+/// strategies set no generation, but Pods (whose strategy has set one since Kubernetes 1.34);
+/// custom resources (a CRD's or a bound schema's) and kcp's kinds (custom resources in kcp)
+/// always do.
 fn has_generation(state: &State, cluster: &str, rt: &ResourceType) -> bool {
     (rt.status && (!rt.group.is_empty() || rt.kind == "Pod"))
         || kcp::is_kcp_kind(rt)
-        || is_custom(state, cluster, rt)
+        || state.is_custom(cluster, rt.group_resource())
 }
 
 /// Creates an object.
@@ -617,7 +609,7 @@ fn decode_defaults(
     rt: &ResourceType,
     obj: &mut Value,
 ) -> ApiResult<()> {
-    if is_custom(state, cluster, rt) {
+    if state.is_custom(cluster, rt.group_resource()) {
         // A CRD or bound schema of a builtin kind's name (kcp binding `deployments.apps`) gets
         // only its schema's defaults.
         return Ok(());
@@ -680,9 +672,10 @@ fn default_on_create(
     rt: &ResourceType,
     obj: &mut Value,
 ) -> ApiResult<()> {
-    if is_custom(state, cluster, rt) {
+    if state.is_custom(cluster, rt.group_resource()) {
         return apis::on_create(state, cluster, rt, obj);
     }
+    let name = meta_str(obj, "name").unwrap_or_default().to_string();
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Namespace") => {
             // The strategy labels a namespace named from its generateName.
@@ -695,23 +688,14 @@ fn default_on_create(
             crd::check(state, cluster, obj)?;
             obj["status"] = crd::initial_status(obj);
         }
-        ("", "Pod") => {
-            let name = meta_str(obj, "name").unwrap_or_default().to_string();
-            pods::admit_new(&name, obj)?;
-        }
-        ("", "Service") => {
-            let name = meta_str(obj, "name").unwrap_or_default().to_string();
-            services::allocate(state, cluster, &name, obj)?;
-        }
+        ("", "Pod") => pods::admit_new(&name, obj)?,
+        ("", "Service") => services::allocate(state, cluster, &name, obj)?,
         // The strategy empties a new Deployment's status, which Go writes `{}`.
         ("apps", "Deployment") => obj["status"] = json!({}),
         // A ReplicaSet's replica count is written without omitempty.
         ("apps", "ReplicaSet") => obj["status"] = json!({"replicas": 0}),
         ("batch", "Job") => batch::admit_new_job(obj),
-        ("batch", "CronJob") => {
-            let name = meta_str(obj, "name").unwrap_or_default().to_string();
-            batch::admit_new_cron_job(&name, obj)?;
-        }
+        ("batch", "CronJob") => batch::admit_new_cron_job(&name, obj)?,
         ("", "ResourceQuota") => obj["status"] = json!({}),
         // A new PodDisruptionBudget's counts, which Go writes without omitempty.
         ("policy", "PodDisruptionBudget") => {

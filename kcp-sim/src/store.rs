@@ -273,6 +273,14 @@ impl State {
         }
     }
 
+    /// Whether `cluster` serves `gr` as a custom resource (a CRD's or a bound schema's),
+    /// whatever its name: kcp binds kinds named as Kubernetes' builtins (`deployments.apps`).
+    pub fn is_custom(&self, cluster: &str, gr: &GroupResource) -> bool {
+        self.clusters
+            .get(cluster)
+            .is_some_and(|c| c.schemas.contains_key(gr))
+    }
+
     /// The logical cluster name a name-or-path refers to.
     pub fn resolve_cluster(&self, name_or_path: &str) -> Option<&str> {
         if let Some((name, _)) = self.clusters.get_key_value(name_or_path) {
