@@ -63,6 +63,7 @@ pub mod services;
 pub mod status;
 pub mod store;
 pub mod table;
+pub mod validation;
 pub mod workloads;
 
 pub use api::{Endpoint, PLAIN_CLUSTER};

@@ -26,7 +26,7 @@ fn max_len_error(length: usize) -> String {
 
 /// `validation.RegexError`: the message, the examples and the regular expression, in Go's
 /// words (each example is followed by `, `, so two examples read `'a',  or 'b', `).
-fn regex_error(message: &str, fmt: &str, examples: &[&str]) -> String {
+pub(crate) fn regex_error(message: &str, fmt: &str, examples: &[&str]) -> String {
     if examples.is_empty() {
         return format!("{message} (regex used for validation is '{fmt}')");
     }
@@ -59,6 +59,48 @@ pub fn dns1123_subdomain_errors(value: &str) -> Vec<String> {
             DNS1123_SUBDOMAIN_ERROR,
             &dns1123_subdomain_fmt(),
             &["example.com"],
+        ));
+    }
+    errors
+}
+
+const DNS1123_LABEL_ERROR: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character";
+const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
+const DNS1035_LABEL_ERROR: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character";
+const LABEL_MAX: usize = 63;
+
+/// `validation.IsDNS1123Label` (a Namespace's name).
+pub fn dns1123_label_errors(value: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if value.len() > LABEL_MAX {
+        errors.push(max_len_error(LABEL_MAX));
+    }
+    if !is_dns1123_label_shape(value) {
+        if value.split('.').all(is_dns1123_label_shape) {
+            errors.push("must not contain dots".to_string());
+        } else {
+            errors.push(regex_error(
+                DNS1123_LABEL_ERROR,
+                DNS1123_LABEL_FMT,
+                &["my-name", "123-abc"],
+            ));
+        }
+    }
+    errors
+}
+
+/// `validation.IsDNS1035Label` (a Service's name).
+pub fn dns1035_label_errors(value: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if value.len() > LABEL_MAX {
+        errors.push(max_len_error(LABEL_MAX));
+    }
+    let starts_alphabetic = value.bytes().next().is_some_and(|b| b.is_ascii_lowercase());
+    if !(starts_alphabetic && is_dns1123_label_shape(value)) {
+        errors.push(regex_error(
+            DNS1035_LABEL_ERROR,
+            DNS1035_LABEL_FMT,
+            &["my-name", "abc-123"],
         ));
     }
     errors
@@ -241,16 +283,16 @@ pub fn no_new_finalizer_errors(old: &[String], new: &[String]) -> Vec<FieldError
     )]
 }
 
-/// What is wrong with the metadata of a new object of `group` (after name generation), in
-/// kube-apiserver's order: names, labels, finalizers.
+/// What is wrong with the metadata of a new object of `group`/`kind` (after name generation),
+/// in kube-apiserver's order: names, labels, finalizers.
 pub fn create_errors(
-    group: &str,
+    (group, kind): (&str, &str),
     generate_name: Option<&str>,
     name: &str,
     obj: &Value,
 ) -> Vec<FieldError> {
     let finalizers = finalizers_of(obj);
-    let mut errors = name_errors(group, generate_name, name);
+    let mut errors = name_errors((group, kind), generate_name, name);
     errors.extend(label_errors(obj.pointer("/metadata/labels")));
     errors.extend(finalizer_errors(&finalizers));
     errors.extend(kube_finalizer_errors(group, &finalizers));
@@ -307,7 +349,7 @@ fn mask_trailing_dash(name: &str) -> String {
 }
 
 /// The kind's `ValidateNameFunc`: what is wrong with `name` (a `generateName` when `prefix`).
-fn name_messages(group: &str, name: &str, prefix: bool) -> Vec<String> {
+fn name_messages((group, kind): (&str, &str), name: &str, prefix: bool) -> Vec<String> {
     if group == "rbac.authorization.k8s.io" {
         return path_segment_errors(name, prefix);
     }
@@ -316,15 +358,19 @@ fn name_messages(group: &str, name: &str, prefix: bool) -> Vec<String> {
     } else {
         name.to_string()
     };
-    dns1123_subdomain_errors(&name)
+    match (group, kind) {
+        ("", "Namespace") => dns1123_label_errors(&name),
+        ("", "Service") => dns1035_label_errors(&name),
+        _ => dns1123_subdomain_errors(&name),
+    }
 }
 
-/// What is wrong with the names of a new object of `group` (after name generation): its
+/// What is wrong with the names of a new object of `group`/`kind` (after name generation): its
 /// `generateName`, if any, and its `name`, as `ValidateObjectMetaAccessor` reports them.
-pub fn name_errors(group: &str, generate_name: Option<&str>, name: &str) -> Vec<FieldError> {
+pub fn name_errors(kind: (&str, &str), generate_name: Option<&str>, name: &str) -> Vec<FieldError> {
     let mut errors = Vec::new();
     if let Some(prefix) = generate_name.filter(|p| !p.is_empty()) {
-        errors.extend(name_messages(group, prefix, true).into_iter().map(|m| {
+        errors.extend(name_messages(kind, prefix, true).into_iter().map(|m| {
             FieldError::invalid("metadata.generateName", Value::String(prefix.into()), m)
         }));
     }
@@ -335,7 +381,7 @@ pub fn name_errors(group: &str, generate_name: Option<&str>, name: &str) -> Vec<
         ));
     } else {
         errors.extend(
-            name_messages(group, name, false)
+            name_messages(kind, name, false)
                 .into_iter()
                 .map(|m| FieldError::invalid("metadata.name", Value::String(name.into()), m)),
         );
@@ -348,10 +394,38 @@ mod tests {
     use super::*;
 
     fn messages(group: &str, generate_name: Option<&str>, name: &str) -> Vec<String> {
-        name_errors(group, generate_name, name)
+        name_errors((group, "ConfigMap"), generate_name, name)
             .iter()
             .map(FieldError::message)
             .collect()
+    }
+
+    #[test]
+    fn a_namespace_name_is_a_dns_label() {
+        let errors = name_errors(("", "Namespace"), None, "Not_A_Name");
+        assert_eq!(
+            errors[0].message(),
+            "metadata.name: Invalid value: \"Not_A_Name\": a lowercase RFC 1123 label must \
+             consist of lower case alphanumeric characters or '-', and must start and end with an \
+             alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is \
+             '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+        );
+        let dotted = name_errors(("", "Namespace"), None, "a.b");
+        assert_eq!(
+            dotted[0].message(),
+            "metadata.name: Invalid value: \"a.b\": must not contain dots"
+        );
+    }
+
+    #[test]
+    fn a_service_name_starts_with_a_letter() {
+        assert!(name_errors(("", "Service"), None, "web-1").is_empty());
+        let errors = name_errors(("", "Service"), None, "1web");
+        assert!(
+            errors[0]
+                .message()
+                .contains("a DNS-1035 label must consist")
+        );
     }
 
     #[test]

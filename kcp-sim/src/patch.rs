@@ -48,20 +48,22 @@
 //!     itself may only set listed fields, else it is an error).
 //!   - `$deleteFromPrimitiveList/<field>: [..]` removes those values from the target list
 //!     `<field>` before the patch's own `<field>` (if any) is merged.
-//!   - `$setElementOrder/<field>: [..]` reorders the merged list `<field>` after merging: elements
-//!     matching an entry (for objects: having all the entry's fields with equal values, e.g.
-//!     `{"name": "app"}`; for scalars: equal) come first in the entry order, elements not
-//!     mentioned keep their relative order after them. It applies even when the patch does not
-//!     set `<field>` itself.
+//!   - `$setElementOrder/<field>: [..]` orders the merged list `<field>` after merging as the
+//!     patch list itself would (below), by its entries (for objects: the merge key,
+//!     `{"name": "app"}`; for scalars: the values). It applies even when the patch does not set
+//!     `<field>` itself.
 //!   - Any other key starting with `$` is ignored.
 //!
 //!   Directives never end up in the result: objects and list elements that the patch adds are
 //!   stripped of them (and of `null` fields) too.
 //!
-//! Differences from the real server worth knowing: merged lists keep the target order with new
-//! elements appended (the server also moves patched elements into patch order); there is no
-//! validation that `$setElementOrder` agrees with the patch list; and the real server refuses
-//! strategic merge patches for custom resources (415), which is the caller's decision here.
+//! A merged list is ordered as the API server orders it: the elements the patch names in the
+//! patch's order, each element only the live list has put back before the first named element
+//! that follows it there (so a new container goes first, and a patched one keeps its place).
+//!
+//! Differences from the real server worth knowing: there is no validation that
+//! `$setElementOrder` agrees with the patch list; and the real server refuses strategic merge
+//! patches for custom resources (415), which is the caller's decision here.
 
 use serde_json::{Map, Value};
 
@@ -257,6 +259,15 @@ fn merge_fields(
             }
         }
     }
+    // The live lists `$setElementOrder` orders by: the server order of their elements.
+    let live_lists: Vec<(&str, Vec<Value>)> = patch
+        .keys()
+        .filter_map(|key| key.strip_prefix(SET_ELEMENT_ORDER))
+        .filter_map(|field| match original.get(field) {
+            Some(Value::Array(list)) => Some((field, list.clone())),
+            _ => None,
+        })
+        .collect();
     for (key, value) in patch {
         if key.starts_with('$') {
             continue;
@@ -296,7 +307,12 @@ fn merge_fields(
                 )));
             };
             if let Some(Value::Array(list)) = original.get_mut(field) {
-                set_element_order(list, order);
+                let live = live_lists
+                    .iter()
+                    .find(|(name, _)| *name == field)
+                    .map_or(&[][..], |(_, list)| list.as_slice());
+                let key = order_entry_key(order);
+                *list = in_server_order(std::mem::take(list), order, live, key);
             }
         }
     }
@@ -494,12 +510,13 @@ fn merge_list(
             )));
         }
         if strategy == ListStrategy::Union && !replace {
+            let live = original.clone();
             for item in items {
                 if !original.contains(item) {
                     original.push(item.clone());
                 }
             }
-            return Ok(original);
+            return Ok(in_server_order(original, patch, &live, None));
         }
         return cleaned(&items, &element_path);
     };
@@ -528,6 +545,8 @@ fn merge_list(
             .get(key)
             .is_none_or(|value| !deleted_keys.contains(&value))
     });
+    let live = original.clone();
+    let named: Vec<Value> = items.iter().map(|item| (*item).clone()).collect();
     for item in items {
         let Value::Object(item_map) = item else {
             continue;
@@ -556,7 +575,7 @@ fn merge_list(
             }
         }
     }
-    Ok(original)
+    Ok(in_server_order(original, &named, &live, Some(key)))
 }
 
 /// The patch elements as a new list, stripped of directives.
@@ -570,37 +589,52 @@ fn cleaned(items: &[&Value], element_path: &Path<'_>) -> Result<Vec<Value>, Patc
     Ok(list)
 }
 
-/// Moves the elements matching the `$setElementOrder` entries to the front, in entry order;
-/// the others follow in their current relative order.
-fn set_element_order(list: &mut Vec<Value>, order: &[Value]) {
-    let mut remaining: Vec<Option<Value>> = list.drain(..).map(Some).collect();
-    let mut ordered = Vec::with_capacity(remaining.len());
-    for entry in order {
-        let found = remaining
-            .iter_mut()
-            .find(|slot| {
-                slot.as_ref()
-                    .is_some_and(|element| order_entry_matches(entry, element))
-            })
-            .and_then(Option::take);
-        if let Some(element) = found {
-            ordered.push(element);
-        }
-    }
-    ordered.extend(remaining.into_iter().flatten());
-    *list = ordered;
+/// The merge key `$setElementOrder` entries name (`{"name": "app"}`: `name`); none for scalars.
+fn order_entry_key(order: &[Value]) -> Option<&str> {
+    order
+        .first()
+        .and_then(Value::as_object)
+        .and_then(|entry| entry.keys().find(|key| !key.starts_with('$')))
+        .map(String::as_str)
 }
 
-/// Whether a list element is the one a `$setElementOrder` entry designates.
-fn order_entry_matches(entry: &Value, element: &Value) -> bool {
-    match (entry, element) {
-        (Value::Object(fields), Value::Object(element)) => fields
-            .iter()
-            .filter(|(key, _)| !key.starts_with('$'))
-            .all(|(key, value)| element.get(key) == Some(value)),
-        (Value::Object(_), _) => false,
-        (scalar, element) => scalar == element,
+/// Orders a merged list as the API server's strategic merge does: the elements `order` names
+/// (the patch list, or its `$setElementOrder`) come in that order, and every other element is
+/// put back before the first named element that comes after it in the `live` list. Elements
+/// are the same when their `key` fields are equal (scalars: when they are equal).
+fn in_server_order(
+    merged: Vec<Value>,
+    order: &[Value],
+    live: &[Value],
+    key: Option<&str>,
+) -> Vec<Value> {
+    let same = |a: &Value, b: &Value| match key {
+        Some(key) => a.get(key).is_some_and(|value| b.get(key) == Some(value)),
+        None => a == b,
+    };
+    let position = |list: &[Value], element: &Value| list.iter().position(|e| same(e, element));
+    let (mut named, mut others): (Vec<Value>, Vec<Value>) = merged
+        .into_iter()
+        .partition(|element| position(order, element).is_some());
+    named.sort_by_key(|element| position(order, element));
+    others.sort_by_key(|element| position(live, element).unwrap_or(usize::MAX));
+    let mut ordered = Vec::with_capacity(named.len() + others.len());
+    let mut named = named.into_iter().peekable();
+    let mut others = others.into_iter().peekable();
+    loop {
+        let other_first = match (others.peek(), named.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(other), Some(next)) => matches!(
+                (position(live, other), position(live, next)),
+                (Some(o), Some(n)) if o < n
+            ),
+        };
+        let source = if other_first { &mut others } else { &mut named };
+        ordered.extend(source.next());
     }
+    ordered
 }
 
 #[cfg(test)]
@@ -903,8 +937,8 @@ mod tests {
         assert_eq!(
             patched["volumeMounts"],
             json!([
-                {"name": "data", "mountPath": "/data"},
-                {"name": "data", "mountPath": "/srv", "readOnly": true}
+                {"name": "data", "mountPath": "/srv", "readOnly": true},
+                {"name": "data", "mountPath": "/data"}
             ])
         );
     }
@@ -1066,7 +1100,8 @@ mod tests {
                 "finalizers": ["c"]
             }}),
         );
-        assert_eq!(patched, json!({"metadata": {"finalizers": ["b", "c"]}}));
+        // The server puts what the patch names first (conformance: kubectl-kinds/patches-...).
+        assert_eq!(patched, json!({"metadata": {"finalizers": ["c", "b"]}}));
     }
 
     #[test]
@@ -1081,7 +1116,7 @@ mod tests {
         assert_eq!(
             patched,
             json!({"spec": {"containers": [
-                {"name": "c"}, {"name": "d"}, {"name": "a"}, {"name": "b"}
+                {"name": "b"}, {"name": "c"}, {"name": "d"}, {"name": "a"}
             ]}})
         );
     }
@@ -1092,7 +1127,7 @@ mod tests {
             json!({"args": ["x", "y", "z"]}),
             json!({"$setElementOrder/args": ["z", "x"]}),
         );
-        assert_eq!(patched, json!({"args": ["z", "x", "y"]}));
+        assert_eq!(patched, json!({"args": ["y", "z", "x"]}));
     }
 
     #[test]

@@ -22,7 +22,9 @@ use crate::resource::{GroupResource, ResourceType};
 use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult, StatusCause};
 use crate::store::{State, Stored};
-use crate::{batch, crd, defaults, garbage_collector, kcp, object_meta, pods, schema, services};
+use crate::{
+    batch, crd, defaults, garbage_collector, kcp, object_meta, pods, schema, services, validation,
+};
 
 /// Who writes and how: the options of a create, update or patch.
 #[derive(Debug, Clone, Default)]
@@ -440,7 +442,11 @@ pub fn create(
     {
         name = format!("{prefix}{}", generated_suffix());
     }
-    let errors = object_meta::create_errors(&rt.group, generate.as_deref(), &name, &obj);
+    let mut errors =
+        object_meta::create_errors((&rt.group, &rt.kind), generate.as_deref(), &name, &obj);
+    if !state.is_custom(cluster, rt.group_resource()) {
+        errors.extend(validation::create_errors(&rt.group, &rt.kind, &obj));
+    }
     if !errors.is_empty() {
         return Err(invalid_object(&rt.group, &rt.kind, &name, &errors));
     }
@@ -856,7 +862,10 @@ fn write_update(
                 .unwrap_or(Value::Null),
         );
     }
-    let errors = object_meta::update_errors(&rt.group, &old, &new);
+    let mut errors = object_meta::update_errors(&rt.group, &old, &new);
+    if !status && !state.is_custom(cluster, rt.group_resource()) {
+        errors.extend(validation::update_errors(&rt.group, &rt.kind, &old, &new));
+    }
     if !errors.is_empty() {
         return Err(invalid_object(&rt.group, &rt.kind, name, &errors));
     }
@@ -1130,7 +1139,7 @@ fn apply(
             if status {
                 return Err(ApiError::not_found(&rt.group, &rt.plural, name));
             }
-            let errors = object_meta::create_errors(&rt.group, None, name, &applied);
+            let errors = object_meta::create_errors((&rt.group, &rt.kind), None, name, &applied);
             if !errors.is_empty() {
                 return Err(invalid_object(&rt.group, &rt.kind, name, &errors));
             }
@@ -1140,6 +1149,12 @@ fn apply(
             let mut obj =
                 managed_fields::apply(None, &applied, &who, opts.force).map_err(conflict)?;
             decode_defaults(state, cluster, rt, &mut obj)?;
+            if !state.is_custom(cluster, rt.group_resource()) {
+                let errors = validation::create_errors(&rt.group, &rt.kind, &obj);
+                if !errors.is_empty() {
+                    return Err(invalid_object(&rt.group, &rt.kind, name, &errors));
+                }
+            }
             conversion::to_storage(rt, version, &mut obj)?;
             let meta = meta_mut(&mut obj)?;
             meta.insert("uid".into(), json!(new_uid()));

@@ -403,7 +403,8 @@ async fn read_watch(mut body: kube::client::Body, watch: &WatchRead) -> Value {
     json!({"complete": events.len() == watch.events, "events": events})
 }
 
-/// `text` with `{ns}`, `{ws}`, `{cluster}` and `{{<step>:<pointer>}}` replaced.
+/// `text` with `{ns}`, `{ws}`, `{cluster}` and `{{<step>:<pointer>}}` replaced. Braces that do
+/// not start with a step number (a Go template's `{{.metadata.name}}`) are left as they are.
 pub fn substitute(text: &str, names: &CaseNames, earlier: &[Value]) -> Result<String, String> {
     let mut out = text.replace("{ns}", &names.namespace);
     if let Some(ws) = &names.workspace {
@@ -412,14 +413,23 @@ pub fn substitute(text: &str, names: &CaseNames, earlier: &[Value]) -> Result<St
     if let Some(cluster) = &names.cluster {
         out = out.replace("{cluster}", cluster);
     }
-    while let Some(start) = out.find("{{") {
+    let mut from = 0;
+    while let Some(start) = out[from..].find("{{").map(|s| from + s) {
         let end = out[start..]
             .find("}}")
             .map(|e| start + e)
             .ok_or_else(|| format!("unclosed {{{{ in {text:?}"))?;
         let reference = &out[start + 2..end];
+        if !reference
+            .trim_start()
+            .starts_with(|c: char| c.is_ascii_digit())
+        {
+            from = end + 2;
+            continue;
+        }
         let value = earlier_value(reference, earlier)?;
         out.replace_range(start..end + 2, &value);
+        from = start + value.len();
     }
     Ok(out)
 }
@@ -501,6 +511,15 @@ mod tests {
         assert_eq!(
             substitute("GET {{1:/url|path}}/clusters/*", &names(), &earlier).unwrap(),
             "GET /services/apiexport/abc/w/clusters/*"
+        );
+    }
+
+    #[test]
+    fn go_template_braces_are_left_as_they_are() {
+        let text = "go-template={{.metadata.name}}:{{len .data}} {ns}";
+        assert_eq!(
+            substitute(text, &names(), &[]).unwrap(),
+            "go-template={{.metadata.name}}:{{len .data}} cf-1"
         );
     }
 

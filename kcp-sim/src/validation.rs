@@ -1,0 +1,536 @@
+//! kube-apiserver's validation of the builtin kinds' own fields (its `ValidateX` and
+//! `ValidateXUpdate` functions beyond metadata), for the checks a user's kubectl meets, with the
+//! real server's field paths and messages:
+//!
+//! - ConfigMap and Secret keys (`IsConfigMapKey`), a ConfigMap key in both `data` and
+//!   `binaryData`, the keys each Secret type requires, and the `immutable` rule of both;
+//! - a workload's selector: required, not empty, and matching its pod template's labels
+//!   (Deployments, ReplicaSets, StatefulSets, DaemonSets);
+//! - a Service's ports: numbers in range, a name on each of several ports, target ports;
+//! - an Event's involved object in the Event's namespace.
+//!
+//! What is not here (resource quantities, pod specs beyond the template's labels, total sizes)
+//! is not checked: kcp-sim stores such objects where kube-apiserver would refuse them.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value, json};
+
+use crate::object_meta::regex_error;
+use crate::schema::field::FieldError;
+
+const CONFIG_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
+const CONFIG_KEY_ERROR: &str =
+    "a valid config key must consist of alphanumeric characters, '-', '_' or '.'";
+const IMMUTABLE_SET: &str = "field is immutable when `immutable` is set";
+
+/// What is wrong with a new object of `group`/`kind`, besides its metadata.
+pub fn create_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
+    match (group, kind) {
+        ("", "ConfigMap") => config_map_errors(obj),
+        ("", "Secret") => secret_errors(obj),
+        ("", "Service") => service_port_errors(obj),
+        ("", "Event") => event_namespace_errors(obj),
+        ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") => {
+            workload_selector_errors(kind, obj)
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// What is wrong with an update of an object of `group`/`kind` from `old` to `new`, besides its
+/// metadata: the change first, then the new object, as the `ValidateXUpdate` functions list them.
+pub fn update_errors(group: &str, kind: &str, old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    match (group, kind) {
+        ("", "ConfigMap") => errors.extend(immutable_errors(old, new, &["data", "binaryData"])),
+        ("", "Secret") => {
+            if old.get("type") != new.get("type") {
+                let value = new.get("type").cloned().unwrap_or(json!(""));
+                errors.push(FieldError::invalid("type", value, "field is immutable"));
+            }
+            errors.extend(immutable_errors(old, new, &["data"]));
+        }
+        _ => {}
+    }
+    // An Event's namespaces are checked on create only.
+    if (group, kind) != ("", "Event") {
+        errors.extend(create_errors(group, kind, new));
+    }
+    errors
+}
+
+/// `IsConfigMapKey`.
+fn config_key_errors(key: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if key.len() > 253 {
+        errors.push("must be no more than 253 characters".to_string());
+    }
+    let shaped = !key.is_empty()
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_'));
+    if !shaped {
+        errors.push(regex_error(
+            CONFIG_KEY_ERROR,
+            CONFIG_KEY_FMT,
+            &["key.name", "KEY_NAME", "key-name"],
+        ));
+    }
+    match key {
+        "." => errors.push("must not be '.'".to_string()),
+        ".." => errors.push("must not be '..'".to_string()),
+        _ if key.starts_with("..") => errors.push("must not start with '..'".to_string()),
+        _ => {}
+    }
+    errors
+}
+
+/// The keys of the map at `field`, in Go's map order as kube-apiserver happens to report them
+/// (sorted here, so a case with several bad keys reads the same every time).
+fn keys_of<'a>(obj: &'a Value, field: &str) -> Vec<&'a String> {
+    obj.get(field)
+        .and_then(Value::as_object)
+        .map(|map| map.keys().collect())
+        .unwrap_or_default()
+}
+
+fn key_errors(obj: &Value, field: &str) -> Vec<FieldError> {
+    keys_of(obj, field)
+        .into_iter()
+        .flat_map(|key| {
+            config_key_errors(key)
+                .into_iter()
+                .map(move |m| FieldError::invalid(format!("{field}[{key}]"), json!(key), m))
+        })
+        .collect()
+}
+
+/// `ValidateConfigMap`: its keys, and no key in both bags.
+fn config_map_errors(obj: &Value) -> Vec<FieldError> {
+    let mut errors = key_errors(obj, "data");
+    let binary = keys_of(obj, "binaryData");
+    for key in keys_of(obj, "data") {
+        if binary.contains(&key) {
+            errors.push(FieldError::invalid(
+                format!("data[{key}]"),
+                json!(key),
+                "duplicate of key present in binaryData",
+            ));
+        }
+    }
+    errors.extend(key_errors(obj, "binaryData"));
+    errors
+}
+
+/// `ValidateSecret`: its keys, then what its type requires.
+fn secret_errors(obj: &Value) -> Vec<FieldError> {
+    let mut errors = key_errors(obj, "data");
+    let data = obj.get("data").and_then(Value::as_object);
+    let has = |key: &str| data.is_some_and(|d| d.contains_key(key));
+    let required = |key: &str| FieldError::required(format!("data[{key}]"), "");
+    match obj.get("type").and_then(Value::as_str).unwrap_or_default() {
+        "kubernetes.io/service-account-token" => {
+            let named = obj
+                .pointer("/metadata/annotations/kubernetes.io~1service-account.name")
+                .and_then(Value::as_str)
+                .is_some_and(|n| !n.is_empty());
+            if !named {
+                errors.push(FieldError::required(
+                    "metadata.annotations[kubernetes.io/service-account.name]",
+                    "",
+                ));
+            }
+        }
+        "kubernetes.io/dockercfg" => errors.extend(docker_config_errors(data, ".dockercfg")),
+        "kubernetes.io/dockerconfigjson" => {
+            errors.extend(docker_config_errors(data, ".dockerconfigjson"));
+        }
+        "kubernetes.io/basic-auth" if !has("username") && !has("password") => {
+            errors.push(required("username"));
+            errors.push(required("password"));
+        }
+        "kubernetes.io/ssh-auth" if decoded_len(data, "ssh-privatekey") == 0 => {
+            errors.push(required("ssh-privatekey"));
+        }
+        "kubernetes.io/tls" => {
+            if !has("tls.crt") {
+                errors.push(required("tls.crt"));
+            }
+            if !has("tls.key") {
+                errors.push(required("tls.key"));
+            }
+        }
+        _ => {}
+    }
+    errors
+}
+
+/// A docker config Secret's key: present, and a JSON object once decoded.
+fn docker_config_errors(data: Option<&Map<String, Value>>, key: &str) -> Vec<FieldError> {
+    use base64::Engine as _;
+    let Some(encoded) = data.and_then(|d| d.get(key)) else {
+        return vec![FieldError::required(format!("data[{key}]"), "")];
+    };
+    let bytes = encoded
+        .as_str()
+        .and_then(|text| base64::engine::general_purpose::STANDARD.decode(text).ok())
+        .unwrap_or_default();
+    match serde_json::from_slice::<Map<String, Value>>(&bytes) {
+        Ok(_) => Vec::new(),
+        Err(e) => vec![FieldError::invalid(
+            format!("data[{key}]"),
+            json!("<secret contents redacted>"),
+            format!("invalid JSON: {e}"),
+        )],
+    }
+}
+
+/// The length of a Secret value once base64-decoded (0 when absent or not base64).
+fn decoded_len(data: Option<&Map<String, Value>>, key: &str) -> usize {
+    use base64::Engine as _;
+    data.and_then(|d| d.get(key))
+        .and_then(Value::as_str)
+        .and_then(|text| base64::engine::general_purpose::STANDARD.decode(text).ok())
+        .map_or(0, |bytes| bytes.len())
+}
+
+/// The `immutable` rule of ConfigMaps and Secrets: once set, neither it nor `fields` change.
+fn immutable_errors(old: &Value, new: &Value, fields: &[&str]) -> Vec<FieldError> {
+    if old.get("immutable") != Some(&Value::Bool(true)) {
+        return Vec::new();
+    }
+    let mut errors = Vec::new();
+    if new.get("immutable") != Some(&Value::Bool(true)) {
+        errors.push(FieldError::forbidden("immutable", IMMUTABLE_SET));
+    }
+    for field in fields {
+        let empty = |v: Option<&Value>| v.is_none_or(|v| v.as_object().is_some_and(Map::is_empty));
+        let (before, after) = (old.get(*field), new.get(*field));
+        let changed = before != after && !(empty(before) && empty(after));
+        if changed {
+            errors.push(FieldError::forbidden(*field, IMMUTABLE_SET));
+        }
+    }
+    errors
+}
+
+/// A workload's selector: required, not empty, and matching the pod template's labels.
+fn workload_selector_errors(kind: &str, obj: &Value) -> Vec<FieldError> {
+    let Some(selector) = obj.pointer("/spec/selector").filter(|s| !s.is_null()) else {
+        return vec![FieldError::required("spec.selector", "")];
+    };
+    let count = |field: &str| {
+        selector.get(field).map_or(0, |v| match v {
+            Value::Object(map) => map.len(),
+            Value::Array(list) => list.len(),
+            _ => 0,
+        })
+    };
+    if count("matchLabels") + count("matchExpressions") == 0 {
+        let what = kind.to_ascii_lowercase();
+        return vec![FieldError::invalid(
+            "spec.selector",
+            selector.clone(),
+            format!("empty selector is invalid for {what}"),
+        )];
+    }
+    let labels = obj
+        .pointer("/spec/template/metadata/labels")
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_default();
+    if selects(selector, &labels) {
+        return Vec::new();
+    }
+    vec![FieldError::invalid(
+        "spec.template.metadata.labels",
+        Value::Object(labels),
+        "`selector` does not match template `labels`",
+    )]
+}
+
+/// Whether a `LabelSelector` selects an object with these labels.
+fn selects(selector: &Value, labels: &Map<String, Value>) -> bool {
+    let by_labels = selector
+        .get("matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .all(|(key, value)| labels.get(key) == Some(value));
+    let by_expressions = selector
+        .get("matchExpressions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .all(|requirement| requirement_holds(requirement, labels));
+    by_labels && by_expressions
+}
+
+fn requirement_holds(requirement: &Value, labels: &Map<String, Value>) -> bool {
+    let key = requirement
+        .get("key")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let values: BTreeSet<&str> = requirement
+        .get("values")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let value = labels.get(key).and_then(Value::as_str);
+    match requirement.get("operator").and_then(Value::as_str) {
+        Some("In") => value.is_some_and(|v| values.contains(v)),
+        Some("NotIn") => value.is_none_or(|v| !values.contains(v)),
+        Some("Exists") => value.is_some(),
+        Some("DoesNotExist") => value.is_none(),
+        _ => false,
+    }
+}
+
+/// `validateServicePort` for each port: a name on each of several ports, the port number, the
+/// target port (a number in range or a port name).
+fn service_port_errors(obj: &Value) -> Vec<FieldError> {
+    let ports = obj
+        .pointer("/spec/ports")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut errors = Vec::new();
+    for (i, port) in ports.iter().enumerate() {
+        let at = format!("spec.ports[{i}]");
+        let named = port
+            .get("name")
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        if ports.len() > 1 && !named {
+            errors.push(FieldError::required(format!("{at}.name"), ""));
+        }
+        let number = port.get("port").and_then(Value::as_i64).unwrap_or(0);
+        if !(1..=65535).contains(&number) {
+            errors.push(FieldError::invalid(
+                format!("{at}.port"),
+                json!(number),
+                PORT_RANGE,
+            ));
+        }
+        errors.extend(target_port_errors(
+            port.get("targetPort"),
+            &format!("{at}.targetPort"),
+        ));
+    }
+    errors
+}
+
+const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
+
+/// `ValidatePortNumOrName`.
+fn target_port_errors(target: Option<&Value>, at: &str) -> Vec<FieldError> {
+    match target {
+        Some(Value::String(name)) => port_name_errors(name)
+            .into_iter()
+            .map(|m| FieldError::invalid(at, json!(name), m))
+            .collect(),
+        Some(Value::Number(n)) if (1..=65535).contains(&n.as_i64().unwrap_or(0)) => Vec::new(),
+        other => {
+            let number = other.and_then(Value::as_i64).unwrap_or(0);
+            vec![FieldError::invalid(at, json!(number), PORT_RANGE)]
+        }
+    }
+}
+
+/// `IsValidPortName`.
+fn port_name_errors(name: &str) -> Vec<String> {
+    let mut errors = Vec::new();
+    if name.len() > 15 {
+        errors.push("must be no more than 15 characters".to_string());
+    }
+    if !name
+        .bytes()
+        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        || name.is_empty()
+    {
+        errors
+            .push("must contain only alpha-numeric characters (a-z, 0-9), and hyphens (-)".into());
+    }
+    if !name.bytes().any(|b| b.is_ascii_lowercase()) {
+        errors.push("must contain at least one letter (a-z)".into());
+    }
+    if name.contains("--") {
+        errors.push("must not contain consecutive hyphens".into());
+    }
+    if name.starts_with('-') || name.ends_with('-') {
+        errors.push("must not begin or end with a hyphen".into());
+    }
+    errors
+}
+
+/// `legacyValidateEvent` for an Event without an `eventTime`: its involved object is in its
+/// namespace (an object without a namespace: the Event is in `default` or none).
+fn event_namespace_errors(obj: &Value) -> Vec<FieldError> {
+    if obj
+        .get("eventTime")
+        .is_some_and(|t| !t.is_null() && t != "")
+    {
+        return Vec::new();
+    }
+    let namespace = obj
+        .pointer("/metadata/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let involved = obj
+        .pointer("/involvedObject/namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let agrees = if involved.is_empty() {
+        namespace.is_empty() || namespace == "default"
+    } else {
+        namespace == involved
+    };
+    if agrees {
+        return Vec::new();
+    }
+    vec![FieldError::invalid(
+        "involvedObject.namespace",
+        json!(involved),
+        "does not match event.namespace",
+    )]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn messages(errors: &[FieldError]) -> Vec<String> {
+        errors.iter().map(FieldError::message).collect()
+    }
+
+    #[test]
+    fn a_config_map_key_with_a_blank_is_invalid() {
+        let errors = create_errors("", "ConfigMap", &json!({"data": {"no good": "1"}}));
+        assert_eq!(
+            messages(&errors),
+            [
+                "data[no good]: Invalid value: \"no good\": a valid config key must consist of \
+              alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or \
+              'key-name', regex used for validation is '[-._a-zA-Z0-9]+')"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_config_map_key_in_both_bags_is_a_duplicate() {
+        let errors = create_errors(
+            "",
+            "ConfigMap",
+            &json!({"data": {"a": "1"}, "binaryData": {"a": "MQ=="}}),
+        );
+        assert_eq!(
+            messages(&errors),
+            ["data[a]: Invalid value: \"a\": duplicate of key present in binaryData"]
+        );
+    }
+
+    #[test]
+    fn a_docker_config_secret_needs_its_key() {
+        let secret = json!({"type": "kubernetes.io/dockerconfigjson", "data": {"other": "e30="}});
+        assert_eq!(
+            messages(&create_errors("", "Secret", &secret)),
+            ["data[.dockerconfigjson]: Required value"]
+        );
+    }
+
+    #[test]
+    fn a_tls_secret_needs_its_certificate_and_key() {
+        let secret = json!({"type": "kubernetes.io/tls", "data": {}});
+        assert_eq!(
+            messages(&create_errors("", "Secret", &secret)),
+            [
+                "data[tls.crt]: Required value",
+                "data[tls.key]: Required value"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_immutable_secret_keeps_its_data_and_its_flag() {
+        let old = json!({"type": "Opaque", "immutable": true, "data": {"a": "MQ=="}});
+        let changed = json!({"type": "Opaque", "immutable": true, "data": {"a": "Mg=="}});
+        assert_eq!(
+            messages(&update_errors("", "Secret", &old, &changed)),
+            ["data: Forbidden: field is immutable when `immutable` is set"]
+        );
+        let unset = json!({"type": "Opaque", "immutable": false, "data": {"a": "MQ=="}});
+        assert_eq!(
+            messages(&update_errors("", "Secret", &old, &unset)),
+            ["immutable: Forbidden: field is immutable when `immutable` is set"]
+        );
+    }
+
+    #[test]
+    fn a_secret_keeps_its_type() {
+        let old = json!({"type": "Opaque"});
+        let new = json!({"type": "kubernetes.io/ssh-auth", "data": {"ssh-privatekey": "eA=="}});
+        assert_eq!(
+            messages(&update_errors("", "Secret", &old, &new)),
+            ["type: Invalid value: \"kubernetes.io/ssh-auth\": field is immutable"]
+        );
+    }
+
+    #[test]
+    fn a_selector_must_match_the_template_labels() {
+        let deployment = json!({"spec": {
+            "selector": {"matchLabels": {"app": "a"}},
+            "template": {"metadata": {"labels": {"app": "b"}}}
+        }});
+        assert_eq!(
+            messages(&create_errors("apps", "Deployment", &deployment)),
+            [
+                "spec.template.metadata.labels: Invalid value: {\"app\":\"b\"}: `selector` does \
+              not match template `labels`"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_selector_expression_is_matched_too() {
+        let set = json!({"spec": {
+            "selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["x"]}]},
+            "template": {"metadata": {"labels": {"tier": "x"}}}
+        }});
+        assert!(create_errors("apps", "DaemonSet", &set).is_empty());
+    }
+
+    #[test]
+    fn a_service_port_of_zero_is_out_of_range_twice() {
+        let service = json!({"spec": {"ports": [{"port": 0, "targetPort": 0}]}});
+        assert_eq!(
+            messages(&create_errors("", "Service", &service)),
+            [
+                "spec.ports[0].port: Invalid value: 0: must be between 1 and 65535, inclusive",
+                "spec.ports[0].targetPort: Invalid value: 0: must be between 1 and 65535, inclusive"
+            ]
+        );
+    }
+
+    #[test]
+    fn several_service_ports_each_need_a_name() {
+        let service = json!({"spec": {"ports": [
+            {"port": 80, "targetPort": 80}, {"name": "b", "port": 81, "targetPort": "web"}
+        ]}});
+        assert_eq!(
+            messages(&create_errors("", "Service", &service)),
+            ["spec.ports[0].name: Required value"]
+        );
+    }
+
+    #[test]
+    fn an_event_about_an_object_elsewhere_is_invalid() {
+        let event = json!({"metadata": {"namespace": "a"}, "involvedObject": {"namespace": "b"}});
+        assert_eq!(
+            messages(&create_errors("", "Event", &event)),
+            ["involvedObject.namespace: Invalid value: \"b\": does not match event.namespace"]
+        );
+    }
+}
