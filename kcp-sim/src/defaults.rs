@@ -198,6 +198,25 @@ pub fn stateful_set(obj: &mut Value) {
     pod_template(spec);
 }
 
+/// `SetDefaults_DaemonSet`: a rolling update of one pod at a time, ten revisions kept, and its
+/// pod template's common defaults.
+pub fn daemon_set(obj: &mut Value) {
+    let Some(spec) = obj.as_object_mut().and_then(|o| object_at(o, "spec")) else {
+        return;
+    };
+    if let Some(strategy) = object_at(spec, "updateStrategy") {
+        default_zero(strategy, "type", json!("RollingUpdate"));
+        if strategy.get("type").and_then(Value::as_str) == Some("RollingUpdate")
+            && let Some(rolling) = object_at(strategy, "rollingUpdate")
+        {
+            default(rolling, "maxUnavailable", json!(1));
+            default(rolling, "maxSurge", json!(0));
+        }
+    }
+    default(spec, "revisionHistoryLimit", json!(10));
+    pod_template(spec);
+}
+
 /// `SetDefaults_PodSpec` and the defaults of what a pod spec holds.
 fn pod_spec(pod: &mut Map<String, Value>) {
     default_zero(pod, "dnsPolicy", json!("ClusterFirst"));

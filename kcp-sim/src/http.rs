@@ -349,6 +349,12 @@ async fn route(
     if opts.scale {
         return scale_subresource(sim, &target, &method, &body, &content_type, &opts).await;
     }
+    if target.group.is_empty()
+        && target.plural == "serviceaccounts"
+        && target.subresource.as_deref() == Some("token")
+    {
+        return token_subresource(sim, &target, &method, &body, &content_type).await;
+    }
     match (method, target.name.is_some()) {
         (Method::GET, true) => {
             let (rt, obj) = sim.get(&target).await?;
@@ -493,6 +499,30 @@ async fn scale_subresource(
     let (_, written) = sim.update(&main, updated, opts).await?;
     let answer = scale::render(&paths, &written.object.value()?);
     Ok(json_response(StatusCode::OK, &answer))
+}
+
+/// `serviceaccounts/<name>/token` (see [`crate::tokens`]): POST answers a TokenRequest for the
+/// ServiceAccount; any other method is not allowed.
+async fn token_subresource(
+    sim: &Sim,
+    target: &Target,
+    method: &Method,
+    body: &[u8],
+    content_type: &str,
+) -> ApiResult<Response<Body>> {
+    if *method != Method::POST {
+        return Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource: {method}"
+        )));
+    }
+    let account = Target {
+        subresource: None,
+        ..target.clone()
+    };
+    let (_, account) = sim.get(&account).await?;
+    let request = decode_body(body, content_type)?;
+    let answer = crate::tokens::issue(&account.value()?, &request)?;
+    Ok(json_response(StatusCode::CREATED, &answer))
 }
 
 /// A write's answer with a `Warning: 299 - "<text>"` header per warning of the write, unless

@@ -37,6 +37,7 @@ pub mod authorization;
 pub mod batch;
 pub mod client;
 pub mod crd;
+pub mod daemon_sets;
 pub mod defaults;
 pub mod error;
 pub mod events;
@@ -63,6 +64,7 @@ pub mod services;
 pub mod status;
 pub mod store;
 pub mod table;
+pub mod tokens;
 pub mod validation;
 pub mod workloads;
 

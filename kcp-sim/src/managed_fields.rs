@@ -506,7 +506,7 @@ enum Schema {
     /// and its `spec.names` and `spec.versions` are always there (a Go struct, a slice without
     /// omitempty).
     Crd,
-    /// A Deployment or StatefulSet: its pod template, the template's metadata, spec and
+    /// A Deployment, StatefulSet, ReplicaSet or DaemonSet: its pod template, the template's metadata, spec and
     /// containers, and the update strategy are always there (Go structs, a slice without
     /// omitempty); its label selector is atomic.
     Workload,
@@ -536,7 +536,12 @@ impl Schema {
         if group == "apiextensions.k8s.io" && text("kind") == "CustomResourceDefinition" {
             return Schema::Crd;
         }
-        if group == "apps" && matches!(text("kind"), "Deployment" | "StatefulSet") {
+        if group == "apps"
+            && matches!(
+                text("kind"),
+                "Deployment" | "StatefulSet" | "ReplicaSet" | "DaemonSet"
+            )
+        {
             return Schema::Workload;
         }
         if !group.ends_with(".kcp.io") {

@@ -133,6 +133,8 @@ fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components
         ("coordination.k8s.io", "v1", "Lease") => generate::<coordination::v1::Lease>(),
         ("apps", "v1", "Deployment") => generate::<apps::Deployment>(),
         ("apps", "v1", "StatefulSet") => generate::<apps::StatefulSet>(),
+        ("apps", "v1", "DaemonSet") => generate::<apps::DaemonSet>(),
+        ("apps", "v1", "ControllerRevision") => generate::<apps::ControllerRevision>(),
         ("policy", "v1", "PodDisruptionBudget") => generate::<policy::PodDisruptionBudget>(),
         ("rbac.authorization.k8s.io", "v1", "Role") => generate::<rbac::Role>(),
         ("rbac.authorization.k8s.io", "v1", "RoleBinding") => generate::<rbac::RoleBinding>(),

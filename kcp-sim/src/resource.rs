@@ -328,6 +328,26 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                 &["all"],
             ));
             types.push(builtin(
+                "apps",
+                "v1",
+                "DaemonSet",
+                "daemonsets",
+                true,
+                true,
+                &["ds"],
+                &["all"],
+            ));
+            types.push(builtin(
+                "apps",
+                "v1",
+                "ControllerRevision",
+                "controllerrevisions",
+                true,
+                false,
+                &[],
+                &[],
+            ));
+            types.push(builtin(
                 "policy",
                 "v1",
                 "PodDisruptionBudget",
@@ -835,6 +855,9 @@ mod tests {
         assert_eq!(
             names,
             [
+                "controllerrevisions",
+                "daemonsets",
+                "daemonsets/status",
                 "deployments",
                 "deployments/scale",
                 "deployments/status",

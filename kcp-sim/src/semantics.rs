@@ -23,7 +23,8 @@ use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult, StatusCause};
 use crate::store::{State, Stored};
 use crate::{
-    batch, crd, defaults, garbage_collector, kcp, object_meta, pods, schema, services, validation,
+    batch, crd, daemon_sets, defaults, garbage_collector, kcp, object_meta, pods, schema, services,
+    validation,
 };
 
 /// Who writes and how: the options of a create, update or patch.
@@ -639,6 +640,7 @@ fn decode_defaults(
         ("apps", "Deployment") => defaults::deployment(obj),
         ("apps", "ReplicaSet") => defaults::replica_set(obj),
         ("apps", "StatefulSet") => defaults::stateful_set(obj),
+        ("apps", "DaemonSet") => defaults::daemon_set(obj),
         ("batch", "Job") => defaults::job(obj),
         ("batch", "CronJob") => defaults::cron_job(obj),
         _ => {}
@@ -710,6 +712,7 @@ fn default_on_create(
         }
         // A new StatefulSet's status keeps the counts Go writes without omitempty.
         ("apps", "StatefulSet") => obj["status"] = json!({"replicas": 0, "availableReplicas": 0}),
+        ("apps", "DaemonSet") => daemon_sets::admit_new(obj),
         ("tenancy.kcp.io", "Workspace") => kcp::schedule_workspace(state, cluster, obj)?,
         _ => apis::on_create(state, cluster, rt, obj)?,
     }
@@ -887,6 +890,9 @@ fn write_update(
     apis::check_update(rt, &old, &new)?;
     if rt.group.is_empty() && rt.kind == "Service" && !status {
         services::keep_allocations(&old, &mut new);
+    }
+    if rt.group == "apps" && rt.kind == "DaemonSet" && !status {
+        daemon_sets::on_update(&old, &mut new);
     }
     if same_object(&old, &new) {
         let object = get(state, cluster, rt, namespace, name)?;

@@ -75,6 +75,14 @@ pub enum Cell {
     AgeOrNone(&'static str),
     /// A value at a JSONPath, this text when absent.
     PathOr(&'static str, &'static str),
+    /// A string map at a JSON pointer as `key=value` pairs in key order (`<none>` when empty),
+    /// as `labels.FormatLabels` writes a pod template's node selector.
+    Labels(&'static str),
+    /// The subjects of a binding of one kind (`User`, `Group`, `ServiceAccount` as
+    /// `<namespace>/<name>`), joined with `, `.
+    Subjects(&'static str),
+    /// `<kind>.<group>/<name>` of the controller owner, `<none>` without one.
+    ControllerOf,
     /// A ResourceQuota's `name: used/hard` pairs: its `limits.*` ones, or the others.
     QuotaUsage {
         /// The `limits.*` resources rather than the others.
@@ -144,6 +152,47 @@ fn name() -> Column {
 
 fn age() -> Column {
     Column::new("Age", "string", Cell::Age).described(meta_doc("creationTimestamp"))
+}
+
+/// `daemonSetColumnDefinitions`: the scheduling counts, the node selector, and the wide
+/// template columns.
+fn daemon_set_columns() -> Vec<Column> {
+    let status = |field: &str| doc("apps", "DaemonSet", &["status", field]);
+    let count = |header: &str, field: &'static str, path: &'static str| {
+        Column::new(header, "integer", Cell::Integer(path)).described(status(field))
+    };
+    vec![
+        name(),
+        count(
+            "Desired",
+            "desiredNumberScheduled",
+            ".status.desiredNumberScheduled",
+        ),
+        count(
+            "Current",
+            "currentNumberScheduled",
+            ".status.currentNumberScheduled",
+        ),
+        count("Ready", "numberReady", ".status.numberReady"),
+        count(
+            "Up-to-date",
+            "updatedNumberScheduled",
+            ".status.updatedNumberScheduled",
+        ),
+        count("Available", "numberAvailable", ".status.numberAvailable"),
+        Column::new(
+            "Node Selector",
+            "string",
+            Cell::Labels("/spec/template/spec/nodeSelector"),
+        )
+        .described(doc("", "Pod", &["spec", "nodeSelector"])),
+        age(),
+        template_containers(Cell::Containers("name")),
+        template_containers(Cell::Containers("image")),
+        Column::new("Selector", "string", Cell::Selector)
+            .wide()
+            .described(doc("apps", "DaemonSet", &["spec", "selector"])),
+    ]
 }
 
 /// The `-o wide` column of a workload's pod template: its containers' names or images
@@ -449,12 +498,39 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             )),
             age(),
         ],
-        ("rbac.authorization.k8s.io", kind @ ("RoleBinding" | "ClusterRoleBinding")) => vec![
+        ("rbac.authorization.k8s.io", kind @ ("RoleBinding" | "ClusterRoleBinding")) => {
+            let of = if kind == "RoleBinding" {
+                "roleBinding"
+            } else {
+                "clusterRoleBinding"
+            };
+            let subjects = |header: &str, subject: &'static str| {
+                Column::new(header, "string", Cell::Subjects(subject))
+                    .wide()
+                    .described(format!("{header} in the {of}"))
+            };
+            vec![
+                name(),
+                Column::new("Role", "string", Cell::RoleRef).described(doc(
+                    "rbac.authorization.k8s.io",
+                    kind,
+                    &["roleRef"],
+                )),
+                age(),
+                subjects("Users", "User"),
+                subjects("Groups", "Group"),
+                subjects("ServiceAccounts", "ServiceAccount"),
+            ]
+        }
+        ("apps", "DaemonSet") => daemon_set_columns(),
+        ("apps", "ControllerRevision") => vec![
             name(),
-            Column::new("Role", "string", Cell::RoleRef).described(doc(
-                "rbac.authorization.k8s.io",
-                kind,
-                &["roleRef"],
+            Column::new("Controller", "string", Cell::ControllerOf)
+                .described(meta_doc("ownerReferences")),
+            Column::path("Revision", ".revision").described(doc(
+                "apps",
+                "ControllerRevision",
+                &["revision"],
             )),
             age(),
         ],
@@ -597,6 +673,56 @@ fn cell(how: &Cell, o: &Value, now: jiff::Timestamp) -> Value {
             } else {
                 "NotReady"
             })
+        }
+        Cell::Labels(pointer) => {
+            let pairs: Vec<String> = o
+                .pointer(pointer)
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                .collect();
+            json!(if pairs.is_empty() {
+                "<none>".to_string()
+            } else {
+                pairs.join(",")
+            })
+        }
+        Cell::Subjects(kind) => {
+            let names: Vec<String> = o
+                .get("subjects")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter(|s| s.get("kind").and_then(Value::as_str) == Some(kind))
+                .map(|s| {
+                    let field = |k: &str| s.get(k).and_then(Value::as_str).unwrap_or_default();
+                    if *kind == "ServiceAccount" {
+                        format!("{}/{}", field("namespace"), field("name"))
+                    } else {
+                        field("name").to_string()
+                    }
+                })
+                .collect();
+            json!(names.join(", "))
+        }
+        Cell::ControllerOf => {
+            let owner = o
+                .pointer("/metadata/ownerReferences")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .find(|r| r.get("controller").and_then(Value::as_bool) == Some(true));
+            json!(owner.map_or("<none>".to_string(), |r| {
+                let field = |k: &str| r.get(k).and_then(Value::as_str).unwrap_or_default();
+                let group = field("apiVersion").rsplit_once('/').map_or("", |(g, _)| g);
+                let kind = if group.is_empty() {
+                    field("kind").to_string()
+                } else {
+                    format!("{}.{group}", field("kind"))
+                };
+                format!("{}/{}", kind.to_ascii_lowercase(), field("name"))
+            }))
         }
         Cell::RoleRef => {
             let field = |k: &str| {

@@ -196,6 +196,8 @@ mod tests {
             ("coordination.k8s.io/v1", "Lease"),
             ("apps/v1", "Deployment"),
             ("apps/v1", "StatefulSet"),
+            ("apps/v1", "DaemonSet"),
+            ("apps/v1", "ControllerRevision"),
             ("rbac.authorization.k8s.io/v1", "Role"),
             ("rbac.authorization.k8s.io/v1", "RoleBinding"),
             ("rbac.authorization.k8s.io/v1", "ClusterRole"),

@@ -1,0 +1,201 @@
+//! The `serviceaccounts/token` subresource (`kubectl create token`): a TokenRequest for an
+//! existing ServiceAccount is answered with a signed JWT and its expiry, as kube-apiserver's
+//! token REST answers it: `spec.expirationSeconds` defaults to 3600 and must lie between ten
+//! minutes and 2^32 seconds, and `spec.audiences` defaults to the server's issuer.
+//!
+//! The token carries kube-apiserver's claims (`iss`, `sub` `system:serviceaccount:<ns>:<name>`,
+//! `aud`, `exp`, `iat`, `nbf`, `jti` and the `kubernetes.io` claim with the namespace and the
+//! ServiceAccount's name and uid), signed ES256 with a key kcp-sim makes when it first signs.
+//! kcp-sim does not authenticate bearer tokens, so the token is for clients that read it; a
+//! `spec.boundObjectRef` is copied, not checked.
+
+use std::sync::OnceLock;
+
+use base64::Engine as _;
+use ring::rand::SystemRandom;
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+use serde_json::{Value, json};
+
+use crate::schema::field::{FieldError, invalid_object};
+use crate::status::{ApiError, ApiResult};
+
+/// The issuer and default audience of kcp-sim's tokens.
+pub const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
+/// `spec.expirationSeconds` when the request leaves it out.
+const DEFAULT_EXPIRATION: i64 = 3600;
+/// `validation.MinTokenAgeSec`.
+const MIN_EXPIRATION: i64 = 600;
+
+/// The answer to a TokenRequest for `account` (a stored ServiceAccount).
+pub fn issue(account: &Value, request: &Value) -> ApiResult<Value> {
+    let mut answer = request.clone();
+    let spec = &mut answer["spec"];
+    if !spec.is_object() {
+        *spec = json!({});
+    }
+    let expiration = match spec.get("expirationSeconds").and_then(Value::as_i64) {
+        Some(seconds) if seconds != 0 => seconds,
+        _ => DEFAULT_EXPIRATION,
+    };
+    spec["expirationSeconds"] = json!(expiration);
+    let errors = expiration_errors(expiration);
+    if !errors.is_empty() {
+        return Err(invalid_object(
+            "authentication.k8s.io",
+            "TokenRequest",
+            "",
+            &errors,
+        ));
+    }
+    let audiences = match spec.get("audiences").and_then(Value::as_array) {
+        Some(list) if !list.is_empty() => list.clone(),
+        _ => vec![json!(ISSUER)],
+    };
+    spec["audiences"] = json!(audiences);
+    if spec.get("boundObjectRef").is_none() {
+        spec["boundObjectRef"] = Value::Null;
+    }
+    let now = jiff::Timestamp::now();
+    let expires = now
+        .checked_add(jiff::SignedDuration::from_secs(expiration))
+        .map_err(|e| ApiError::internal(format!("token expiry: {e}")))?;
+    let token = sign(&claims(account, &audiences, now, expires))?;
+    answer["apiVersion"] = json!("authentication.k8s.io/v1");
+    answer["kind"] = json!("TokenRequest");
+    answer["status"] = json!({
+        "token": token,
+        "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
+    });
+    Ok(answer)
+}
+
+/// `ValidateTokenRequest`.
+fn expiration_errors(seconds: i64) -> Vec<FieldError> {
+    let at = "spec.expirationSeconds";
+    if seconds < MIN_EXPIRATION {
+        return vec![FieldError::invalid(
+            at,
+            json!(seconds),
+            "may not specify a duration less than 10 minutes",
+        )];
+    }
+    if seconds > 1 << 32 {
+        return vec![FieldError::invalid(
+            at,
+            json!(seconds),
+            "may not specify a duration larger than 2^32 seconds",
+        )];
+    }
+    Vec::new()
+}
+
+/// kube-apiserver's ServiceAccount token claims.
+fn claims(
+    account: &Value,
+    audiences: &[Value],
+    now: jiff::Timestamp,
+    expires: jiff::Timestamp,
+) -> Value {
+    let meta = |field: &str| {
+        account
+            .pointer(&format!("/metadata/{field}"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (namespace, name) = (meta("namespace"), meta("name"));
+    json!({
+        "aud": audiences,
+        "exp": expires.as_second(),
+        "iat": now.as_second(),
+        "iss": ISSUER,
+        "jti": format!("{:032x}", fastrand::u128(..)),
+        "kubernetes.io": {
+            "namespace": namespace,
+            "serviceaccount": {"name": name, "uid": meta("uid")},
+        },
+        "nbf": now.as_second(),
+        "sub": format!("system:serviceaccount:{namespace}:{name}"),
+    })
+}
+
+/// The process's token key: an ECDSA P-256 key made on first use.
+fn key() -> ApiResult<&'static EcdsaKeyPair> {
+    static KEY: OnceLock<Option<EcdsaKeyPair>> = OnceLock::new();
+    KEY.get_or_init(|| {
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).ok()?;
+        EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng).ok()
+    })
+    .as_ref()
+    .ok_or_else(|| ApiError::internal("no ServiceAccount token key could be made"))
+}
+
+/// `claims` as a compact JWS signed ES256.
+fn sign(claims: &Value) -> ApiResult<String> {
+    let encode = |value: &Value| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(value.to_string().as_bytes())
+    };
+    let signing_input = format!(
+        "{}.{}",
+        encode(&json!({"alg": "ES256", "typ": "JWT"})),
+        encode(claims)
+    );
+    let signature = key()?
+        .sign(&SystemRandom::new(), signing_input.as_bytes())
+        .map_err(|_| ApiError::internal("signing a ServiceAccount token failed"))?;
+    let signature = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(signature.as_ref());
+    Ok(format!("{signing_input}.{signature}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn account() -> Value {
+        json!({"metadata": {"name": "bot", "namespace": "ns", "uid": "u-1"}})
+    }
+
+    fn claims_of(token: &str) -> Value {
+        let part = token.split('.').nth(1).unwrap();
+        let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part)
+            .unwrap();
+        serde_json::from_slice(&bytes).unwrap()
+    }
+
+    #[test]
+    fn a_token_names_its_service_account_and_audience() {
+        let request = json!({"spec": {"audiences": ["example.com"]}});
+        let answer = issue(&account(), &request).unwrap();
+        assert_eq!(answer["spec"]["expirationSeconds"], 3600);
+        let claims = claims_of(answer["status"]["token"].as_str().unwrap());
+        assert_eq!(claims["sub"], "system:serviceaccount:ns:bot");
+        assert_eq!(claims["aud"], json!(["example.com"]));
+        assert_eq!(claims["kubernetes.io"]["serviceaccount"]["uid"], "u-1");
+        assert_eq!(
+            claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(),
+            3600
+        );
+    }
+
+    #[test]
+    fn a_token_without_audiences_is_for_the_issuer() {
+        let answer = issue(&account(), &json!({})).unwrap();
+        assert_eq!(answer["spec"]["audiences"], json!([ISSUER]));
+    }
+
+    #[test]
+    fn a_token_shorter_than_ten_minutes_is_refused() {
+        let request = json!({"spec": {"expirationSeconds": 1}});
+        let error = issue(&account(), &request).unwrap_err();
+        assert!(
+            error.message.contains(
+                "spec.expirationSeconds: Invalid value: 1: may not specify a duration less than \
+                 10 minutes"
+            ),
+            "{}",
+            error.message
+        );
+    }
+}
