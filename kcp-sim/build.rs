@@ -14,6 +14,11 @@ const FILES: &[&str] = &[
     "k8s.io/api/rbac/v1/generated.proto",
     "k8s.io/api/coordination/v1/generated.proto",
     "k8s.io/api/events/v1/generated.proto",
+    "k8s.io/api/networking/v1/generated.proto",
+    "k8s.io/api/autoscaling/v1/generated.proto",
+    "k8s.io/api/autoscaling/v2/generated.proto",
+    "k8s.io/api/scheduling/v1/generated.proto",
+    "k8s.io/api/storage/v1/generated.proto",
     "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1/generated.proto",
 ];
 

@@ -201,6 +201,9 @@ impl Sim {
             for ns in namespaces {
                 semantics::ensure_namespace(&mut state, first, ns)?;
             }
+            if settings.flavor == Flavor::Kubernetes {
+                crate::scheduling::ensure_system_classes(&mut state, first)?;
+            }
         }
         Ok(sim)
     }

@@ -217,6 +217,74 @@ pub fn daemon_set(obj: &mut Value) {
     pod_template(spec);
 }
 
+/// `SetDefaults_NetworkPolicy`: the policy types its rules imply (`Ingress`, and `Egress` when
+/// it has egress rules), and `TCP` for each port without a protocol.
+pub fn network_policy(obj: &mut Value) {
+    let Some(spec) = obj.as_object_mut().and_then(|o| object_at(o, "spec")) else {
+        return;
+    };
+    for direction in ["ingress", "egress"] {
+        for rule in items(spec, direction) {
+            for port in items(rule, "ports") {
+                default(port, "protocol", json!("TCP"));
+            }
+        }
+    }
+    let egress = spec
+        .get("egress")
+        .and_then(Value::as_array)
+        .is_some_and(|rules| !rules.is_empty());
+    let typed = spec
+        .get("policyTypes")
+        .and_then(Value::as_array)
+        .is_some_and(|types| !types.is_empty());
+    if !typed {
+        let types = if egress {
+            json!(["Ingress", "Egress"])
+        } else {
+            json!(["Ingress"])
+        };
+        spec.insert("policyTypes".into(), types);
+    }
+}
+
+/// `SetDefaults_HorizontalPodAutoscaler` (autoscaling/v2): one replica at least, and a CPU
+/// utilization target of 80% when no metric is given.
+pub fn horizontal_pod_autoscaler(obj: &mut Value) {
+    let Some(spec) = obj.as_object_mut().and_then(|o| object_at(o, "spec")) else {
+        return;
+    };
+    default(spec, "minReplicas", json!(1));
+    let measured = spec
+        .get("metrics")
+        .and_then(Value::as_array)
+        .is_some_and(|metrics| !metrics.is_empty());
+    if !measured {
+        spec.insert(
+            "metrics".into(),
+            json!([{"type": "Resource", "resource": {"name": "cpu",
+                "target": {"type": "Utilization", "averageUtilization": 80}}}]),
+        );
+    }
+}
+
+/// `SetDefaults_PersistentVolumeClaim`: a filesystem volume, and `Pending` until bound.
+pub fn persistent_volume_claim(obj: &mut Value) {
+    if let Some(spec) = obj.as_object_mut().and_then(|o| object_at(o, "spec")) {
+        default(spec, "volumeMode", json!("Filesystem"));
+    }
+    if let Some(status) = obj.as_object_mut().and_then(|o| object_at(o, "status")) {
+        default_zero(status, "phase", json!("Pending"));
+    }
+}
+
+/// `SetDefaults_PriorityClass`: `PreemptLowerPriority` unless the class says otherwise.
+pub fn priority_class(obj: &mut Value) {
+    if let Some(class) = obj.as_object_mut() {
+        default(class, "preemptionPolicy", json!("PreemptLowerPriority"));
+    }
+}
+
 /// `SetDefaults_PodSpec` and the defaults of what a pod spec holds.
 fn pod_spec(pod: &mut Map<String, Value>) {
     default_zero(pod, "dnsPolicy", json!("ClusterFirst"));

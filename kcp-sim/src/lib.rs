@@ -45,6 +45,7 @@ pub mod faults;
 mod garbage_collector;
 pub mod http;
 pub mod kcp;
+pub mod kind_cells;
 pub mod managed_fields;
 pub mod object_meta;
 pub mod openapi;
@@ -55,6 +56,7 @@ pub mod query;
 pub mod requests;
 pub mod resource;
 pub mod scale;
+pub mod scheduling;
 pub mod schema;
 /// Label and field selectors (kept in kcp-core, shared with controllers).
 pub use kcp_core::selector;
@@ -66,6 +68,7 @@ pub mod store;
 pub mod table;
 pub mod tokens;
 pub mod validation;
+pub mod volume_claims;
 pub mod workloads;
 
 pub use api::{Endpoint, PLAIN_CLUSTER};

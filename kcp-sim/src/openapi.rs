@@ -112,8 +112,9 @@ fn generate<T: JsonSchema>() -> Components {
 /// The components of a builtin Kubernetes kind, or `None` when kcp-sim does not know it.
 fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components> {
     use k8s_openapi::api::{
-        apps::v1 as apps, batch::v1 as batch, coordination, core::v1 as core, events,
-        policy::v1 as policy, rbac::v1 as rbac,
+        apps::v1 as apps, autoscaling::v2 as autoscaling, batch::v1 as batch, coordination,
+        core::v1 as core, events, networking::v1 as networking, policy::v1 as policy,
+        rbac::v1 as rbac, scheduling::v1 as scheduling,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
     let components = match (group, version, kind) {
@@ -134,6 +135,14 @@ fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components
         ("apps", "v1", "Deployment") => generate::<apps::Deployment>(),
         ("apps", "v1", "StatefulSet") => generate::<apps::StatefulSet>(),
         ("apps", "v1", "DaemonSet") => generate::<apps::DaemonSet>(),
+        ("", "v1", "PersistentVolumeClaim") => generate::<core::PersistentVolumeClaim>(),
+        ("networking.k8s.io", "v1", "Ingress") => generate::<networking::Ingress>(),
+        ("networking.k8s.io", "v1", "IngressClass") => generate::<networking::IngressClass>(),
+        ("networking.k8s.io", "v1", "NetworkPolicy") => generate::<networking::NetworkPolicy>(),
+        ("autoscaling", "v2", "HorizontalPodAutoscaler") => {
+            generate::<autoscaling::HorizontalPodAutoscaler>()
+        }
+        ("scheduling.k8s.io", "v1", "PriorityClass") => generate::<scheduling::PriorityClass>(),
         ("apps", "v1", "ControllerRevision") => generate::<apps::ControllerRevision>(),
         ("policy", "v1", "PodDisruptionBudget") => generate::<policy::PodDisruptionBudget>(),
         ("rbac.authorization.k8s.io", "v1", "Role") => generate::<rbac::Role>(),

@@ -10,14 +10,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::scheduling::Priority;
 use crate::status::{ApiError, ApiResult};
-
-/// The priority of the two system classes every cluster has; any other class name must be a
-/// PriorityClass, which kcp-sim does not serve.
-const SYSTEM_CLASSES: [(&str, i64); 2] = [
-    ("system-cluster-critical", 2_000_000_000),
-    ("system-node-critical", 2_000_001_000),
-];
 
 /// The NoExecute taints a pod tolerates for five minutes unless it says otherwise.
 const DEFAULT_TOLERATED_TAINTS: [&str; 2] = [
@@ -25,12 +19,17 @@ const DEFAULT_TOLERATED_TAINTS: [&str; 2] = [
     "node.kubernetes.io/unreachable",
 ];
 
-/// Admits a new Pod: its priority, its default tolerations and its first status.
-pub fn admit_new(name: &str, obj: &mut Value) -> ApiResult<()> {
+/// Admits a new Pod: its priority (from the PriorityClass `classes` finds by name, empty for
+/// the global default), its default tolerations and its first status.
+pub fn admit_new(
+    name: &str,
+    obj: &mut Value,
+    classes: impl Fn(&str) -> Option<Priority>,
+) -> ApiResult<()> {
     let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
         return Ok(());
     };
-    prioritize(name, spec)?;
+    prioritize(name, spec, classes)?;
     tolerate_default_taints(spec);
     let qos = qos_class(spec);
     obj["status"] = json!({"phase": "Pending", "qosClass": qos});
@@ -39,24 +38,25 @@ pub fn admit_new(name: &str, obj: &mut Value) -> ApiResult<()> {
 
 /// The `Priority` plugin: the class's priority (0 without a class), which a pod may not state
 /// otherwise itself, and `PreemptLowerPriority` unless the pod chose.
-fn prioritize(name: &str, spec: &mut Map<String, Value>) -> ApiResult<()> {
+fn prioritize(
+    name: &str,
+    spec: &mut Map<String, Value>,
+    classes: impl Fn(&str) -> Option<Priority>,
+) -> ApiResult<()> {
     let class = spec
         .get("priorityClassName")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    let priority = match class {
-        "" => 0,
-        class => SYSTEM_CLASSES
-            .iter()
-            .find(|(system, _)| *system == class)
-            .map(|(_, priority)| *priority)
-            .ok_or_else(|| {
-                ApiError::forbidden(format!(
-                    "pods \"{name}\" is forbidden: no PriorityClass with name {class} was found"
-                ))
-                .about("", "pods", name)
-            })?,
-    };
+    let found = classes(class).ok_or_else(|| {
+        ApiError::forbidden(format!(
+            "pods \"{name}\" is forbidden: no PriorityClass with name {class} was found"
+        ))
+        .about("", "pods", name)
+    })?;
+    let priority = found.value;
+    if !found.class.is_empty() {
+        spec.insert("priorityClassName".into(), json!(found.class));
+    }
     if let Some(stated) = spec.get("priority").and_then(Value::as_i64)
         && stated != priority
     {
@@ -69,7 +69,10 @@ fn prioritize(name: &str, spec: &mut Map<String, Value>) -> ApiResult<()> {
     }
     spec.insert("priority".into(), json!(priority));
     if spec.get("preemptionPolicy").is_none_or(Value::is_null) {
-        spec.insert("preemptionPolicy".into(), json!("PreemptLowerPriority"));
+        let policy = found
+            .preemption
+            .unwrap_or_else(|| "PreemptLowerPriority".to_string());
+        spec.insert("preemptionPolicy".into(), json!(policy));
     }
     Ok(())
 }
@@ -151,9 +154,26 @@ pub fn qos_class(spec: &Map<String, Value>) -> &'static str {
 mod tests {
     use super::*;
 
+    /// A cluster whose only class is the system's node-critical one.
+    fn classes(class: &str) -> Option<Priority> {
+        match class {
+            "" => Some(Priority {
+                class: String::new(),
+                value: 0,
+                preemption: None,
+            }),
+            "system-node-critical" => Some(Priority {
+                class: class.into(),
+                value: 2_000_001_000,
+                preemption: Some("PreemptLowerPriority".into()),
+            }),
+            _ => None,
+        }
+    }
+
     fn admitted(spec: Value) -> Value {
         let mut pod = json!({"metadata": {"name": "p"}, "spec": spec});
-        admit_new("p", &mut pod).unwrap();
+        admit_new("p", &mut pod, classes).unwrap();
         pod
     }
 
@@ -171,9 +191,15 @@ mod tests {
     #[test]
     fn an_unknown_priority_class_is_forbidden() {
         let mut pod = json!({"spec": {"priorityClassName": "gold", "containers": []}});
-        let error = admit_new("p", &mut pod).unwrap_err();
+        let error = admit_new("p", &mut pod, classes).unwrap_err();
         assert_eq!(error.code, 403);
         assert!(error.message.contains("no PriorityClass with name gold"));
+    }
+
+    #[test]
+    fn a_pod_of_a_class_takes_its_value() {
+        let pod = admitted(json!({"priorityClassName": "system-node-critical", "containers": []}));
+        assert_eq!(pod["spec"]["priority"], 2_000_001_000);
     }
 
     #[test]

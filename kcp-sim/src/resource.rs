@@ -102,7 +102,11 @@ pub fn is_typed_group(group: &str) -> bool {
     matches!(
         group,
         "" | "apps"
+            | "batch"
             | "policy"
+            | "networking.k8s.io"
+            | "autoscaling"
+            | "scheduling.k8s.io"
             | "events.k8s.io"
             | "coordination.k8s.io"
             | "rbac.authorization.k8s.io"
@@ -345,6 +349,66 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                 true,
                 false,
                 &[],
+                &[],
+            ));
+            types.push(builtin(
+                "",
+                "v1",
+                "PersistentVolumeClaim",
+                "persistentvolumeclaims",
+                true,
+                true,
+                &["pvc"],
+                &[],
+            ));
+            types.push(builtin(
+                "networking.k8s.io",
+                "v1",
+                "Ingress",
+                "ingresses",
+                true,
+                true,
+                &["ing"],
+                &[],
+            ));
+            types.push(builtin(
+                "networking.k8s.io",
+                "v1",
+                "IngressClass",
+                "ingressclasses",
+                false,
+                false,
+                &[],
+                &[],
+            ));
+            types.push(builtin(
+                "networking.k8s.io",
+                "v1",
+                "NetworkPolicy",
+                "networkpolicies",
+                true,
+                false,
+                &["netpol"],
+                &[],
+            ));
+            types.push(builtin(
+                "autoscaling",
+                "v2",
+                "HorizontalPodAutoscaler",
+                "horizontalpodautoscalers",
+                true,
+                true,
+                &["hpa"],
+                &["all"],
+            ));
+            types.push(builtin(
+                "scheduling.k8s.io",
+                "v1",
+                "PriorityClass",
+                "priorityclasses",
+                false,
+                false,
+                &["pc"],
                 &[],
             ));
             types.push(builtin(

@@ -23,8 +23,8 @@ use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult, StatusCause};
 use crate::store::{State, Stored};
 use crate::{
-    batch, crd, daemon_sets, defaults, garbage_collector, kcp, object_meta, pods, schema, services,
-    validation,
+    batch, crd, daemon_sets, defaults, garbage_collector, kcp, object_meta, pods, scheduling,
+    schema, services, validation, volume_claims,
 };
 
 /// Who writes and how: the options of a create, update or patch.
@@ -261,7 +261,11 @@ fn internal_package(group: &str) -> Option<&'static str> {
     match group {
         "" | "events.k8s.io" => Some("core"),
         "apps" => Some("apps"),
+        "batch" => Some("batch"),
         "policy" => Some("policy"),
+        "networking.k8s.io" => Some("networking"),
+        "autoscaling" => Some("autoscaling"),
+        "scheduling.k8s.io" => Some("scheduling"),
         "rbac.authorization.k8s.io" => Some("rbac"),
         "coordination.k8s.io" => Some("coordination"),
         _ => None,
@@ -416,6 +420,13 @@ pub fn get(
 /// custom resources (a CRD's or a bound schema's) and kcp's kinds (custom resources in kcp)
 /// always do.
 fn has_generation(state: &State, cluster: &str, rt: &ResourceType) -> bool {
+    // Strategies that set a generation without a status subresource, or none with one.
+    match (rt.group.as_str(), rt.kind.as_str()) {
+        ("networking.k8s.io", "NetworkPolicy" | "IngressClass")
+        | ("scheduling.k8s.io", "PriorityClass") => return true,
+        ("autoscaling", "HorizontalPodAutoscaler") => return false,
+        _ => {}
+    }
     (rt.status && (!rt.group.is_empty() || rt.kind == "Pod"))
         || kcp::is_kcp_kind(rt)
         || state.is_custom(cluster, rt.group_resource())
@@ -641,6 +652,10 @@ fn decode_defaults(
         ("apps", "ReplicaSet") => defaults::replica_set(obj),
         ("apps", "StatefulSet") => defaults::stateful_set(obj),
         ("apps", "DaemonSet") => defaults::daemon_set(obj),
+        ("networking.k8s.io", "NetworkPolicy") => defaults::network_policy(obj),
+        ("autoscaling", "HorizontalPodAutoscaler") => defaults::horizontal_pod_autoscaler(obj),
+        ("", "PersistentVolumeClaim") => defaults::persistent_volume_claim(obj),
+        ("scheduling.k8s.io", "PriorityClass") => defaults::priority_class(obj),
         ("batch", "Job") => defaults::job(obj),
         ("batch", "CronJob") => defaults::cron_job(obj),
         _ => {}
@@ -696,7 +711,9 @@ fn default_on_create(
             crd::check(state, cluster, obj)?;
             obj["status"] = crd::initial_status(obj);
         }
-        ("", "Pod") => pods::admit_new(&name, obj)?,
+        ("", "Pod") => pods::admit_new(&name, obj, |class| {
+            scheduling::priority(state, cluster, class)
+        })?,
         ("", "Service") => services::allocate(state, cluster, &name, obj)?,
         // The strategy empties a new Deployment's status, which Go writes `{}`.
         ("apps", "Deployment") => obj["status"] = json!({}),
@@ -713,6 +730,16 @@ fn default_on_create(
         // A new StatefulSet's status keeps the counts Go writes without omitempty.
         ("apps", "StatefulSet") => obj["status"] = json!({"replicas": 0, "availableReplicas": 0}),
         ("apps", "DaemonSet") => daemon_sets::admit_new(obj),
+        // The strategy keeps a new Ingress's load balancer status, which Go writes `{}`.
+        ("networking.k8s.io", "Ingress") => obj["status"] = json!({"loadBalancer": {}}),
+        // A new autoscaler's status: no metrics yet, and a desired count without omitempty.
+        ("autoscaling", "HorizontalPodAutoscaler") => {
+            obj["status"] = json!({"currentMetrics": null, "desiredReplicas": 0});
+        }
+        ("", "PersistentVolumeClaim") => volume_claims::admit_new(obj),
+        ("scheduling.k8s.io", "PriorityClass") => {
+            scheduling::admit_new_class(state, cluster, &name, obj)?;
+        }
         ("tenancy.kcp.io", "Workspace") => kcp::schedule_workspace(state, cluster, obj)?,
         _ => apis::on_create(state, cluster, rt, obj)?,
     }

@@ -10,6 +10,7 @@
 
 use serde_json::{Value, json};
 
+use crate::kind_cells;
 use crate::resource::ResourceType;
 
 /// Whether an `Accept` header asks for a Table.
@@ -83,6 +84,8 @@ pub enum Cell {
     Subjects(&'static str),
     /// `<kind>.<group>/<name>` of the controller owner, `<none>` without one.
     ControllerOf,
+    /// A cell a function of the object computes (see [`crate::kind_cells`]).
+    Computed(fn(&Value) -> Value),
     /// A ResourceQuota's `name: used/hard` pairs: its `limits.*` ones, or the others.
     QuotaUsage {
         /// The `limits.*` resources rather than the others.
@@ -123,6 +126,11 @@ impl Column {
         Column::new(name, "string", Cell::Path(path.into()))
     }
 
+    /// A string column of the value at `path`, `absent` when there is none.
+    fn path_or(name: &str, path: &'static str, absent: &'static str) -> Self {
+        Column::new(name, "string", Cell::PathOr(path, absent))
+    }
+
     fn wide(mut self) -> Self {
         self.priority = 1;
         self
@@ -148,6 +156,11 @@ fn name() -> Column {
     let mut column = Column::path("Name", ".metadata.name").described(meta_doc("name"));
     column.format = "name".into();
     column
+}
+
+/// A string column a function of the object computes.
+fn computed(name: &str, cell: fn(&Value) -> Value) -> Column {
+    Column::new(name, "string", Cell::Computed(cell))
 }
 
 fn age() -> Column {
@@ -523,6 +536,85 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             ]
         }
         ("apps", "DaemonSet") => daemon_set_columns(),
+        ("networking.k8s.io", "Ingress") => vec![
+            name(),
+            Column::path_or("Class", ".spec.ingressClassName", "<none>").described(
+                "The name of the IngressClass resource that should be used for additional \
+                 configuration",
+            ),
+            computed("Hosts", kind_cells::ingress_hosts)
+                .described("Hosts that incoming requests are matched against before the ingress rule"),
+            computed("Address", kind_cells::load_balancer_addresses)
+                .described("Address is a list containing ingress points for the load-balancer"),
+            computed("Ports", kind_cells::ingress_ports).described("Ports of TLS configurations that open"),
+            age(),
+        ],
+        ("networking.k8s.io", "IngressClass") => vec![
+            name(),
+            Column::path("Controller", ".spec.controller")
+                .described("Controller that is responsible for handling this class"),
+            computed("Parameters", kind_cells::ingress_class_parameters)
+                .described("A reference to a resource with additional parameters"),
+            age(),
+        ],
+        ("networking.k8s.io", "NetworkPolicy") => vec![
+            name(),
+            computed("Pod-Selector", kind_cells::pod_selector).described(doc(
+                "networking.k8s.io",
+                "NetworkPolicy",
+                &["spec", "podSelector"],
+            )),
+            age(),
+        ],
+        ("autoscaling", "HorizontalPodAutoscaler") => {
+            let field = |path: &[&str]| doc("autoscaling", "HorizontalPodAutoscaler", path);
+            vec![
+                name(),
+                computed("Reference", kind_cells::scale_target)
+                    .described(field(&["spec", "scaleTargetRef"])),
+                computed("Targets", kind_cells::autoscaler_targets)
+                    .described(field(&["spec", "metrics"])),
+                Column::path_or("MinPods", ".spec.minReplicas", "<unset>")
+                    .described(field(&["spec", "minReplicas"])),
+                Column::new("MaxPods", "string", Cell::Integer(".spec.maxReplicas"))
+                    .described(field(&["spec", "maxReplicas"])),
+                Column::new("Replicas", "string", Cell::Integer(".status.currentReplicas"))
+                    .described(field(&["status", "currentReplicas"])),
+                age(),
+            ]
+        }
+        ("scheduling.k8s.io", "PriorityClass") => {
+            let field = |f: &str| doc("scheduling.k8s.io", "PriorityClass", &[f]);
+            vec![
+                name(),
+                Column::new("Value", "integer", Cell::Integer(".value")).described(field("value")),
+                Column::new("Global-Default", "boolean", Cell::Computed(kind_cells::global_default))
+                    .described(field("globalDefault")),
+                age(),
+                Column::path_or("PreemptionPolicy", ".preemptionPolicy", "")
+                    .described(field("preemptionPolicy")),
+            ]
+        }
+        ("", "PersistentVolumeClaim") => {
+            let field = |path: &[&str]| doc("", "PersistentVolumeClaim", path);
+            vec![
+                name(),
+                Column::path("Status", ".status.phase").described(field(&["status", "phase"])),
+                Column::new("Volume", "string", Cell::PathOrEmpty(".spec.volumeName"))
+                    .described(field(&["spec", "volumeName"])),
+                Column::new("Capacity", "string", Cell::PathOrEmpty(".status.capacity.storage"))
+                    .described(field(&["status", "capacity"])),
+                computed("Access Modes", kind_cells::access_modes)
+                    .described(field(&["status", "accessModes"])),
+                computed("StorageClass", kind_cells::claim_class).described("StorageClass of the pvc"),
+                Column::path_or("VolumeAttributesClass", ".spec.volumeAttributesClassName", "<unset>")
+                    .described("VolumeAttributesClass of the pvc"),
+                age(),
+                Column::path_or("VolumeMode", ".spec.volumeMode", "<unset>")
+                    .wide()
+                    .described(field(&["spec", "volumeMode"])),
+            ]
+        }
         ("apps", "ControllerRevision") => vec![
             name(),
             Column::new("Controller", "string", Cell::ControllerOf)
@@ -706,6 +798,7 @@ fn cell(how: &Cell, o: &Value, now: jiff::Timestamp) -> Value {
                 .collect();
             json!(names.join(", "))
         }
+        Cell::Computed(cell) => cell(o),
         Cell::ControllerOf => {
             let owner = o
                 .pointer("/metadata/ownerReferences")

@@ -7,7 +7,9 @@
 //! - a workload's selector: required, not empty, and matching its pod template's labels
 //!   (Deployments, ReplicaSets, StatefulSets, DaemonSets);
 //! - a Service's ports: numbers in range, a name on each of several ports, target ports;
-//! - an Event's involved object in the Event's namespace.
+//! - an Event's involved object in the Event's namespace;
+//! - an Ingress's paths: a path type on each, and service backends by a port name or a number
+//!   in range.
 //!
 //! What is not here (resource quantities, pod specs beyond the template's labels, total sizes)
 //! is not checked: kcp-sim stores such objects where kube-apiserver would refuse them.
@@ -31,6 +33,7 @@ pub fn create_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
         ("", "Secret") => secret_errors(obj),
         ("", "Service") => service_port_errors(obj),
         ("", "Event") => event_namespace_errors(obj),
+        ("networking.k8s.io", "Ingress") => ingress_errors(obj),
         ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") => {
             workload_selector_errors(kind, obj)
         }
@@ -366,6 +369,54 @@ fn port_name_errors(name: &str) -> Vec<String> {
     errors
 }
 
+/// An Ingress's HTTP paths (`validateHTTPIngressPath`): each states its type, and its service
+/// backend names a valid port.
+fn ingress_errors(obj: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let rules = obj.pointer("/spec/rules").and_then(Value::as_array);
+    for (r, rule) in rules.into_iter().flatten().enumerate() {
+        let paths = rule.pointer("/http/paths").and_then(Value::as_array);
+        for (p, path) in paths.into_iter().flatten().enumerate() {
+            let at = format!("spec.rules[{r}].http.paths[{p}]");
+            if path.get("pathType").is_none_or(Value::is_null) {
+                errors.push(FieldError::required(
+                    format!("{at}.pathType"),
+                    "pathType must be specified",
+                ));
+                continue;
+            }
+            if let Some(port) = path.pointer("/backend/service/port") {
+                errors.extend(backend_port_errors(port, &format!("{at}.backend")));
+            }
+        }
+    }
+    errors
+}
+
+/// A service backend's port: a name or a number, not both, and valid.
+fn backend_port_errors(port: &Value, at: &str) -> Vec<FieldError> {
+    let name = port.get("name").and_then(Value::as_str).unwrap_or_default();
+    let number = port.get("number").and_then(Value::as_i64).unwrap_or(0);
+    match (name.is_empty(), number == 0) {
+        (false, false) => vec![FieldError::invalid(
+            at,
+            json!(""),
+            "cannot set both port name & port number",
+        )],
+        (false, true) => port_name_errors(name)
+            .into_iter()
+            .map(|m| FieldError::invalid(format!("{at}.service.port.name"), json!(name), m))
+            .collect(),
+        (true, false) if !(1..=65535).contains(&number) => vec![FieldError::invalid(
+            format!("{at}.service.port.number"),
+            json!(number),
+            PORT_RANGE,
+        )],
+        (true, false) => Vec::new(),
+        (true, true) => vec![FieldError::required(at, "port name or number is required")],
+    }
+}
+
 /// `legacyValidateEvent` for an Event without an `eventTime`: its involved object is in its
 /// namespace (an object without a namespace: the Event is in `default` or none).
 fn event_namespace_errors(obj: &Value) -> Vec<FieldError> {
@@ -522,6 +573,29 @@ mod tests {
         assert_eq!(
             messages(&create_errors("", "Service", &service)),
             ["spec.ports[0].name: Required value"]
+        );
+    }
+
+    #[test]
+    fn an_ingress_backend_port_out_of_range_is_invalid() {
+        let ingress = json!({"spec": {"rules": [{"http": {"paths": [{"path": "/",
+            "pathType": "Exact",
+            "backend": {"service": {"name": "site", "port": {"number": 99999}}}}]}}]}});
+        assert_eq!(
+            messages(&create_errors("networking.k8s.io", "Ingress", &ingress)),
+            [
+                "spec.rules[0].http.paths[0].backend.service.port.number: Invalid value: 99999: \
+              must be between 1 and 65535, inclusive"
+            ]
+        );
+    }
+
+    #[test]
+    fn an_ingress_path_needs_a_type() {
+        let ingress = json!({"spec": {"rules": [{"http": {"paths": [{"path": "/"}]}}]}});
+        assert_eq!(
+            messages(&create_errors("networking.k8s.io", "Ingress", &ingress)),
+            ["spec.rules[0].http.paths[0].pathType: Required value: pathType must be specified"]
         );
     }
 

@@ -1,0 +1,260 @@
+//! The cells kube-apiserver's printers compute for the networking, autoscaling, scheduling and
+//! storage kinds (`pkg/printers/internalversion`), each a pure function of the object, used by
+//! [`crate::table`] through `Cell::Computed`.
+
+use serde_json::{Value, json};
+
+fn text<'a>(o: &'a Value, pointer: &str) -> &'a str {
+    o.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn list<'a>(o: &'a Value, pointer: &str) -> impl Iterator<Item = &'a Value> {
+    o.pointer(pointer)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+}
+
+/// At most `max` items joined with `separator`, then ` + <n> more...`.
+fn at_most(items: &[String], max: usize, separator: &str) -> String {
+    if items.len() <= max {
+        return items.join(separator);
+    }
+    format!(
+        "{} + {} more...",
+        items[..max].join(separator),
+        items.len() - max
+    )
+}
+
+/// `formatHosts`: the hosts of an Ingress's rules (three at most), `*` for none.
+pub fn ingress_hosts(o: &Value) -> Value {
+    let rules: Vec<&Value> = list(o, "/spec/rules").collect();
+    let hosts: Vec<String> = rules
+        .iter()
+        .filter_map(|rule| rule.get("host").and_then(Value::as_str))
+        .filter(|host| !host.is_empty())
+        .map(String::from)
+        .collect();
+    if hosts.is_empty() {
+        return json!("*");
+    }
+    if hosts.len() > 3 {
+        return json!(format!(
+            "{} + {} more...",
+            hosts[..3].join(","),
+            rules.len() - 3
+        ));
+    }
+    json!(hosts.join(","))
+}
+
+/// The addresses of a load balancer's ingress points (IPs, else hostnames), comma-separated.
+pub fn load_balancer_addresses(o: &Value) -> Value {
+    let addresses: Vec<&str> = list(o, "/status/loadBalancer/ingress")
+        .filter_map(|point| {
+            point
+                .get("ip")
+                .or_else(|| point.get("hostname"))
+                .and_then(Value::as_str)
+        })
+        .collect();
+    json!(addresses.join(","))
+}
+
+/// `formatPorts`: `80`, and `443` too when the Ingress has TLS.
+pub fn ingress_ports(o: &Value) -> Value {
+    if list(o, "/spec/tls").next().is_some() {
+        json!("80, 443")
+    } else {
+        json!("80")
+    }
+}
+
+/// An IngressClass's parameters as `<kind>.<group>/<name>`, `<none>` without.
+pub fn ingress_class_parameters(o: &Value) -> Value {
+    let Some(parameters) = o.pointer("/spec/parameters").filter(|p| p.is_object()) else {
+        return json!("<none>");
+    };
+    let group = text(parameters, "/apiGroup");
+    let kind = text(parameters, "/kind");
+    let kind = if group.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}.{group}")
+    };
+    json!(format!(
+        "{}/{}",
+        kind.to_ascii_lowercase(),
+        text(parameters, "/name")
+    ))
+}
+
+/// A NetworkPolicy's pod selector as a selector string, `<none>` when it selects every pod.
+pub fn pod_selector(o: &Value) -> Value {
+    let selector = o
+        .pointer("/spec/podSelector")
+        .map(crate::scale::format_selector)
+        .unwrap_or_default();
+    json!(if selector.is_empty() {
+        "<none>".to_string()
+    } else {
+        selector
+    })
+}
+
+/// `<kind>/<name>` of an autoscaler's scale target.
+pub fn scale_target(o: &Value) -> Value {
+    json!(format!(
+        "{}/{}",
+        text(o, "/spec/scaleTargetRef/kind"),
+        text(o, "/spec/scaleTargetRef/name")
+    ))
+}
+
+/// `formatHPAMetrics`: each metric's `current/target` (two at most), `<none>` for none.
+pub fn autoscaler_targets(o: &Value) -> Value {
+    let specs: Vec<&Value> = list(o, "/spec/metrics").collect();
+    if specs.is_empty() {
+        return json!("<none>");
+    }
+    let statuses: Vec<&Value> = list(o, "/status/currentMetrics").collect();
+    let targets: Vec<String> = specs
+        .iter()
+        .enumerate()
+        .map(|(i, spec)| metric_target(spec, statuses.get(i).copied()))
+        .collect();
+    json!(at_most(&targets, 2, ", "))
+}
+
+/// One metric's `current/target`, as `formatHPAMetrics` writes its source type.
+fn metric_target(spec: &Value, status: Option<&Value>) -> String {
+    let source = text(spec, "/type");
+    let field = match source {
+        "Resource" => "resource",
+        "ContainerResource" => "containerResource",
+        "Pods" => "pods",
+        "Object" => "object",
+        "External" => "external",
+        _ => return "<unknown type>".to_string(),
+    };
+    let target = spec.pointer(&format!("/{field}/target"));
+    let current = status.and_then(|s| s.pointer(&format!("/{field}/current")));
+    let quantity = |v: Option<&Value>, key: &str| {
+        v.and_then(|v| v.get(key))
+            .map(|q| q.as_str().map_or_else(|| q.to_string(), String::from))
+    };
+    let unknown = || "<unknown>".to_string();
+    match field {
+        "resource" | "containerResource" => {
+            let name = text(spec, &format!("/{field}/name"));
+            if let Some(average) = quantity(target, "averageValue") {
+                let now = quantity(current, "averageValue").unwrap_or_else(unknown);
+                return format!("{name}: {now}/{average}");
+            }
+            let percent = |v: Option<&Value>| {
+                v.and_then(|v| v.get("averageUtilization"))
+                    .and_then(Value::as_i64)
+                    .map(|p| format!("{p}%"))
+            };
+            let now = percent(current).unwrap_or_else(unknown);
+            let wanted = percent(target).unwrap_or_else(|| "<auto>".to_string());
+            format!("{name}: {now}/{wanted}")
+        }
+        "pods" => {
+            let now = quantity(current, "averageValue").unwrap_or_else(unknown);
+            let wanted = quantity(target, "averageValue").unwrap_or_default();
+            format!("{now}/{wanted}")
+        }
+        _ => match quantity(target, "averageValue") {
+            Some(average) => {
+                let now = quantity(current, "averageValue").unwrap_or_else(unknown);
+                format!("{now}/{average} (avg)")
+            }
+            None => {
+                let now = quantity(current, "value").unwrap_or_else(unknown);
+                let wanted = quantity(target, "value").unwrap_or_default();
+                format!("{now}/{wanted}")
+            }
+        },
+    }
+}
+
+/// A PriorityClass's `globalDefault`, false when unset.
+pub fn global_default(o: &Value) -> Value {
+    json!(o.get("globalDefault").and_then(Value::as_bool) == Some(true))
+}
+
+/// `GetAccessModesAsString` of a claim's bound access modes (`RWO,ROX,RWX,RWOP`).
+pub fn access_modes(o: &Value) -> Value {
+    let modes: Vec<&str> = [
+        "ReadWriteOnce",
+        "ReadOnlyMany",
+        "ReadWriteMany",
+        "ReadWriteOncePod",
+    ]
+    .into_iter()
+    .zip(["RWO", "ROX", "RWX", "RWOP"])
+    .filter(|(mode, _)| list(o, "/status/accessModes").any(|m| m == mode))
+    .map(|(_, short)| short)
+    .collect();
+    json!(modes.join(","))
+}
+
+/// A claim's storage class: `spec.storageClassName`, else the beta annotation, else empty.
+pub fn claim_class(o: &Value) -> Value {
+    let named = text(o, "/spec/storageClassName");
+    if !named.is_empty() {
+        return json!(named);
+    }
+    json!(text(
+        o,
+        "/metadata/annotations/volume.beta.kubernetes.io~1storage-class"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_unmeasured_cpu_target_reads_unknown_of_its_percentage() {
+        let hpa = json!({"spec": {"metrics": [{"type": "Resource", "resource": {"name": "cpu",
+            "target": {"type": "Utilization", "averageUtilization": 80}}}]},
+            "status": {"currentMetrics": null}});
+        assert_eq!(autoscaler_targets(&hpa), "cpu: <unknown>/80%");
+    }
+
+    #[test]
+    fn more_than_two_metrics_are_counted() {
+        let metric = json!({"type": "Pods", "pods": {"target": {"averageValue": "1k"}}});
+        let hpa = json!({"spec": {"metrics": [metric, metric, metric]}});
+        assert_eq!(
+            autoscaler_targets(&hpa),
+            "<unknown>/1k, <unknown>/1k + 1 more..."
+        );
+    }
+
+    #[test]
+    fn ingress_hosts_without_any_host_are_a_star() {
+        assert_eq!(ingress_hosts(&json!({"spec": {"rules": [{}]}})), "*");
+        let hosts = json!({"spec": {"rules": [{"host": "a"}, {"host": "b"}]}});
+        assert_eq!(ingress_hosts(&hosts), "a,b");
+    }
+
+    #[test]
+    fn an_empty_pod_selector_is_none() {
+        assert_eq!(
+            pod_selector(&json!({"spec": {"podSelector": {}}})),
+            "<none>"
+        );
+    }
+
+    #[test]
+    fn bound_access_modes_are_abbreviated_in_order() {
+        let claim = json!({"status": {"accessModes": ["ReadWriteMany", "ReadWriteOnce"]}});
+        assert_eq!(access_modes(&claim), "RWO,RWX");
+    }
+}
