@@ -22,7 +22,7 @@ pub fn wants_table(accept: &str) -> bool {
 }
 
 /// How a cell is computed from an object.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Cell {
     /// A Kubernetes JSONPath (`.spec.replicas`, `.status.conditions[?(@.type=="Ready")].status`).
     Path(String),
@@ -94,7 +94,7 @@ pub enum Cell {
 }
 
 /// One column of a Table.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Column {
     /// Header, as kubectl prints it upper-cased.
     pub name: String,
