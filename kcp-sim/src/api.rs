@@ -418,7 +418,8 @@ impl Sim {
     }
 
     /// The Table columns of a resource type at a target: kube's or kcp's for builtin kinds,
-    /// the CRD's `additionalPrinterColumns` for the target version, else NAME and AGE.
+    /// the `additionalPrinterColumns` of the target version of the CRD or bound
+    /// APIResourceSchema, else NAME and AGE.
     pub fn printer_columns(&self, target: &Target, rt: &ResourceType) -> Vec<table::Column> {
         if let Some(columns) = table::builtin_columns(rt) {
             return columns;
@@ -428,6 +429,14 @@ impl Sim {
             .resolve(&state, target, Verb::Get)
             .ok()
             .and_then(|r| r.cluster);
+        let compiled = cluster
+            .as_deref()
+            .and_then(|c| state.clusters.get(c))
+            .and_then(|c| c.schemas.get(rt.group_resource()))
+            .and_then(|s| s.printer_columns.get(&target.version).cloned());
+        if let Some(columns) = compiled {
+            return table::crd_columns(&columns);
+        }
         let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
         let crd_name = format!("{}.{}", rt.plural, rt.group);
         let crd = match cluster {

@@ -613,10 +613,10 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
     add_finalizer(&mut done, LOGICAL_CLUSTER_FINALIZER);
     let stored = state.encode_next(&mut done)?;
     state.put(&lc, &logical_clusters(), "", LOGICAL_CLUSTER_NAME, stored)?;
-    // As kcp: a workspace gets its `default` namespace once it is Ready, not while initializers
+    // As kcp: a workspace gets its `default` and `kube-system` namespaces once it is Ready, not while initializers
     // still work on it (seen on kcp v0.30.0).
     if ready {
-        crate::semantics::ensure_namespace(state, &lc, "default")?;
+        ensure_ready_namespaces(state, &lc)?;
     }
 
     // The Workspace, scheduled.
@@ -763,7 +763,7 @@ pub fn logical_cluster_changed(state: &mut State, cluster: &str, lc: &Value) -> 
             )?;
         }
         if remaining.is_empty() {
-            crate::semantics::ensure_namespace(state, cluster, "default")?;
+            ensure_ready_namespaces(state, cluster)?;
         }
     }
     let (Some(owner_cluster), Some(owner_name)) = (
@@ -995,4 +995,13 @@ fn take_status(object: &mut Value, from: &Value) {
             root.remove("status");
         }
     }
+}
+
+/// The namespaces kcp makes in a workspace once it is Ready: `default` and `kube-system`
+/// (conformance kubectl-kcp-sessions/namespaces-accounts-and-tokens-in-a-workspace).
+fn ensure_ready_namespaces(state: &mut State, cluster: &str) -> ApiResult<()> {
+    for namespace in ["default", "kube-system"] {
+        crate::semantics::ensure_namespace(state, cluster, namespace)?;
+    }
+    Ok(())
 }

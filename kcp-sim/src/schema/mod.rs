@@ -41,6 +41,9 @@ pub struct CrdSchemas {
     pub generation: i64,
     /// The schema of each version that has one.
     pub versions: HashMap<String, Arc<Node>>,
+    /// The `additionalPrinterColumns` of each version that lists any (a CRD's, or a bound
+    /// APIResourceSchema's, whose Tables show them).
+    pub printer_columns: HashMap<String, Vec<Value>>,
 }
 
 impl CrdSchemas {
@@ -156,7 +159,22 @@ fn compile_versions(
         uid: uid.to_string(),
         generation,
         versions,
+        printer_columns: printer_columns(owner),
     })
+}
+
+/// The `additionalPrinterColumns` of each version of a CRD or APIResourceSchema that lists any.
+fn printer_columns(owner: &Value) -> HashMap<String, Vec<Value>> {
+    let listed = owner.pointer("/spec/versions").and_then(Value::as_array);
+    listed
+        .into_iter()
+        .flatten()
+        .filter_map(|v| {
+            let name = v.get("name").and_then(Value::as_str)?;
+            let columns = v.get("additionalPrinterColumns")?.as_array()?;
+            Some((name.to_string(), columns.clone()))
+        })
+        .collect()
 }
 
 /// Which part of an object a write changes.
