@@ -22,11 +22,13 @@
 //! filters), [`api`] (addressing and faults, shared by HTTP and in-process calls), [`http`],
 //! [`server`]. [`schema`] validates, defaults and prunes custom resources. [`selector`], [`patch`],
 //! [`managed_fields`], [`object_meta`] (metadata checks), [`defaults`] (the builtin kinds'
-//! decode defaults), [`pods`], [`services`] and [`batch`] (what kube's strategies and admission
-//! add to a new Pod, Service, Job or CronJob) are the pure pieces underneath; [`authorization`]
-//! checks impersonated requests with RBAC and answers access reviews;
-//! [`table`], [`events`], [`protobuf`] and [`openapi`] are how answers are shown (Tables, watch events,
-//! Kubernetes protobuf bodies, OpenAPI v3 documents).
+//! decode defaults), [`validation`] (their field validation), [`pods`], [`services`], [`batch`],
+//! [`daemon_sets`], [`volume_claims`] and [`scheduling`] (what kube's strategies and admission
+//! add to a new Pod, Service, Job, CronJob, DaemonSet, claim or PriorityClass) are the pure pieces
+//! underneath; [`authorization`] checks impersonated requests with RBAC and answers access
+//! reviews, and [`tokens`] answers ServiceAccount TokenRequests; [`table`] (with
+//! [`kind_cells`]), [`events`], [`protobuf`] and [`openapi`] are how answers are shown (Tables,
+//! watch events, Kubernetes protobuf bodies, OpenAPI v3 documents).
 //!
 //! Known differences from the real servers are listed in the project's docs/kcp-sim.md.
 
