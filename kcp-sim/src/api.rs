@@ -429,34 +429,20 @@ impl Sim {
             .resolve(&state, target, Verb::Get)
             .ok()
             .and_then(|r| r.cluster);
-        let compiled = cluster
-            .as_deref()
-            .and_then(|c| state.clusters.get(c))
-            .and_then(|c| c.schemas.get(rt.group_resource()))
-            .and_then(|s| s.printer_columns.get(&target.version).cloned());
-        if let Some(columns) = compiled {
-            return table::crd_columns(&columns);
-        }
-        let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
-        let crd_name = format!("{}.{}", rt.plural, rt.group);
-        let crd = match cluster {
-            Some(c) => state.lookup(&c, &crds, "", &crd_name),
+        // A CRD's and a bound schema's columns are kept with their compiled schemas; a wildcard
+        // request takes them from any cluster that serves the resource.
+        let compiled = match cluster.as_deref() {
+            Some(c) => state
+                .clusters
+                .get(c)
+                .and_then(|c| c.schemas.get(rt.group_resource())),
             None => state
                 .clusters
-                .keys()
-                .find_map(|c| state.lookup(c, &crds, "", &crd_name)),
+                .values()
+                .find_map(|c| c.schemas.get(rt.group_resource())),
         };
-        let columns = crd
-            .and_then(|crd| crd.value().ok())
-            .and_then(|crd| {
-                crd.pointer("/spec/versions")?
-                    .as_array()?
-                    .iter()
-                    .find(|v| v.get("name").and_then(Value::as_str) == Some(&target.version))?
-                    .get("additionalPrinterColumns")?
-                    .as_array()
-                    .cloned()
-            })
+        let columns = compiled
+            .and_then(|s| s.printer_columns.get(&target.version).cloned())
             .unwrap_or_default();
         table::crd_columns(&columns)
     }

@@ -14,9 +14,9 @@
 //! What is not here (resource quantities, pod specs beyond the template's labels, total sizes)
 //! is not checked: kcp-sim stores such objects where kube-apiserver would refuse them.
 
-use std::collections::BTreeSet;
-
 use serde_json::{Map, Value, json};
+
+use kcp_core::selector::LabelSelector;
 
 use crate::object_meta::regex_error;
 use crate::schema::field::FieldError;
@@ -253,43 +253,11 @@ fn workload_selector_errors(kind: &str, obj: &Value) -> Vec<FieldError> {
     )]
 }
 
-/// Whether a `LabelSelector` selects an object with these labels.
+/// Whether a `LabelSelector` selects an object with these labels (`LabelSelectorAsSelector`
+/// then `Matches`: the selector in its string form, read by kcp-core's parser).
 fn selects(selector: &Value, labels: &Map<String, Value>) -> bool {
-    let by_labels = selector
-        .get("matchLabels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-        .all(|(key, value)| labels.get(key) == Some(value));
-    let by_expressions = selector
-        .get("matchExpressions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .all(|requirement| requirement_holds(requirement, labels));
-    by_labels && by_expressions
-}
-
-fn requirement_holds(requirement: &Value, labels: &Map<String, Value>) -> bool {
-    let key = requirement
-        .get("key")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let values: BTreeSet<&str> = requirement
-        .get("values")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .collect();
-    let value = labels.get(key).and_then(Value::as_str);
-    match requirement.get("operator").and_then(Value::as_str) {
-        Some("In") => value.is_some_and(|v| values.contains(v)),
-        Some("NotIn") => value.is_none_or(|v| !values.contains(v)),
-        Some("Exists") => value.is_some(),
-        Some("DoesNotExist") => value.is_none(),
-        _ => false,
-    }
+    LabelSelector::parse(&crate::scale::format_selector(selector))
+        .is_ok_and(|selector| selector.matches(Some(labels)))
 }
 
 /// `validateServicePort` for each port: a name on each of several ports, the port number, the
