@@ -149,17 +149,13 @@ async fn broken_published_resources_say_what_is_wrong_and_the_good_one_is_served
     })
     .await;
 
-    let mut fixed = env.pr("bad-regex").await;
-    fixed.spec.mutation = Some(ResourceMutationSpec {
-        spec: vec![regex("^(.*)$")],
-        status: vec![],
-    });
-    fixed.status = None;
-    let object = serde_json::from_value(serde_json::to_value(&fixed).unwrap()).unwrap();
-    env.service
-        .replace(&object, kcp_core::Subresource::Main)
-        .await
-        .unwrap();
+    edit(&env, "bad-regex", |pr| {
+        pr.spec.mutation = Some(ResourceMutationSpec {
+            spec: vec![regex("^(.*)$")],
+            status: vec![],
+        });
+    })
+    .await;
     eventually("the fixed PublishedResource syncing", || async {
         condition(&env, "bad-regex", "Syncing")
             .await
@@ -192,16 +188,26 @@ async fn state_namespace(env: &Env) {
     .await;
 }
 
-/// Replaces PublishedResource `name` with `change` applied to it, as `kubectl edit` does.
-async fn edit(env: &Env, name: &str, change: impl FnOnce(&mut PublishedResource)) {
-    let mut pr = env.pr(name).await;
-    change(&mut pr);
-    pr.status = None;
-    let object = serde_json::from_value(serde_json::to_value(&pr).unwrap()).unwrap();
-    env.service
-        .replace(&object, kcp_core::Subresource::Main)
-        .await
-        .unwrap();
+/// Replaces PublishedResource `name` with `change` applied to it, as `kubectl edit` does;
+/// when the agent's status write got there first (409), the edit is made again on the latest
+/// copy, as a user re-runs `kubectl edit`.
+async fn edit(env: &Env, name: &str, change: impl Fn(&mut PublishedResource)) {
+    for _ in 0..20 {
+        let mut pr = env.pr(name).await;
+        change(&mut pr);
+        pr.status = None;
+        let object = serde_json::from_value(serde_json::to_value(&pr).unwrap()).unwrap();
+        match env
+            .service
+            .replace(&object, kcp_core::Subresource::Main)
+            .await
+        {
+            Ok(_) => return,
+            Err(error) if error.is_conflict() => continue,
+            Err(error) => panic!("editing PublishedResource {name}: {error}"),
+        }
+    }
+    panic!("editing PublishedResource {name}: still conflicting after 20 tries");
 }
 
 async fn syncing(env: &Env, name: &str) {
