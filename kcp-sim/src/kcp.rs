@@ -7,6 +7,7 @@
 //! `Initializing` until the last initializer is removed, then `Ready`, and the Workspace mirrors
 //! both.
 
+pub mod system_apis;
 pub mod types;
 
 use std::sync::Arc;
@@ -538,12 +539,12 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
         .map(|c| c.path.clone())
         .unwrap_or_default();
     let (type_path, type_name) = type_reference(ws);
-    let all_initializers = types::get(state, &type_path, &type_name)
+    let aliases = types::get(state, &type_path, &type_name)
         .map(|wt| types::aliases(state, &wt))
         .transpose()
         .map_err(ApiError::internal)?
-        .map(|aliases| types::initializers(&aliases))
         .unwrap_or_default();
+    let all_initializers = types::initializers(&aliases);
     let remaining: Vec<String> = all_initializers
         .iter()
         .filter(|i| !is_kcps_own_initializer(i))
@@ -613,6 +614,7 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
     add_finalizer(&mut done, LOGICAL_CLUSTER_FINALIZER);
     let stored = state.encode_next(&mut done)?;
     state.put(&lc, &logical_clusters(), "", LOGICAL_CLUSTER_NAME, stored)?;
+    system_apis::bind_defaults(state, &lc, &aliases)?;
     // As kcp: a workspace gets its `default` and `kube-system` namespaces once it is Ready, not while initializers
     // still work on it (seen on kcp v0.30.0).
     if ready {
@@ -979,7 +981,7 @@ pub fn bootstrap(state: &mut State) -> ApiResult<()> {
         let stored = state.encode_next(&mut done)?;
         state.put(ROOT, &workspace_types(), "", name, stored)?;
     }
-    Ok(())
+    system_apis::bootstrap(state)
 }
 
 /// `object`'s status replaced by `from`'s (removed when `from` has none).

@@ -207,6 +207,7 @@ fn kcp_components(group: &str, version: &str, kind: &str) -> Option<Components> 
             (group, kind),
             ("tenancy.kcp.io", "WorkspaceAuthenticationConfiguration")
                 | ("apis.kcp.io", "APIConversion")
+                | ("topology.kcp.io", "Partition" | "PartitionSet")
         );
         return untyped.then(|| custom_components(group, version, kind, &open()));
     };

@@ -505,6 +505,27 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                 &[],
                 &["kcp"],
             ));
+            // Served by kcp through root's `topology.kcp.io` export, kept without behaviour here.
+            types.push(builtin(
+                "topology.kcp.io",
+                "v1alpha1",
+                "Partition",
+                "partitions",
+                false,
+                false,
+                &[],
+                &["kcp"],
+            ));
+            types.push(builtin(
+                "topology.kcp.io",
+                "v1alpha1",
+                "PartitionSet",
+                "partitionsets",
+                false,
+                true,
+                &[],
+                &["kcp"],
+            ));
             types.push(builtin(
                 "core.kcp.io",
                 "v1alpha1",

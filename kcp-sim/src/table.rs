@@ -26,6 +26,10 @@ pub fn wants_table(accept: &str) -> bool {
 pub enum Cell {
     /// A Kubernetes JSONPath (`.spec.replicas`, `.status.conditions[?(@.type=="Ready")].status`).
     Path(String),
+    /// A CRD printer column's JSONPath: as [`Cell::Path`], but `null` when it finds nothing
+    /// (the apiextensions server leaves such a cell empty where kube's printers write
+    /// `<none>`).
+    PrinterColumn(String),
     /// `metadata.creationTimestamp` as an age (`5m`, `3d4h`).
     Age,
     /// A JSONPath whose timestamp is shown as an age (`date` printer columns).
@@ -338,7 +342,7 @@ pub fn crd_columns(printer_columns: &[Value]) -> Vec<Column> {
         let cell = if type_ == "date" {
             Cell::AgeOf(path)
         } else {
-            Cell::Path(path)
+            Cell::PrinterColumn(path)
         };
         columns.push(Column {
             name: field("name").to_string(),
@@ -350,6 +354,15 @@ pub fn crd_columns(printer_columns: &[Value]) -> Vec<Column> {
         });
     }
     columns
+}
+
+/// One `additionalPrinterColumns` entry of a CRD (an empty description is left out).
+fn printer_column(name: &str, type_: &str, path: &str, description: &str) -> Value {
+    let mut column = json!({"name": name, "type": type_, "jsonPath": path});
+    if !description.is_empty() {
+        column["description"] = json!(description);
+    }
+    column
 }
 
 /// The columns kube-apiserver (or kcp) prints for a builtin kind, with the types and
@@ -644,12 +657,29 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             Column::path("URL", ".status.URL"),
             age(),
         ],
-        ("apis.kcp.io", "APIBinding") => vec![
-            name(),
-            Column::path("Export", ".spec.reference.export.name"),
-            Column::path("Ready", ".status.conditions[?(@.type==\"Ready\")].status"),
-            age(),
-        ],
+        // kcp's CRD-defined kinds print their CRDs' columns (kcp v0.30.0).
+        ("apis.kcp.io", "APIBinding") => crd_columns(&[
+            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+            printer_column(
+                "Ready",
+                "string",
+                ".status.conditions[?(@.type==\"Ready\")].status",
+                "",
+            ),
+        ]),
+        ("topology.kcp.io", "Partition") => crd_columns(&[
+            printer_column("Owner", "string", ".metadata.ownerReferences[*].name", ""),
+            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+        ]),
+        ("topology.kcp.io", "PartitionSet") => crd_columns(&[
+            printer_column(
+                "Count",
+                "string",
+                ".status.count",
+                "Count of the partitions belonging the PartitionSet",
+            ),
+            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+        ]),
         ("tenancy.kcp.io", "WorkspaceType") | ("apis.kcp.io", "APIExport") => vec![name(), age()],
         _ => return None,
     };
@@ -720,6 +750,10 @@ fn cell(how: &Cell, o: &Value, now: jiff::Timestamp) -> Value {
     let int = |p: &str| o.pointer(p).and_then(Value::as_i64).unwrap_or(0);
     match how {
         Cell::Path(path) => text(eval_path(o, path)),
+        Cell::PrinterColumn(path) => match eval_path(o, path) {
+            found if found.is_empty() => Value::Null,
+            found => text(found),
+        },
         Cell::Age => json!(age_at(o.pointer("/metadata/creationTimestamp"), now)),
         Cell::AgeOf(path) => json!(age_at(eval_path(o, path).first().copied(), now)),
         Cell::DataCount => {

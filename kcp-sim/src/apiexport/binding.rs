@@ -14,6 +14,7 @@ use super::audience::{self, bound_resources};
 use super::conditions::{self, Condition};
 use super::export::Export;
 use super::{GROUP, bindings, endpoints, objects_of, schema, str_at};
+use crate::kcp::system_apis;
 use crate::resource::{GroupResource, ResourceType};
 use crate::status::{ApiError, ApiResult};
 use crate::store::State;
@@ -161,6 +162,7 @@ pub fn reconcile(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> 
         )?;
     }
     audience::refresh(state, cluster)?;
+    system_apis::record_resource_bindings(state, cluster)?;
     let export_cluster = str_at(&binding, "/status/apiExportClusterName").to_string();
     if !export_cluster.is_empty() {
         endpoints::refresh_for_export(state, &export_cluster, &export_name)?;
@@ -213,13 +215,19 @@ fn bind(state: &mut State, cluster: &str, export: &Export, binding: &mut Value) 
             .clusters
             .get(cluster)
             .is_some_and(|c| c.registry.get(&gr).is_some());
-        if served && !mine {
+        // kcp's own kinds are served by kcp-sim itself; root's exports of them bind them as
+        // they are.
+        let own_kind = served && system_apis::is_system_export(&export.cluster, &export.name);
+        if served && !mine && !own_kind {
             conflicts.push(gr.to_string());
             continue;
         }
         let entry = bound_entry(&schema, &t, &export.identity_hash);
         bound.retain(|b| str_at(b, "/group") != gr.group || str_at(b, "/resource") != gr.resource);
         bound.push(entry);
+        if own_kind {
+            continue;
+        }
         // Schemas are checked when the APIResourceSchema is created, so this compiles.
         let compiled = schema::compiled_for_binding(state, cluster, &t, &schema).ok();
         if let Some(c) = state.clusters.get_mut(cluster) {
@@ -343,7 +351,10 @@ pub fn delete_bound_objects(state: &mut State, cluster: &str, binding: &Value) -
 /// After a binding is gone: its resources are no longer served, and audiences and endpoints
 /// follow.
 pub fn removed(state: &mut State, cluster: &str, binding: &Value) -> ApiResult<()> {
-    if let Some(data) = state.clusters.get_mut(cluster) {
+    // kcp's own kinds stay served by kcp-sim.
+    if let Some(data) = state.clusters.get_mut(cluster)
+        && !system_apis::binds_system_export(binding)
+    {
         for gr in bound_resources(binding) {
             data.registry.remove(&gr);
             data.schemas.remove(&gr);
@@ -351,6 +362,7 @@ pub fn removed(state: &mut State, cluster: &str, binding: &Value) -> ApiResult<(
         }
     }
     audience::refresh(state, cluster)?;
+    system_apis::record_resource_bindings(state, cluster)?;
     let export_cluster = str_at(binding, "/status/apiExportClusterName");
     if !export_cluster.is_empty() {
         let name = str_at(binding, "/spec/reference/export/name");
