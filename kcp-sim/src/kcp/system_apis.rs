@@ -3,8 +3,9 @@
 //! `root` by a binding of the export's name; in every new workspace whose type (or a type it
 //! extends) lists `defaultAPIBindings`, a binding `<export>-<suffix>` per entry, as kcp's
 //! APIBinding initializer makes them; and the LogicalCluster's
-//! `internal.apis.kcp.io/resource-bindings` annotation, kcp's record of which binding serves
-//! each resource (seen on kcp v0.30.0: CRDs are not recorded there).
+//! `internal.apis.kcp.io/resource-bindings` annotation, kcp's record of which binding or CRD
+//! serves each resource (seen on kcp v0.30.0: written when a binding binds or goes, so a CRD
+//! shows there from the next binding on).
 //!
 //! kcp-sim serves these kinds in every workspace itself ([`crate::resource::builtin_types`]),
 //! so a binding to one of these exports counts them as bound without serving them a second
@@ -199,10 +200,18 @@ pub fn bind_defaults(state: &mut State, cluster: &str, aliases: &[Type]) -> ApiR
     Ok(())
 }
 
-/// The `internal.apis.kcp.io/resource-bindings` value for `cluster`: each bound resource of
-/// each binding, keyed `<resource>.<group>`, in key order.
+/// The `internal.apis.kcp.io/resource-bindings` value for `cluster`, keyed
+/// `<resource>.<group>` in key order: each bound resource of each binding (`{"n": <binding>}`)
+/// and each CRD's resource (`{"c": true}`), as kcp's binding controller records them.
 fn resource_bindings(state: &State, cluster: &str) -> String {
     let mut locks = BTreeMap::new();
+    let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
+    for crd in apiexport::objects_of(state, cluster, &crds) {
+        locks.insert(
+            str_at(&crd, "/metadata/name").to_string(),
+            json!({"c": true}),
+        );
+    }
     for binding in apiexport::objects_of(state, cluster, &apiexport::bindings()) {
         let name = str_at(&binding, "/metadata/name").to_string();
         let bound = binding
@@ -222,8 +231,8 @@ fn resource_bindings(state: &State, cluster: &str) -> String {
     serde_json::to_string(&locks).unwrap_or_default()
 }
 
-/// Brings the LogicalCluster's record of bound resources up to date (written by kcp only
-/// when a binding holds a resource, and kept while the cluster has any).
+/// Brings the LogicalCluster's record of bound resources up to date; called when a binding is
+/// reconciled or removed, the moments kcp writes it.
 pub fn record_resource_bindings(state: &mut State, cluster: &str) -> ApiResult<()> {
     let Some(stored) = state.lookup(cluster, &logical_clusters(), "", LOGICAL_CLUSTER_NAME) else {
         return Ok(());
