@@ -278,6 +278,133 @@ pub fn persistent_volume_claim(obj: &mut Value) {
     }
 }
 
+/// `SetDefaults_ReplicationController`: one replica, and the pod template's labels as the
+/// selector and as the controller's own labels where those are empty.
+pub fn replication_controller(obj: &mut Value) {
+    let template_labels = obj
+        .pointer("/spec/template/metadata/labels")
+        .filter(|l| l.as_object().is_some_and(|m| !m.is_empty()))
+        .cloned();
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    if let Some(labels) = template_labels {
+        let empty = |v: Option<&Value>| v.and_then(Value::as_object).is_none_or(Map::is_empty);
+        if let Some(meta) = object_at(root, "metadata")
+            && empty(meta.get("labels"))
+        {
+            meta.insert("labels".into(), labels.clone());
+        }
+        if let Some(spec) = object_at(root, "spec")
+            && empty(spec.get("selector"))
+        {
+            spec.insert("selector".into(), labels);
+        }
+    }
+    if let Some(spec) = object_at(root, "spec") {
+        default(spec, "replicas", json!(1));
+        if spec.get("template").is_some_and(Value::is_object) {
+            pod_template(spec);
+        }
+    }
+}
+
+/// `SetObjectDefaults_PodTemplate`: its template's `metadata: {}` and pod spec defaults.
+pub fn pod_template_object(obj: &mut Value) {
+    if let Some(root) = obj.as_object_mut() {
+        pod_template(root);
+    }
+}
+
+/// `SetDefaults_LimitRangeItem`: a container limit range's default limits from its maximums,
+/// and its default requests from those limits, else from its minimums.
+pub fn limit_range(obj: &mut Value) {
+    let Some(spec) = obj.as_object_mut().and_then(|o| object_at(o, "spec")) else {
+        return;
+    };
+    for item in items(spec, "limits") {
+        if item.get("type").and_then(Value::as_str) != Some("Container") {
+            continue;
+        }
+        let resources = |item: &Map<String, Value>, key: &str| {
+            item.get(key)
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default()
+        };
+        let mut limits = resources(item, "default");
+        let mut requests = resources(item, "defaultRequest");
+        for (name, value) in resources(item, "max") {
+            limits.entry(name).or_insert(value);
+        }
+        for source in [&limits, &resources(item, "min")] {
+            for (name, value) in source {
+                requests
+                    .entry(name.clone())
+                    .or_insert_with(|| value.clone());
+            }
+        }
+        for (key, values) in [("default", limits), ("defaultRequest", requests)] {
+            if !values.is_empty() {
+                item.insert(key.into(), Value::Object(values));
+            }
+        }
+    }
+}
+
+/// `SetDefaults_EndpointPort` of `core/v1` Endpoints: each port's protocol is TCP.
+pub fn endpoints(obj: &mut Value) {
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    for subset in items(root, "subsets") {
+        items(subset, "ports").for_each(|port| default_zero(port, "protocol", json!("TCP")));
+    }
+}
+
+/// `SetObjectDefaults_EndpointSlice`: each port named (`""`) and TCP; each endpoint's
+/// `conditions`, a struct Go always writes (`{}`).
+pub fn endpoint_slice(obj: &mut Value) {
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    for endpoint in items(root, "endpoints") {
+        object_at(endpoint, "conditions");
+    }
+    for port in items(root, "ports") {
+        default(port, "name", json!(""));
+        default(port, "protocol", json!("TCP"));
+    }
+}
+
+/// `SetDefaults_StorageClass`: volumes are deleted with their claims and bound at once.
+pub fn storage_class(obj: &mut Value) {
+    if let Some(class) = obj.as_object_mut() {
+        default(class, "reclaimPolicy", json!("Delete"));
+        default(class, "volumeBindingMode", json!("Immediate"));
+    }
+}
+
+/// `SetDefaults_PersistentVolume`: a retained filesystem volume, `Pending` until it is
+/// available, and its source's defaults.
+pub fn persistent_volume(obj: &mut Value) {
+    if let Some(spec) = obj.as_object_mut().and_then(|o| object_at(o, "spec")) {
+        default_zero(spec, "persistentVolumeReclaimPolicy", json!("Retain"));
+        default(spec, "volumeMode", json!("Filesystem"));
+        host_path(spec);
+    }
+    if let Some(status) = obj.as_object_mut().and_then(|o| object_at(o, "status")) {
+        default_zero(status, "phase", json!("Pending"));
+    }
+}
+
+/// `SetDefaults_HostPathVolumeSource` of a volume source: a host path of unchecked type.
+fn host_path(source: &mut Map<String, Value>) {
+    if let Some(host_path) = source.get_mut("hostPath").and_then(Value::as_object_mut) {
+        default(host_path, "type", json!(""));
+    }
+}
+
 /// `SetDefaults_PriorityClass`: `PreemptLowerPriority` unless the class says otherwise.
 pub fn priority_class(obj: &mut Value) {
     if let Some(class) = obj.as_object_mut() {
@@ -389,9 +516,7 @@ fn volume(v: &mut Map<String, Value>) {
             default(token, "expirationSeconds", json!(3600));
         }
     }
-    if let Some(host_path) = v.get_mut("hostPath").and_then(Value::as_object_mut) {
-        default(host_path, "type", json!(""));
-    }
+    host_path(v);
 }
 
 /// The tag `parsers.ParseImageName` finds in an image reference: its own, `latest` when it has
@@ -487,5 +612,35 @@ mod tests {
         }
         assert_eq!(pod["volumes"][0]["emptyDir"], json!({}));
         assert_eq!(pod["volumes"][1]["secret"]["defaultMode"], 420);
+    }
+    #[test]
+    fn a_replication_controller_takes_its_selector_and_labels_from_its_template() {
+        let mut rc = json!({"metadata": {"name": "legacy"}, "spec": {"template": {
+            "metadata": {"labels": {"app": "legacy"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}});
+        replication_controller(&mut rc);
+        assert_eq!(rc["spec"]["selector"], json!({"app": "legacy"}));
+        assert_eq!(rc["metadata"]["labels"], json!({"app": "legacy"}));
+        assert_eq!(rc["spec"]["replicas"], 1);
+    }
+
+    #[test]
+    fn a_container_limit_range_defaults_limits_from_its_maximum_and_requests_from_its_limits() {
+        let mut lr = json!({"spec": {"limits": [{"type": "Container",
+            "max": {"cpu": "1"}, "min": {"cpu": "100m", "memory": "64Mi"}}]}});
+        limit_range(&mut lr);
+        let item = &lr["spec"]["limits"][0];
+        assert_eq!(item["default"], json!({"cpu": "1"}));
+        assert_eq!(
+            item["defaultRequest"],
+            json!({"cpu": "1", "memory": "64Mi"})
+        );
+    }
+
+    #[test]
+    fn a_pod_limit_range_gets_no_container_defaults() {
+        let mut lr = json!({"spec": {"limits": [{"type": "Pod", "max": {"cpu": "4"}}]}});
+        limit_range(&mut lr);
+        assert!(lr["spec"]["limits"][0].get("default").is_none());
     }
 }

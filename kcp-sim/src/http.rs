@@ -54,10 +54,16 @@ pub async fn handle(
         .is_some_and(crate::protobuf::accepts_only_protobuf);
     let label = crate::requests::label(method.as_str(), &path, req.uri().query());
     let started = std::time::Instant::now();
-    let response = match route(&sim, &settings, req).await {
+    let deprecation = deprecation_warning(sim.flavor, &path);
+    let mut response = match route(&sim, &settings, req).await {
         Ok(resp) => resp,
         Err(err) => error_response(&err),
     };
+    if let Some(warning) = deprecation
+        && let Ok(value) = HeaderValue::from_str(&format!("299 - \"{warning}\""))
+    {
+        response.headers_mut().append(header::WARNING, value);
+    }
     let response = if protobuf_only {
         crate::protobuf::response::transcode(response).await
     } else {
@@ -66,6 +72,24 @@ pub async fn handle(
     sim.requests.record(label, started.elapsed());
     tracing::debug!(%method, %path, status = response.status().as_u16(), "kcp-sim request");
     Ok(response)
+}
+
+/// The warning kube-apiserver sends with every request for a deprecated resource it serves:
+/// `core/v1` Endpoints since Kubernetes 1.33.
+fn deprecation_warning(flavor: Flavor, path: &str) -> Option<&'static str> {
+    if flavor != Flavor::Kubernetes {
+        return None;
+    }
+    let segments = decode_segments(path);
+    let resource = match segments.as_slice() {
+        [api, v1, namespaces, _, resource, ..] if namespaces == "namespaces" => {
+            (api == "api" && v1 == "v1").then_some(resource)
+        }
+        [api, v1, resource, ..] => (api == "api" && v1 == "v1").then_some(resource),
+        _ => None,
+    }?;
+    (resource == "endpoints")
+        .then_some("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
 }
 
 fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {

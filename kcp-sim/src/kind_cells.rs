@@ -1,5 +1,5 @@
-//! The cells kube-apiserver's printers compute for the networking, autoscaling, scheduling and
-//! storage kinds (`pkg/printers/internalversion`), each a pure function of the object, used by
+//! The cells kube-apiserver's printers compute for the networking, discovery, autoscaling,
+//! scheduling and storage kinds (`pkg/printers/internalversion`), each a pure function of the object, used by
 //! [`crate::table`] through `Cell::Computed`.
 
 use serde_json::{Value, json};
@@ -189,6 +189,15 @@ pub fn global_default(o: &Value) -> Value {
 
 /// `GetAccessModesAsString` of a claim's bound access modes (`RWO,ROX,RWX,RWOP`).
 pub fn access_modes(o: &Value) -> Value {
+    access_modes_at(o, "/status/accessModes")
+}
+
+/// `GetAccessModesAsString` of a volume's access modes.
+pub fn volume_access_modes(o: &Value) -> Value {
+    access_modes_at(o, "/spec/accessModes")
+}
+
+fn access_modes_at(o: &Value, pointer: &str) -> Value {
     let modes: Vec<&str> = [
         "ReadWriteOnce",
         "ReadOnlyMany",
@@ -197,22 +206,140 @@ pub fn access_modes(o: &Value) -> Value {
     ]
     .into_iter()
     .zip(["RWO", "ROX", "RWX", "RWOP"])
-    .filter(|(mode, _)| list(o, "/status/accessModes").any(|m| m == mode))
+    .filter(|(mode, _)| list(o, pointer).any(|m| m == mode))
     .map(|(_, short)| short)
     .collect();
     json!(modes.join(","))
 }
 
-/// A claim's storage class: `spec.storageClassName`, else the beta annotation, else empty.
-pub fn claim_class(o: &Value) -> Value {
-    let named = text(o, "/spec/storageClassName");
-    if !named.is_empty() {
-        return json!(named);
+/// A volume's capacity (`spec.capacity.storage`), `0` when it has none.
+pub fn volume_capacity(o: &Value) -> Value {
+    match text(o, "/spec/capacity/storage") {
+        "" => json!("0"),
+        storage => json!(storage),
     }
-    json!(text(
-        o,
-        "/metadata/annotations/volume.beta.kubernetes.io~1storage-class"
+}
+
+/// The claim a volume is bound to, `<namespace>/<name>`, or empty.
+pub fn volume_claim(o: &Value) -> Value {
+    if o.pointer("/spec/claimRef").is_none_or(Value::is_null) {
+        return json!("");
+    }
+    json!(format!(
+        "{}/{}",
+        text(o, "/spec/claimRef/namespace"),
+        text(o, "/spec/claimRef/name")
     ))
+}
+
+/// A StorageClass's name, followed by ` (default)` when it is the cluster's default class.
+pub fn storage_class_name(o: &Value) -> Value {
+    let annotation = |key: &str| text(o, &format!("/metadata/annotations/{key}")) == "true";
+    let name = text(o, "/metadata/name");
+    if annotation("storageclass.kubernetes.io~1is-default-class")
+        || annotation("storageclass.beta.kubernetes.io~1is-default-class")
+    {
+        json!(format!("{name} (default)"))
+    } else {
+        json!(name)
+    }
+}
+
+/// A StorageClass's reclaim policy (`Delete` when unset).
+pub fn reclaim_policy(o: &Value) -> Value {
+    json!(match text(o, "/reclaimPolicy") {
+        "" => "Delete",
+        policy => policy,
+    })
+}
+
+/// A StorageClass's volume binding mode (`Immediate` when unset).
+pub fn volume_binding_mode(o: &Value) -> Value {
+    json!(match text(o, "/volumeBindingMode") {
+        "" => "Immediate",
+        mode => mode,
+    })
+}
+
+/// Whether a StorageClass allows volume expansion (false when unset).
+pub fn allow_volume_expansion(o: &Value) -> Value {
+    json!(o.get("allowVolumeExpansion").and_then(Value::as_bool) == Some(true))
+}
+
+/// `formatEndpoints`: every `address:port` of an Endpoints object's subsets (the bare address of
+/// a subset without ports), three at most, `<none>` for an object without subsets.
+pub fn endpoints_addresses(o: &Value) -> Value {
+    if list(o, "/subsets").next().is_none() {
+        return json!("<none>");
+    }
+    let mut found = Vec::new();
+    for subset in list(o, "/subsets") {
+        let addresses: Vec<&str> = list(subset, "/addresses").map(|a| text(a, "/ip")).collect();
+        let ports: Vec<i64> = list(subset, "/ports")
+            .filter_map(|p| p.get("port").and_then(Value::as_i64))
+            .collect();
+        if ports.is_empty() {
+            found.extend(addresses.iter().map(|a| a.to_string()));
+            continue;
+        }
+        for port in ports {
+            found.extend(addresses.iter().map(|a| host_port(a, port)));
+        }
+    }
+    json!(at_most(&found, 3, ","))
+}
+
+/// Go's `net.JoinHostPort`: an IPv6 address in brackets.
+fn host_port(host: &str, port: i64) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
+    }
+}
+
+/// `formatDiscoveryPorts`: an EndpointSlice's port numbers (a port's name when it has no
+/// number, `*` when neither), three at most, `<unset>` for none.
+pub fn slice_ports(o: &Value) -> Value {
+    let ports: Vec<String> = list(o, "/ports")
+        .map(
+            |p| match (p.get("port").and_then(Value::as_i64), text(p, "/name")) {
+                (Some(port), _) => port.to_string(),
+                (None, "") => "*".to_string(),
+                (None, name) => name.to_string(),
+            },
+        )
+        .collect();
+    unset_when_empty(at_most(&ports, 3, ","))
+}
+
+/// `formatDiscoveryEndpoints`: every address of an EndpointSlice's endpoints, three at most,
+/// `<unset>` for none.
+pub fn slice_endpoints(o: &Value) -> Value {
+    let addresses: Vec<String> = list(o, "/endpoints")
+        .flat_map(|e| list(e, "/addresses"))
+        .filter_map(Value::as_str)
+        .map(String::from)
+        .collect();
+    unset_when_empty(at_most(&addresses, 3, ","))
+}
+
+fn unset_when_empty(text: String) -> Value {
+    json!(if text.is_empty() {
+        "<unset>".into()
+    } else {
+        text
+    })
+}
+
+/// A claim's or volume's storage class (`GetPersistentVolumeClaimClass`,
+/// `GetPersistentVolumeClass`): the beta annotation when it is set, else
+/// `spec.storageClassName`, else empty.
+pub fn claim_class(o: &Value) -> Value {
+    let annotation = o
+        .pointer("/metadata/annotations/volume.beta.kubernetes.io~1storage-class")
+        .and_then(Value::as_str);
+    json!(annotation.unwrap_or_else(|| text(o, "/spec/storageClassName")))
 }
 
 #[cfg(test)]
@@ -256,5 +383,35 @@ mod tests {
     fn bound_access_modes_are_abbreviated_in_order() {
         let claim = json!({"status": {"accessModes": ["ReadWriteMany", "ReadWriteOnce"]}});
         assert_eq!(access_modes(&claim), "RWO,RWX");
+    }
+    #[test]
+    fn endpoints_show_three_address_port_pairs_and_count_the_rest() {
+        let ep = json!({"subsets": [{"addresses": [{"ip": "10.1.0.1"}, {"ip": "10.1.0.2"}],
+            "ports": [{"port": 80}, {"port": 443}]}]});
+        assert_eq!(
+            endpoints_addresses(&ep),
+            "10.1.0.1:80,10.1.0.2:80,10.1.0.1:443 + 1 more..."
+        );
+        assert_eq!(endpoints_addresses(&json!({})), "<none>");
+        let v6 = json!({"subsets": [{"addresses": [{"ip": "fd00::1"}], "ports": [{"port": 80}]}]});
+        assert_eq!(endpoints_addresses(&v6), "[fd00::1]:80");
+    }
+
+    #[test]
+    fn an_endpoint_slice_without_ports_shows_them_unset() {
+        let slice = json!({"endpoints": [{"addresses": ["10.1.0.3"]}]});
+        assert_eq!(slice_ports(&slice), "<unset>");
+        assert_eq!(slice_endpoints(&slice), "10.1.0.3");
+    }
+
+    #[test]
+    fn the_default_storage_class_is_marked_after_its_name() {
+        let class = json!({"metadata": {"name": "fast",
+            "annotations": {"storageclass.kubernetes.io/is-default-class": "true"}}});
+        assert_eq!(storage_class_name(&class), "fast (default)");
+        assert_eq!(
+            storage_class_name(&json!({"metadata": {"name": "slow"}})),
+            "slow"
+        );
     }
 }

@@ -23,8 +23,9 @@
 //! [`server`]. [`schema`] validates, defaults and prunes custom resources. [`selector`], [`patch`],
 //! [`managed_fields`], [`object_meta`] (metadata checks), [`defaults`] (the builtin kinds'
 //! decode defaults), [`validation`] (their field validation), [`pods`], [`services`], [`batch`],
-//! [`daemon_sets`], [`volume_claims`] and [`scheduling`] (what kube's strategies and admission
-//! add to a new Pod, Service, Job, CronJob, DaemonSet, claim or PriorityClass) are the pure pieces
+//! [`daemon_sets`], [`volume_claims`], [`persistent_volumes`], [`limit_ranges`] and
+//! [`scheduling`] (what kube's strategies and admission add to a new Pod, Service, Job, CronJob,
+//! DaemonSet, claim, volume or PriorityClass) are the pure pieces
 //! underneath; [`authorization`] checks impersonated requests with RBAC and answers access
 //! reviews, and [`tokens`] answers ServiceAccount TokenRequests; [`table`] (with
 //! [`kind_cells`]), [`events`], [`protobuf`] and [`openapi`] are how answers are shown (Tables,
@@ -48,10 +49,12 @@ mod garbage_collector;
 pub mod http;
 pub mod kcp;
 pub mod kind_cells;
+pub mod limit_ranges;
 pub mod managed_fields;
 pub mod object_meta;
 pub mod openapi;
 pub mod patch;
+pub mod persistent_volumes;
 pub mod pods;
 pub mod protobuf;
 pub mod query;

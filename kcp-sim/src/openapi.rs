@@ -113,8 +113,9 @@ fn generate<T: JsonSchema>() -> Components {
 fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components> {
     use k8s_openapi::api::{
         apps::v1 as apps, autoscaling::v2 as autoscaling, batch::v1 as batch, coordination,
-        core::v1 as core, events, networking::v1 as networking, policy::v1 as policy,
-        rbac::v1 as rbac, scheduling::v1 as scheduling,
+        core::v1 as core, discovery::v1 as discovery, events, networking::v1 as networking,
+        node::v1 as node, policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling,
+        storage::v1 as storage,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
     let components = match (group, version, kind) {
@@ -127,6 +128,14 @@ fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components
         ("", "v1", "Node") => generate::<core::Node>(),
         ("", "v1", "Pod") => generate::<core::Pod>(),
         ("", "v1", "ResourceQuota") => generate::<core::ResourceQuota>(),
+        ("", "v1", "Endpoints") => generate::<core::Endpoints>(),
+        ("", "v1", "LimitRange") => generate::<core::LimitRange>(),
+        ("", "v1", "PersistentVolume") => generate::<core::PersistentVolume>(),
+        ("", "v1", "PodTemplate") => generate::<core::PodTemplate>(),
+        ("", "v1", "ReplicationController") => generate::<core::ReplicationController>(),
+        ("discovery.k8s.io", "v1", "EndpointSlice") => generate::<discovery::EndpointSlice>(),
+        ("node.k8s.io", "v1", "RuntimeClass") => generate::<node::RuntimeClass>(),
+        ("storage.k8s.io", "v1", "StorageClass") => generate::<storage::StorageClass>(),
         ("batch", "v1", "Job") => generate::<batch::Job>(),
         ("batch", "v1", "CronJob") => generate::<batch::CronJob>(),
         ("apps", "v1", "ReplicaSet") => generate::<apps::ReplicaSet>(),

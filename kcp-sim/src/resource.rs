@@ -103,6 +103,9 @@ pub fn is_typed_group(group: &str) -> bool {
         group,
         "" | "apps"
             | "batch"
+            | "discovery.k8s.io"
+            | "node.k8s.io"
+            | "storage.k8s.io"
             | "policy"
             | "networking.k8s.io"
             | "autoscaling"
@@ -172,15 +175,29 @@ fn builtin(
         singular: kind.to_ascii_lowercase(),
         namespaced,
         status,
-        scale: matches!(
-            (group, plural),
-            ("apps", "deployments" | "statefulsets" | "replicasets")
-        )
-        .then(ScalePaths::workload),
+        scale: match (group, plural) {
+            ("apps", "deployments" | "statefulsets" | "replicasets") => {
+                Some(ScalePaths::workload())
+            }
+            ("", "replicationcontrollers") => Some(ScalePaths::replication_controller()),
+            _ => None,
+        },
         short_names: short_names.iter().map(|s| s.to_string()).collect(),
         categories: categories.iter().map(|s| s.to_string()).collect(),
     }
 }
+
+/// A builtin kind served without behaviour: group, kind, plural, namespaced, status
+/// subresource, short names, categories.
+type StoredKind = (
+    &'static str,
+    &'static str,
+    &'static str,
+    bool,
+    bool,
+    &'static [&'static str],
+    &'static [&'static str],
+);
 
 /// The builtin kinds of a cluster of this flavor.
 pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
@@ -401,6 +418,71 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                 &["hpa"],
                 &["all"],
             ));
+            // Kinds stored with kube's defaults and printers, whose controllers (endpoints,
+            // volume binding, replication) are not played.
+            let stored: [StoredKind; 8] = [
+                ("", "Endpoints", "endpoints", true, false, &["ep"], &[]),
+                (
+                    "",
+                    "LimitRange",
+                    "limitranges",
+                    true,
+                    false,
+                    &["limits"],
+                    &[],
+                ),
+                (
+                    "",
+                    "PersistentVolume",
+                    "persistentvolumes",
+                    false,
+                    true,
+                    &["pv"],
+                    &[],
+                ),
+                ("", "PodTemplate", "podtemplates", true, false, &[], &[]),
+                (
+                    "",
+                    "ReplicationController",
+                    "replicationcontrollers",
+                    true,
+                    true,
+                    &["rc"],
+                    &["all"],
+                ),
+                (
+                    "discovery.k8s.io",
+                    "EndpointSlice",
+                    "endpointslices",
+                    true,
+                    false,
+                    &[],
+                    &[],
+                ),
+                (
+                    "node.k8s.io",
+                    "RuntimeClass",
+                    "runtimeclasses",
+                    false,
+                    false,
+                    &[],
+                    &[],
+                ),
+                (
+                    "storage.k8s.io",
+                    "StorageClass",
+                    "storageclasses",
+                    false,
+                    false,
+                    &["sc"],
+                    &[],
+                ),
+            ];
+            for (group, kind, plural, namespaced, status, short, categories) in stored {
+                types.push(builtin(
+                    group, "v1", kind, plural, namespaced, status, short, categories,
+                ));
+            }
             types.push(builtin(
                 "scheduling.k8s.io",
                 "v1",

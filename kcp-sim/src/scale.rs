@@ -31,6 +31,8 @@ pub struct ScalePaths {
 pub enum SelectorSource {
     /// A builtin workload's `spec.selector` (a LabelSelector), written as a string.
     SpecLabelSelector,
+    /// A ReplicationController's `spec.selector` (a map of labels), written as a string.
+    SpecLabels,
     /// A string field a CRD names in `labelSelectorPath`.
     Path(String),
     /// No selector.
@@ -44,6 +46,14 @@ impl ScalePaths {
             spec_replicas: ".spec.replicas".into(),
             status_replicas: ".status.replicas".into(),
             selector: SelectorSource::SpecLabelSelector,
+        }
+    }
+
+    /// A ReplicationController's: its selector is a plain map of labels.
+    pub fn replication_controller() -> ScalePaths {
+        ScalePaths {
+            selector: SelectorSource::SpecLabels,
+            ..ScalePaths::workload()
         }
     }
 
@@ -78,6 +88,9 @@ pub fn render(paths: &ScalePaths, object: &Value) -> Value {
     let mut status = json!({"replicas": replicas(&paths.status_replicas)});
     let selector = match &paths.selector {
         SelectorSource::SpecLabelSelector => object.pointer("/spec/selector").map(format_selector),
+        SelectorSource::SpecLabels => object
+            .pointer("/spec/selector")
+            .map(|labels| format_selector(&json!({"matchLabels": labels}))),
         SelectorSource::Path(path) => at(object, path).and_then(Value::as_str).map(String::from),
         SelectorSource::None => None,
     };

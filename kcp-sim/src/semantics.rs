@@ -23,8 +23,8 @@ use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult, StatusCause};
 use crate::store::{State, Stored};
 use crate::{
-    batch, crd, daemon_sets, defaults, garbage_collector, kcp, object_meta, pods, scheduling,
-    schema, services, validation, volume_claims,
+    batch, crd, daemon_sets, defaults, garbage_collector, kcp, limit_ranges, object_meta,
+    persistent_volumes, pods, scheduling, schema, services, validation, volume_claims,
 };
 
 /// Who writes and how: the options of a create, update or patch.
@@ -423,7 +423,9 @@ fn has_generation(state: &State, cluster: &str, rt: &ResourceType) -> bool {
     // Strategies that set a generation without a status subresource, or none with one.
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("networking.k8s.io", "NetworkPolicy" | "IngressClass")
-        | ("scheduling.k8s.io", "PriorityClass") => return true,
+        | ("scheduling.k8s.io", "PriorityClass")
+        | ("", "ReplicationController" | "PodTemplate")
+        | ("discovery.k8s.io", "EndpointSlice") => return true,
         ("autoscaling", "HorizontalPodAutoscaler") => return false,
         _ => {}
     }
@@ -658,6 +660,13 @@ fn decode_defaults(
         ("scheduling.k8s.io", "PriorityClass") => defaults::priority_class(obj),
         ("batch", "Job") => defaults::job(obj),
         ("batch", "CronJob") => defaults::cron_job(obj),
+        ("", "ReplicationController") => defaults::replication_controller(obj),
+        ("", "PodTemplate") => defaults::pod_template_object(obj),
+        ("", "LimitRange") => defaults::limit_range(obj),
+        ("", "Endpoints") => defaults::endpoints(obj),
+        ("discovery.k8s.io", "EndpointSlice") => defaults::endpoint_slice(obj),
+        ("storage.k8s.io", "StorageClass") => defaults::storage_class(obj),
+        ("", "PersistentVolume") => defaults::persistent_volume(obj),
         _ => {}
     }
     Ok(())
@@ -711,9 +720,18 @@ fn default_on_create(
             crd::check(state, cluster, obj)?;
             obj["status"] = crd::initial_status(obj);
         }
-        ("", "Pod") => pods::admit_new(&name, obj, |class| {
-            scheduling::priority(state, cluster, class)
-        })?,
+        ("", "Pod") => {
+            let namespace = meta_str(obj, "namespace").unwrap_or_default().to_string();
+            let ranges = GroupResource::new("", "limitranges");
+            let ranges: Vec<Value> = crate::apiexport::objects_of(state, cluster, &ranges)
+                .into_iter()
+                .filter(|r| meta_str(r, "namespace") == Some(namespace.as_str()))
+                .collect();
+            limit_ranges::admit_pod(obj, &ranges);
+            pods::admit_new(&name, obj, |class| {
+                scheduling::priority(state, cluster, class)
+            })?
+        }
         ("", "Service") => services::allocate(state, cluster, &name, obj)?,
         // The strategy empties a new Deployment's status, which Go writes `{}`.
         ("apps", "Deployment") => obj["status"] = json!({}),
@@ -736,7 +754,14 @@ fn default_on_create(
         ("autoscaling", "HorizontalPodAutoscaler") => {
             obj["status"] = json!({"currentMetrics": null, "desiredReplicas": 0});
         }
-        ("", "PersistentVolumeClaim") => volume_claims::admit_new(obj),
+        ("", "PersistentVolumeClaim") => {
+            let classes = GroupResource::new("storage.k8s.io", "storageclasses");
+            let classes = crate::apiexport::objects_of(state, cluster, &classes);
+            volume_claims::admit_new(obj, volume_claims::default_class(&classes).as_deref());
+        }
+        ("", "PersistentVolume") => persistent_volumes::admit_new(obj, &now()),
+        // A ReplicationController's replica count is written without omitempty.
+        ("", "ReplicationController") => obj["status"] = json!({"replicas": 0}),
         ("scheduling.k8s.io", "PriorityClass") => {
             scheduling::admit_new_class(state, cluster, &name, obj)?;
         }

@@ -681,6 +681,112 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             printer_column("Age", "date", ".metadata.creationTimestamp", ""),
         ]),
         ("tenancy.kcp.io", "WorkspaceType") | ("apis.kcp.io", "APIExport") => vec![name(), age()],
+        _ => return stored_kind_columns(rt),
+    };
+    Some(columns)
+}
+
+/// kube's printers of the kinds kcp-sim stores without their controllers: Endpoints and
+/// EndpointSlices, volumes and storage classes, limit ranges, runtime classes,
+/// ReplicationControllers and PodTemplates.
+fn stored_kind_columns(rt: &ResourceType) -> Option<Vec<Column>> {
+    let (group, kind) = (rt.group.as_str(), rt.kind.as_str());
+    let field = |path: &[&str]| doc(group, kind, path);
+    let columns = match (group, kind) {
+        ("", "Endpoints") => vec![
+            name(),
+            computed("Endpoints", kind_cells::endpoints_addresses).described(field(&["subsets"])),
+            age(),
+        ],
+        ("discovery.k8s.io", "EndpointSlice") => vec![
+            name(),
+            Column::path("AddressType", ".addressType").described(field(&["addressType"])),
+            computed("Ports", kind_cells::slice_ports).described(field(&["ports"])),
+            computed("Endpoints", kind_cells::slice_endpoints).described(field(&["endpoints"])),
+            age(),
+        ],
+        ("", "PersistentVolume") => vec![
+            name(),
+            computed("Capacity", kind_cells::volume_capacity)
+                .described(field(&["spec", "capacity"])),
+            computed("Access Modes", kind_cells::volume_access_modes)
+                .described(field(&["spec", "accessModes"])),
+            Column::path("Reclaim Policy", ".spec.persistentVolumeReclaimPolicy")
+                .described(field(&["spec", "persistentVolumeReclaimPolicy"])),
+            Column::path("Status", ".status.phase").described(field(&["status", "phase"])),
+            computed("Claim", kind_cells::volume_claim).described(field(&["spec", "claimRef"])),
+            computed("StorageClass", kind_cells::claim_class).described("StorageClass of the pv"),
+            Column::path_or(
+                "VolumeAttributesClass",
+                ".spec.volumeAttributesClassName",
+                "<unset>",
+            )
+            .described("VolumeAttributesClass of the pv"),
+            Column::new("Reason", "string", Cell::PathOrEmpty(".status.reason"))
+                .described(field(&["status", "reason"])),
+            age(),
+            Column::path_or("VolumeMode", ".spec.volumeMode", "<unset>")
+                .wide()
+                .described(field(&["spec", "volumeMode"])),
+        ],
+        ("storage.k8s.io", "StorageClass") => {
+            let mut class_name =
+                computed("Name", kind_cells::storage_class_name).described(meta_doc("name"));
+            class_name.format = "name".into();
+            vec![
+                class_name,
+                Column::path("Provisioner", ".provisioner").described(field(&["provisioner"])),
+                computed("ReclaimPolicy", kind_cells::reclaim_policy)
+                    .described(field(&["reclaimPolicy"])),
+                computed("VolumeBindingMode", kind_cells::volume_binding_mode)
+                    .described(field(&["volumeBindingMode"])),
+                computed("AllowVolumeExpansion", kind_cells::allow_volume_expansion)
+                    .described(field(&["allowVolumeExpansion"])),
+                age(),
+            ]
+        }
+        ("", "LimitRange") => vec![
+            name(),
+            Column::new(
+                "Created At",
+                "date",
+                Cell::Path(".metadata.creationTimestamp".into()),
+            )
+            .described(meta_doc("creationTimestamp")),
+        ],
+        ("node.k8s.io", "RuntimeClass") => vec![
+            name(),
+            Column::path("Handler", ".handler").described(field(&["handler"])),
+            age(),
+        ],
+        ("", "ReplicationController") => vec![
+            name(),
+            Column::new("Desired", "integer", Cell::Integer(".spec.replicas"))
+                .described(field(&["spec", "replicas"])),
+            Column::new("Current", "integer", Cell::Integer(".status.replicas"))
+                .described(field(&["status", "replicas"])),
+            Column::new("Ready", "integer", Cell::Integer(".status.readyReplicas"))
+                .described(field(&["status", "readyReplicas"])),
+            age(),
+            template_containers(Cell::Containers("name")),
+            template_containers(Cell::Containers("image")),
+            Column::new("Selector", "string", Cell::Labels("/spec/selector"))
+                .wide()
+                .described(field(&["spec", "selector"])),
+        ],
+        ("", "PodTemplate") => vec![
+            name(),
+            Column::path("Containers", ".template.spec.containers[*].name")
+                .described("Names of each container in the template."),
+            Column::path("Images", ".template.spec.containers[*].image")
+                .described("Images referenced by each container in the template."),
+            Column::new(
+                "Pod Labels",
+                "string",
+                Cell::Labels("/template/metadata/labels"),
+            )
+            .described("The labels for the pod template."),
+        ],
         _ => return None,
     };
     Some(columns)

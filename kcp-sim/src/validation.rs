@@ -9,7 +9,10 @@
 //! - a Service's ports: numbers in range, a name on each of several ports, target ports;
 //! - an Event's involved object in the Event's namespace;
 //! - an Ingress's paths: a path type on each, and service backends by a port name or a number
-//!   in range.
+//!   in range;
+//! - a StorageClass's provisioner (required, then unchangeable with its parameters and reclaim
+//!   policy), a RuntimeClass's handler (a DNS-1123 label), a PersistentVolume's access modes,
+//!   capacity and volume source.
 //!
 //! What is not here (resource quantities, pod specs beyond the template's labels, total sizes)
 //! is not checked: kcp-sim stores such objects where kube-apiserver would refuse them.
@@ -37,8 +40,106 @@ pub fn create_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
         ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") => {
             workload_selector_errors(kind, obj)
         }
+        ("storage.k8s.io", "StorageClass") => storage_class_errors(obj),
+        ("node.k8s.io", "RuntimeClass") => runtime_class_errors(obj),
+        ("", "PersistentVolume") => persistent_volume_errors(obj),
         _ => Vec::new(),
     }
+}
+
+/// `ValidateStorageClass`: a provisioner is named.
+fn storage_class_errors(class: &Value) -> Vec<FieldError> {
+    match class.get("provisioner").and_then(Value::as_str) {
+        Some(provisioner) if !provisioner.is_empty() => Vec::new(),
+        _ => vec![FieldError::required("provisioner", "")],
+    }
+}
+
+/// `ValidateStorageClassUpdate`: what a class provisions with cannot change.
+fn storage_class_update_errors(old: &Value, new: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    for field in ["parameters", "provisioner", "reclaimPolicy"] {
+        if old.get(field) != new.get(field) {
+            errors.push(FieldError::forbidden(
+                field,
+                format!("updates to {field} are forbidden."),
+            ));
+        }
+    }
+    if old.get("volumeBindingMode") != new.get("volumeBindingMode") {
+        let value = new.get("volumeBindingMode").cloned().unwrap_or(Value::Null);
+        errors.push(FieldError::invalid(
+            "volumeBindingMode",
+            value,
+            "field is immutable",
+        ));
+    }
+    errors
+}
+
+/// `ValidateRuntimeClass`: the handler is a DNS-1123 label.
+fn runtime_class_errors(class: &Value) -> Vec<FieldError> {
+    let handler = class
+        .get("handler")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    crate::object_meta::dns1123_label_errors(handler)
+        .into_iter()
+        .map(|why| FieldError::invalid("handler", json!(handler), why))
+        .collect()
+}
+
+/// The volume sources a PersistentVolume may name.
+const VOLUME_SOURCES: &[&str] = &[
+    "awsElasticBlockStore",
+    "azureDisk",
+    "azureFile",
+    "cephfs",
+    "cinder",
+    "csi",
+    "fc",
+    "flexVolume",
+    "flocker",
+    "gcePersistentDisk",
+    "glusterfs",
+    "hostPath",
+    "iscsi",
+    "local",
+    "nfs",
+    "photonPersistentDisk",
+    "portworxVolume",
+    "quobyte",
+    "rbd",
+    "scaleIO",
+    "storageos",
+    "vsphereVolume",
+];
+
+/// `ValidatePersistentVolumeSpec`, its first checks: access modes, a storage capacity and one
+/// volume source.
+fn persistent_volume_errors(volume: &Value) -> Vec<FieldError> {
+    let spec = volume.get("spec").cloned().unwrap_or(Value::Null);
+    let mut errors = Vec::new();
+    let modes = spec.get("accessModes").and_then(Value::as_array);
+    if modes.is_none_or(Vec::is_empty) {
+        errors.push(FieldError::required("spec.accessModes", ""));
+    }
+    let capacity = spec.get("capacity").and_then(Value::as_object);
+    if capacity.is_none_or(Map::is_empty) {
+        errors.push(FieldError::required("spec.capacity", ""));
+    }
+    if capacity.is_none_or(|c| c.len() != 1 || !c.contains_key("storage")) {
+        errors.push(FieldError::new(
+            crate::schema::field::ErrorType::NotSupported,
+            "spec.capacity",
+            Some(capacity.map_or(Value::Null, |c| Value::Object(c.clone()))),
+            "supported values: \"storage\"",
+        ));
+    }
+    if !VOLUME_SOURCES.iter().any(|s| spec.get(*s).is_some()) {
+        errors.push(FieldError::required("spec", "must specify a volume type"));
+    }
+    errors
 }
 
 /// What is wrong with an update of an object of `group`/`kind` from `old` to `new`, besides its
@@ -54,6 +155,7 @@ pub fn update_errors(group: &str, kind: &str, old: &Value, new: &Value) -> Vec<F
             }
             errors.extend(immutable_errors(old, new, &["data"]));
         }
+        ("storage.k8s.io", "StorageClass") => errors.extend(storage_class_update_errors(old, new)),
         _ => {}
     }
     // An Event's namespaces are checked on create only.

@@ -36,6 +36,7 @@ const TIMES: &[&str] = &[
     "lastHeartbeatTime",
     "lastProbeTime",
     "lastTimestamp",
+    "lastPhaseTransitionTime",
     "lastTransitionTime",
     "lastUpdateTime",
     "renewTime",
