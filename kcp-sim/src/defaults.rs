@@ -405,6 +405,69 @@ fn host_path(source: &mut Map<String, Value>) {
     }
 }
 
+/// `SetDefaults_ValidatingWebhook` / `SetDefaults_MutatingWebhook` for each webhook of a
+/// configuration: failure and match policies, empty selectors, a timeout, rules of any scope,
+/// a service's port (and, when `mutating`, no reinvocation).
+pub fn webhook_configuration(obj: &mut Value, mutating: bool) {
+    let Some(root) = obj.as_object_mut() else {
+        return;
+    };
+    for webhook in items(root, "webhooks") {
+        default(webhook, "failurePolicy", json!("Fail"));
+        default(webhook, "matchPolicy", json!("Equivalent"));
+        default(webhook, "namespaceSelector", json!({}));
+        default(webhook, "objectSelector", json!({}));
+        default(webhook, "timeoutSeconds", json!(10));
+        if mutating {
+            default(webhook, "reinvocationPolicy", json!("Never"));
+        }
+        items(webhook, "rules").for_each(|rule| default(rule, "scope", json!("*")));
+        if let Some(service) = webhook
+            .get_mut("clientConfig")
+            .and_then(|c| c.get_mut("service"))
+            .and_then(Value::as_object_mut)
+        {
+            default(service, "port", json!(443));
+        }
+    }
+}
+
+/// `SetDefaults_MatchResources`: a policy's or binding's match criteria match equivalent
+/// versions, with empty selectors and rules of any scope.
+fn match_resources(criteria: &mut Map<String, Value>) {
+    default(criteria, "matchPolicy", json!("Equivalent"));
+    default(criteria, "namespaceSelector", json!({}));
+    default(criteria, "objectSelector", json!({}));
+    for key in ["resourceRules", "excludeResourceRules"] {
+        items(criteria, key).for_each(|rule| default(rule, "scope", json!("*")));
+    }
+}
+
+/// `SetDefaults_ValidatingAdmissionPolicySpec`: it fails closed, and its match constraints'
+/// defaults.
+pub fn validating_admission_policy(obj: &mut Value) {
+    let Some(spec) = obj.as_object_mut().and_then(|o| object_at(o, "spec")) else {
+        return;
+    };
+    default(spec, "failurePolicy", json!("Fail"));
+    if let Some(criteria) = spec
+        .get_mut("matchConstraints")
+        .and_then(Value::as_object_mut)
+    {
+        match_resources(criteria);
+    }
+}
+
+/// A binding's match resources, when it has them.
+pub fn validating_admission_policy_binding(obj: &mut Value) {
+    if let Some(criteria) = obj
+        .pointer_mut("/spec/matchResources")
+        .and_then(Value::as_object_mut)
+    {
+        match_resources(criteria);
+    }
+}
+
 /// `SetDefaults_PriorityClass`: `PreemptLowerPriority` unless the class says otherwise.
 pub fn priority_class(obj: &mut Value) {
     if let Some(class) = obj.as_object_mut() {

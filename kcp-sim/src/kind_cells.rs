@@ -332,6 +332,34 @@ fn unset_when_empty(text: String) -> Value {
     })
 }
 
+/// A ValidatingAdmissionPolicy's parameter kind (`<apiVersion>/<kind>`), `<unset>` without.
+pub fn param_kind(o: &Value) -> Value {
+    if o.pointer("/spec/paramKind").is_none_or(Value::is_null) {
+        return json!("<unset>");
+    }
+    json!(format!(
+        "{}/{}",
+        text(o, "/spec/paramKind/apiVersion"),
+        text(o, "/spec/paramKind/kind")
+    ))
+}
+
+/// A binding's parameter reference: `<namespace>/<name>` (`*/<name>` in any namespace), its
+/// selector, or `<unset>`.
+pub fn param_ref(o: &Value) -> Value {
+    let Some(reference) = o.pointer("/spec/paramRef").filter(|r| !r.is_null()) else {
+        return json!("<unset>");
+    };
+    match (text(reference, "/namespace"), text(reference, "/name")) {
+        (_, "") => match reference.get("selector") {
+            Some(selector) => json!(crate::scale::format_selector(selector)),
+            None => json!("<unset>"),
+        },
+        ("", name) => json!(format!("*/{name}")),
+        (namespace, name) => json!(format!("{namespace}/{name}")),
+    }
+}
+
 /// A claim's or volume's storage class (`GetPersistentVolumeClaimClass`,
 /// `GetPersistentVolumeClass`): the beta annotation when it is set, else
 /// `spec.storageClassName`, else empty.

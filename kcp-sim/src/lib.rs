@@ -33,6 +33,7 @@
 //!
 //! Known differences from the real servers are listed in the project's docs/kcp-sim.md.
 
+pub mod admission_policies;
 pub mod aggregated_discovery;
 pub mod api;
 pub mod apiexport;

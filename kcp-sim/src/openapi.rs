@@ -112,10 +112,10 @@ fn generate<T: JsonSchema>() -> Components {
 /// The components of a builtin Kubernetes kind, or `None` when kcp-sim does not know it.
 fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components> {
     use k8s_openapi::api::{
-        apps::v1 as apps, autoscaling::v2 as autoscaling, batch::v1 as batch, coordination,
-        core::v1 as core, discovery::v1 as discovery, events, networking::v1 as networking,
-        node::v1 as node, policy::v1 as policy, rbac::v1 as rbac, scheduling::v1 as scheduling,
-        storage::v1 as storage,
+        admissionregistration::v1 as admission, apps::v1 as apps, autoscaling::v2 as autoscaling,
+        batch::v1 as batch, coordination, core::v1 as core, discovery::v1 as discovery, events,
+        networking::v1 as networking, node::v1 as node, policy::v1 as policy, rbac::v1 as rbac,
+        scheduling::v1 as scheduling, storage::v1 as storage,
     };
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
     let components = match (group, version, kind) {
@@ -136,6 +136,18 @@ fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components
         ("discovery.k8s.io", "v1", "EndpointSlice") => generate::<discovery::EndpointSlice>(),
         ("node.k8s.io", "v1", "RuntimeClass") => generate::<node::RuntimeClass>(),
         ("storage.k8s.io", "v1", "StorageClass") => generate::<storage::StorageClass>(),
+        ("admissionregistration.k8s.io", "v1", "ValidatingWebhookConfiguration") => {
+            generate::<admission::ValidatingWebhookConfiguration>()
+        }
+        ("admissionregistration.k8s.io", "v1", "MutatingWebhookConfiguration") => {
+            generate::<admission::MutatingWebhookConfiguration>()
+        }
+        ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy") => {
+            generate::<admission::ValidatingAdmissionPolicy>()
+        }
+        ("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding") => {
+            generate::<admission::ValidatingAdmissionPolicyBinding>()
+        }
         ("batch", "v1", "Job") => generate::<batch::Job>(),
         ("batch", "v1", "CronJob") => generate::<batch::CronJob>(),
         ("apps", "v1", "ReplicaSet") => generate::<apps::ReplicaSet>(),

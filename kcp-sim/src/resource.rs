@@ -102,6 +102,7 @@ pub fn is_typed_group(group: &str) -> bool {
     matches!(
         group,
         "" | "apps"
+            | "admissionregistration.k8s.io"
             | "batch"
             | "discovery.k8s.io"
             | "node.k8s.io"
@@ -315,6 +316,51 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
             &["api-extensions"],
         ),
     ];
+    // Admission configuration, served by kube-apiserver and in every kcp workspace: policies
+    // are enforced (`crate::admission_policies`), webhook configurations only stored.
+    let admission: [StoredKind; 4] = [
+        (
+            "admissionregistration.k8s.io",
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+            false,
+            false,
+            &[],
+            &["api-extensions"],
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            false,
+            true,
+            &[],
+            &["api-extensions"],
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            false,
+            false,
+            &[],
+            &["api-extensions"],
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+            false,
+            false,
+            &[],
+            &["api-extensions"],
+        ),
+    ];
+    for (group, kind, plural, namespaced, status, short, categories) in admission {
+        types.push(builtin(
+            group, "v1", kind, plural, namespaced, status, short, categories,
+        ));
+    }
     match flavor {
         Flavor::Kubernetes => {
             // Kinds kcp does not serve (a workspace has no workloads or services of its own).

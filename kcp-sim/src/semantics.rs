@@ -12,6 +12,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value, json};
 
+use crate::admission_policies::{self, AdmissionRequest};
 use crate::apiexport::{self, conversion, hooks as apis};
 use crate::garbage_collector::{
     collect_dependents, find_by_uid, has_dependents, orphan_dependents,
@@ -425,7 +426,8 @@ fn has_generation(state: &State, cluster: &str, rt: &ResourceType) -> bool {
         ("networking.k8s.io", "NetworkPolicy" | "IngressClass")
         | ("scheduling.k8s.io", "PriorityClass")
         | ("", "ReplicationController" | "PodTemplate")
-        | ("discovery.k8s.io", "EndpointSlice") => return true,
+        | ("discovery.k8s.io", "EndpointSlice")
+        | ("admissionregistration.k8s.io", _) => return true,
         ("autoscaling", "HorizontalPodAutoscaler") => return false,
         _ => {}
     }
@@ -538,9 +540,23 @@ fn finish_create(
         Some(pruned) => pruned,
         None => admit_custom_resource(state, cluster, rt, &mut obj, None, schema::Part::Main)?,
     };
-    let warnings = unknown_field_warnings(pruned);
+    let mut warnings = unknown_field_warnings(pruned);
     default_on_create(state, cluster, rt, &mut obj)?;
     kcp::stamp_cluster(state, cluster, &mut obj)?;
+    warnings.extend(admission_policies::admit(
+        state,
+        cluster,
+        &AdmissionRequest {
+            operation: "CREATE",
+            rt,
+            subresource: None,
+            namespace: ns,
+            name,
+            object: Some(&obj),
+            old_object: None,
+            dry_run,
+        },
+    )?);
     if dry_run {
         // Nothing is stored, so the answer has no resourceVersion.
         if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -667,6 +683,18 @@ fn decode_defaults(
         ("discovery.k8s.io", "EndpointSlice") => defaults::endpoint_slice(obj),
         ("storage.k8s.io", "StorageClass") => defaults::storage_class(obj),
         ("", "PersistentVolume") => defaults::persistent_volume(obj),
+        ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
+            defaults::webhook_configuration(obj, false);
+        }
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration") => {
+            defaults::webhook_configuration(obj, true);
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            defaults::validating_admission_policy(obj);
+        }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => {
+            defaults::validating_admission_policy_binding(obj);
+        }
         _ => {}
     }
     Ok(())
@@ -760,6 +788,8 @@ fn default_on_create(
             volume_claims::admit_new(obj, volume_claims::default_class(&classes).as_deref());
         }
         ("", "PersistentVolume") => persistent_volumes::admit_new(obj, &now()),
+        // A new policy's status is empty until kube-apiserver type-checks it.
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => obj["status"] = json!({}),
         // A ReplicationController's replica count is written without omitempty.
         ("", "ReplicationController") => obj["status"] = json!({"replicas": 0}),
         ("scheduling.k8s.io", "PriorityClass") => {
@@ -940,6 +970,26 @@ fn write_update(
     kcp::stamp_cluster(state, cluster, &mut new)?;
     kcp::check_update(rt, &old, &new, opts.initializer.as_deref())?;
     apis::check_update(rt, &old, &new)?;
+    let subresource = match (status, opts.scale) {
+        (true, _) => Some("status"),
+        (false, true) => Some("scale"),
+        (false, false) => None,
+    };
+    let mut warnings = warnings;
+    warnings.extend(admission_policies::admit(
+        state,
+        cluster,
+        &AdmissionRequest {
+            operation: "UPDATE",
+            rt,
+            subresource,
+            namespace,
+            name,
+            object: Some(&new),
+            old_object: Some(&old),
+            dry_run: opts.dry_run,
+        },
+    )?);
     if rt.group.is_empty() && rt.kind == "Service" && !status {
         services::keep_allocations(&old, &mut new);
     }
@@ -974,11 +1024,6 @@ fn write_update(
         .and_then(Value::as_array)
         .is_some_and(|entries| !entries.is_empty());
     if !applied && tracked {
-        let subresource = match (status, opts.scale) {
-            (true, _) => Some("status"),
-            (false, true) => Some("scale"),
-            (false, false) => None,
-        };
         let who = FieldManager {
             manager: opts.manager(),
             subresource,
@@ -1277,6 +1322,20 @@ pub fn delete(
     }
     kcp::check_delete(rt, name)?;
     let mut obj = current.value()?;
+    admission_policies::admit(
+        state,
+        cluster,
+        &AdmissionRequest {
+            operation: "DELETE",
+            rt,
+            subresource: None,
+            namespace,
+            name,
+            object: None,
+            old_object: Some(&obj),
+            dry_run: req.dry_run,
+        },
+    )?;
     let policy = req.propagation.as_deref().unwrap_or("Background");
     let is_namespace = rt.group.is_empty() && rt.kind == "Namespace";
     let is_crd = rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition";

@@ -276,7 +276,16 @@ impl ApiError {
                 let causes: Vec<Value> = d
                     .causes
                     .iter()
-                    .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                    .map(|c| {
+                        // Go leaves out an empty reason or field.
+                        let mut cause = json!({"message": c.message});
+                        for (key, value) in [("reason", &c.reason), ("field", &c.field)] {
+                            if !value.is_empty() {
+                                cause[key] = json!(value);
+                            }
+                        }
+                        cause
+                    })
                     .collect();
                 details.insert("causes".into(), Value::Array(causes));
             }

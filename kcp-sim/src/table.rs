@@ -774,6 +774,33 @@ fn stored_kind_columns(rt: &ResourceType) -> Option<Vec<Column>> {
                 .wide()
                 .described(field(&["spec", "selector"])),
         ],
+        (
+            "admissionregistration.k8s.io",
+            "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration",
+        ) => vec![
+            name(),
+            Column::new("Webhooks", "integer", Cell::CountOf(".webhooks".into()))
+                .described(field(&["webhooks"])),
+            age(),
+        ],
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => vec![
+            name(),
+            Column::new(
+                "Validations",
+                "integer",
+                Cell::CountOf(".spec.validations".into()),
+            )
+            .described(field(&["spec", "validations"])),
+            computed("ParamKind", kind_cells::param_kind).described(field(&["spec", "paramKind"])),
+            age(),
+        ],
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicyBinding") => vec![
+            name(),
+            Column::path("PolicyName", ".spec.policyName")
+                .described(field(&["spec", "policyName"])),
+            computed("ParamRef", kind_cells::param_ref).described(field(&["spec", "paramRef"])),
+            age(),
+        ],
         ("", "PodTemplate") => vec![
             name(),
             Column::path("Containers", ".template.spec.containers[*].name")

@@ -245,6 +245,55 @@ pub fn to_cel(v: &Value) -> Cel {
     }
 }
 
+/// A CEL expression outside a CRD (an admission policy's validation, variable or match
+/// condition), compiled in the rules' environment.
+pub struct Expression {
+    /// The expression, as written.
+    pub source: String,
+    program: Program,
+    kube_functions: Vec<&'static str>,
+}
+
+impl Expression {
+    /// Compiles `source`, or says why it does not compile.
+    pub fn compile(source: &str) -> Result<Expression, String> {
+        let program = ENV
+            .compile(source)
+            .map_err(|e| e.to_string().replace('\n', " "))?;
+        let kube_functions = KUBE_FUNCTIONS
+            .iter()
+            .chain(super::cel_library::FUNCTIONS)
+            .copied()
+            .filter(|f| program.references().has_function(f))
+            .collect();
+        Ok(Expression {
+            source: source.to_string(),
+            program,
+            kube_functions,
+        })
+    }
+
+    /// Evaluates the expression with these variables bound.
+    pub fn evaluate(&self, variables: &[(&str, Cel)]) -> Result<Cel, String> {
+        let mut ctx = Context::with_env(ENV.clone());
+        for (name, value) in variables {
+            ctx.add_variable_from_value(*name, value.clone());
+        }
+        for name in &self.kube_functions {
+            add_kube_function(&mut ctx, name);
+        }
+        self.program.execute(&ctx).map_err(|e| e.to_string())
+    }
+}
+
+impl std::fmt::Debug for Expression {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Expression")
+            .field("source", &self.source)
+            .finish()
+    }
+}
+
 /// The outcome of one rule on one value.
 pub enum Outcome {
     /// The rule held (or was not evaluated: a transition rule without an old value).
