@@ -472,19 +472,6 @@ fn set_label(obj: &mut Value, key: &str, value: Option<&str>) {
     }
 }
 
-/// Adds a finalizer unless it is there.
-fn add_finalizer(obj: &mut Value, finalizer: &str) {
-    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let list = meta.entry("finalizers").or_insert_with(|| json!([]));
-    if let Some(list) = list.as_array_mut()
-        && !list.iter().any(|f| f == finalizer)
-    {
-        list.push(json!(finalizer));
-    }
-}
-
 /// The initializers kcp's own controllers remove as soon as they see them: the universal
 /// type's (its bootstrap) and the default APIBindings'.
 fn is_kcps_own_initializer(initializer: &str) -> bool {
@@ -611,7 +598,7 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
     // Stamped on every object of the cluster, never a field anybody manages; the finalizer
     // comes from kcp's admission.
     done["metadata"]["annotations"][CLUSTER_ANNOTATION] = json!(lc);
-    add_finalizer(&mut done, LOGICAL_CLUSTER_FINALIZER);
+    crate::object_meta::add_finalizer(&mut done, LOGICAL_CLUSTER_FINALIZER);
     let stored = state.encode_next(&mut done)?;
     state.put(&lc, &logical_clusters(), "", LOGICAL_CLUSTER_NAME, stored)?;
     system_apis::bind_defaults(state, &lc, &aliases)?;
@@ -638,7 +625,7 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
             json!(shard_hash(shard)),
         );
     }
-    add_finalizer(&mut scheduled, WORKSPACE_FINALIZER);
+    crate::object_meta::add_finalizer(&mut scheduled, WORKSPACE_FINALIZER);
     conditions::set(&mut scheduled, Condition::ok(SCHEDULED));
     mirror(&mut scheduled, &status);
     controller_write(

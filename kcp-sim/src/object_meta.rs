@@ -6,7 +6,7 @@
 //! `system:controller:x` and `<uid>:<role>` are valid, as `ValidateRBACName` allows), every
 //! other kind a DNS-1123 subdomain.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::schema::field::FieldError;
 
@@ -198,6 +198,23 @@ pub fn label_errors(labels: Option<&Value>) -> Vec<FieldError> {
         }
     }
     errors
+}
+
+/// Adds `finalizer` to an object's finalizers unless it is there (a missing or malformed list
+/// becomes a new one).
+pub fn add_finalizer(obj: &mut Value, finalizer: &str) {
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
+    if !finalizers.is_array() {
+        *finalizers = json!([]);
+    }
+    if let Some(list) = finalizers.as_array_mut()
+        && !list.iter().any(|f| f == finalizer)
+    {
+        list.push(json!(finalizer));
+    }
 }
 
 /// The finalizers of an object's metadata.

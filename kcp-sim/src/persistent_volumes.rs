@@ -13,18 +13,7 @@ pub const PROTECTION_FINALIZER: &str = "kubernetes.io/pv-protection";
 /// Admits a new volume created at `now`: its first status and its protection finalizer.
 pub fn admit_new(obj: &mut Value, now: &str) {
     obj["status"] = json!({"phase": "Pending", "lastPhaseTransitionTime": now});
-    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
-    if !finalizers.is_array() {
-        *finalizers = json!([]);
-    }
-    if let Some(list) = finalizers.as_array_mut()
-        && !list.iter().any(|f| f == PROTECTION_FINALIZER)
-    {
-        list.push(json!(PROTECTION_FINALIZER));
-    }
+    crate::object_meta::add_finalizer(obj, PROTECTION_FINALIZER);
 }
 
 #[cfg(test)]

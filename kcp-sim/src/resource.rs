@@ -200,6 +200,20 @@ type StoredKind = (
     &'static [&'static str],
 );
 
+/// The types of kinds served without behaviour, at `version`.
+fn stored_kinds<'a>(
+    version: &'a str,
+    kinds: &'a [StoredKind],
+) -> impl Iterator<Item = ResourceType> + 'a {
+    kinds.iter().map(
+        move |&(group, kind, plural, namespaced, status, short, categories)| {
+            builtin(
+                group, version, kind, plural, namespaced, status, short, categories,
+            )
+        },
+    )
+}
+
 /// The builtin kinds of a cluster of this flavor.
 pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
     let mut types = vec![
@@ -356,11 +370,7 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
             &["api-extensions"],
         ),
     ];
-    for (group, kind, plural, namespaced, status, short, categories) in admission {
-        types.push(builtin(
-            group, "v1", kind, plural, namespaced, status, short, categories,
-        ));
-    }
+    types.extend(stored_kinds("v1", &admission));
     match flavor {
         Flavor::Kubernetes => {
             // Kinds kcp does not serve (a workspace has no workloads or services of its own).
@@ -524,11 +534,7 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                     &[],
                 ),
             ];
-            for (group, kind, plural, namespaced, status, short, categories) in stored {
-                types.push(builtin(
-                    group, "v1", kind, plural, namespaced, status, short, categories,
-                ));
-            }
+            types.extend(stored_kinds("v1", &stored));
             types.push(builtin(
                 "scheduling.k8s.io",
                 "v1",
@@ -634,26 +640,27 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                 &["kcp"],
             ));
             // Served by kcp through root's `topology.kcp.io` export, kept without behaviour here.
-            types.push(builtin(
-                "topology.kcp.io",
-                "v1alpha1",
-                "Partition",
-                "partitions",
-                false,
-                false,
-                &[],
-                &["kcp"],
-            ));
-            types.push(builtin(
-                "topology.kcp.io",
-                "v1alpha1",
-                "PartitionSet",
-                "partitionsets",
-                false,
-                true,
-                &[],
-                &["kcp"],
-            ));
+            let topology: [StoredKind; 2] = [
+                (
+                    "topology.kcp.io",
+                    "Partition",
+                    "partitions",
+                    false,
+                    false,
+                    &[],
+                    &["kcp"],
+                ),
+                (
+                    "topology.kcp.io",
+                    "PartitionSet",
+                    "partitionsets",
+                    false,
+                    true,
+                    &[],
+                    &["kcp"],
+                ),
+            ];
+            types.extend(stored_kinds("v1alpha1", &topology));
             types.push(builtin(
                 "core.kcp.io",
                 "v1alpha1",

@@ -14,7 +14,7 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::resource::{Flavor, GroupResource, Registry};
+use crate::resource::{Flavor, GroupResource, Registry, ResourceType};
 use crate::schema::CrdSchemas;
 use crate::status::{ApiError, ApiResult};
 
@@ -316,6 +316,15 @@ impl State {
     ) -> ApiResult<Arc<Stored>> {
         let stored = self.encode_next(obj)?;
         self.put(cluster, gr, namespace, name, stored)
+    }
+
+    /// The resource type `gr` is served as in `cluster`, if it is served there.
+    pub fn served_type(&self, cluster: &str, gr: &GroupResource) -> Option<ResourceType> {
+        self.clusters
+            .get(cluster)?
+            .registry
+            .get(gr)
+            .map(|t| (**t).clone())
     }
 
     /// Reads one object.

@@ -69,18 +69,7 @@ fn assign_default_class(obj: &mut Value, default: Option<&str>) {
 pub fn admit_new(obj: &mut Value, default: Option<&str>) {
     assign_default_class(obj, default);
     obj["status"] = json!({"phase": "Pending"});
-    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
-        return;
-    };
-    let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
-    if !finalizers.is_array() {
-        *finalizers = json!([]);
-    }
-    if let Some(list) = finalizers.as_array_mut()
-        && !list.iter().any(|f| f == PROTECTION_FINALIZER)
-    {
-        list.push(json!(PROTECTION_FINALIZER));
-    }
+    crate::object_meta::add_finalizer(obj, PROTECTION_FINALIZER);
 }
 
 #[cfg(test)]

@@ -335,12 +335,7 @@ pub fn has_bound_objects(state: &State, cluster: &str, binding: &Value) -> bool 
 /// Deletes every object of a terminating binding's resources (finalizers are honoured).
 pub fn delete_bound_objects(state: &mut State, cluster: &str, binding: &Value) -> ApiResult<()> {
     for gr in bound_resources(binding) {
-        let Some(rt) = state
-            .clusters
-            .get(cluster)
-            .and_then(|c| c.registry.get(&gr))
-            .map(|t| (**t).clone())
-        else {
+        let Some(rt) = state.served_type(cluster, &gr) else {
             continue;
         };
         crate::crd::delete_objects_of(state, cluster, &rt)?;

@@ -80,12 +80,7 @@ fn options() -> WriteOptions {
 /// kcp's controllers.
 fn create(state: &mut State, cluster: &str, resource: &str, body: Value) -> ApiResult<()> {
     let gr = GroupResource::new(GROUP, resource);
-    let Some(rt) = state
-        .clusters
-        .get(cluster)
-        .and_then(|c| c.registry.get(&gr))
-        .map(|t| (**t).clone())
-    else {
+    let Some(rt) = state.served_type(cluster, &gr) else {
         return Err(ApiError::internal(format!(
             "{resource}.{GROUP} is not served in logical cluster {cluster}"
         )));
