@@ -171,8 +171,9 @@ pub struct Sim {
 }
 
 impl Sim {
-    /// A new installation: the plain cluster (with its `default`, `kube-system` and
-    /// `kube-public` namespaces), or kcp's `root` workspace with its builtin types.
+    /// A new installation: the plain cluster (with its `default`, `kube-node-lease`,
+    /// `kube-public` and `kube-system` namespaces, system PriorityClasses and bootstrap RBAC), or
+    /// kcp's `root` workspace with its builtin types.
     pub fn new(settings: &SimSettings, faults: Faults, shard_urls: Vec<String>) -> ApiResult<Self> {
         let mut state = State::new(settings.flavor, settings.history, settings.watch_buffer);
         state.shard_urls = shard_urls;
@@ -195,7 +196,7 @@ impl Sim {
         {
             let mut state = sim.write();
             let namespaces: &[&str] = match settings.flavor {
-                Flavor::Kubernetes => &["default", "kube-system", "kube-public"],
+                Flavor::Kubernetes => &["default", "kube-node-lease", "kube-public", "kube-system"],
                 Flavor::Kcp => &["default"],
             };
             for ns in namespaces {
@@ -203,6 +204,7 @@ impl Sim {
             }
             if settings.flavor == Flavor::Kubernetes {
                 crate::scheduling::ensure_system_classes(&mut state, first)?;
+                crate::bootstrap_rbac::seed(&mut state, first)?;
             }
         }
         Ok(sim)

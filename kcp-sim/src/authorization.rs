@@ -1,6 +1,6 @@
 //! Who a request acts as, and whether RBAC lets it: kube-apiserver's impersonation headers and
-//! its RBAC authorizer, and the access reviews `kubectl auth can-i` and `kubectl auth whoami`
-//! send.
+//! its RBAC authorizer, and the access reviews `kubectl auth can-i` (with `--list`, a
+//! SelfSubjectRulesReview, in the Kubernetes flavor) and `kubectl auth whoami` send.
 //!
 //! kcp-sim's own client is a cluster admin (as the test servers' `system:masters` admin is), so
 //! a request is only checked when it impersonates someone (`Impersonate-User`, with
@@ -17,7 +17,7 @@
 use serde_json::{Value, json};
 
 use crate::api::{Endpoint, Sim, Target, addressed_cluster};
-use crate::resource::GroupResource;
+use crate::resource::{Flavor, GroupResource};
 use crate::status::{ApiError, ApiResult};
 use crate::store::State;
 
@@ -173,14 +173,14 @@ pub fn of_target(target: &Target, method: &http::Method, watch: bool) -> Attribu
 
 /// Whether `group`/`plural` is a review a client posts to learn about access or itself
 /// (`selfsubjectaccessreviews`, `subjectaccessreviews`, `selfsubjectreviews`).
-pub fn is_review(group: &str, plural: &str) -> bool {
-    matches!(
-        (group, plural),
-        (
-            "authorization.k8s.io",
-            "selfsubjectaccessreviews" | "subjectaccessreviews"
-        ) | ("authentication.k8s.io", "selfsubjectreviews")
-    )
+pub fn is_review(flavor: Flavor, group: &str, plural: &str) -> bool {
+    match (group, plural) {
+        ("authorization.k8s.io", "selfsubjectaccessreviews" | "subjectaccessreviews")
+        | ("authentication.k8s.io", "selfsubjectreviews") => true,
+        // kcp's authorizer chain answers rule reviews its own way, not played here.
+        ("authorization.k8s.io", "selfsubjectrulesreviews") => flavor == Flavor::Kubernetes,
+        _ => false,
+    }
 }
 
 /// The answer to a review ([`is_review`]) of `group` posted by `user`.
@@ -193,10 +193,39 @@ pub fn answer_review(
 ) -> Value {
     let state = sim.read();
     let cluster = addressed_cluster(&state, endpoint).unwrap_or_default();
-    match group {
-        "authentication.k8s.io" => whoami(body, user),
+    match (group, body.get("kind").and_then(Value::as_str)) {
+        ("authentication.k8s.io", _) => whoami(body, user),
+        (_, Some("SelfSubjectRulesReview")) => rules_review(&state, &cluster, body, user),
         _ => review(&state, &cluster, body, user),
     }
+}
+
+/// The answer to a `SelfSubjectRulesReview` (`kubectl auth can-i --list`): every rule of every
+/// role bound to `user` cluster-wide or in the review's namespace, resource rules and
+/// non-resource rules apart, as kube's RBAC rule resolver lists them.
+pub fn rules_review(state: &State, cluster: &str, review: &Value, user: &User) -> Value {
+    let namespace = text(review, "/spec/namespace");
+    let mut resource_rules = Vec::new();
+    let mut non_resource_rules = Vec::new();
+    for rule in bound_rules(state, cluster, user, &namespace) {
+        let field = |key: &str| rule.get(key).cloned().unwrap_or_else(|| json!([]));
+        if rule.get("nonResourceURLs").is_some() {
+            non_resource_rules.push(json!({"verbs": field("verbs"),
+                "nonResourceURLs": field("nonResourceURLs")}));
+            continue;
+        }
+        let mut out = json!({"verbs": field("verbs"), "apiGroups": field("apiGroups"),
+            "resources": field("resources")});
+        if let Some(names) = rule.get("resourceNames") {
+            out["resourceNames"] = names.clone();
+        }
+        resource_rules.push(out);
+    }
+    let mut answer = review.clone();
+    answer["metadata"] = json!({"creationTimestamp": null});
+    answer["status"] = json!({"resourceRules": resource_rules,
+        "nonResourceRules": non_resource_rules, "incomplete": false});
+    answer
 }
 
 /// Whether `user` may do `attrs` in `cluster`.
@@ -237,8 +266,16 @@ fn granted_to_everyone(attrs: &Attributes) -> bool {
 /// Whether a binding in the request's namespace, or a cluster binding, gives `user` a rule
 /// that covers `attrs`.
 fn rbac_allows(state: &State, cluster: &str, user: &User, attrs: &Attributes) -> bool {
+    bound_rules(state, cluster, user, &attrs.namespace)
+        .iter()
+        .any(|rule| rule_covers(rule, attrs))
+}
+
+/// The rules of the roles bound to `user` by cluster bindings, then by bindings in
+/// `namespace` (none when it is empty), in the order the bindings are stored.
+fn bound_rules(state: &State, cluster: &str, user: &User, namespace: &str) -> Vec<Value> {
     let Some(data) = state.clusters.get(cluster) else {
-        return false;
+        return Vec::new();
     };
     let objects = |resource: &str| {
         data.objects
@@ -260,8 +297,7 @@ fn rbac_allows(state: &State, cluster: &str, user: &User, attrs: &Attributes) ->
         .and_then(|stored| stored.value().ok())
     };
     let bindings = objects("clusterrolebindings").chain(
-        objects("rolebindings")
-            .filter(|b| !attrs.namespace.is_empty() && namespace_of(b) == attrs.namespace),
+        objects("rolebindings").filter(|b| !namespace.is_empty() && namespace_of(b) == namespace),
     );
     bindings
         .filter(|binding| binds(binding, user))
@@ -270,13 +306,13 @@ fn rbac_allows(state: &State, cluster: &str, user: &User, attrs: &Attributes) ->
             let name = text(&binding, "/roleRef/name");
             role(&kind, &namespace_of(&binding), &name)
         })
-        .any(|role| {
+        .flat_map(|role| {
             role.get("rules")
                 .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .any(|rule| rule_covers(rule, attrs))
+                .cloned()
+                .unwrap_or_default()
         })
+        .collect()
 }
 
 fn text(object: &Value, pointer: &str) -> String {

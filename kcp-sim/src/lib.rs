@@ -39,6 +39,7 @@ pub mod api;
 pub mod apiexport;
 pub mod authorization;
 pub mod batch;
+pub mod bootstrap_rbac;
 pub mod client;
 pub mod crd;
 pub mod daemon_sets;

@@ -167,6 +167,16 @@ fn computed(name: &str, cell: fn(&Value) -> Value) -> Column {
     Column::new(name, "string", Cell::Computed(cell))
 }
 
+/// `Created At`: the creation time as written (kube's printers of roles and limit ranges).
+fn created_at() -> Column {
+    Column::new(
+        "Created At",
+        "date",
+        Cell::Path(".metadata.creationTimestamp".into()),
+    )
+    .described(meta_doc("creationTimestamp"))
+}
+
 fn age() -> Column {
     Column::new("Age", "string", Cell::Age).described(meta_doc("creationTimestamp"))
 }
@@ -745,15 +755,9 @@ fn stored_kind_columns(rt: &ResourceType) -> Option<Vec<Column>> {
                 age(),
             ]
         }
-        ("", "LimitRange") => vec![
-            name(),
-            Column::new(
-                "Created At",
-                "date",
-                Cell::Path(".metadata.creationTimestamp".into()),
-            )
-            .described(meta_doc("creationTimestamp")),
-        ],
+        ("", "LimitRange") | ("rbac.authorization.k8s.io", "Role" | "ClusterRole") => {
+            vec![name(), created_at()]
+        }
         ("node.k8s.io", "RuntimeClass") => vec![
             name(),
             Column::path("Handler", ".handler").described(field(&["handler"])),

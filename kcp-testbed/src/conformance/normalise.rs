@@ -15,8 +15,8 @@
 //! virtualWorkspaces by type (kcp lists them in a random order). kcp's names of
 //! its own system bindings (`tenancy.kcp.io-3eit2`) end in a random suffix per kcp process, and
 //! long hex hashes (an initializer's label, of a name holding the case's cluster) become `<hash>`.
-//! The store's current revision that a 410 Gone quotes is `<rv>`; an OpenAPI document's hash keeps only
-//! its length.
+//! The store's current revision that a 410 Gone quotes is `<rv>`, an RFC 3339 time inside a text
+//! (a `CREATED AT` column) `<time>`; an OpenAPI document's hash keeps only its length.
 
 use std::collections::BTreeMap;
 
@@ -73,6 +73,8 @@ pub struct Normaliser {
     document_hashes: regex::Regex,
     /// The store's current revision, quoted in a 410's message.
     current_revision: regex::Regex,
+    /// An RFC 3339 time inside a text (kubectl's `CREATED AT` column).
+    timestamps: regex::Regex,
     /// kcp's controllers write objects at moments of their own, so on kcp which
     /// resourceVersions are equal is a race: they are all `<rv>` there.
     revisions_as_ordinals: bool,
@@ -105,6 +107,10 @@ impl Normaliser {
             document_hashes: regex::Regex::new(r"hash=([0-9A-F]{32,})").unwrap(),
             current_revision: regex::Regex::new(r"(too old resource version: [0-9]+) \([0-9]+\)")
                 .unwrap(),
+            timestamps: regex::Regex::new(
+                r"\b[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\b",
+            )
+            .unwrap(),
         }
     }
 
@@ -254,6 +260,7 @@ impl Normaliser {
         let out = self.urls.replace_all(&out, "<server>");
         let out = self.suffixes.replace_all(&out, "$1-<suffix>");
         let out = self.current_revision.replace_all(&out, "$1 (<rv>)");
+        let out = self.timestamps.replace_all(&out, "<time>");
         let out = self
             .document_hashes
             .replace_all(&out, |c: &regex::Captures| {
