@@ -163,7 +163,8 @@ pub struct Until {
     /// A JSON pointer into the answer (`/status`, `/body/status/phase`).
     pub path: String,
     /// The value it must hold; in a string, the case's names (`{ws}`, `{ns}`, `{cluster}`) are
-    /// put in as in a request.
+    /// put in as in a request (a kubectl step's answer shows its namespace as `{ns}` already,
+    /// so there the string is compared as written).
     #[serde(default)]
     pub equals: Option<Value>,
     /// Or: that it holds any value.

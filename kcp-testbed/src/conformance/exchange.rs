@@ -99,11 +99,15 @@ async fn run_step(
     patience: Patience,
 ) -> Result<Value, String> {
     let deadline = Instant::now() + patience.until();
-    let until = step
-        .until
-        .as_ref()
-        .map(|until| with_names_in_wanted_value(until, names, earlier))
-        .transpose()?;
+    // A kubectl step's text answer already shows the case's namespace as `{ns}`.
+    let until = match (&step.until, &step.kubectl) {
+        (Some(until), Some(_)) => Some(until.clone()),
+        (until, None) => until
+            .as_ref()
+            .map(|until| with_names_in_wanted_value(until, names, earlier))
+            .transpose()?,
+        (None, _) => None,
+    };
     let mut held: Option<Value> = None;
     loop {
         let answer = send(client, names, step, earlier).await?;
