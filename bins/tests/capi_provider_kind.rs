@@ -305,7 +305,7 @@ fn the_playground_kind_section_converges_and_its_secrets_reach_the_workload_clus
             .find(|l| l.contains(secret))
             .unwrap_or_default();
         assert!(
-            line.contains("namespaces: default, kube-public, kube-system"),
+            line.contains("namespaces: default, kube-node-lease, kube-public, kube-system"),
             "{stdout}"
         );
     }
