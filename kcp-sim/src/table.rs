@@ -237,6 +237,27 @@ fn template_containers(cell: Cell) -> Column {
         .described(description)
 }
 
+/// kube's ReplicaSet and ReplicationController printers: desired, current and ready replicas
+/// and age; the template's containers, images and the selector (`selector`) with `-o wide`.
+fn replica_columns(group: &str, kind: &str, selector: Cell) -> Vec<Column> {
+    let field = |path: &[&str]| doc(group, kind, path);
+    vec![
+        name(),
+        Column::new("Desired", "integer", Cell::Integer(".spec.replicas"))
+            .described(field(&["spec", "replicas"])),
+        Column::new("Current", "integer", Cell::Integer(".status.replicas"))
+            .described(field(&["status", "replicas"])),
+        Column::new("Ready", "integer", Cell::Integer(".status.readyReplicas"))
+            .described(field(&["status", "readyReplicas"])),
+        age(),
+        template_containers(Cell::Containers("name")),
+        template_containers(Cell::Containers("image")),
+        Column::new("Selector", "string", selector)
+            .wide()
+            .described(field(&["spec", "selector"])),
+    ]
+}
+
 /// kube's Job printer: status, completions, duration and age; the pod template's containers,
 /// images and the selector with `-o wide`.
 fn job_columns() -> Vec<Column> {
@@ -500,24 +521,7 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
                 age(),
             ]
         }
-        ("apps", "ReplicaSet") => {
-            let field = |path: &[&str]| doc("apps", "ReplicaSet", path);
-            vec![
-                name(),
-                Column::new("Desired", "integer", Cell::Integer(".spec.replicas"))
-                    .described(field(&["spec", "replicas"])),
-                Column::new("Current", "integer", Cell::Integer(".status.replicas"))
-                    .described(field(&["status", "replicas"])),
-                Column::new("Ready", "integer", Cell::Integer(".status.readyReplicas"))
-                    .described(field(&["status", "readyReplicas"])),
-                age(),
-                template_containers(Cell::Containers("name")),
-                template_containers(Cell::Containers("image")),
-                Column::new("Selector", "string", Cell::Selector)
-                    .wide()
-                    .described(field(&["spec", "selector"])),
-            ]
-        }
+        ("apps", "ReplicaSet") => replica_columns("apps", "ReplicaSet", Cell::Selector),
         ("apps", "StatefulSet") => vec![
             name(),
             ready(),
@@ -763,21 +767,9 @@ fn stored_kind_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             Column::path("Handler", ".handler").described(field(&["handler"])),
             age(),
         ],
-        ("", "ReplicationController") => vec![
-            name(),
-            Column::new("Desired", "integer", Cell::Integer(".spec.replicas"))
-                .described(field(&["spec", "replicas"])),
-            Column::new("Current", "integer", Cell::Integer(".status.replicas"))
-                .described(field(&["status", "replicas"])),
-            Column::new("Ready", "integer", Cell::Integer(".status.readyReplicas"))
-                .described(field(&["status", "readyReplicas"])),
-            age(),
-            template_containers(Cell::Containers("name")),
-            template_containers(Cell::Containers("image")),
-            Column::new("Selector", "string", Cell::Labels("/spec/selector"))
-                .wide()
-                .described(field(&["spec", "selector"])),
-        ],
+        ("", "ReplicationController") => {
+            replica_columns("", "ReplicationController", Cell::Labels("/spec/selector"))
+        }
         (
             "admissionregistration.k8s.io",
             "ValidatingWebhookConfiguration" | "MutatingWebhookConfiguration",
