@@ -16,7 +16,9 @@
 //! its own system bindings (`tenancy.kcp.io-3eit2`) end in a random suffix per kcp process, and
 //! long hex hashes (an initializer's label, of a name holding the case's cluster) become `<hash>`.
 //! The store's current revision that a 410 Gone quotes is `<rv>`, an RFC 3339 time inside a text
-//! (a `CREATED AT` column) `<time>`; an OpenAPI document's hash keeps only its length.
+//! (a `CREATED AT` column) `<time>`; an OpenAPI document's hash keeps only its length. A Table's
+//! age cells (an `Age` column, or one of type `date`) become `<age>`: whether a second has passed
+//! since the object was made is a race on either server.
 
 use std::collections::BTreeMap;
 
@@ -195,6 +197,36 @@ impl Normaliser {
     }
 
     fn object(&self, map: &Map<String, Value>) -> Map<String, Value> {
+        self.object_fields(&self.table_ages(map))
+    }
+
+    /// A Table with the cells of its age columns written `<age>`; any other object unchanged.
+    fn table_ages(&self, map: &Map<String, Value>) -> Map<String, Value> {
+        let (Some(Value::Array(columns)), Some(Value::Array(_))) =
+            (map.get("columnDefinitions"), map.get("rows"))
+        else {
+            return map.clone();
+        };
+        let ages: Vec<usize> = columns
+            .iter()
+            .enumerate()
+            .filter(|(_, c)| c["name"] == "Age" || c["type"] == "date")
+            .map(|(i, _)| i)
+            .collect();
+        let mut map = map.clone();
+        if let Some(Value::Array(rows)) = map.get_mut("rows") {
+            for cells in rows.iter_mut().filter_map(|r| r.get_mut("cells")) {
+                for &i in &ages {
+                    if let Some(cell @ Value::String(_)) = cells.get_mut(i) {
+                        *cell = Value::String("<age>".into());
+                    }
+                }
+            }
+        }
+        map
+    }
+
+    fn object_fields(&self, map: &Map<String, Value>) -> Map<String, Value> {
         let is_list = map.contains_key("items");
         let is_bookmark = map.get("type").and_then(Value::as_str) == Some("BOOKMARK");
         map.iter()
@@ -428,5 +460,22 @@ mod tests {
             {"manager": "alice", "operation": "Apply"},
         ]}})])[0];
         assert_eq!(answer["metadata"]["managedFields"][0]["manager"], "alice");
+    }
+
+    #[test]
+    fn a_tables_age_cells_are_written_as_an_age() {
+        let answers = kube_normaliser().answers(&[json!({
+            "kind": "Table",
+            "columnDefinitions": [
+                {"name": "Name", "type": "string"},
+                {"name": "Age", "type": "string"},
+                {"name": "Seen", "type": "date"},
+            ],
+            "rows": [{"cells": ["one", "1s", "3m"]}, {"cells": ["two", "0s", null]}],
+        })]);
+        assert_eq!(
+            answers[0]["rows"],
+            json!([{"cells": ["one", "<age>", "<age>"]}, {"cells": ["two", "<age>", null]}])
+        );
     }
 }
