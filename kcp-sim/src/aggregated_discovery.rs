@@ -88,19 +88,18 @@ fn resource_entry(t: &ResourceType, version: &str) -> Value {
     if !t.categories.is_empty() {
         entry["categories"] = json!(t.categories);
     }
-    let mut subresources = Vec::new();
-    if t.group.is_empty() && t.plural == "namespaces" {
-        subresources.push(
-            json!({"subresource": "finalize", "responseKind": response_kind, "verbs": ["update"]}),
-        );
-    }
-    if t.scale.is_some() {
-        let scale = json!({"group": "autoscaling", "version": "v1", "kind": "Scale"});
-        subresources.push(json!({"subresource": "scale", "responseKind": scale, "verbs": ["get", "patch", "update"]}));
-    }
-    if t.status {
-        subresources.push(json!({"subresource": "status", "responseKind": response_kind, "verbs": ["get", "patch", "update"]}));
-    }
+    let subresources: Vec<Value> = t
+        .subresources()
+        .into_iter()
+        .map(|sub| {
+            let kind = if sub.group.is_empty() && sub.version.is_empty() {
+                json!({"group": response_kind["group"], "version": response_kind["version"], "kind": sub.kind})
+            } else {
+                json!({"group": sub.group, "version": sub.version, "kind": sub.kind})
+            };
+            json!({"subresource": sub.name, "responseKind": kind, "verbs": sub.verbs})
+        })
+        .collect();
     if !subresources.is_empty() {
         entry["subresources"] = json!(subresources);
     }

@@ -205,6 +205,16 @@ impl Sim {
             if settings.flavor == Flavor::Kubernetes {
                 crate::scheduling::ensure_system_classes(&mut state, first)?;
                 crate::bootstrap_rbac::seed(&mut state, first)?;
+                crate::flowcontrol::seed(&mut state, first)?;
+                let port = state
+                    .shard_urls
+                    .first()
+                    .and_then(|url| url.rsplit(':').next()?.parse::<u16>().ok())
+                    .ok_or_else(|| {
+                        ApiError::internal("kcp-sim's own URL names no port".to_string())
+                    })?;
+                crate::services::bootstrap(&mut state, first, port)?;
+                crate::api_services::sync(&mut state, first)?;
             }
         }
         Ok(sim)
@@ -229,6 +239,18 @@ impl Sim {
     /// The registry that answers discovery at an endpoint.
     pub fn registry(&self, endpoint: &Endpoint) -> ApiResult<Registry> {
         self.with_registry(endpoint, |r| r.clone())
+    }
+
+    /// Which verbs the type `group`/`plural` allows at an endpoint, if it is served there.
+    pub fn access_of(
+        &self,
+        endpoint: &Endpoint,
+        group: &str,
+        plural: &str,
+    ) -> ApiResult<Option<crate::resource::Access>> {
+        self.with_registry(endpoint, |r| {
+            r.get(&GroupResource::new(group, plural)).map(|t| t.access)
+        })
     }
 
     /// Whether any type of `group` is served at an endpoint (a wildcard endpoint sees the types

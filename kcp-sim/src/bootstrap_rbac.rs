@@ -6,7 +6,7 @@
 //! to are there as on a real server.
 //!
 //! The objects are `data/kube-bootstrap-rbac.json`, recorded from kube-apiserver v1.34.2 (the
-//! test bed's pin) by `data/record-bootstrap-rbac.sh`, which says how to record them again.
+//! test bed's pin) by `data/record-bootstrap.sh`, which says how to record them again.
 //! As on the test bed, where no aggregation controller runs, the aggregated roles (`admin`,
 //! `edit`, `view`, ...) hold no rules.
 

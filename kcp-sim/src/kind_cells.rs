@@ -1,5 +1,5 @@
 //! The cells kube-apiserver's printers compute for the networking, discovery, autoscaling,
-//! scheduling and storage kinds (`pkg/printers/internalversion`), each a pure function of the object, used by
+//! scheduling, storage, flow-control and API registration kinds (`pkg/printers/internalversion`), each a pure function of the object, used by
 //! [`crate::table`] through `Cell::Computed`.
 
 use serde_json::{Value, json};
@@ -370,8 +370,125 @@ pub fn claim_class(o: &Value) -> Value {
     json!(annotation.unwrap_or_else(|| text(o, "/spec/storageClassName")))
 }
 
+/// `printAPIService`'s backend: `Local`, or `<namespace>/<name>` of the Service.
+pub fn api_service_backend(o: &Value) -> Value {
+    match o.pointer("/spec/service") {
+        Some(service) if service.is_object() => json!(format!(
+            "{}/{}",
+            text(service, "/namespace"),
+            text(service, "/name")
+        )),
+        _ => json!("Local"),
+    }
+}
+
+/// `printAPIService`'s availability: the `Available` condition's status, with its reason when
+/// it is not `True`; `Unknown` without the condition.
+pub fn api_service_available(o: &Value) -> Value {
+    match list(o, "/status/conditions").find(|c| c["type"] == "Available") {
+        Some(c) if c["status"] == "True" => json!("True"),
+        Some(c) => json!(format!("{} ({})", text(c, "/status"), text(c, "/reason"))),
+        None => json!("Unknown"),
+    }
+}
+
+/// `printFlowSchema`'s MissingPL: the `Dangling` condition's status, `?` without it.
+pub fn flow_schema_dangling(o: &Value) -> Value {
+    list(o, "/status/conditions")
+        .find(|c| c["type"] == "Dangling")
+        .map_or(json!("?"), |c| json!(text(c, "/status")))
+}
+
+/// A value of a limited priority level at `pointer` (below `spec.limited`), `<none>` for an
+/// exempt level or one that does not queue.
+fn limited_value(o: &Value, pointer: &str) -> Value {
+    o.pointer(&format!("/spec/limited{pointer}"))
+        .filter(|v| !v.is_null())
+        .cloned()
+        .unwrap_or_else(|| json!("<none>"))
+}
+
+/// `printPriorityLevelConfiguration`'s nominal concurrency shares.
+pub fn priority_level_shares(o: &Value) -> Value {
+    match o.pointer("/spec/limited") {
+        Some(limited) if limited.is_object() => limited
+            .get("nominalConcurrencyShares")
+            .cloned()
+            .unwrap_or(json!(0)),
+        _ => json!("<none>"),
+    }
+}
+
+/// `printPriorityLevelConfiguration`'s queue count.
+pub fn priority_level_queues(o: &Value) -> Value {
+    limited_value(o, "/limitResponse/queuing/queues")
+}
+
+/// `printPriorityLevelConfiguration`'s hand size.
+pub fn priority_level_hand_size(o: &Value) -> Value {
+    limited_value(o, "/limitResponse/queuing/handSize")
+}
+
+/// `printPriorityLevelConfiguration`'s queue length limit.
+pub fn priority_level_queue_length(o: &Value) -> Value {
+    limited_value(o, "/limitResponse/queuing/queueLengthLimit")
+}
+
+/// `printServiceCIDR`'s CIDRs, comma-separated.
+pub fn service_cidrs(o: &Value) -> Value {
+    let cidrs: Vec<&str> = list(o, "/spec/cidrs").filter_map(Value::as_str).collect();
+    json!(cidrs.join(","))
+}
+
+/// `printIPAddress`'s parent: `<resource>[.<group>][/<namespace>]/<name>`, `<none>` without one.
+pub fn ip_address_parent(o: &Value) -> Value {
+    let Some(parent) = o.pointer("/spec/parentRef").filter(|p| p.is_object()) else {
+        return json!("<none>");
+    };
+    let mut out = text(parent, "/resource").to_string();
+    let group = text(parent, "/group");
+    if !group.is_empty() {
+        out = format!("{out}.{group}");
+    }
+    out = out.to_lowercase();
+    let namespace = text(parent, "/namespace");
+    if !namespace.is_empty() {
+        out = format!("{out}/{namespace}");
+    }
+    json!(format!("{out}/{}", text(parent, "/name")))
+}
+
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_ip_address_names_its_parent_service() {
+        let ip = json!({"spec": {"parentRef": {"resource": "services", "namespace": "default", "name": "kubernetes"}}});
+        assert_eq!(ip_address_parent(&ip), "services/default/kubernetes");
+        assert_eq!(ip_address_parent(&json!({})), "<none>");
+    }
+
+    #[test]
+    fn an_exempt_priority_level_has_no_shares_or_queues() {
+        let exempt = json!({"spec": {"type": "Exempt", "exempt": {"nominalConcurrencyShares": 0}}});
+        assert_eq!(priority_level_shares(&exempt), "<none>");
+        assert_eq!(priority_level_queues(&exempt), "<none>");
+        let limited = json!({"spec": {"limited": {"nominalConcurrencyShares": 20,
+            "limitResponse": {"queuing": {"queues": 128}}}}});
+        assert_eq!(priority_level_shares(&limited), 20);
+        assert_eq!(priority_level_queues(&limited), 128);
+    }
+
+    #[test]
+    fn an_unavailable_api_service_shows_why() {
+        let unavailable = json!({"status": {"conditions": [
+            {"type": "Available", "status": "False", "reason": "MissingEndpoints"}]}});
+        assert_eq!(
+            api_service_available(&unavailable),
+            "False (MissingEndpoints)"
+        );
+        assert_eq!(api_service_available(&json!({})), "Unknown");
+    }
     use super::*;
 
     #[test]

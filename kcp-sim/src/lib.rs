@@ -35,7 +35,9 @@
 
 pub mod admission_policies;
 pub mod aggregated_discovery;
+pub mod answered;
 pub mod api;
+pub mod api_services;
 pub mod apiexport;
 pub mod authorization;
 pub mod batch;
@@ -47,8 +49,10 @@ pub mod defaults;
 pub mod error;
 pub mod events;
 pub mod faults;
+pub mod flowcontrol;
 mod garbage_collector;
 pub mod http;
+pub mod ip_addresses;
 pub mod kcp;
 pub mod kind_cells;
 pub mod limit_ranges;
@@ -73,6 +77,7 @@ pub mod services;
 pub mod status;
 pub mod store;
 pub mod table;
+pub mod token_review;
 pub mod tokens;
 pub mod validation;
 pub mod volume_claims;

@@ -367,7 +367,12 @@ fn mask_trailing_dash(name: &str) -> String {
 
 /// The kind's `ValidateNameFunc`: what is wrong with `name` (a `generateName` when `prefix`).
 fn name_messages((group, kind): (&str, &str), name: &str, prefix: bool) -> Vec<String> {
-    if group == "rbac.authorization.k8s.io" {
+    // RBAC objects, and APIServices (whose names are `<version>.<group>`, `v1.` for the core
+    // group), need only be path segments.
+    if matches!(
+        group,
+        "rbac.authorization.k8s.io" | "apiregistration.k8s.io"
+    ) {
         return path_segment_errors(name, prefix);
     }
     let name = if prefix {

@@ -175,12 +175,111 @@ fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components
         ("apiextensions.k8s.io", "v1", "CustomResourceDefinition") => {
             generate::<apiextensions::CustomResourceDefinition>()
         }
+        _ => return infrastructure_components(group, version, kind),
+    };
+    let mut components = components;
+    drop_required_metadata(&mut components);
+    default_top_level_structs(&mut components);
+    Some(components)
+}
+
+/// The components of kube-apiserver's infrastructure kinds (registration, flow control, IP
+/// allocation, storage drivers, devices, certificates) and of the kinds it answers without
+/// storing; then kcp's.
+fn infrastructure_components(group: &str, version: &str, kind: &str) -> Option<Components> {
+    use k8s_openapi::api::{
+        authentication::v1 as authentication, authorization::v1 as authorization,
+        certificates::v1 as certificates, core::v1 as core, flowcontrol::v1 as flowcontrol,
+        networking::v1 as networking, storage::v1 as storage,
+    };
+    use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
+    let components = match (group, version, kind) {
+        ("apiregistration.k8s.io", "v1", "APIService") => generate::<apiregistration::APIService>(),
+        ("certificates.k8s.io", "v1", "CertificateSigningRequest") => {
+            generate::<certificates::CertificateSigningRequest>()
+        }
+        ("flowcontrol.apiserver.k8s.io", "v1", "FlowSchema") => {
+            generate::<flowcontrol::FlowSchema>()
+        }
+        ("flowcontrol.apiserver.k8s.io", "v1", "PriorityLevelConfiguration") => {
+            generate::<flowcontrol::PriorityLevelConfiguration>()
+        }
+        ("networking.k8s.io", "v1", "IPAddress") => generate::<networking::IPAddress>(),
+        ("networking.k8s.io", "v1", "ServiceCIDR") => generate::<networking::ServiceCIDR>(),
+        ("storage.k8s.io", "v1", "CSIDriver") => generate::<storage::CSIDriver>(),
+        ("storage.k8s.io", "v1", "CSINode") => generate::<storage::CSINode>(),
+        ("storage.k8s.io", "v1", "CSIStorageCapacity") => generate::<storage::CSIStorageCapacity>(),
+        ("storage.k8s.io", "v1", "VolumeAttachment") => generate::<storage::VolumeAttachment>(),
+        ("resource.k8s.io" | "storage.k8s.io", "v1", _) => return promoted_in_1_34(kind),
+        ("", "v1", "Binding") => generate::<core::Binding>(),
+        ("authentication.k8s.io", "v1", "SelfSubjectReview") => {
+            generate::<authentication::SelfSubjectReview>()
+        }
+        ("authentication.k8s.io", "v1", "TokenReview") => generate::<authentication::TokenReview>(),
+        ("authorization.k8s.io", "v1", "LocalSubjectAccessReview") => {
+            generate::<authorization::LocalSubjectAccessReview>()
+        }
+        ("authorization.k8s.io", "v1", "SelfSubjectAccessReview") => {
+            generate::<authorization::SelfSubjectAccessReview>()
+        }
+        ("authorization.k8s.io", "v1", "SelfSubjectRulesReview") => {
+            generate::<authorization::SelfSubjectRulesReview>()
+        }
+        ("authorization.k8s.io", "v1", "SubjectAccessReview") => {
+            generate::<authorization::SubjectAccessReview>()
+        }
         _ => return kcp_components(group, version, kind),
     };
     let mut components = components;
     drop_required_metadata(&mut components);
     default_top_level_structs(&mut components);
     Some(components)
+}
+
+/// The `v1` components of the kinds Kubernetes 1.34 made `v1` (kube-apiserver v1.34 serves them
+/// so). Built against an older k8s-openapi, the schemas are those of the beta versions the `v1`
+/// ones were promoted from unchanged, the kind's own component named as `v1`'s.
+fn promoted_in_1_34(kind: &str) -> Option<Components> {
+    let mut components = promoted_kind_components(kind)?;
+    if let Some(beta) = components.schemas.remove(&components.name) {
+        let name = components
+            .name
+            .replace(".v1beta2.", ".v1.")
+            .replace(".v1beta1.", ".v1.");
+        components.schemas.insert(name.clone(), beta);
+        components.name = name;
+    }
+    drop_required_metadata(&mut components);
+    default_top_level_structs(&mut components);
+    Some(components)
+}
+
+k8s_openapi::k8s_if_ge_1_34! {
+    fn promoted_kind_components(kind: &str) -> Option<Components> {
+        use k8s_openapi::api::{resource::v1 as resource, storage::v1 as storage};
+        Some(match kind {
+            "DeviceClass" => generate::<resource::DeviceClass>(),
+            "ResourceClaim" => generate::<resource::ResourceClaim>(),
+            "ResourceClaimTemplate" => generate::<resource::ResourceClaimTemplate>(),
+            "ResourceSlice" => generate::<resource::ResourceSlice>(),
+            "VolumeAttributesClass" => generate::<storage::VolumeAttributesClass>(),
+            _ => return None,
+        })
+    }
+}
+
+k8s_openapi::k8s_if_le_1_33! {
+    fn promoted_kind_components(kind: &str) -> Option<Components> {
+        use k8s_openapi::api::{resource::v1beta2 as resource, storage::v1beta1 as storage};
+        Some(match kind {
+            "DeviceClass" => generate::<resource::DeviceClass>(),
+            "ResourceClaim" => generate::<resource::ResourceClaim>(),
+            "ResourceClaimTemplate" => generate::<resource::ResourceClaimTemplate>(),
+            "ResourceSlice" => generate::<resource::ResourceSlice>(),
+            "VolumeAttributesClass" => generate::<storage::VolumeAttributesClass>(),
+            _ => return None,
+        })
+    }
 }
 
 /// kube's documents give a struct field that is not a Go pointer `default: {}`; every builtin

@@ -3,7 +3,11 @@
 //! `DefaultTolerationSeconds` plugin's two NoExecute tolerations, and the strategy's status
 //! (`Pending`, with the pod's QoS class). kcp-sim schedules and runs no pod: it stays
 //! `Pending`, as on a kube-apiserver without a scheduler, and is deleted at once (a pod bound to
-//! no node has nothing to wait for).
+//! no node has nothing to wait for). A Binding ([`crate::answered`]) places a pod on a node as
+//! a scheduler would ([`mark_scheduled`]).
+//!
+//! Known difference: a pod bound to a node is deleted at once too, where kube-apiserver waits
+//! its grace period for the node's kubelet (which a test server does not have either).
 //!
 //! Known difference: the `ServiceAccount` plugin is not modelled (the real test servers run
 //! with it off), so a pod gets no `serviceAccountName` and no token volume.
@@ -18,6 +22,23 @@ const DEFAULT_TOLERATED_TAINTS: [&str; 2] = [
     "node.kubernetes.io/not-ready",
     "node.kubernetes.io/unreachable",
 ];
+
+/// The `PodScheduled` condition a bound pod gets, replacing an earlier one.
+pub fn mark_scheduled(pod: &mut Value, now: &str) {
+    let scheduled = json!({"type": "PodScheduled", "status": "True",
+        "lastProbeTime": null, "lastTransitionTime": now});
+    let status = &mut pod["status"];
+    if !status.is_object() {
+        *status = json!({});
+    }
+    let conditions = status
+        .as_object_mut()
+        .map(|s| s.entry("conditions").or_insert_with(|| json!([])));
+    if let Some(Value::Array(conditions)) = conditions {
+        conditions.retain(|c| c["type"] != "PodScheduled");
+        conditions.insert(0, scheduled);
+    }
+}
 
 /// Admits a new Pod: its priority (from the PriorityClass `classes` finds by name, empty for
 /// the global default), its default tolerations and its first status.

@@ -31,6 +31,10 @@ pub struct ResourceType {
     pub short_names: Vec<String>,
     /// Categories for kubectl (`all`).
     pub categories: Vec<String>,
+    /// Which verbs the type allows.
+    pub access: Access,
+    /// Subresources discovery lists beside `status` and `scale` (`serviceaccounts/token`).
+    pub other_subresources: &'static [&'static str],
     /// Group and plural, kept so lookups need no allocation.
     key: GroupResource,
 }
@@ -65,6 +69,10 @@ impl ResourceType {
     /// The verbs discovery lists: a builtin kind's sorted, a custom resource's in the
     /// apiextensions server's order; Namespaces cannot be deleted as a collection.
     pub fn verbs(&self) -> &'static [&'static str] {
+        match self.access {
+            Access::CreateOnly => return &["create"],
+            Access::ReadWrite => {}
+        }
         if self.group.is_empty() && self.plural == "namespaces" {
             return &[
                 "create", "delete", "get", "list", "patch", "update", "watch",
@@ -96,6 +104,76 @@ impl ResourceType {
     }
 }
 
+/// A subresource as discovery lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Subresource {
+    /// Its name (`status`, `scale`, `token`).
+    pub name: &'static str,
+    /// The group of the kind it answers with, when that is not the resource's own.
+    pub group: &'static str,
+    /// The version of the kind it answers with, when that is not the resource's own.
+    pub version: &'static str,
+    /// The kind it answers with.
+    pub kind: String,
+    /// Its verbs.
+    pub verbs: &'static [&'static str],
+}
+
+impl ResourceType {
+    /// The subresources discovery lists for this type, by name.
+    pub fn subresources(&self) -> Vec<Subresource> {
+        let own = |name, verbs| Subresource {
+            name,
+            group: "",
+            version: "",
+            kind: self.kind.clone(),
+            verbs,
+        };
+        let mut list = Vec::new();
+        if self.group.is_empty() && self.plural == "namespaces" {
+            list.push(own("finalize", &["update"]));
+        }
+        if self.scale.is_some() {
+            list.push(Subresource {
+                name: "scale",
+                group: "autoscaling",
+                version: "v1",
+                kind: "Scale".into(),
+                verbs: &["get", "patch", "update"],
+            });
+        }
+        if self.status {
+            list.push(own("status", &["get", "patch", "update"]));
+        }
+        for name in self.other_subresources {
+            list.push(match *name {
+                "token" => Subresource {
+                    name: "token",
+                    group: "authentication.k8s.io",
+                    version: "v1",
+                    kind: "TokenRequest".into(),
+                    verbs: &["create"],
+                },
+                _ => Subresource {
+                    kind: "Binding".into(),
+                    ..own(name, &["create"])
+                },
+            });
+        }
+        list.sort_by_key(|s| s.name);
+        list
+    }
+}
+
+/// Which verbs a resource type allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Stored objects: every verb.
+    ReadWrite,
+    /// Posted and answered, never stored (reviews, `bindings`): only `create`.
+    CreateOnly,
+}
+
 /// Whether kube-apiserver serves the kinds of `group` from its Go types (see
 /// [`ResourceType::is_typed`]); the kinds of other groups are custom resources.
 pub fn is_typed_group(group: &str) -> bool {
@@ -115,6 +193,12 @@ pub fn is_typed_group(group: &str) -> bool {
             | "coordination.k8s.io"
             | "rbac.authorization.k8s.io"
             | "apiextensions.k8s.io"
+            | "apiregistration.k8s.io"
+            | "authentication.k8s.io"
+            | "authorization.k8s.io"
+            | "certificates.k8s.io"
+            | "flowcontrol.apiserver.k8s.io"
+            | "resource.k8s.io"
     )
 }
 
@@ -185,6 +269,12 @@ fn builtin(
         },
         short_names: short_names.iter().map(|s| s.to_string()).collect(),
         categories: categories.iter().map(|s| s.to_string()).collect(),
+        access: Access::ReadWrite,
+        other_subresources: match (group, plural) {
+            ("", "serviceaccounts") => &["token"],
+            ("", "pods") => &["binding"],
+            _ => &[],
+        },
     }
 }
 
@@ -535,6 +625,8 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                 ),
             ];
             types.extend(stored_kinds("v1", &stored));
+            types.extend(stored_kinds("v1", KUBE_INFRASTRUCTURE_KINDS));
+            types.extend(answered_kinds());
             types.push(builtin(
                 "scheduling.k8s.io",
                 "v1",
@@ -677,6 +769,200 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
     types
 }
 
+/// Kinds of kube-apiserver that kcp does not serve, stored with kube's defaults where they have
+/// any and no behaviour: the clients that write them are the node, storage, device and
+/// certificate controllers a test server does not run. kube-apiserver's own `kubernetes`
+/// ServiceCIDR, its Services' IPAddresses, its flow-control configuration and its APIServices
+/// are written by kcp-sim as kube-apiserver writes them at start.
+const KUBE_INFRASTRUCTURE_KINDS: &[StoredKind] = &[
+    (
+        "apiregistration.k8s.io",
+        "APIService",
+        "apiservices",
+        false,
+        true,
+        &[],
+        &["api-extensions"],
+    ),
+    (
+        "certificates.k8s.io",
+        "CertificateSigningRequest",
+        "certificatesigningrequests",
+        false,
+        true,
+        &["csr"],
+        &[],
+    ),
+    (
+        "flowcontrol.apiserver.k8s.io",
+        "FlowSchema",
+        "flowschemas",
+        false,
+        true,
+        &[],
+        &[],
+    ),
+    (
+        "flowcontrol.apiserver.k8s.io",
+        "PriorityLevelConfiguration",
+        "prioritylevelconfigurations",
+        false,
+        true,
+        &[],
+        &[],
+    ),
+    (
+        "networking.k8s.io",
+        "IPAddress",
+        "ipaddresses",
+        false,
+        false,
+        &["ip"],
+        &[],
+    ),
+    (
+        "networking.k8s.io",
+        "ServiceCIDR",
+        "servicecidrs",
+        false,
+        true,
+        &[],
+        &[],
+    ),
+    (
+        "resource.k8s.io",
+        "DeviceClass",
+        "deviceclasses",
+        false,
+        false,
+        &[],
+        &[],
+    ),
+    (
+        "resource.k8s.io",
+        "ResourceClaim",
+        "resourceclaims",
+        true,
+        true,
+        &[],
+        &[],
+    ),
+    (
+        "resource.k8s.io",
+        "ResourceClaimTemplate",
+        "resourceclaimtemplates",
+        true,
+        false,
+        &[],
+        &[],
+    ),
+    (
+        "resource.k8s.io",
+        "ResourceSlice",
+        "resourceslices",
+        false,
+        false,
+        &[],
+        &[],
+    ),
+    (
+        "storage.k8s.io",
+        "CSIDriver",
+        "csidrivers",
+        false,
+        false,
+        &[],
+        &[],
+    ),
+    (
+        "storage.k8s.io",
+        "CSINode",
+        "csinodes",
+        false,
+        false,
+        &[],
+        &[],
+    ),
+    (
+        "storage.k8s.io",
+        "CSIStorageCapacity",
+        "csistoragecapacities",
+        true,
+        false,
+        &[],
+        &[],
+    ),
+    (
+        "storage.k8s.io",
+        "VolumeAttachment",
+        "volumeattachments",
+        false,
+        true,
+        &[],
+        &[],
+    ),
+    (
+        "storage.k8s.io",
+        "VolumeAttributesClass",
+        "volumeattributesclasses",
+        false,
+        false,
+        &["vac"],
+        &[],
+    ),
+];
+
+/// The kinds kube-apiserver answers without storing them, which only `create`: the reviews and
+/// `bindings`, answered by [`crate::answered`].
+fn answered_kinds() -> Vec<ResourceType> {
+    let posted = [
+        ("", "Binding", "bindings", true),
+        (
+            "authentication.k8s.io",
+            "SelfSubjectReview",
+            "selfsubjectreviews",
+            false,
+        ),
+        (
+            "authentication.k8s.io",
+            "TokenReview",
+            "tokenreviews",
+            false,
+        ),
+        (
+            "authorization.k8s.io",
+            "LocalSubjectAccessReview",
+            "localsubjectaccessreviews",
+            true,
+        ),
+        (
+            "authorization.k8s.io",
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+            false,
+        ),
+        (
+            "authorization.k8s.io",
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreviews",
+            false,
+        ),
+        (
+            "authorization.k8s.io",
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+            false,
+        ),
+    ];
+    posted
+        .into_iter()
+        .map(|(group, kind, plural, namespaced)| ResourceType {
+            access: Access::CreateOnly,
+            ..builtin(group, "v1", kind, plural, namespaced, false, &[], &[])
+        })
+        .collect()
+}
+
 /// The `apis.kcp.io` kinds of a kcp logical cluster. APIExport and APIBinding are stored as
 /// v1alpha2 and also served as v1alpha1 (see [`crate::apiexport::conversion`]).
 fn apis_types() -> Vec<ResourceType> {
@@ -799,6 +1085,8 @@ pub fn type_of_spec(spec: &Value) -> Result<ResourceType, (String, String)> {
             .find_map(ScalePaths::of_crd_version),
         short_names: strings("shortNames"),
         categories: strings("categories"),
+        access: Access::ReadWrite,
+        other_subresources: &[],
     })
 }
 
@@ -897,9 +1185,10 @@ impl Registry {
         self.by_resource.values()
     }
 
-    /// Served groups with their versions (preferred first), core group excluded, in a stable order:
-    /// builtin groups as Kubernetes lists them are not special here, groups sort by name.
-    pub(crate) fn groups(&self) -> BTreeMap<&str, Vec<&str>> {
+    /// Served groups with their versions (preferred first), core group excluded, in the order
+    /// kube-aggregator lists them: by their APIServices' priority
+    /// ([`crate::api_services::group_order`]).
+    pub(crate) fn groups(&self) -> Vec<(&str, Vec<&str>)> {
         let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for t in self.by_resource.values().filter(|t| !t.group.is_empty()) {
             let entry = groups.entry(t.group.as_str()).or_default();
@@ -909,6 +1198,8 @@ impl Registry {
                 }
             }
         }
+        let mut groups: Vec<(&str, Vec<&str>)> = groups.into_iter().collect();
+        groups.sort_by_key(|(group, _)| crate::api_services::group_order(group));
         groups
     }
 
@@ -938,7 +1229,7 @@ impl Registry {
     /// `GET /apis/<group>`, or `None` when the group is not served.
     pub fn api_group(&self, group: &str) -> Option<Value> {
         let groups = self.groups();
-        let versions = groups.get(group)?;
+        let (_, versions) = groups.iter().find(|(g, _)| *g == group)?;
         let mut doc = group_document(group, versions);
         doc["kind"] = json!("APIGroup");
         doc["apiVersion"] = json!("v1");
@@ -971,29 +1262,25 @@ impl Registry {
             if !t.categories.is_empty() {
                 r["categories"] = json!(t.categories);
             }
-            if let Some(storage) = t.versions.first() {
+            if let Some(storage) = t.versions.first()
+                && t.access == Access::ReadWrite
+            {
                 r["storageVersionHash"] = json!(storage_version_hash(&t.group, storage, &t.kind));
             }
             resources.push(r);
-            if t.scale.is_some() {
-                resources.push(json!({
-                    "name": format!("{}/scale", t.plural),
+            for sub in t.subresources() {
+                let mut r = json!({
+                    "name": format!("{}/{}", t.plural, sub.name),
                     "singularName": "",
                     "namespaced": t.namespaced,
-                    "group": "autoscaling",
-                    "version": "v1",
-                    "kind": "Scale",
-                    "verbs": ["get", "patch", "update"],
-                }));
-            }
-            if t.status {
-                resources.push(json!({
-                    "name": format!("{}/status", t.plural),
-                    "singularName": "",
-                    "namespaced": t.namespaced,
-                    "kind": t.kind,
-                    "verbs": ["get", "patch", "update"],
-                }));
+                    "kind": sub.kind,
+                    "verbs": sub.verbs,
+                });
+                if !sub.group.is_empty() {
+                    r["group"] = json!(sub.group);
+                    r["version"] = json!(sub.version);
+                }
+                resources.push(r);
             }
         }
         if resources.is_empty() {

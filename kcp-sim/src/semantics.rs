@@ -24,8 +24,9 @@ use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult, StatusCause};
 use crate::store::{State, Stored};
 use crate::{
-    batch, crd, daemon_sets, defaults, garbage_collector, kcp, limit_ranges, object_meta,
-    persistent_volumes, pods, scheduling, schema, services, validation, volume_claims,
+    api_services, batch, crd, daemon_sets, defaults, flowcontrol, garbage_collector, ip_addresses,
+    kcp, limit_ranges, object_meta, persistent_volumes, pods, scheduling, schema, services,
+    validation, volume_claims,
 };
 
 /// Who writes and how: the options of a create, update or patch.
@@ -682,6 +683,10 @@ fn decode_defaults(
         ("", "Endpoints") => defaults::endpoints(obj),
         ("discovery.k8s.io", "EndpointSlice") => defaults::endpoint_slice(obj),
         ("storage.k8s.io", "StorageClass") => defaults::storage_class(obj),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => flowcontrol::flow_schema_defaults(obj),
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
+            flowcontrol::priority_level_defaults(obj)
+        }
         ("", "PersistentVolume") => defaults::persistent_volume(obj),
         ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
             defaults::webhook_configuration(obj, false);
@@ -792,6 +797,10 @@ fn default_on_create(
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => obj["status"] = json!({}),
         // A ReplicationController's replica count is written without omitempty.
         ("", "ReplicationController") => obj["status"] = json!({"replicas": 0}),
+        // The strategies empty a new flow-control object's status, which Go writes `{}`.
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema" | "PriorityLevelConfiguration") => {
+            obj["status"] = json!({})
+        }
         ("scheduling.k8s.io", "PriorityClass") => {
             scheduling::admit_new_class(state, cluster, &name, obj)?;
         }
@@ -816,7 +825,11 @@ fn after_write(
             if old.is_none() {
                 crd::accept(state, cluster, new)?;
             }
-            Ok(())
+            api_services::sync(state, cluster)
+        }
+        ("", "Service") => ip_addresses::follow_service(state, cluster, new),
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema" | "PriorityLevelConfiguration") => {
+            flowcontrol::mark_dangling(state, cluster)
         }
         ("tenancy.kcp.io", "Workspace") if old.is_none() => {
             kcp::create_logical_cluster(state, cluster, new)
@@ -1447,6 +1460,14 @@ pub(crate) fn remove_now(
         kcp::workspace_removed(state, &removed)?;
     }
     let value = removed.value()?;
+    match (rt.group.as_str(), rt.kind.as_str()) {
+        ("", "Service") => ip_addresses::release(state, cluster, &value)?,
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
+            flowcontrol::mark_dangling(state, cluster)?
+        }
+        ("apiextensions.k8s.io", "CustomResourceDefinition") => api_services::sync(state, cluster)?,
+        _ => {}
+    }
     apis::removed(state, cluster, rt, &value)?;
     if let Some(binding) =
         apiexport::binding::terminating_binding_of(state, cluster, rt.group_resource())

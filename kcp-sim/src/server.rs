@@ -219,7 +219,10 @@ impl Server {
                 self.cluster_url(name)
             ));
         }
-        out.push_str("users:\n- name: kcp-sim\n  user:\n    token: kcp-sim\ncontexts:\n");
+        out.push_str(&format!(
+            "users:\n- name: kcp-sim\n  user:\n    token: {}\ncontexts:\n",
+            crate::tokens::KUBECONFIG_TOKEN
+        ));
         for name in &names {
             out.push_str(&format!(
                 "- name: {name}\n  context:\n    cluster: {name}\n    user: kcp-sim\n"

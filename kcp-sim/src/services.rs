@@ -13,15 +13,16 @@ use std::net::Ipv4Addr;
 
 use serde_json::{Map, Value, json};
 
-use crate::resource::GroupResource;
+use crate::resource::{GroupResource, ResourceType};
+use crate::semantics::{self, PatchKind, WriteOptions};
 use crate::status::{ApiError, ApiResult};
 use crate::store::State;
 
 /// The service network: `10.0.0.0/24`.
 const NETWORK: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 0);
 const PREFIX_LEN: u32 = 24;
-/// The first address, which the `kubernetes` Service holds in a real cluster.
-const RESERVED: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
+/// The first address, which the `kubernetes` Service holds.
+const API_SERVER_ADDRESS: &str = "10.0.0.1";
 /// `--service-node-port-range`.
 const NODE_PORTS: std::ops::RangeInclusive<i64> = 30000..=32767;
 
@@ -112,7 +113,10 @@ struct Taken {
 impl Taken {
     fn of_cluster(state: &State, cluster: &str) -> Taken {
         let mut taken = Taken::default();
-        taken.addresses.insert(RESERVED);
+        let recorded = crate::ip_addresses::held(state, cluster);
+        taken
+            .addresses
+            .extend(recorded.iter().filter_map(|a| a.parse::<Ipv4Addr>().ok()));
         let services = state
             .clusters
             .get(cluster)
@@ -138,6 +142,86 @@ impl Taken {
         }
         taken
     }
+}
+
+/// What kube-apiserver writes at start for its service network: the `kubernetes` ServiceCIDR
+/// (Ready, as its controller reports it) and, in `default`, the `kubernetes` Service at the first
+/// address, whose port 443 leads to the server's own `api_port`.
+pub fn bootstrap(state: &mut State, cluster: &str, api_port: u16) -> ApiResult<()> {
+    let opts = WriteOptions {
+        default_manager: "kube-apiserver".into(),
+        ..WriteOptions::default()
+    };
+    let cidrs = served(state, cluster, "networking.k8s.io", "servicecidrs")?;
+    let cidr = json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "ServiceCIDR",
+        "metadata": {"name": "kubernetes"},
+        "spec": {"cidrs": [format!("{NETWORK}/{PREFIX_LEN}")]},
+    });
+    semantics::create(state, cluster, &cidrs, "v1", None, cidr, &opts)?;
+    let ready = json!({
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "ServiceCIDR",
+        "metadata": {"name": "kubernetes"},
+        "status": {"conditions": [{
+            "type": "Ready",
+            "status": "True",
+            "lastTransitionTime": semantics::now(),
+            "reason": "",
+            "message": "Kubernetes default Service CIDR is ready",
+        }]},
+    });
+    let controller = WriteOptions {
+        field_manager: Some("kubernetes-service-cidr-controller".into()),
+        ..opts.clone()
+    };
+    semantics::patch(
+        state,
+        cluster,
+        &cidrs,
+        "v1",
+        "",
+        "kubernetes",
+        true,
+        PatchKind::Apply,
+        &ready,
+        &controller,
+    )?;
+    let services = served(state, cluster, "", "services")?;
+    let service = json!({
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": "kubernetes",
+            "namespace": "default",
+            "labels": {"component": "apiserver", "provider": "kubernetes"},
+        },
+        "spec": {
+            "type": "ClusterIP",
+            "clusterIP": API_SERVER_ADDRESS,
+            "ipFamilyPolicy": "SingleStack",
+            "internalTrafficPolicy": "Cluster",
+            "sessionAffinity": "None",
+            "ports": [{"name": "https", "port": 443, "protocol": "TCP", "targetPort": api_port}],
+        },
+    });
+    semantics::create(
+        state,
+        cluster,
+        &services,
+        "v1",
+        Some("default"),
+        service,
+        &opts,
+    )?;
+    Ok(())
+}
+
+fn served(state: &State, cluster: &str, group: &str, plural: &str) -> ApiResult<ResourceType> {
+    state
+        .served_type(cluster, &GroupResource::new(group, plural))
+        .ok_or_else(|| ApiError::internal(format!("{plural} are not served in {cluster}")))
 }
 
 /// A new Service's cluster IP, IP families and node ports, and its empty load balancer status.

@@ -112,6 +112,9 @@ pub struct Column {
     pub description: String,
     /// How the cell is computed.
     pub cell: Cell,
+    /// Whether `columnDefinitions` lists the column: kube's IPAddress printer writes an age
+    /// cell it declares no column for.
+    pub declared: bool,
 }
 
 impl Column {
@@ -123,7 +126,14 @@ impl Column {
             format: String::new(),
             description: String::new(),
             cell,
+            declared: true,
         }
+    }
+
+    /// The column's cells without its definition.
+    fn undeclared(mut self) -> Self {
+        self.declared = false;
+        self
     }
 
     fn path(name: &str, path: &str) -> Self {
@@ -382,6 +392,7 @@ pub fn crd_columns(printer_columns: &[Value]) -> Vec<Column> {
             format: field("format").to_string(),
             description,
             cell,
+            declared: true,
         });
     }
     columns
@@ -797,6 +808,64 @@ fn stored_kind_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             computed("ParamRef", kind_cells::param_ref).described(field(&["spec", "paramRef"])),
             age(),
         ],
+        ("apiregistration.k8s.io", "APIService") => vec![
+            name(),
+            computed("Service", kind_cells::api_service_backend)
+                .described("The reference to the service that hosts this API endpoint."),
+            computed("Available", kind_cells::api_service_available)
+                .described("Whether this service is available."),
+            age(),
+        ],
+        ("flowcontrol.apiserver.k8s.io", "FlowSchema") => vec![
+            name(),
+            Column::path("PriorityLevel", ".spec.priorityLevelConfiguration.name")
+                .described(field(&["spec", "priorityLevelConfiguration", "name"])),
+            Column::path("MatchingPrecedence", ".spec.matchingPrecedence")
+                .described(field(&["spec", "matchingPrecedence"])),
+            Column::path_or(
+                "DistinguisherMethod",
+                ".spec.distinguisherMethod.type",
+                "<none>",
+            )
+            .described(field(&["spec", "distinguisherMethod"])),
+            age(),
+            computed("MissingPL", kind_cells::flow_schema_dangling)
+                .described("references a broken or non-existent PriorityLevelConfiguration"),
+        ],
+        ("flowcontrol.apiserver.k8s.io", "PriorityLevelConfiguration") => {
+            let queuing = |name: &str, cell: fn(&Value) -> Value, key: &str| {
+                let path = ["spec", "limited", "limitResponse", "queuing", key];
+                computed(name, cell).described(field(&path))
+            };
+            vec![
+                name(),
+                Column::path("Type", ".spec.type").described(field(&["spec", "type"])),
+                computed(
+                    "NominalConcurrencyShares",
+                    kind_cells::priority_level_shares,
+                )
+                .described(field(&["spec", "limited", "nominalConcurrencyShares"])),
+                queuing("Queues", kind_cells::priority_level_queues, "queues"),
+                queuing("HandSize", kind_cells::priority_level_hand_size, "handSize"),
+                queuing(
+                    "QueueLengthLimit",
+                    kind_cells::priority_level_queue_length,
+                    "queueLengthLimit",
+                ),
+                age(),
+            ]
+        }
+        ("networking.k8s.io", "ServiceCIDR") => vec![
+            name(),
+            computed("CIDRs", kind_cells::service_cidrs).described(field(&["spec", "cidrs"])),
+            age(),
+        ],
+        ("networking.k8s.io", "IPAddress") => vec![
+            name(),
+            computed("ParentRef", kind_cells::ip_address_parent)
+                .described(field(&["spec", "parentRef"])),
+            age().undeclared(),
+        ],
         ("", "PodTemplate") => vec![
             name(),
             Column::path("Containers", ".template.spec.containers[*].name")
@@ -815,6 +884,21 @@ fn stored_kind_columns(rt: &ResourceType) -> Option<Vec<Column>> {
     Some(columns)
 }
 
+/// Puts the rows of a Table in the order kube's printer writes them: FlowSchemas by matching
+/// precedence, then name (`FlowSchemaSequence`); every other kind as listed.
+pub fn printer_order(rt: &ResourceType, objects: &mut [Value]) {
+    if (rt.group.as_str(), rt.kind.as_str()) == ("flowcontrol.apiserver.k8s.io", "FlowSchema") {
+        objects.sort_by_key(|o| {
+            let precedence = o
+                .pointer("/spec/matchingPrecedence")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let name = o.pointer("/metadata/name").and_then(Value::as_str);
+            (precedence, name.unwrap_or_default().to_string())
+        });
+    }
+}
+
 /// A Table of `objects` (as stored, JSON) under `columns`; `include` is the `includeObject`
 /// parameter (`Metadata` by default).
 pub fn render_table(
@@ -826,6 +910,7 @@ pub fn render_table(
 ) -> Value {
     let definitions: Vec<Value> = columns
         .iter()
+        .filter(|c| c.declared)
         .map(|c| {
             json!({"name": c.name, "type": c.type_, "format": c.format,
                 "description": c.description, "priority": c.priority})

@@ -13,11 +13,17 @@ use std::sync::OnceLock;
 
 use base64::Engine as _;
 use ring::rand::SystemRandom;
-use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+use ring::signature::{
+    ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair,
+    UnparsedPublicKey,
+};
 use serde_json::{Value, json};
 
 use crate::schema::field::{FieldError, invalid_object};
 use crate::status::{ApiError, ApiResult};
+
+/// The bearer token of the kubeconfig kcp-sim writes (its admin's).
+pub const KUBECONFIG_TOKEN: &str = "kcp-sim";
 
 /// The issuer and default audience of kcp-sim's tokens.
 pub const ISSUER: &str = "https://kubernetes.default.svc.cluster.local";
@@ -109,7 +115,7 @@ fn claims(
         "exp": expires.as_second(),
         "iat": now.as_second(),
         "iss": ISSUER,
-        "jti": format!("{:032x}", fastrand::u128(..)),
+        "jti": token_id(),
         "kubernetes.io": {
             "namespace": namespace,
             "serviceaccount": {"name": name, "uid": meta("uid")},
@@ -117,6 +123,35 @@ fn claims(
         "nbf": now.as_second(),
         "sub": format!("system:serviceaccount:{namespace}:{name}"),
     })
+}
+
+/// A random token id, written as a UUID as kube-apiserver writes it.
+fn token_id() -> String {
+    let hex = format!("{:032x}", fastrand::u128(..));
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
+}
+
+/// The claims of a token this process signed, or `None` for any other string.
+pub fn verified_claims(token: &str) -> Option<Value> {
+    let (signing_input, signature) = token.rsplit_once('.')?;
+    let (_, payload) = signing_input.split_once('.')?;
+    let decode = |part: &str| {
+        base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(part)
+            .ok()
+    };
+    let public = key().ok()?.public_key().as_ref().to_vec();
+    UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, public)
+        .verify(signing_input.as_bytes(), &decode(signature)?)
+        .ok()?;
+    serde_json::from_slice(&decode(payload)?).ok()
 }
 
 /// The process's token key: an ECDSA P-256 key made on first use.
@@ -177,6 +212,20 @@ mod tests {
             claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(),
             3600
         );
+    }
+
+    #[test]
+    fn a_token_kcp_sim_signed_is_verified_and_a_changed_one_is_not() {
+        let answer = issue(&account(), &json!({})).unwrap();
+        let token = answer["status"]["token"].as_str().unwrap();
+        assert_eq!(
+            verified_claims(token).unwrap()["sub"],
+            "system:serviceaccount:ns:bot"
+        );
+        let mut forged = token.to_string();
+        forged.insert(token.find('.').unwrap() + 2, 'x');
+        assert!(verified_claims(&forged).is_none());
+        assert!(verified_claims("nope").is_none());
     }
 
     #[test]

@@ -1,0 +1,154 @@
+//! TokenReviews (`authentication.k8s.io/v1`), answered as kube-apiserver's authenticators answer
+//! them, for the two kinds of token kcp-sim knows: the admin token of the kubeconfig it writes,
+//! and the ServiceAccount tokens it signed ([`crate::tokens`]). A ServiceAccount token is
+//! accepted while it has not expired, one of its audiences is asked for (the issuer when the
+//! review names none) and its ServiceAccount still exists with the same uid; the user is the
+//! ServiceAccount's, with its groups and the token's id as `credential-id`. Any other string is
+//! an `invalid bearer token`.
+//!
+//! kcp-sim itself accepts every bearer token on its own requests; the review is for clients
+//! that authenticate their callers through it (webhooks, aggregated servers, kube-rbac-proxy).
+
+use serde_json::{Value, json};
+
+use crate::authorization::User;
+use crate::resource::GroupResource;
+use crate::status::{ApiError, ApiResult};
+use crate::store::State;
+use crate::tokens::{ISSUER, KUBECONFIG_TOKEN, verified_claims};
+
+/// What every failure's message starts with: the token-file authenticator's refusal.
+const INVALID: &str = "invalid bearer token";
+
+/// The answer to a TokenReview posted to `cluster`.
+pub fn answer(state: &State, cluster: &str, review: &Value) -> ApiResult<Value> {
+    let token = review
+        .pointer("/spec/token")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if token.is_empty() {
+        return Err(ApiError::bad_request(
+            "token is required for TokenReview in authentication",
+        ));
+    }
+    let asked: Vec<String> = match review.pointer("/spec/audiences").and_then(Value::as_array) {
+        Some(list) if !list.is_empty() => list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect(),
+        _ => vec![ISSUER.to_string()],
+    };
+    let status = match authenticate(state, cluster, token, &asked) {
+        Ok((user, audiences)) => {
+            json!({"authenticated": true, "user": user, "audiences": audiences})
+        }
+        Err(why) => json!({"user": {}, "error": why}),
+    };
+    let mut answer = review.clone();
+    answer["apiVersion"] = json!("authentication.k8s.io/v1");
+    answer["kind"] = json!("TokenReview");
+    answer["status"] = status;
+    Ok(answer)
+}
+
+/// The user a token authenticates and the audiences it holds of those asked, or why not.
+fn authenticate(
+    state: &State,
+    cluster: &str,
+    token: &str,
+    asked: &[String],
+) -> Result<(Value, Vec<String>), String> {
+    if token == KUBECONFIG_TOKEN {
+        let admin = User::admin();
+        return Ok((
+            json!({"username": admin.name, "groups": admin.groups}),
+            asked.to_vec(),
+        ));
+    }
+    let claims = verified_claims(token).ok_or_else(|| INVALID.to_string())?;
+    let refused = |why: String| format!("[{INVALID}, {why}]");
+    let held: Vec<String> = claims["aud"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(String::from)
+        .collect();
+    let audiences: Vec<String> = asked.iter().filter(|a| held.contains(a)).cloned().collect();
+    if audiences.is_empty() {
+        return Err(refused(format!(
+            "token audiences {} is invalid for the target audiences {}",
+            quoted(&held),
+            quoted(asked)
+        )));
+    }
+    if claims["exp"].as_i64().unwrap_or(0) <= jiff::Timestamp::now().as_second() {
+        return Err(refused("service account token has expired".to_string()));
+    }
+    let user = service_account_user(state, cluster, &claims).map_err(refused)?;
+    Ok((user, audiences))
+}
+
+/// The ServiceAccount user of verified claims, if the ServiceAccount is still there.
+fn service_account_user(state: &State, cluster: &str, claims: &Value) -> Result<Value, String> {
+    let text = |pointer: &str| {
+        claims
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let (namespace, name) = (
+        text("/kubernetes.io/namespace"),
+        text("/kubernetes.io/serviceaccount/name"),
+    );
+    let uid = text("/kubernetes.io/serviceaccount/uid");
+    let account = state
+        .lookup(
+            cluster,
+            &GroupResource::new("", "serviceaccounts"),
+            namespace,
+            name,
+        )
+        .and_then(|stored| stored.value().ok())
+        .ok_or_else(|| format!("serviceaccounts \"{name}\" not found"))?;
+    let current = account
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if current != uid {
+        return Err(format!(
+            "service account UID ({current}) does not match claim ({uid})"
+        ));
+    }
+    Ok(json!({
+        "username": format!("system:serviceaccount:{namespace}:{name}"),
+        "uid": uid,
+        "groups": [
+            "system:serviceaccounts",
+            format!("system:serviceaccounts:{namespace}"),
+            "system:authenticated",
+        ],
+        "extra": {"authentication.kubernetes.io/credential-id": [format!("JTI={}", text("/jti"))]},
+    }))
+}
+
+/// A list as Go's `%q` of a string slice writes it: `["a" "b"]`.
+fn quoted(list: &[String]) -> String {
+    let items: Vec<String> = list.iter().map(|s| format!("{s:?}")).collect();
+    format!("[{}]", items.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn audiences_are_quoted_as_go_quotes_a_slice() {
+        assert_eq!(
+            quoted(&["https://kubernetes.default.svc".to_string()]),
+            "[\"https://kubernetes.default.svc\"]"
+        );
+        assert_eq!(quoted(&["a".into(), "b".into()]), "[\"a\" \"b\"]");
+    }
+}
