@@ -18,7 +18,7 @@ use crate::api::{Endpoint, Sim, Target, WatchStart, render};
 use crate::authorization::{self, Attributes, User};
 use crate::events::EventEncoder;
 use crate::query::Filter;
-use crate::resource::{Flavor, GroupResource, ResourceType};
+use crate::resource::{Access, Flavor, GroupResource, ResourceType};
 use crate::scale;
 use crate::schema::field::{ErrorType, FieldError, invalid_object};
 use crate::selector::{FieldSelector, LabelSelector};
@@ -394,6 +394,9 @@ async fn route(
         method: &method,
         body: None,
     };
+    if access == Some(Access::ReadOnly) {
+        return component_statuses(&target, &method, &query, table).await;
+    }
     if answered::is_answered(access, &question) {
         let body = match method {
             Method::POST => Some(decode_body(&body, &content_type)?),
@@ -572,6 +575,37 @@ async fn token_subresource(
     let request = decode_body(body, content_type)?;
     let answer = crate::tokens::issue(&account.value()?, &request)?;
     Ok(json_response(StatusCode::CREATED, &answer))
+}
+
+/// A read of `componentstatuses`: observed now, answered with kube's deprecation warning.
+async fn component_statuses(
+    target: &Target,
+    method: &Method,
+    query: &Query,
+    table: bool,
+) -> ApiResult<Response<Body>> {
+    if *method != Method::GET {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
+    if query.flag("watch") {
+        return Err(ApiError::method_not_allowed(format!(
+            "watch is not supported on resources of kind \"{}\"",
+            target.plural
+        )));
+    }
+    let items = crate::component_statuses::observe().await;
+    // The warning goes with every read, a component not found too.
+    let mut resp = match crate::component_statuses::answer(items, target.name.as_deref(), table) {
+        Ok(answer) => json_response(StatusCode::OK, &answer),
+        Err(e) => error_response(&e),
+    };
+    let warning = format!("299 - \"{}\"", crate::component_statuses::WARNING);
+    if let Ok(value) = HeaderValue::from_str(&warning) {
+        resp.headers_mut().append(header::WARNING, value);
+    }
+    Ok(resp)
 }
 
 /// A write's answer with a `Warning: 299 - "<text>"` header per warning of the write, unless

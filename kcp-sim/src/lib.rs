@@ -43,6 +43,7 @@ pub mod authorization;
 pub mod batch;
 pub mod bootstrap_rbac;
 pub mod client;
+pub mod component_statuses;
 pub mod crd;
 pub mod daemon_sets;
 pub mod defaults;

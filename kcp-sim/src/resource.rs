@@ -71,6 +71,7 @@ impl ResourceType {
     pub fn verbs(&self) -> &'static [&'static str] {
         match self.access {
             Access::CreateOnly => return &["create"],
+            Access::ReadOnly => return &["get", "list"],
             Access::ReadWrite => {}
         }
         if self.group.is_empty() && self.plural == "namespaces" {
@@ -172,6 +173,8 @@ pub enum Access {
     ReadWrite,
     /// Posted and answered, never stored (reviews, `bindings`): only `create`.
     CreateOnly,
+    /// Observed on each read, never stored (`componentstatuses`): only `get` and `list`.
+    ReadOnly,
 }
 
 /// Whether kube-apiserver serves the kinds of `group` from its Go types (see
@@ -912,8 +915,9 @@ const KUBE_INFRASTRUCTURE_KINDS: &[StoredKind] = &[
     ),
 ];
 
-/// The kinds kube-apiserver answers without storing them, which only `create`: the reviews and
-/// `bindings`, answered by [`crate::answered`].
+/// The kinds kube-apiserver answers without storing them: the reviews and `bindings`, which only
+/// `create` ([`crate::answered`]), and `componentstatuses`, only read
+/// ([`crate::component_statuses`]).
 fn answered_kinds() -> Vec<ResourceType> {
     let posted = [
         ("", "Binding", "bindings", true),
@@ -954,13 +958,27 @@ fn answered_kinds() -> Vec<ResourceType> {
             false,
         ),
     ];
-    posted
+    let mut types: Vec<ResourceType> = posted
         .into_iter()
         .map(|(group, kind, plural, namespaced)| ResourceType {
             access: Access::CreateOnly,
             ..builtin(group, "v1", kind, plural, namespaced, false, &[], &[])
         })
-        .collect()
+        .collect();
+    types.push(ResourceType {
+        access: Access::ReadOnly,
+        ..builtin(
+            "",
+            "v1",
+            "ComponentStatus",
+            "componentstatuses",
+            false,
+            false,
+            &["cs"],
+            &[],
+        )
+    });
+    types
 }
 
 /// The `apis.kcp.io` kinds of a kcp logical cluster. APIExport and APIBinding are stored as

@@ -180,9 +180,11 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
-    /// `405 MethodNotAllowed`.
+    /// `405 MethodNotAllowed` (with empty details, as kube-apiserver writes it).
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
-        Self::new(405, "MethodNotAllowed", message)
+        let mut error = Self::new(405, "MethodNotAllowed", message);
+        error.details_mut();
+        error
     }
 
     /// `410 Expired`: a watch or list asked for a resourceVersion older than the kept history.

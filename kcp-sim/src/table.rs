@@ -161,6 +161,11 @@ fn doc(group: &str, kind: &str, path: &[&str]) -> String {
     crate::openapi::field_description(group, "v1", kind, path).unwrap_or_default()
 }
 
+/// The description of every Name column (ObjectMeta's `name`).
+pub fn name_description() -> String {
+    meta_doc("name")
+}
+
 /// The Go documentation of an ObjectMeta field.
 fn meta_doc(field: &str) -> String {
     doc("", "ConfigMap", &["metadata", field])
