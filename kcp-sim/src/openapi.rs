@@ -212,6 +212,7 @@ fn infrastructure_components(group: &str, version: &str, kind: &str) -> Option<C
         ("storage.k8s.io", "v1", "VolumeAttachment") => generate::<storage::VolumeAttachment>(),
         ("resource.k8s.io" | "storage.k8s.io", "v1", _) => return promoted_in_1_34(kind),
         ("", "v1", "Binding") => generate::<core::Binding>(),
+        ("", "v1", "ComponentStatus") => generate::<core::ComponentStatus>(),
         ("authentication.k8s.io", "v1", "SelfSubjectReview") => {
             generate::<authentication::SelfSubjectReview>()
         }
