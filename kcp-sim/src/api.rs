@@ -9,7 +9,8 @@ use bytes::Bytes;
 use serde_json::Value;
 use tokio::sync::broadcast;
 
-use crate::apiexport::{self, conversion};
+use crate::apiexport;
+use crate::conversion;
 use crate::faults::{Faults, Verb};
 use crate::kcp;
 use crate::query::{self, ClusterScope, Filter, Page, Visibility, WatchFilter};

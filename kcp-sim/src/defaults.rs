@@ -266,6 +266,34 @@ pub fn horizontal_pod_autoscaler(obj: &mut Value) {
                 "target": {"type": "Utilization", "averageUtilization": 80}}}]),
         );
     }
+    // `SetDefaults_HorizontalPodAutoscalerBehavior`: a behavior given is completed.
+    if let Some(behavior) = spec.get_mut("behavior").and_then(Value::as_object_mut) {
+        let scale_up = json!([{"type": "Pods", "value": 4, "periodSeconds": 15},
+            {"type": "Percent", "value": 100, "periodSeconds": 15}]);
+        let scale_down = json!([{"type": "Percent", "value": 100, "periodSeconds": 15}]);
+        for (key, policies, window) in [
+            ("scaleUp", scale_up, Some(0)),
+            ("scaleDown", scale_down, None),
+        ] {
+            let rules = behavior.entry(key).or_insert_with(|| json!({}));
+            let Some(rules) = rules.as_object_mut() else {
+                continue;
+            };
+            if rules
+                .get("policies")
+                .and_then(Value::as_array)
+                .is_none_or(|p| p.is_empty())
+            {
+                rules.insert("policies".into(), policies);
+            }
+            rules.entry("selectPolicy").or_insert(json!("Max"));
+            if let Some(window) = window {
+                rules
+                    .entry("stabilizationWindowSeconds")
+                    .or_insert(json!(window));
+            }
+        }
+    }
 }
 
 /// `SetDefaults_PersistentVolumeClaim`: a filesystem volume, and `Pending` until bound.

@@ -510,6 +510,9 @@ enum Schema {
     /// containers, and the update strategy are always there (Go structs, a slice without
     /// omitempty); its label selector is atomic.
     Workload,
+    /// A HorizontalPodAutoscaler, written at autoscaling/v1 (`true`) or v2: its scale target is
+    /// always there (a Go struct), and atomic at v1 (`+structType=atomic`).
+    Autoscaler(bool),
 }
 
 thread_local! {
@@ -543,6 +546,9 @@ impl Schema {
             )
         {
             return Schema::Workload;
+        }
+        if group == "autoscaling" && text("kind") == "HorizontalPodAutoscaler" {
+            return Schema::Autoscaler(text("apiVersion") == "autoscaling/v1");
         }
         if !group.ends_with(".kcp.io") {
             return if crate::resource::is_typed_group(group) {
@@ -592,6 +598,7 @@ impl Schema {
                     | ["spec", "template", "metadata" | "spec"]
                     | ["spec", "template", "spec", "containers"]
             ),
+            Schema::Autoscaler(false) => names.as_slice() == ["spec", "scaleTargetRef"],
             _ => false,
         }
     }
@@ -648,6 +655,11 @@ impl Schema {
             && owners == "ownerReferences"
         {
             return true;
+        }
+        if self == Schema::Autoscaler(true)
+            && let [PathElement::Field(spec), PathElement::Field(target)] = path
+        {
+            return spec == "spec" && target == "scaleTargetRef";
         }
         if self == Schema::Workload
             && let [PathElement::Field(spec), PathElement::Field(selector)] = path

@@ -213,6 +213,9 @@ fn infrastructure_components(group: &str, version: &str, kind: &str) -> Option<C
         ("resource.k8s.io" | "storage.k8s.io", "v1", _) => return promoted_in_1_34(kind),
         ("", "v1", "Binding") => generate::<core::Binding>(),
         ("", "v1", "ComponentStatus") => generate::<core::ComponentStatus>(),
+        ("autoscaling", "v1", "HorizontalPodAutoscaler") => {
+            generate::<k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler>()
+        }
         ("authentication.k8s.io", "v1", "SelfSubjectReview") => {
             generate::<authentication::SelfSubjectReview>()
         }

@@ -557,7 +557,8 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                 &["netpol"],
                 &[],
             ));
-            types.push(builtin(
+            // Stored at v2, also served at v1 ([`crate::autoscaling`]).
+            let mut autoscalers = builtin(
                 "autoscaling",
                 "v2",
                 "HorizontalPodAutoscaler",
@@ -566,7 +567,9 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                 true,
                 &["hpa"],
                 &["all"],
-            ));
+            );
+            autoscalers.versions.push("v1".into());
+            types.push(autoscalers);
             // Kinds stored with kube's defaults and printers, whose controllers (endpoints,
             // volume binding, replication) are not played.
             let stored: [StoredKind; 8] = [

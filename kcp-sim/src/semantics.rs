@@ -13,7 +13,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value, json};
 
 use crate::admission_policies::{self, AdmissionRequest};
-use crate::apiexport::{self, conversion, hooks as apis};
+use crate::apiexport::{self, hooks as apis};
+use crate::conversion;
 use crate::garbage_collector::{
     collect_dependents, find_by_uid, has_dependents, orphan_dependents,
 };
@@ -510,7 +511,7 @@ pub fn create(
         time: &now,
         api_version: &rt.api_version(version),
     };
-    conversion::record_created(written, &mut obj, &who);
+    conversion::record_created(rt, written, &mut obj, &who);
     finish_create(
         state,
         cluster,
@@ -672,7 +673,13 @@ fn decode_defaults(
         ("apps", "StatefulSet") => defaults::stateful_set(obj),
         ("apps", "DaemonSet") => defaults::daemon_set(obj),
         ("networking.k8s.io", "NetworkPolicy") => defaults::network_policy(obj),
-        ("autoscaling", "HorizontalPodAutoscaler") => defaults::horizontal_pod_autoscaler(obj),
+        ("autoscaling", "HorizontalPodAutoscaler") => {
+            if obj["apiVersion"] == "autoscaling/v1" {
+                crate::autoscaling::v1_defaults(obj)
+            } else {
+                defaults::horizontal_pod_autoscaler(obj)
+            }
+        }
         ("", "PersistentVolumeClaim") => defaults::persistent_volume_claim(obj),
         ("scheduling.k8s.io", "PriorityClass") => defaults::priority_class(obj),
         ("batch", "Job") => defaults::job(obj),
