@@ -7,6 +7,8 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::object_meta::{set_annotation, take_json_annotation};
+
 /// Where v1 keeps the metrics it has no field for.
 const METRICS: &str = "autoscaling.alpha.kubernetes.io/metrics";
 /// Where v1 keeps the current values of those metrics.
@@ -303,28 +305,6 @@ fn current_to_v1(metric: &Value) -> Option<String> {
     ]))
 }
 
-fn annotate(obj: &mut Value, key: &str, value: String) {
-    if !obj["metadata"].is_object() {
-        obj["metadata"] = json!({});
-    }
-    let meta = &mut obj["metadata"];
-    if !meta["annotations"].is_object() {
-        meta["annotations"] = json!({});
-    }
-    meta["annotations"][key] = json!(value);
-}
-
-fn take_annotation(obj: &mut Value, key: &str) -> Option<Value> {
-    let annotations = obj.pointer_mut("/metadata/annotations")?.as_object_mut()?;
-    let text = annotations.remove(key)?;
-    if annotations.is_empty()
-        && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
-    {
-        meta.remove("annotations");
-    }
-    serde_json::from_str(text.as_str()?).ok()
-}
-
 /// A stored (v2) autoscaler as v1 serves it.
 pub fn to_v1(obj: &mut Value) {
     obj["apiVersion"] = json!("autoscaling/v1");
@@ -350,10 +330,10 @@ pub fn to_v1(obj: &mut Value) {
     }
     obj["spec"] = Value::Object(v1);
     if !others.is_empty() {
-        annotate(obj, METRICS, format!("[{}]", others.join(",")));
+        set_annotation(obj, METRICS, format!("[{}]", others.join(",")));
     }
     if let Some(behavior) = get(&spec, "/behavior") {
-        annotate(obj, BEHAVIOR, behavior_to_v1(&behavior));
+        set_annotation(obj, BEHAVIOR, behavior_to_v1(&behavior));
     }
     status_to_v1(obj);
 }
@@ -396,12 +376,12 @@ fn status_to_v1(obj: &mut Value) {
     }
     obj["status"] = Value::Object(v1);
     if !others.is_empty() {
-        annotate(obj, CURRENT_METRICS, format!("[{}]", others.join(",")));
+        set_annotation(obj, CURRENT_METRICS, format!("[{}]", others.join(",")));
     }
     if let Some(conditions) =
         get(&status, "/conditions").filter(|c| c.as_array().is_some_and(|a| !a.is_empty()))
     {
-        annotate(obj, CONDITIONS, conditions.to_string());
+        set_annotation(obj, CONDITIONS, conditions.to_string());
     }
 }
 
@@ -415,7 +395,7 @@ pub fn to_v2(obj: &mut Value) {
             v2.insert(key.into(), v);
         }
     }
-    let mut metrics: Vec<Value> = take_annotation(obj, METRICS)
+    let mut metrics: Vec<Value> = take_json_annotation(obj, METRICS)
         .and_then(|m| m.as_array().cloned())
         .unwrap_or_default()
         .iter()
@@ -428,7 +408,7 @@ pub fn to_v2(obj: &mut Value) {
     if !metrics.is_empty() {
         v2.insert("metrics".into(), json!(metrics));
     }
-    if let Some(behavior) = take_annotation(obj, BEHAVIOR) {
+    if let Some(behavior) = take_json_annotation(obj, BEHAVIOR) {
         v2.insert("behavior".into(), behavior_to_v2(&behavior));
     }
     obj["spec"] = Value::Object(v2);
@@ -444,10 +424,10 @@ pub fn to_v2(obj: &mut Value) {
             v2_status.insert(key.into(), v);
         }
     }
-    if let Some(conditions) = take_annotation(obj, CONDITIONS) {
+    if let Some(conditions) = take_json_annotation(obj, CONDITIONS) {
         v2_status.insert("conditions".into(), conditions);
     }
-    take_annotation(obj, CURRENT_METRICS);
+    take_json_annotation(obj, CURRENT_METRICS);
     if !status.is_null() {
         obj["status"] = Value::Object(v2_status);
     }

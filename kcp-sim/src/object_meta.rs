@@ -200,6 +200,31 @@ pub fn label_errors(labels: Option<&Value>) -> Vec<FieldError> {
     errors
 }
 
+/// Sets the annotation `key` to `text` (making `metadata.annotations` where there is none).
+pub fn set_annotation(obj: &mut Value, key: &str, text: String) {
+    if !obj["metadata"].is_object() {
+        obj["metadata"] = Value::Object(serde_json::Map::new());
+    }
+    let meta = &mut obj["metadata"];
+    if !meta["annotations"].is_object() {
+        meta["annotations"] = Value::Object(serde_json::Map::new());
+    }
+    meta["annotations"][key] = Value::String(text);
+}
+
+/// Takes an annotation holding JSON out of the object (and an emptied `annotations` with it):
+/// its value parsed, `None` when absent or not JSON.
+pub fn take_json_annotation(obj: &mut Value, key: &str) -> Option<Value> {
+    let map = obj.pointer_mut("/metadata/annotations")?.as_object_mut()?;
+    let raw = map.remove(key)?;
+    if map.is_empty()
+        && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+    {
+        meta.remove("annotations");
+    }
+    serde_json::from_str(raw.as_str()?).ok()
+}
+
 /// Adds `finalizer` to an object's finalizers unless it is there (a missing or malformed list
 /// becomes a new one).
 pub fn add_finalizer(obj: &mut Value, finalizer: &str) {

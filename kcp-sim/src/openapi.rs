@@ -177,10 +177,14 @@ fn generate_builtin(group: &str, version: &str, kind: &str) -> Option<Components
         }
         _ => return infrastructure_components(group, version, kind),
     };
-    let mut components = components;
+    Some(as_kube_documents(components))
+}
+
+/// k8s-openapi's components made to read as kube's own documents.
+fn as_kube_documents(mut components: Components) -> Components {
     drop_required_metadata(&mut components);
     default_top_level_structs(&mut components);
-    Some(components)
+    components
 }
 
 /// The components of kube-apiserver's infrastructure kinds (registration, flow control, IP
@@ -234,10 +238,7 @@ fn infrastructure_components(group: &str, version: &str, kind: &str) -> Option<C
         }
         _ => return kcp_components(group, version, kind),
     };
-    let mut components = components;
-    drop_required_metadata(&mut components);
-    default_top_level_structs(&mut components);
-    Some(components)
+    Some(as_kube_documents(components))
 }
 
 /// The `v1` components of the kinds Kubernetes 1.34 made `v1` (kube-apiserver v1.34 serves them
@@ -253,9 +254,7 @@ fn promoted_in_1_34(kind: &str) -> Option<Components> {
         components.schemas.insert(name.clone(), beta);
         components.name = name;
     }
-    drop_required_metadata(&mut components);
-    default_top_level_structs(&mut components);
-    Some(components)
+    Some(as_kube_documents(components))
 }
 
 k8s_openapi::k8s_if_ge_1_34! {

@@ -227,28 +227,14 @@ fn annotations(obj: &mut Value) -> Option<&mut Map<String, Value>> {
         .as_object_mut()
 }
 
-/// Takes an annotation holding JSON out of the object (and an emptied `annotations` with it).
-pub(super) fn take_annotation(obj: &mut Value, key: &str) -> Option<Value> {
-    let map = obj.pointer_mut("/metadata/annotations")?.as_object_mut()?;
-    let raw = map.remove(key)?;
-    if map.is_empty()
-        && let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut)
-    {
-        meta.remove("annotations");
-    }
-    serde_json::from_str(raw.as_str()?).ok()
-}
+pub(super) use crate::object_meta::take_json_annotation as take_annotation;
 
 fn set_annotation(obj: &mut Value, key: &str, value: &Value) {
     set_raw_annotation(obj, key, value.to_string());
 }
 
 /// Sets an annotation to a text.
-pub(super) fn set_raw_annotation(obj: &mut Value, key: &str, text: String) {
-    if let Some(map) = annotations(obj) {
-        map.insert(key.to_string(), Value::String(text));
-    }
-}
+pub(super) use crate::object_meta::set_annotation as set_raw_annotation;
 
 /// Same group, resource and identity hash (kcp's `EqualGRI`; missing is `""`).
 pub(super) fn same_claim(a: &Value, b: &Value) -> bool {
