@@ -196,26 +196,18 @@ impl Sim {
         };
         {
             let mut state = sim.write();
-            let namespaces: &[&str] = match settings.flavor {
-                Flavor::Kubernetes => &["default", "kube-node-lease", "kube-public", "kube-system"],
-                Flavor::Kcp => &["default"],
-            };
-            for ns in namespaces {
-                semantics::ensure_namespace(&mut state, first, ns)?;
-            }
-            if settings.flavor == Flavor::Kubernetes {
-                crate::scheduling::ensure_system_classes(&mut state, first)?;
-                crate::bootstrap_rbac::seed(&mut state, first)?;
-                crate::flowcontrol::seed(&mut state, first)?;
-                let port = state
-                    .shard_urls
-                    .first()
-                    .and_then(|url| url.rsplit(':').next()?.parse::<u16>().ok())
-                    .ok_or_else(|| {
-                        ApiError::internal("kcp-sim's own URL names no port".to_string())
-                    })?;
-                crate::services::bootstrap(&mut state, first, port)?;
-                crate::api_services::sync(&mut state, first)?;
+            match settings.flavor {
+                Flavor::Kubernetes => {
+                    let port = state
+                        .shard_urls
+                        .first()
+                        .and_then(|url| url.rsplit(':').next()?.parse::<u16>().ok())
+                        .ok_or_else(|| {
+                            ApiError::internal("kcp-sim's own URL names no port".to_string())
+                        })?;
+                    crate::kube_bootstrap::run(&mut state, first, port)?;
+                }
+                Flavor::Kcp => semantics::ensure_namespace(&mut state, first, "default")?,
             }
         }
         Ok(sim)

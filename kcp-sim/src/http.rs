@@ -675,12 +675,30 @@ fn non_resource(
         // The root: the paths served, as kube-apiserver lists them (clients such as Cluster
         // API's cluster cache probe `GET /` before anything else).
         [] => ok(root_paths(&sim.registry(endpoint)?.api_group_list())),
-        ["version"] => ok(json!({
-            "major": "1", "minor": "33", "gitVersion": "v1.33.3+kcp-sim",
-            "gitCommit": "", "gitTreeState": "clean", "buildDate": "",
-            "goVersion": "", "compiler": "rustc", "platform": "linux/amd64",
-        })),
-        ["healthz" | "readyz" | "livez"] => Ok(Some(full(StatusCode::OK, "text/plain", "ok"))),
+        ["version"] => Ok(Some(full(
+            StatusCode::OK,
+            "application/json",
+            crate::health::version(sim.flavor),
+        ))),
+        [endpoint @ ("healthz" | "readyz" | "livez")] => {
+            // The health handlers read `verbose` by its presence, whatever its value.
+            let verbose = Query::parse(req.uri().query()).get("verbose").is_some();
+            let text = crate::health::report(sim.flavor, endpoint, verbose);
+            Ok(Some(full(
+                StatusCode::OK,
+                "text/plain; charset=utf-8",
+                text,
+            )))
+        }
+        [endpoint @ ("healthz" | "readyz" | "livez"), check @ ..]
+            if crate::health::checks(sim.flavor, endpoint).contains(&check.join("/").as_str()) =>
+        {
+            Ok(Some(full(
+                StatusCode::OK,
+                "text/plain; charset=utf-8",
+                "ok",
+            )))
+        }
         ["openapi", "v2"] => {
             // An empty document: kubectl then falls back to its compiled-in knowledge. A
             // protobuf reader sees an empty message, a JSON reader an empty swagger spec.
@@ -697,12 +715,13 @@ fn non_resource(
                 )))
             } else {
                 ok(
-                    json!({"swagger": "2.0", "info": {"title": "kcp-sim", "version": "v1.33.3"}, "paths": {}, "definitions": {}}),
+                    json!({"swagger": "2.0", "info": {"title": "kcp-sim", "version": sim.flavor.kubernetes_version()}, "paths": {}, "definitions": {}}),
                 )
             }
         }
         ["openapi", "v3"] => {
-            let docs = crate::openapi::documents(&sim.openapi_types(endpoint)?);
+            let release = sim.flavor.kubernetes_version();
+            let docs = crate::openapi::documents(&sim.openapi_types(endpoint)?, release);
             let prefix = req.uri().path().trim_end_matches('/');
             let prefix = prefix.strip_suffix("/openapi/v3").unwrap_or_default();
             // kube-apiserver writes the index without a Content-Type, so Go's sniffing names
@@ -812,7 +831,7 @@ fn openapi_document(
         .filter(|t| t.group == group && t.version == version)
         .collect();
     let path = crate::openapi::document_path(group, version);
-    let docs = crate::openapi::documents(&types);
+    let docs = crate::openapi::documents(&types, sim.flavor.kubernetes_version());
     let doc = docs.get(&path).ok_or_else(ApiError::path_not_found)?;
     Ok(Some(full(
         StatusCode::OK,

@@ -45,8 +45,6 @@ use crate::store::State;
 /// Where a definition name is referenced from.
 pub const REF_PREFIX: &str = "#/components/schemas/";
 const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
-/// The Kubernetes version the documents claim.
-const VERSION: &str = "v1.33.3";
 
 /// One served kind at one version; `custom` is the `openAPIV3Schema` of a CRD or
 /// APIResourceSchema version (`None` for a builtin kind).
@@ -510,7 +508,7 @@ fn read_operation(t: &TypeSchema, definition: &str, gvk: Value) -> Value {
 /// A document as kube-apiserver renders it: a group-version served by the apiextensions server
 /// (custom kinds only) has that server's title and version; a builtin one says the Kubernetes
 /// minor version and the bearer-token security scheme. The hash is the SHA-512 of the body.
-fn render_document(path: String, types: &[&TypeSchema]) -> GvDocument {
+fn render_document(path: String, types: &[&TypeSchema], release: &str) -> GvDocument {
     let (schemas, paths) = document_parts(types);
     let custom_only = types.iter().all(|t| t.custom.is_some());
     let doc = if custom_only {
@@ -523,7 +521,7 @@ fn render_document(path: String, types: &[&TypeSchema]) -> GvDocument {
     } else {
         json!({
             "openapi": "3.0.0",
-            "info": {"title": "Kubernetes", "version": minor_version()},
+            "info": {"title": "Kubernetes", "version": minor_version(release)},
             "paths": paths,
             "components": {"schemas": schemas, "securitySchemes": {"BearerToken": {
                 "type": "apiKey",
@@ -538,9 +536,9 @@ fn render_document(path: String, types: &[&TypeSchema]) -> GvDocument {
     GvDocument { path, body, hash }
 }
 
-/// `1.33` of [`VERSION`]: what a builtin document's `info.version` says.
-fn minor_version() -> String {
-    VERSION
+/// `1.34` of `v1.34.2`: what a builtin document's `info.version` says.
+fn minor_version(release: &str) -> String {
+    release
         .trim_start_matches('v')
         .splitn(3, '.')
         .take(2)
@@ -548,9 +546,10 @@ fn minor_version() -> String {
         .join(".")
 }
 
-/// The documents of every served group-version. Documents made of builtin kinds only are
-/// rendered once per set of kinds and shared; documents with custom kinds are rendered per call.
-pub fn documents(types: &[TypeSchema]) -> BTreeMap<String, Arc<GvDocument>> {
+/// The documents of every served group-version, as a server of Kubernetes `release` renders
+/// them. Documents made of builtin kinds only are rendered once per set of kinds and shared;
+/// documents with custom kinds are rendered per call.
+pub fn documents(types: &[TypeSchema], release: &str) -> BTreeMap<String, Arc<GvDocument>> {
     type Cache = Mutex<HashMap<String, Arc<GvDocument>>>;
     static BUILTIN_DOCS: OnceLock<Cache> = OnceLock::new();
     let mut by_path: BTreeMap<String, Vec<&TypeSchema>> = BTreeMap::new();
@@ -562,19 +561,19 @@ pub fn documents(types: &[TypeSchema]) -> BTreeMap<String, Arc<GvDocument>> {
     for (path, mut kinds) in by_path {
         kinds.sort_by(|a, b| a.kind.cmp(&b.kind));
         let doc = if kinds.iter().all(|k| k.custom.is_none()) {
-            let key = kinds.iter().fold(path.clone(), |k, t| {
+            let key = kinds.iter().fold(format!("{release}|{path}"), |k, t| {
                 format!("{k}|{}/{}/{}", t.kind, t.plural, t.namespaced)
             });
             let hit = cache.lock().ok().and_then(|c| c.get(&key).cloned());
             hit.unwrap_or_else(|| {
-                let doc = Arc::new(render_document(path.clone(), &kinds));
+                let doc = Arc::new(render_document(path.clone(), &kinds, release));
                 if let Ok(mut c) = cache.lock() {
                     c.insert(key, doc.clone());
                 }
                 doc
             })
         } else {
-            Arc::new(render_document(path.clone(), &kinds))
+            Arc::new(render_document(path.clone(), &kinds, release))
         };
         docs.insert(path, doc);
     }

@@ -243,6 +243,17 @@ pub enum Flavor {
     Kcp,
 }
 
+impl Flavor {
+    /// The Kubernetes release this flavor plays (`/version`, the OpenAPI documents): the test
+    /// bed's kube-apiserver for a Kubernetes cluster, the one kcp v0.30 is built on for kcp.
+    pub fn kubernetes_version(self) -> &'static str {
+        match self {
+            Flavor::Kubernetes => "v1.34.2",
+            Flavor::Kcp => "v1.33.3",
+        }
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn builtin(
     group: &str,

@@ -23,7 +23,7 @@ fn crontab(schema: Value) -> TypeSchema {
 }
 
 fn document(types: &[TypeSchema], path: &str) -> Value {
-    let docs = documents(types);
+    let docs = documents(types, "v1.34.2");
     let doc = docs.get(path).expect("document");
     serde_json::from_slice(&doc.body).expect("JSON")
 }
@@ -142,7 +142,11 @@ fn the_hash_changes_with_the_document_and_only_then() {
     let a = crontab(json!({"type": "object"}));
     let b = crontab(json!({"type": "object", "description": "changed"}));
     let path = "apis/stable.example.com/v1";
-    let hash = |t: &TypeSchema| documents(std::slice::from_ref(t))[path].hash.clone();
+    let hash = |t: &TypeSchema| {
+        documents(std::slice::from_ref(t), "v1.34.2")[path]
+            .hash
+            .clone()
+    };
     assert_eq!(hash(&a), hash(&a.clone()));
     assert_ne!(hash(&a), hash(&b));
 }
@@ -159,7 +163,7 @@ fn kcp_kinds_are_described_from_their_derived_crds() {
 
 #[test]
 fn the_index_names_each_document_with_its_url_and_hash() {
-    let docs = documents(&[builtin_type("", "v1", "ConfigMap")]);
+    let docs = documents(&[builtin_type("", "v1", "ConfigMap")], "v1.34.2");
     let index = index("/clusters/root", &docs);
     let url = index["paths"]["api/v1"]["serverRelativeURL"]
         .as_str()
