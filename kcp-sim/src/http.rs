@@ -663,6 +663,21 @@ fn wants_aggregated(req: &Request<Incoming>) -> bool {
         .any(crate::aggregated_discovery::is_requested)
 }
 
+/// The address the client reached this listener at (kube-apiserver: its advertised address
+/// and port), as discovery names it.
+fn reached_address(req: &Request<Incoming>) -> String {
+    req.uri()
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .or_else(|| {
+            req.headers()
+                .get(header::HOST)
+                .and_then(|h| h.to_str().ok())
+                .map(String::from)
+        })
+        .unwrap_or_else(|| "127.0.0.1".to_string())
+}
+
 /// Discovery, version, health and OpenAPI documents.
 fn non_resource(
     sim: &Sim,
@@ -674,7 +689,10 @@ fn non_resource(
     match rest {
         // The root: the paths served, as kube-apiserver lists them (clients such as Cluster
         // API's cluster cache probe `GET /` before anything else).
-        [] => ok(root_paths(&sim.registry(endpoint)?.api_group_list())),
+        [] => ok(root_paths(
+            &sim.registry(endpoint)?
+                .api_group_list(&reached_address(req)),
+        )),
         ["version"] => Ok(Some(full(
             StatusCode::OK,
             "application/json",
@@ -747,23 +765,10 @@ fn non_resource(
                 Bytes::from(doc.to_string()),
             )))
         }
-        ["api"] => {
-            // The address the client reached this listener at (kube-apiserver: its advertised
-            // address and port).
-            let address = req
-                .uri()
-                .authority()
-                .map(|a| a.as_str().to_string())
-                .or_else(|| {
-                    req.headers()
-                        .get(header::HOST)
-                        .and_then(|h| h.to_str().ok())
-                        .map(String::from)
-                })
-                .unwrap_or_else(|| "127.0.0.1".to_string());
-            ok(sim.registry(endpoint)?.api_versions(&address))
-        }
-        ["apis"] => ok(sim.registry(endpoint)?.api_group_list()),
+        ["api"] => ok(sim.registry(endpoint)?.api_versions(&reached_address(req))),
+        ["apis"] => ok(sim
+            .registry(endpoint)?
+            .api_group_list(&reached_address(req))),
         ["api", "v1"] => match sim.registry(endpoint)?.api_resource_list("", "v1") {
             Some(doc) => ok(doc),
             None => Err(ApiError::path_not_found()),

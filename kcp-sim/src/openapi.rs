@@ -329,6 +329,10 @@ fn kcp_components(group: &str, version: &str, kind: &str) -> Option<Components> 
             ("tenancy.kcp.io", "WorkspaceAuthenticationConfiguration")
                 | ("apis.kcp.io", "APIConversion")
                 | ("topology.kcp.io", "Partition" | "PartitionSet")
+                | (
+                    "cache.kcp.io",
+                    "CachedResource" | "CachedResourceEndpointSlice"
+                )
         );
         return untyped.then(|| custom_components(group, version, kind, &open()));
     };

@@ -475,6 +475,18 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
         ),
     ];
     types.extend(stored_kinds("v1", &admission));
+    // Served by kube-apiserver and in every kcp workspace, stored without a signer.
+    types.push(builtin(
+        "certificates.k8s.io",
+        "v1",
+        "CertificateSigningRequest",
+        "certificatesigningrequests",
+        false,
+        true,
+        &["csr"],
+        &[],
+    ));
+    types.extend(answered_kinds(flavor));
     match flavor {
         Flavor::Kubernetes => {
             // Kinds kcp does not serve (a workspace has no workloads or services of its own).
@@ -643,7 +655,6 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
             ];
             types.extend(stored_kinds("v1", &stored));
             types.extend(stored_kinds("v1", KUBE_INFRASTRUCTURE_KINDS));
-            types.extend(answered_kinds());
             types.push(builtin(
                 "scheduling.k8s.io",
                 "v1",
@@ -770,6 +781,28 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
                 ),
             ];
             types.extend(stored_kinds("v1alpha1", &topology));
+            // Served by kcp's cache server in every workspace, kept without behaviour here.
+            let cache: [StoredKind; 2] = [
+                (
+                    "cache.kcp.io",
+                    "CachedResource",
+                    "cachedresources",
+                    false,
+                    true,
+                    &[],
+                    &["kcp"],
+                ),
+                (
+                    "cache.kcp.io",
+                    "CachedResourceEndpointSlice",
+                    "cachedresourceendpointslices",
+                    false,
+                    true,
+                    &[],
+                    &["kcp"],
+                ),
+            ];
+            types.extend(stored_kinds("v1alpha1", &cache));
             types.push(builtin(
                 "core.kcp.io",
                 "v1alpha1",
@@ -800,15 +833,6 @@ const KUBE_INFRASTRUCTURE_KINDS: &[StoredKind] = &[
         true,
         &[],
         &["api-extensions"],
-    ),
-    (
-        "certificates.k8s.io",
-        "CertificateSigningRequest",
-        "certificatesigningrequests",
-        false,
-        true,
-        &["csr"],
-        &[],
     ),
     (
         "flowcontrol.apiserver.k8s.io",
@@ -929,12 +953,11 @@ const KUBE_INFRASTRUCTURE_KINDS: &[StoredKind] = &[
     ),
 ];
 
-/// The kinds kube-apiserver answers without storing them: the reviews and `bindings`, which only
-/// `create` ([`crate::answered`]), and `componentstatuses`, only read
-/// ([`crate::component_statuses`]).
-fn answered_kinds() -> Vec<ResourceType> {
+/// The kinds a server answers without storing them: the reviews (kube-apiserver and kcp) and,
+/// in a Kubernetes cluster, `bindings`, which only `create` ([`crate::answered`]), and
+/// `componentstatuses`, only read ([`crate::component_statuses`]).
+fn answered_kinds(flavor: Flavor) -> Vec<ResourceType> {
     let posted = [
-        ("", "Binding", "bindings", true),
         (
             "authentication.k8s.io",
             "SelfSubjectReview",
@@ -972,13 +995,15 @@ fn answered_kinds() -> Vec<ResourceType> {
             false,
         ),
     ];
-    let mut types: Vec<ResourceType> = posted
-        .into_iter()
-        .map(|(group, kind, plural, namespaced)| ResourceType {
-            access: Access::CreateOnly,
-            ..builtin(group, "v1", kind, plural, namespaced, false, &[], &[])
-        })
-        .collect();
+    let create_only = |(group, kind, plural, namespaced)| ResourceType {
+        access: Access::CreateOnly,
+        ..builtin(group, "v1", kind, plural, namespaced, false, &[], &[])
+    };
+    let mut types: Vec<ResourceType> = posted.into_iter().map(create_only).collect();
+    if flavor == Flavor::Kcp {
+        return types;
+    }
+    types.push(create_only(("", "Binding", "bindings", true)));
     types.push(ResourceType {
         access: Access::ReadOnly,
         ..builtin(
@@ -1161,16 +1186,40 @@ fn served_versions(spec: &Value) -> Result<(Vec<String>, bool), (String, String)
     Ok((served, status))
 }
 
+/// The Kubernetes groups a kcp workspace serves, in the order kcp v0.30.0 lists them.
+const KCP_KUBE_GROUPS: &[&str] = &[
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "certificates.k8s.io",
+    "coordination.k8s.io",
+    "rbac.authorization.k8s.io",
+    "admissionregistration.k8s.io",
+    "events.k8s.io",
+    "apiextensions.k8s.io",
+];
+
+/// The key kcp's `GET /apis` sorts a group by: its Kubernetes groups in kcp's order, then the
+/// rest by name (kcp lists its own groups in an order that changes from request to request).
+fn kcp_group_order(group: &str) -> (usize, &str) {
+    let known = KCP_KUBE_GROUPS.iter().position(|g| *g == group);
+    (known.unwrap_or(KCP_KUBE_GROUPS.len()), group)
+}
+
 /// The resource types one cluster serves, looked up by group+plural or group+version+kind.
 #[derive(Debug, Clone, Default)]
 pub struct Registry {
     by_resource: BTreeMap<GroupResource, Arc<ResourceType>>,
+    /// The server whose discovery this is (`None`: a virtual workspace's, ordered as kcp's).
+    flavor: Option<Flavor>,
 }
 
 impl Registry {
     /// A registry with the builtin kinds of `flavor`.
     pub fn with_builtins(flavor: Flavor) -> Self {
-        let mut reg = Self::default();
+        let mut reg = Self {
+            flavor: Some(flavor),
+            ..Self::default()
+        };
         for t in builtin_types(flavor) {
             reg.insert(t);
         }
@@ -1218,8 +1267,8 @@ impl Registry {
     }
 
     /// Served groups with their versions (preferred first), core group excluded, in the order
-    /// kube-aggregator lists them: by their APIServices' priority
-    /// ([`crate::api_services::group_order`]).
+    /// the server lists them: a Kubernetes cluster by its APIServices' priority
+    /// ([`crate::api_services::group_order`]), kcp by [`kcp_group_order`].
     pub(crate) fn groups(&self) -> Vec<(&str, Vec<&str>)> {
         let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for t in self.by_resource.values().filter(|t| !t.group.is_empty()) {
@@ -1231,7 +1280,11 @@ impl Registry {
             }
         }
         let mut groups: Vec<(&str, Vec<&str>)> = groups.into_iter().collect();
-        groups.sort_by_key(|(group, _)| crate::api_services::group_order(group));
+        if self.flavor == Some(Flavor::Kubernetes) {
+            groups.sort_by_key(|(group, _)| crate::api_services::group_order(group));
+        } else {
+            groups.sort_by_key(|(group, _)| kcp_group_order(group));
+        }
         groups
     }
 
@@ -1248,12 +1301,21 @@ impl Registry {
         })
     }
 
-    /// `GET /apis`: every served group.
-    pub fn api_group_list(&self) -> Value {
+    /// `GET /apis`: every served group; kcp names the server's address in each of its
+    /// Kubernetes groups, as in `GET /api` ([`Self::api_versions`]).
+    pub fn api_group_list(&self, server_address: &str) -> Value {
+        let kcp = self.flavor != Some(Flavor::Kubernetes);
         let groups: Vec<Value> = self
             .groups()
             .into_iter()
-            .map(|(g, versions)| group_document(g, &versions))
+            .map(|(g, versions)| {
+                let mut doc = group_document(g, &versions);
+                if kcp && is_typed_group(g) {
+                    doc["serverAddressByClientCIDRs"] =
+                        json!([{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}]);
+                }
+                doc
+            })
             .collect();
         json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
     }

@@ -157,7 +157,8 @@ async fn send(
     earlier: &[Value],
 ) -> Result<Value, String> {
     if let Some(args) = &step.kubectl {
-        return run_kubectl(names, step, args, earlier).await;
+        let answer = run_kubectl(names, step, args, earlier).await?;
+        return selected(step, names, earlier, answer);
     }
     let line = substitute(&step.request, names, earlier)?;
     let (method, path) = line
@@ -210,6 +211,16 @@ async fn send(
         "warnings": warnings,
         "body": body,
     });
+    selected(step, names, earlier, answer)
+}
+
+/// The part of a step's answer its `select` keeps (with the case's names in the kept values).
+fn selected(
+    step: &Step,
+    names: &CaseNames,
+    earlier: &[Value],
+    answer: Value,
+) -> Result<Value, String> {
     step.select.iter().try_fold(answer, |answer, select| {
         let mut select = select.clone();
         for kept in &mut select.keep {
