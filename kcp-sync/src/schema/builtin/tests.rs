@@ -1,8 +1,9 @@
 use kcp_sim::openapi::{TypeSchema, documents};
+use kcp_sim::resource::Flavor;
 
 use super::*;
 
-/// The OpenAPI v3 document kcp-sim serves for one builtin kind.
+/// The OpenAPI v3 document kcp-sim's Kubernetes flavor serves for one builtin kind.
 fn document(group: &str, version: &str, kind: &str, plural: &str) -> Value {
     let t = TypeSchema {
         group: group.into(),
@@ -12,7 +13,10 @@ fn document(group: &str, version: &str, kind: &str, plural: &str) -> Value {
         namespaced: true,
         custom: None,
     };
-    let docs = documents(std::slice::from_ref(&t));
+    let docs = documents(
+        std::slice::from_ref(&t),
+        Flavor::Kubernetes.kubernetes_version(),
+    );
     serde_json::from_slice(&docs[&t.document_path()].body).expect("JSON")
 }
 
