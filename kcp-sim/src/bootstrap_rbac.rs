@@ -49,9 +49,7 @@ pub fn seed(state: &mut State, cluster: &str) -> ApiResult<()> {
             _ => "rolebindings",
         };
         let gr = GroupResource::new("rbac.authorization.k8s.io", plural);
-        let rt = state.served_type(cluster, &gr).ok_or_else(|| {
-            ApiError::internal(format!("{plural} are not served in cluster {cluster}"))
-        })?;
+        let rt = state.required_type(cluster, &gr)?;
         let namespace = object
             .pointer("/metadata/namespace")
             .and_then(Value::as_str);

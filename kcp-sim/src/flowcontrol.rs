@@ -31,9 +31,7 @@ const PRODUCER: &str = "api-priority-and-fairness-config-producer-v1";
 const CONSUMER: &str = "api-priority-and-fairness-config-consumer-v1";
 
 fn served(state: &State, cluster: &str, plural: &str) -> ApiResult<ResourceType> {
-    state
-        .served_type(cluster, &GroupResource::new(GROUP, plural))
-        .ok_or_else(|| ApiError::internal(format!("{plural} are not served in {cluster}")))
+    state.required_type(cluster, &GroupResource::new(GROUP, plural))
 }
 
 /// Creates the bootstrap configuration in `cluster`, priority levels first, and gives each

@@ -8,7 +8,7 @@ use serde_json::json;
 
 use crate::resource::GroupResource;
 use crate::semantics::{self, WriteOptions};
-use crate::status::{ApiError, ApiResult};
+use crate::status::ApiResult;
 use crate::store::State;
 
 /// The namespaces kube-apiserver's system-namespaces controller makes.
@@ -30,9 +30,7 @@ pub fn run(state: &mut State, cluster: &str, api_port: u16) -> ApiResult<()> {
 
 /// The legacy-token-tracking controller's record of the day it started tracking.
 fn track_legacy_tokens(state: &mut State, cluster: &str) -> ApiResult<()> {
-    let configmaps = state
-        .served_type(cluster, &GroupResource::new("", "configmaps"))
-        .ok_or_else(|| ApiError::internal(format!("configmaps are not served in {cluster}")))?;
+    let configmaps = state.required_type(cluster, &GroupResource::new("", "configmaps"))?;
     let today = jiff::Timestamp::now().strftime("%Y-%m-%d").to_string();
     let record = json!({
         "apiVersion": "v1",

@@ -219,9 +219,7 @@ pub fn bootstrap(state: &mut State, cluster: &str, api_port: u16) -> ApiResult<(
 }
 
 fn served(state: &State, cluster: &str, group: &str, plural: &str) -> ApiResult<ResourceType> {
-    state
-        .served_type(cluster, &GroupResource::new(group, plural))
-        .ok_or_else(|| ApiError::internal(format!("{plural} are not served in {cluster}")))
+    state.required_type(cluster, &GroupResource::new(group, plural))
 }
 
 /// A new Service's cluster IP, IP families and node ports, and its empty load balancer status.

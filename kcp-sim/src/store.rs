@@ -318,6 +318,13 @@ impl State {
         self.put(cluster, gr, namespace, name, stored)
     }
 
+    /// The resource type `gr` is served as in `cluster`, which kcp-sim's own writes rely on
+    /// (an internal error where it is not).
+    pub fn required_type(&self, cluster: &str, gr: &GroupResource) -> ApiResult<ResourceType> {
+        self.served_type(cluster, gr)
+            .ok_or_else(|| ApiError::internal(format!("{gr} is not served in cluster {cluster}")))
+    }
+
     /// The resource type `gr` is served as in `cluster`, if it is served there.
     pub fn served_type(&self, cluster: &str, gr: &GroupResource) -> Option<ResourceType> {
         self.clusters
