@@ -32,7 +32,7 @@ copy() { # repo path-in-repo proto-import-path
   mkdir -p "$out/$(dirname "$3")"
   show "$1" "$2" >"$out/$3"
 }
-packages="core/v1 apps/v1 batch/v1 policy/v1 rbac/v1 coordination/v1 events/v1 authorization/v1 authentication/v1 networking/v1 autoscaling/v1 autoscaling/v2 scheduling/v1 storage/v1"
+packages="core/v1 apps/v1 batch/v1 policy/v1 rbac/v1 coordination/v1 events/v1 authorization/v1 authentication/v1 certificates/v1 networking/v1 autoscaling/v1 autoscaling/v2 scheduling/v1 storage/v1"
 for p in $packages; do
   copy "$api" "$p/generated.proto" "k8s.io/api/$p/generated.proto"
 done

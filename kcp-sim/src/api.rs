@@ -887,8 +887,13 @@ fn addressed(
 /// not found, as the apiextensions handler answers) and named requests for namespaced
 /// resources without a namespace.
 fn check_shape(rt: &ResourceType, target: &Target, custom: bool) -> ApiResult<()> {
+    let served = |sub: &str| match sub {
+        "status" => rt.status,
+        "approval" => crate::certificates::part(rt, false, false).is_some(),
+        _ => false,
+    };
     if let Some(sub) = &target.subresource
-        && (sub != "status" || !rt.status)
+        && !served(sub)
     {
         return Err(unserved_subresource(rt, target, custom));
     }

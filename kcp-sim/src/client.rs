@@ -197,6 +197,8 @@ fn write_options(manager: Option<&str>, force: bool) -> WriteOptions {
         dry_run: false,
         initializer: None,
         scale: false,
+        approval: false,
+        requester: None,
     }
 }
 

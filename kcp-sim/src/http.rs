@@ -370,6 +370,8 @@ async fn route(
             && dry_run(&query.all("dryRun"), options_kind)?,
         initializer: None,
         scale: target.subresource.as_deref() == Some("scale"),
+        approval: target.subresource.as_deref() == Some("approval"),
+        requester: Some(user.clone().unwrap_or_else(User::admin)),
     };
     if opts.scale {
         return scale_subresource(sim, &target, &method, &body, &content_type, &opts).await;

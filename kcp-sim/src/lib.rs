@@ -43,6 +43,7 @@ pub mod authorization;
 pub mod autoscaling;
 pub mod batch;
 pub mod bootstrap_rbac;
+pub mod certificates;
 pub mod client;
 pub mod component_statuses;
 pub mod conversion;

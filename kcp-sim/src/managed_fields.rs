@@ -1605,6 +1605,24 @@ pub fn record_update(old: Option<&Value>, new: &mut Value, who: &FieldManager) {
     Schema::of(new).scope(|| record_update_guessed(old, new, who));
 }
 
+/// Records a create whose strategy resets the top-level fields `reset` (kube-apiserver's
+/// `GetResetFields`, such as a CertificateSigningRequest's `spec` and `status`): its writer owns
+/// none of them, so a create that set nothing else leaves the object untracked.
+pub fn record_created_with_reset(obj: &mut Value, who: &FieldManager, reset: &[&str]) {
+    let mut written = obj.clone();
+    if let Some(root) = written.as_object_mut() {
+        root.retain(|key, _| !reset.contains(&key.as_str()));
+    }
+    record_update(None, &mut written, who);
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    match written.pointer("/metadata/managedFields") {
+        Some(entries) => meta.insert("managedFields".into(), entries.clone()),
+        None => meta.remove("managedFields"),
+    };
+}
+
 fn record_update_guessed(old: Option<&Value>, new: &mut Value, who: &FieldManager) {
     let mut entries = read_entries(old);
     let mut changed = Node::default();

@@ -155,6 +155,7 @@ impl ResourceType {
                     kind: "TokenRequest".into(),
                     verbs: &["create"],
                 },
+                "approval" => own("approval", &["get", "patch", "update"]),
                 _ => Subresource {
                     kind: "Binding".into(),
                     ..own(name, &["create"])
@@ -287,6 +288,7 @@ fn builtin(
         other_subresources: match (group, plural) {
             ("", "serviceaccounts") => &["token"],
             ("", "pods") => &["binding"],
+            ("certificates.k8s.io", "certificatesigningrequests") => &["approval"],
             _ => &[],
         },
     }

@@ -14,6 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::admission_policies::{self, AdmissionRequest};
 use crate::apiexport::{self, hooks as apis};
+use crate::authorization::User;
 use crate::conversion;
 use crate::garbage_collector::{
     collect_dependents, find_by_uid, has_dependents, orphan_dependents,
@@ -25,9 +26,9 @@ use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult, StatusCause};
 use crate::store::{State, Stored};
 use crate::{
-    api_services, batch, crd, daemon_sets, defaults, flowcontrol, garbage_collector, ip_addresses,
-    kcp, limit_ranges, object_meta, persistent_volumes, pods, scheduling, schema, services,
-    validation, volume_claims,
+    api_services, batch, certificates, crd, daemon_sets, defaults, flowcontrol, garbage_collector,
+    ip_addresses, kcp, limit_ranges, object_meta, persistent_volumes, pods, scheduling, schema,
+    services, validation, volume_claims,
 };
 
 /// Who writes and how: the options of a create, update or patch.
@@ -46,6 +47,12 @@ pub struct WriteOptions {
     pub initializer: Option<String>,
     /// Set when the write comes through the `/scale` subresource (recorded under it).
     pub scale: bool,
+    /// Set when the write comes through a CertificateSigningRequest's `/approval`
+    /// subresource (recorded under it).
+    pub approval: bool,
+    /// Who writes: recorded where a strategy records its requester (a new
+    /// CertificateSigningRequest's spec); `None` is kcp-sim's admin.
+    pub requester: Option<User>,
 }
 
 impl WriteOptions {
@@ -430,7 +437,8 @@ fn has_generation(state: &State, cluster: &str, rt: &ResourceType) -> bool {
         | ("", "ReplicationController" | "PodTemplate")
         | ("discovery.k8s.io", "EndpointSlice")
         | ("admissionregistration.k8s.io", _) => return true,
-        ("autoscaling", "HorizontalPodAutoscaler") => return false,
+        ("autoscaling", "HorizontalPodAutoscaler")
+        | ("certificates.k8s.io", "CertificateSigningRequest") => return false,
         _ => {}
     }
     (rt.status && (!rt.group.is_empty() || rt.kind == "Pod"))
@@ -511,7 +519,13 @@ pub fn create(
         time: &now,
         api_version: &rt.api_version(version),
     };
-    conversion::record_created(rt, written, &mut obj, &who);
+    if certificates::part(rt, false, false).is_some() {
+        managed_fields::record_created_with_reset(&mut obj, &who, &["spec", "status"]);
+        let requester = opts.requester.clone().unwrap_or_else(User::admin);
+        certificates::admit_new(&mut obj, &requester);
+    } else {
+        conversion::record_created(rt, written, &mut obj, &who);
+    }
     finish_create(
         state,
         cluster,
@@ -906,7 +920,10 @@ fn write_update(
     opts: &WriteOptions,
     applied: bool,
 ) -> ApiResult<Written> {
-    let mut new = if status {
+    let csr = certificates::part(rt, status, opts.approval);
+    let mut new = if let Some(part) = csr {
+        certificates::merge_update(part, &old, requested)
+    } else if status {
         // Only the status changes through /status.
         let mut merged = old.clone();
         match requested.get("status") {
@@ -971,6 +988,10 @@ fn write_update(
     if !status && !state.is_custom(cluster, rt.group_resource()) {
         errors.extend(validation::update_errors(&rt.group, &rt.kind, &old, &new));
     }
+    if let Some(part) = csr {
+        certificates::stamp_condition_times(&old, &mut new, &now());
+        errors.extend(certificates::update_errors(part, &old, &new));
+    }
     if !errors.is_empty() {
         return Err(invalid_object(&rt.group, &rt.kind, name, &errors));
     }
@@ -991,6 +1012,7 @@ fn write_update(
     kcp::check_update(rt, &old, &new, opts.initializer.as_deref())?;
     apis::check_update(rt, &old, &new)?;
     let subresource = match (status, opts.scale) {
+        (true, _) if opts.approval => Some("approval"),
         (true, _) => Some("status"),
         (false, true) => Some("scale"),
         (false, false) => None,

@@ -865,6 +865,26 @@ fn stored_kind_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             computed("CIDRs", kind_cells::service_cidrs).described(field(&["spec", "cidrs"])),
             age(),
         ],
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            let field =
+                |path: &[&str]| doc("certificates.k8s.io", "CertificateSigningRequest", path);
+            vec![
+                name(),
+                age(),
+                Column::path("SignerName", ".spec.signerName")
+                    .described(field(&["spec", "signerName"])),
+                // kube describes the requestor with the request's documentation.
+                computed("Requestor", crate::certificates::requestor_cell)
+                    .described(field(&["spec", "request"])),
+                computed(
+                    "RequestedDuration",
+                    crate::certificates::requested_duration_cell,
+                )
+                .described(field(&["spec", "expirationSeconds"])),
+                computed("Condition", crate::certificates::condition_cell)
+                    .described(field(&["status", "conditions"])),
+            ]
+        }
         ("networking.k8s.io", "IPAddress") => vec![
             name(),
             computed("ParentRef", kind_cells::ip_address_parent)

@@ -43,6 +43,9 @@ pub fn create_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
         ("storage.k8s.io", "StorageClass") => storage_class_errors(obj),
         ("node.k8s.io", "RuntimeClass") => runtime_class_errors(obj),
         ("", "PersistentVolume") => persistent_volume_errors(obj),
+        ("certificates.k8s.io", "CertificateSigningRequest") => {
+            crate::certificates::create_errors(obj)
+        }
         _ => Vec::new(),
     }
 }

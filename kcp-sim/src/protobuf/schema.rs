@@ -28,6 +28,7 @@ const PACKAGES: &[(&str, &str)] = &[
     ("policy/v1", "k8s.io.api.policy.v1"),
     ("authorization.k8s.io/v1", "k8s.io.api.authorization.v1"),
     ("authentication.k8s.io/v1", "k8s.io.api.authentication.v1"),
+    ("certificates.k8s.io/v1", "k8s.io.api.certificates.v1"),
     ("rbac.authorization.k8s.io/v1", "k8s.io.api.rbac.v1"),
     ("coordination.k8s.io/v1", "k8s.io.api.coordination.v1"),
     ("events.k8s.io/v1", "k8s.io.api.events.v1"),

@@ -21,7 +21,8 @@ pub enum Special {
     IntOrString,
     /// `runtime.RawExtension`, `meta.v1.FieldsV1`, apiextensions' `JSON`: embedded JSON bytes.
     Raw,
-    /// `meta.v1.Verbs`: a list of strings.
+    /// `meta.v1.Verbs` and the `ExtraValue`s of user info: a named slice of strings (a message
+    /// with one repeated `items` field), whose JSON is the list.
     Verbs,
     /// `JSONSchemaPropsOrArray`: one schema or a list of them.
     SchemaOrArray,
@@ -42,6 +43,12 @@ impl Special {
             (super::schema::META, "MicroTime") => Special::MicroTime,
             (super::schema::META, "FieldsV1") => Special::Raw,
             (super::schema::META, "Verbs") => Special::Verbs,
+            (
+                "k8s.io.api.authentication.v1"
+                | "k8s.io.api.authorization.v1"
+                | "k8s.io.api.certificates.v1",
+                "ExtraValue",
+            ) => Special::Verbs,
             ("k8s.io.apimachinery.pkg.api.resource", "Quantity") => Special::Quantity,
             ("k8s.io.apimachinery.pkg.util.intstr", "IntOrString") => Special::IntOrString,
             ("k8s.io.apimachinery.pkg.runtime", "RawExtension") => Special::Raw,
