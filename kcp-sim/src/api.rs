@@ -338,7 +338,7 @@ impl Sim {
             Some(c) => lookup(c),
             None => state.clusters.keys().find_map(|c| lookup(c)),
         }
-        .ok_or_else(ApiError::path_not_found)?;
+        .ok_or_else(|| unknown_resource(&target.group))?;
         if matches!(scope, ClusterScope::Initializing { .. })
             && !(rt.group == "core.kcp.io" && rt.plural == "logicalclusters")
         {
@@ -901,6 +901,17 @@ fn check_shape(rt: &ResourceType, target: &Target, custom: bool) -> ApiResult<()
         return Err(ApiError::path_not_found());
     }
     Ok(())
+}
+
+/// The answer to a resource a served group does not have: kube-apiserver's own groups answer a
+/// 404 `Status`; a group of custom resources (kcp's own groups are custom resources too) is
+/// the apiextensions handler's, which leaves an unknown resource to the mux's plain-text 404.
+fn unknown_resource(group: &str) -> ApiError {
+    if crate::api_services::is_builtin_group(group) {
+        ApiError::path_not_found()
+    } else {
+        ApiError::page_not_found()
+    }
 }
 
 /// The answer to a subresource `rt` does not serve.

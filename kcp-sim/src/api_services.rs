@@ -62,6 +62,12 @@ pub fn group_order(group: &str) -> (bool, Reverse<i64>, &str) {
     (group != AGGREGATOR_GROUP, Reverse(priority), group)
 }
 
+/// Whether kube-apiserver serves `group` itself (the core group included), rather than its
+/// apiextensions handler for custom resources.
+pub fn is_builtin_group(group: &str) -> bool {
+    group.is_empty() || BUILTIN_PRIORITIES.iter().any(|(g, ..)| *g == group)
+}
+
 /// One APIService kcp-sim keeps.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Registration {

@@ -119,6 +119,9 @@ fn page_not_found() -> Response<Body> {
 
 /// A `Status` error response.
 pub fn error_response(err: &ApiError) -> Response<Body> {
+    if err.plain_text {
+        return page_not_found();
+    }
     let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let mut resp = json_response(status, &err.to_status());
     if let Some(secs) = err.retry_after_seconds()

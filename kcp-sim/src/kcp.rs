@@ -968,7 +968,8 @@ pub fn bootstrap(state: &mut State) -> ApiResult<()> {
         let stored = state.encode_next(&mut done)?;
         state.put(ROOT, &workspace_types(), "", name, stored)?;
     }
-    system_apis::bootstrap(state)
+    let shard_urls = state.shard_urls.clone();
+    system_apis::bootstrap(state, &shard_urls)
 }
 
 /// `object`'s status replaced by `from`'s (removed when `from` has none).

@@ -630,6 +630,10 @@ impl Schema {
             // ObjectMeta is the builtin one: guessed as for every kind.
             (_, "finalizers" | "ownerReferences" | "managedFields") => None,
             ("APIResourceSchema", "versions") => None,
+            // An APIExport's resources, from v1alpha2 on, keyed by group and name.
+            ("APIExport", "resources") if !v1alpha1 => {
+                Some(ListType::Map(KeySpec::Fields(&["group", "name"])))
+            }
             ("APIExport", "permissionClaims") => {
                 Some(ListType::Map(KeySpec::Fields(GROUP_RESOURCE)))
             }

@@ -19,6 +19,9 @@ pub struct ApiError {
     pub message: String,
     /// `details`, when the error is about one object or asks the client to wait.
     pub details: Option<Box<StatusDetails>>,
+    /// Answered as the server's mux answers a path nothing handles: a plain-text
+    /// `404 page not found`, not a `Status`.
+    pub plain_text: bool,
 }
 
 /// The `details` of a `Status`.
@@ -55,6 +58,15 @@ impl ApiError {
             reason,
             message: message.into(),
             details: None,
+            plain_text: false,
+        }
+    }
+
+    /// The mux's `404 page not found` (a path no handler serves).
+    pub fn page_not_found() -> Self {
+        Self {
+            plain_text: true,
+            ..Self::new(404, "NotFound", "404 page not found")
         }
     }
 

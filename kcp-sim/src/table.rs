@@ -412,6 +412,10 @@ fn printer_column(name: &str, type_: &str, path: &str, description: &str) -> Val
     column
 }
 
+/// The description kcp's CRDs give their Phase columns.
+const PHASE_DESCRIPTION: &str =
+    "The current phase (e.g. Scheduling, Initializing, Ready, Deleting)";
+
 /// The columns kube-apiserver (or kcp) prints for a builtin kind, with the types and
 /// descriptions of kube's printers; `None` for other kinds.
 pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
@@ -669,24 +673,6 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             )),
             age(),
         ],
-        ("tenancy.kcp.io", "Workspace") => vec![
-            name(),
-            Column::path("Type", ".spec.type.name"),
-            Column::new(
-                "Region",
-                "string",
-                Cell::PathOrEmpty(".metadata.labels.region"),
-            ),
-            Column::path("Phase", ".status.phase"),
-            Column::path("URL", ".spec.URL"),
-            age(),
-        ],
-        ("core.kcp.io", "LogicalCluster") => vec![
-            name(),
-            Column::path("Phase", ".status.phase"),
-            Column::path("URL", ".status.URL"),
-            age(),
-        ],
         // kcp's CRD-defined kinds print their CRDs' columns (kcp v0.30.0).
         ("apis.kcp.io", "APIBinding") => crd_columns(&[
             printer_column("Age", "date", ".metadata.creationTimestamp", ""),
@@ -710,7 +696,46 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             ),
             printer_column("Age", "date", ".metadata.creationTimestamp", ""),
         ]),
-        ("tenancy.kcp.io", "WorkspaceType") | ("apis.kcp.io", "APIExport") => vec![name(), age()],
+        ("tenancy.kcp.io", "Workspace") => crd_columns(&[
+            printer_column("Type", "string", ".spec.type.name", "Type of the workspace"),
+            printer_column(
+                "Region",
+                "string",
+                ".metadata.labels.region",
+                "The region this workspace is in",
+            ),
+            printer_column("Phase", "string", ".status.phase", PHASE_DESCRIPTION),
+            printer_column("URL", "string", ".spec.URL", "URL to access the workspace"),
+            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+        ]),
+        ("core.kcp.io", "LogicalCluster") => crd_columns(&[
+            printer_column("Phase", "string", ".status.phase", PHASE_DESCRIPTION),
+            printer_column("URL", "string", ".status.URL", "URL to access the logical cluster"),
+            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+        ]),
+        ("apis.kcp.io", "APIExportEndpointSlice") => crd_columns(&[
+            printer_column("Export", "string", ".spec.export.name", ""),
+            printer_column("Partition", "string", ".spec.partition", ""),
+            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+        ]),
+        ("cache.kcp.io", "CachedResourceEndpointSlice") => crd_columns(&[
+            printer_column("CachedResource", "string", ".spec.cachedResource.name", ""),
+            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+        ]),
+        ("cache.kcp.io", "CachedResource") => crd_columns(&[
+            printer_column("Resource", "string", ".spec.resource", "Resource type being published"),
+            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+        ]),
+        ("apis.kcp.io", "APIExport" | "APIResourceSchema") => crd_columns(&[printer_column(
+            "Age",
+            "date",
+            ".metadata.creationTimestamp",
+            "",
+        )]),
+        // CRDs without printer columns: kube's default Age column.
+        ("tenancy.kcp.io", "WorkspaceType" | "WorkspaceAuthenticationConfiguration") => {
+            crd_columns(&[])
+        }
         _ => return stored_kind_columns(rt),
     };
     Some(columns)

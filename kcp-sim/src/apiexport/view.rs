@@ -164,10 +164,11 @@ pub fn resolve(
     verb: &str,
 ) -> ApiResult<ViewTarget> {
     let (export, registry) = state.view_cache.view(state, at)?;
+    // kcp's virtual workspace leaves a resource it does not serve to its mux.
     let rt = registry
         .by_plural(group, version, plural)
         .cloned()
-        .ok_or_else(ApiError::path_not_found)?;
+        .ok_or_else(ApiError::page_not_found)?;
     let visibility = visibility_of(&export, rt.group_resource());
     let Some(cluster) = at.cluster else {
         return Ok(ViewTarget {

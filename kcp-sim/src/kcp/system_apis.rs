@@ -1,6 +1,8 @@
 //! kcp's own APIs as kcp publishes them through its export machinery: in `root`, the
-//! APIResourceSchemas and APIExports `tenancy.kcp.io` and `topology.kcp.io`, each bound in
-//! `root` by a binding of the export's name; in every new workspace whose type (or a type it
+//! APIResourceSchemas of kcp's kinds and the APIExports `tenancy.kcp.io`, `topology.kcp.io`,
+//! `cache.kcp.io` and `shards.core.kcp.io`, each but `cache.kcp.io` bound in `root` by a
+//! binding of the export's name (so `root` alone serves Shards, one per shard of the simulated
+//! kcp, through its binding); in every new workspace whose type (or a type it
 //! extends) lists `defaultAPIBindings`, a binding `<export>-<suffix>` per entry, as kcp's
 //! APIBinding initializer makes them; and the LogicalCluster's
 //! `internal.apis.kcp.io/resource-bindings` annotation, kcp's record of which binding or CRD
@@ -10,8 +12,8 @@
 //! kcp-sim serves these kinds in every workspace itself ([`crate::resource::builtin_types`]),
 //! so a binding to one of these exports counts them as bound without serving them a second
 //! time, and its removal leaves them served. The schemas carry kcp v0.30.0's names, groups,
-//! kinds and scope, with an open object schema (kcp's full OpenAPI schemas are not copied).
-//! kcp's `shards.core.kcp.io` and `cache.kcp.io` exports are not modelled.
+//! kinds and scope, with an open object schema (kcp's full OpenAPI schemas are not copied);
+//! those of kinds kcp-sim does not serve itself also carry kcp's printer columns.
 
 use std::collections::BTreeMap;
 
@@ -29,8 +31,8 @@ use kcp_core::kcp::LOGICAL_CLUSTER_NAME;
 /// The LogicalCluster annotation recording, per `<resource>.<group>`, the binding serving it.
 pub const RESOURCE_BINDINGS_ANNOTATION: &str = "internal.apis.kcp.io/resource-bindings";
 
-/// kcp's exports of its own APIs in `root` (kcp v0.30.0): the export, and per resource its
-/// schema's name.
+/// kcp's exports in `root` of its own APIs that kcp-sim serves in every workspace itself (kcp
+/// v0.30.0): the export, and per resource its schema's name.
 const SYSTEM_EXPORTS: &[(&str, &[(&str, &str)])] = &[
     (
         "tenancy.kcp.io",
@@ -56,7 +58,84 @@ const SYSTEM_EXPORTS: &[(&str, &[(&str, &str)])] = &[
             ),
         ],
     ),
+    (
+        "cache.kcp.io",
+        &[
+            (
+                "cachedresourceendpointslices",
+                "v251120-d8e87a979.cachedresourceendpointslices.cache.kcp.io",
+            ),
+            (
+                "cachedresources",
+                "v250920-de0c8484d.cachedresources.cache.kcp.io",
+            ),
+        ],
+    ),
 ];
+
+/// The system exports kcp binds in `root` itself: all but `cache.kcp.io`.
+fn bound_in_root(export: &str) -> bool {
+    export != "cache.kcp.io"
+}
+
+/// Schemas in `root` of kinds kcp-sim serves, that no export lists.
+const UNEXPORTED_SCHEMAS: &[(&str, &str, &str)] = &[(
+    "core.kcp.io",
+    "logicalclusters",
+    "v251016-6e24e0d49.logicalclusters.core.kcp.io",
+)];
+
+/// The export of Shards, which kcp-sim serves through its binding in `root`.
+const SHARDS_EXPORT: &str = "shards.core.kcp.io";
+
+/// kcp's schema of Shards: its names, scope, status subresource and printer columns.
+fn shards_schema() -> Value {
+    let column = |name: &str, path: &str, description: &str| json!({"name": name, "type": "string", "jsonPath": path, "description": description});
+    let columns = json!([
+        column("Region", ".metadata.labels['region']", "The region this workspace is in"),
+        column("URL", ".spec.baseURL", "Type URL to directly connect to the shard"),
+        column(
+            "External URL",
+            ".spec.externalURL",
+            "The URL exposed in logical clusters created on that shard"
+        ),
+        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+    ]);
+    listed_schema(
+        "v240903-d6797056a.shards.core.kcp.io",
+        "core.kcp.io",
+        ("Shard", "shards"),
+        columns,
+    )
+}
+
+/// kcp's schema of CachedObjects, a kind of its cache server that no export lists.
+fn cached_objects_schema() -> Value {
+    let age = json!([{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]);
+    listed_schema(
+        "v250523-2b8c1d3c5.cachedobjects.cache.kcp.io",
+        "cache.kcp.io",
+        ("CachedObject", "cachedobjects"),
+        age,
+    )
+}
+
+/// A cluster-scoped kcp schema in category `kcp` with a status subresource, an open object
+/// schema and `columns`.
+fn listed_schema(name: &str, group: &str, (kind, plural): (&str, &str), columns: Value) -> Value {
+    json!({
+        "apiVersion": format!("{GROUP}/v1alpha1"),
+        "kind": "APIResourceSchema",
+        "metadata": {"name": name},
+        "spec": {"group": group, "scope": "Cluster",
+            "names": {"kind": kind, "listKind": format!("{kind}List"), "plural": plural,
+                "singular": kind.to_lowercase(), "categories": ["kcp"]},
+            "versions": [{"name": "v1alpha1", "served": true, "storage": true,
+                "schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": columns}]},
+    })
+}
 
 /// Whether `export` (in logical cluster `cluster`) is one of kcp's exports of its own APIs.
 pub fn is_system_export(cluster: &str, export: &str) -> bool {
@@ -124,26 +203,71 @@ fn schema_of(state: &State, group: &str, resource: &str, name: &str) -> ApiResul
     }))
 }
 
-/// What kcp's bootstrap leaves in `root`: the schemas and exports of its own APIs, and a
-/// binding to each.
-pub fn bootstrap(state: &mut State) -> ApiResult<()> {
+/// What kcp's bootstrap leaves in `root`: the schemas and exports of its own APIs, a binding
+/// to each but `cache.kcp.io`, and a Shard per shard (`shard_urls`, the first named `root`).
+pub fn bootstrap(state: &mut State, shard_urls: &[String]) -> ApiResult<()> {
     for (export, resources) in SYSTEM_EXPORTS {
         for (resource, schema) in *resources {
             let body = schema_of(state, export, resource, schema)?;
             create(state, ROOT, "apiresourceschemas", body)?;
         }
-        let entries: Vec<Value> = resources
-            .iter()
-            .map(|(resource, schema)| {
-                json!({"group": export, "name": resource, "schema": schema,
-                    "storage": {"crd": {}}})
-            })
-            .collect();
-        let body = json!({"apiVersion": format!("{GROUP}/v1alpha2"), "kind": "APIExport",
-            "metadata": {"name": export}, "spec": {"resources": entries}});
-        create(state, ROOT, "apiexports", body)?;
-        create(state, ROOT, "apibindings", binding(export, export))?;
+        create(
+            state,
+            ROOT,
+            "apiexports",
+            export_of(export, export, resources),
+        )?;
+        if bound_in_root(export) {
+            create(state, ROOT, "apibindings", binding(export, export))?;
+        }
     }
+    for (group, resource, schema) in UNEXPORTED_SCHEMAS {
+        let body = schema_of(state, group, resource, schema)?;
+        create(state, ROOT, "apiresourceschemas", body)?;
+    }
+    create(state, ROOT, "apiresourceschemas", cached_objects_schema())?;
+    let shards = shards_schema();
+    let schema = str_at(&shards, "/metadata/name").to_string();
+    create(state, ROOT, "apiresourceschemas", shards)?;
+    let export = export_of(SHARDS_EXPORT, "core.kcp.io", &[("shards", schema.as_str())]);
+    create(state, ROOT, "apiexports", export)?;
+    create(
+        state,
+        ROOT,
+        "apibindings",
+        binding(SHARDS_EXPORT, SHARDS_EXPORT),
+    )?;
+    for (index, url) in shard_urls.iter().enumerate() {
+        create_shard(state, &super::shard_name(index), url)?;
+    }
+    Ok(())
+}
+
+/// An APIExport of `resources` (resource, schema) of `group`.
+fn export_of(export: &str, group: &str, resources: &[(&str, &str)]) -> Value {
+    let entries: Vec<Value> = resources
+        .iter()
+        .map(|(resource, schema)| {
+            json!({"group": group, "name": resource, "schema": schema, "storage": {"crd": {}}})
+        })
+        .collect();
+    json!({"apiVersion": format!("{GROUP}/v1alpha2"), "kind": "APIExport",
+        "metadata": {"name": export}, "spec": {"resources": entries}})
+}
+
+/// The Shard kcp registers for one of its shards: its name as a label, and its URLs.
+fn create_shard(state: &mut State, name: &str, url: &str) -> ApiResult<()> {
+    let gr = GroupResource::new("core.kcp.io", "shards");
+    let Some(rt) = state.served_type(ROOT, &gr) else {
+        return Err(ApiError::internal(
+            "shards.core.kcp.io is not served in root after its binding",
+        ));
+    };
+    let body = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "Shard",
+        "metadata": {"name": name, "labels": {"name": name},
+            "annotations": {kcp_core::kcp::CLUSTER_ANNOTATION: ROOT}},
+        "spec": {"baseURL": url, "externalURL": url, "virtualWorkspaceURL": url}});
+    semantics::create(state, ROOT, &rt, "v1alpha1", None, body, &options())?;
     Ok(())
 }
 

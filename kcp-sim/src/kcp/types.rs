@@ -21,7 +21,8 @@ pub const URLS_READY: &str = "VirtualWorkspaceURLsReady";
 /// The WorkspaceTypes of `root` when kcp starts (with its default `workspace-types` battery),
 /// as kcp's bootstrap writes them (with the schema's defaults): `root` (the type of the root
 /// workspace), `universal` (extended by the others, with kcp's default APIBindings),
-/// `organization` (under `root` only, with `universal` children) and `team`.
+/// `organization` (under `root` only, with `universal` children), `team`, and `home` (no
+/// parent allowed: kcp's home workspaces).
 pub fn builtin() -> Vec<(&'static str, Value)> {
     let universal = json!({"name": "universal", "path": ROOT});
     vec![
@@ -47,6 +48,11 @@ pub fn builtin() -> Vec<(&'static str, Value)> {
             json!({"extend": {"with": [universal]}, "defaultChildWorkspaceType": universal,
                 "limitAllowedParents": {"types": [{"name": "organization", "path": ROOT},
                     {"name": "team", "path": ROOT}]}}),
+        ),
+        (
+            "home",
+            json!({"extend": {"with": [universal]}, "defaultChildWorkspaceType": universal,
+                "limitAllowedParents": {"none": true}}),
         ),
     ]
 }
