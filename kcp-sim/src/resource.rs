@@ -246,11 +246,11 @@ pub enum Flavor {
 
 impl Flavor {
     /// The Kubernetes release this flavor plays (`/version`, the OpenAPI documents): the test
-    /// bed's kube-apiserver for a Kubernetes cluster, the one kcp v0.30 is built on for kcp.
+    /// bed's kube-apiserver for a Kubernetes cluster, the one kcp v0.30.0 is built on (its
+    /// go.mod's `k8s.io/kubernetes`) for kcp.
     pub fn kubernetes_version(self) -> &'static str {
         match self {
-            Flavor::Kubernetes => "v1.34.2",
-            Flavor::Kcp => "v1.33.3",
+            Flavor::Kubernetes | Flavor::Kcp => "v1.34.2",
         }
     }
 }

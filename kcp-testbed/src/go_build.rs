@@ -168,25 +168,63 @@ fn go_version(go: &Path, pin: &Pin) -> Result<String> {
 /// Linker flags of every peer: no symbol table or debug information (smaller, faster to link).
 const DEFAULT_LDFLAGS: &str = "-s -w";
 
-/// The linker flags of `pin`'s build. Kubernetes's own release build stamps its version into
-/// `k8s.io/component-base/version` (a plain `go build` reports `v0.0.0-master+$Format:%H$`,
-/// which clients that check the server's version refuse: Cluster API wants 1.20 or newer), so
-/// the peers of the `k8s.io/kubernetes` module get the same stamp from their pinned version.
-fn ldflags(pin: &Pin) -> String {
-    if !pin.package.starts_with("k8s.io/kubernetes/") {
-        return DEFAULT_LDFLAGS.to_string();
-    }
-    let mut parts = pin.version.trim_start_matches('v').split('.');
+/// The linker flags of `pin`'s build, with the version stamps each project's release build
+/// writes (`go_mod`: the wrapper's go.mod). A plain `go build` reports
+/// `v0.0.0-master+$Format:%H$`, which clients that check the server's version refuse (Cluster
+/// API wants 1.20 or newer, `kubectl version` cannot parse it), so:
+/// - the peers of the `k8s.io/kubernetes` module get Kubernetes's stamp of their pinned version;
+/// - kcp's binaries get kcp's Makefile's: `<Kubernetes version>+kcp-<kcp version>`, with the
+///   Kubernetes major and minor, in both client-go's and component-base's version packages.
+fn ldflags(pin: &Pin, go_mod: &str) -> String {
+    let (release, version, packages): (&str, String, &[&str]) =
+        if pin.package.starts_with("k8s.io/kubernetes/") {
+            (
+                &pin.version,
+                pin.version.clone(),
+                &["k8s.io/component-base/version"],
+            )
+        } else if pin.package.starts_with("github.com/kcp-dev/kcp/cmd/")
+            && let Some(kube) = required_version(go_mod, "k8s.io/kubernetes")
+        {
+            (
+                kube,
+                format!("{kube}+kcp-{}", pin.version),
+                &[
+                    "k8s.io/client-go/pkg/version",
+                    "k8s.io/component-base/version",
+                ],
+            )
+        } else {
+            return DEFAULT_LDFLAGS.to_string();
+        };
+    let mut parts = release.trim_start_matches('v').split('.');
     let (major, minor) = (parts.next().unwrap_or("0"), parts.next().unwrap_or("0"));
-    let stamp =
-        |name: &str, value: &str| format!(" -X k8s.io/component-base/version.{name}={value}");
-    format!(
-        "{DEFAULT_LDFLAGS}{}{}{}{}",
-        stamp("gitVersion", &pin.version),
-        stamp("gitMajor", major),
-        stamp("gitMinor", minor),
-        stamp("gitTreeState", "clean")
-    )
+    let mut flags = DEFAULT_LDFLAGS.to_string();
+    for package in packages {
+        for (name, value) in [
+            ("gitVersion", version.as_str()),
+            ("gitMajor", major),
+            ("gitMinor", minor),
+            ("gitTreeState", "clean"),
+        ] {
+            flags.push_str(&format!(" -X {package}.{name}={value}"));
+        }
+    }
+    flags
+}
+
+/// The version of `module` a go.mod requires (its `require` line, not a `replace`).
+fn required_version<'a>(go_mod: &'a str, module: &str) -> Option<&'a str> {
+    go_mod.lines().find_map(|line| {
+        let mut words = line
+            .trim()
+            .trim_start_matches("require ")
+            .split_whitespace();
+        (words.next() == Some(module))
+            .then(|| words.next())
+            .flatten()
+            .filter(|v| v.starts_with('v'))
+    })
 }
 
 /// What decides the binary: the wrapper's go.mod, go.sum and SHIMS, the package, the Go version.
@@ -218,7 +256,7 @@ fn cache_key(pin: &Pin, go_version: &str) -> Result<String> {
     hash.update(go_version.as_bytes());
     // Only peers whose flags carry more than the default are keyed by them, so adding the
     // version stamp did not rebuild every other cached peer.
-    let flags = ldflags(pin);
+    let flags = ldflags(pin, &pin.wrapper_file("go.mod")?.unwrap_or_default());
     if flags != DEFAULT_LDFLAGS {
         hash.update(flags.as_bytes());
     }
@@ -275,9 +313,10 @@ impl GoBuild<'_> {
             .status()
             .map_err(|e| io(&format!("running {} mod download", self.go.display()), e))?;
         let status = if download.success() {
+            let go_mod = pin.wrapper_file("go.mod")?.unwrap_or_default();
             self.command(&log_file)?
                 .arg("build")
-                .args(["-trimpath", "-ldflags", &ldflags(pin), "-o"])
+                .args(["-trimpath", "-ldflags", &ldflags(pin, &go_mod), "-o"])
                 .arg(&partial)
                 .arg(&pin.package)
                 .status()
@@ -334,7 +373,7 @@ mod tests {
 
     #[test]
     fn kubernetes_peers_are_stamped_with_their_pinned_version() {
-        let flags = ldflags(&pin("v1.34.2", "k8s.io/kubernetes/cmd/kube-apiserver"));
+        let flags = ldflags(&pin("v1.34.2", "k8s.io/kubernetes/cmd/kube-apiserver"), "");
         assert_eq!(
             flags,
             "-s -w -X k8s.io/component-base/version.gitVersion=v1.34.2 \
@@ -345,9 +384,30 @@ mod tests {
     }
 
     #[test]
+    fn kcp_is_stamped_as_its_makefile_stamps_a_release() {
+        let go_mod = "module wrapper\n\nrequire github.com/kcp-dev/kcp v0.30.0\n\nrequire (\n\
+                      \tk8s.io/kubernetes v1.34.2 // indirect\n)\n\n\
+                      replace k8s.io/kubernetes => github.com/kcp-dev/kubernetes v0.0.0-1\n";
+        let flags = ldflags(&pin("v0.30.0", "github.com/kcp-dev/kcp/cmd/kcp"), go_mod);
+        for package in [
+            "k8s.io/client-go/pkg/version",
+            "k8s.io/component-base/version",
+        ] {
+            assert!(
+                flags.contains(&format!(" -X {package}.gitVersion=v1.34.2+kcp-v0.30.0 ")),
+                "{flags}"
+            );
+            assert!(
+                flags.contains(&format!(" -X {package}.gitMinor=34 ")),
+                "{flags}"
+            );
+        }
+    }
+
+    #[test]
     fn other_peers_link_with_the_default_flags_only() {
         assert_eq!(
-            ldflags(&pin("v0.30.0", "github.com/kcp-dev/kcp/cmd/kcp")),
+            ldflags(&pin("v3.6.14", "go.etcd.io/etcd/server/v3"), ""),
             "-s -w"
         );
     }
