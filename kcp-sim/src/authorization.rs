@@ -32,14 +32,25 @@ pub struct User {
 
 impl User {
     /// The user named by the `Impersonate-User` header, with the `Impersonate-Group`s; `None`
-    /// for a request that impersonates nobody (it acts as the admin).
+    /// for a request that impersonates nobody (it acts as the admin). A service account named
+    /// without groups is in its groups, as kube-apiserver's impersonation puts it.
     pub fn impersonated(headers: &http::HeaderMap) -> Option<User> {
         let name = headers.get("impersonate-user")?.to_str().ok()?;
-        let groups = headers
+        let mut groups: Vec<String> = headers
             .get_all("impersonate-group")
             .iter()
-            .filter_map(|v| v.to_str().ok());
-        Some(User::authenticated(name, groups))
+            .filter_map(|v| v.to_str().ok())
+            .map(String::from)
+            .collect();
+        if groups.is_empty()
+            && let Some(namespace) = service_account_namespace(name)
+        {
+            groups = vec![
+                "system:serviceaccounts".into(),
+                format!("system:serviceaccounts:{namespace}"),
+            ];
+        }
+        Some(User::authenticated(name, groups.iter().map(String::as_str)))
     }
 
     /// An authenticated user: `name` in `groups` and `system:authenticated`.
@@ -115,10 +126,16 @@ pub fn check(sim: &Sim, endpoint: &Endpoint, user: &User, attrs: &Attributes) ->
     let Some(cluster) = addressed_cluster(&state, endpoint) else {
         return Ok(());
     };
+    // kcp's authorizer chain ends every refusal with its reason, "access denied" (seen on kcp
+    // v0.30.0 for a service account RBAC refuses in its own workspace).
     match decide(&state, &cluster, user, attrs) {
         Decision::Allowed => Ok(()),
-        Decision::Denied => Err(forbidden(user, attrs, "")),
-        Decision::NoWorkspaceAccess => Err(forbidden(user, attrs, ": access denied")),
+        Decision::Denied if state.flavor == crate::resource::Flavor::Kubernetes => {
+            Err(forbidden(user, attrs, ""))
+        }
+        Decision::Denied | Decision::NoWorkspaceAccess => {
+            Err(forbidden(user, attrs, ": access denied"))
+        }
     }
 }
 
@@ -136,17 +153,21 @@ pub enum Decision {
 
 /// Whether `user` may do `attrs` in `cluster`. In kcp a user other than the admin must first be
 /// allowed into the workspace: the verb `access` on the non-resource URL `/`, granted by a
-/// ClusterRole bound in the workspace, as kcp's workspace content authorizer requires.
+/// ClusterRole bound in the workspace, as kcp's workspace content authorizer requires; a
+/// service account is scoped to the workspace it acts in, and let in (seen on kcp v0.30.0 for
+/// an impersonated one).
 pub fn decide(state: &State, cluster: &str, user: &User, attrs: &Attributes) -> Decision {
     if user.is_admin() {
         return Decision::Allowed;
     }
+    let service_account = service_account_namespace(&user.name).is_some();
     let workspace_access = Attributes {
         verb: "access".into(),
         path: "/".into(),
         ..Attributes::default()
     };
     if state.flavor == crate::resource::Flavor::Kcp
+        && !service_account
         && !rbac_allows(state, cluster, user, &workspace_access)
     {
         return Decision::NoWorkspaceAccess;
@@ -173,12 +194,11 @@ pub fn of_target(target: &Target, method: &http::Method, watch: bool) -> Attribu
 
 /// Whether `group`/`plural` is a review a client posts to learn about access or itself
 /// (`selfsubjectaccessreviews`, `subjectaccessreviews`, `selfsubjectreviews`).
-pub fn is_review(flavor: Flavor, group: &str, plural: &str) -> bool {
+pub fn is_review(group: &str, plural: &str) -> bool {
     match (group, plural) {
         ("authorization.k8s.io", "selfsubjectaccessreviews" | "subjectaccessreviews")
         | ("authentication.k8s.io", "selfsubjectreviews") => true,
-        // kcp's authorizer chain answers rule reviews its own way, not played here.
-        ("authorization.k8s.io", "selfsubjectrulesreviews") => flavor == Flavor::Kubernetes,
+        ("authorization.k8s.io", "selfsubjectrulesreviews") => true,
         _ => false,
     }
 }
@@ -194,7 +214,13 @@ pub fn answer_review(
     let state = sim.read();
     let cluster = addressed_cluster(&state, endpoint).unwrap_or_default();
     match (group, body.get("kind").and_then(Value::as_str)) {
-        ("authentication.k8s.io", _) => whoami(body, user),
+        ("authentication.k8s.io", _) => {
+            // kcp scopes a service account to the workspace it acts in, and says so.
+            let scoped = state.flavor == Flavor::Kcp
+                && service_account_namespace(&user.name).is_some()
+                && !cluster.is_empty();
+            whoami(body, user, scoped.then_some(cluster.as_str()))
+        }
         (_, Some("SelfSubjectRulesReview")) => rules_review(&state, &cluster, body, user),
         _ => review(&state, &cluster, body, user),
     }
@@ -202,12 +228,19 @@ pub fn answer_review(
 
 /// The answer to a `SelfSubjectRulesReview` (`kubectl auth can-i --list`): every rule of every
 /// role bound to `user` cluster-wide or in the review's namespace, resource rules and
-/// non-resource rules apart, as kube's RBAC rule resolver lists them.
+/// non-resource rules apart, as kube's RBAC rule resolver lists them. In kcp the shard-wide
+/// bootstrap policy's rules come first ([`crate::bootstrap_rbac::cluster_rules`]), then the
+/// workspace's.
 pub fn rules_review(state: &State, cluster: &str, review: &Value, user: &User) -> Value {
     let namespace = text(review, "/spec/namespace");
     let mut resource_rules = Vec::new();
     let mut non_resource_rules = Vec::new();
-    for rule in bound_rules(state, cluster, user, &namespace) {
+    let mut rules = match state.flavor {
+        Flavor::Kcp => crate::bootstrap_rbac::cluster_rules(true, |b| binds(b, user)),
+        Flavor::Kubernetes => Vec::new(),
+    };
+    rules.extend(bound_rules(state, cluster, user, &namespace));
+    for rule in rules {
         let field = |key: &str| rule.get(key).cloned().unwrap_or_else(|| json!([]));
         if rule.get("nonResourceURLs").is_some() {
             non_resource_rules.push(json!({"verbs": field("verbs"),
@@ -437,6 +470,15 @@ pub fn review(state: &State, cluster: &str, review: &Value, asker: &User) -> Val
     let allowed = allows(state, cluster, &user, &attrs);
     let mut answer = review.clone();
     answer["status"] = json!({"allowed": allowed});
+    // kcp's authorizer chain words its verdict on a resource (seen on kcp v0.30.0).
+    if state.flavor == crate::resource::Flavor::Kcp && !attrs.non_resource() {
+        let reason = if allowed {
+            "access granted"
+        } else {
+            "access denied"
+        };
+        answer["status"]["reason"] = json!(reason);
+    }
     if let Some(meta) = answer.get_mut("metadata").and_then(Value::as_object_mut) {
         meta.insert("creationTimestamp".into(), Value::Null);
     } else {
@@ -467,11 +509,22 @@ fn attributes_of_review(spec: &Value) -> Attributes {
 }
 
 /// The answer to a `SelfSubjectReview` (`kubectl auth whoami`).
-pub fn whoami(review: &Value, user: &User) -> Value {
+pub fn whoami(review: &Value, user: &User, scope: Option<&str>) -> Value {
     let mut answer = review.clone();
     answer["metadata"] = json!({"creationTimestamp": null});
     answer["status"] = json!({"userInfo": {"username": user.name, "groups": user.groups}});
+    if let Some(cluster) = scope {
+        answer["status"]["userInfo"]["extra"] =
+            json!({"authentication.kcp.io/scopes": [format!("cluster:{cluster}")]});
+    }
     answer
+}
+
+/// The namespace of a service account's user name (`system:serviceaccount:<ns>:<name>`).
+fn service_account_namespace(name: &str) -> Option<&str> {
+    let rest = name.strip_prefix("system:serviceaccount:")?;
+    let (namespace, account) = rest.split_once(':')?;
+    (!namespace.is_empty() && !account.is_empty()).then_some(namespace)
 }
 
 #[cfg(test)]

@@ -58,6 +58,58 @@ pub fn seed(state: &mut State, cluster: &str) -> ApiResult<()> {
     Ok(())
 }
 
+/// The rules the bootstrap ClusterRoleBindings that `binds` picks give, in binding-name order:
+/// kube's recorded ones and, for kcp (`with_kcp`), kcp's `system:kcp:admin:cluster-admin`.
+/// kcp evaluates this policy, kept shard-wide, in every workspace, where the objects
+/// themselves are not stored.
+pub fn cluster_rules(with_kcp: bool, binds: impl Fn(&Value) -> bool) -> Vec<Value> {
+    let Ok(objects) = OBJECTS.as_ref() else {
+        return Vec::new();
+    };
+    let kind = |o: &Value| {
+        o.get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let name = |o: &Value| {
+        o.pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let kcp_admin = serde_json::json!({"kind": "ClusterRoleBinding",
+        "metadata": {"name": "system:kcp:admin:cluster-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+            "name": "cluster-admin"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group",
+            "name": "system:kcp:admin"}]});
+    let mut bindings: Vec<&Value> = objects
+        .iter()
+        .filter(|o| kind(o) == "ClusterRoleBinding")
+        .collect();
+    if with_kcp {
+        bindings.push(&kcp_admin);
+    }
+    bindings.sort_by_key(|b| name(b));
+    bindings
+        .into_iter()
+        .filter(|b| binds(b))
+        .filter_map(|b| {
+            let role = b.pointer("/roleRef/name").and_then(Value::as_str)?;
+            objects
+                .iter()
+                .find(|o| kind(o) == "ClusterRole" && name(o) == role)
+        })
+        .flat_map(|role| {
+            role.get("rules")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -284,7 +284,7 @@ async fn route(
     {
         let asker = user.clone().unwrap_or_else(User::admin);
         let (group, plural) = (group.to_string(), plural.to_string());
-        if authorization::is_review(sim.flavor, &group, &plural) {
+        if authorization::is_review(&group, &plural) {
             if let Some(user) = &user {
                 let attrs = Attributes {
                     verb: "create".into(),

@@ -987,6 +987,35 @@ fn take_status(object: &mut Value, from: &Value) {
     }
 }
 
+/// What kcp's service account controller makes in every new namespace: its `default`
+/// ServiceAccount (seen on kcp v0.30.0, with no managed fields). A Kubernetes cluster's comes
+/// from kube-controller-manager, which the test bed runs with the garbage collector alone.
+pub fn default_service_account(
+    state: &mut State,
+    cluster: &str,
+    namespace: &Value,
+) -> ApiResult<()> {
+    let name = namespace
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let accounts = GroupResource::new("", "serviceaccounts");
+    let Some(rt) = state.served_type(cluster, &accounts) else {
+        return Ok(());
+    };
+    let body = json!({"apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {"name": "default", "namespace": name}});
+    let opts = crate::semantics::WriteOptions {
+        default_manager: CONTROLLER_MANAGER.into(),
+        ..Default::default()
+    };
+    match crate::semantics::create(state, cluster, &rt, "v1", Some(&name), body, &opts) {
+        Err(e) if e.code != 409 => Err(e),
+        _ => Ok(()),
+    }
+}
+
 /// The namespaces kcp makes in a workspace once it is Ready: `default` and `kube-system`
 /// (conformance kubectl-kcp-sessions/namespaces-accounts-and-tokens-in-a-workspace).
 fn ensure_ready_namespaces(state: &mut State, cluster: &str) -> ApiResult<()> {

@@ -849,6 +849,9 @@ fn after_write(
             api_services::sync(state, cluster)
         }
         ("", "Service") => ip_addresses::follow_service(state, cluster, new),
+        ("", "Namespace") if old.is_none() && state.flavor == crate::resource::Flavor::Kcp => {
+            kcp::default_service_account(state, cluster, new)
+        }
         ("flowcontrol.apiserver.k8s.io", "FlowSchema" | "PriorityLevelConfiguration") => {
             flowcontrol::mark_dangling(state, cluster)
         }
