@@ -193,14 +193,16 @@ pub fn of_target(target: &Target, method: &http::Method, watch: bool) -> Attribu
 }
 
 /// Whether `group`/`plural` is a review a client posts to learn about access or itself
-/// (`selfsubjectaccessreviews`, `subjectaccessreviews`, `selfsubjectreviews`).
+/// (`selfsubjectaccessreviews`, `selfsubjectrulesreviews`, `subjectaccessreviews`,
+/// `selfsubjectreviews`).
 pub fn is_review(group: &str, plural: &str) -> bool {
-    match (group, plural) {
-        ("authorization.k8s.io", "selfsubjectaccessreviews" | "subjectaccessreviews")
-        | ("authentication.k8s.io", "selfsubjectreviews") => true,
-        ("authorization.k8s.io", "selfsubjectrulesreviews") => true,
-        _ => false,
-    }
+    matches!(
+        (group, plural),
+        (
+            "authorization.k8s.io",
+            "selfsubjectaccessreviews" | "selfsubjectrulesreviews" | "subjectaccessreviews"
+        ) | ("authentication.k8s.io", "selfsubjectreviews")
+    )
 }
 
 /// The answer to a review ([`is_review`]) of `group` posted by `user`.
