@@ -341,13 +341,16 @@ fn bound_rules(state: &State, cluster: &str, user: &User, namespace: &str) -> Ve
             let name = text(&binding, "/roleRef/name");
             role(&kind, &namespace_of(&binding), &name)
         })
-        .flat_map(|role| {
-            role.get("rules")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        })
+        .flat_map(|role| rules_of(&role))
         .collect()
+}
+
+/// A role's `rules`.
+pub fn rules_of(role: &Value) -> Vec<Value> {
+    role.get("rules")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
 }
 
 fn text(object: &Value, pointer: &str) -> String {
@@ -532,6 +535,27 @@ fn service_account_namespace(name: &str) -> Option<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_impersonated_service_account_is_in_its_groups_unless_groups_are_named() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(
+            "impersonate-user",
+            http::HeaderValue::from_static("system:serviceaccount:team:robot"),
+        );
+        let robot = User::impersonated(&headers).expect("impersonated");
+        assert_eq!(
+            robot.groups,
+            [
+                "system:serviceaccounts",
+                "system:serviceaccounts:team",
+                "system:authenticated"
+            ]
+        );
+        headers.insert("impersonate-group", http::HeaderValue::from_static("devs"));
+        let named = User::impersonated(&headers).expect("impersonated");
+        assert_eq!(named.groups, ["devs", "system:authenticated"]);
+    }
 
     fn attrs(verb: &str, resource: &str, namespace: &str) -> Attributes {
         Attributes {

@@ -101,12 +101,7 @@ pub fn cluster_rules(with_kcp: bool, binds: impl Fn(&Value) -> bool) -> Vec<Valu
                 .iter()
                 .find(|o| kind(o) == "ClusterRole" && name(o) == role)
         })
-        .flat_map(|role| {
-            role.get("rules")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        })
+        .flat_map(crate::authorization::rules_of)
         .collect()
 }
 
@@ -125,5 +120,31 @@ mod tests {
             .find(|o| o["kind"] == "ClusterRoleBinding" && o["metadata"]["name"] == "cluster-admin")
             .expect("system:masters is bound to cluster-admin");
         assert_eq!(admin["subjects"][0]["name"], "system:masters");
+    }
+
+    fn binds_group(group: &'static str) -> impl Fn(&Value) -> bool {
+        move |binding: &Value| {
+            binding["subjects"]
+                .as_array()
+                .is_some_and(|s| s.iter().any(|s| s["kind"] == "Group" && s["name"] == group))
+        }
+    }
+
+    #[test]
+    fn kcps_admin_group_gets_cluster_admin_only_from_kcps_own_binding() {
+        let everything =
+            serde_json::json!({"apiGroups": ["*"], "resources": ["*"], "verbs": ["*"]});
+        assert!(cluster_rules(true, binds_group("system:kcp:admin")).contains(&everything));
+        assert!(cluster_rules(false, binds_group("system:kcp:admin")).is_empty());
+    }
+
+    #[test]
+    fn every_authenticated_user_may_review_itself() {
+        let rules = cluster_rules(true, binds_group("system:authenticated"));
+        assert!(rules.iter().any(|r| {
+            r["resources"]
+                .as_array()
+                .is_some_and(|r| r.contains(&serde_json::json!("selfsubjectaccessreviews")))
+        }));
     }
 }

@@ -412,6 +412,11 @@ fn printer_column(name: &str, type_: &str, path: &str, description: &str) -> Val
     column
 }
 
+/// A CRD's declared `Age` printer column.
+fn crd_age() -> Value {
+    printer_column("Age", "date", ".metadata.creationTimestamp", "")
+}
+
 /// The description kcp's CRDs give their Phase columns.
 const PHASE_DESCRIPTION: &str =
     "The current phase (e.g. Scheduling, Initializing, Ready, Deleting)";
@@ -675,7 +680,7 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
         ],
         // kcp's CRD-defined kinds print their CRDs' columns (kcp v0.30.0).
         ("apis.kcp.io", "APIBinding") => crd_columns(&[
-            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+            crd_age(),
             printer_column(
                 "Ready",
                 "string",
@@ -685,7 +690,7 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
         ]),
         ("topology.kcp.io", "Partition") => crd_columns(&[
             printer_column("Owner", "string", ".metadata.ownerReferences[*].name", ""),
-            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+            crd_age(),
         ]),
         ("topology.kcp.io", "PartitionSet") => crd_columns(&[
             printer_column(
@@ -694,7 +699,7 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
                 ".status.count",
                 "Count of the partitions belonging the PartitionSet",
             ),
-            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+            crd_age(),
         ]),
         ("tenancy.kcp.io", "Workspace") => crd_columns(&[
             printer_column("Type", "string", ".spec.type.name", "Type of the workspace"),
@@ -706,32 +711,27 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             ),
             printer_column("Phase", "string", ".status.phase", PHASE_DESCRIPTION),
             printer_column("URL", "string", ".spec.URL", "URL to access the workspace"),
-            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+            crd_age(),
         ]),
         ("core.kcp.io", "LogicalCluster") => crd_columns(&[
             printer_column("Phase", "string", ".status.phase", PHASE_DESCRIPTION),
             printer_column("URL", "string", ".status.URL", "URL to access the logical cluster"),
-            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+            crd_age(),
         ]),
         ("apis.kcp.io", "APIExportEndpointSlice") => crd_columns(&[
             printer_column("Export", "string", ".spec.export.name", ""),
             printer_column("Partition", "string", ".spec.partition", ""),
-            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+            crd_age(),
         ]),
         ("cache.kcp.io", "CachedResourceEndpointSlice") => crd_columns(&[
             printer_column("CachedResource", "string", ".spec.cachedResource.name", ""),
-            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+            crd_age(),
         ]),
         ("cache.kcp.io", "CachedResource") => crd_columns(&[
             printer_column("Resource", "string", ".spec.resource", "Resource type being published"),
-            printer_column("Age", "date", ".metadata.creationTimestamp", ""),
+            crd_age(),
         ]),
-        ("apis.kcp.io", "APIExport" | "APIResourceSchema") => crd_columns(&[printer_column(
-            "Age",
-            "date",
-            ".metadata.creationTimestamp",
-            "",
-        )]),
+        ("apis.kcp.io", "APIExport" | "APIResourceSchema") => crd_columns(&[crd_age()]),
         // CRDs without printer columns: kube's default Age column.
         ("tenancy.kcp.io", "WorkspaceType" | "WorkspaceAuthenticationConfiguration") => {
             crd_columns(&[])
