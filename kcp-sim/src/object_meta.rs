@@ -200,6 +200,34 @@ pub fn label_errors(labels: Option<&Value>) -> Vec<FieldError> {
     errors
 }
 
+/// What decoding a body into `ObjectMeta` leaves of its empty collections: Go omits an empty
+/// `labels`, `annotations`, `finalizers`, `ownerReferences` or `managedFields` (each
+/// `omitempty`), for builtin kinds and custom resources alike, so a write that empties one, or
+/// sends `{}`, stores none (seen on kube-apiserver v1.34.2, `kubectl diff` of an object
+/// without annotations).
+pub fn drop_empty_collections(obj: &mut Value) {
+    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    for key in [
+        "labels",
+        "annotations",
+        "finalizers",
+        "ownerReferences",
+        "managedFields",
+    ] {
+        let empty = match meta.get(key) {
+            Some(Value::Object(map)) => map.is_empty(),
+            Some(Value::Array(list)) => list.is_empty(),
+            Some(Value::Null) => true,
+            _ => false,
+        };
+        if empty {
+            meta.remove(key);
+        }
+    }
+}
+
 /// Sets the annotation `key` to `text` (making `metadata.annotations` where there is none).
 pub fn set_annotation(obj: &mut Value, key: &str, text: String) {
     if !obj["metadata"].is_object() {

@@ -457,6 +457,7 @@ pub fn create(
     opts: &WriteOptions,
 ) -> ApiResult<Written> {
     check_type(rt, version, &mut obj)?;
+    object_meta::drop_empty_collections(&mut obj);
     decode_defaults(state, cluster, rt, &mut obj)?;
     let written = conversion::converts(rt, version).then(|| obj.clone());
     conversion::to_storage(rt, version, &mut obj)?;
@@ -923,6 +924,8 @@ fn write_update(
     opts: &WriteOptions,
     applied: bool,
 ) -> ApiResult<Written> {
+    let mut requested = requested;
+    object_meta::drop_empty_collections(&mut requested);
     let csr = certificates::part(rt, status, opts.approval);
     let mut new = if let Some(part) = csr {
         certificates::merge_update(part, &old, requested)
