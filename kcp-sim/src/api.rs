@@ -889,7 +889,7 @@ fn addressed(
 fn check_shape(rt: &ResourceType, target: &Target, custom: bool) -> ApiResult<()> {
     let served = |sub: &str| match sub {
         "status" => rt.status,
-        "approval" => crate::certificates::part(rt, false, false).is_some(),
+        "approval" => crate::certificates::is_request(rt),
         _ => false,
     };
     if let Some(sub) = &target.subresource

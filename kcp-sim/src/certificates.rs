@@ -60,15 +60,16 @@ pub enum Part {
 /// The part a write of `rt` goes through, when `rt` is CertificateSigningRequests: `status` is
 /// set for any subresource, `approval` for `/approval`.
 pub fn part(rt: &ResourceType, status: bool, approval: bool) -> Option<Part> {
-    if (rt.group.as_str(), rt.kind.as_str()) != ("certificates.k8s.io", "CertificateSigningRequest")
-    {
-        return None;
-    }
-    Some(match (status, approval) {
+    is_request(rt).then_some(match (status, approval) {
         (true, true) => Part::Approval,
         (true, false) => Part::Status,
         (false, _) => Part::Main,
     })
+}
+
+/// Whether `rt` is CertificateSigningRequests.
+pub fn is_request(rt: &ResourceType) -> bool {
+    (rt.group.as_str(), rt.kind.as_str()) == ("certificates.k8s.io", "CertificateSigningRequest")
 }
 
 /// The strategy's `PrepareForCreate`: an empty status, and the requester's name, uid, groups and

@@ -1000,20 +1000,16 @@ pub fn default_service_account(
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let accounts = GroupResource::new("", "serviceaccounts");
-    let Some(rt) = state.served_type(cluster, &accounts) else {
-        return Ok(());
-    };
     let body = json!({"apiVersion": "v1", "kind": "ServiceAccount",
         "metadata": {"name": "default", "namespace": name}});
-    let opts = crate::semantics::WriteOptions {
-        default_manager: CONTROLLER_MANAGER.into(),
-        ..Default::default()
-    };
-    match crate::semantics::create(state, cluster, &rt, "v1", Some(&name), body, &opts) {
-        Err(e) if e.code != 409 => Err(e),
-        _ => Ok(()),
-    }
+    crate::semantics::ensure_created(
+        state,
+        cluster,
+        "serviceaccounts",
+        Some(&name),
+        body,
+        CONTROLLER_MANAGER,
+    )
 }
 
 /// The namespaces kcp makes in a workspace once it is Ready: `default` and `kube-system`

@@ -391,23 +391,30 @@ fn namespace_accepts_objects(state: &State, cluster: &str, ns: &str) -> ApiResul
 
 /// Creates a namespace unless it exists (clusters start with `default`).
 pub fn ensure_namespace(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> {
-    let Some(rt) = state
-        .clusters
-        .get(cluster)
-        .and_then(|c| c.registry.by_plural("", "v1", "namespaces"))
-        .cloned()
-    else {
+    let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+    ensure_created(state, cluster, "namespaces", None, body, "kcp-sim")
+}
+
+/// Creates a core (`v1`) object of `plural` as `manager` writes it, unless `cluster` does not
+/// serve the kind or the object already exists.
+pub fn ensure_created(
+    state: &mut State,
+    cluster: &str,
+    plural: &str,
+    namespace: Option<&str>,
+    body: Value,
+    manager: &str,
+) -> ApiResult<()> {
+    let Some(rt) = state.served_type(cluster, &GroupResource::new("", plural)) else {
         return Ok(());
     };
-    let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
     let opts = WriteOptions {
-        default_manager: "kcp-sim".into(),
+        default_manager: manager.into(),
         ..WriteOptions::default()
     };
-    match create(state, cluster, &rt, "v1", None, body, &opts) {
-        Ok(_) => Ok(()),
-        Err(e) if e.code == 409 => Ok(()),
-        Err(e) => Err(e),
+    match create(state, cluster, &rt, "v1", namespace, body, &opts) {
+        Err(e) if e.code != 409 => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -520,7 +527,7 @@ pub fn create(
         time: &now,
         api_version: &rt.api_version(version),
     };
-    if certificates::part(rt, false, false).is_some() {
+    if certificates::is_request(rt) {
         managed_fields::record_created_with_reset(&mut obj, &who, &["spec", "status"]);
         let requester = opts.requester.clone().unwrap_or_else(User::admin);
         certificates::admit_new(&mut obj, &requester);
@@ -920,11 +927,10 @@ fn write_update(
     name: &str,
     status: bool,
     old: Value,
-    requested: Value,
+    mut requested: Value,
     opts: &WriteOptions,
     applied: bool,
 ) -> ApiResult<Written> {
-    let mut requested = requested;
     object_meta::drop_empty_collections(&mut requested);
     let csr = certificates::part(rt, status, opts.approval);
     let mut new = if let Some(part) = csr {
