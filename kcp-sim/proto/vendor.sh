@@ -9,14 +9,19 @@
 # `$(go env GOMODCACHE)/k8s.io/api@v0.33.3`): a directory that is not a git checkout is read as
 # that version's files.
 #
-# `fields.txt` has one line `proto.package.Message.protoField jsonName flag` for each field whose
-# JSON name differs from its protobuf name (`$ref` is `ref`, `x-kubernetes-list-type` is
-# `xKubernetesListType`) or whose zero value the JSON form keeps (flag `keep-zero`): pointer
-# fields (`*int32`, `*bool`, `*string`: present means set, even to 0, false or "") and fields
-# without `omitempty`; or flag `inline` for an embedded struct whose fields JSON lifts into its
-# parent (`Volume.volumeSource`). Every other scalar field is written by Go's protobuf encoder
-# even when zero and left out of JSON when zero; kcp-sim does the same. kcp-sim reads the
-# `keep-zero` flag for scalar fields only.
+# `fields.txt` has one line `proto.package.Message.protoField jsonName flags goType` for each
+# field of the Go types:
+# - `jsonName`: its JSON key (`$ref` for `ref`, `x-kubernetes-list-type` for
+#   `xKubernetesListType`), or `-` for an embedded struct whose fields JSON lifts into its parent;
+# - `flags`, comma-separated, or `-` for none: `keep-zero` for a scalar or struct whose zero
+#   value JSON keeps (a pointer field, `*int32`, `*bool`, `*string`: present means set, even to
+#   0, false or ""; or a field without `omitempty`); `keep-empty` for a slice or map without
+#   `omitempty` (an empty one is not dropped); `inline` for an embedded struct
+#   (`Volume.volumeSource`);
+# - `goType`: its type as Go's reflection names it in decoding errors (`int32`, `[]v1.Container`,
+#   `map[string]string`, `v1.Protocol`, `resource.Quantity`; pointers dereferenced).
+# Every scalar without `keep-zero` is written by Go's protobuf encoder even when zero and left
+# out of JSON when zero; kcp-sim does the same.
 set -euo pipefail
 tag=$1 api=$2 machinery=$3 ext=$4
 out=$(cd "$(dirname "$0")" && pwd)
@@ -47,6 +52,27 @@ show "$api" LICENSE >"$out/LICENSE"
 #   Replicas *int32 `json:"replicas,omitempty" protobuf:"varint,1,opt,name=replicas"`
 fields() { # repo file proto-package
   show "$1" "$2" | awk -v pkg="$3" '
+    # A Go type expression of the source as reflection prints it: pointers dereferenced, an
+    # import alias by its package name (metav1.Time is v1.Time), a type of this package
+    # qualified by it, byte as uint8.
+    function gotype(t,    n, close_at) {
+      sub(/^\*/, "", t)
+      if (t ~ /^\[\]/) return "[]" gotype(substr(t, 3))
+      if (t ~ /^map\[/) {
+        close_at = index(t, "]")
+        return "map[" gotype(substr(t, 5, close_at - 5)) "]" gotype(substr(t, close_at + 1))
+      }
+      if (t == "byte") return "uint8"
+      if (t ~ /^[a-z][a-z0-9]*$/) return t
+      n = index(t, ".")
+      if (n > 0) {
+        alias = substr(t, 1, n - 1)
+        if (match(alias, /v[0-9]+((alpha|beta)[0-9]+)?$/)) alias = substr(alias, RSTART)
+        return alias substr(t, n)
+      }
+      return gopkg "." t
+    }
+    BEGIN { n = split(pkg, segments, "."); gopkg = segments[n] }
     /^type [A-Z][A-Za-z0-9]* struct \{/ { msg = $2; next }
     /^\}/ { msg = "" }
     msg != "" && /protobuf:"/ && /json:"/ {
@@ -58,9 +84,11 @@ fields() { # repo file proto-package
       # an embedded struct without a protobuf name is named after its type
       if (proto == "" && json == "") proto = tolower(substr($1, 1, 1)) substr($1, 2)
       if (proto == "" || json == "-") next
-      if (json == "") { print pkg "." msg "." proto, "-", "inline"; next }
-      keep = (type !~ /^(\[\]|map\[)/ && (type ~ /^\*/ || !omit)) ? "keep-zero" : "-"
-      if (keep != "-" || json != proto) print pkg "." msg "." proto, json, keep
+      if (json == "") { print pkg "." msg "." proto, "-", "inline", gotype($1); next }
+      collection = (type ~ /^(\[\]|map\[)/)
+      if (collection) flags = omit ? "-" : "keep-empty"
+      else flags = (type ~ /^\*/ || !omit) ? "keep-zero" : "-"
+      print pkg "." msg "." proto, json, flags, gotype(type)
     }'
 }
 {

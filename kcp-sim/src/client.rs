@@ -199,6 +199,8 @@ fn write_options(manager: Option<&str>, force: bool) -> WriteOptions {
         scale: false,
         approval: false,
         requester: None,
+        field_validation: Some(crate::field_validation::FieldValidation::Warn),
+        duplicates: Vec::new(),
     }
 }
 

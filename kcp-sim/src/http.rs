@@ -17,6 +17,7 @@ use crate::answered;
 use crate::api::{Endpoint, Sim, Target, WatchStart, render};
 use crate::authorization::{self, Attributes, User};
 use crate::events::EventEncoder;
+use crate::field_validation::FieldValidation;
 use crate::query::Filter;
 use crate::resource::{Access, Flavor, GroupResource, ResourceType};
 use crate::scale;
@@ -375,6 +376,13 @@ async fn route(
         scale: target.subresource.as_deref() == Some("scale"),
         approval: target.subresource.as_deref() == Some("approval"),
         requester: Some(user.clone().unwrap_or_else(User::admin)),
+        field_validation: None,
+        duplicates: Vec::new(),
+    };
+    let opts = if matches!(method, Method::POST | Method::PUT | Method::PATCH) {
+        with_field_validation(opts, &query, options_kind, &content_type, &body)?
+    } else {
+        opts
     };
     if opts.scale {
         return scale_subresource(sim, &target, &method, &body, &content_type, &opts).await;
@@ -490,6 +498,26 @@ async fn route(
             "the server does not allow this method on the requested resource: {m}"
         ))),
     }
+}
+
+/// A write's `fieldValidation`, and the keys its JSON body repeats (a create's or update's
+/// body, or a merge patch; not looked for under `Ignore`).
+fn with_field_validation(
+    mut opts: WriteOptions,
+    query: &Query,
+    options_kind: &str,
+    content_type: &str,
+    body: &[u8],
+) -> ApiResult<WriteOptions> {
+    let mode = FieldValidation::parse(query.get("fieldValidation"), options_kind)?;
+    let json_body = !crate::protobuf::is_protobuf(content_type)
+        && (options_kind != "PatchOptions"
+            || PatchKind::from_content_type(content_type) == Some(PatchKind::Merge));
+    if mode != FieldValidation::Ignore && json_body {
+        opts.duplicates = crate::field_validation::duplicate_fields(body);
+    }
+    opts.field_validation = Some(mode);
+    Ok(opts)
 }
 
 /// The request's `Content-Type` (`application/json` when it names none) and its whole body.

@@ -18,14 +18,16 @@
 //! get their `x-kubernetes-group-version-kind`; `metadata` is not listed in a builtin kind's
 //! `required` (k8s-openapi requires it because the Rust field is not optional; kube does not).
 //!
-//! `paths` describe one operation per kind, the `get` of one object, with its
-//! `x-kubernetes-group-version-kind` (`kubectl explain` finds a resource's kind through it).
+//! `paths` describe two operations per kind, with its `x-kubernetes-group-version-kind`: the
+//! `get` of one object (`kubectl explain` finds a resource's kind through it) and its `patch`,
+//! whose `fieldValidation` parameter tells kubectl that the server validates fields (without
+//! it kubectl sends no `fieldValidation` and validates on its own).
 //!
-//! Known differences: no other operations are described (kubectl's `fieldValidation` probe and
-//! its OpenAPI-driven strategic merge patch look at `patch` operations, find none, and fall back
-//! as they do for an old server), and k8s-openapi carries no
-//! `x-kubernetes-patch-strategy`/`-patch-merge-key`, so a client computing a strategic merge
-//! patch from these documents replaces lists instead of merging them by key.
+//! Known differences: no other operations are described; the `patch` lists no
+//! `application/strategic-merge-patch+json` body, since k8s-openapi carries no
+//! `x-kubernetes-patch-strategy`/`-patch-merge-key` and kubectl would compute its strategic
+//! merge patches from these schemas (replacing lists instead of merging them by key); without
+//! it kubectl computes them from its own Go types, as against an older server.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -500,13 +502,37 @@ fn object_path(t: &TypeSchema) -> String {
 
 fn read_operation(t: &TypeSchema, definition: &str, gvk: Value) -> Value {
     let scope = if t.namespaced { "Namespaced" } else { "" };
-    json!({"get": {
-        "operationId": format!("read{scope}{}", t.kind),
-        "x-kubernetes-action": "get",
-        "x-kubernetes-group-version-kind": gvk,
-        "responses": {"200": {"description": "OK", "content": {"application/json": {
-            "schema": {"$ref": format!("{REF_PREFIX}{definition}")}}}}},
-    }})
+    let object = json!({"$ref": format!("{REF_PREFIX}{definition}")});
+    let query = |name: &str, kind: &str| json!({"name": name, "in": "query", "schema": {"type": kind, "uniqueItems": true}});
+    // meta.v1.Patch, inline: these documents hold the served kinds' schemas only.
+    let patch = json!({"schema": {"type": "object"}});
+    json!({
+        "get": {
+            "operationId": format!("read{scope}{}", t.kind),
+            "x-kubernetes-action": "get",
+            "x-kubernetes-group-version-kind": gvk,
+            "responses": {"200": {"description": "OK", "content": {"application/json": {
+                "schema": object}}}},
+        },
+        "patch": {
+            "operationId": format!("patch{scope}{}", t.kind),
+            "x-kubernetes-action": "patch",
+            "x-kubernetes-group-version-kind": gvk,
+            "parameters": [
+                query("dryRun", "string"),
+                query("fieldManager", "string"),
+                query("fieldValidation", "string"),
+                query("force", "boolean"),
+            ],
+            "requestBody": {"content": {
+                "application/apply-patch+yaml": patch,
+                "application/json-patch+json": patch,
+                "application/merge-patch+json": patch,
+            }, "required": true},
+            "responses": {"200": {"description": "OK", "content": {"application/json": {
+                "schema": object}}}},
+        },
+    })
 }
 
 /// A document as kube-apiserver renders it: a group-version served by the apiextensions server

@@ -16,6 +16,7 @@ use crate::admission_policies::{self, AdmissionRequest};
 use crate::apiexport::{self, hooks as apis};
 use crate::authorization::User;
 use crate::conversion;
+use crate::field_validation::{self, FieldValidation, Findings};
 use crate::garbage_collector::{
     collect_dependents, find_by_uid, has_dependents, orphan_dependents,
 };
@@ -53,6 +54,12 @@ pub struct WriteOptions {
     /// Who writes: recorded where a strategy records its requester (a new
     /// CertificateSigningRequest's spec); `None` is kcp-sim's admin.
     pub requester: Option<User>,
+    /// How a client's body is read (`fieldValidation`): as kube-apiserver decodes it into the
+    /// kind's Go type ([`crate::builtin_decoding`]), its unknown and duplicate fields judged by
+    /// this mode. `None` for kcp-sim's own writes, whose bodies are not decoded.
+    pub field_validation: Option<FieldValidation>,
+    /// The keys the request's JSON body repeats ([`field_validation::duplicate_fields`]).
+    pub duplicates: Vec<String>,
 }
 
 impl WriteOptions {
@@ -308,6 +315,125 @@ fn unknown_conversion(
 }
 
 /// Sets apiVersion and kind, or rejects a body written for another type.
+/// Reads a client's body as kube-apiserver's decoder does: a builtin kind through its Go type
+/// (unknown fields dropped, zero `omitempty` fields dropped, a value of a wrong type refused
+/// with Go's words); a custom resource's unknown fields are found here only under `Strict`
+/// (pruning drops and warns of them later). Answers what field validation judges, with the
+/// request's duplicate keys.
+fn decode_as_go(
+    state: &State,
+    cluster: &str,
+    rt: &ResourceType,
+    version: &str,
+    obj: &mut Value,
+    opts: &WriteOptions,
+) -> Result<Findings, String> {
+    let mut findings = Findings {
+        unknown: Vec::new(),
+        duplicates: opts.duplicates.clone(),
+    };
+    let custom = state
+        .clusters
+        .get(cluster)
+        .and_then(|c| c.schemas.get(rt.group_resource()));
+    if let Some(schemas) = custom {
+        if opts.field_validation == Some(FieldValidation::Strict) {
+            findings.unknown = schema::unknown_fields(schemas, obj);
+        }
+        return Ok(findings);
+    }
+    let Ok(proto) = crate::protobuf::schema::Schema::get() else {
+        return Ok(findings);
+    };
+    if let Some(desc) = proto.message_for(&rt.api_version(version), &rt.kind) {
+        findings.unknown = crate::builtin_decoding::decode(proto, &desc, obj)?;
+    }
+    Ok(findings)
+}
+
+/// A server-side apply body's fields must all be declared by the kind's schema, whatever the
+/// `fieldValidation` (structured-merge-diff refuses the rest with a `500`); a value of a wrong
+/// type is refused as a create's would be.
+fn check_declared(
+    state: &State,
+    cluster: &str,
+    rt: &ResourceType,
+    version: &str,
+    url_name: &str,
+    applied: &Value,
+    opts: &WriteOptions,
+) -> ApiResult<()> {
+    let mut copy = applied.clone();
+    let strict = WriteOptions {
+        field_validation: Some(FieldValidation::Strict),
+        duplicates: Vec::new(),
+        ..opts.clone()
+    };
+    let findings = decode_as_go(state, cluster, rt, version, &mut copy, &strict)
+        .map_err(|why| field_validation::cannot_be_handled(&rt.kind, version, &why))?;
+    if findings.unknown.is_empty() {
+        return Ok(());
+    }
+    let mut paths: Vec<String> = findings
+        .unknown
+        .iter()
+        .map(|p| field_validation::apply_path(p, applied))
+        .collect();
+    // structured-merge-diff names what it finds inside a map's fields before the map's own
+    // unknown fields: the deeper first.
+    paths.sort_by_key(|p| std::cmp::Reverse(p.matches('.').count()));
+    let object = format!(
+        "{}/{}",
+        meta_str(applied, "namespace").unwrap_or_default(),
+        meta_str(applied, "name").unwrap_or(url_name)
+    );
+    Err(field_validation::undeclared_in_apply(
+        &object,
+        &rt.api_version(version),
+        &rt.kind,
+        &paths,
+    ))
+}
+
+/// [`decode_as_go`] for a create or update body: the warnings of the write, or its `400`.
+fn decode_body_as_go(
+    state: &State,
+    cluster: &str,
+    rt: &ResourceType,
+    version: &str,
+    obj: &mut Value,
+    opts: &WriteOptions,
+) -> ApiResult<Vec<String>> {
+    let Some(mode) = opts.field_validation else {
+        return Ok(Vec::new());
+    };
+    decode_as_go(state, cluster, rt, version, obj, opts)
+        .map_err(|why| field_validation::cannot_be_handled(&rt.kind, version, &why))?
+        .judge_body(mode, &rt.kind, version)
+}
+
+/// [`decode_as_go`] for a patched object: the warnings of the write, or the `422` about the
+/// patch, showing `shown` (the patched object as JSON, or a strategic patch as Go prints it).
+fn decode_patched_as_go(
+    state: &State,
+    cluster: &str,
+    rt: &ResourceType,
+    version: &str,
+    obj: &mut Value,
+    opts: &WriteOptions,
+    shown: impl FnOnce(&Value) -> String,
+) -> ApiResult<Vec<String>> {
+    let Some(mode) = opts.field_validation else {
+        return Ok(Vec::new());
+    };
+    let before = (mode == FieldValidation::Strict).then(|| obj.clone());
+    let shown_of = |obj: &Value| shown(before.as_ref().unwrap_or(obj));
+    match decode_as_go(state, cluster, rt, version, obj, opts) {
+        Ok(findings) => findings.judge_patch(mode, || shown_of(obj)),
+        Err(why) => Err(field_validation::invalid_patch(&shown_of(obj), &why)),
+    }
+}
+
 fn check_type(rt: &ResourceType, version: &str, obj: &mut Value) -> ApiResult<()> {
     let api_version = rt.api_version(version);
     let root = obj
@@ -464,6 +590,7 @@ pub fn create(
     opts: &WriteOptions,
 ) -> ApiResult<Written> {
     check_type(rt, version, &mut obj)?;
+    let decoded = decode_body_as_go(state, cluster, rt, version, &mut obj, opts)?;
     object_meta::drop_empty_collections(&mut obj);
     decode_defaults(state, cluster, rt, &mut obj)?;
     let written = conversion::converts(rt, version).then(|| obj.clone());
@@ -544,6 +671,14 @@ pub fn create(
         opts.dry_run,
         Some(pruned),
     )
+    .map(|written| warned_first(decoded, written))
+}
+
+/// A write's answer with the warnings of decoding its body before its own.
+fn warned_first(mut warnings: Vec<String>, mut written: Written) -> Written {
+    warnings.append(&mut written.warnings);
+    written.warnings = warnings;
+    written
 }
 
 /// Defaults, validation by kind and storage of a new object; shared by create and apply
@@ -889,6 +1024,7 @@ pub fn update(
     opts: &WriteOptions,
 ) -> ApiResult<Written> {
     check_type(rt, version, &mut obj)?;
+    let decoded = decode_body_as_go(state, cluster, rt, version, &mut obj, opts)?;
     decode_defaults(state, cluster, rt, &mut obj)?;
     conversion::to_storage(rt, version, &mut obj)?;
     let body_name = meta_str(&obj, "name").unwrap_or_default();
@@ -913,6 +1049,7 @@ pub fn update(
     write_update(
         state, cluster, rt, version, namespace, name, status, old, obj, opts, false,
     )
+    .map(|written| warned_first(decoded, written))
 }
 
 /// Merges a requested new version onto the stored one by the status-subresource rules, does the
@@ -1195,11 +1332,21 @@ pub fn patch(
         ));
     }
     check_type(rt, version, &mut new)?;
+    let decoded = if kind == PatchKind::Strategic {
+        decode_patched_as_go(state, cluster, rt, version, &mut new, opts, |_| {
+            field_validation::go_fmt(body)
+        })?
+    } else {
+        decode_patched_as_go(state, cluster, rt, version, &mut new, opts, |patched| {
+            serde_json::to_string(patched).unwrap_or_default()
+        })?
+    };
     decode_defaults(state, cluster, rt, &mut new)?;
     conversion::to_storage(rt, version, &mut new)?;
     write_update(
         state, cluster, rt, version, namespace, name, status, old, new, opts, false,
     )
+    .map(|written| warned_first(decoded, written))
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -1226,6 +1373,9 @@ fn apply(
     };
     let mut applied = body.clone();
     check_type(rt, version, &mut applied)?;
+    if opts.field_validation.is_some() {
+        check_declared(state, cluster, rt, version, name, &applied, opts)?;
+    }
     let body_name = meta_str(&applied, "name").unwrap_or_default();
     if body_name.is_empty() {
         // As kube-apiserver: an apply body without a name takes the URL's (kube-lease-manager

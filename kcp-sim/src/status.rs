@@ -272,6 +272,12 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        // Go leaves out an empty reason (an apply's typed-patch failure has none).
+        if self.reason.is_empty()
+            && let Some(fields) = status.as_object_mut()
+        {
+            fields.remove("reason");
+        }
         if let Some(d) = &self.details {
             // `metav1.StatusDetails` omits empty strings: a core-group error has no `group`.
             let mut details = serde_json::Map::new();

@@ -2,7 +2,8 @@
 //! from the vendored `generated.proto` files (`proto/`, `build.rs`), the kind each message
 //! encodes, and what the Go types add that the `.proto` files do not say (`proto/fields.txt`):
 //! JSON names that differ from protobuf names, pointer and non-`omitempty` fields whose zero
-//! value JSON keeps, and embedded structs JSON inlines.
+//! value JSON keeps, slices and maps without `omitempty`, embedded structs JSON inlines, and
+//! each field's Go type as decoding errors name it.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -53,8 +54,13 @@ pub struct FieldPlan {
     pub json: String,
     /// Whether JSON keeps the field's zero value (a Go pointer, or no `omitempty`).
     pub keep_zero: bool,
+    /// Whether an empty slice or map stays (a slice or map without `omitempty`).
+    pub keep_empty: bool,
     /// Whether JSON lifts the fields of this embedded message into the parent object.
     pub inline: bool,
+    /// The Go type as Go's decoder names it (`int32`, `[]v1.Container`, `v1.Protocol`); empty
+    /// for a field the Go types do not list.
+    pub go_type: String,
 }
 
 /// The JSON mapping of one message.
@@ -97,23 +103,28 @@ pub struct Schema {
 struct Derived {
     json: Option<String>,
     keep_zero: bool,
+    keep_empty: bool,
     inline: bool,
+    go_type: String,
 }
 
 fn parse_fields(text: &str) -> HashMap<&str, Derived> {
     let mut out = HashMap::new();
     for line in text.lines() {
         let mut parts = line.split_whitespace();
-        let (Some(path), Some(json), Some(flag)) = (parts.next(), parts.next(), parts.next())
+        let (Some(path), Some(json), Some(flags)) = (parts.next(), parts.next(), parts.next())
         else {
             continue;
         };
+        let flag = |name: &str| flags.split(',').any(|f| f == name);
         out.insert(
             path,
             Derived {
                 json: (json != "-").then(|| json.to_string()),
-                keep_zero: flag == "keep-zero",
-                inline: flag == "inline",
+                keep_zero: flag("keep-zero"),
+                keep_empty: flag("keep-empty"),
+                inline: flag("inline"),
+                go_type: parts.next().unwrap_or_default().to_string(),
             },
         );
     }
@@ -145,7 +156,9 @@ impl Schema {
                     field,
                     json,
                     keep_zero: d.keep_zero,
+                    keep_empty: d.keep_empty,
                     inline: d.inline,
+                    go_type: d.go_type,
                 });
             }
             plans.insert(message.full_name().to_string(), plan);
@@ -249,5 +262,25 @@ mod tests {
         assert!(!plan.field("minReadySeconds").unwrap().keep_zero);
         let volume = schema.message("k8s.io.api.core.v1.Volume").unwrap();
         assert!(schema.plan(&volume).unwrap().inline_fields().count() == 1);
+    }
+
+    #[test]
+    fn slices_without_omitempty_and_go_type_names_come_from_the_go_types() {
+        let schema = Schema::get().unwrap();
+        let rule = schema.message("k8s.io.api.rbac.v1.PolicyRule").unwrap();
+        let plan = schema.plan(&rule).unwrap();
+        assert!(plan.field("verbs").unwrap().keep_empty);
+        assert!(!plan.field("resources").unwrap().keep_empty);
+        assert_eq!(plan.field("verbs").unwrap().go_type, "[]string");
+        let port = schema.message("k8s.io.api.core.v1.ContainerPort").unwrap();
+        let plan = schema.plan(&port).unwrap();
+        assert_eq!(plan.field("protocol").unwrap().go_type, "v1.Protocol");
+        assert_eq!(plan.field("containerPort").unwrap().go_type, "int32");
+        let spec = schema.message("k8s.io.api.core.v1.PodSpec").unwrap();
+        let plan = schema.plan(&spec).unwrap();
+        assert_eq!(plan.field("containers").unwrap().go_type, "[]v1.Container");
+        let meta = schema.message(&format!("{META}.ObjectMeta")).unwrap();
+        let plan = schema.plan(&meta).unwrap();
+        assert_eq!(plan.field("creationTimestamp").unwrap().go_type, "v1.Time");
     }
 }

@@ -198,6 +198,16 @@ pub fn admit(
     admit_reporting(schemas, rt, obj, old, part).map(|_| ())
 }
 
+/// The fields pruning would drop from a custom resource (`spec.extra`, `metadata.extra`),
+/// leaving it as it is: what strict field validation refuses before anything else is checked.
+pub fn unknown_fields(schemas: &CrdSchemas, obj: &Value) -> Vec<String> {
+    let Some(node) = schemas.for_object(obj) else {
+        return Vec::new();
+    };
+    let mut copy = obj.clone();
+    prune::prune_reporting(node, &mut copy, true)
+}
+
 /// [`admit`], telling the fields pruning dropped (`spec.extra`), sorted.
 pub fn admit_reporting(
     schemas: &CrdSchemas,

@@ -1,0 +1,579 @@
+//! A builtin kind's JSON body read as kube-apiserver reads it: decoded into the kind's Go type
+//! and marshalled back. What that round trip does, this does to the JSON in place:
+//! - a key the Go type has no field for is dropped and named (`spec.replica`,
+//!   `spec.template.spec.containers[0].extra`): the `unknown field` of field validation;
+//! - a value of the wrong JSON type fails the whole body with Go's decoder's words
+//!   (`json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type
+//!   int32`), and so do a malformed timestamp or quantity (their own parsers' words);
+//! - a zero scalar of an `omitempty` field that is no pointer (`""`, `0`, `false`), an empty
+//!   slice or map of an `omitempty` field, and `null` for an `omitempty` field are dropped, as
+//!   Go's encoder leaves them out.
+//!
+//! The Go types are read from the protobuf descriptors and `proto/fields.txt` (JSON names,
+//! `omitempty`, Go type names), see [`crate::protobuf::schema`]. Not done: quantities keep the
+//! text they were written with (kube writes its canonical form, `1000m` as `1`), and fields
+//! without `omitempty` that the body leaves out are not added with their zero value.
+
+use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
+use serde_json::{Map, Value};
+
+use crate::protobuf::schema::{FieldPlan, MessagePlan, Schema};
+use crate::protobuf::special::Special;
+
+/// Decodes `obj`, the JSON of a builtin kind whose message is `desc`, in place; answers the
+/// unknown fields it dropped (in the order they were met), or Go's error for the first value
+/// of a wrong type.
+pub fn decode(
+    schema: &Schema,
+    desc: &MessageDescriptor,
+    obj: &mut Value,
+) -> Result<Vec<String>, String> {
+    let Some(object) = obj.as_object_mut() else {
+        return Err(format!(
+            "json: cannot unmarshal {} into Go value of type {}",
+            json_type(obj),
+            go_name(desc)
+        ));
+    };
+    let mut walk = Walk {
+        schema,
+        unknown: Vec::new(),
+        fields: Vec::new(),
+    };
+    walk.message(desc, object, "", true)?;
+    Ok(walk.unknown)
+}
+
+struct Walk<'s> {
+    schema: &'s Schema,
+    /// The unknown fields met so far, by path.
+    unknown: Vec<String>,
+    /// The JSON names from the root to the field being read: Go's decoder names a field by
+    /// them (`spec.containers.ports.containerPort`, without indices).
+    fields: Vec<String>,
+}
+
+/// Where a value sits, for the errors of Go's decoder: the struct that holds the field and the
+/// field's Go type.
+struct Site<'a> {
+    owner: &'a str,
+    go_type: String,
+}
+
+impl Walk<'_> {
+    fn message(
+        &mut self,
+        desc: &MessageDescriptor,
+        object: &mut Map<String, Value>,
+        path: &str,
+        top: bool,
+    ) -> Result<(), String> {
+        let Some(plan) = self.schema.plan(desc) else {
+            return Ok(());
+        };
+        let schema = self.schema;
+        let keys: Vec<String> = object.keys().cloned().collect();
+        for key in keys {
+            if top && matches!(key.as_str(), "apiVersion" | "kind") {
+                continue;
+            }
+            let here = join(path, &key);
+            let Some((owner, fp)) = field(schema, desc, plan, &key) else {
+                object.remove(&key);
+                self.unknown.push(here);
+                continue;
+            };
+            let Some(value) = object.get_mut(&key) else {
+                continue;
+            };
+            self.fields.push(key.clone());
+            let site = Site {
+                owner: owner.name(),
+                go_type: field_go_type(fp),
+            };
+            let kept = self.field_value(fp, value, &here, &site);
+            self.fields.pop();
+            if !kept? {
+                object.remove(&key);
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks one field's value; `false` when Go's encoder would leave it out.
+    fn field_value(
+        &mut self,
+        fp: &FieldPlan,
+        value: &mut Value,
+        path: &str,
+        site: &Site,
+    ) -> Result<bool, String> {
+        let omitempty = !fp.keep_zero && !fp.keep_empty;
+        if value.is_null() {
+            return Ok(!omitempty);
+        }
+        let field = &fp.field;
+        if field.is_map() {
+            let Value::Object(entries) = value else {
+                return Err(self.type_error(value, site));
+            };
+            let element = map_value_kind(field);
+            let element_site = Site {
+                owner: site.owner,
+                go_type: element_go_type(&site.go_type, element.as_ref()),
+            };
+            for (k, v) in entries.iter_mut() {
+                if let Some(kind) = &element {
+                    self.single(kind, v, &format!("{path}[{k}]"), &element_site)?;
+                }
+            }
+            return Ok(!(omitempty && entries.is_empty()));
+        }
+        if field.is_list() {
+            let Value::Array(items) = value else {
+                return Err(self.type_error(value, site));
+            };
+            let element_site = Site {
+                owner: site.owner,
+                go_type: element_go_type(&site.go_type, Some(&field.kind())),
+            };
+            for (i, v) in items.iter_mut().enumerate() {
+                self.single(&field.kind(), v, &format!("{path}[{i}]"), &element_site)?;
+            }
+            return Ok(!(omitempty && items.is_empty()));
+        }
+        self.single(&field.kind(), value, path, site)?;
+        Ok(fp.keep_zero || !is_zero_scalar(&field.kind(), value))
+    }
+
+    /// Checks a single value (a field, a list item or a map value) of `kind`.
+    fn single(
+        &mut self,
+        kind: &Kind,
+        value: &mut Value,
+        path: &str,
+        site: &Site,
+    ) -> Result<(), String> {
+        if value.is_null() {
+            return Ok(());
+        }
+        match kind {
+            Kind::Message(m) => match Special::of(m.full_name()) {
+                Some(special) => self.special(special, m, value, path, site),
+                None => match value {
+                    Value::Object(object) => self.message(m, object, path, false),
+                    _ => Err(self.type_error(value, site)),
+                },
+            },
+            Kind::String => match value {
+                Value::String(_) => Ok(()),
+                _ => Err(self.type_error(value, site)),
+            },
+            Kind::Bool => match value {
+                Value::Bool(_) => Ok(()),
+                _ => Err(self.type_error(value, site)),
+            },
+            Kind::Bytes => match value {
+                Value::String(_) => Ok(()),
+                _ => Err(self.type_error(value, site)),
+            },
+            Kind::Double | Kind::Float => match value {
+                Value::Number(_) => Ok(()),
+                _ => Err(self.type_error(value, site)),
+            },
+            Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 | Kind::Enum(_) => {
+                self.integer(value, site, i64::from(i32::MIN), i64::from(i32::MAX))
+            }
+            Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => {
+                self.integer(value, site, i64::MIN, i64::MAX)
+            }
+            Kind::Uint32 | Kind::Fixed32 => self.integer(value, site, 0, i64::from(u32::MAX)),
+            Kind::Uint64 | Kind::Fixed64 => match value.as_u64() {
+                Some(_) => Ok(()),
+                None => Err(self.number_error(value, site)),
+            },
+        }
+    }
+
+    /// An integer in `min..=max`; Go names a number that is not one by its text.
+    fn integer(&self, value: &Value, site: &Site, min: i64, max: i64) -> Result<(), String> {
+        match value.as_i64() {
+            Some(n) if (min..=max).contains(&n) => Ok(()),
+            _ => Err(self.number_error(value, site)),
+        }
+    }
+
+    fn number_error(&self, value: &Value, site: &Site) -> String {
+        match value {
+            Value::Number(n) => self.error_as(&format!("number {n}"), site),
+            other => self.type_error(other, site),
+        }
+    }
+
+    /// The types whose JSON is their own: each reads its value with its own parser.
+    fn special(
+        &mut self,
+        special: Special,
+        desc: &MessageDescriptor,
+        value: &mut Value,
+        path: &str,
+        site: &Site,
+    ) -> Result<(), String> {
+        let as_string = Site {
+            owner: site.owner,
+            go_type: "string".to_string(),
+        };
+        match special {
+            Special::Time => match value {
+                Value::String(text) => go_time::check(text, go_time::RFC3339),
+                _ => Err(self.type_error(value, &as_string)),
+            },
+            Special::MicroTime => match value {
+                Value::String(text) => go_time::check(text, go_time::RFC3339_MICRO),
+                _ => Err(self.type_error(value, &as_string)),
+            },
+            Special::Quantity => quantity::check(value),
+            Special::IntOrString => match value {
+                Value::String(_) => Ok(()),
+                other => {
+                    let int32 = Site {
+                        owner: site.owner,
+                        go_type: "int32".to_string(),
+                    };
+                    self.integer(other, &int32, i64::from(i32::MIN), i64::from(i32::MAX))
+                }
+            },
+            Special::SchemaOrArray | Special::SchemaOrBool | Special::SchemaOrStringArray => {
+                self.schema_props(special, desc, value, path)
+            }
+            Special::Raw | Special::Verbs => Ok(()),
+        }
+    }
+
+    /// apiextensions' either-or wrappers: a schema (an object) is read as `JSONSchemaProps`.
+    fn schema_props(
+        &mut self,
+        special: Special,
+        desc: &MessageDescriptor,
+        value: &mut Value,
+        path: &str,
+    ) -> Result<(), String> {
+        let Some(props) = desc.fields().find_map(|f| match f.kind() {
+            Kind::Message(m) if m.name() == "JSONSchemaProps" => Some(m),
+            _ => None,
+        }) else {
+            return Ok(());
+        };
+        match value {
+            Value::Object(object) => self.message(&props, object, path, false),
+            Value::Array(items) if special == Special::SchemaOrArray => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    if let Value::Object(object) = item {
+                        self.message(&props, object, &format!("{path}[{i}]"), false)?;
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn type_error(&self, value: &Value, site: &Site) -> String {
+        self.error_as(json_type(value), site)
+    }
+
+    fn error_as(&self, what: &str, site: &Site) -> String {
+        format!(
+            "json: cannot unmarshal {what} into Go struct field {}.{} of type {}",
+            site.owner,
+            self.fields.join("."),
+            site.go_type
+        )
+    }
+}
+
+/// The field a key names, in the message or in a struct it embeds (`Volume`'s
+/// `VolumeSource`), with the message that declares it.
+fn field<'p>(
+    schema: &'p Schema,
+    desc: &MessageDescriptor,
+    plan: &'p MessagePlan,
+    key: &str,
+) -> Option<(MessageDescriptor, &'p FieldPlan)> {
+    if let Some(fp) = plan.field(key).filter(|f| !f.inline) {
+        return Some((desc.clone(), fp));
+    }
+    plan.inline_fields().find_map(|inline| {
+        let Kind::Message(inner) = inline.field.kind() else {
+            return None;
+        };
+        let inner_plan = schema.plan(&inner)?;
+        field(schema, &inner, inner_plan, key)
+    })
+}
+
+/// `a.b`, or `b` at the root.
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
+}
+
+/// How Go's decoder names a JSON value's type.
+fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Whether Go's encoder leaves a scalar out as zero under `omitempty`.
+fn is_zero_scalar(kind: &Kind, value: &Value) -> bool {
+    match (kind, value) {
+        (Kind::Message(_), _) => false,
+        (_, Value::String(s)) => s.is_empty(),
+        (_, Value::Bool(b)) => !b,
+        (_, Value::Number(n)) => n.as_f64() == Some(0.0),
+        _ => false,
+    }
+}
+
+fn map_value_kind(field: &FieldDescriptor) -> Option<Kind> {
+    match field.kind() {
+        Kind::Message(entry) => Some(entry.map_entry_value_field().kind()),
+        _ => None,
+    }
+}
+
+/// The Go type the field list of `fields.txt` names, or one derived from the descriptor.
+fn field_go_type(fp: &FieldPlan) -> String {
+    if !fp.go_type.is_empty() {
+        return fp.go_type.clone();
+    }
+    let single = kind_go_type(&fp.field.kind());
+    if fp.field.is_list() {
+        format!("[]{single}")
+    } else {
+        single
+    }
+}
+
+/// The Go type of an element of a slice or map whose own type is `collection`: what follows
+/// `[]` or `map[K]`; for a named collection (`v1.ResourceList`), from the element's kind.
+fn element_go_type(collection: &str, element: Option<&Kind>) -> String {
+    if let Some(rest) = collection.strip_prefix("[]") {
+        return rest.to_string();
+    }
+    if let Some(rest) = collection.strip_prefix("map[")
+        && let Some((_, value)) = rest.split_once(']')
+    {
+        return value.to_string();
+    }
+    element.map(kind_go_type).unwrap_or_default()
+}
+
+fn kind_go_type(kind: &Kind) -> String {
+    match kind {
+        Kind::Message(m) => go_name(m),
+        Kind::String => "string".into(),
+        Kind::Bool => "bool".into(),
+        Kind::Bytes => "[]uint8".into(),
+        Kind::Double => "float64".into(),
+        Kind::Float => "float32".into(),
+        Kind::Int64 | Kind::Sint64 | Kind::Sfixed64 => "int64".into(),
+        Kind::Uint32 | Kind::Fixed32 => "uint32".into(),
+        Kind::Uint64 | Kind::Fixed64 => "uint64".into(),
+        Kind::Int32 | Kind::Sint32 | Kind::Sfixed32 | Kind::Enum(_) => "int32".into(),
+    }
+}
+
+/// A message's Go type name: its package's last element and its name (`v1.DeploymentSpec`,
+/// `resource.Quantity`).
+fn go_name(desc: &MessageDescriptor) -> String {
+    let package = desc.package_name();
+    let last = package.rsplit('.').next().unwrap_or(package);
+    format!("{last}.{}", desc.name())
+}
+
+/// `resource.ParseQuantity`'s checks: the errors it answers for text that is no quantity.
+mod quantity {
+    use serde_json::Value;
+
+    const FORMAT: &str = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+    const SUFFIX: &str = "unable to parse quantity's suffix";
+
+    /// A JSON number, or a string that parses as a quantity.
+    pub fn check(value: &Value) -> Result<(), String> {
+        match value {
+            Value::Number(_) => Ok(()),
+            Value::String(text) => parse(text.trim()),
+            _ => Err(FORMAT.to_string()),
+        }
+    }
+
+    fn parse(text: &str) -> Result<(), String> {
+        if text.is_empty() {
+            return Err(FORMAT.to_string());
+        }
+        let rest = text.strip_prefix(['+', '-']).unwrap_or(text);
+        let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
+        let rest = match rest.strip_prefix('.') {
+            Some(fraction) => fraction.trim_start_matches(|c: char| c.is_ascii_digit()),
+            None => rest,
+        };
+        let letters = rest
+            .find(|c: char| !"eEinumkKMGTP".contains(c))
+            .unwrap_or(rest.len());
+        let (suffix_letters, tail) = rest.split_at(letters);
+        let digits = tail.strip_prefix(['+', '-']).unwrap_or(tail);
+        if !digits.chars().all(|c| c.is_ascii_digit()) {
+            return Err(FORMAT.to_string());
+        }
+        let suffix = format!("{suffix_letters}{tail}");
+        if valid_suffix(&suffix) {
+            Ok(())
+        } else {
+            Err(SUFFIX.to_string())
+        }
+    }
+
+    /// The suffixes Kubernetes knows: binary (`Ki`..`Ei`), decimal SI (`n`..`E`) and decimal
+    /// exponents (`e3`, `E-2`).
+    fn valid_suffix(suffix: &str) -> bool {
+        const KNOWN: [&str; 16] = [
+            "", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+        ];
+        if KNOWN.contains(&suffix) {
+            return true;
+        }
+        let Some(exponent) = suffix.strip_prefix(['e', 'E']) else {
+            return false;
+        };
+        exponent.parse::<i32>().is_ok()
+    }
+}
+
+/// Go's `time.Parse` of the layouts `meta.v1.Time` and `MicroTime` read, with its error texts.
+mod go_time {
+    /// `time.RFC3339`.
+    pub const RFC3339: &str = "2006-01-02T15:04:05Z07:00";
+    /// `meta.v1.RFC3339Micro`.
+    pub const RFC3339_MICRO: &str = "2006-01-02T15:04:05.000000Z07:00";
+
+    /// Parses `text` as Go does with `layout` (fractional seconds are read after the seconds in
+    /// either layout).
+    pub fn check(text: &str, layout: &str) -> Result<(), String> {
+        let steps: [(&str, Step); 12] = [
+            ("2006", Step::Digits(4)),
+            ("-", Step::Literal('-')),
+            ("01", Step::Digits(2)),
+            ("-", Step::Literal('-')),
+            ("02", Step::Digits(2)),
+            ("T", Step::Literal('T')),
+            ("15", Step::Digits(2)),
+            (":", Step::Literal(':')),
+            ("04", Step::Digits(2)),
+            (":", Step::Literal(':')),
+            ("05", Step::Digits(2)),
+            ("Z07:00", Step::Zone),
+        ];
+        let cannot = |rest: &str, element: &str| {
+            format!("parsing time {text:?} as {layout:?}: cannot parse {rest:?} as {element:?}")
+        };
+        let out_of_range = |what: &str| format!("parsing time {text:?}: {what} out of range");
+        let mut rest = text;
+        let mut numbers = Vec::new();
+        for (element, step) in steps {
+            let taken = match step {
+                Step::Digits(n) => take_digits(rest, n),
+                Step::Literal(c) => rest.starts_with(c).then_some(c.len_utf8()),
+                Step::Zone => take_zone(rest),
+            };
+            let Some(len) = taken else {
+                return Err(cannot(rest, element));
+            };
+            if let Step::Digits(_) = step {
+                numbers.push(rest[..len].parse::<u32>().unwrap_or(0));
+            }
+            rest = &rest[len..];
+            if element == "05" {
+                rest = skip_fraction(rest);
+            }
+        }
+        if !rest.is_empty() {
+            return Err(format!("parsing time {text:?}: extra text: {rest:?}"));
+        }
+        let [year, month, day, hour, minute, second] = numbers[..] else {
+            return Err(cannot(text, "2006"));
+        };
+        if !(1..=12).contains(&month) {
+            return Err(out_of_range("month"));
+        }
+        if hour > 23 {
+            return Err(out_of_range("hour"));
+        }
+        if minute > 59 {
+            return Err(out_of_range("minute"));
+        }
+        if second > 59 {
+            return Err(out_of_range("second"));
+        }
+        if day < 1 || day > days_in(year, month) {
+            return Err(out_of_range("day"));
+        }
+        Ok(())
+    }
+
+    #[derive(Clone, Copy)]
+    enum Step {
+        Digits(usize),
+        Literal(char),
+        Zone,
+    }
+
+    fn take_digits(rest: &str, n: usize) -> Option<usize> {
+        (rest.len() >= n && rest.as_bytes()[..n].iter().all(u8::is_ascii_digit)).then_some(n)
+    }
+
+    /// `Z`, or `+hh:mm` / `-hh:mm`.
+    fn take_zone(rest: &str) -> Option<usize> {
+        if rest.starts_with('Z') {
+            return Some(1);
+        }
+        let b = rest.as_bytes();
+        let signed = matches!(b.first(), Some(b'+' | b'-'));
+        let shaped = b.len() >= 6
+            && b[1..3].iter().all(u8::is_ascii_digit)
+            && b[3] == b':'
+            && b[4..6].iter().all(u8::is_ascii_digit);
+        (signed && shaped).then_some(6)
+    }
+
+    /// A fraction of a second (`.5`, `,123`), which Go accepts after the seconds.
+    fn skip_fraction(rest: &str) -> &str {
+        match rest.strip_prefix(['.', ',']) {
+            Some(after) if after.starts_with(|c: char| c.is_ascii_digit()) => {
+                after.trim_start_matches(|c: char| c.is_ascii_digit())
+            }
+            _ => rest,
+        }
+    }
+
+    fn days_in(year: u32, month: u32) -> u32 {
+        match month {
+            2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+            2 => 28,
+            4 | 6 | 9 | 11 => 30,
+            _ => 31,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
