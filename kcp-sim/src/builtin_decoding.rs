@@ -567,7 +567,11 @@ mod go_time {
 
     fn days_in(year: u32, month: u32) -> u32 {
         match month {
-            2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+            2 if year.is_multiple_of(4)
+                && (!year.is_multiple_of(100) || year.is_multiple_of(400)) =>
+            {
+                29
+            }
             2 => 28,
             4 | 6 | 9 | 11 => 30,
             _ => 31,
