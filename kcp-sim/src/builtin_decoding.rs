@@ -5,14 +5,15 @@
 //! - a value of the wrong JSON type fails the whole body with Go's decoder's words
 //!   (`json: cannot unmarshal string into Go struct field DeploymentSpec.spec.replicas of type
 //!   int32`), and so do a malformed timestamp or quantity (their own parsers' words);
+//! - a quantity is stored as Go writes it back (`0.5` as `500m`);
 //! - a zero scalar of an `omitempty` field that is no pointer (`""`, `0`, `false`), an empty
 //!   slice or map of an `omitempty` field, and `null` for an `omitempty` field are dropped, as
 //!   Go's encoder leaves them out.
 //!
 //! The Go types are read from the protobuf descriptors and `proto/fields.txt` (JSON names,
-//! `omitempty`, Go type names), see [`crate::protobuf::schema`]. Not done: quantities keep the
-//! text they were written with (kube writes its canonical form, `1000m` as `1`), and fields
-//! without `omitempty` that the body leaves out are not added with their zero value.
+//! `omitempty`, Go type names), see [`crate::protobuf::schema`]. Quantities are written as
+//! Go writes them ([`crate::quantity`]). Not done: fields without `omitempty` that the body
+//! leaves out are not added with their zero value.
 
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::{Map, Value};
@@ -58,6 +59,9 @@ struct Walk<'s> {
 struct Site<'a> {
     owner: &'a str,
     go_type: String,
+    /// Whether the value is an entry of a `ResourceList`, whose quantities are rounded up to
+    /// milli-units.
+    resource_list: bool,
 }
 
 impl Walk<'_> {
@@ -90,6 +94,7 @@ impl Walk<'_> {
             let site = Site {
                 owner: owner.name(),
                 go_type: field_go_type(fp),
+                resource_list: false,
             };
             let kept = self.field_value(fp, value, &here, &site);
             self.fields.pop();
@@ -121,6 +126,7 @@ impl Walk<'_> {
             let element_site = Site {
                 owner: site.owner,
                 go_type: element_go_type(&site.go_type, element.as_ref()),
+                resource_list: site.go_type == "v1.ResourceList",
             };
             for (k, v) in entries.iter_mut() {
                 if let Some(kind) = &element {
@@ -136,6 +142,7 @@ impl Walk<'_> {
             let element_site = Site {
                 owner: site.owner,
                 go_type: element_go_type(&site.go_type, Some(&field.kind())),
+                resource_list: false,
             };
             for (i, v) in items.iter_mut().enumerate() {
                 self.single(&field.kind(), v, &format!("{path}[{i}]"), &element_site)?;
@@ -222,6 +229,7 @@ impl Walk<'_> {
         let as_string = Site {
             owner: site.owner,
             go_type: "string".to_string(),
+            resource_list: false,
         };
         match special {
             Special::Time => match value {
@@ -232,13 +240,23 @@ impl Walk<'_> {
                 Value::String(text) => go_time::check(text, go_time::RFC3339_MICRO),
                 _ => Err(self.type_error(value, &as_string)),
             },
-            Special::Quantity => quantity::check(value),
+            Special::Quantity => {
+                let text = match value {
+                    Value::String(text) => text.clone(),
+                    Value::Number(n) => n.to_string(),
+                    _ => return Err(crate::quantity::FORMAT.to_string()),
+                };
+                let stored = crate::quantity::stored_text(&text, site.resource_list)?;
+                *value = Value::String(stored);
+                Ok(())
+            }
             Special::IntOrString => match value {
                 Value::String(_) => Ok(()),
                 other => {
                     let int32 = Site {
                         owner: site.owner,
                         go_type: "int32".to_string(),
+                        resource_list: false,
                     };
                     self.integer(other, &int32, i64::from(i32::MIN), i64::from(i32::MAX))
                 }
@@ -399,64 +417,6 @@ fn go_name(desc: &MessageDescriptor) -> String {
     let package = desc.package_name();
     let last = package.rsplit('.').next().unwrap_or(package);
     format!("{last}.{}", desc.name())
-}
-
-/// `resource.ParseQuantity`'s checks: the errors it answers for text that is no quantity.
-mod quantity {
-    use serde_json::Value;
-
-    const FORMAT: &str = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
-    const SUFFIX: &str = "unable to parse quantity's suffix";
-
-    /// A JSON number, or a string that parses as a quantity.
-    pub fn check(value: &Value) -> Result<(), String> {
-        match value {
-            Value::Number(_) => Ok(()),
-            Value::String(text) => parse(text.trim()),
-            _ => Err(FORMAT.to_string()),
-        }
-    }
-
-    fn parse(text: &str) -> Result<(), String> {
-        if text.is_empty() {
-            return Err(FORMAT.to_string());
-        }
-        let rest = text.strip_prefix(['+', '-']).unwrap_or(text);
-        let rest = rest.trim_start_matches(|c: char| c.is_ascii_digit());
-        let rest = match rest.strip_prefix('.') {
-            Some(fraction) => fraction.trim_start_matches(|c: char| c.is_ascii_digit()),
-            None => rest,
-        };
-        let letters = rest
-            .find(|c: char| !"eEinumkKMGTP".contains(c))
-            .unwrap_or(rest.len());
-        let (suffix_letters, tail) = rest.split_at(letters);
-        let digits = tail.strip_prefix(['+', '-']).unwrap_or(tail);
-        if !digits.chars().all(|c| c.is_ascii_digit()) {
-            return Err(FORMAT.to_string());
-        }
-        let suffix = format!("{suffix_letters}{tail}");
-        if valid_suffix(&suffix) {
-            Ok(())
-        } else {
-            Err(SUFFIX.to_string())
-        }
-    }
-
-    /// The suffixes Kubernetes knows: binary (`Ki`..`Ei`), decimal SI (`n`..`E`) and decimal
-    /// exponents (`e3`, `E-2`).
-    fn valid_suffix(suffix: &str) -> bool {
-        const KNOWN: [&str; 16] = [
-            "", "n", "u", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
-        ];
-        if KNOWN.contains(&suffix) {
-            return true;
-        }
-        let Some(exponent) = suffix.strip_prefix(['e', 'E']) else {
-            return false;
-        };
-        exponent.parse::<i32>().is_ok()
-    }
 }
 
 /// Go's `time.Parse` of the layouts `meta.v1.Time` and `MicroTime` read, with its error texts.

@@ -71,6 +71,7 @@ pub mod patch;
 pub mod persistent_volumes;
 pub mod pods;
 pub mod protobuf;
+pub mod quantity;
 pub mod query;
 pub mod requests;
 pub mod resource;
