@@ -6,7 +6,7 @@
 #   proto/vendor.sh TAG API_REPO APIMACHINERY_REPO APIEXTENSIONS_REPO
 #
 # A "repo" may also be the Go module cache's copy of that module at TAG (for example
-# `$(go env GOMODCACHE)/k8s.io/api@v0.33.3`): a directory that is not a git checkout is read as
+# `$(go env GOMODCACHE)/k8s.io/api@v0.34.2`): a directory that is not a git checkout is read as
 # that version's files.
 #
 # `fields.txt` has one line `proto.package.Message.protoField jsonName flags goType` for each
@@ -17,7 +17,9 @@
 #   value JSON keeps (a pointer field, `*int32`, `*bool`, `*string`: present means set, even to
 #   0, false or ""; or a field without `omitempty`); `keep-empty` for a slice or map without
 #   `omitempty` (an empty one is not dropped); `inline` for an embedded struct
-#   (`Volume.volumeSource`);
+#   (`Volume.volumeSource`); and, as they are, `pointer` (a `*T` field) and `omitempty` (the
+#   tag has it), `omitzero` (likewise): Go's encoder writes a field without `omitempty`, and a
+#   struct that is no pointer (unless `omitzero`), even when it is zero or the body left it out;
 # - `goType`: its type as Go's reflection names it in decoding errors (`int32`, `[]v1.Container`,
 #   `map[string]string`, `v1.Protocol`, `resource.Quantity`; pointers dereferenced).
 # Every scalar without `keep-zero` is written by Go's protobuf encoder even when zero and left
@@ -76,18 +78,28 @@ fields() { # repo file proto-package
     /^type [A-Z][A-Za-z0-9]* struct \{/ { msg = $2; next }
     /^\}/ { msg = "" }
     msg != "" && /protobuf:"/ && /json:"/ {
-      type = $2
+      # an embedded struct with a JSON name (`metav1.ObjectMeta `json:"metadata"``) has its
+      # type first
+      type = ($2 ~ /^`/) ? $1 : $2
       match($0, /json:"[^"]*"/); tag = substr($0, RSTART + 6, RLENGTH - 7)
-      n = split(tag, parts, ","); json = parts[1]; omit = 0
-      for (i = 2; i <= n; i++) if (parts[i] == "omitempty") omit = 1
+      n = split(tag, parts, ","); json = parts[1]; omit = 0; zero = 0
+      for (i = 2; i <= n; i++) {
+        if (parts[i] == "omitempty") omit = 1
+        if (parts[i] == "omitzero") zero = 1
+      }
       match($0, /name=[^,"]*/); proto = substr($0, RSTART + 5, RLENGTH - 5)
       # an embedded struct without a protobuf name is named after its type
       if (proto == "" && json == "") proto = tolower(substr($1, 1, 1)) substr($1, 2)
       if (proto == "" || json == "-") next
       if (json == "") { print pkg "." msg "." proto, "-", "inline", gotype($1); next }
       collection = (type ~ /^(\[\]|map\[)/)
-      if (collection) flags = omit ? "-" : "keep-empty"
-      else flags = (type ~ /^\*/ || !omit) ? "keep-zero" : "-"
+      pointer = (type ~ /^\*/)
+      if (collection) flags = omit ? "" : "keep-empty"
+      else flags = (pointer || !omit) ? "keep-zero" : ""
+      if (pointer) flags = flags (flags == "" ? "" : ",") "pointer"
+      if (omit) flags = flags (flags == "" ? "" : ",") "omitempty"
+      if (zero) flags = flags (flags == "" ? "" : ",") "omitzero"
+      if (flags == "") flags = "-"
       print pkg "." msg "." proto, json, flags, gotype(type)
     }'
 }

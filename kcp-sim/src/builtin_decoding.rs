@@ -12,8 +12,9 @@
 //!
 //! The Go types are read from the protobuf descriptors and `proto/fields.txt` (JSON names,
 //! `omitempty`, Go type names), see [`crate::protobuf::schema`]. Quantities are written as
-//! Go writes them ([`crate::quantity`]). Not done: fields without `omitempty` that the body
-//! leaves out are not added with their zero value.
+//! Go writes them ([`crate::quantity`]). What Go's encoder writes of fields a body left out
+//! is added when the object is stored ([`add_zero_fields`]), after its writer's fields are
+//! recorded.
 
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::{Map, Value};
@@ -537,6 +538,125 @@ mod go_time {
             _ => 31,
         }
     }
+}
+
+/// Adds what Go's encoder writes of a decoded object that its JSON left out: a field without
+/// `omitempty` (a zero scalar, `null` for a slice or map) and a struct that is no pointer
+/// (`{}`, with its own such fields), inside every struct the object holds (`"rules": null` of a
+/// Role without rules, `"spec": {}` of a Lease, a StatefulSet's `"serviceName": ""`). Nothing
+/// for a kind without a Go type.
+pub fn add_zero_fields(schema: &Schema, desc: &MessageDescriptor, obj: &mut Value) {
+    if let Value::Object(object) = obj {
+        zero_fields_of(schema, desc, object);
+    }
+}
+
+fn zero_fields_of(schema: &Schema, desc: &MessageDescriptor, object: &mut Map<String, Value>) {
+    let Some(plan) = schema.plan(desc) else {
+        return;
+    };
+    for fp in &plan.fields {
+        if fp.inline {
+            if let Kind::Message(inner) = fp.field.kind() {
+                zero_fields_of(schema, &inner, object);
+            }
+            continue;
+        }
+        match object.get_mut(&fp.json) {
+            Some(value) => present_zero_fields(schema, &fp.field, value),
+            None => {
+                if let Some(zero) = written_when_absent(schema, fp) {
+                    object.insert(fp.json.clone(), zero);
+                }
+            }
+        }
+    }
+}
+
+/// Descends into a present field's structs.
+fn present_zero_fields(schema: &Schema, field: &FieldDescriptor, value: &mut Value) {
+    let Kind::Message(m) = field.kind() else {
+        return;
+    };
+    if field.is_map() {
+        let inner = m.map_entry_value_field();
+        if let (Kind::Message(vm), Value::Object(entries)) = (inner.kind(), value) {
+            for v in entries.values_mut() {
+                struct_zero_fields(schema, &vm, v);
+            }
+        }
+    } else if field.is_list() {
+        if let Value::Array(items) = value {
+            for item in items {
+                struct_zero_fields(schema, &m, item);
+            }
+        }
+    } else {
+        struct_zero_fields(schema, &m, value);
+    }
+}
+
+fn struct_zero_fields(schema: &Schema, desc: &MessageDescriptor, value: &mut Value) {
+    if Special::of(desc.full_name()).is_some() || is_duration(desc) {
+        return;
+    }
+    if let Value::Object(object) = value {
+        zero_fields_of(schema, desc, object);
+    }
+}
+
+/// The JSON Go writes for a field the object does not hold, if it writes any.
+fn written_when_absent(schema: &Schema, fp: &FieldPlan) -> Option<Value> {
+    if fp.go_type.is_empty() || fp.pointer || fp.omitzero {
+        return None;
+    }
+    let field = &fp.field;
+    if field.is_list() || field.is_map() {
+        return (!fp.omitempty).then_some(Value::Null);
+    }
+    match field.kind() {
+        Kind::Message(m) => match Special::of(m.full_name()) {
+            Some(Special::Time | Special::MicroTime) => Some(Value::Null),
+            Some(Special::Quantity) => Some(Value::String("0".into())),
+            Some(Special::IntOrString) => Some(Value::from(0)),
+            Some(_) => (!fp.omitempty).then_some(Value::Null),
+            None if is_duration(&m) => None,
+            None => {
+                let mut zero = Value::Object(Map::new());
+                struct_zero_fields(schema, &m, &mut zero);
+                Some(zero)
+            }
+        },
+        _ if fp.omitempty => None,
+        Kind::String => Some(Value::String(String::new())),
+        Kind::Bool => Some(Value::Bool(false)),
+        Kind::Bytes => Some(Value::Null),
+        _ => Some(Value::from(0)),
+    }
+}
+
+/// The field a JSON key names in a message (or a struct it embeds).
+pub fn field_of(schema: &Schema, desc: &MessageDescriptor, key: &str) -> Option<FieldPlan> {
+    let plan = schema.plan(desc)?;
+    field(schema, desc, plan, key).map(|(_, fp)| fp.clone())
+}
+
+/// Whether a field is there in the zero value of its struct as Go writes it: a struct that is
+/// no pointer (nor `omitzero`), or a slice or map without `omitempty`.
+pub fn in_zero_value(fp: &FieldPlan) -> bool {
+    if fp.go_type.is_empty() || fp.pointer || fp.omitzero {
+        return false;
+    }
+    let field = &fp.field;
+    if field.is_list() || field.is_map() {
+        return !fp.omitempty;
+    }
+    matches!(field.kind(), Kind::Message(m) if Special::of(m.full_name()).is_none() && !is_duration(&m))
+}
+
+/// `meta.v1.Duration`, whose JSON is Go's duration text, not its message.
+fn is_duration(desc: &MessageDescriptor) -> bool {
+    desc.full_name() == "k8s.io.apimachinery.pkg.apis.meta.v1.Duration"
 }
 
 #[cfg(test)]

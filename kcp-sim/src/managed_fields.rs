@@ -25,6 +25,7 @@
 
 use std::collections::BTreeMap;
 
+use prost_reflect::{Kind, MessageDescriptor};
 use serde_json::{Map, Value};
 
 /// Metadata fields that are never owned by any manager.
@@ -519,6 +520,9 @@ thread_local! {
     /// The schema of the object being written on this thread (set for the duration of a
     /// [`record_update`] or [`apply`], which run without yielding).
     static SCHEMA: std::cell::Cell<Schema> = const { std::cell::Cell::new(Schema::Guessed) };
+    /// The Go type of the builtin kind being written on this thread, when it has one.
+    static GO_TYPE: std::cell::RefCell<Option<MessageDescriptor>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 impl Schema {
@@ -570,11 +574,23 @@ impl Schema {
         SCHEMA.with(std::cell::Cell::get)
     }
 
-    /// Runs `f` with this schema as the current one.
-    fn scope<T>(self, f: impl FnOnce() -> T) -> T {
+    /// Runs `f` with this schema, and the Go type of `object`'s kind, as the current ones.
+    fn scope<T>(object: &Value, f: impl FnOnce() -> T) -> T {
+        let schema = Schema::of(object);
+        let go_type = if schema.is_custom_resource() {
+            None
+        } else {
+            go_type_of(object)
+        };
+        schema.scope_with(go_type, f)
+    }
+
+    fn scope_with<T>(self, go_type: Option<MessageDescriptor>, f: impl FnOnce() -> T) -> T {
         let previous = SCHEMA.with(|s| s.replace(self));
+        let previous_type = GO_TYPE.with(|t| t.replace(go_type));
         let out = f();
         SCHEMA.with(|s| s.set(previous));
+        GO_TYPE.with(|t| t.replace(previous_type));
         out
     }
 
@@ -585,6 +601,16 @@ impl Schema {
     /// Whether the node at `path` is always there in the kind's Go type, so creating it owns
     /// only what is inside.
     fn always_there(self, path: &[PathElement]) -> bool {
+        // An atomic struct (`+structType=atomic`) is owned as a whole.
+        let by_go_type = !self.is_atomic_map(path)
+            && GO_TYPE.with(|t| {
+                t.borrow()
+                    .as_ref()
+                    .is_some_and(|desc| go_always_there(desc, path))
+            });
+        if by_go_type {
+            return true;
+        }
         // Fields by name, list items as `*`.
         let names: Vec<&str> = path.iter().map(|e| e.field_name().unwrap_or("*")).collect();
         match self {
@@ -1477,7 +1503,7 @@ pub fn apply(
     who: &FieldManager,
     force: bool,
 ) -> Result<Value, ApplyConflicts> {
-    Schema::of(applied).scope(|| apply_guessed(live, applied, who, force))
+    Schema::scope(applied, || apply_guessed(live, applied, who, force))
 }
 
 fn apply_guessed(
@@ -1606,7 +1632,13 @@ fn remove_disowned(object: &mut Value, path: &[PathElement], owners: &[&Node]) {
 /// this update, whatever the request tried to set there. A write that changes nothing leaves
 /// the entries, times included, as they were.
 pub fn record_update(old: Option<&Value>, new: &mut Value, who: &FieldManager) {
-    Schema::of(new).scope(|| record_update_guessed(old, new, who));
+    let schema = Schema::of(new);
+    let go_type = if schema.is_custom_resource() {
+        None
+    } else {
+        go_type_of(new)
+    };
+    schema.scope_with(go_type, || record_update_guessed(old, new, who));
 }
 
 /// Records a create whose strategy resets the top-level fields `reset` (kube-apiserver's
@@ -1654,6 +1686,50 @@ fn record_update_guessed(old: Option<&Value>, new: &mut Value, who: &FieldManage
         }
     }
     write_entries(new, entries);
+}
+
+/// The Go type of a builtin object's kind, from its `apiVersion` and `kind`.
+fn go_type_of(object: &Value) -> Option<MessageDescriptor> {
+    let text = |k: &str| object.get(k).and_then(Value::as_str);
+    let schema = crate::protobuf::schema::Schema::get().ok()?;
+    schema.message_for(text("apiVersion")?, text("kind")?)
+}
+
+/// Whether the node at `path` is there in the zero value of the Go type `root` (through structs
+/// that are no pointers: a struct that is no pointer, or a slice or map without `omitempty`):
+/// then creating it owns only what is inside, as structured-merge-diff records a typed object.
+/// Below a list item or map entry nothing is: the item is created with all it holds.
+fn go_always_there(root: &MessageDescriptor, path: &[PathElement]) -> bool {
+    let Ok(schema) = crate::protobuf::schema::Schema::get() else {
+        return false;
+    };
+    let mut desc = root.clone();
+    let mut elements = path.iter().peekable();
+    while let Some(element) = elements.next() {
+        let PathElement::Field(name) = element else {
+            return false;
+        };
+        let Some(fp) = crate::builtin_decoding::field_of(schema, &desc, name) else {
+            return false;
+        };
+        let last = elements.peek().is_none();
+        if last {
+            return crate::builtin_decoding::in_zero_value(&fp);
+        }
+        // Inside a list item or a map entry, which is new when created, everything is owned
+        // with it.
+        match fp.field.kind() {
+            Kind::Message(inner)
+                if crate::builtin_decoding::in_zero_value(&fp)
+                    && !fp.field.is_list()
+                    && !fp.field.is_map() =>
+            {
+                desc = inner
+            }
+            _ => return false,
+        }
+    }
+    false
 }
 
 #[cfg(test)]

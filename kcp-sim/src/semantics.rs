@@ -674,6 +674,25 @@ pub fn create(
     .map(|written| warned_first(decoded, written))
 }
 
+/// Adds the fields Go's encoder writes of a builtin kind's stored object that its JSON left
+/// out ([`crate::builtin_decoding::add_zero_fields`]); after the writer's fields are recorded,
+/// which these are not.
+fn with_go_zero_fields(state: &State, cluster: &str, rt: &ResourceType, obj: &mut Value) {
+    if state.is_custom(cluster, rt.group_resource()) {
+        // A CRD or bound schema of a builtin kind's name has no Go type.
+        return;
+    }
+    let Ok(proto) = crate::protobuf::schema::Schema::get() else {
+        return;
+    };
+    let Some(api_version) = obj.get("apiVersion").and_then(Value::as_str) else {
+        return;
+    };
+    if let Some(desc) = proto.message_for(api_version, &rt.kind) {
+        crate::builtin_decoding::add_zero_fields(proto, &desc, obj);
+    }
+}
+
 /// A write's answer with the warnings of decoding its body before its own.
 fn warned_first(mut warnings: Vec<String>, mut written: Written) -> Written {
     warnings.append(&mut written.warnings);
@@ -716,6 +735,7 @@ fn finish_create(
             dry_run,
         },
     )?);
+    with_go_zero_fields(state, cluster, rt, &mut obj);
     if dry_run {
         // Nothing is stored, so the answer has no resourceVersion.
         if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
@@ -1187,6 +1207,7 @@ fn write_update(
     if rt.group == "apps" && rt.kind == "DaemonSet" && !status {
         daemon_sets::on_update(&old, &mut new);
     }
+    with_go_zero_fields(state, cluster, rt, &mut new);
     if same_object(&old, &new) {
         let object = get(state, cluster, rt, namespace, name)?;
         return Ok(Written {

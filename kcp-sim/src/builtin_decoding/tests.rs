@@ -325,3 +325,48 @@ fn a_crd_schema_is_read_through_its_either_or_wrappers() {
         "{unknown:?}"
     );
 }
+
+fn with_zero_fields(api_version: &str, kind: &str, mut obj: Value) -> Value {
+    let schema = Schema::get().unwrap();
+    let desc = schema.message_for(api_version, kind).unwrap();
+    super::add_zero_fields(schema, &desc, &mut obj);
+    obj
+}
+
+/// As kube-apiserver v1.34.2 answered the same creates.
+#[test]
+fn fields_go_writes_when_left_out_are_added() {
+    let role = with_zero_fields(
+        "rbac.authorization.k8s.io/v1",
+        "Role",
+        json!({"metadata": {"name": "r"}}),
+    );
+    assert_eq!(role["rules"], Value::Null);
+    assert!(role.get("rules").is_some());
+    let lease = with_zero_fields(
+        "coordination.k8s.io/v1",
+        "Lease",
+        json!({"metadata": {"name": "l"}}),
+    );
+    assert_eq!(lease["spec"], json!({}));
+    let node = with_zero_fields(
+        "v1",
+        "Node",
+        json!({"metadata": {"name": "n"}, "status": {}}),
+    );
+    assert_eq!(
+        node["status"]["daemonEndpoints"],
+        json!({"kubeletEndpoint": {"Port": 0}})
+    );
+    assert_eq!(node["status"]["nodeInfo"]["kubeletVersion"], "");
+}
+
+#[test]
+fn a_zero_creation_timestamp_is_left_out() {
+    let cronjob = with_zero_fields(
+        "batch/v1",
+        "CronJob",
+        json!({"metadata": {"name": "cj"}, "spec": {"schedule": "* * * * *"}}),
+    );
+    assert_eq!(cronjob["spec"]["jobTemplate"]["metadata"], json!({}));
+}

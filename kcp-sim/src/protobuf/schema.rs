@@ -58,6 +58,12 @@ pub struct FieldPlan {
     pub keep_empty: bool,
     /// Whether JSON lifts the fields of this embedded message into the parent object.
     pub inline: bool,
+    /// Whether the Go field is a pointer (`*T`).
+    pub pointer: bool,
+    /// Whether the Go field's JSON tag has `omitempty`.
+    pub omitempty: bool,
+    /// Whether the Go field's JSON tag has `omitzero` (a zero struct is left out).
+    pub omitzero: bool,
     /// The Go type as Go's decoder names it (`int32`, `[]v1.Container`, `v1.Protocol`); empty
     /// for a field the Go types do not list.
     pub go_type: String,
@@ -105,6 +111,9 @@ struct Derived {
     keep_zero: bool,
     keep_empty: bool,
     inline: bool,
+    pointer: bool,
+    omitempty: bool,
+    omitzero: bool,
     go_type: String,
 }
 
@@ -124,6 +133,9 @@ fn parse_fields(text: &str) -> HashMap<&str, Derived> {
                 keep_zero: flag("keep-zero"),
                 keep_empty: flag("keep-empty"),
                 inline: flag("inline"),
+                pointer: flag("pointer"),
+                omitempty: flag("omitempty"),
+                omitzero: flag("omitzero"),
                 go_type: parts.next().unwrap_or_default().to_string(),
             },
         );
@@ -158,6 +170,9 @@ impl Schema {
                     keep_zero: d.keep_zero,
                     keep_empty: d.keep_empty,
                     inline: d.inline,
+                    pointer: d.pointer,
+                    omitempty: d.omitempty,
+                    omitzero: d.omitzero,
                     go_type: d.go_type,
                 });
             }
