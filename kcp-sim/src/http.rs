@@ -391,7 +391,7 @@ async fn route(
         && target.plural == "serviceaccounts"
         && target.subresource.as_deref() == Some("token")
     {
-        return token_subresource(sim, &target, &method, &body, &content_type).await;
+        return token_subresource(sim, &target, &method, &body, &content_type, &opts).await;
     }
     // An unknown cluster is answered below as for any other kind.
     let access = sim
@@ -594,6 +594,7 @@ async fn token_subresource(
     method: &Method,
     body: &[u8],
     content_type: &str,
+    opts: &WriteOptions,
 ) -> ApiResult<Response<Body>> {
     if *method != Method::POST {
         return Err(ApiError::method_not_allowed(format!(
@@ -606,7 +607,12 @@ async fn token_subresource(
     };
     let (_, account) = sim.get(&account).await?;
     let request = decode_body(body, content_type)?;
-    let answer = crate::tokens::issue(&account.value()?, &request)?;
+    let manager = opts
+        .field_manager
+        .as_deref()
+        .filter(|m| !m.is_empty())
+        .unwrap_or(&opts.default_manager);
+    let answer = crate::tokens::issue(&account.value()?, &request, manager)?;
     Ok(json_response(StatusCode::CREATED, &answer))
 }
 

@@ -150,7 +150,7 @@ pub fn now() -> String {
         .to_string()
 }
 
-fn new_uid() -> String {
+pub(crate) fn new_uid() -> String {
     let a = fastrand::u64(..);
     let b = fastrand::u64(..);
     // A version 4 UUID, as the real server hands out.
@@ -217,6 +217,14 @@ fn spec_changed(old: &Value, new: &Value) -> bool {
     let new_count = new.keys().filter(|k| skip(k)).count();
     old.keys().filter(|k| skip(k)).count() != new_count
         || old_keys.into_iter().any(|(k, v)| new.get(k) != Some(v))
+}
+
+/// A Deployment's annotations are copied to its ReplicaSets, so changing them bumps its
+/// generation as a spec change does (kube's deployment strategy).
+fn deployment_annotations_changed(rt: &ResourceType, old: &Value, new: &Value) -> bool {
+    rt.group == "apps"
+        && rt.kind == "Deployment"
+        && old.pointer("/metadata/annotations") != new.pointer("/metadata/annotations")
 }
 
 /// Whether two versions of an object are the same write: equal apart from resourceVersion and the
@@ -1220,7 +1228,7 @@ fn write_update(
         .get("metadata")
         .and_then(|m| m.get("generation"))
         .is_some()
-        && spec_changed(&old, &new)
+        && (spec_changed(&old, &new) || deployment_annotations_changed(rt, &old, &new))
     {
         let generation = old
             .pointer("/metadata/generation")

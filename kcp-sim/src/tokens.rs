@@ -32,9 +32,15 @@ const DEFAULT_EXPIRATION: i64 = 3600;
 /// `validation.MinTokenAgeSec`.
 const MIN_EXPIRATION: i64 = 600;
 
-/// The answer to a TokenRequest for `account` (a stored ServiceAccount).
-pub fn issue(account: &Value, request: &Value) -> ApiResult<Value> {
+/// The answer to a TokenRequest for `account` (a stored ServiceAccount), written by `manager`:
+/// as kube answers it, a new object named after the account, its writer's fields recorded
+/// under the `token` subresource.
+pub fn issue(account: &Value, request: &Value, manager: &str) -> ApiResult<Value> {
     let mut answer = request.clone();
+    // The status is the server's: what the request sent there is neither kept nor recorded.
+    if let Some(fields) = answer.as_object_mut() {
+        fields.remove("status");
+    }
     let spec = &mut answer["spec"];
     if !spec.is_object() {
         *spec = json!({});
@@ -44,6 +50,8 @@ pub fn issue(account: &Value, request: &Value) -> ApiResult<Value> {
         _ => DEFAULT_EXPIRATION,
     };
     spec["expirationSeconds"] = json!(expiration);
+    stamp_metadata(account, &mut answer, manager);
+    let spec = &mut answer["spec"];
     let errors = expiration_errors(expiration);
     if !errors.is_empty() {
         return Err(invalid_object(
@@ -73,6 +81,28 @@ pub fn issue(account: &Value, request: &Value) -> ApiResult<Value> {
         "expirationTimestamp": expires.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
     });
     Ok(answer)
+}
+
+/// The metadata kube gives a TokenRequest answer: the account's name and namespace, a new uid,
+/// the creation time, and the writer's fields (the spec it sent, defaulted).
+fn stamp_metadata(account: &Value, answer: &mut Value, manager: &str) {
+    let now = crate::semantics::now();
+    let meta = |key: &str| account.pointer(&format!("/metadata/{key}")).cloned();
+    answer["apiVersion"] = json!("authentication.k8s.io/v1");
+    answer["kind"] = json!("TokenRequest");
+    answer["metadata"] = json!({
+        "name": meta("name").unwrap_or(Value::Null),
+        "namespace": meta("namespace").unwrap_or(Value::Null),
+        "uid": crate::semantics::new_uid(),
+        "creationTimestamp": now,
+    });
+    let who = crate::managed_fields::FieldManager {
+        manager,
+        subresource: Some("token"),
+        time: &now,
+        api_version: "authentication.k8s.io/v1",
+    };
+    crate::managed_fields::record_update(None, answer, &who);
 }
 
 /// `ValidateTokenRequest`.
@@ -202,7 +232,7 @@ mod tests {
     #[test]
     fn a_token_names_its_service_account_and_audience() {
         let request = json!({"spec": {"audiences": ["example.com"]}});
-        let answer = issue(&account(), &request).unwrap();
+        let answer = issue(&account(), &request, "kubectl").unwrap();
         assert_eq!(answer["spec"]["expirationSeconds"], 3600);
         let claims = claims_of(answer["status"]["token"].as_str().unwrap());
         assert_eq!(claims["sub"], "system:serviceaccount:ns:bot");
@@ -216,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_token_kcp_sim_signed_is_verified_and_a_changed_one_is_not() {
-        let answer = issue(&account(), &json!({})).unwrap();
+        let answer = issue(&account(), &json!({}), "kubectl").unwrap();
         let token = answer["status"]["token"].as_str().unwrap();
         assert_eq!(
             verified_claims(token).unwrap()["sub"],
@@ -230,14 +260,14 @@ mod tests {
 
     #[test]
     fn a_token_without_audiences_is_for_the_issuer() {
-        let answer = issue(&account(), &json!({})).unwrap();
+        let answer = issue(&account(), &json!({}), "kubectl").unwrap();
         assert_eq!(answer["spec"]["audiences"], json!([ISSUER]));
     }
 
     #[test]
     fn a_token_shorter_than_ten_minutes_is_refused() {
         let request = json!({"spec": {"expirationSeconds": 1}});
-        let error = issue(&account(), &request).unwrap_err();
+        let error = issue(&account(), &request, "kubectl").unwrap_err();
         assert!(
             error.message.contains(
                 "spec.expirationSeconds: Invalid value: 1: may not specify a duration less than \
