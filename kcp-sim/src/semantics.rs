@@ -16,7 +16,7 @@ use crate::admission_policies::{self, AdmissionRequest};
 use crate::apiexport::{self, hooks as apis};
 use crate::authorization::User;
 use crate::conversion;
-use crate::field_validation::{self, FieldValidation, Findings};
+use crate::field_validation::{self, FieldValidation};
 use crate::garbage_collector::{
     collect_dependents, find_by_uid, has_dependents, orphan_dependents,
 };
@@ -30,6 +30,12 @@ use crate::{
     api_services, batch, certificates, crd, daemon_sets, defaults, flowcontrol, garbage_collector,
     ip_addresses, kcp, limit_ranges, object_meta, persistent_volumes, pods, scheduling, schema,
     services, validation, volume_claims,
+};
+
+mod decoding;
+
+use decoding::{
+    check_declared, decode_body_as_go, decode_patched_as_go, warned_first, with_go_zero_fields,
 };
 
 /// Who writes and how: the options of a create, update or patch.
@@ -323,125 +329,6 @@ fn unknown_conversion(
 }
 
 /// Sets apiVersion and kind, or rejects a body written for another type.
-/// Reads a client's body as kube-apiserver's decoder does: a builtin kind through its Go type
-/// (unknown fields dropped, zero `omitempty` fields dropped, a value of a wrong type refused
-/// with Go's words); a custom resource's unknown fields are found here only under `Strict`
-/// (pruning drops and warns of them later). Answers what field validation judges, with the
-/// request's duplicate keys.
-fn decode_as_go(
-    state: &State,
-    cluster: &str,
-    rt: &ResourceType,
-    version: &str,
-    obj: &mut Value,
-    opts: &WriteOptions,
-) -> Result<Findings, String> {
-    let mut findings = Findings {
-        unknown: Vec::new(),
-        duplicates: opts.duplicates.clone(),
-    };
-    let custom = state
-        .clusters
-        .get(cluster)
-        .and_then(|c| c.schemas.get(rt.group_resource()));
-    if let Some(schemas) = custom {
-        if opts.field_validation == Some(FieldValidation::Strict) {
-            findings.unknown = schema::unknown_fields(schemas, obj);
-        }
-        return Ok(findings);
-    }
-    let Ok(proto) = crate::protobuf::schema::Schema::get() else {
-        return Ok(findings);
-    };
-    if let Some(desc) = proto.message_for(&rt.api_version(version), &rt.kind) {
-        findings.unknown = crate::builtin_decoding::decode(proto, &desc, obj)?;
-    }
-    Ok(findings)
-}
-
-/// A server-side apply body's fields must all be declared by the kind's schema, whatever the
-/// `fieldValidation` (structured-merge-diff refuses the rest with a `500`); a value of a wrong
-/// type is refused as a create's would be.
-fn check_declared(
-    state: &State,
-    cluster: &str,
-    rt: &ResourceType,
-    version: &str,
-    url_name: &str,
-    applied: &Value,
-    opts: &WriteOptions,
-) -> ApiResult<()> {
-    let mut copy = applied.clone();
-    let strict = WriteOptions {
-        field_validation: Some(FieldValidation::Strict),
-        duplicates: Vec::new(),
-        ..opts.clone()
-    };
-    let findings = decode_as_go(state, cluster, rt, version, &mut copy, &strict)
-        .map_err(|why| field_validation::cannot_be_handled(&rt.kind, version, &why))?;
-    if findings.unknown.is_empty() {
-        return Ok(());
-    }
-    let mut paths: Vec<String> = findings
-        .unknown
-        .iter()
-        .map(|p| field_validation::apply_path(p, applied))
-        .collect();
-    // structured-merge-diff names what it finds inside a map's fields before the map's own
-    // unknown fields: the deeper first.
-    paths.sort_by_key(|p| std::cmp::Reverse(p.matches('.').count()));
-    let object = format!(
-        "{}/{}",
-        meta_str(applied, "namespace").unwrap_or_default(),
-        meta_str(applied, "name").unwrap_or(url_name)
-    );
-    Err(field_validation::undeclared_in_apply(
-        &object,
-        &rt.api_version(version),
-        &rt.kind,
-        &paths,
-    ))
-}
-
-/// [`decode_as_go`] for a create or update body: the warnings of the write, or its `400`.
-fn decode_body_as_go(
-    state: &State,
-    cluster: &str,
-    rt: &ResourceType,
-    version: &str,
-    obj: &mut Value,
-    opts: &WriteOptions,
-) -> ApiResult<Vec<String>> {
-    let Some(mode) = opts.field_validation else {
-        return Ok(Vec::new());
-    };
-    decode_as_go(state, cluster, rt, version, obj, opts)
-        .map_err(|why| field_validation::cannot_be_handled(&rt.kind, version, &why))?
-        .judge_body(mode, &rt.kind, version)
-}
-
-/// [`decode_as_go`] for a patched object: the warnings of the write, or the `422` about the
-/// patch, showing `shown` (the patched object as JSON, or a strategic patch as Go prints it).
-fn decode_patched_as_go(
-    state: &State,
-    cluster: &str,
-    rt: &ResourceType,
-    version: &str,
-    obj: &mut Value,
-    opts: &WriteOptions,
-    shown: impl FnOnce(&Value) -> String,
-) -> ApiResult<Vec<String>> {
-    let Some(mode) = opts.field_validation else {
-        return Ok(Vec::new());
-    };
-    let before = (mode == FieldValidation::Strict).then(|| obj.clone());
-    let shown_of = |obj: &Value| shown(before.as_ref().unwrap_or(obj));
-    match decode_as_go(state, cluster, rt, version, obj, opts) {
-        Ok(findings) => findings.judge_patch(mode, || shown_of(obj)),
-        Err(why) => Err(field_validation::invalid_patch(&shown_of(obj), &why)),
-    }
-}
-
 fn check_type(rt: &ResourceType, version: &str, obj: &mut Value) -> ApiResult<()> {
     let api_version = rt.api_version(version);
     let root = obj
@@ -680,32 +567,6 @@ pub fn create(
         Some(pruned),
     )
     .map(|written| warned_first(decoded, written))
-}
-
-/// Adds the fields Go's encoder writes of a builtin kind's stored object that its JSON left
-/// out ([`crate::builtin_decoding::add_zero_fields`]); after the writer's fields are recorded,
-/// which these are not.
-fn with_go_zero_fields(state: &State, cluster: &str, rt: &ResourceType, obj: &mut Value) {
-    if state.is_custom(cluster, rt.group_resource()) {
-        // A CRD or bound schema of a builtin kind's name has no Go type.
-        return;
-    }
-    let Ok(proto) = crate::protobuf::schema::Schema::get() else {
-        return;
-    };
-    let Some(api_version) = obj.get("apiVersion").and_then(Value::as_str) else {
-        return;
-    };
-    if let Some(desc) = proto.message_for(api_version, &rt.kind) {
-        crate::builtin_decoding::add_zero_fields(proto, &desc, obj);
-    }
-}
-
-/// A write's answer with the warnings of decoding its body before its own.
-fn warned_first(mut warnings: Vec<String>, mut written: Written) -> Written {
-    warnings.append(&mut written.warnings);
-    written.warnings = warnings;
-    written
 }
 
 /// Defaults, validation by kind and storage of a new object; shared by create and apply
