@@ -16,6 +16,8 @@
 //! is added when the object is stored ([`add_zero_fields`]), after its writer's fields are
 //! recorded.
 
+use std::borrow::Cow;
+
 use prost_reflect::{FieldDescriptor, Kind, MessageDescriptor};
 use serde_json::{Map, Value};
 
@@ -40,7 +42,6 @@ pub fn decode(
     let mut walk = Walk {
         schema,
         unknown: Vec::new(),
-        fields: Vec::new(),
     };
     walk.message(desc, object, "", true)?;
     Ok(walk.unknown)
@@ -50,19 +51,48 @@ struct Walk<'s> {
     schema: &'s Schema,
     /// The unknown fields met so far, by path.
     unknown: Vec<String>,
-    /// The JSON names from the root to the field being read: Go's decoder names a field by
-    /// them (`spec.containers.ports.containerPort`, without indices).
-    fields: Vec<String>,
 }
 
-/// Where a value sits, for the errors of Go's decoder: the struct that holds the field and the
-/// field's Go type.
+/// Where a value sits, for the errors of Go's decoder: the struct that holds the field, the
+/// field's path and its Go type.
 struct Site<'a> {
     owner: &'a str,
-    go_type: String,
+    /// The path of the object holding the field (`spec.containers[0]`) and the field's key.
+    parent: &'a str,
+    key: &'a str,
+    go_type: Cow<'a, str>,
     /// Whether the value is an entry of a `ResourceList`, whose quantities are rounded up to
     /// milli-units.
     resource_list: bool,
+}
+
+impl Site<'_> {
+    /// The same field, as the site of one of its elements (of type `go_type`).
+    fn element(&self, go_type: String, resource_list: bool) -> Site<'_> {
+        Site {
+            owner: self.owner,
+            parent: self.parent,
+            key: self.key,
+            go_type: Cow::Owned(go_type),
+            resource_list,
+        }
+    }
+
+    /// As Go's decoder names the field: the JSON names from the root, without indices or map
+    /// keys (`spec.containers.ports.containerPort`).
+    fn go_path(&self) -> String {
+        let mut out = String::new();
+        let mut depth = 0;
+        for c in join(self.parent, self.key).chars() {
+            match c {
+                '[' => depth += 1,
+                ']' => depth -= 1,
+                _ if depth == 0 => out.push(c),
+                _ => {}
+            }
+        }
+        out
+    }
 }
 
 impl Walk<'_> {
@@ -77,31 +107,29 @@ impl Walk<'_> {
             return Ok(());
         };
         let schema = self.schema;
-        let keys: Vec<String> = object.keys().cloned().collect();
-        for key in keys {
+        let mut dropped: Vec<String> = Vec::new();
+        for (key, value) in object.iter_mut() {
             if top && matches!(key.as_str(), "apiVersion" | "kind") {
                 continue;
             }
-            let here = join(path, &key);
-            let Some((owner, fp)) = field(schema, desc, plan, &key) else {
-                object.remove(&key);
-                self.unknown.push(here);
+            let Some((owner, fp)) = field(schema, desc, plan, key) else {
+                self.unknown.push(join(path, key));
+                dropped.push(key.clone());
                 continue;
             };
-            let Some(value) = object.get_mut(&key) else {
-                continue;
-            };
-            self.fields.push(key.clone());
             let site = Site {
                 owner: owner.name(),
+                parent: path,
+                key,
                 go_type: field_go_type(fp),
                 resource_list: false,
             };
-            let kept = self.field_value(fp, value, &here, &site);
-            self.fields.pop();
-            if !kept? {
-                object.remove(&key);
+            if !self.field_value(fp, value, &site)? {
+                dropped.push(key.clone());
             }
+        }
+        for key in dropped {
+            object.remove(&key);
         }
         Ok(())
     }
@@ -111,7 +139,6 @@ impl Walk<'_> {
         &mut self,
         fp: &FieldPlan,
         value: &mut Value,
-        path: &str,
         site: &Site,
     ) -> Result<bool, String> {
         let omitempty = !fp.keep_zero && !fp.keep_empty;
@@ -124,14 +151,19 @@ impl Walk<'_> {
                 return Err(self.type_error(value, site));
             };
             let element = map_value_kind(field);
-            let element_site = Site {
-                owner: site.owner,
-                go_type: element_go_type(&site.go_type, element.as_ref()),
-                resource_list: site.go_type == "v1.ResourceList",
-            };
-            for (k, v) in entries.iter_mut() {
-                if let Some(kind) = &element {
-                    self.single(kind, v, &format!("{path}[{k}]"), &element_site)?;
+            let element_site = site.element(
+                element_go_type(&site.go_type, element.as_ref()),
+                site.go_type == "v1.ResourceList",
+            );
+            if let Some(kind) = &element {
+                let nested = matches!(kind, Kind::Message(_));
+                for (k, v) in entries.iter_mut() {
+                    let here = if nested {
+                        format!("{}[{k}]", join(site.parent, site.key))
+                    } else {
+                        String::new()
+                    };
+                    self.single(kind, v, &here, &element_site)?;
                 }
             }
             return Ok(!(omitempty && entries.is_empty()));
@@ -140,18 +172,27 @@ impl Walk<'_> {
             let Value::Array(items) = value else {
                 return Err(self.type_error(value, site));
             };
-            let element_site = Site {
-                owner: site.owner,
-                go_type: element_go_type(&site.go_type, Some(&field.kind())),
-                resource_list: false,
-            };
+            let kind = field.kind();
+            let element_site = site.element(element_go_type(&site.go_type, Some(&kind)), false);
+            let nested = matches!(kind, Kind::Message(_));
             for (i, v) in items.iter_mut().enumerate() {
-                self.single(&field.kind(), v, &format!("{path}[{i}]"), &element_site)?;
+                let here = if nested {
+                    format!("{}[{i}]", join(site.parent, site.key))
+                } else {
+                    String::new()
+                };
+                self.single(&kind, v, &here, &element_site)?;
             }
             return Ok(!(omitempty && items.is_empty()));
         }
-        self.single(&field.kind(), value, path, site)?;
-        Ok(fp.keep_zero || !is_zero_scalar(&field.kind(), value))
+        let kind = field.kind();
+        let here = if matches!(kind, Kind::Message(_)) {
+            join(site.parent, site.key)
+        } else {
+            String::new()
+        };
+        self.single(&kind, value, &here, site)?;
+        Ok(fp.keep_zero || !is_zero_scalar(&kind, value))
     }
 
     /// Checks a single value (a field, a list item or a map value) of `kind`.
@@ -227,11 +268,7 @@ impl Walk<'_> {
         path: &str,
         site: &Site,
     ) -> Result<(), String> {
-        let as_string = Site {
-            owner: site.owner,
-            go_type: "string".to_string(),
-            resource_list: false,
-        };
+        let as_string = site.element("string".to_string(), false);
         match special {
             Special::Time => match value {
                 Value::String(text) => go_time::check(text, go_time::RFC3339),
@@ -254,11 +291,7 @@ impl Walk<'_> {
             Special::IntOrString => match value {
                 Value::String(_) => Ok(()),
                 other => {
-                    let int32 = Site {
-                        owner: site.owner,
-                        go_type: "int32".to_string(),
-                        resource_list: false,
-                    };
+                    let int32 = site.element("int32".to_string(), false);
                     self.integer(other, &int32, i64::from(i32::MIN), i64::from(i32::MAX))
                 }
             },
@@ -305,7 +338,7 @@ impl Walk<'_> {
         format!(
             "json: cannot unmarshal {what} into Go struct field {}.{} of type {}",
             site.owner,
-            self.fields.join("."),
+            site.go_path(),
             site.go_type
         )
     }
@@ -371,16 +404,16 @@ fn map_value_kind(field: &FieldDescriptor) -> Option<Kind> {
 }
 
 /// The Go type the field list of `fields.txt` names, or one derived from the descriptor.
-fn field_go_type(fp: &FieldPlan) -> String {
+fn field_go_type(fp: &FieldPlan) -> Cow<'_, str> {
     if !fp.go_type.is_empty() {
-        return fp.go_type.clone();
+        return Cow::Borrowed(&fp.go_type);
     }
     let single = kind_go_type(&fp.field.kind());
-    if fp.field.is_list() {
+    Cow::Owned(if fp.field.is_list() {
         format!("[]{single}")
     } else {
         single
-    }
+    })
 }
 
 /// The Go type of an element of a slice or map whose own type is `collection`: what follows
