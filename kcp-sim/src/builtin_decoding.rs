@@ -669,9 +669,13 @@ fn written_when_absent(schema: &Schema, fp: &FieldPlan) -> Option<Value> {
 }
 
 /// The field a JSON key names in a message (or a struct it embeds).
-pub fn field_of(schema: &Schema, desc: &MessageDescriptor, key: &str) -> Option<FieldPlan> {
+pub fn field_of<'s>(
+    schema: &'s Schema,
+    desc: &MessageDescriptor,
+    key: &str,
+) -> Option<&'s FieldPlan> {
     let plan = schema.plan(desc)?;
-    field(schema, desc, plan, key).map(|(_, fp)| fp.clone())
+    field(schema, desc, plan, key).map(|(_, fp)| fp)
 }
 
 /// Whether a field is there in the zero value of its struct as Go writes it: a struct that is

@@ -1714,13 +1714,13 @@ fn go_always_there(root: &MessageDescriptor, path: &[PathElement]) -> bool {
         };
         let last = elements.peek().is_none();
         if last {
-            return crate::builtin_decoding::in_zero_value(&fp);
+            return crate::builtin_decoding::in_zero_value(fp);
         }
         // Inside a list item or a map entry, which is new when created, everything is owned
         // with it.
         match fp.field.kind() {
             Kind::Message(inner)
-                if crate::builtin_decoding::in_zero_value(&fp)
+                if crate::builtin_decoding::in_zero_value(fp)
                     && !fp.field.is_list()
                     && !fp.field.is_map() =>
             {
