@@ -310,6 +310,9 @@ fn unknown_conversion(
     body_api_version: &str,
     body_kind: &str,
 ) -> Option<ApiError> {
+    if body_kind == rt.kind {
+        return None;
+    }
     let target = internal_package(&rt.group)?;
     let (body_group, body_version) = body_api_version
         .rsplit_once('/')
@@ -318,7 +321,7 @@ fn unknown_conversion(
     let known = crate::resource::builtin_types(crate::resource::Flavor::Kubernetes)
         .iter()
         .any(|t| t.group == body_group && t.kind == body_kind && t.serves(body_version));
-    if body_kind == rt.kind || !known {
+    if !known {
         return None;
     }
     Some(ApiError::bad_request(format!(
