@@ -1,6 +1,7 @@
 //! Requests to the kinds kube-apiserver answers without storing them
 //! ([`Access::CreateOnly`]): the reviews a client posts to learn about a token or an access,
-//! and the `bindings` (also `pods/<name>/binding`) a scheduler posts to place a pod on a node.
+//! the `bindings` (also `pods/<name>/binding`) a scheduler posts to place a pod on a node, and
+//! the `pods/<name>/eviction` a drain posts ([`crate::evictions`]).
 //! Any verb but `create` is refused as kube-apiserver refuses it (`405`, or `404` for a path
 //! naming an object).
 
@@ -38,8 +39,10 @@ pub fn is_answered(access: Option<Access>, question: &Question) -> bool {
     access == Some(Access::CreateOnly) || is_pod_binding(question)
 }
 
+/// A `pods/<name>/binding` or `pods/<name>/eviction`.
 fn is_pod_binding(question: &Question) -> bool {
-    question.resource == GroupResource::new("", "pods") && question.subresource == Some("binding")
+    question.resource == GroupResource::new("", "pods")
+        && matches!(question.subresource, Some("binding" | "eviction"))
 }
 
 /// The answer to a request to an answered kind, with its status code.
@@ -59,6 +62,11 @@ pub fn answer(sim: &Sim, question: Question, asker: &User) -> ApiResult<(StatusC
         question.resource.group.as_str(),
         question.resource.resource.as_str(),
     ) {
+        ("", "pods") if question.subresource == Some("eviction") => {
+            let mut state = sim.write();
+            let cluster = cluster_of(&state, question.endpoint)?;
+            crate::evictions::evict(&mut state, &cluster, namespace, question.name, &body)?
+        }
         ("", "bindings" | "pods") => {
             let mut state = sim.write();
             let cluster = cluster_of(&state, question.endpoint)?;

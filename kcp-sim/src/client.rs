@@ -385,6 +385,7 @@ impl ObjectClient for SimClient {
             precondition_uid: options.precondition_uid.clone(),
             precondition_resource_version: options.precondition_resource_version.clone(),
             dry_run: false,
+            grace_period_seconds: options.grace_period_seconds.map(i64::from),
         };
         match self.sim.delete(&t, &req).await {
             Ok((_, deleted)) => {

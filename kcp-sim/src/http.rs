@@ -663,10 +663,37 @@ fn with_warnings(mut resp: Response<Body>, written: &Written, query: &Query) -> 
 }
 
 /// Whether a delete that removes the object at once answers with the object, not a `Status`:
-/// kube-apiserver's Service storage sets `ReturnDeletedObject`; every other kind here answers
+/// the kinds whose kube-apiserver storage sets `ReturnDeletedObject`; every other kind answers
 /// a `Success` Status.
 fn answers_deleted_object(rt: &ResourceType) -> bool {
-    rt.group.is_empty() && rt.plural == "services"
+    let answered: &[&str] = match rt.group.as_str() {
+        "" => &[
+            "pods",
+            "services",
+            "serviceaccounts",
+            "persistentvolumeclaims",
+            "persistentvolumes",
+            "namespaces",
+            "resourcequotas",
+            "podtemplates",
+        ],
+        "storage.k8s.io" => &[
+            "csidrivers",
+            "csinodes",
+            "storageclasses",
+            "volumeattachments",
+            "volumeattributesclasses",
+        ],
+        "resource.k8s.io" => &[
+            "deviceclasses",
+            "devicetaintrules",
+            "resourceclaims",
+            "resourceclaimtemplates",
+            "resourceslices",
+        ],
+        _ => &[],
+    };
+    answered.contains(&rt.plural.as_str())
 }
 
 /// The `Success` Status of an object deleted at once: `details` name the object, its resource
@@ -933,6 +960,10 @@ fn delete_request(body: &[u8], query: &Query) -> ApiResult<DeleteRequest> {
     let mut dry_runs: Vec<String> = query.all("dryRun").into_iter().map(String::from).collect();
     let mut req = DeleteRequest {
         propagation: query.get("propagationPolicy").map(String::from),
+        grace_period_seconds: query
+            .get("gracePeriodSeconds")
+            .map(grace_period)
+            .transpose()?,
         ..DeleteRequest::default()
     };
     if !body.is_empty() {
@@ -944,6 +975,13 @@ fn delete_request(body: &[u8], query: &Query) -> ApiResult<DeleteRequest> {
         };
         if let Some(p) = opts.get("propagationPolicy").and_then(Value::as_str) {
             req.propagation = Some(p.to_string());
+        }
+        if let Some(grace) = opts.get("gracePeriodSeconds").filter(|g| !g.is_null()) {
+            req.grace_period_seconds = Some(grace.as_i64().ok_or_else(|| {
+                ApiError::bad_request(format!(
+                    "invalid DeleteOptions: gracePeriodSeconds must be an integer, not {grace}"
+                ))
+            })?);
         }
         if opts.get("orphanDependents").and_then(Value::as_bool) == Some(true) {
             req.propagation = Some("Orphan".into());
@@ -978,6 +1016,15 @@ fn delete_request(body: &[u8], query: &Query) -> ApiResult<DeleteRequest> {
     let dry_runs: Vec<&str> = dry_runs.iter().map(String::as_str).collect();
     req.dry_run = dry_run(&dry_runs, "DeleteOptions")?;
     Ok(req)
+}
+
+/// A `gracePeriodSeconds` query parameter, which Go's query decoder reads as an int64.
+fn grace_period(text: &str) -> ApiResult<i64> {
+    text.parse().map_err(|_| {
+        ApiError::bad_request(format!(
+            "gracePeriodSeconds: strconv.ParseInt: parsing {text:?}: invalid syntax"
+        ))
+    })
 }
 
 fn filter_of(query: &Query) -> ApiResult<Filter> {

@@ -28,6 +28,8 @@ use std::collections::BTreeMap;
 use prost_reflect::{Kind, MessageDescriptor};
 use serde_json::{Map, Value};
 
+mod atomic_structs;
+
 /// Metadata fields that are never owned by any manager.
 const UNTRACKED_METADATA: &[&str] = &[
     "managedFields",
@@ -676,6 +678,15 @@ impl Schema {
 
     /// Whether the map at `path` is atomic: owned as a whole, without members.
     fn is_atomic_map(self, path: &[PathElement]) -> bool {
+        let atomic_struct = !self.is_custom_resource()
+            && GO_TYPE.with(|t| {
+                t.borrow()
+                    .as_ref()
+                    .is_some_and(|desc| atomic_structs::is_atomic_struct(desc, path))
+            });
+        if atomic_struct {
+            return true;
+        }
         if let [
             PathElement::Field(metadata),
             PathElement::Field(owners),

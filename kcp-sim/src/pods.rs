@@ -6,8 +6,11 @@
 //! no node has nothing to wait for). A Binding ([`crate::answered`]) places a pod on a node as
 //! a scheduler would ([`mark_scheduled`]).
 //!
-//! Known difference: a pod bound to a node is deleted at once too, where kube-apiserver waits
-//! its grace period for the node's kubelet (which a test server does not have either).
+//! A delete gives a pod bound to a node its grace period ([`grace_period`]): it stays, marked
+//! for deletion at the end of that period, for the node's kubelet to stop it and delete it for
+//! good, which kcp-sim (like a test kube-apiserver without kubelets) never does; a delete with a
+//! shorter period shortens it, and one with `gracePeriodSeconds=0` (`kubectl delete --force`)
+//! removes the pod.
 //!
 //! Known difference: the `ServiceAccount` plugin is not modelled (the real test servers run
 //! with it off), so a pod gets no `serviceAccountName` and no token volume.
@@ -38,6 +41,30 @@ pub fn mark_scheduled(pod: &mut Value, now: &str) {
         conditions.retain(|c| c["type"] != "PodScheduled");
         conditions.insert(0, scheduled);
     }
+}
+
+/// The pod strategy's `CheckGracefulDelete`: the seconds a delete asking for `requested` gives
+/// `pod`: the request's, else the pod's `terminationGracePeriodSeconds` (0 when unset); none for
+/// a pod no node runs (unscheduled, or finished); a negative period counts as 1.
+pub fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
+    let requested = requested.map(|seconds| if seconds < 0 { 1 } else { seconds });
+    let own = pod
+        .pointer("/spec/terminationGracePeriodSeconds")
+        .and_then(Value::as_i64);
+    let scheduled = pod
+        .pointer("/spec/nodeName")
+        .and_then(Value::as_str)
+        .is_some_and(|node| !node.is_empty());
+    let finished = matches!(
+        pod.pointer("/status/phase").and_then(Value::as_str),
+        Some("Succeeded" | "Failed")
+    );
+    let period = if !scheduled || finished {
+        0
+    } else {
+        requested.or(own).unwrap_or(0)
+    };
+    if period < 0 { 1 } else { period }
 }
 
 /// Admits a new Pod: its priority (from the PriorityClass `classes` finds by name, empty for
@@ -174,6 +201,30 @@ pub fn qos_class(spec: &Map<String, Value>) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn pod_on(node: &str, phase: &str) -> Value {
+        json!({"spec": {"nodeName": node, "terminationGracePeriodSeconds": 30},
+            "status": {"phase": phase}})
+    }
+
+    #[test]
+    fn a_pod_on_a_node_gets_its_own_grace_period_unless_the_delete_names_one() {
+        assert_eq!(grace_period(&pod_on("n1", "Pending"), None), 30);
+        assert_eq!(grace_period(&pod_on("n1", "Running"), Some(5)), 5);
+        assert_eq!(grace_period(&pod_on("n1", "Running"), Some(0)), 0);
+    }
+
+    #[test]
+    fn a_negative_grace_period_counts_as_one_second() {
+        assert_eq!(grace_period(&pod_on("n1", "Running"), Some(-3)), 1);
+    }
+
+    #[test]
+    fn a_pod_no_node_runs_has_no_grace_period() {
+        assert_eq!(grace_period(&pod_on("", "Pending"), Some(10)), 0);
+        assert_eq!(grace_period(&pod_on("n1", "Succeeded"), None), 0);
+        assert_eq!(grace_period(&pod_on("n1", "Failed"), Some(10)), 0);
+    }
 
     /// A cluster whose only class is the system's node-critical one.
     fn classes(class: &str) -> Option<Priority> {

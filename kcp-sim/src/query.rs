@@ -101,6 +101,19 @@ fn typed_field_labels(rt: &ResourceType) -> Option<&'static [&'static str]> {
     Some(match (rt.group.as_str(), rt.kind.as_str()) {
         ("", "Namespace") => &["metadata.name", "status.phase"],
         ("", "Node") => &["metadata.name", "spec.unschedulable"],
+        ("", "Pod") => &[
+            "metadata.name",
+            "metadata.namespace",
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.podIPs",
+            "status.nominatedNodeName",
+        ],
         ("", "Secret") => &["metadata.name", "metadata.namespace", "type"],
         ("", "Service") => &[
             "metadata.name",

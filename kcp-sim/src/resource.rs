@@ -156,6 +156,13 @@ impl ResourceType {
                     verbs: &["create"],
                 },
                 "approval" => own("approval", &["get", "patch", "update"]),
+                "eviction" => Subresource {
+                    name: "eviction",
+                    group: "policy",
+                    version: "v1",
+                    kind: "Eviction".into(),
+                    verbs: &["create"],
+                },
                 _ => Subresource {
                     kind: "Binding".into(),
                     ..own(name, &["create"])
@@ -287,7 +294,7 @@ fn builtin(
         access: Access::ReadWrite,
         other_subresources: match (group, plural) {
             ("", "serviceaccounts") => &["token"],
-            ("", "pods") => &["binding"],
+            ("", "pods") => &["binding", "eviction"],
             ("certificates.k8s.io", "certificatesigningrequests") => &["approval"],
             _ => &[],
         },

@@ -33,6 +33,7 @@ use crate::{
 };
 
 mod decoding;
+mod graceful;
 
 use decoding::{
     check_declared, decode_body_as_go, decode_patched_as_go, warned_first, with_go_zero_fields,
@@ -116,6 +117,9 @@ pub struct DeleteRequest {
     pub precondition_resource_version: Option<String>,
     /// `dryRun=All`.
     pub dry_run: bool,
+    /// `gracePeriodSeconds`: how long a pod on a node is given to stop (its
+    /// `terminationGracePeriodSeconds` when unset; a negative value counts as 1).
+    pub grace_period_seconds: Option<i64>,
 }
 
 /// The outcome of a write.
@@ -822,6 +826,7 @@ fn default_on_create(
             })?
         }
         ("", "Service") => services::allocate(state, cluster, &name, obj)?,
+        ("", "Node") => crate::nodes::admit_new(obj),
         // The strategy empties a new Deployment's status, which Go writes `{}`.
         ("apps", "Deployment") => obj["status"] = json!({}),
         // A ReplicaSet's replica count is written without omitempty.
@@ -1445,6 +1450,7 @@ pub fn delete(
         fins.push("orphan".to_string());
     }
     let needs_cleanup = is_namespace || is_crd || is_binding;
+    let is_custom = state.is_custom(cluster, rt.group_resource());
     let at_once = fins.is_empty() && !needs_cleanup;
     if req.dry_run {
         return Ok(Deleted {
@@ -1454,6 +1460,15 @@ pub fn delete(
     }
     if policy == "Orphan" {
         orphan_dependents(state, cluster, &current.uid)?;
+    }
+    let is_pod = rt.group.is_empty() && rt.kind == "Pod" && !is_custom;
+    if is_pod {
+        let outcome = graceful::delete_pod(
+            state, cluster, rt, namespace, name, &current, &mut obj, &fins, req,
+        )?;
+        if let graceful::Outcome::Answered(deleted) = outcome {
+            return Ok(deleted);
+        }
     }
     if at_once {
         let removed = remove_now(state, cluster, rt, namespace, name)?;
@@ -1468,6 +1483,12 @@ pub fn delete(
     if !already {
         let meta = meta_mut(&mut obj)?;
         meta.insert("deletionTimestamp".into(), json!(now()));
+        // markAsDeleting: a first mark moves a generation on.
+        if let Some(generation) = meta.get("generation").and_then(Value::as_i64)
+            && generation > 0
+        {
+            meta.insert("generation".into(), json!(generation + 1));
+        }
         // kube-apiserver's namespace storage sets only the timestamp and the phase; other
         // kinds are marked with a zero grace period.
         if !is_namespace {
@@ -1604,6 +1625,13 @@ fn try_finish_termination(
     };
     let mut obj = current.value()?;
     if obj.pointer("/metadata/deletionTimestamp").is_none() {
+        return Ok(());
+    }
+    // A pod's grace period is its kubelet's to end.
+    let grace = obj
+        .pointer("/metadata/deletionGracePeriodSeconds")
+        .and_then(Value::as_i64);
+    if grace.is_some_and(|seconds| seconds > 0) {
         return Ok(());
     }
     let is_namespace = rt.group.is_empty() && rt.kind == "Namespace";

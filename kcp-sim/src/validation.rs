@@ -360,7 +360,7 @@ fn workload_selector_errors(kind: &str, obj: &Value) -> Vec<FieldError> {
 
 /// Whether a `LabelSelector` selects an object with these labels (`LabelSelectorAsSelector`
 /// then `Matches`: the selector in its string form, read by kcp-core's parser).
-fn selects(selector: &Value, labels: &Map<String, Value>) -> bool {
+pub(crate) fn selects(selector: &Value, labels: &Map<String, Value>) -> bool {
     LabelSelector::parse(&crate::scale::format_selector(selector))
         .is_ok_and(|selector| selector.matches(Some(labels)))
 }
