@@ -18,6 +18,7 @@ use crate::api::{Endpoint, Sim, Target, WatchStart, render};
 use crate::authorization::{self, Attributes, User};
 use crate::events::EventEncoder;
 use crate::field_validation::FieldValidation;
+use crate::pod_connections;
 use crate::query::Filter;
 use crate::resource::{Access, Flavor, GroupResource, ResourceType};
 use crate::scale;
@@ -393,6 +394,9 @@ async fn route(
     {
         return token_subresource(sim, &target, &method, &body, &content_type, &opts).await;
     }
+    if let Some(connection) = pod_connection_of(&target) {
+        return pod_connection(sim, &target, connection, &method, &query).await;
+    }
     // An unknown cluster is answered below as for any other kind.
     let access = sim
         .access_of(&target.endpoint, &target.group, &target.plural)
@@ -614,6 +618,94 @@ async fn token_subresource(
         .unwrap_or(&opts.default_manager);
     let answer = crate::tokens::issue(&account.value()?, &request, manager)?;
     Ok(json_response(StatusCode::CREATED, &answer))
+}
+
+/// The pod subresource a request goes to that reaches the pod's kubelet, if it does.
+fn pod_connection_of(target: &Target) -> Option<&str> {
+    let subresource = target.subresource.as_deref()?;
+    (target.group.is_empty()
+        && target.plural == "pods"
+        && matches!(subresource, "log" | "exec" | "attach" | "portforward"))
+    .then_some(subresource)
+}
+
+/// A pod's `log` (GET), or an `exec`, `attach` or `portforward` stream (GET or POST, as a
+/// client upgrades it): checked as kube-apiserver checks it ([`crate::pod_connections`]).
+async fn pod_connection(
+    sim: &Sim,
+    target: &Target,
+    subresource: &str,
+    method: &Method,
+    query: &Query,
+) -> ApiResult<Response<Body>> {
+    let streams = subresource != "log";
+    if !(*method == Method::GET || (streams && *method == Method::POST)) {
+        return Err(ApiError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource: {method}"
+        )));
+    }
+    let options = pod_connections::LogOptions {
+        container: query.get("container").map(String::from),
+        tail_lines: int_param(query, "tailLines")?,
+        limit_bytes: int_param(query, "limitBytes")?,
+        since_seconds: int_param(query, "sinceSeconds")?,
+        since_time: query.get("sinceTime").is_some(),
+    };
+    let pod_target = Target {
+        subresource: None,
+        ..target.clone()
+    };
+    let (_, pod) = sim.get(&pod_target).await?;
+    let pod = pod.value()?;
+    let name = target.name.as_deref().unwrap_or_default();
+    let node = match pod.pointer("/spec/nodeName").and_then(Value::as_str) {
+        Some(node) if !node.is_empty() => {
+            let node_target = Target {
+                plural: "nodes".into(),
+                namespace: None,
+                name: Some(node.to_string()),
+                ..pod_target.clone()
+            };
+            match sim.get(&node_target).await {
+                Ok((_, node)) => Some(node.value()?),
+                Err(e) if e.code == 404 => None,
+                Err(e) => return Err(e),
+            }
+        }
+        _ => None,
+    };
+    if streams {
+        let container = query.get("container");
+        return Err(pod_connections::stream(
+            name,
+            &pod,
+            node.as_ref(),
+            subresource,
+            container,
+        ));
+    }
+    let log = pod_connections::log(name, &pod, node.as_ref(), &options)?;
+    if log.is_empty() {
+        // kube-apiserver streams nothing from nowhere: 204, no content type.
+        let mut resp = Response::new(Full::new(Bytes::new()).boxed());
+        *resp.status_mut() = StatusCode::NO_CONTENT;
+        return Ok(resp);
+    }
+    Ok(full(StatusCode::OK, "text/plain", log))
+}
+
+/// An integer query parameter, which Go's query decoder reads as an int64.
+fn int_param(query: &Query, name: &str) -> ApiResult<Option<i64>> {
+    query
+        .get(name)
+        .map(|text| {
+            text.parse().map_err(|_| {
+                ApiError::bad_request(format!(
+                    "{name}: strconv.ParseInt: parsing {text:?}: invalid syntax"
+                ))
+            })
+        })
+        .transpose()
 }
 
 /// A read of `componentstatuses`: observed now, answered with kube's deprecation warning.
@@ -960,10 +1052,7 @@ fn delete_request(body: &[u8], query: &Query) -> ApiResult<DeleteRequest> {
     let mut dry_runs: Vec<String> = query.all("dryRun").into_iter().map(String::from).collect();
     let mut req = DeleteRequest {
         propagation: query.get("propagationPolicy").map(String::from),
-        grace_period_seconds: query
-            .get("gracePeriodSeconds")
-            .map(grace_period)
-            .transpose()?,
+        grace_period_seconds: int_param(query, "gracePeriodSeconds")?,
         ..DeleteRequest::default()
     };
     if !body.is_empty() {
@@ -1016,15 +1105,6 @@ fn delete_request(body: &[u8], query: &Query) -> ApiResult<DeleteRequest> {
     let dry_runs: Vec<&str> = dry_runs.iter().map(String::as_str).collect();
     req.dry_run = dry_run(&dry_runs, "DeleteOptions")?;
     Ok(req)
-}
-
-/// A `gracePeriodSeconds` query parameter, which Go's query decoder reads as an int64.
-fn grace_period(text: &str) -> ApiResult<i64> {
-    text.parse().map_err(|_| {
-        ApiError::bad_request(format!(
-            "gracePeriodSeconds: strconv.ParseInt: parsing {text:?}: invalid syntax"
-        ))
-    })
 }
 
 fn filter_of(query: &Query) -> ApiResult<Filter> {

@@ -71,6 +71,7 @@ pub mod object_meta;
 pub mod openapi;
 pub mod patch;
 pub mod persistent_volumes;
+pub mod pod_connections;
 pub mod pods;
 pub mod protobuf;
 pub mod quantity;

@@ -737,7 +737,8 @@ impl KeySpec {
     /// The key specs tried, in order, for a list under `field`.
     fn candidates(field: Option<&str>) -> &'static [KeySpec] {
         match field {
-            Some("conditions") => &[KeySpec::Type],
+            // A condition, and a Node's address (`+listMapKey=type`).
+            Some("conditions" | "addresses") => &[KeySpec::Type],
             Some("ports") => &[KeySpec::ContainerPort, KeySpec::Name],
             Some("ownerReferences") => &[KeySpec::Uid],
             Some("volumeMounts") => &[KeySpec::MountPath],

@@ -156,6 +156,16 @@ impl ResourceType {
                     verbs: &["create"],
                 },
                 "approval" => own("approval", &["get", "patch", "update"]),
+                "log" => own("log", &["get"]),
+                "attach" | "exec" | "portforward" => Subresource {
+                    kind: match *name {
+                        "attach" => "PodAttachOptions",
+                        "exec" => "PodExecOptions",
+                        _ => "PodPortForwardOptions",
+                    }
+                    .into(),
+                    ..own(name, &["create", "get"])
+                },
                 "eviction" => Subresource {
                     name: "eviction",
                     group: "policy",
@@ -294,7 +304,14 @@ fn builtin(
         access: Access::ReadWrite,
         other_subresources: match (group, plural) {
             ("", "serviceaccounts") => &["token"],
-            ("", "pods") => &["binding", "eviction"],
+            ("", "pods") => &[
+                "attach",
+                "binding",
+                "eviction",
+                "exec",
+                "log",
+                "portforward",
+            ],
             ("certificates.k8s.io", "certificatesigningrequests") => &["approval"],
             _ => &[],
         },
