@@ -121,15 +121,7 @@ fn bind(
     url_name: Option<&str>,
     binding: &Value,
 ) -> ApiResult<Value> {
-    let name = binding
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if url_name.is_some_and(|n| n != name) {
-        return Err(ApiError::bad_request(
-            "name in URL does not match name in Binding object",
-        ));
-    }
+    let name = named_in_url(url_name, binding, "Binding")?;
     let kind = binding
         .pointer("/target/kind")
         .and_then(Value::as_str)
@@ -169,6 +161,25 @@ fn bind(
     Ok(
         json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201}),
     )
+}
+
+/// The name of a posted `kind` object (a Binding, an Eviction), which the URL may also name
+/// but not contradict.
+pub(crate) fn named_in_url<'b>(
+    url_name: Option<&str>,
+    posted: &'b Value,
+    kind: &str,
+) -> ApiResult<&'b str> {
+    let name = posted
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if url_name.is_some_and(|n| n != name) {
+        return Err(ApiError::bad_request(format!(
+            "name in URL does not match name in {kind} object"
+        )));
+    }
+    Ok(name)
 }
 
 #[cfg(test)]

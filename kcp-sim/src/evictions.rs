@@ -31,15 +31,7 @@ pub fn evict(
     url_name: Option<&str>,
     eviction: &Value,
 ) -> ApiResult<Value> {
-    let name = eviction
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if url_name.is_some_and(|n| n != name) {
-        return Err(ApiError::bad_request(
-            "name in URL does not match name in Eviction object",
-        ));
-    }
+    let name = crate::answered::named_in_url(url_name, eviction, "Eviction")?;
     let options = delete_options(eviction.get("deleteOptions"));
     let pods = state
         .served_type(cluster, &GroupResource::new("", "pods"))
