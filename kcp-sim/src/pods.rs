@@ -47,7 +47,7 @@ pub fn mark_scheduled(pod: &mut Value, now: &str) {
 /// `pod`: the request's, else the pod's `terminationGracePeriodSeconds` (0 when unset); none for
 /// a pod no node runs (unscheduled, or finished); a negative period counts as 1.
 pub fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
-    let requested = requested.map(|seconds| if seconds < 0 { 1 } else { seconds });
+    let requested = requested_grace(requested);
     let own = pod
         .pointer("/spec/terminationGracePeriodSeconds")
         .and_then(Value::as_i64);
@@ -65,6 +65,11 @@ pub fn grace_period(pod: &Value, requested: Option<i64>) -> i64 {
         requested.or(own).unwrap_or(0)
     };
     if period < 0 { 1 } else { period }
+}
+
+/// The grace period a delete asks for, as `BeforeDelete` reads it: a negative one counts as 1.
+pub fn requested_grace(requested: Option<i64>) -> Option<i64> {
+    requested.map(|seconds| if seconds < 0 { 1 } else { seconds })
 }
 
 /// Admits a new Pod: its priority (from the PriorityClass `classes` finds by name, empty for

@@ -48,7 +48,7 @@ pub(super) fn delete_pod(
         Some(_) if pending <= 0 => return Ok(Outcome::Continue),
         // Only a shorter grace period changes a pending one.
         Some(marked_at) => {
-            let requested = req.grace_period_seconds.map(|s| if s < 0 { 1 } else { s });
+            let requested = pods::requested_grace(req.grace_period_seconds);
             let Some(shorter) = requested.filter(|&p| p < pending) else {
                 return Ok(answered(current.clone(), false));
             };
