@@ -106,6 +106,7 @@ async fn kcp_sim_answers_as_the_real_servers_do() {
     let mut table = Table::default();
     let mut found: Vec<(String, Vec<Difference>)> = Vec::new();
     let mut problems = Vec::new();
+    let mut timings = Vec::new();
     for (file, recording) in files.iter().zip(&recordings) {
         for case in &file.cases {
             let id = format!("{}/{}", file.file, case.name);
@@ -115,7 +116,10 @@ async fn kcp_sim_answers_as_the_real_servers_do() {
                 ));
                 continue;
             };
-            let sim = match run::on_sim(file, case).await {
+            let started = std::time::Instant::now();
+            let sim = run::on_sim(file, case).await;
+            timings.push((started.elapsed(), id.clone()));
+            let sim = match sim {
                 Ok(answers) => answers,
                 Err(e) => {
                     problems.push(format!("{id}: kcp-sim could not run the case: {e}"));
@@ -143,6 +147,11 @@ async fn kcp_sim_answers_as_the_real_servers_do() {
         ));
     }
     println!("{table}");
+    // The slowest cases on kcp-sim, to keep the suite's time in view.
+    timings.sort();
+    for (took, id) in timings.iter().rev().take(5) {
+        println!("slowest on kcp-sim: {:.2} s {id}", took.as_secs_f64());
+    }
     assert!(
         problems.is_empty(),
         "{table}\nunlisted differences (fix kcp-sim or list them with their reason):\n{}",

@@ -55,7 +55,7 @@ pub async fn on_real(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
             )
         }
     };
-    let client = admin.client()?;
+    let client = client_for(admin.config()?)?;
     let root: Arc<dyn ObjectClient> = match root {
         Some(root) => Arc::new(KubeObjectClient::new(root.client()?)),
         None => Arc::new(KubeObjectClient::new(client.clone())),
@@ -161,8 +161,13 @@ fn parse_url(url: &str) -> Result<http::Uri> {
         .map_err(|e| Error::config(format!("the URL {url}"), e))
 }
 
-fn client_for(config: kube::Config) -> Result<kube::Client> {
-    kube::Client::try_from(config).map_err(|e| Error::config("a kcp-sim client", e))
+/// A client that writes down what the server answered: kube's default retry of `429`, `503` and
+/// `504` (up to fifteen times, waiting out `Retry-After`) is off, so a refusal is the answer, at
+/// once, not what came after minutes of retries.
+fn client_for(mut config: kube::Config) -> Result<kube::Client> {
+    let url = config.cluster_url.to_string();
+    config.default_retry = false;
+    kube::Client::try_from(config).map_err(|e| Error::config(format!("a client for {url}"), e))
 }
 
 async fn blocking<T: Send + 'static>(start: fn() -> Result<T>) -> Result<T> {
