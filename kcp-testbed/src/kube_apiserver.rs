@@ -122,6 +122,9 @@ fn apiserver_args(
         flag("service-account-key-file", path_arg(sa_public)),
         flag("service-account-signing-key-file", path_arg(sa_key)),
         flag("token-auth-file", path_arg(tokens)),
+        // No compaction on a timer (kube's default is every 5 minutes): an answer about an old
+        // resourceVersion then depends on the request, not on how long the server has run.
+        flag("etcd-compaction-interval", "0".into()),
     ]
 }
 
