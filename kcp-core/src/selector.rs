@@ -646,6 +646,20 @@ impl FieldSelector {
     pub fn fields(&self) -> impl Iterator<Item = &str> {
         self.requirements.iter().map(|r| r.field.as_str())
     }
+
+    /// The same requirements on the fields `rename` maps them to (a server whose objects are
+    /// stored under other field names than a version serves, as `events.k8s.io`'s Events).
+    pub fn with_fields_renamed(&self, rename: impl Fn(&str) -> String) -> FieldSelector {
+        let requirements = self
+            .requirements
+            .iter()
+            .map(|r| FieldRequirement {
+                field: rename(&r.field),
+                ..r.clone()
+            })
+            .collect();
+        FieldSelector { requirements }
+    }
 }
 
 /// Writes the selector back in the string syntax, escaping values.

@@ -400,7 +400,7 @@ impl Sim {
         let r = self
             .resolve(&state, target, Verb::List)
             .map_err(|e| refusal_naming(e, target, Verb::List, &filter))?;
-        check_fields(&state, &r, target, &filter)?;
+        admit_field_selector(&state, &r, target, &mut filter)?;
         r.narrow(&mut filter, target);
         let page = query::list(
             &state,
@@ -428,7 +428,7 @@ impl Sim {
         let r = self
             .resolve(&state, target, Verb::List)
             .map_err(|e| refusal_naming(e, target, Verb::List, &filter))?;
-        check_fields(&state, &r, target, &filter)?;
+        admit_field_selector(&state, &r, target, &mut filter)?;
         r.narrow(&mut filter, target);
         let page = query::list_at(&state, &r.scope, r.rt.group_resource(), &filter, limit, rv)?;
         Ok((r.rt, page))
@@ -482,7 +482,7 @@ impl Sim {
         let r = self
             .resolve(&state, target, Verb::Watch)
             .map_err(|e| refusal_naming(e, target, Verb::Watch, &filter))?;
-        check_fields(&state, &r, target, &filter)?;
+        admit_field_selector(&state, &r, target, &mut filter)?;
         r.narrow(&mut filter, target);
         let watch_filter = WatchFilter {
             scope: r.scope.clone(),
@@ -642,7 +642,7 @@ impl Sim {
         req: &DeleteRequest,
     ) -> ApiResult<(Arc<ResourceType>, Vec<Arc<Stored>>)> {
         self.write_op(Verb::Delete, target, |state, r, cluster| {
-            check_fields(state, r, target, &filter)?;
+            admit_field_selector(state, r, target, &mut filter)?;
             r.narrow(&mut filter, target);
             let page = query::list(state, &r.scope, r.rt.group_resource(), &filter, None, None)?;
             let mut deleted = Vec::new();
@@ -674,8 +674,14 @@ impl Sim {
     }
 }
 
-/// Refuses a field selector on a field the target's kind cannot be selected by.
-fn check_fields(state: &State, r: &Resolved, target: &Target, filter: &Filter) -> ApiResult<()> {
+/// Refuses a field selector on a field the target's kind cannot be selected by; a selector of
+/// a kind stored as another (`events.k8s.io`'s Events) is put onto the stored fields.
+fn admit_field_selector(
+    state: &State,
+    r: &Resolved,
+    target: &Target,
+    filter: &mut Filter,
+) -> ApiResult<()> {
     let Some(fields) = &filter.fields else {
         return Ok(());
     };
@@ -684,7 +690,11 @@ fn check_fields(state: &State, r: &Resolved, target: &Target, filter: &Filter) -
     } else {
         selectable_fields(state, r.cluster.as_deref(), &r.rt, &target.version)
     };
-    query::check_field_selector(&r.rt, &selectable, fields)
+    query::check_field_selector(&r.rt, &selectable, fields)?;
+    if crate::event_apis::converts(&r.rt) {
+        filter.fields = Some(fields.with_fields_renamed(crate::event_apis::stored_field));
+    }
+    Ok(())
 }
 
 /// The `selectableFields` of a custom resource's CRD version, as field paths (`spec.color`);
@@ -965,7 +975,7 @@ fn resolve_in_view(
 /// stored once and read under any served version (no conversion, as with strategy `None`);
 /// APIExports are converted as kcp converts them.
 pub fn render(rt: &ResourceType, version: &str, obj: &Stored) -> Bytes {
-    if rt.versions.len() < 2 {
+    if rt.versions.len() < 2 && !rt.stored_as_other_group() {
         return obj.json.clone();
     }
     let api_version = rt.api_version(version);

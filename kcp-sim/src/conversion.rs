@@ -1,11 +1,13 @@
 //! Objects read or written at a version other than the one they are stored at: kcp's
 //! APIExports and APIBindings (v1alpha1 beside the stored v1alpha2, [`crate::apiexport::conversion`])
-//! and HorizontalPodAutoscalers (autoscaling/v1 beside the stored v2, [`crate::autoscaling`]).
+//! HorizontalPodAutoscalers (autoscaling/v1 beside the stored v2, [`crate::autoscaling`]) and
+//! `events.k8s.io` Events (stored as core Events, [`crate::event_apis`]).
 //! Custom resources of several versions are stored once and read under any (strategy `None`).
 
 use serde_json::Value;
 
 use crate::apiexport::conversion as apis;
+use crate::event_apis;
 use crate::managed_fields::{self, FieldManager};
 use crate::resource::ResourceType;
 use crate::status::ApiResult;
@@ -16,7 +18,7 @@ fn is_autoscaler(rt: &ResourceType, version: &str) -> bool {
 
 /// Whether objects of `rt` read or written at `version` need converting.
 pub fn converts(rt: &ResourceType, version: &str) -> bool {
-    is_autoscaler(rt, version) || apis::converts(rt, version)
+    is_autoscaler(rt, version) || event_apis::converts(rt) || apis::converts(rt, version)
 }
 
 /// Converts an object written at `version` to the stored version (with the defaults the
@@ -26,6 +28,10 @@ pub fn to_storage(rt: &ResourceType, version: &str, obj: &mut Value) -> ApiResul
         crate::autoscaling::to_v2(obj);
         return Ok(());
     }
+    if event_apis::converts(rt) {
+        event_apis::to_core(obj);
+        return Ok(());
+    }
     apis::to_storage(rt, version, obj)
 }
 
@@ -33,6 +39,10 @@ pub fn to_storage(rt: &ResourceType, version: &str, obj: &mut Value) -> ApiResul
 pub fn to_version(rt: &ResourceType, version: &str, obj: &mut Value) {
     if is_autoscaler(rt, version) {
         crate::autoscaling::to_v1(obj);
+        return;
+    }
+    if event_apis::converts(rt) {
+        event_apis::to_events(obj);
         return;
     }
     apis::to_version(rt, version, obj);
@@ -47,7 +57,7 @@ pub fn record_created(
     who: &FieldManager,
 ) {
     match written {
-        Some(mut written) if rt.group == "autoscaling" => {
+        Some(mut written) if rt.group == "autoscaling" || event_apis::converts(rt) => {
             if let Some(root) = written.as_object_mut() {
                 root.remove("status");
             }

@@ -458,6 +458,61 @@ pub fn ip_address_parent(o: &Value) -> Value {
     json!(format!("{out}/{}", text(parent, "/name")))
 }
 
+/// The time an Event was first seen (`firstTimestamp`, else `eventTime`) or last seen (its
+/// series' last observation, else `lastTimestamp`, else the first), as `printEvent` picks them.
+pub fn event_seen(event: &Value, last: bool) -> Option<&Value> {
+    let set = |field: &str| event.get(field).filter(|t| !t.is_null());
+    let first = set("firstTimestamp").or_else(|| set("eventTime"));
+    if !last {
+        return first;
+    }
+    match event.get("series").filter(|s| !s.is_null()) {
+        Some(series) => series.get("lastObservedTime"),
+        None => set("lastTimestamp").or(first),
+    }
+}
+
+/// `formatEventSource`: the source's component (else the reporting controller), and its host
+/// (else the reporting instance) after a comma.
+pub fn event_source(event: &Value) -> Value {
+    let text = |pointer: &str| event.pointer(pointer).and_then(Value::as_str).unwrap_or("");
+    let either = |a: &'static str, b: &'static str| match text(a) {
+        "" => text(b),
+        first => first,
+    };
+    let component = either("/source/component", "/reportingComponent");
+    json!(match either("/source/host", "/reportingInstance") {
+        "" => component.to_string(),
+        instance => format!("{component}, {instance}"),
+    })
+}
+
+/// An Event's message without surrounding blanks (empty when it has none).
+pub fn event_message(event: &Value) -> Value {
+    json!(
+        event
+            .get("message")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .trim()
+    )
+}
+
+/// How often an Event happened: its series' count, else `count`, else once.
+pub fn event_count(event: &Value) -> Value {
+    let count = match event.get("series").filter(|s| !s.is_null()) {
+        Some(series) => series.get("count").and_then(Value::as_i64).unwrap_or(0),
+        None => event.get("count").and_then(Value::as_i64).unwrap_or(0),
+    };
+    json!(
+        if count == 0 && event.get("series").is_none_or(Value::is_null) {
+            1
+        } else {
+            count
+        }
+    )
+}
+
 #[cfg(test)]
 mod tests {
 

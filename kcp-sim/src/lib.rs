@@ -52,6 +52,7 @@ pub mod crd;
 pub mod daemon_sets;
 pub mod defaults;
 pub mod error;
+pub mod event_apis;
 pub mod events;
 pub mod evictions;
 pub mod faults;

@@ -1412,10 +1412,14 @@ impl Entry {
         }
     }
 
+    /// Whether this entry is `who`'s for `operation`: kube-apiserver tells an updater's entries
+    /// apart by the API version they were written at too, an applier's not
+    /// (`BuildManagerIdentifier`).
     fn is_for(&self, who: &FieldManager, operation: Operation) -> bool {
         self.manager == who.manager
             && self.operation == operation
             && self.subresource.as_deref() == who.subresource
+            && (operation == Operation::Apply || self.api_version == who.api_version)
     }
 
     fn to_json(&self) -> Value {
@@ -1456,6 +1460,21 @@ fn read_entries(object: Option<&Value>) -> Vec<Entry> {
         .unwrap_or_default()
 }
 
+/// The entries of a live object that a write by `who` keeps: structured-merge-diff converts
+/// the object to each entry's version and drops the entries it cannot convert to, those of
+/// another API group (an Event's written through the other Event API).
+fn entries_for_writer(object: Option<&Value>, who: &FieldManager) -> Vec<Entry> {
+    let group = |api_version: &str| {
+        api_version
+            .rsplit_once('/')
+            .map(|(group, _)| group.to_owned())
+    };
+    let writer = group(who.api_version);
+    let mut entries = read_entries(object);
+    entries.retain(|entry| group(&entry.api_version) == writer);
+    entries
+}
+
 /// Drops paths that no longer exist and empty entries, then stores the entries in `object`.
 fn write_entries(object: &mut Value, mut entries: Vec<Entry>) {
     let object_version = object
@@ -1471,6 +1490,13 @@ fn write_entries(object: &mut Value, mut entries: Vec<Entry>) {
             Schema::Kcp("APIExport" | "APIBinding", _)
         ) && entry.api_version != object_version
         {
+            continue;
+        }
+        // An Event's writers at the other Event API own fields under that API's names.
+        if entry.api_version != object_version
+            && let Some(view) = crate::event_apis::as_read_at(object, &entry.api_version)
+        {
+            entry.fields.root.retain_existing(&view, None);
             continue;
         }
         entry.fields.root.retain_existing(object, None);
@@ -1530,7 +1556,7 @@ fn apply_guessed(
     let base = live.unwrap_or(&empty);
     let mut merged = merge(base, &configuration, None);
 
-    let mut entries = read_entries(live);
+    let mut entries = entries_for_writer(live, who);
     let own = entries
         .iter()
         .position(|entry| entry.is_for(who, Operation::Apply));
@@ -1672,7 +1698,7 @@ pub fn record_created_with_reset(obj: &mut Value, who: &FieldManager, reset: &[&
 }
 
 fn record_update_guessed(old: Option<&Value>, new: &mut Value, who: &FieldManager) {
-    let mut entries = read_entries(old);
+    let mut entries = entries_for_writer(old, who);
     let mut changed = Node::default();
     collect_changed(old, new, None, &mut Vec::new(), &mut changed);
     if !changed.is_empty() {

@@ -35,14 +35,33 @@ pub struct ResourceType {
     pub access: Access,
     /// Subresources discovery lists beside `status` and `scale` (`serviceaccounts/token`).
     pub other_subresources: &'static [&'static str],
-    /// Group and plural, kept so lookups need no allocation.
+    /// The group and plural that key this type's storage, kept so lookups need no allocation:
+    /// the type's own, except for a kind kube-apiserver keeps in another group's storage.
     key: GroupResource,
 }
 
 impl ResourceType {
-    /// The group and plural that key this type's storage.
+    /// The group and plural that key this type's storage (and its watches): `events` for
+    /// `events.k8s.io`'s Events, which kube-apiserver keeps with the core Events.
     pub fn group_resource(&self) -> &GroupResource {
         &self.key
+    }
+
+    /// The group and plural this type is served under (its discovery and URLs).
+    pub fn served_resource(&self) -> GroupResource {
+        GroupResource::new(&self.group, &self.plural)
+    }
+
+    /// The group of the kind this type's objects are stored and validated as: kube-apiserver
+    /// names an invalid `events.k8s.io` Event a core `Event`.
+    pub fn stored_group(&self) -> &str {
+        &self.key.group
+    }
+
+    /// Whether this type's objects are stored as another group's kind (and converted to and
+    /// from it on every read and write).
+    pub fn stored_as_other_group(&self) -> bool {
+        self.key.group != self.group
     }
 
     /// `group/version` (or `version` for core) of a served version.
@@ -379,16 +398,21 @@ pub fn builtin_types(flavor: Flavor) -> Vec<ResourceType> {
             &[],
         ),
         builtin("", "v1", "Event", "events", true, false, &["ev"], &[]),
-        builtin(
-            "events.k8s.io",
-            "v1",
-            "Event",
-            "events",
-            true,
-            false,
-            &["ev"],
-            &[],
-        ),
+        // One store for both Event APIs: what one writes, the other reads (kube-rs's Recorder
+        // writes events.k8s.io, `kubectl describe` reads core Events).
+        ResourceType {
+            key: GroupResource::new("", "events"),
+            ..builtin(
+                "events.k8s.io",
+                "v1",
+                "Event",
+                "events",
+                true,
+                false,
+                &["ev"],
+                &[],
+            )
+        },
         builtin(
             "coordination.k8s.io",
             "v1",
@@ -1254,8 +1278,7 @@ impl Registry {
 
     /// Serves a type (replacing an earlier one with the same group and plural).
     pub fn insert(&mut self, t: ResourceType) {
-        self.by_resource
-            .insert(t.group_resource().clone(), Arc::new(t));
+        self.by_resource.insert(t.served_resource(), Arc::new(t));
     }
 
     /// Stops serving a type.

@@ -511,7 +511,7 @@ pub fn create(
         errors.extend(validation::create_errors(&rt.group, &rt.kind, &obj));
     }
     if !errors.is_empty() {
-        return Err(invalid_object(&rt.group, &rt.kind, &name, &errors));
+        return Err(invalid_object(rt.stored_group(), &rt.kind, &name, &errors));
     }
     if rt.namespaced {
         namespace_accepts_objects(state, cluster, &ns)?;
@@ -1039,7 +1039,7 @@ fn write_update(
         errors.extend(certificates::update_errors(part, &old, &new));
     }
     if !errors.is_empty() {
-        return Err(invalid_object(&rt.group, &rt.kind, name, &errors));
+        return Err(invalid_object(rt.stored_group(), &rt.kind, name, &errors));
     }
     let part = if status {
         schema::Part::Status
@@ -1346,7 +1346,7 @@ fn apply(
             }
             let errors = object_meta::create_errors((&rt.group, &rt.kind), None, name, &applied);
             if !errors.is_empty() {
-                return Err(invalid_object(&rt.group, &rt.kind, name, &errors));
+                return Err(invalid_object(rt.stored_group(), &rt.kind, name, &errors));
             }
             if rt.namespaced {
                 namespace_accepts_objects(state, cluster, namespace)?;
@@ -1357,7 +1357,7 @@ fn apply(
             if !state.is_custom(cluster, rt.group_resource()) {
                 let errors = validation::create_errors(&rt.group, &rt.kind, &obj);
                 if !errors.is_empty() {
-                    return Err(invalid_object(&rt.group, &rt.kind, name, &errors));
+                    return Err(invalid_object(rt.stored_group(), &rt.kind, name, &errors));
                 }
             }
             conversion::to_storage(rt, version, &mut obj)?;

@@ -42,6 +42,11 @@ pub enum Cell {
     Ports,
     /// `kind/name` of an Event's involved object.
     InvolvedObject,
+    /// When an Event was first or last seen, as an age (`printEvent`).
+    EventSeen {
+        /// The last sighting (else the first).
+        last: bool,
+    },
     /// `Ready` or `NotReady` from a Node's Ready condition.
     NodeStatus,
     /// `<kind>/<name>` of a binding's roleRef.
@@ -485,16 +490,35 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             )),
         ],
         ("", "Event") | ("events.k8s.io", "Event") => {
-            // Both are printed from the internal core Event, with its documentation.
+            // Both are printed from the internal core Event, with its documentation
+            // (`eventColumnDefinitions`).
             let event = |field: &str| doc("", "Event", &[field]);
+            let event_path = |path: &[&str]| doc("", "Event", path);
             vec![
-                Column::new("Last Seen", "string", Cell::AgeOf(".lastTimestamp".into()))
+                Column::new("Last Seen", "string", Cell::EventSeen { last: true })
                     .described(event("lastTimestamp")),
                 Column::path("Type", ".type").described(event("type")),
                 Column::path("Reason", ".reason").described(event("reason")),
                 Column::new("Object", "string", Cell::InvolvedObject)
                     .described(event("involvedObject")),
-                Column::path("Message", ".message").described(event("message")),
+                Column::new(
+                    "Subobject",
+                    "string",
+                    Cell::PathOrEmpty(".involvedObject.fieldPath"),
+                )
+                    .wide()
+                    .described(event_path(&["involvedObject", "fieldPath"])),
+                computed("Source", kind_cells::event_source)
+                    .wide()
+                    .described(event("source")),
+                computed("Message", kind_cells::event_message).described(event("message")),
+                Column::new("First Seen", "string", Cell::EventSeen { last: false })
+                    .wide()
+                    .described(event("firstTimestamp")),
+                computed("Count", kind_cells::event_count)
+                    .wide()
+                    .described(event("count")),
+                name().wide(),
             ]
         }
         ("apps", "Deployment") => {
@@ -969,7 +993,13 @@ pub fn render_table(
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {
-            let cells: Vec<Value> = columns.iter().map(|c| cell(&c.cell, o, now)).collect();
+            // An events.k8s.io Event is printed from the core Event it is stored as.
+            let core = crate::event_apis::as_read_at(o, "v1");
+            let printed = core.as_ref().unwrap_or(o);
+            let cells: Vec<Value> = columns
+                .iter()
+                .map(|c| cell(&c.cell, printed, now))
+                .collect();
             let mut row = json!({"cells": cells});
             match include.unwrap_or("Metadata") {
                 // The row's `object` is still written, as null.
@@ -1049,13 +1079,16 @@ fn cell(how: &Cell, o: &Value, now: jiff::Timestamp) -> Value {
         Cell::InvolvedObject => {
             let field = |k: &str| {
                 o.pointer(&format!("/involvedObject/{k}"))
-                    .or_else(|| o.pointer(&format!("/regarding/{k}")))
                     .and_then(Value::as_str)
                     .unwrap_or_default()
-                    .to_ascii_lowercase()
             };
-            json!(format!("{}/{}", field("kind"), field("name")))
+            let kind = field("kind").to_ascii_lowercase();
+            json!(match field("name") {
+                "" => kind,
+                name => format!("{kind}/{name}"),
+            })
         }
+        Cell::EventSeen { last } => json!(age_at(kind_cells::event_seen(o, *last), now)),
         Cell::NodeStatus => {
             let ready = eval_path(o, ".status.conditions[?(@.type==\"Ready\")].status");
             json!(if ready.first().and_then(|v| v.as_str()) == Some("True") {

@@ -35,7 +35,8 @@ pub fn create_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
         ("", "ConfigMap") => config_map_errors(obj),
         ("", "Secret") => secret_errors(obj),
         ("", "Service") => service_port_errors(obj),
-        ("", "Event") => event_namespace_errors(obj),
+        ("", "Event") => crate::event_apis::create_errors("", obj),
+        (crate::event_apis::GROUP, "Event") => crate::event_apis::create_errors(group, obj),
         ("networking.k8s.io", "Ingress") => ingress_errors(obj),
         ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") => {
             workload_selector_errors(kind, obj)
@@ -161,9 +162,13 @@ pub fn update_errors(group: &str, kind: &str, old: &Value, new: &Value) -> Vec<F
         ("storage.k8s.io", "StorageClass") => errors.extend(storage_class_update_errors(old, new)),
         _ => {}
     }
-    // An Event's namespaces are checked on create only.
-    if (group, kind) != ("", "Event") {
-        errors.extend(create_errors(group, kind, new));
+    match (group, kind) {
+        // A core Event's namespaces are checked on create only.
+        ("", "Event") => {}
+        (crate::event_apis::GROUP, "Event") => {
+            errors.extend(crate::event_apis::update_errors(old, new));
+        }
+        _ => errors.extend(create_errors(group, kind, new)),
     }
     errors
 }
@@ -488,38 +493,6 @@ fn backend_port_errors(port: &Value, at: &str) -> Vec<FieldError> {
         (true, false) => Vec::new(),
         (true, true) => vec![FieldError::required(at, "port name or number is required")],
     }
-}
-
-/// `legacyValidateEvent` for an Event without an `eventTime`: its involved object is in its
-/// namespace (an object without a namespace: the Event is in `default` or none).
-fn event_namespace_errors(obj: &Value) -> Vec<FieldError> {
-    if obj
-        .get("eventTime")
-        .is_some_and(|t| !t.is_null() && t != "")
-    {
-        return Vec::new();
-    }
-    let namespace = obj
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let involved = obj
-        .pointer("/involvedObject/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let agrees = if involved.is_empty() {
-        namespace.is_empty() || namespace == "default"
-    } else {
-        namespace == involved
-    };
-    if agrees {
-        return Vec::new();
-    }
-    vec![FieldError::invalid(
-        "involvedObject.namespace",
-        json!(involved),
-        "does not match event.namespace",
-    )]
 }
 
 #[cfg(test)]
