@@ -221,7 +221,7 @@ fn visibility_of(export: &Export, gr: &GroupResource) -> Visibility {
 fn forbidden(rt: &ResourceType, verb: &str, why: &str) -> ApiError {
     ApiError::forbidden(format!(
         "{} is forbidden: User \"kcp-sim\" cannot {verb} resource \"{}\" in API group \"{}\": {why}",
-        rt.group_resource(),
+        rt.served_resource(),
         rt.plural,
         rt.group
     ))
