@@ -47,8 +47,44 @@ pub fn create_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
         ("certificates.k8s.io", "CertificateSigningRequest") => {
             crate::certificates::create_errors(obj)
         }
+        ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
+            admission_policy_errors(obj)
+        }
         _ => Vec::new(),
     }
+}
+
+/// `validateValidatingAdmissionPolicySpec`'s structure (not its CEL): the policy matches some
+/// resources, named by at least one rule, and checks or audits something.
+fn admission_policy_errors(policy: &Value) -> Vec<FieldError> {
+    let spec = policy.get("spec").unwrap_or(&Value::Null);
+    let mut errors = Vec::new();
+    match spec.get("matchConstraints").filter(|m| !m.is_null()) {
+        None => errors.push(FieldError::required("spec.matchConstraints", "")),
+        Some(constraints) => {
+            let rules = constraints.get("resourceRules").and_then(Value::as_array);
+            if rules.is_none_or(Vec::is_empty) {
+                errors.push(FieldError::required(
+                    "spec.matchConstraints.resourceRules",
+                    "",
+                ));
+            }
+        }
+    }
+    let none = |field: &str| {
+        spec.get(field)
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty)
+    };
+    if none("validations") && none("auditAnnotations") {
+        for field in ["spec.validations", "spec.auditAnnotations"] {
+            errors.push(FieldError::required(
+                field,
+                "validations or auditAnnotations must contain at least one item",
+            ));
+        }
+    }
+    errors
 }
 
 /// `ValidateStorageClass`: a provisioner is named.
@@ -642,6 +678,26 @@ mod tests {
         assert_eq!(
             messages(&create_errors("networking.k8s.io", "Ingress", &ingress)),
             ["spec.rules[0].http.paths[0].pathType: Required value: pathType must be specified"]
+        );
+    }
+
+    #[test]
+    fn an_admission_policy_without_constraints_or_checks_is_invalid() {
+        let policy = json!({"spec": {"matchConstraints": {}}});
+        assert_eq!(
+            create_errors(
+                "admissionregistration.k8s.io",
+                "ValidatingAdmissionPolicy",
+                &policy
+            )
+            .iter()
+            .map(|e| e.field.as_str())
+            .collect::<Vec<_>>(),
+            [
+                "spec.matchConstraints.resourceRules",
+                "spec.validations",
+                "spec.auditAnnotations"
+            ]
         );
     }
 
