@@ -14,6 +14,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::managed_fields::FieldManager;
 use crate::resource::GroupResource;
 use crate::semantics::{self, DeleteRequest};
 use crate::status::{ApiError, ApiResult, StatusCause};
@@ -148,18 +149,18 @@ fn spend(
         .and_then(Value::as_str)
         .unwrap_or_default();
     let refuse = |message: String| {
-        ApiError::new(429, "TooManyRequests", REFUSED)
-            .retry_after(10)
-            .with_causes(vec![StatusCause {
-                reason: "DisruptionBudget".into(),
-                message,
-                field: String::new(),
-            }])
+        ApiError::new(429, "TooManyRequests", REFUSED).with_causes(vec![StatusCause {
+            reason: "DisruptionBudget".into(),
+            message,
+            field: String::new(),
+        }])
     };
     if number("/status/observedGeneration") < number("/metadata/generation") {
+        // Only this refusal says when to ask again.
         return Err(refuse(format!(
             "The disruption budget {name} is still being processed by the server."
-        )));
+        ))
+        .retry_after(10));
     }
     let allowed = number("/status/disruptionsAllowed");
     if allowed < 0 {
@@ -179,14 +180,64 @@ fn spend(
     }
     let mut spent = budget.clone();
     spent["status"]["disruptionsAllowed"] = json!(allowed - 1);
+    if allowed == 1 {
+        no_disruption_allowed(&mut spent["status"]);
+    }
     let disrupted = &mut spent["status"]["disruptedPods"];
     if !disrupted.is_object() {
         *disrupted = json!({});
     }
-    disrupted[pod] = json!(semantics::now());
+    let now = semantics::now();
+    disrupted[pod] = json!(now);
+    // The API server itself writes the budget's status (`kube-apiserver` in managedFields).
+    let writer = FieldManager {
+        manager: "kube-apiserver",
+        subresource: Some("status"),
+        time: &now,
+        api_version: "policy/v1",
+    };
+    crate::managed_fields::record_update(Some(budget), &mut spent, &writer);
     let gr = GroupResource::new("policy", "poddisruptionbudgets");
     state.store(cluster, &gr, namespace, name, &mut spent)?;
     Ok(())
+}
+
+/// `UpdateDisruptionAllowedCondition` once the last disruption is spent: the budget's
+/// `DisruptionAllowed` condition turns `False` (`InsufficientPods`), a new transition time only
+/// when its status changed (`SetStatusCondition`).
+fn no_disruption_allowed(status: &mut Value) {
+    let observed = status
+        .get("observedGeneration")
+        .cloned()
+        .unwrap_or(json!(0));
+    if !status.get("conditions").is_some_and(Value::is_array) {
+        status["conditions"] = json!([]);
+    }
+    let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) else {
+        return;
+    };
+    let existing = conditions
+        .iter_mut()
+        .find(|c| c["type"] == "DisruptionAllowed");
+    match existing {
+        Some(condition) => {
+            if condition["status"] != "False" {
+                condition["status"] = json!("False");
+                condition["lastTransitionTime"] = json!(semantics::now());
+            }
+            condition["reason"] = json!("InsufficientPods");
+            condition["message"] = json!("");
+            condition["observedGeneration"] = observed;
+        }
+        None => conditions.push(json!({
+            "type": "DisruptionAllowed",
+            "status": "False",
+            "observedGeneration": observed,
+            "lastTransitionTime": semantics::now(),
+            "reason": "InsufficientPods",
+            "message": "",
+        })),
+    }
 }
 
 #[cfg(test)]
