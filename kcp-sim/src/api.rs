@@ -146,6 +146,9 @@ pub struct WatchStart {
     pub filter: WatchFilter,
     /// Live changes at or below this resourceVersion were already covered.
     pub after_rv: u64,
+    /// The resourceVersion the watcher has seen before the first event: the one it asked for,
+    /// or the store's when its initial events cover it.
+    pub seen_rv: u64,
 }
 
 /// Settings of the simulated installation.
@@ -504,6 +507,7 @@ impl Sim {
                     changes,
                     filter: watch_filter,
                     after_rv,
+                    seen_rv: rv,
                 })
             }
             None => {
@@ -519,6 +523,7 @@ impl Sim {
                     changes: state.subscribe(),
                     filter: watch_filter,
                     after_rv: state.rv,
+                    seen_rv: state.rv,
                 })
             }
         }

@@ -1321,7 +1321,12 @@ struct WatchStream {
     version: String,
     pending: std::collections::VecDeque<(ChangeKind, Arc<Stored>)>,
     last_rv: u64,
+    /// The newest resourceVersion the watcher was sent (an event's or a bookmark's).
+    seen_rv: u64,
     bookmarks: Option<tokio::time::Interval>,
+    /// When a watch with bookmarks and a timeout gets one before it ends: 2 s before, as
+    /// kube-apiserver's watch cache schedules it, and only if there is news to mark.
+    pretimeout: Option<tokio::time::Instant>,
     deadline: tokio::time::Instant,
     drops: tokio::sync::watch::Receiver<u64>,
     done: bool,
@@ -1355,11 +1360,13 @@ impl WatchStream {
         }
         if let Some((kind, obj)) = self.pending.pop_front() {
             self.last_rv = self.last_rv.max(obj.rv);
+            self.seen_rv = self.seen_rv.max(obj.rv);
             return Some(self.encode(kind, &obj));
         }
         if self.initial_events_end {
             // The bookmark that ends the initial events of a `sendInitialEvents` watch.
             let frame = self.bookmark();
+            self.seen_rv = self.last_rv;
             self.initial_events_end = false;
             return Some(frame);
         }
@@ -1380,6 +1387,7 @@ impl WatchStream {
                         }
                         self.last_rv = self.last_rv.max(change.rv);
                         if let Some((kind, obj)) = self.start.filter.view(&change) {
+                            self.seen_rv = self.seen_rv.max(change.rv);
                             return Some(self.encode(kind, &obj));
                         }
                     }
@@ -1389,7 +1397,22 @@ impl WatchStream {
                         return None;
                     }
                 },
-                _ = tick => return Some(self.bookmark()),
+                _ = tick => {
+                    self.seen_rv = self.last_rv;
+                    return Some(self.bookmark());
+                }
+                _ = async {
+                    match self.pretimeout {
+                        Some(at) => tokio::time::sleep_until(at).await,
+                        None => std::future::pending::<()>().await,
+                    }
+                } => {
+                    self.pretimeout = None;
+                    if self.last_rv > self.seen_rv {
+                        self.seen_rv = self.last_rv;
+                        return Some(self.bookmark());
+                    }
+                }
                 _ = tokio::time::sleep_until(self.deadline) => {
                     self.done = true;
                     return None;
@@ -1541,15 +1564,23 @@ async fn watch(
         i
     });
     let initial_events_end = send_initial_events == Some(true) && bookmarks.is_some();
+    let deadline = tokio::time::Instant::now() + timeout;
+    let pretimeout = (bookmarks.is_some() && query.get("timeoutSeconds").is_some())
+        .then(|| deadline.checked_sub(Duration::from_secs(2)))
+        .flatten()
+        .filter(|at| *at > tokio::time::Instant::now());
     let pending = start.initial.iter().cloned().collect();
     let last_rv = start.after_rv;
+    let seen_rv = start.seen_rv;
     let stream = WatchStream {
         start,
         version: target.version.clone(),
         pending,
         last_rv,
+        seen_rv,
         bookmarks,
-        deadline: tokio::time::Instant::now() + timeout,
+        pretimeout,
+        deadline,
         drops,
         done: false,
         encoder,
