@@ -1341,7 +1341,9 @@ impl WatchStream {
             .event(kind.as_str(), &render(&self.start.rt, &self.version, obj))
     }
 
-    fn bookmark(&self) -> Bytes {
+    /// A bookmark at the newest resourceVersion known, which the watcher has then seen.
+    fn bookmark(&mut self) -> Bytes {
+        self.seen_rv = self.last_rv;
         let mut obj = json!({
             "kind": self.start.rt.kind,
             "apiVersion": self.start.rt.api_version(&self.version),
@@ -1366,7 +1368,6 @@ impl WatchStream {
         if self.initial_events_end {
             // The bookmark that ends the initial events of a `sendInitialEvents` watch.
             let frame = self.bookmark();
-            self.seen_rv = self.last_rv;
             self.initial_events_end = false;
             return Some(frame);
         }
@@ -1397,10 +1398,7 @@ impl WatchStream {
                         return None;
                     }
                 },
-                _ = tick => {
-                    self.seen_rv = self.last_rv;
-                    return Some(self.bookmark());
-                }
+                _ = tick => return Some(self.bookmark()),
                 _ = async {
                     match self.pretimeout {
                         Some(at) => tokio::time::sleep_until(at).await,
@@ -1409,7 +1407,6 @@ impl WatchStream {
                 } => {
                     self.pretimeout = None;
                     if self.last_rv > self.seen_rv {
-                        self.seen_rv = self.last_rv;
                         return Some(self.bookmark());
                     }
                 }
