@@ -741,10 +741,16 @@ fn selectable_fields(
         .unwrap_or_default()
 }
 
-/// Write options with the initializer of the virtual workspace a request came through.
+/// Write options with the initializer of the virtual workspace a request came through. kcp's
+/// initializingworkspaces view forwards a LogicalCluster write with its own client, so the
+/// write is recorded as kcp's unless it names its `fieldManager` (seen on kcp v0.30.0).
 fn with_initializer(opts: &WriteOptions, r: &Resolved) -> WriteOptions {
     let mut opts = opts.clone();
     opts.initializer = r.initializer.clone();
+    if opts.initializer.is_some() && r.rt.group == "core.kcp.io" && r.rt.plural == "logicalclusters"
+    {
+        opts.default_manager = kcp::CONTROLLER_MANAGER.to_string();
+    }
     opts
 }
 

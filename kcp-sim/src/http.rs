@@ -109,22 +109,22 @@ fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
     full(status, "application/json", body)
 }
 
-/// The answer to a path no handler serves, such as an API group nobody serves: Go's
-/// `http.NotFound` text, not a `Status`, as kube-apiserver's not-found handler writes it.
-fn page_not_found() -> Response<Body> {
+/// An answer Go's `http.Error` writes (such as the mux's `404 page not found` for a path no
+/// handler serves): the message and a newline as plain text, not a `Status`.
+fn plain_error(status: StatusCode, message: &str) -> Response<Body> {
     full(
-        StatusCode::NOT_FOUND,
+        status,
         "text/plain; charset=utf-8",
-        "404 page not found\n",
+        Bytes::from(format!("{message}\n")),
     )
 }
 
 /// A `Status` error response.
 pub fn error_response(err: &ApiError) -> Response<Body> {
-    if err.plain_text {
-        return page_not_found();
-    }
     let status = StatusCode::from_u16(err.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    if err.plain_text {
+        return plain_error(status, &err.message);
+    }
     let mut resp = json_response(status, &err.to_status());
     if let Some(secs) = err.retry_after_seconds()
         && let Ok(v) = HeaderValue::from_str(&secs.to_string())
@@ -305,7 +305,7 @@ async fn route(
     // Only served groups have handlers (which answer a 404 Status for what they do not serve);
     // the rest of `/apis` is the not-found handler's.
     if !group.is_empty() && !sim.serves_group(&endpoint, group).unwrap_or(true) {
-        return Ok(page_not_found());
+        return Ok(error_response(&ApiError::page_not_found()));
     }
     let (namespace, plural, name, subresource) = match tail {
         ["namespaces", ns, plural, more @ ..]
@@ -933,14 +933,14 @@ fn non_resource(
         },
         ["apis", group] => match sim.registry(endpoint)?.api_group(group) {
             Some(doc) => ok(doc),
-            None => Ok(Some(page_not_found())),
+            None => Ok(Some(error_response(&ApiError::page_not_found()))),
         },
         ["apis", group, version] => {
             let registry = sim.registry(endpoint)?;
             match registry.api_resource_list(group, version) {
                 Some(doc) => ok(doc),
                 None if registry.serves_group(group) => Err(ApiError::path_not_found()),
-                None => Ok(Some(page_not_found())),
+                None => Ok(Some(error_response(&ApiError::page_not_found()))),
             }
         }
         _ => Ok(None),

@@ -485,10 +485,8 @@ fn initialization_status(status: &mut Value, initializers: &[String]) {
     let list: Vec<Value> = initializers.iter().map(|i| json!(i)).collect();
     let mut holder = json!({"status": status.clone()});
     if initializers.is_empty() {
+        // An emptied list stays as its writer left it (kcp does not rewrite it).
         holder["status"]["phase"] = json!("Ready");
-        if let Some(s) = holder["status"].as_object_mut() {
-            s.remove("initializers");
-        }
         conditions::set(&mut holder, Condition::ok(INITIALIZED));
     } else {
         holder["status"]["phase"] = json!("Initializing");
@@ -551,7 +549,7 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
     // The LogicalCluster, as the scheduler creates it and kcp's controllers complete it.
     let mut annotations = json!({TYPE_ANNOTATION: format!("{type_path}:{type_name}"),
         PATH_ANNOTATION: path});
-    let created = json!({
+    let mut created = json!({
         "apiVersion": "core.kcp.io/v1alpha1",
         "kind": "LogicalCluster",
         "metadata": {
@@ -570,9 +568,12 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
                 "cluster": parent,
                 "uid": ws.pointer("/metadata/uid").cloned().unwrap_or(Value::Null),
             },
-            "initializers": all_initializers,
         },
     });
+    if !all_initializers.is_empty() {
+        // kcp's Go type leaves an empty list out.
+        created["spec"]["initializers"] = json!(all_initializers);
+    }
     let mut done = created.clone();
     let mut status = json!({"URL": format!("{shard_url}/clusters/{lc}")});
     initialization_status(&mut status, &remaining);
@@ -588,6 +589,7 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
     done["metadata"]["annotations"] = annotations;
     set_label(&mut done, PHASE_LABEL, status["phase"].as_str());
     done["status"] = status.clone();
+    label_initializers(&mut done);
     let mut lc_object = created;
     controller_created(
         &mut lc_object,
@@ -602,10 +604,9 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
     let stored = state.encode_next(&mut done)?;
     state.put(&lc, &logical_clusters(), "", LOGICAL_CLUSTER_NAME, stored)?;
     system_apis::bind_defaults(state, &lc, &aliases)?;
-    // As kcp: a workspace gets its `default` and `kube-system` namespaces once it is Ready, not while initializers
-    // still work on it (seen on kcp v0.30.0).
-    if ready {
-        ensure_ready_namespaces(state, &lc)?;
+    system_apis::record_resource_bindings(state, &lc)?;
+    if all_initializers.contains(&initializer_of(ROOT, "universal")) {
+        bootstrap_universal(state, &lc)?;
     }
 
     // The Workspace, scheduled.
@@ -681,7 +682,11 @@ fn mirror(ws: &mut Value, status: &Value) {
     let phase = status.get("phase").and_then(Value::as_str);
     set_label(ws, PHASE_LABEL, phase);
     ws["status"]["phase"] = status.get("phase").cloned().unwrap_or(Value::Null);
-    match (status.get("initializers"), ws["status"].as_object_mut()) {
+    // kcp copies them through its Go types, where an empty list is left out.
+    let initializers = status
+        .get("initializers")
+        .filter(|i| i.as_array().is_some_and(|a| !a.is_empty()));
+    match (initializers, ws["status"].as_object_mut()) {
         (Some(i), _) => ws["status"]["initializers"] = i.clone(),
         (None, Some(s)) => {
             s.remove("initializers");
@@ -732,6 +737,7 @@ pub fn logical_cluster_changed(state: &mut State, cluster: &str, lc: &Value) -> 
         initialization_status(&mut status, &remaining);
         next["status"] = status.clone();
         set_label(&mut next, PHASE_LABEL, status["phase"].as_str());
+        label_initializers(&mut next);
         if remaining.is_empty()
             && let Some(owner) = next
                 .pointer("/metadata/annotations")
@@ -750,9 +756,6 @@ pub fn logical_cluster_changed(state: &mut State, cluster: &str, lc: &Value) -> 
                 &mut next,
                 "core.kcp.io/v1alpha1",
             )?;
-        }
-        if remaining.is_empty() {
-            ensure_ready_namespaces(state, cluster)?;
         }
     }
     let (Some(owner_cluster), Some(owner_name)) = (
@@ -903,7 +906,8 @@ pub fn workspace_removed(state: &mut State, ws: &Stored) -> ApiResult<()> {
 }
 
 /// Whether a cluster may be reached through the initializingworkspaces virtual workspace of
-/// `initializer`: only while its LogicalCluster still carries that initializer.
+/// `initializer`: only while it is initializing and its LogicalCluster still carries that
+/// initializer. kcp's handler refuses anything else with a plain-text `403`.
 pub fn initializing_with(
     state: &State,
     cluster: &str,
@@ -916,13 +920,18 @@ pub fn initializing_with(
         .filter(|c| shard.is_none_or(|s| s == c.shard))
         .and_then(|c| c.get(&logical_clusters(), "", LOGICAL_CLUSTER_NAME))
         .and_then(|lc| lc.value().ok())
-        .is_some_and(|lc| carries_initializer(&lc, initializer));
+        .is_some_and(|lc| {
+            lc.pointer("/status/phase").and_then(Value::as_str) == Some("Initializing")
+                && carries_initializer(&lc, initializer)
+        });
     if allowed {
         Ok(())
     } else {
-        Err(ApiError::forbidden(format!(
-            "cluster {cluster:?} is not initializing with initializer {initializer:?}"
-        )))
+        Err(ApiError::plain(
+            403,
+            "Forbidden",
+            format!("initializer {initializer:?} cannot access this workspace"),
+        ))
     }
 }
 
@@ -1012,11 +1021,56 @@ pub fn default_service_account(
     )
 }
 
-/// The namespaces kcp makes in a workspace once it is Ready: `default` and `kube-system`
-/// (conformance kubectl-kcp-sessions/namespaces-accounts-and-tokens-in-a-workspace).
-fn ensure_ready_namespaces(state: &mut State, cluster: &str) -> ApiResult<()> {
+/// What the universal type's bootstrap creates in a workspace whose type extends
+/// `root:universal`, before it removes that initializer: the `default` and `kube-system`
+/// namespaces, created once and then left to the user (conformance
+/// kcp-views/an-initializer-sees-its-initializing-workspaces). A workspace of a type that
+/// does not extend it gets none (kcp-workspaces/a-workspace-of-a-type-that-does-not-extend-universal-has-no-namespaces).
+fn bootstrap_universal(state: &mut State, cluster: &str) -> ApiResult<()> {
     for namespace in ["default", "kube-system"] {
-        crate::semantics::ensure_namespace(state, cluster, namespace)?;
+        let body = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace,
+            "annotations": {"bootstrap.kcp.io/create-only": "true"}}});
+        crate::semantics::ensure_created(
+            state,
+            cluster,
+            "namespaces",
+            None,
+            body,
+            CONTROLLER_MANAGER,
+        )?;
     }
     Ok(())
+}
+
+/// The label kcp's LogicalCluster controller sets for each initializer in a LogicalCluster's
+/// status (`initialization.InitializerToLabel`): the key is
+/// `initializer.internal.kcp.io/` and as much of the initializer's SHA-224 (hex) as a label
+/// value may hold after that prefix, the value is the whole digest. The initializingworkspaces
+/// view selects by it.
+pub fn initializer_label(initializer: &str) -> (String, String) {
+    use sha2::{Digest, Sha224};
+    const PREFIX: &str = "initializer.internal.kcp.io/";
+    const LABEL_VALUE_MAX: usize = 63;
+    let hash = format!("{:x}", Sha224::digest(initializer.as_bytes()));
+    let key_hash = hash.get(..LABEL_VALUE_MAX - PREFIX.len()).unwrap_or(&hash);
+    (format!("{PREFIX}{key_hash}"), hash)
+}
+
+/// Makes a LogicalCluster's initializer labels match its status' initializers: one
+/// [`initializer_label`] each, none for an initializer that is gone.
+fn label_initializers(lc: &mut Value) {
+    let wanted: Vec<(String, String)> = initializers_of(lc)
+        .iter()
+        .map(|i| initializer_label(i))
+        .collect();
+    let prefix = "initializer.internal.kcp.io/";
+    if let Some(labels) = lc
+        .pointer_mut("/metadata/labels")
+        .and_then(Value::as_object_mut)
+    {
+        labels.retain(|k, _| !k.starts_with(prefix) || wanted.iter().any(|(w, _)| w == k));
+    }
+    for (key, value) in wanted {
+        set_label(lc, &key, Some(&value));
+    }
 }

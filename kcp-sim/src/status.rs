@@ -19,8 +19,8 @@ pub struct ApiError {
     pub message: String,
     /// `details`, when the error is about one object or asks the client to wait.
     pub details: Option<Box<StatusDetails>>,
-    /// Answered as the server's mux answers a path nothing handles: a plain-text
-    /// `404 page not found`, not a `Status`.
+    /// Answered as Go's `http.Error` writes it: the message as plain text, not a `Status`
+    /// (the mux's `404 page not found`, or a handler of kcp's virtual workspaces).
     pub plain_text: bool,
 }
 
@@ -64,9 +64,14 @@ impl ApiError {
 
     /// The mux's `404 page not found` (a path no handler serves).
     pub fn page_not_found() -> Self {
+        Self::plain(404, "NotFound", "404 page not found")
+    }
+
+    /// An answer written by Go's `http.Error`: `message` as plain text, no `Status`.
+    pub fn plain(code: u16, reason: &'static str, message: impl Into<String>) -> Self {
         Self {
             plain_text: true,
-            ..Self::new(404, "NotFound", "404 page not found")
+            ..Self::new(code, reason, message)
         }
     }
 

@@ -331,15 +331,38 @@ async fn a_cluster_is_reachable_through_the_view_only_while_it_initializes() {
 }
 
 #[tokio::test]
-async fn a_workspace_gets_its_default_namespace_once_ready() {
+async fn a_universal_workspace_has_its_namespaces_while_it_initializes() {
+    // As kcp v0.30.0 answered (conformance kcp-views/an-initializer-sees-its-initializing-
+    // workspaces): the universal type's bootstrap creates them before other initializers run.
+    let sim = kcp().await;
+    let extends_universal = json!({"initializer": true,
+        "extend": {"with": [{"name": "universal", "path": "root"}]}});
+    create_type(&sim, "example", extends_universal).await;
+    create_workspace(&sim, "root", "early", Some("example")).await;
+    let vw = format!("{}/services/initializingworkspaces/root:example", sim.url());
+    let cluster = sim.logical_cluster("root:early").unwrap();
+    let through_view: Api<k8s_openapi::api::core::v1::Namespace> =
+        Api::all(client_at(&format!("{vw}/clusters/{cluster}")));
+    for name in ["default", "kube-system"] {
+        let ns = through_view.get(name).await.unwrap();
+        let annotations = ns.metadata.annotations.unwrap_or_default();
+        assert_eq!(
+            annotations
+                .get("bootstrap.kcp.io/create-only")
+                .map(String::as_str),
+            Some("true"),
+            "{name}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_workspace_whose_type_does_not_extend_universal_gets_no_namespaces() {
     let sim = kcp().await;
     create_type(&sim, "example", json!({"initializer": true})).await;
     create_workspace(&sim, "root", "later", Some("example")).await;
     let vw = format!("{}/services/initializingworkspaces/root:example", sim.url());
     let cluster = sim.logical_cluster("root:later").unwrap();
-    let through_view: Api<k8s_openapi::api::core::v1::Namespace> =
-        Api::all(client_at(&format!("{vw}/clusters/{cluster}")));
-    assert!(through_view.get_opt("default").await.unwrap().is_none());
     let lc: Api<LogicalCluster> = Api::all(client_at(&format!("{vw}/clusters/{cluster}")));
     lc.patch_status(
         "cluster",
@@ -350,7 +373,30 @@ async fn a_workspace_gets_its_default_namespace_once_ready() {
     .unwrap();
     let inside: Api<k8s_openapi::api::core::v1::Namespace> =
         Api::all(sim.client("root:later").unwrap());
-    assert!(inside.get_opt("default").await.unwrap().is_some());
+    assert!(
+        inside
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn an_initializing_logical_cluster_carries_a_label_per_initializer() {
+    let sim = kcp().await;
+    create_type(&sim, "example", json!({"initializer": true})).await;
+    create_workspace(&sim, "root", "labelled", Some("example")).await;
+    let lc: Api<LogicalCluster> = Api::all(sim.client("root:labelled").unwrap());
+    let labels = lc.get("cluster").await.unwrap().metadata.labels.unwrap();
+    // kcp's InitializerToLabel: the SHA-224 of "root:example" (`sha224sum` gives
+    // 38e7732c...abb16), its first 35 hex digits in the key, all of it the value.
+    let key = "initializer.internal.kcp.io/38e7732cde2d692db77aa02ff9191566864";
+    assert_eq!(
+        labels.get(key).map(String::as_str),
+        Some("38e7732cde2d692db77aa02ff9191566864333f33580d861066abb16")
+    );
 }
 
 #[tokio::test]

@@ -351,7 +351,8 @@ fn resource_bindings(state: &State, cluster: &str) -> String {
 }
 
 /// Brings the LogicalCluster's record of bound resources up to date; called when a binding is
-/// reconciled or removed, the moments kcp writes it.
+/// reconciled or removed and when the LogicalCluster is new, the moments kcp writes it (its
+/// cleanup controller records `{}` for a cluster that binds nothing).
 pub fn record_resource_bindings(state: &mut State, cluster: &str) -> ApiResult<()> {
     let Some(stored) = state.lookup(cluster, &logical_clusters(), "", LOGICAL_CLUSTER_NAME) else {
         return Ok(());
@@ -362,7 +363,7 @@ pub fn record_resource_bindings(state: &mut State, cluster: &str) -> ApiResult<(
         .pointer("/metadata/annotations")
         .and_then(|a| a.get(RESOURCE_BINDINGS_ANNOTATION))
         .and_then(Value::as_str);
-    if current == Some(value.as_str()) || (current.is_none() && value == "{}") {
+    if current == Some(value.as_str()) {
         return Ok(());
     }
     let mut new = old.clone();
