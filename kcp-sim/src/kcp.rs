@@ -9,6 +9,7 @@
 
 pub mod system_apis;
 pub mod types;
+pub mod workspace_updates;
 
 use std::sync::Arc;
 
@@ -822,7 +823,8 @@ pub fn carries_initializer(lc: &Value, initializer: &str) -> bool {
         .is_some_and(|a| a.iter().any(|i| i.as_str() == Some(initializer)))
 }
 
-/// The kcp rules of an update: a LogicalCluster's initializers can only be removed, and through
+/// The kcp rules of an update: a Workspace stays where it is ([`workspace_updates::admit`]);
+/// a LogicalCluster's initializers can only be removed, and through
 /// an initializingworkspaces virtual workspace only that workspace's own initializer can go.
 pub fn check_update(
     rt: &ResourceType,
@@ -830,6 +832,13 @@ pub fn check_update(
     new: &Value,
     through_initializer: Option<&str>,
 ) -> ApiResult<()> {
+    if rt.group == "tenancy.kcp.io" && rt.kind == "Workspace" {
+        let name = new
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return workspace_updates::admit(old, new, name);
+    }
     if rt.group != "core.kcp.io" || rt.kind != "LogicalCluster" {
         return Ok(());
     }

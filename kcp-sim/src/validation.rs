@@ -196,6 +196,9 @@ pub fn update_errors(group: &str, kind: &str, old: &Value, new: &Value) -> Vec<F
             errors.extend(immutable_errors(old, new, &["data"]));
         }
         ("storage.k8s.io", "StorageClass") => errors.extend(storage_class_update_errors(old, new)),
+        ("tenancy.kcp.io", "Workspace") => {
+            errors.extend(crate::kcp::workspace_updates::validation_errors(old, new));
+        }
         _ => {}
     }
     match (group, kind) {

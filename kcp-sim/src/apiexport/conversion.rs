@@ -129,20 +129,34 @@ fn v1alpha2_defaults(obj: &mut Value) {
     }
 }
 
+/// A string field as Go's encoder writes it with `omitempty`: quoted, or left out when empty.
+fn go_text(v: &Value, key: &str) -> Option<String> {
+    v.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .map(|s| Value::from(s).to_string())
+}
+
+/// An object member as Go writes it (`None`: left out).
+fn go_member(key: &str, value: Option<String>) -> Option<String> {
+    value.map(|v| format!("{key:?}:{v}"))
+}
+
+/// An object of the members that are there, in the given (struct field) order.
+fn go_object(members: Vec<Option<String>>) -> String {
+    let members: Vec<String> = members.into_iter().flatten().collect();
+    format!("{{{}}}", members.join(","))
+}
+
+/// A claim's resource, which Go always writes.
+fn go_resource(claim: &Value) -> Option<String> {
+    let resource = claim.get("resource").and_then(Value::as_str).unwrap_or("");
+    Some(Value::from(resource).to_string())
+}
+
 /// v1alpha1 permission claims as Go writes them (the annotation kcp keeps them in): struct
 /// field order, empty fields left out.
 fn go_v1alpha1_claims(claims: &[Value]) -> String {
-    let text = |v: &Value, k: &str| -> Option<String> {
-        v.get(k)
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .map(|s| Value::from(s).to_string())
-    };
-    let member = |k: &str, v: Option<String>| v.map(|v| format!("{k:?}:{v}"));
-    let object = |members: Vec<Option<String>>| {
-        let members: Vec<String> = members.into_iter().flatten().collect();
-        format!("{{{}}}", members.join(","))
-    };
     let claims: Vec<String> = claims
         .iter()
         .map(|c| {
@@ -154,27 +168,40 @@ fn go_v1alpha1_claims(claims: &[Value]) -> String {
                     let s: Vec<String> = s
                         .iter()
                         .map(|s| {
-                            object(vec![
-                                member("name", text(s, "name")),
-                                member("namespace", text(s, "namespace")),
+                            go_object(vec![
+                                go_member("name", go_text(s, "name")),
+                                go_member("namespace", go_text(s, "namespace")),
                             ])
                         })
                         .collect();
                     format!("[{}]", s.join(","))
                 });
             let all = (c.get("all").and_then(Value::as_bool) == Some(true)).then(|| "true".into());
-            object(vec![
-                member("group", text(c, "group")),
-                member(
-                    "resource",
-                    Some(
-                        Value::from(c.get("resource").and_then(Value::as_str).unwrap_or(""))
-                            .to_string(),
-                    ),
-                ),
-                member("all", all),
-                member("resourceSelector", selectors),
-                member("identityHash", text(c, "identityHash")),
+            go_object(vec![
+                go_member("group", go_text(c, "group")),
+                go_member("resource", go_resource(c)),
+                go_member("all", all),
+                go_member("resourceSelector", selectors),
+                go_member("identityHash", go_text(c, "identityHash")),
+            ])
+        })
+        .collect();
+    format!("[{}]", claims.join(","))
+}
+
+/// v1alpha2 permission claims as Go writes them (the annotation a v1alpha1 read keeps the
+/// claims with verbs in): group, resource, verbs, identity hash, the empty ones left out
+/// (conformance kcp-apis/an-apiexport-written-at-v1alpha2-reads-at-v1alpha1).
+fn go_v1alpha2_claims(claims: &[Value]) -> String {
+    let claims: Vec<String> = claims
+        .iter()
+        .map(|c| {
+            let verbs = c.get("verbs").cloned().unwrap_or(Value::Null).to_string();
+            go_object(vec![
+                go_member("group", go_text(c, "group")),
+                go_member("resource", go_resource(c)),
+                go_member("verbs", Some(verbs)),
+                go_member("identityHash", go_text(c, "identityHash")),
             ])
         })
         .collect();
@@ -378,7 +405,7 @@ fn v1alpha2_to_v1alpha1(obj: &mut Value) {
         set_annotation(obj, RESOURCE_SCHEMAS_ANNOTATION, &Value::Array(other));
     }
     if !not_wildcard.is_empty() {
-        set_annotation(obj, CLAIMS_ANNOTATION, &Value::Array(not_wildcard));
+        set_raw_annotation(obj, CLAIMS_ANNOTATION, go_v1alpha2_claims(&not_wildcard));
     }
 }
 
