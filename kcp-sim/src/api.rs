@@ -32,10 +32,11 @@ pub enum Endpoint {
     Cluster(String),
     /// `/clusters/*`.
     Wildcard,
-    /// `/services/initializingworkspaces/<initializer>/clusters/<cluster or *>`.
-    Initializing {
-        /// The initializer of the view.
-        initializer: String,
+    /// `/services/initializingworkspaces/<initializer>/clusters/<cluster or *>` and
+    /// `/services/terminatingworkspaces/<terminator>/clusters/<cluster or *>`.
+    Lifecycle {
+        /// The view, with the initializer or terminator it serves.
+        view: kcp::LifecycleView,
         /// A concrete cluster, or `None` for `*`.
         cluster: Option<String>,
         /// The shard whose URL was called (its view holds that shard's clusters only); `None`
@@ -103,8 +104,8 @@ pub struct Resolved {
     pub cluster: Option<String>,
     /// The clusters a read sees.
     pub scope: ClusterScope,
-    /// The initializer of an initializingworkspaces view.
-    pub initializer: Option<String>,
+    /// The lifecycle view (initializing or terminating workspaces) a request came through.
+    pub lifecycle: Option<kcp::LifecycleView>,
     /// What an apiexport view sees.
     pub visibility: Option<Visibility>,
     /// Whether the resource is a custom resource (a CRD's or a bound schema's) of the
@@ -115,11 +116,11 @@ pub struct Resolved {
 
 impl Resolved {
     /// Narrows a read's filter to what the target and the view select: the namespace, the
-    /// initializer of an initializingworkspaces view, the visibility of an apiexport view.
+    /// LogicalClusters of a lifecycle view, the visibility of an apiexport view.
     fn narrow(&self, filter: &mut Filter, target: &Target) {
         filter.namespace = target.namespace.clone().filter(|_| self.rt.namespaced);
-        if let ClusterScope::Initializing { initializer, .. } = &self.scope {
-            filter.initializer = Some(initializer.clone());
+        if let ClusterScope::Lifecycle { view, .. } = &self.scope {
+            filter.lifecycle = Some(view.clone());
         }
         filter.visibility = self.visibility.clone();
     }
@@ -254,7 +255,7 @@ impl Sim {
     pub fn serves_group(&self, endpoint: &Endpoint, group: &str) -> ApiResult<bool> {
         if matches!(
             endpoint,
-            Endpoint::Wildcard | Endpoint::Initializing { cluster: None, .. }
+            Endpoint::Wildcard | Endpoint::Lifecycle { cluster: None, .. }
         ) {
             let state = self.read();
             return Ok(state
@@ -320,7 +321,7 @@ impl Sim {
         if let Some(at) = target.endpoint.apiexport_at() {
             return resolve_in_view(state, &at, target, verb);
         }
-        let (cluster, scope, initializer) =
+        let (cluster, scope, lifecycle) =
             addressed(state, &target.endpoint).map_err(|e| match &target.endpoint {
                 Endpoint::Cluster(c) if state.resolve_cluster(c).is_none() => {
                     access_denied(target, verb)
@@ -342,9 +343,16 @@ impl Sim {
             None => state.clusters.keys().find_map(|c| lookup(c)),
         }
         .ok_or_else(|| unknown_resource(&target.group))?;
-        if matches!(scope, ClusterScope::Initializing { .. })
-            && !(rt.group == "core.kcp.io" && rt.plural == "logicalclusters")
-        {
+        // A lifecycle view lists LogicalClusters across clusters; in one cluster it serves
+        // what its kind of view serves.
+        let served = match (&scope, &lifecycle) {
+            (ClusterScope::Lifecycle { .. }, _) => {
+                rt.group == "core.kcp.io" && rt.plural == "logicalclusters"
+            }
+            (_, Some(view)) => view.serves(&rt.group, &rt.plural),
+            _ => true,
+        };
+        if !served {
             return Err(ApiError::path_not_found());
         }
         let custom = cluster
@@ -355,7 +363,7 @@ impl Sim {
             rt,
             cluster,
             scope,
-            initializer,
+            lifecycle,
             visibility: None,
             custom,
         })
@@ -563,7 +571,7 @@ impl Sim {
                 &target.version,
                 target.namespace.as_deref(),
                 body,
-                &with_initializer(opts, r),
+                &with_lifecycle(opts, r),
             )
         })
         .await
@@ -587,7 +595,7 @@ impl Sim {
                 name,
                 target.subresource.is_some(),
                 body,
-                &with_initializer(opts, r),
+                &with_lifecycle(opts, r),
             )
         })
         .await
@@ -613,7 +621,7 @@ impl Sim {
                 target.subresource.is_some(),
                 kind,
                 body,
-                &with_initializer(opts, r),
+                &with_lifecycle(opts, r),
             )
         })
         .await
@@ -741,14 +749,13 @@ fn selectable_fields(
         .unwrap_or_default()
 }
 
-/// Write options with the initializer of the virtual workspace a request came through. kcp's
-/// initializingworkspaces view forwards a LogicalCluster write with its own client, so the
-/// write is recorded as kcp's unless it names its `fieldManager` (seen on kcp v0.30.0).
-fn with_initializer(opts: &WriteOptions, r: &Resolved) -> WriteOptions {
+/// Write options with the lifecycle view a request came through. kcp's lifecycle views
+/// forward a LogicalCluster write with their own client, so the write is recorded as kcp's
+/// unless it names its `fieldManager` (seen on kcp v0.30.0).
+fn with_lifecycle(opts: &WriteOptions, r: &Resolved) -> WriteOptions {
     let mut opts = opts.clone();
-    opts.initializer = r.initializer.clone();
-    if opts.initializer.is_some() && r.rt.group == "core.kcp.io" && r.rt.plural == "logicalclusters"
-    {
+    opts.lifecycle = r.lifecycle.clone();
+    if opts.lifecycle.is_some() && r.rt.group == "core.kcp.io" && r.rt.plural == "logicalclusters" {
         opts.default_manager = kcp::CONTROLLER_MANAGER.to_string();
     }
     opts
@@ -826,19 +833,19 @@ fn registry_cluster<'a>(state: &'a State, endpoint: &Endpoint) -> ApiResult<&'a 
     Ok(match endpoint {
         Endpoint::Plain => PLAIN_CLUSTER,
         Endpoint::Cluster(c) => concrete(state, c)?,
-        Endpoint::Wildcard | Endpoint::Initializing { cluster: None, .. } => state
+        Endpoint::Wildcard | Endpoint::Lifecycle { cluster: None, .. } => state
             .clusters
             .keys()
             .next()
             .map(String::as_str)
             .unwrap_or_default(),
-        Endpoint::Initializing {
-            initializer,
+        Endpoint::Lifecycle {
+            view,
             cluster: Some(c),
             shard,
         } => {
             let name = concrete(state, c)?;
-            kcp::initializing_with(state, name, initializer, *shard)?;
+            kcp::lifecycle_views::admit(state, name, view, *shard)?;
             name
         }
         Endpoint::ApiExport { .. } => return Err(ApiError::path_not_found()),
@@ -857,12 +864,12 @@ pub fn addressed_cluster(state: &State, endpoint: &Endpoint) -> Option<String> {
     addressed(state, endpoint).ok()?.0
 }
 
-/// The cluster a request on a plain, cluster, wildcard or initializingworkspaces endpoint
-/// addresses (none for wildcards), the clusters it sees, and the initializer of its view.
+/// The cluster a request on a plain, cluster, wildcard or lifecycle view endpoint addresses
+/// (none for wildcards), the clusters it sees, and the lifecycle view it came through.
 fn addressed(
     state: &State,
     endpoint: &Endpoint,
-) -> ApiResult<(Option<String>, ClusterScope, Option<String>)> {
+) -> ApiResult<(Option<String>, ClusterScope, Option<kcp::LifecycleView>)> {
     let addressed = match endpoint {
         Endpoint::Plain => (
             Some(PLAIN_CLUSTER.to_string()),
@@ -874,29 +881,29 @@ fn addressed(
             (Some(name.clone()), ClusterScope::One(name), None)
         }
         Endpoint::Wildcard => (None, ClusterScope::All, None),
-        Endpoint::Initializing {
-            initializer,
+        Endpoint::Lifecycle {
+            view,
             cluster: None,
             shard,
         } => (
             None,
-            ClusterScope::Initializing {
-                initializer: initializer.clone(),
+            ClusterScope::Lifecycle {
+                view: view.clone(),
                 shard: *shard,
             },
-            Some(initializer.clone()),
+            Some(view.clone()),
         ),
-        Endpoint::Initializing {
-            initializer,
+        Endpoint::Lifecycle {
+            view,
             cluster: Some(c),
             shard,
         } => {
             let name = concrete(state, c)?.to_string();
-            kcp::initializing_with(state, &name, initializer, *shard)?;
+            kcp::lifecycle_views::admit(state, &name, view, *shard)?;
             (
                 Some(name.clone()),
                 ClusterScope::One(name),
-                Some(initializer.clone()),
+                Some(view.clone()),
             )
         }
         Endpoint::ApiExport { .. } => return Err(ApiError::path_not_found()),
@@ -976,7 +983,7 @@ fn resolve_in_view(
         rt: t.rt,
         cluster: t.cluster,
         scope: t.scope,
-        initializer: None,
+        lifecycle: None,
         visibility: Some(t.visibility),
         custom: false,
     })

@@ -195,7 +195,7 @@ fn write_options(manager: Option<&str>, force: bool) -> WriteOptions {
         default_manager: DEFAULT_FIELD_MANAGER.to_string(),
         force,
         dry_run: false,
-        initializer: None,
+        lifecycle: None,
         scale: false,
         approval: false,
         requester: None,

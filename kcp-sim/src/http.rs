@@ -192,14 +192,14 @@ fn endpoint_of(flavor: Flavor, segments: &[String]) -> (Endpoint, usize) {
             return (endpoint, 2);
         }
         if seg(0) == Some("services")
-            && seg(1) == Some("initializingworkspaces")
             && seg(3) == Some("clusters")
-            && let (Some(init), Some(c)) = (seg(2), seg(4))
+            && let (Some(service), Some(name), Some(c)) = (seg(1), seg(2), seg(4))
+            && let Some(view) = crate::kcp::LifecycleView::of_service(service, name)
         {
             let cluster = (c != "*").then(|| c.to_string());
             return (
-                Endpoint::Initializing {
-                    initializer: init.to_string(),
+                Endpoint::Lifecycle {
+                    view,
                     cluster,
                     shard: None,
                 },
@@ -236,12 +236,8 @@ async fn route(
     let (endpoint, skip) = endpoint_of(sim.flavor, &segments);
     // A virtual workspace URL shows the clusters of the shard it belongs to.
     let endpoint = match endpoint {
-        Endpoint::Initializing {
-            initializer,
-            cluster,
-            ..
-        } => Endpoint::Initializing {
-            initializer,
+        Endpoint::Lifecycle { view, cluster, .. } => Endpoint::Lifecycle {
+            view,
             cluster,
             shard: Some(settings.shard),
         },
@@ -373,7 +369,7 @@ async fn route(
         force: query.flag("force"),
         dry_run: matches!(method, Method::POST | Method::PUT | Method::PATCH)
             && dry_run(&query.all("dryRun"), options_kind)?,
-        initializer: None,
+        lifecycle: None,
         scale: target.subresource.as_deref() == Some("scale"),
         approval: target.subresource.as_deref() == Some("approval"),
         requester: Some(user.clone().unwrap_or_else(User::admin)),
@@ -1625,8 +1621,8 @@ mod tests {
         assert_eq!(skip, 5);
         assert_eq!(
             e,
-            Endpoint::Initializing {
-                initializer: "root:t".into(),
+            Endpoint::Lifecycle {
+                view: crate::kcp::LifecycleView::Initializing("root:t".into()),
                 cluster: None,
                 shard: None,
             }

@@ -7,7 +7,9 @@
 //! `Initializing` until the last initializer is removed, then `Ready`, and the Workspace mirrors
 //! both.
 
+pub mod lifecycle_views;
 pub mod system_apis;
+pub mod termination;
 pub mod types;
 pub mod workspace_updates;
 
@@ -22,6 +24,7 @@ use crate::resource::{Flavor, GroupResource, ResourceType};
 use crate::semantics::now;
 use crate::status::{ApiError, ApiResult};
 use crate::store::{State, Stored};
+pub use lifecycle_views::LifecycleView;
 
 /// The name of the root logical cluster.
 pub const ROOT: &str = "root";
@@ -571,9 +574,15 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
             },
         },
     });
-    if !all_initializers.is_empty() {
-        // kcp's Go type leaves an empty list out.
-        created["spec"]["initializers"] = json!(all_initializers);
+    // kcp's Go type leaves an empty list out.
+    let terminators = types::terminators(&aliases);
+    for (key, list) in [
+        ("initializers", &all_initializers),
+        ("terminators", &terminators),
+    ] {
+        if !list.is_empty() {
+            created["spec"][key] = json!(list);
+        }
     }
     let mut done = created.clone();
     let mut status = json!({"URL": format!("{shard_url}/clusters/{lc}")});
@@ -590,7 +599,8 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
     done["metadata"]["annotations"] = annotations;
     set_label(&mut done, PHASE_LABEL, status["phase"].as_str());
     done["status"] = status.clone();
-    label_initializers(&mut done);
+    label_lifecycle(&mut done, INITIALIZER_LABEL_PREFIX, &remaining);
+    label_lifecycle(&mut done, termination::LABEL_PREFIX, &terminators);
     let mut lc_object = created;
     controller_created(
         &mut lc_object,
@@ -602,6 +612,10 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
     // comes from kcp's admission.
     done["metadata"]["annotations"][CLUSTER_ANNOTATION] = json!(lc);
     crate::object_meta::add_finalizer(&mut done, LOGICAL_CLUSTER_FINALIZER);
+    termination::attach(&mut done, &terminators);
+    if !terminators.is_empty() {
+        status["terminators"] = json!(terminators);
+    }
     let stored = state.encode_next(&mut done)?;
     state.put(&lc, &logical_clusters(), "", LOGICAL_CLUSTER_NAME, stored)?;
     system_apis::bind_defaults(state, &lc, &aliases)?;
@@ -684,15 +698,17 @@ fn mirror(ws: &mut Value, status: &Value) {
     set_label(ws, PHASE_LABEL, phase);
     ws["status"]["phase"] = status.get("phase").cloned().unwrap_or(Value::Null);
     // kcp copies them through its Go types, where an empty list is left out.
-    let initializers = status
-        .get("initializers")
-        .filter(|i| i.as_array().is_some_and(|a| !a.is_empty()));
-    match (initializers, ws["status"].as_object_mut()) {
-        (Some(i), _) => ws["status"]["initializers"] = i.clone(),
-        (None, Some(s)) => {
-            s.remove("initializers");
+    for key in ["initializers", "terminators"] {
+        let list = status
+            .get(key)
+            .filter(|i| i.as_array().is_some_and(|a| !a.is_empty()));
+        match (list, ws["status"].as_object_mut()) {
+            (Some(i), _) => ws["status"][key] = i.clone(),
+            (None, Some(s)) => {
+                s.remove(key);
+            }
+            (None, None) => {}
         }
-        (None, None) => {}
     }
     let initialized = status
         .get("conditions")
@@ -728,7 +744,7 @@ fn mirror(ws: &mut Value, status: &Value) {
 
 /// After a LogicalCluster was written (say its last initializer removed through an
 /// initializingworkspaces virtual workspace): kcp's controllers move it to Ready once no
-/// initializer is left (the `default` namespace comes then), and mirror it on its Workspace.
+/// initializer is left, and mirror it on its Workspace.
 pub fn logical_cluster_changed(state: &mut State, cluster: &str, lc: &Value) -> ApiResult<()> {
     let remaining = initializers_of(lc);
     let mut next = lc.clone();
@@ -738,7 +754,7 @@ pub fn logical_cluster_changed(state: &mut State, cluster: &str, lc: &Value) -> 
         initialization_status(&mut status, &remaining);
         next["status"] = status.clone();
         set_label(&mut next, PHASE_LABEL, status["phase"].as_str());
-        label_initializers(&mut next);
+        label_lifecycle(&mut next, INITIALIZER_LABEL_PREFIX, &remaining);
         if remaining.is_empty()
             && let Some(owner) = next
                 .pointer("/metadata/annotations")
@@ -806,33 +822,24 @@ pub fn workspace_type_created(state: &mut State, cluster: &str, wt: &Value) -> A
 }
 
 fn initializers_of(lc: &Value) -> Vec<String> {
-    lc.pointer("/status/initializers")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|i| i.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    lifecycle_views::entries(lc, "initializers")
 }
 
-/// Whether a LogicalCluster still carries an initializer.
-pub fn carries_initializer(lc: &Value, initializer: &str) -> bool {
-    lc.pointer("/status/initializers")
-        .and_then(Value::as_array)
-        .is_some_and(|a| a.iter().any(|i| i.as_str() == Some(initializer)))
+/// Whether `rt` is kcp's Workspace.
+pub fn is_workspace(rt: &ResourceType) -> bool {
+    rt.group == "tenancy.kcp.io" && rt.kind == "Workspace"
 }
 
 /// The kcp rules of an update: a Workspace stays where it is ([`workspace_updates::admit`]);
-/// a LogicalCluster's initializers can only be removed, and through
-/// an initializingworkspaces virtual workspace only that workspace's own initializer can go.
+/// a LogicalCluster's initializers can only be removed, and through a lifecycle view only that
+/// view's own entry can go ([`LifecycleView::check_write`]).
 pub fn check_update(
     rt: &ResourceType,
     old: &Value,
     new: &Value,
-    through_initializer: Option<&str>,
+    through: Option<&LifecycleView>,
 ) -> ApiResult<()> {
-    if rt.group == "tenancy.kcp.io" && rt.kind == "Workspace" {
+    if is_workspace(rt) {
         let name = new
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -843,36 +850,20 @@ pub fn check_update(
         return Ok(());
     }
     let before = initializers_of(old);
-    let after = initializers_of(new);
-    let added: Vec<&String> = after.iter().filter(|i| !before.contains(i)).collect();
-    let removed: Vec<&String> = before.iter().filter(|i| !after.contains(i)).collect();
-    let name = LOGICAL_CLUSTER_NAME;
+    let added: Vec<String> = initializers_of(new)
+        .into_iter()
+        .filter(|i| !before.contains(i))
+        .collect();
     if !added.is_empty() {
         return Err(ApiError::invalid(
             "core.kcp.io",
             "LogicalCluster",
-            name,
+            LOGICAL_CLUSTER_NAME,
             "status.initializers",
             &format!("Forbidden: initializers cannot be added, found {added:?}"),
         ));
     }
-    if let Some(own) = through_initializer {
-        if let Some(other) = removed.iter().find(|i| i.as_str() != own) {
-            return Err(ApiError::forbidden(format!(
-                "logicalclusters.core.kcp.io \"cluster\" is forbidden: only the initializer {own:?} may be removed through this virtual workspace, not {other:?}"
-            ))
-            .about("core.kcp.io", "logicalclusters", name));
-        }
-        let spec_changed = old.get("spec") != new.get("spec")
-            || old.pointer("/metadata/labels") != new.pointer("/metadata/labels");
-        if spec_changed {
-            return Err(ApiError::forbidden(
-                "logicalclusters.core.kcp.io \"cluster\" is forbidden: an initializer may only change status.initializers",
-            )
-            .about("core.kcp.io", "logicalclusters", name));
-        }
-    }
-    Ok(())
+    through.map_or(Ok(()), |view| view.check_write(old, new))
 }
 
 /// The kcp rules of a delete: the LogicalCluster goes with its Workspace, not on its own.
@@ -912,36 +903,6 @@ pub fn workspace_removed(state: &mut State, ws: &Stored) -> ApiResult<()> {
         state.remove_cluster(name);
     }
     crate::apiexport::hooks::clusters_removed(state, &gone_bindings)
-}
-
-/// Whether a cluster may be reached through the initializingworkspaces virtual workspace of
-/// `initializer`: only while it is initializing and its LogicalCluster still carries that
-/// initializer. kcp's handler refuses anything else with a plain-text `403`.
-pub fn initializing_with(
-    state: &State,
-    cluster: &str,
-    initializer: &str,
-    shard: Option<usize>,
-) -> ApiResult<()> {
-    let allowed = state
-        .clusters
-        .get(cluster)
-        .filter(|c| shard.is_none_or(|s| s == c.shard))
-        .and_then(|c| c.get(&logical_clusters(), "", LOGICAL_CLUSTER_NAME))
-        .and_then(|lc| lc.value().ok())
-        .is_some_and(|lc| {
-            lc.pointer("/status/phase").and_then(Value::as_str) == Some("Initializing")
-                && carries_initializer(&lc, initializer)
-        });
-    if allowed {
-        Ok(())
-    } else {
-        Err(ApiError::plain(
-            403,
-            "Forbidden",
-            format!("initializer {initializer:?} cannot access this workspace"),
-        ))
-    }
 }
 
 /// Sets up the root workspace (of type `root:root`) and its builtin WorkspaceTypes
@@ -1051,28 +1012,29 @@ fn bootstrap_universal(state: &mut State, cluster: &str) -> ApiResult<()> {
     Ok(())
 }
 
-/// The label kcp's LogicalCluster controller sets for each initializer in a LogicalCluster's
-/// status (`initialization.InitializerToLabel`): the key is
-/// `initializer.internal.kcp.io/` and as much of the initializer's SHA-224 (hex) as a label
-/// value may hold after that prefix, the value is the whole digest. The initializingworkspaces
-/// view selects by it.
-pub fn initializer_label(initializer: &str) -> (String, String) {
+/// The label kcp's LogicalCluster controller sets for each initializer (or terminator) in a
+/// LogicalCluster's status (`initialization.InitializerToLabel`,
+/// `termination.TerminatorToLabel`): the key is `prefix` and as much of the entry's SHA-224
+/// (hex) as a label value may hold after it, the value is the whole digest. The lifecycle
+/// views select by it.
+pub fn lifecycle_label(prefix: &str, entry: &str) -> (String, String) {
     use sha2::{Digest, Sha224};
-    const PREFIX: &str = "initializer.internal.kcp.io/";
     const LABEL_VALUE_MAX: usize = 63;
-    let hash = format!("{:x}", Sha224::digest(initializer.as_bytes()));
-    let key_hash = hash.get(..LABEL_VALUE_MAX - PREFIX.len()).unwrap_or(&hash);
-    (format!("{PREFIX}{key_hash}"), hash)
+    let hash = format!("{:x}", Sha224::digest(entry.as_bytes()));
+    let key_hash = hash
+        .get(..LABEL_VALUE_MAX.saturating_sub(prefix.len()))
+        .unwrap_or(&hash);
+    (format!("{prefix}{key_hash}"), hash)
 }
 
-/// Makes a LogicalCluster's initializer labels match its status' initializers: one
-/// [`initializer_label`] each, none for an initializer that is gone.
-fn label_initializers(lc: &mut Value) {
-    let wanted: Vec<(String, String)> = initializers_of(lc)
-        .iter()
-        .map(|i| initializer_label(i))
-        .collect();
-    let prefix = "initializer.internal.kcp.io/";
+/// The label prefix of an initializer ([`lifecycle_label`]).
+pub const INITIALIZER_LABEL_PREFIX: &str = "initializer.internal.kcp.io/";
+
+/// Makes a LogicalCluster's labels of `prefix` match `entries` (its initializers or
+/// terminators): one [`lifecycle_label`] each, none for an entry that is gone.
+fn label_lifecycle(lc: &mut Value, prefix: &str, entries: &[String]) {
+    let wanted: Vec<(String, String)> =
+        entries.iter().map(|e| lifecycle_label(prefix, e)).collect();
     if let Some(labels) = lc
         .pointer_mut("/metadata/labels")
         .and_then(Value::as_object_mut)

@@ -20,11 +20,12 @@ pub enum ClusterScope {
     One(String),
     /// Every logical cluster: `/clusters/*`.
     All,
-    /// Every logical cluster that still carries an initializer:
-    /// `/services/initializingworkspaces/<initializer>/clusters/*`.
-    Initializing {
-        /// The initializer.
-        initializer: String,
+    /// Every logical cluster a lifecycle view shows:
+    /// `/services/initializingworkspaces/<initializer>/clusters/*` or
+    /// `/services/terminatingworkspaces/<terminator>/clusters/*`.
+    Lifecycle {
+        /// The view.
+        view: kcp::LifecycleView,
         /// Only clusters of this shard (the shard whose URL was called); `None` for all.
         shard: Option<usize>,
     },
@@ -41,7 +42,7 @@ impl ClusterScope {
         match self {
             ClusterScope::One(c) => c == cluster,
             ClusterScope::All => true,
-            ClusterScope::Initializing { shard, .. } | ClusterScope::Export { shard } => {
+            ClusterScope::Lifecycle { shard, .. } | ClusterScope::Export { shard } => {
                 shard.is_none_or(|s| s == cluster_shard)
             }
         }
@@ -196,8 +197,8 @@ pub struct Filter {
     pub labels: Option<LabelSelector>,
     /// `fieldSelector`.
     pub fields: Option<FieldSelector>,
-    /// Only LogicalClusters carrying this initializer (the initializingworkspaces view).
-    pub initializer: Option<String>,
+    /// Only the LogicalClusters a lifecycle view shows.
+    pub lifecycle: Option<kcp::LifecycleView>,
     /// Only what an apiexport virtual workspace sees.
     pub visibility: Option<Visibility>,
 }
@@ -206,7 +207,7 @@ impl Filter {
     fn needs_body(&self) -> bool {
         self.labels.as_ref().is_some_and(|l| !l.is_empty())
             || self.fields.is_some()
-            || self.initializer.is_some()
+            || self.lifecycle.is_some()
             || matches!(
                 self.visibility,
                 Some(Visibility::BindingsOf { .. } | Visibility::Claimed { .. })
@@ -243,8 +244,8 @@ impl Filter {
         {
             return false;
         }
-        if let Some(init) = &self.initializer
-            && !kcp::carries_initializer(value, init)
+        if let Some(view) = &self.lifecycle
+            && !view.sees(value)
         {
             return false;
         }

@@ -50,9 +50,9 @@ pub struct WriteOptions {
     pub force: bool,
     /// `dryRun=All`: validate and answer, but store nothing.
     pub dry_run: bool,
-    /// Set when the write comes through the initializingworkspaces virtual workspace of this
-    /// initializer, which may only remove its own initializer.
-    pub initializer: Option<String>,
+    /// Set when the write comes through a lifecycle view (initializing or terminating
+    /// workspaces), which may only remove its own entry.
+    pub lifecycle: Option<crate::kcp::LifecycleView>,
     /// Set when the write comes through the `/scale` subresource (recorded under it).
     pub scale: bool,
     /// Set when the write comes through a CertificateSigningRequest's `/approval`
@@ -898,7 +898,10 @@ fn after_write(
         ("tenancy.kcp.io", "Workspace") if old.is_none() => {
             kcp::create_logical_cluster(state, cluster, new)
         }
-        ("core.kcp.io", "LogicalCluster") => kcp::logical_cluster_changed(state, cluster, new),
+        ("core.kcp.io", "LogicalCluster") => {
+            kcp::logical_cluster_changed(state, cluster, new)?;
+            kcp::termination::released(state, new)
+        }
         ("tenancy.kcp.io", "WorkspaceType") if old.is_none() => {
             kcp::workspace_type_created(state, cluster, new)
         }
@@ -1055,7 +1058,7 @@ fn write_update(
         part,
     )?);
     kcp::stamp_cluster(state, cluster, &mut new)?;
-    kcp::check_update(rt, &old, &new, opts.initializer.as_deref())?;
+    kcp::check_update(rt, &old, &new, opts.lifecycle.as_ref())?;
     apis::check_update(rt, &old, &new)?;
     let subresource = match (status, opts.scale) {
         (true, _) if opts.approval => Some("approval"),
@@ -1517,12 +1520,18 @@ pub fn delete(
         collect_dependents(state, cluster, &current.uid)?;
     }
     try_finish_termination(state, cluster, rt, namespace, name)?;
-    // What finished terminating inside this request is answered as the real server answers
-    // before its controllers finish: terminating.
-    let object = state
+    // Answered as the delete left it, before any controller acted on it (kcp-sim's act inside
+    // the request), as the real server answers: terminating.
+    let still_there = state
         .lookup(cluster, rt.group_resource(), namespace, name)
-        .or(terminating)
-        .unwrap_or(current);
+        .is_some();
+    let object = match (terminating, still_there) {
+        (Some(marked), _) => marked,
+        (None, true) => state
+            .lookup(cluster, rt.group_resource(), namespace, name)
+            .unwrap_or(current),
+        (None, false) => current,
+    };
     Ok(Deleted { object, at_once })
 }
 
@@ -1561,7 +1570,7 @@ pub(crate) fn remove_now(
             try_finish_termination(state, cluster, &crd_type, "", &crd_name)?;
         }
     }
-    if rt.group == "tenancy.kcp.io" && rt.kind == "Workspace" {
+    if kcp::is_workspace(rt) {
         kcp::workspace_removed(state, &removed)?;
     }
     let value = removed.value()?;
@@ -1613,7 +1622,7 @@ fn type_in(state: &State, cluster: &str, group: &str, plural: &str) -> Option<Re
 
 /// Finishes the deletion of a terminating object whose system finalizers have nothing left to
 /// wait for (namespace contents, custom resources, foreground dependents).
-fn try_finish_termination(
+pub(crate) fn try_finish_termination(
     state: &mut State,
     cluster: &str,
     rt: &ResourceType,
@@ -1643,6 +1652,9 @@ fn try_finish_termination(
         return Ok(());
     }
     if apis::is_binding(rt) && apiexport::binding::has_bound_objects(state, cluster, &obj) {
+        return Ok(());
+    }
+    if kcp::is_workspace(rt) && kcp::termination::holds(state, cluster, &obj)? {
         return Ok(());
     }
     let mut fins = finalizers(&obj);

@@ -575,3 +575,35 @@ async fn workspace_types_limit_the_children_they_allow() {
         ["root:universal", "root:held", "system:apibindings"]
     );
 }
+
+#[tokio::test]
+async fn a_terminator_holds_a_deleted_workspace_until_it_removes_itself() {
+    let sim = kcp().await;
+    create_type(&sim, "guarded", json!({"terminator": true})).await;
+    create_workspace(&sim, "root", "kept", Some("guarded")).await;
+    let cluster = sim.logical_cluster("root:kept").unwrap();
+    let workspaces: Api<Workspace> = Api::all(sim.client("root").unwrap());
+    workspaces
+        .delete("kept", &Default::default())
+        .await
+        .unwrap();
+    // Held: still there, and its LogicalCluster is in the terminator's view.
+    assert!(workspaces.get_opt("kept").await.unwrap().is_some());
+    let vw = format!("{}/services/terminatingworkspaces/root:guarded", sim.url());
+    let held: Api<LogicalCluster> = Api::all(client_at(&format!("{vw}/clusters/*")));
+    assert_eq!(
+        held.list(&ListParams::default()).await.unwrap().items.len(),
+        1
+    );
+
+    let lc: Api<LogicalCluster> = Api::all(client_at(&format!("{vw}/clusters/{cluster}")));
+    lc.patch_status(
+        "cluster",
+        &PatchParams::default(),
+        &Patch::Merge(json!({"status": {"terminators": []}})),
+    )
+    .await
+    .unwrap();
+    assert!(workspaces.get_opt("kept").await.unwrap().is_none());
+    assert!(sim.logical_cluster("root:kept").is_none());
+}

@@ -307,6 +307,16 @@ pub fn initializers(aliases: &[Type]) -> Vec<String> {
     out
 }
 
+/// The terminators a workspace of a type gets: each of its aliases (the type and those it
+/// extends) with `terminator: true`, named as initializers are.
+pub fn terminators(aliases: &[Type]) -> Vec<String> {
+    aliases
+        .iter()
+        .filter(|a| a.flag("/terminator"))
+        .map(Type::initializer)
+        .collect()
+}
+
 /// The status kcp's WorkspaceType controller writes: an initializing and a terminating virtual
 /// workspace URL per shard, [`URLS_READY`] and the `Ready` summary (kept times when unchanged).
 pub fn status(state: &State, cluster: &str, wt: &Value) -> Value {
