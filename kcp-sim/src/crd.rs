@@ -282,3 +282,72 @@ pub fn delete_objects_of(state: &mut State, cluster: &str, t: &ResourceType) -> 
     }
     Ok(())
 }
+
+/// The warning every request for a CRD's version marked `deprecated` gets: its
+/// `deprecationWarning`, or apiextensions-apiserver's default, which names the newest served
+/// version that is not deprecated and newer than this one (in Kubernetes' version order).
+pub fn deprecation_warning(crd: &Value, version: &str) -> Option<String> {
+    use kube::core::Version;
+    let versions = crd.pointer("/spec/versions").and_then(Value::as_array)?;
+    let this = versions
+        .iter()
+        .find(|v| v.get("name").and_then(Value::as_str) == Some(version))?;
+    if this.get("deprecated").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    if let Some(warning) = this.get("deprecationWarning").and_then(Value::as_str) {
+        return Some(warning.to_string());
+    }
+    let text = |p: &str| crd.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let (group, kind) = (text("/spec/group"), text("/spec/names/kind"));
+    let priority = |v: &str| Version::parse(v).priority();
+    let newer = versions
+        .iter()
+        .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
+        .filter(|v| v.get("deprecated").and_then(Value::as_bool) != Some(true))
+        .filter_map(|v| v.get("name").and_then(Value::as_str))
+        .filter(|name| priority(name) > priority(version))
+        .max_by_key(|name| priority(name));
+    let mut message = format!("{group}/{version} {kind} is deprecated");
+    if let Some(newer) = newer {
+        message.push_str(&format!("; use {group}/{newer} {kind}"));
+    }
+    Some(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::deprecation_warning;
+
+    fn crd(versions: serde_json::Value) -> serde_json::Value {
+        json!({"spec": {"group": "example.com", "names": {"kind": "Widget"}, "versions": versions}})
+    }
+
+    #[test]
+    fn a_deprecated_version_points_to_the_newest_served_one() {
+        let crd = crd(json!([
+            {"name": "v1", "served": true, "deprecated": true},
+            {"name": "v2", "served": true},
+            {"name": "v1beta1", "served": true},
+        ]));
+        assert_eq!(
+            deprecation_warning(&crd, "v1").as_deref(),
+            Some("example.com/v1 Widget is deprecated; use example.com/v2 Widget")
+        );
+    }
+
+    #[test]
+    fn a_deprecated_newest_version_names_no_other() {
+        let crd = crd(json!([
+            {"name": "v1", "served": true},
+            {"name": "v2", "served": true, "deprecated": true},
+        ]));
+        assert_eq!(
+            deprecation_warning(&crd, "v2").as_deref(),
+            Some("example.com/v2 Widget is deprecated")
+        );
+        assert_eq!(deprecation_warning(&crd, "v1"), None);
+    }
+}

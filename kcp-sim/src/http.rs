@@ -57,7 +57,7 @@ pub async fn handle(
         .is_some_and(crate::protobuf::accepts_only_protobuf);
     let label = crate::requests::label(method.as_str(), &path, req.uri().query());
     let started = std::time::Instant::now();
-    let deprecation = deprecation_warning(sim.flavor, &path);
+    let deprecation = deprecation_warning(&sim, &path);
     let mut response = match route(&sim, &settings, req).await {
         Ok(resp) => resp,
         Err(err) => error_response(&err),
@@ -77,22 +77,39 @@ pub async fn handle(
     Ok(response)
 }
 
-/// The warning kube-apiserver sends with every request for a deprecated resource it serves:
-/// `core/v1` Endpoints since Kubernetes 1.33.
-fn deprecation_warning(flavor: Flavor, path: &str) -> Option<&'static str> {
-    if flavor != Flavor::Kubernetes {
-        return None;
-    }
+/// The warning the server sends with every request for a deprecated resource it serves:
+/// `core/v1` Endpoints since Kubernetes 1.33, and a custom resource at a version its CRD marks
+/// deprecated ([`crate::crd::deprecation_warning`]).
+fn deprecation_warning(sim: &Sim, path: &str) -> Option<String> {
     let segments = decode_segments(path);
-    let resource = match segments.as_slice() {
-        [api, v1, namespaces, _, resource, ..] if namespaces == "namespaces" => {
-            (api == "api" && v1 == "v1").then_some(resource)
-        }
-        [api, v1, resource, ..] => (api == "api" && v1 == "v1").then_some(resource),
-        _ => None,
-    }?;
-    (resource == "endpoints")
-        .then_some("v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice")
+    let (endpoint, skip) = endpoint_of(sim.flavor, &segments);
+    let rest: Vec<&str> = segments.get(skip..)?.iter().map(String::as_str).collect();
+    let (group, version, tail) = match rest.as_slice() {
+        ["api", version, tail @ ..] => ("", *version, tail),
+        ["apis", group, version, tail @ ..] => (*group, *version, tail),
+        _ => return None,
+    };
+    let plural = match tail {
+        ["namespaces", _, plural, ..] => *plural,
+        [plural, ..] => *plural,
+        [] => return None,
+    };
+    if group.is_empty() {
+        let endpoints =
+            sim.flavor == Flavor::Kubernetes && version == "v1" && plural == "endpoints";
+        return endpoints.then(|| {
+            "v1 Endpoints is deprecated in v1.33+; use discovery.k8s.io/v1 EndpointSlice".into()
+        });
+    }
+    let state = sim.read();
+    let cluster = crate::api::addressed_cluster(&state, &endpoint)?;
+    let crd = state.lookup(
+        &cluster,
+        &GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions"),
+        "",
+        &format!("{plural}.{group}"),
+    )?;
+    crate::crd::deprecation_warning(&crd.value().ok()?, version)
 }
 
 fn full(status: StatusCode, content_type: &str, body: impl Into<Bytes>) -> Response<Body> {

@@ -346,15 +346,15 @@ fn check_values(c: &Checks, v: &Value, path: &Path, out: &mut Vec<FieldError>, r
     }
 }
 
+/// A string's checks: of `maxLength`, `minLength` and `pattern` only the first that fails is
+/// reported (kube-openapi's string validator returns at it), then its format.
 fn check_string(c: &Checks, s: &str, v: &Value, path: &Path, out: &mut Vec<FieldError>) {
     let len = if c.max_length.is_some() || c.min_length.is_some() {
         s.chars().count() as u64
     } else {
         0
     };
-    if let Some(max) = c.max_length
-        && len > max
-    {
+    if let Some(max) = c.max_length.filter(|max| len > *max) {
         let unit = if max == 1 { "byte" } else { "bytes" };
         out.push(FieldError::new(
             ErrorType::TooLong,
@@ -362,19 +362,13 @@ fn check_string(c: &Checks, s: &str, v: &Value, path: &Path, out: &mut Vec<Field
             None,
             format!("may not be more than {max} {unit}"),
         ));
-    }
-    if let Some(min) = c.min_length
-        && len < min
-    {
+    } else if let Some(min) = c.min_length.filter(|min| len < *min) {
         out.push(invalid(
             path,
             v,
             format!("should be at least {min} chars long"),
         ));
-    }
-    if let Some((source, re)) = &c.pattern
-        && !re.is_match(s)
-    {
+    } else if let Some((source, _)) = c.pattern.as_ref().filter(|(_, re)| !re.is_match(s)) {
         out.push(invalid(path, v, format!("should match '{source}'")));
     }
     if let Some(f) = &c.format
@@ -576,7 +570,7 @@ fn run_node_rules(
             };
             match rule.evaluate(&ctx, old.is_some()) {
                 Outcome::Passed => {}
-                Outcome::Failed(detail) => out.push(rule_error(node, rule, value, at(), detail)),
+                Outcome::Failed(detail) => out.push(rule_error(node, rule, at(), detail)),
                 Outcome::Error(detail) => out.push(FieldError::invalid(
                     path.field(),
                     Value::String(node_type_name(node).into()),
@@ -612,18 +606,9 @@ fn rule_self(node: &Node, value: &Value, path: &Path) -> cel::Cel {
     }
 }
 
-fn rule_error(
-    node: &Node,
-    rule: &cel::Rule,
-    value: &Value,
-    at: String,
-    detail: String,
-) -> FieldError {
-    // An object or a list is shown by its schema type, as apiextensions-apiserver shows it.
-    let shown = match node.type_ {
-        Some(Type::Object | Type::Array) => Some(Value::String(node_type_name(node).into())),
-        _ => Some(value.clone()),
-    };
+fn rule_error(node: &Node, rule: &cel::Rule, at: String, detail: String) -> FieldError {
+    // The value is shown by its schema type, as apiextensions-apiserver shows it (`sts.Type`).
+    let shown = Some(Value::String(node_type_name(node).into()));
     match rule.reason {
         Some(ErrorType::Forbidden) => FieldError::forbidden(at, detail),
         Some(ErrorType::Required) => FieldError::required(at, detail),
