@@ -122,21 +122,34 @@ pub fn reconcile(state: &mut State, cluster: &str, name: &str) -> ApiResult<()> 
     let mut old = binding.clone();
     let before = binding.get("status").cloned();
     let labels_before = labels_of(&binding);
-    // kcp's permission claim labeller writes labels without owning them.
-    if let Some(export) = Export::find(
-        state,
-        &export_path(&binding, cluster),
-        str_at(&binding, "/spec/reference/export/name"),
-    ) {
-        for obj in [&mut binding, &mut old] {
-            reflexive_label(obj, &export);
+    // kcp's permission claim labeller writes labels without owning them: the reflexive label
+    // while the export exists, none once it is gone (conformance
+    // kcp-apis/a-binding-whose-export-is-deleted-says-so).
+    let export_name = str_at(&binding, "/spec/reference/export/name").to_string();
+    let bound_to = str_at(&binding, "/status/apiExportClusterName").to_string();
+    match Export::find(state, &export_path(&binding, cluster), &export_name) {
+        Some(export) => {
+            for obj in [&mut binding, &mut old] {
+                reflexive_label(obj, &export);
+            }
         }
+        None if !bound_to.is_empty() => {
+            let (key, _) = super::labels::reflexive_binding_label(&bound_to, &export_name);
+            for obj in [&mut binding, &mut old] {
+                if let Some(labels) = obj
+                    .pointer_mut("/metadata/labels")
+                    .and_then(Value::as_object_mut)
+                {
+                    labels.remove(&key);
+                }
+            }
+        }
+        None => {}
     }
     if str_at(&binding, "/status/phase").is_empty() {
         binding["status"]["phase"] = json!("Binding");
     }
     let path = export_path(&binding, cluster);
-    let export_name = str_at(&binding, "/spec/reference/export/name").to_string();
     let previous_export = str_at(&binding, "/status/apiExportClusterName").to_string();
     match Export::find(state, &path, &export_name) {
         Some(export) => bind(state, cluster, &export, &mut binding),
