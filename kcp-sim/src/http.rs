@@ -109,6 +109,12 @@ fn deprecation_warning(sim: &Sim, path: &str) -> Option<String> {
         "",
         &format!("{plural}.{group}"),
     )?;
+    // Every request of a custom resource asks; only a CRD that marks a version deprecated is
+    // decoded (objects are stored as compact JSON).
+    const DEPRECATED: &[u8] = br#""deprecated":true"#;
+    if !crd.json.windows(DEPRECATED.len()).any(|w| w == DEPRECATED) {
+        return None;
+    }
     crate::crd::deprecation_warning(&crd.value().ok()?, version)
 }
 

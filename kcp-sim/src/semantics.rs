@@ -1522,15 +1522,11 @@ pub fn delete(
     try_finish_termination(state, cluster, rt, namespace, name)?;
     // Answered as the delete left it, before any controller acted on it (kcp-sim's act inside
     // the request), as the real server answers: terminating.
-    let still_there = state
-        .lookup(cluster, rt.group_resource(), namespace, name)
-        .is_some();
-    let object = match (terminating, still_there) {
-        (Some(marked), _) => marked,
-        (None, true) => state
+    let object = match terminating {
+        Some(marked) => marked,
+        None => state
             .lookup(cluster, rt.group_resource(), namespace, name)
             .unwrap_or(current),
-        (None, false) => current,
     };
     Ok(Deleted { object, at_once })
 }

@@ -140,10 +140,7 @@ pub fn admit(
 }
 
 fn forbidden(why: &str) -> ApiError {
-    ApiError::forbidden(format!(
-        "logicalclusters.core.kcp.io \"{LOGICAL_CLUSTER_NAME}\" is forbidden: {why}"
-    ))
-    .about("core.kcp.io", "logicalclusters", LOGICAL_CLUSTER_NAME)
+    super::admission_forbidden("core.kcp.io", "logicalclusters", LOGICAL_CLUSTER_NAME, why)
 }
 
 /// The entries of a LogicalCluster's `status.<list>`.

@@ -123,14 +123,15 @@ fn mark_deleted(state: &mut State, cluster: &str) -> ApiResult<Option<String>> {
     if let Some(finalizers) = meta.get_mut("finalizers").and_then(Value::as_array_mut) {
         finalizers.retain(|f| f != LOGICAL_CLUSTER_FINALIZER);
     }
-    let marked = state.store(
+    // Storing sets the new resourceVersion on `lc`, which is then what was stored.
+    state.store(
         cluster,
         &logical_clusters(),
         "",
         LOGICAL_CLUSTER_NAME,
         &mut lc,
     )?;
-    let old = marked.value()?;
+    let old = lc;
     let mut next = old.clone();
     set_label(&mut next, PHASE_LABEL, Some("Deleting"));
     let message = (namespaces > 0).then(|| {
