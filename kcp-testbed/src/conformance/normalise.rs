@@ -15,7 +15,8 @@
 //! virtualWorkspaces by type (kcp lists them in a random order). kcp's names of
 //! its own system bindings (`tenancy.kcp.io-3eit2`) end in a random suffix per kcp process, and
 //! long hex hashes (an initializer's label, of a name holding the case's cluster) become `<hash>`.
-//! The store's current revision that a 410 Gone quotes is `<rv>`, an RFC 3339 time inside a text
+//! The store's current revision that a 410 Gone quotes is `<rv>`; the two a failed precondition
+//! quotes are written as the fields holding them are. An RFC 3339 time inside a text
 //! (a `CREATED AT` column) `<time>`; an OpenAPI document's hash keeps only its length. A Table's
 //! age cells (an `Age` column, or one of type `date`) become `<age>`: whether a second has passed
 //! since the object was made is a race on either server.
@@ -75,6 +76,8 @@ pub struct Normaliser {
     document_hashes: regex::Regex,
     /// The store's current revision, quoted in a 410's message.
     current_revision: regex::Regex,
+    /// The two resourceVersions a failed precondition's message quotes.
+    precondition_revisions: regex::Regex,
     /// An RFC 3339 time inside a text (kubectl's `CREATED AT` column).
     timestamps: regex::Regex,
     /// kcp's controllers write objects at moments of their own, so on kcp which
@@ -109,6 +112,10 @@ impl Normaliser {
             document_hashes: regex::Regex::new(r"hash=([0-9A-F]{32,})").unwrap(),
             current_revision: regex::Regex::new(r"(too old resource version: [0-9]+) \([0-9]+\)")
                 .unwrap(),
+            precondition_revisions: regex::Regex::new(
+                r"(ResourceVersion in (?:the precondition|record)) \(([0-9]+)\)",
+            )
+            .unwrap(),
             timestamps: regex::Regex::new(
                 r"\b[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\b",
             )
@@ -292,6 +299,11 @@ impl Normaliser {
         let out = self.urls.replace_all(&out, "<server>");
         let out = self.suffixes.replace_all(&out, "$1-<suffix>");
         let out = self.current_revision.replace_all(&out, "$1 (<rv>)");
+        let out = self
+            .precondition_revisions
+            .replace_all(&out, |c: &regex::Captures| {
+                format!("{} ({})", &c[1], self.revision(&c[2]))
+            });
         let out = self.timestamps.replace_all(&out, "<time>");
         let out = self
             .document_hashes
@@ -299,6 +311,14 @@ impl Normaliser {
                 format!("hash=<hash-{}>", c[1].len())
             });
         self.hashes.replace_all(&out, "<hash>").into_owned()
+    }
+
+    /// A resourceVersion quoted inside a text, written as the field holding it is.
+    fn revision(&self, rv: &str) -> String {
+        match self.ordinals.get("rv").and_then(|seen| seen.get(rv)) {
+            Some(n) if self.revisions_as_ordinals => format!("<rv-{n}>"),
+            _ => "<rv>".to_string(),
+        }
     }
 
     fn ordinal(&mut self, label: &'static str, value: &str) -> usize {
@@ -438,6 +458,22 @@ mod tests {
         let answer = &kube_normaliser()
             .answers(&[json!({"message": "too old resource version: 1 (4711)"})])[0];
         assert_eq!(answer["message"], "too old resource version: 1 (<rv>)");
+    }
+
+    #[test]
+    fn a_failed_preconditions_revisions_are_written_as_the_fields_holding_them() {
+        let message = "the ResourceVersion in the precondition (7) does not match \
+                       the ResourceVersion in record (8). The object might have been modified";
+        let answers = kube_normaliser().answers(&[
+            json!({"metadata": {"resourceVersion": "7"}}),
+            json!({"metadata": {"resourceVersion": "8"}}),
+            json!({"message": message}),
+        ]);
+        assert_eq!(
+            answers[2]["message"],
+            "the ResourceVersion in the precondition (<rv-1>) does not match \
+             the ResourceVersion in record (<rv-2>). The object might have been modified"
+        );
     }
 
     #[test]
