@@ -374,7 +374,7 @@ fn join(path: &str, key: &str) -> String {
 }
 
 /// How Go's decoder names a JSON value's type.
-fn json_type(value: &Value) -> &'static str {
+pub(crate) fn json_type(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
         Value::Bool(_) => "bool",

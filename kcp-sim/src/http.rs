@@ -17,6 +17,7 @@ use crate::answered;
 use crate::api::{Endpoint, Sim, Target, WatchStart, render};
 use crate::authorization::{self, Attributes, User};
 use crate::events::EventEncoder;
+use crate::faults::Verb;
 use crate::field_validation::FieldValidation;
 use crate::pod_connections;
 use crate::query::Filter;
@@ -457,13 +458,13 @@ async fn route(
         }
         (Method::GET, false) => list(sim, &target, &query, table).await,
         (Method::POST, false) => {
-            let obj = decode_body(&body, &content_type)?;
+            let obj = decode_object(sim, &target, Verb::Create, &body, &content_type)?;
             let (rt, written) = sim.create(&target, obj, &opts).await?;
             let resp = object_response(StatusCode::CREATED, &rt, &target.version, &written.object);
             Ok(with_warnings(resp, &written, &query))
         }
         (Method::PUT, true) => {
-            let obj = decode_body(&body, &content_type)?;
+            let obj = decode_object(sim, &target, Verb::Update, &body, &content_type)?;
             let (rt, written) = sim.update(&target, obj, &opts).await?;
             let resp = object_response(StatusCode::OK, &rt, &target.version, &written.object);
             Ok(with_warnings(resp, &written, &query))
@@ -1020,6 +1021,34 @@ fn openapi_document(
         "application/json",
         doc.body.clone(),
     )))
+}
+
+/// A create's or update's body. kube-apiserver first reads a JSON body's `apiVersion` and
+/// `kind`; a body that cannot give them is refused as its decoder refuses it, naming the kind
+/// the path expects ([`crate::unreadable_body`]).
+fn decode_object(
+    sim: &Sim,
+    target: &Target,
+    verb: Verb,
+    body: &[u8],
+    content_type: &str,
+) -> ApiResult<Value> {
+    let decoded = decode_body(body, content_type);
+    let json = !crate::protobuf::is_protobuf(content_type)
+        && !content_type.contains("yaml")
+        && !content_type.contains("cbor");
+    if !json
+        || decoded
+            .as_ref()
+            .is_ok_and(crate::unreadable_body::is_readable)
+    {
+        return decoded;
+    }
+    let kind = sim.resolve(&sim.read(), target, verb)?.rt.kind.clone();
+    match crate::unreadable_body::refusal(&kind, body) {
+        Some(refusal) => Err(refusal),
+        None => decoded,
+    }
 }
 
 fn decode_body(body: &[u8], content_type: &str) -> ApiResult<Value> {

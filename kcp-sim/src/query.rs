@@ -7,6 +7,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::apiexport as kcp_apis;
+use crate::continue_token::ContinueToken;
 use crate::kcp;
 use crate::resource::{GroupResource, ResourceType};
 use crate::selector::{FieldSelector, LabelSelector};
@@ -267,21 +268,12 @@ pub struct Page {
 }
 
 fn encode_token(rv: u64, cluster: &str, key: &str) -> String {
-    let mut raw = String::with_capacity(cluster.len() + key.len() + 1);
-    raw.push_str(cluster);
-    raw.push('\u{0}');
-    raw.push_str(key);
-    format!("{rv}-{}", hex::encode(raw))
-}
-
-fn decode_token(token: &str) -> ApiResult<(u64, String, String)> {
-    let bad = || ApiError::bad_request(format!("continue key is not valid: {token:?}"));
-    let (rv, rest) = token.split_once('-').ok_or_else(bad)?;
-    let rv = rv.parse().map_err(|_| bad())?;
-    let raw = hex::decode(rest).map_err(|_| bad())?;
-    let raw = String::from_utf8(raw).map_err(|_| bad())?;
-    let (cluster, key) = raw.split_once('\u{0}').ok_or_else(bad)?;
-    Ok((rv, cluster.to_string(), key.to_string()))
+    ContinueToken {
+        revision: Some(rv),
+        cluster: cluster.to_string(),
+        key: key.to_string(),
+    }
+    .encode()
 }
 
 /// Lists the objects of a resource that `scope` and `filter` select, one page at a time.
@@ -293,7 +285,10 @@ pub fn list(
     limit: Option<usize>,
     continue_token: Option<&str>,
 ) -> ApiResult<Page> {
-    let start = continue_token.map(decode_token).transpose()?;
+    let start = continue_token
+        .map(ContinueToken::decode)
+        .transpose()?
+        .map(|t| (t.revision.unwrap_or(state.rv), t.cluster, t.key));
     let limit = limit.filter(|l| *l > 0);
     let mut items = Vec::new();
     let mut last: Option<(&str, &str)> = None;

@@ -9,6 +9,12 @@
 //	answer:  {"functions": ["abbrev", ...]} (the names in sprig.TxtFuncMap())
 //	request: {"gjson_path": "...", "document": "..."}
 //	answer:  {"exists": true, "raw": "...", "output": "..."} (gjson.Get: Exists, Raw, String())
+//	request: {"decode_hex": "7b6e..."}
+//	answer:  {"error": "...", "syntax": true} or {}: the bytes decoded by encoding/json into the
+//	         struct of apiVersion and kind kube-apiserver reads first, and into the struct of a
+//	         list's continue token, as kube-apiserver decodes them ("error" is the first error,
+//	         "syntax" whether it is a *json.SyntaxError, "token_error" the continue token's); and
+//	         by base64.RawURLEncoding ("base64_error").
 //
 // gjson is github.com/tidwall/gjson v1.18.0, the version upstream api-syncagent pins for its
 // mutation paths and related-object references.
@@ -32,8 +38,10 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/sha1"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	htmltemplate "html/template"
 	"os"
@@ -45,6 +53,8 @@ import (
 	"github.com/ghodss/yaml"
 	"github.com/tidwall/gjson"
 	"golang.org/x/crypto/sha3"
+
+	"kcp-rs.dev/gotmpl-oracle/storage"
 )
 
 type request struct {
@@ -55,6 +65,7 @@ type request struct {
 	ListFunctions bool            `json:"list_functions"`
 	GjsonPath     *string         `json:"gjson_path"`
 	Document      string          `json:"document"`
+	DecodeHex     *string         `json:"decode_hex"`
 }
 
 type answer struct {
@@ -64,6 +75,39 @@ type answer struct {
 	Functions []string `json:"functions,omitempty"`
 	Exists    *bool    `json:"exists,omitempty"`
 	Raw       *string  `json:"raw,omitempty"`
+	Syntax    bool     `json:"syntax,omitempty"`
+	Token     *string  `json:"token_error,omitempty"`
+	Base64    *string  `json:"base64_error,omitempty"`
+}
+
+// errorText is err's text, or nil.
+func errorText(err error) *string {
+	if err == nil {
+		return nil
+	}
+	text := err.Error()
+	return &text
+}
+
+// decodings answers how Go's decoders read the bytes hex-encoded in input.
+func decodings(input string) answer {
+	data, err := hex.DecodeString(input)
+	if err != nil {
+		return answer{Error: errorText(err)}
+	}
+	probe := struct {
+		APIVersion string `json:"apiVersion,omitempty"`
+		Kind       string `json:"kind,omitempty"`
+	}{}
+	var a answer
+	err = json.Unmarshal(data, &probe)
+	a.Error = errorText(err)
+	var syntax *json.SyntaxError
+	a.Syntax = errors.As(err, &syntax)
+	a.Token = errorText(storage.DecodeToken(data))
+	_, err = base64.RawURLEncoding.DecodeString(string(data))
+	a.Base64 = errorText(err)
+	return a
 }
 
 // gjsonGet answers a gjson request as api-syncagent reads a path.
@@ -223,6 +267,8 @@ func main() {
 			a = answer{Error: &msg}
 		} else if req.ListFunctions {
 			a = functionNames()
+		} else if req.DecodeHex != nil {
+			a = decodings(*req.DecodeHex)
 		} else if req.GjsonPath != nil {
 			a = gjsonGet(*req.GjsonPath, req.Document)
 		} else {

@@ -96,6 +96,10 @@ pub struct Step {
     /// The body, sent as JSON.
     #[serde(default)]
     pub body: Option<Value>,
+    /// The body sent as these bytes, for a body that is not JSON (`{not json`); with the same
+    /// default `Content-Type`.
+    #[serde(default)]
+    pub raw_body: Option<String>,
     /// A watch: read this many events, then hang up.
     #[serde(default)]
     pub watch: Option<WatchRead>,

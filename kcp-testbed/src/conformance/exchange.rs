@@ -169,8 +169,12 @@ async fn send(
     for (name, value) in &step.headers {
         request = request.header(name, substitute(value, names, earlier)?);
     }
-    let body = match &step.body {
-        Some(body) => {
+    let text = match (&step.body, &step.raw_body) {
+        (Some(body), _) => Some(body.to_string()),
+        (None, raw) => raw.clone(),
+    };
+    let body = match text {
+        Some(text) => {
             if !step
                 .headers
                 .keys()
@@ -178,7 +182,7 @@ async fn send(
             {
                 request = request.header("Content-Type", "application/json");
             }
-            substitute(&body.to_string(), names, earlier)?.into_bytes()
+            substitute(&text, names, earlier)?.into_bytes()
         }
         None => Vec::new(),
     };
