@@ -506,9 +506,10 @@ fn initialization_status(status: &mut Value, initializers: &[String]) {
 
 /// What kcp's scheduler and controllers do once a Workspace is stored, inside the request: a
 /// logical cluster (on a shard, with a generated name) whose LogicalCluster carries the
-/// initializers of the workspace's type and of every type it extends; kcp's own initializers
-/// are done at once (the `default` namespace comes when the last one is gone); the Workspace is
-/// scheduled (cluster, URL, shard, finalizer) and mirrors phase and initializers.
+/// initializers and terminators of the workspace's type and of every type it extends; kcp's
+/// own initializers are done at once (a type extending `root:universal` gets its namespaces
+/// then); the Workspace is scheduled (cluster, URL, shard, finalizer) and mirrors phase and
+/// initializers.
 pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> ApiResult<()> {
     if ws
         .pointer("/spec/cluster")
@@ -517,42 +518,98 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
     {
         return Ok(());
     }
-    let name = ws
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
-    let parent_path = state
-        .clusters
-        .get(parent)
-        .map(|c| c.path.clone())
-        .unwrap_or_default();
-    let (type_path, type_name) = type_reference(ws);
-    let aliases = types::get(state, &type_path, &type_name)
-        .map(|wt| types::aliases(state, &wt))
-        .transpose()
-        .map_err(ApiError::internal)?
-        .unwrap_or_default();
-    let all_initializers = types::initializers(&aliases);
-    let remaining: Vec<String> = all_initializers
-        .iter()
-        .filter(|i| !is_kcps_own_initializer(i))
-        .cloned()
-        .collect();
-    let lc = random_cluster_name();
-    let path = format!("{parent_path}:{name}");
-    state.add_cluster(&lc, &path);
-    let shard = state.clusters.get(&lc).map(|c| c.shard).unwrap_or_default();
-    let shard_url = state.shard_urls.get(shard).cloned().unwrap_or_default();
-    let owner = ws
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(OWNER_ANNOTATION))
-        .and_then(Value::as_str)
-        .map(String::from);
+    let placement = Placement::new(state, parent, ws)?;
+    let status = store_logical_cluster(state, &placement, ws)?;
+    system_apis::bind_defaults(state, &placement.cluster, &placement.aliases)?;
+    system_apis::record_resource_bindings(state, &placement.cluster)?;
+    if placement
+        .initializers
+        .contains(&initializer_of(ROOT, "universal"))
+    {
+        bootstrap_universal(state, &placement.cluster)?;
+    }
+    workspace_scheduled(state, &placement, ws, &status)
+}
 
-    // The LogicalCluster, as the scheduler creates it and kcp's controllers complete it.
-    let mut annotations = json!({TYPE_ANNOTATION: format!("{type_path}:{type_name}"),
-        PATH_ANNOTATION: path});
+/// Where a new Workspace goes and what its type asks of it.
+struct Placement {
+    /// The Workspace's cluster and name.
+    parent: String,
+    name: String,
+    /// The new logical cluster, its path and its shard.
+    cluster: String,
+    path: String,
+    shard: usize,
+    /// The Workspace's type (`root:org`) and every type it extends.
+    type_path: String,
+    aliases: Vec<types::Type>,
+    /// The initializers of those types, and those left once kcp's own are done.
+    initializers: Vec<String>,
+    remaining: Vec<String>,
+    terminators: Vec<String>,
+    /// The Workspace's owner annotation, if it has one.
+    owner: Option<String>,
+}
+
+impl Placement {
+    /// Adds the logical cluster to the store and says what goes into it.
+    fn new(state: &mut State, parent: &str, ws: &Value) -> ApiResult<Placement> {
+        let name = ws
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let parent_path = state
+            .clusters
+            .get(parent)
+            .map(|c| c.path.clone())
+            .unwrap_or_default();
+        let (type_path, type_name) = type_reference(ws);
+        let aliases = types::get(state, &type_path, &type_name)
+            .map(|wt| types::aliases(state, &wt))
+            .transpose()
+            .map_err(ApiError::internal)?
+            .unwrap_or_default();
+        let initializers = types::initializers(&aliases);
+        let remaining = initializers
+            .iter()
+            .filter(|i| !is_kcps_own_initializer(i))
+            .cloned()
+            .collect();
+        let cluster = random_cluster_name();
+        let path = format!("{parent_path}:{name}");
+        state.add_cluster(&cluster, &path);
+        let shard = state
+            .clusters
+            .get(&cluster)
+            .map(|c| c.shard)
+            .unwrap_or_default();
+        Ok(Placement {
+            parent: parent.to_string(),
+            name,
+            cluster,
+            path,
+            shard,
+            type_path: format!("{type_path}:{type_name}"),
+            terminators: types::terminators(&aliases),
+            aliases,
+            initializers,
+            remaining,
+            owner: ws
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(OWNER_ANNOTATION))
+                .and_then(Value::as_str)
+                .map(String::from),
+        })
+    }
+
+    fn is_ready(&self) -> bool {
+        self.remaining.is_empty()
+    }
+}
+
+/// The LogicalCluster as kcp's scheduler creates it, before any controller completes it.
+fn logical_cluster_created(placement: &Placement, ws: &Value) -> Value {
     let mut created = json!({
         "apiVersion": "core.kcp.io/v1alpha1",
         "kind": "LogicalCluster",
@@ -561,92 +618,114 @@ pub fn create_logical_cluster(state: &mut State, parent: &str, ws: &Value) -> Ap
             "uid": random_uid(),
             "creationTimestamp": now(),
             "generation": 1,
-            "annotations": annotations.clone(),
+            "annotations": {TYPE_ANNOTATION: placement.type_path, PATH_ANNOTATION: placement.path},
         },
         "spec": {
             "directlyDeletable": false,
             "owner": {
                 "apiVersion": "tenancy.kcp.io/v1alpha1",
                 "resource": "workspaces",
-                "name": name,
-                "cluster": parent,
+                "name": placement.name,
+                "cluster": placement.parent,
                 "uid": ws.pointer("/metadata/uid").cloned().unwrap_or(Value::Null),
             },
         },
     });
     // kcp's Go type leaves an empty list out.
-    let terminators = types::terminators(&aliases);
     for (key, list) in [
-        ("initializers", &all_initializers),
-        ("terminators", &terminators),
+        ("initializers", &placement.initializers),
+        ("terminators", &placement.terminators),
     ] {
         if !list.is_empty() {
             created["spec"][key] = json!(list);
         }
     }
+    created
+}
+
+/// Stores the LogicalCluster as kcp's controllers leave it, with the managed fields of their
+/// writes; answers its status (without the terminators), which the Workspace mirrors.
+fn store_logical_cluster(state: &mut State, placement: &Placement, ws: &Value) -> ApiResult<Value> {
+    let mut created = logical_cluster_created(placement, ws);
     let mut done = created.clone();
-    let mut status = json!({"URL": format!("{shard_url}/clusters/{lc}")});
-    initialization_status(&mut status, &remaining);
-    let ready = remaining.is_empty();
-    if let Some(owner) = &owner {
-        let owner = if ready {
+    let shard_url = state
+        .shard_urls
+        .get(placement.shard)
+        .cloned()
+        .unwrap_or_default();
+    let mut status = json!({"URL": format!("{shard_url}/clusters/{}", placement.cluster)});
+    initialization_status(&mut status, &placement.remaining);
+    if let Some(owner) = &placement.owner {
+        let owner = if placement.is_ready() {
             owner_when_ready(owner).unwrap_or_else(|| owner.clone())
         } else {
             owner.clone()
         };
-        annotations[OWNER_ANNOTATION] = json!(owner);
+        done["metadata"]["annotations"][OWNER_ANNOTATION] = json!(owner);
     }
-    done["metadata"]["annotations"] = annotations;
     set_label(&mut done, PHASE_LABEL, status["phase"].as_str());
     done["status"] = status.clone();
-    label_lifecycle(&mut done, INITIALIZER_LABEL_PREFIX, &remaining);
-    label_lifecycle(&mut done, termination::LABEL_PREFIX, &terminators);
-    let mut lc_object = created;
+    label_lifecycle(&mut done, INITIALIZER_LABEL_PREFIX, &placement.remaining);
+    label_lifecycle(&mut done, termination::LABEL_PREFIX, &placement.terminators);
     controller_created(
-        &mut lc_object,
+        &mut created,
         &mut done,
         Some(json!({})),
         "core.kcp.io/v1alpha1",
     );
     // Stamped on every object of the cluster, never a field anybody manages; the finalizer
     // comes from kcp's admission.
-    done["metadata"]["annotations"][CLUSTER_ANNOTATION] = json!(lc);
+    done["metadata"]["annotations"][CLUSTER_ANNOTATION] = json!(placement.cluster);
     crate::object_meta::add_finalizer(&mut done, LOGICAL_CLUSTER_FINALIZER);
-    termination::attach(&mut done, &terminators);
-    if !terminators.is_empty() {
-        status["terminators"] = json!(terminators);
+    termination::attach(&mut done, &placement.terminators);
+    if !placement.terminators.is_empty() {
+        status["terminators"] = json!(placement.terminators);
     }
     let stored = state.encode_next(&mut done)?;
-    state.put(&lc, &logical_clusters(), "", LOGICAL_CLUSTER_NAME, stored)?;
-    system_apis::bind_defaults(state, &lc, &aliases)?;
-    system_apis::record_resource_bindings(state, &lc)?;
-    if all_initializers.contains(&initializer_of(ROOT, "universal")) {
-        bootstrap_universal(state, &lc)?;
-    }
+    state.put(
+        &placement.cluster,
+        &logical_clusters(),
+        "",
+        LOGICAL_CLUSTER_NAME,
+        stored,
+    )?;
+    Ok(status)
+}
 
-    // The Workspace, scheduled.
+/// The Workspace as kcp's scheduler leaves it: its cluster, URL and shard, kcp's finalizer,
+/// `WorkspaceScheduled`, and the LogicalCluster's `status` mirrored.
+fn workspace_scheduled(
+    state: &mut State,
+    placement: &Placement,
+    ws: &Value,
+    status: &Value,
+) -> ApiResult<()> {
     let mut scheduled = ws.clone();
-    scheduled["spec"]["cluster"] = json!(lc);
+    scheduled["spec"]["cluster"] = json!(placement.cluster);
     scheduled["spec"]["URL"] = json!(format!(
-        "{}/clusters/{path}",
-        state.shard_urls.first().map(String::as_str).unwrap_or("")
+        "{}/clusters/{}",
+        state.shard_urls.first().map(String::as_str).unwrap_or(""),
+        placement.path
     ));
     if let Some(a) = scheduled
         .pointer_mut("/metadata/annotations")
         .and_then(Value::as_object_mut)
     {
-        a.insert("internal.tenancy.kcp.io/cluster".into(), json!(lc));
+        a.insert(
+            "internal.tenancy.kcp.io/cluster".into(),
+            json!(placement.cluster),
+        );
         a.insert(
             "internal.tenancy.kcp.io/shard".into(),
-            json!(shard_hash(shard)),
+            json!(shard_hash(placement.shard)),
         );
     }
     crate::object_meta::add_finalizer(&mut scheduled, WORKSPACE_FINALIZER);
     conditions::set(&mut scheduled, Condition::ok(SCHEDULED));
-    mirror(&mut scheduled, &status);
+    mirror(&mut scheduled, status);
     controller_write(
         state,
-        parent,
+        &placement.parent,
         &workspaces(),
         ws,
         &mut scheduled,
