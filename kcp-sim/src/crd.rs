@@ -153,15 +153,7 @@ fn established_status(crd: &Value) -> Value {
     };
     let names_time = keep_time("NamesAccepted");
     let established_time = keep_time("Established");
-    let mut stored_versions: Vec<String> = crd
-        .pointer("/status/storedVersions")
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut stored_versions = crate::object_meta::strings_at(crd, "/status/storedVersions");
     if !stored_versions.contains(&storage) {
         stored_versions.push(storage);
     }

@@ -272,11 +272,18 @@ pub fn add_finalizer(obj: &mut Value, finalizer: &str) {
 
 /// The finalizers of an object's metadata.
 pub fn finalizers_of(obj: &Value) -> Vec<String> {
-    obj.pointer("/metadata/finalizers")
+    strings_at(obj, "/metadata/finalizers")
+}
+
+/// The strings of the list at `pointer` in `obj` (a finalizer list, a LogicalCluster's
+/// initializers, a CRD's short names); anything else in the list is skipped, and no list is an
+/// empty one.
+pub fn strings_at(obj: &Value, pointer: &str) -> Vec<String> {
+    obj.pointer(pointer)
         .and_then(Value::as_array)
         .map(|all| {
             all.iter()
-                .filter_map(|f| f.as_str().map(String::from))
+                .filter_map(|s| s.as_str().map(String::from))
                 .collect()
         })
         .unwrap_or_default()

@@ -1166,14 +1166,7 @@ pub fn type_of_spec(spec: &Value) -> Result<ResourceType, (String, String)> {
     };
     let (served, status) = served_versions(spec)?;
     let strings = |key: &str| -> Vec<String> {
-        spec.pointer(&format!("/names/{key}"))
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(|s| s.as_str().map(String::from))
-                    .collect()
-            })
-            .unwrap_or_default()
+        crate::object_meta::strings_at(spec, &format!("/names/{key}"))
     };
     Ok(ResourceType {
         key: GroupResource::new(&group, &plural),

@@ -21,6 +21,7 @@ use crate::garbage_collector::{
     collect_dependents, find_by_uid, has_dependents, orphan_dependents,
 };
 use crate::managed_fields::{self, FieldManager};
+use crate::object_meta::finalizers_of;
 use crate::patch;
 use crate::resource::{GroupResource, ResourceType};
 use crate::schema::field::invalid_object;
@@ -203,18 +204,6 @@ fn meta_mut(obj: &mut Value) -> ApiResult<&mut Map<String, Value>> {
 
 fn meta_str<'a>(obj: &'a Value, field: &str) -> Option<&'a str> {
     meta(obj)?.get(field)?.as_str()
-}
-
-fn finalizers(obj: &Value) -> Vec<String> {
-    meta(obj)
-        .and_then(|m| m.get("finalizers"))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|f| f.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// Whether the two objects differ in anything but metadata and status (a generation bump).
@@ -1134,7 +1123,7 @@ fn write_update(
         .and_then(|rv| rv.parse().ok())
         .unwrap_or_default();
     let last_finalizer_gone =
-        new.pointer("/metadata/deletionTimestamp").is_some() && finalizers(&new).is_empty();
+        new.pointer("/metadata/deletionTimestamp").is_some() && finalizers_of(&new).is_empty();
     if opts.dry_run || last_finalizer_gone {
         // Nothing is stored: the answer keeps the stored resourceVersion. An update that takes
         // the last finalizer away deletes the object without writing it again.
@@ -1445,7 +1434,7 @@ pub fn delete(
     let is_namespace = rt.group.is_empty() && rt.kind == "Namespace";
     let is_crd = rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition";
     let is_binding = apis::is_binding(rt);
-    let mut fins = finalizers(&obj);
+    let mut fins = finalizers_of(&obj);
     if policy == "Foreground" && !fins.iter().any(|f| f == "foregroundDeletion") {
         fins.push("foregroundDeletion".to_string());
     }
@@ -1653,7 +1642,7 @@ pub(crate) fn try_finish_termination(
     if kcp::is_workspace(rt) && kcp::termination::holds(state, cluster, &obj)? {
         return Ok(());
     }
-    let mut fins = finalizers(&obj);
+    let mut fins = finalizers_of(&obj);
     // kcp's controllers remove their own finalizers once their cleanup (done above) is over.
     fins.retain(|f| !kcp::own_finalizers(rt).contains(&f.as_str()));
     if fins.iter().any(|f| f == "foregroundDeletion") {

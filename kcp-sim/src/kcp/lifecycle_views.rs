@@ -145,14 +145,7 @@ fn forbidden(why: &str) -> ApiError {
 
 /// The entries of a LogicalCluster's `status.<list>`.
 pub fn entries(lc: &Value, list: &str) -> Vec<String> {
-    lc.pointer(&format!("/status/{list}"))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|i| i.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    crate::object_meta::strings_at(lc, &format!("/status/{list}"))
 }
 
 fn listed(lc: &Value, list: &str, entry: &str) -> bool {

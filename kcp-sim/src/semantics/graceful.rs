@@ -67,7 +67,7 @@ pub(super) fn delete_pod(
     if period > 0 {
         return Ok(answered(marked, false));
     }
-    if super::finalizers(obj).is_empty() {
+    if crate::object_meta::finalizers_of(obj).is_empty() {
         let removed = remove_now(state, cluster, rt, namespace, name)?;
         return Ok(answered(removed.unwrap_or(marked), true));
     }
