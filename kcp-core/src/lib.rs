@@ -23,6 +23,7 @@ pub mod error;
 pub mod kcp;
 pub mod kube_client;
 pub mod manifest;
+pub mod name_validation;
 pub mod resource_version;
 pub mod rest_metrics;
 pub mod retry;

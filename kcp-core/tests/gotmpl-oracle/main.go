@@ -9,6 +9,10 @@
 //	answer:  {"functions": ["abbrev", ...]} (the names in sprig.TxtFuncMap())
 //	request: {"gjson_path": "...", "document": "..."}
 //	answer:  {"exists": true, "raw": "...", "output": "..."} (gjson.Get: Exists, Raw, String())
+//	request: {"label_selector": "a in (b"}
+//	answer:  {"error": "..."} or {"output": "..."}: labels.Parse of k8s.io/apimachinery (the
+//	         version kube-apiserver v1.34.2 builds with), its error or the selector's String();
+//	         with "labels": {...} also {"exists": true} when the selector matches those labels
 //	request: {"decode_hex": "7b6e..."}
 //	answer:  {"error": "...", "syntax": true} or {}: the bytes decoded by encoding/json into the
 //	         struct of apiVersion and kind kube-apiserver reads first, and into the struct of a
@@ -28,8 +32,9 @@
 //
 // The template is named "template", as in the upstream init-agent and in kcp-core.
 //
-// A Go module of its own: sprig v3.3.0 (the version the upstream init-agent pins), ghodss/yaml and
-// x/crypto come from the Go module proxy at the versions go.mod and go.sum pin:
+// A Go module of its own: sprig v3.3.0 (the version the upstream init-agent pins), ghodss/yaml,
+// x/crypto and k8s.io/apimachinery v0.34.2 come from the Go module proxy at the versions go.mod
+// and go.sum pin:
 //
 //	go build -o gotmpl-oracle .
 package main
@@ -53,6 +58,7 @@ import (
 	"github.com/ghodss/yaml"
 	"github.com/tidwall/gjson"
 	"golang.org/x/crypto/sha3"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"kcp-rs.dev/gotmpl-oracle/storage"
 )
@@ -66,6 +72,8 @@ type request struct {
 	GjsonPath     *string         `json:"gjson_path"`
 	Document      string          `json:"document"`
 	DecodeHex     *string         `json:"decode_hex"`
+	LabelSelector *string         `json:"label_selector"`
+	Labels        labels.Set      `json:"labels"`
 }
 
 type answer struct {
@@ -87,6 +95,17 @@ func errorText(err error) *string {
 	}
 	text := err.Error()
 	return &text
+}
+
+// labelSelector answers how kube-apiserver reads a list's labelSelector.
+func labelSelector(input string, set labels.Set) answer {
+	selector, err := labels.Parse(input)
+	if err != nil {
+		return answer{Error: errorText(err)}
+	}
+	text := selector.String()
+	matches := selector.Matches(set)
+	return answer{Output: &text, Exists: &matches}
 }
 
 // decodings answers how Go's decoders read the bytes hex-encoded in input.
@@ -267,6 +286,8 @@ func main() {
 			a = answer{Error: &msg}
 		} else if req.ListFunctions {
 			a = functionNames()
+		} else if req.LabelSelector != nil {
+			a = labelSelector(*req.LabelSelector, req.Labels)
 		} else if req.DecodeHex != nil {
 			a = decodings(*req.DecodeHex)
 		} else if req.GjsonPath != nil {

@@ -1,0 +1,160 @@
+//! kcp-core reads a label selector as kube-apiserver does: it accepts what apimachinery's
+//! `labels.Parse` accepts and refuses the rest with the same message. Held to `labels.Parse`
+//! itself (apimachinery v0.34.2, in the Go oracle) on thousands of selectors made by cutting,
+//! changing and growing valid ones.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod go_oracle;
+
+use kcp_core::selector::LabelSelector;
+use serde_json::{Value, json};
+
+const SEEDS: &[&str] = &[
+    "app=web,tier in (a,b),!legacy,env!=prod",
+    "example.com/team notin (x,,y), release , n>3,m<10",
+    "a==b,c in (),d=",
+];
+
+/// Pieces that steer the grammar: operators, keywords, brackets, bad characters and white space.
+const STEERING: &[&str] = &[
+    "=",
+    "==",
+    "!",
+    "!=",
+    ">",
+    "<",
+    ",",
+    "(",
+    ")",
+    " ",
+    "\t",
+    "in",
+    "notin",
+    "$",
+    "-",
+    "_",
+    ".",
+    "/",
+    "A",
+    "7",
+    "\0",
+    "é",
+    // 64 characters: one more than a name part or a value may have.
+    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+];
+
+/// Every seed cut short at each character, and with each steering piece put in place of, and in
+/// front of, each of its characters.
+fn selectors() -> Vec<String> {
+    let mut selectors = Vec::new();
+    for seed in SEEDS {
+        let chars: Vec<char> = seed.chars().collect();
+        for at in 0..=chars.len() {
+            let head: String = chars[..at].iter().collect();
+            selectors.push(head.clone());
+            let Some(tail) = chars.get(at..) else {
+                continue;
+            };
+            if tail.is_empty() {
+                continue;
+            }
+            let rest: String = tail[1..].iter().collect();
+            let whole_tail: String = tail.iter().collect();
+            for piece in STEERING {
+                selectors.push(format!("{head}{piece}{rest}"));
+                selectors.push(format!("{head}{piece}{whole_tail}"));
+            }
+        }
+    }
+    selectors
+}
+
+/// Label sets the seeds' selectors select or not.
+fn label_sets() -> Vec<Value> {
+    vec![
+        json!({}),
+        json!({"app": "web", "tier": "a", "env": "dev"}),
+        json!({"app": "web", "tier": "c", "legacy": "", "env": "prod"}),
+        json!({"example.com/team": "y", "release": "1", "n": "5", "m": "3"}),
+        json!({"n": "x", "m": "12"}),
+        json!({"a": "b", "c": "", "d": ""}),
+    ]
+}
+
+#[test]
+fn a_selector_selects_what_labels_parse_selects() {
+    let Some(oracle) = go_oracle::built_or_skip() else {
+        return;
+    };
+    let selectors: Vec<String> = selectors()
+        .into_iter()
+        .filter(|s| LabelSelector::parse(s).is_ok())
+        .collect();
+    let cases: Vec<(String, Value)> = selectors
+        .iter()
+        .flat_map(|s| label_sets().into_iter().map(move |l| (s.clone(), l)))
+        .collect();
+    let requests: Vec<Value> = cases
+        .iter()
+        .map(|(s, labels)| json!({"label_selector": s, "labels": labels}))
+        .collect();
+    let answers = go_oracle::ask(&oracle, &requests);
+    let differ: Vec<String> = cases
+        .iter()
+        .zip(&answers)
+        .filter_map(|((selector, labels), go)| {
+            let go_says = go["exists"].as_bool();
+            let selector_parsed = LabelSelector::parse(selector).ok()?;
+            let we_say = Some(selector_parsed.matches(labels.as_object()));
+            (we_say != go_says)
+                .then(|| format!("{selector:?} on {labels}: kcp-core {we_say:?}, Go {go_says:?}"))
+        })
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{} of {} selections differ from labels.Parse, first:\n{}",
+        differ.len(),
+        cases.len(),
+        differ
+            .iter()
+            .take(8)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
+
+#[test]
+fn a_label_selector_is_accepted_or_refused_as_labels_parse_does() {
+    let Some(oracle) = go_oracle::built_or_skip() else {
+        return;
+    };
+    let selectors = selectors();
+    let requests: Vec<Value> = selectors
+        .iter()
+        .map(|s| json!({"label_selector": s}))
+        .collect();
+    let answers = go_oracle::ask(&oracle, &requests);
+    let differ: Vec<String> = selectors
+        .iter()
+        .zip(&answers)
+        .filter_map(|(selector, go)| {
+            let go_says = go["error"].as_str().map(String::from);
+            let we_say = LabelSelector::parse(selector).err().map(|e| e.to_string());
+            (we_say != go_says)
+                .then(|| format!("{selector:?}: kcp-core {we_say:?}, Go {go_says:?}"))
+        })
+        .collect();
+    assert!(
+        differ.is_empty(),
+        "{} of {} selectors differ from labels.Parse, first:\n{}",
+        differ.len(),
+        selectors.len(),
+        differ
+            .iter()
+            .take(8)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
