@@ -69,6 +69,16 @@ fn selectors() -> Vec<String> {
     selectors
 }
 
+#[track_caller]
+fn assert_none_differ(differ: &[String], of: usize, what: &str) {
+    assert!(
+        differ.is_empty(),
+        "{} of {of} {what} differ from labels.Parse, first:\n{}",
+        differ.len(),
+        differ[..differ.len().min(8)].join("\n")
+    );
+}
+
 /// Label sets the seeds' selectors select or not.
 fn label_sets() -> Vec<Value> {
     vec![
@@ -110,18 +120,7 @@ fn a_selector_selects_what_labels_parse_selects() {
                 .then(|| format!("{selector:?} on {labels}: kcp-core {we_say:?}, Go {go_says:?}"))
         })
         .collect();
-    assert!(
-        differ.is_empty(),
-        "{} of {} selections differ from labels.Parse, first:\n{}",
-        differ.len(),
-        cases.len(),
-        differ
-            .iter()
-            .take(8)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    assert_none_differ(&differ, cases.len(), "selections");
 }
 
 #[test]
@@ -145,16 +144,5 @@ fn a_label_selector_is_accepted_or_refused_as_labels_parse_does() {
                 .then(|| format!("{selector:?}: kcp-core {we_say:?}, Go {go_says:?}"))
         })
         .collect();
-    assert!(
-        differ.is_empty(),
-        "{} of {} selectors differ from labels.Parse, first:\n{}",
-        differ.len(),
-        selectors.len(),
-        differ
-            .iter()
-            .take(8)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    assert_none_differ(&differ, selectors.len(), "selectors");
 }

@@ -15,6 +15,16 @@ fn encoded(json: &str) -> String {
     RAW_URL.encode(json)
 }
 
+/// The token of `json` is refused, kube-apiserver's message ending in `why`.
+#[track_caller]
+fn refused_as(json: &str, why: &str) {
+    assert_eq!(
+        refusal(&encoded(json)),
+        format!("invalid continue token: continue key is not valid: {why}"),
+        "{json}"
+    );
+}
+
 #[test]
 fn a_token_reads_back_as_written() {
     let token = ContinueToken {
@@ -97,11 +107,7 @@ fn a_field_of_the_wrong_type_is_named_as_go_names_it() {
         ),
     ];
     for (json, why) in cases {
-        assert_eq!(
-            refusal(&encoded(json)),
-            format!("invalid continue token: continue key is not valid: {why}"),
-            "{json}"
-        );
+        refused_as(json, why);
     }
 }
 
@@ -122,10 +128,6 @@ fn a_token_of_another_version_or_without_revision_or_start_is_refused() {
         ),
     ];
     for (json, why) in cases {
-        assert_eq!(
-            refusal(&encoded(json)),
-            format!("invalid continue token: continue key is not valid: {why}"),
-            "{json}"
-        );
+        refused_as(json, why);
     }
 }
