@@ -10,14 +10,16 @@
 //! carry the label at all.
 //!
 //! [`FieldSelector`] understands `field=value`, `field==value` and `field!=value` joined by commas,
-//! with `\,`, `\=` and `\\` escapes in values. Unlike the real server, which accepts only a short
-//! list of fields per resource, any dotted path into the object's JSON is accepted
-//! (`metadata.name`, `status.phase`, `spec.nodeName`, `involvedObject.name`, ...). A field that is
-//! missing (or `null`) compares as the empty string, so `spec.nodeName=` selects unscheduled pods;
-//! booleans and numbers compare as their JSON text (`spec.unschedulable=true`).
+//! with `\,`, `\=` and `\\` escapes in values, read as apimachinery's `fields.ParseSelector`
+//! reads them (nothing trimmed, terms sorted, the same error text; held to it by the same
+//! differential test). Which fields a resource can be selected by is the server's to say: here
+//! any dotted path into the object's JSON selects (`metadata.name`, `status.phase`,
+//! `spec.nodeName`, `involvedObject.name`, ...). A field that is missing (or `null`) compares as
+//! the empty string, so `spec.nodeName=` selects unscheduled pods; booleans and numbers compare
+//! as their JSON text (`spec.unschedulable=true`).
 //!
-//! Both parsers tolerate whitespace around tokens, and both treat an empty (or blank) string as
-//! "select everything".
+//! Label selectors tolerate white space around tokens, as `labels.Parse` does; both treat an
+//! empty string as "select everything".
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -30,11 +32,11 @@ mod label_syntax;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{reason}")]
 pub struct SelectorError {
-    /// The selector (of a field selector, the offending requirement).
+    /// The selector.
     pub selector: String,
-    /// Why it was rejected: of a label selector, `labels.Parse`'s own message
-    /// (`unable to parse requirement: found 'b' expected: '('`); of a field selector,
-    /// `unable to parse requirement "<requirement>": <why>`.
+    /// Why it was rejected, in apimachinery's words: `labels.Parse`'s
+    /// (`unable to parse requirement: found 'b' expected: '('`) or `fields.ParseSelector`'s
+    /// (`invalid selector: 'a'; can't understand 'a'`).
     pub reason: String,
 }
 
@@ -44,18 +46,6 @@ impl SelectorError {
             selector: selector.to_owned(),
             reason: reason.into(),
         }
-    }
-
-    /// A field selector's requirement that does not parse.
-    fn field(requirement: &str, why: impl Into<String>) -> Self {
-        let requirement = requirement.trim();
-        Self::new(
-            requirement,
-            format!(
-                "unable to parse requirement {requirement:?}: {}",
-                why.into()
-            ),
-        )
     }
 }
 
@@ -218,18 +208,24 @@ fn field_value(obj: &Value, field: &str) -> String {
 }
 
 impl FieldSelector {
-    /// Parses a field selector: `field=value`, `field==value` or `field!=value`, joined by
-    /// commas. Values may escape `,`, `=` and `\` with a backslash.
+    /// Parses a field selector as apimachinery's `fields.ParseSelector` does: terms joined by
+    /// commas (a comma escaped with a backslash belongs to a value), each `field=value`,
+    /// `field==value` or `field!=value`, split at its first operator; a value may escape `\`,
+    /// `,` and `=` with a backslash. Nothing is trimmed (` a=b` selects on the field ` a`, which
+    /// a server does not know). The terms are kept sorted, as apimachinery sorts them, and the
+    /// first that does not parse is named in its words.
     ///
-    /// An empty or blank string gives the empty selector, which matches everything.
+    /// An empty string gives the empty selector, which matches everything.
     pub fn parse(s: &str) -> Result<FieldSelector, SelectorError> {
-        let mut requirements = Vec::new();
-        for term in split_unescaped_commas(s) {
-            if term.trim().is_empty() {
-                continue;
-            }
-            requirements.push(parse_field_term(term)?);
-        }
+        let mut terms = split_unescaped_commas(s);
+        terms.sort_unstable();
+        let mut requirements: Vec<FieldRequirement> = terms
+            .into_iter()
+            .filter(|term| !term.is_empty())
+            .map(|term| parse_field_term(s, term))
+            .collect::<Result<_, _>>()?;
+        // A term of no field and no value (`=`, `!=`) selects everything: apimachinery drops it.
+        requirements.retain(|r| !(r.field.is_empty() && r.value.is_empty()));
         Ok(FieldSelector { requirements })
     }
 
@@ -311,8 +307,9 @@ fn split_unescaped_commas(s: &str) -> Vec<&str> {
     terms
 }
 
-/// Parses one `field<op>value` term; the operator is the first `!=`, `==` or `=` in it.
-fn parse_field_term(term: &str) -> Result<FieldRequirement, SelectorError> {
+/// Parses one `field<op>value` term of `selector`; the operator is the first `!=`, `==` or `=`
+/// in it.
+fn parse_field_term(selector: &str, term: &str) -> Result<FieldRequirement, SelectorError> {
     let Some((index, op)) = term.char_indices().find_map(|(i, _)| {
         let rest = &term[i..];
         ["!=", "==", "="]
@@ -320,45 +317,23 @@ fn parse_field_term(term: &str) -> Result<FieldRequirement, SelectorError> {
             .find(|op| rest.starts_with(op))
             .map(|op| (i, op))
     }) else {
-        return Err(SelectorError::field(
-            term,
-            "expected an operator: '=', '==' or '!='",
+        return Err(SelectorError::new(
+            selector,
+            format!("invalid selector: '{selector}'; can't understand '{term}'"),
         ));
     };
-    let field = term[..index].trim();
-    let raw_value = term[index + op.len()..].trim();
-    validate_field_path(field).map_err(|reason| SelectorError::field(term, reason))?;
-    let value =
-        unescape_field_value(raw_value).map_err(|reason| SelectorError::field(term, reason))?;
+    let value = unescape_field_value(&term[index + op.len()..])
+        .map_err(|why| SelectorError::new(selector, why))?;
     Ok(FieldRequirement {
-        field: field.to_owned(),
+        field: term[..index].to_owned(),
         equals: op != "!=",
         value,
     })
 }
 
-/// Checks a dotted field path: non-empty segments without whitespace or backslashes.
-fn validate_field_path(field: &str) -> Result<(), String> {
-    if field.is_empty() {
-        return Err("the field name is empty".to_owned());
-    }
-    let valid = field.split('.').all(|segment| {
-        !segment.is_empty()
-            && !segment
-                .chars()
-                .any(|c| c.is_whitespace() || c == '\\' || c == '!')
-    });
-    if valid {
-        Ok(())
-    } else {
-        Err(format!(
-            "invalid field path {field:?}: expected dot-separated names such as metadata.name"
-        ))
-    }
-}
-
-/// Resolves `\\`, `\,` and `\=` in a field selector value; other escapes, and unescaped `=`, are
-/// errors.
+/// Resolves `\\`, `\,` and `\=` in a field selector value, as apimachinery's `UnescapeValue`
+/// does; another escape, a lone backslash at the end and an unescaped `,` or `=` are refused in
+/// its words (the character by its code point, as Go prints a rune).
 fn unescape_field_value(raw: &str) -> Result<String, String> {
     let mut value = String::with_capacity(raw.len());
     let mut chars = raw.chars();
@@ -368,16 +343,18 @@ fn unescape_field_value(raw: &str) -> Result<String, String> {
                 Some(escaped @ ('\\' | ',' | '=')) => value.push(escaped),
                 Some(other) => {
                     return Err(format!(
-                        "invalid escape sequence '\\{other}' in value {raw:?}: only '\\\\', '\\,' \
-                         and '\\=' are allowed"
+                        "invalid field selector: invalid escape sequence: \\{other}"
                     ));
                 }
-                None => return Err(format!("value {raw:?} ends in an unfinished escape")),
+                None => return Err("invalid field selector: invalid escape sequence: \\".into()),
             },
-            '=' => {
-                return Err(format!("unescaped '=' in value {raw:?}: write it as '\\='"));
+            ',' | '=' => {
+                return Err(format!(
+                    "invalid field selector: unescaped character in value: {}",
+                    u32::from(c)
+                ));
             }
-            other => value.push(other),
+            c => value.push(c),
         }
     }
     Ok(value)
@@ -709,10 +686,16 @@ mod tests {
     }
 
     #[test]
-    fn whitespace_around_field_terms_is_ignored() {
-        let selector =
-            FieldSelector::parse(" metadata.name = a , status.phase != Failed ").unwrap();
-        assert!(selector.matches_object(&pod("a", None, "Running")));
+    fn white_space_belongs_to_the_field_and_the_value() {
+        let selector = FieldSelector::parse(" metadata.name = a").unwrap();
+        assert_eq!(selector.fields().collect::<Vec<_>>(), [" metadata.name "]);
+        assert_eq!(selector.exact_value(" metadata.name "), Some(" a"));
+    }
+
+    #[test]
+    fn terms_are_kept_in_sorted_order() {
+        let selector = FieldSelector::parse("status.phase=Running,metadata.name=a").unwrap();
+        assert_eq!(selector.to_string(), "metadata.name=a,status.phase=Running");
     }
 
     #[test]
@@ -735,28 +718,44 @@ mod tests {
         assert_eq!(selector.to_string(), r"a.b=x\,y,c!=z");
     }
 
+    // The messages below were printed by apimachinery v0.34.2's fields.ParseSelector.
+
     #[test]
-    fn field_term_without_operator_is_an_error() {
-        let err = FieldSelector::parse("metadata.name").unwrap_err();
-        assert_eq!(err.selector, "metadata.name");
-        assert!(err.reason.contains("expected an operator"), "{err}");
+    fn a_term_without_an_operator_is_not_understood() {
+        let err = FieldSelector::parse("b=1,metadata.name").unwrap_err();
+        assert_eq!(err.selector, "b=1,metadata.name");
+        assert_eq!(
+            err.to_string(),
+            "invalid selector: 'b=1,metadata.name'; can't understand 'metadata.name'"
+        );
     }
 
     #[test]
-    fn empty_field_name_is_an_error() {
-        let err = FieldSelector::parse("=a").unwrap_err();
-        assert!(err.reason.contains("field name is empty"), "{err}");
+    fn an_empty_field_name_is_parsed_for_the_server_to_refuse() {
+        let selector = FieldSelector::parse("=a").unwrap();
+        assert_eq!(selector.fields().collect::<Vec<_>>(), [""]);
     }
 
     #[test]
-    fn unescaped_equals_in_field_value_is_an_error() {
+    fn an_unescaped_equals_in_a_value_is_named_by_its_code_point() {
         let err = FieldSelector::parse("metadata.name=a=b").unwrap_err();
-        assert!(err.reason.contains("unescaped '='"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "invalid field selector: unescaped character in value: 61"
+        );
     }
 
     #[test]
-    fn unknown_escape_in_field_value_is_an_error() {
+    fn an_unknown_escape_or_a_lone_backslash_is_an_invalid_escape_sequence() {
         let err = FieldSelector::parse(r"metadata.name=a\b").unwrap_err();
-        assert!(err.reason.contains("invalid escape sequence"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            r"invalid field selector: invalid escape sequence: \b"
+        );
+        let err = FieldSelector::parse("metadata.name=a\\").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            r"invalid field selector: invalid escape sequence: \"
+        );
     }
 }

@@ -1,12 +1,12 @@
-//! kcp-core reads a label selector as kube-apiserver does: it accepts what apimachinery's
-//! `labels.Parse` accepts and refuses the rest with the same message. Held to `labels.Parse`
-//! itself (apimachinery v0.34.2, in the Go oracle) on thousands of selectors made by cutting,
-//! changing and growing valid ones.
+//! kcp-core reads label and field selectors as kube-apiserver does: it accepts what
+//! apimachinery's `labels.Parse` and `fields.ParseSelector` accept, refuses the rest with the
+//! same message, and selects what they select. Held to apimachinery itself (v0.34.2, in the Go
+//! oracle) on thousands of selectors made by cutting, changing and growing valid ones.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod go_oracle;
 
-use kcp_core::selector::LabelSelector;
+use kcp_core::selector::{FieldSelector, LabelSelector};
 use serde_json::{Value, json};
 
 const SEEDS: &[&str] = &[
@@ -39,15 +39,25 @@ const STEERING: &[&str] = &[
     "7",
     "\0",
     "é",
+    "\\",
     // 64 characters: one more than a name part or a value may have.
     "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+];
+
+const FIELD_SEEDS: &[&str] = &[
+    r"metadata.name=a\,b\=c\\d,status.phase!=Running",
+    "spec.nodeName==,metadata.namespace=default",
 ];
 
 /// Every seed cut short at each character, and with each steering piece put in place of, and in
 /// front of, each of its characters.
 fn selectors() -> Vec<String> {
+    mutations(SEEDS)
+}
+
+fn mutations(seeds: &[&str]) -> Vec<String> {
     let mut selectors = Vec::new();
-    for seed in SEEDS {
+    for seed in seeds {
         let chars: Vec<char> = seed.chars().collect();
         for at in 0..=chars.len() {
             let head: String = chars[..at].iter().collect();
@@ -73,7 +83,7 @@ fn selectors() -> Vec<String> {
 fn assert_none_differ(differ: &[String], of: usize, what: &str) {
     assert!(
         differ.is_empty(),
-        "{} of {of} {what} differ from labels.Parse, first:\n{}",
+        "{} of {of} {what} differ from apimachinery, first:\n{}",
         differ.len(),
         differ[..differ.len().min(8)].join("\n")
     );
@@ -145,4 +155,34 @@ fn a_label_selector_is_accepted_or_refused_as_labels_parse_does() {
         })
         .collect();
     assert_none_differ(&differ, selectors.len(), "selectors");
+}
+
+#[test]
+fn a_field_selector_is_read_as_fields_parse_selector_reads_it() {
+    let Some(oracle) = go_oracle::built_or_skip() else {
+        return;
+    };
+    let selectors = mutations(FIELD_SEEDS);
+    let requests: Vec<Value> = selectors
+        .iter()
+        .map(|s| json!({"field_selector": s}))
+        .collect();
+    let answers = go_oracle::ask(&oracle, &requests);
+    let differ: Vec<String> = selectors
+        .iter()
+        .zip(&answers)
+        .filter_map(|(selector, go)| {
+            // Go's answer: its error, or the selector written back (terms sorted, values escaped).
+            let go_says = match go["error"].as_str() {
+                Some(error) => Err(error.to_string()),
+                None => Ok(go["output"].as_str().unwrap_or_default().to_string()),
+            };
+            let we_say = FieldSelector::parse(selector)
+                .map(|s| s.to_string())
+                .map_err(|e| e.to_string());
+            (we_say != go_says)
+                .then(|| format!("{selector:?}: kcp-core {we_say:?}, Go {go_says:?}"))
+        })
+        .collect();
+    assert_none_differ(&differ, selectors.len(), "field selectors");
 }

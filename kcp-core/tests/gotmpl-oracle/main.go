@@ -13,6 +13,8 @@
 //	answer:  {"error": "..."} or {"output": "..."}: labels.Parse of k8s.io/apimachinery (the
 //	         version kube-apiserver v1.34.2 builds with), its error or the selector's String();
 //	         with "labels": {...} also {"exists": true} when the selector matches those labels
+//	request: {"field_selector": "metadata.name=a"}
+//	answer:  {"error": "..."} or {"output": "..."}: fields.ParseSelector, its error or String()
 //	request: {"decode_hex": "7b6e..."}
 //	answer:  {"error": "...", "syntax": true} or {}: the bytes decoded by encoding/json into the
 //	         struct of apiVersion and kind kube-apiserver reads first, and into the struct of a
@@ -58,6 +60,7 @@ import (
 	"github.com/ghodss/yaml"
 	"github.com/tidwall/gjson"
 	"golang.org/x/crypto/sha3"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 
 	"kcp-rs.dev/gotmpl-oracle/storage"
@@ -73,6 +76,7 @@ type request struct {
 	Document      string          `json:"document"`
 	DecodeHex     *string         `json:"decode_hex"`
 	LabelSelector *string         `json:"label_selector"`
+	FieldSelector *string         `json:"field_selector"`
 	Labels        labels.Set      `json:"labels"`
 }
 
@@ -106,6 +110,16 @@ func labelSelector(input string, set labels.Set) answer {
 	text := selector.String()
 	matches := selector.Matches(set)
 	return answer{Output: &text, Exists: &matches}
+}
+
+// fieldSelector answers how kube-apiserver reads a list's fieldSelector.
+func fieldSelector(input string) answer {
+	selector, err := fields.ParseSelector(input)
+	if err != nil {
+		return answer{Error: errorText(err)}
+	}
+	text := selector.String()
+	return answer{Output: &text}
 }
 
 // decodings answers how Go's decoders read the bytes hex-encoded in input.
@@ -286,6 +300,8 @@ func main() {
 			a = answer{Error: &msg}
 		} else if req.ListFunctions {
 			a = functionNames()
+		} else if req.FieldSelector != nil {
+			a = fieldSelector(*req.FieldSelector)
 		} else if req.LabelSelector != nil {
 			a = labelSelector(*req.LabelSelector, req.Labels)
 		} else if req.DecodeHex != nil {
