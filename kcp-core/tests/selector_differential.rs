@@ -79,6 +79,12 @@ fn mutations(seeds: &[&str]) -> Vec<String> {
     selectors
 }
 
+/// The oracle's answer to `{key: selector}` for each selector, in order.
+fn ask_each(oracle: &std::path::Path, key: &str, selectors: &[String]) -> Vec<Value> {
+    let requests: Vec<Value> = selectors.iter().map(|s| json!({key: s})).collect();
+    go_oracle::ask(oracle, &requests)
+}
+
 #[track_caller]
 fn assert_none_differ(differ: &[String], of: usize, what: &str) {
     assert!(
@@ -139,11 +145,7 @@ fn a_label_selector_is_accepted_or_refused_as_labels_parse_does() {
         return;
     };
     let selectors = selectors();
-    let requests: Vec<Value> = selectors
-        .iter()
-        .map(|s| json!({"label_selector": s}))
-        .collect();
-    let answers = go_oracle::ask(&oracle, &requests);
+    let answers = ask_each(&oracle, "label_selector", &selectors);
     let differ: Vec<String> = selectors
         .iter()
         .zip(&answers)
@@ -163,11 +165,7 @@ fn a_field_selector_is_read_as_fields_parse_selector_reads_it() {
         return;
     };
     let selectors = mutations(FIELD_SEEDS);
-    let requests: Vec<Value> = selectors
-        .iter()
-        .map(|s| json!({"field_selector": s}))
-        .collect();
-    let answers = go_oracle::ask(&oracle, &requests);
+    let answers = ask_each(&oracle, "field_selector", &selectors);
     let differ: Vec<String> = selectors
         .iter()
         .zip(&answers)

@@ -8,7 +8,7 @@
 //! version/kind; json parse error: <Go's error> (<the body>)`, the body summarised as it is in
 //! the message: its first 30 bytes as text when it starts with `{`, in hex otherwise.
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::builtin_decoding::json_type;
 use crate::go_json_syntax::{object_members, syntax_error, value_type};
@@ -36,11 +36,7 @@ pub fn refusal(kind: &str, body: &[u8]) -> Option<ApiError> {
 pub fn is_readable(body: &Value) -> bool {
     match body {
         Value::Null => true,
-        Value::Object(fields) => ["apiVersion", "kind"].iter().all(|key| {
-            fields
-                .get(*key)
-                .is_none_or(|v| v.is_string() || v.is_null())
-        }),
+        Value::Object(fields) => field_error(fields).is_none(),
         _ => false,
     }
 }
@@ -52,22 +48,24 @@ fn probe_error(body: &[u8]) -> Option<String> {
     }
     match value_type(body) {
         "null" => None,
-        "object" => {
-            let fields = object_members(body)?;
-            ["apiVersion", "kind"].into_iter().find_map(|key| {
-                let value = fields.get(key)?;
-                (!value.is_string() && !value.is_null()).then(|| {
-                    format!(
-                        "json: cannot unmarshal {} into Go struct field .{key} of type string",
-                        json_type(value)
-                    )
-                })
-            })
-        }
+        "object" => field_error(&object_members(body)?),
         other => Some(format!(
             "json: cannot unmarshal {other} into Go value of type {PROBE_TYPE}"
         )),
     }
+}
+
+/// Go's error for an `apiVersion` or `kind` that is neither a string nor `null`.
+fn field_error(fields: &Map<String, Value>) -> Option<String> {
+    ["apiVersion", "kind"].into_iter().find_map(|key| {
+        let value = fields.get(key)?;
+        (!value.is_string() && !value.is_null()).then(|| {
+            format!(
+                "json: cannot unmarshal {} into Go struct field .{key} of type string",
+                json_type(value)
+            )
+        })
+    })
 }
 
 /// The body as the message shows it.
