@@ -20,6 +20,7 @@ pub mod capi;
 pub mod client;
 pub mod cluster;
 pub mod error;
+pub mod go_duration;
 pub mod kcp;
 pub mod kube_client;
 pub mod manifest;

@@ -63,58 +63,12 @@ pub(super) fn duration(args: &[Value]) -> Outcome {
     )))
 }
 
-/// Go's `time.ParseDuration`, in nanoseconds.
-fn parse_go_duration(s: &str) -> Option<i64> {
-    let (negative, mut rest) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
-    };
-    if rest == "0" {
-        return Some(0);
-    }
-    if rest.is_empty() {
-        return None;
-    }
-    let mut total: f64 = 0.0;
-    while !rest.is_empty() {
-        let number_end = rest
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(rest.len());
-        let number = &rest[..number_end];
-        if number.is_empty() || number == "." {
-            return None;
-        }
-        let value: f64 = number.parse().ok()?;
-        rest = &rest[number_end..];
-        let unit_end = rest
-            .find(|c: char| c.is_ascii_digit() || c == '.')
-            .unwrap_or(rest.len());
-        let scale = match &rest[..unit_end] {
-            "ns" => 1.0,
-            "us" | "µs" | "μs" => 1e3,
-            "ms" => 1e6,
-            "s" => 1e9,
-            "m" => 60e9,
-            "h" => 3600e9,
-            _ => return None,
-        };
-        rest = &rest[unit_end..];
-        total += value * scale;
-    }
-    if total >= 9_223_372_036_854_775_808.0 {
-        return None;
-    }
-    let ns = total.round() as i64;
-    Some(if negative { -ns } else { ns })
-}
-
 /// `durationRound d`: a duration (string, or nanoseconds) rounded down to its largest unit:
 /// `2h`, `3mo`, `1y`.
 pub(super) fn duration_round(args: &[Value]) -> Outcome {
     want("durationRound", args, 1)?;
     let ns: i64 = match &args[0] {
-        Value::String(s) => parse_go_duration(s).unwrap_or(0),
+        Value::String(s) => crate::go_duration::parse(s).unwrap_or(0),
         Value::Int(i) => *i,
         _ => 0,
     };
