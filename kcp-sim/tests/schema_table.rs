@@ -696,6 +696,18 @@ fn cel_cases() -> Vec<Case> {
             Valid,
         ),
         case(
+            "a rule reads fields under their escaped names",
+            with_rules(
+                obj(json!({"namespace": string(), "my-field": string()})),
+                json!([rule("self.__namespace__ == self.my__dash__field")]),
+            ),
+            json!({"namespace": "a", "my-field": "b"}),
+            Invalid(&[(
+                "spec",
+                "Invalid value: \"object\": failed rule: self.__namespace__ == self.my__dash__field",
+            )]),
+        ),
+        case(
             "a rule that fails names the rule",
             with_rules(counts(), json!([rule("self.min <= self.max")])),
             json!({"min": 3, "max": 2}),
@@ -726,7 +738,7 @@ fn cel_cases() -> Vec<Case> {
             "a messageExpression that fails falls back to the message",
             with_rules(
                 counts(),
-                json!([{"rule": "self.min <= self.max", "message": "bad range", "messageExpression": "self.missing"}]),
+                json!([{"rule": "self.min <= self.max", "message": "bad range", "messageExpression": "string(self.min / (self.max - self.max))"}]),
             ),
             json!({"min": 3, "max": 2}),
             Invalid(&[("spec", "Invalid value: \"object\": bad range")]),
@@ -1041,7 +1053,7 @@ fn a_rule_that_does_not_compile_refuses_the_crd() {
     assert!(
         causes[0]
             .1
-            .starts_with("Invalid value: {\"rule\":\"self.a >\"}: compilation failed: "),
+            .starts_with("Invalid value: {\"Rule\":\"self.a \\u003e\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}: compilation failed: ERROR: <input>:1:9: Syntax error: "),
         "{}",
         causes[0].1
     );

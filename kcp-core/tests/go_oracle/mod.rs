@@ -21,6 +21,12 @@ fn source() -> PathBuf {
 /// own in /usr/local/go (never a distribution `golang-go` that may shadow it on PATH), else
 /// `go`.
 pub fn build() -> Result<PathBuf, String> {
+    build_module(&source(), "gotmpl-oracle")
+}
+
+/// Builds the Go module at `source` (an oracle of our own, pinned by its go.mod and go.sum)
+/// as `name` in the test's target directory, or says why not.
+pub fn build_module(source: &Path, name: &str) -> Result<PathBuf, String> {
     let go = std::env::var_os("KCP_RS_GO")
         .map(PathBuf::from)
         .or_else(|| {
@@ -28,13 +34,12 @@ pub fn build() -> Result<PathBuf, String> {
             local.is_file().then_some(local)
         })
         .unwrap_or_else(|| PathBuf::from("go"));
-    let binary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("gotmpl-oracle");
-    let source = source();
+    let binary = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
     let output = Command::new(&go)
         .args(["build", "-o"])
         .arg(&binary)
         .arg(".")
-        .current_dir(&source)
+        .current_dir(source)
         .env("GOFLAGS", "-mod=readonly")
         .env("GOWORK", "off")
         .env("GOTOOLCHAIN", "local")
@@ -75,7 +80,16 @@ pub fn ask(binary: &Path, requests: &[Value]) -> Vec<Value> {
 /// The built oracle; without Go, `None` with a line saying the live comparison was skipped,
 /// or a failure when `KCP_REQUIRE_GO_ORACLE` is set (CI sets it).
 pub fn built_or_skip() -> Option<PathBuf> {
-    match build() {
+    or_skip(build())
+}
+
+/// The Go module at `source` built as `name`, or skipped as [`built_or_skip`] skips.
+pub fn module_built_or_skip(source: &Path, name: &str) -> Option<PathBuf> {
+    or_skip(build_module(source, name))
+}
+
+fn or_skip(built: Result<PathBuf, String>) -> Option<PathBuf> {
+    match built {
         Ok(binary) => Some(binary),
         Err(why) => {
             let message = format!(

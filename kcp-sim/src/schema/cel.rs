@@ -18,6 +18,8 @@ use cel::objects::{Key, Map as CelMap};
 use cel::{Context, Env, ExecutionError, Program};
 use serde_json::Value;
 
+use super::cel_check;
+use super::cel_type::CelType;
 use super::field::{ErrorType, FieldError};
 
 /// The environment every rule compiles and runs in.
@@ -56,23 +58,34 @@ impl std::fmt::Debug for Rule {
     }
 }
 
-/// Compiles the `x-kubernetes-validations` of a node; what is wrong with them is reported at
+/// Compiles the `x-kubernetes-validations` of a node whose values have `self_type` in CEL,
+/// type-checking each rule against it; what is wrong with them is reported at
 /// `path.x-kubernetes-validations[i]...`, as kube-apiserver refuses such a CRD.
-pub fn compile_rules(rules: Option<&Value>, path: &str, errors: &mut Vec<FieldError>) -> Vec<Rule> {
+pub fn compile_rules(
+    rules: Option<&Value>,
+    self_type: &CelType,
+    path: &str,
+    errors: &mut Vec<FieldError>,
+) -> Vec<Rule> {
     let Some(list) = rules.and_then(Value::as_array) else {
         return Vec::new();
     };
     let mut out = Vec::with_capacity(list.len());
     for (i, raw) in list.iter().enumerate() {
         let at = format!("{path}.x-kubernetes-validations[{i}]");
-        if let Some(rule) = compile_rule(raw, &at, errors) {
+        if let Some(rule) = compile_rule(raw, self_type, &at, errors) {
             out.push(rule);
         }
     }
     out
 }
 
-fn compile_rule(raw: &Value, at: &str, errors: &mut Vec<FieldError>) -> Option<Rule> {
+fn compile_rule(
+    raw: &Value,
+    self_type: &CelType,
+    at: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<Rule> {
     let text = |k: &str| raw.get(k).and_then(Value::as_str);
     let before = errors.len();
     let source = text("rule").unwrap_or_default();
@@ -80,7 +93,8 @@ fn compile_rule(raw: &Value, at: &str, errors: &mut Vec<FieldError>) -> Option<R
     check_texts(source, message, at, errors);
     let reason = text("reason").and_then(|r| parse_reason(r, at, errors));
     let field_path = text("fieldPath").and_then(|p| parse_field_path(p, at, errors));
-    let program = compile(source, raw, &format!("{at}.rule"), errors);
+    let rule_at = format!("{at}.rule");
+    let program = compile(source, raw, self_type, Output::Rule, &rule_at, errors);
     let message_expression = match text("messageExpression") {
         None => None,
         Some(m) if m.trim().is_empty() => {
@@ -90,7 +104,12 @@ fn compile_rule(raw: &Value, at: &str, errors: &mut Vec<FieldError>) -> Option<R
             ));
             None
         }
-        Some(m) => compile(m, raw, &format!("{at}.messageExpression"), errors),
+        // kube compiles the message expression only when the rule compiled.
+        Some(_) if program.is_none() => None,
+        Some(m) => {
+            let message_at = format!("{at}.messageExpression");
+            compile(m, raw, self_type, Output::Message, &message_at, errors)
+        }
     };
     if errors.len() > before {
         return None;
@@ -176,22 +195,122 @@ fn parse_field_path(path: &str, at: &str, errors: &mut Vec<FieldError>) -> Optio
     normalized
 }
 
-fn compile(source: &str, raw: &Value, at: &str, errors: &mut Vec<FieldError>) -> Option<Program> {
+/// What a compiled expression must evaluate to.
+#[derive(Clone, Copy, PartialEq)]
+enum Output {
+    /// A rule: a bool.
+    Rule,
+    /// A message expression: a string.
+    Message,
+}
+
+/// Parses and type-checks `source` with `self` and `oldSelf` of `self_type`; a failure is
+/// reported at `at` in kube's words, with the rule shown as Go prints its `ValidationRule`.
+fn compile(
+    source: &str,
+    raw: &Value,
+    self_type: &CelType,
+    output: Output,
+    at: &str,
+    errors: &mut Vec<FieldError>,
+) -> Option<Program> {
     if source.trim().is_empty() {
         return None;
     }
-    match ENV.compile(source) {
-        Ok(p) => Some(p),
+    let failed = |detail: String| FieldError::invalid_struct(at, go_validation_rule(raw), detail);
+    let prefix = match output {
+        Output::Rule => "compilation failed: ",
+        Output::Message => "messageExpression compilation failed: ",
+    };
+    let program = match ENV.compile(source) {
+        Ok(p) => p,
         Err(e) => {
-            let detail = e.to_string().replace('\n', " ");
-            errors.push(FieldError::invalid(
-                at,
-                raw.clone(),
-                format!("compilation failed: {detail}"),
-            ));
-            None
+            errors.push(failed(format!("{prefix}{}", parse_issues(&e, source))));
+            return None;
         }
+    };
+    let variables = [("self", self_type.clone()), ("oldSelf", self_type.clone())];
+    let checked = cel_check::check(
+        program.expression(),
+        program.source_info(),
+        source,
+        &variables,
+    );
+    if !checked.errors.is_empty() {
+        errors.push(failed(format!("{prefix}{}", checked.errors.join("\n"))));
+        return None;
     }
+    let wrong_output = match output {
+        Output::Rule => !matches!(checked.output, CelType::Bool | CelType::Unknown),
+        Output::Message => !matches!(checked.output, CelType::String | CelType::Unknown),
+    };
+    if wrong_output {
+        errors.push(failed(
+            match output {
+                Output::Rule => "cel expression must evaluate to a bool",
+                Output::Message => "messageExpression must evaluate to a string",
+            }
+            .into(),
+        ));
+        return None;
+    }
+    Some(program)
+}
+
+/// The parser's errors as cel-go writes its issues: in source order, at most 100, each with
+/// its line and a caret.
+fn parse_issues(e: &cel::ParseErrors, source: &str) -> String {
+    let mut found: Vec<(isize, isize, &str)> = e
+        .errors
+        .iter()
+        .map(|e| (e.pos.0, e.pos.1, e.msg.as_str()))
+        .collect();
+    found.sort_by_key(|(line, column, _)| (*line, *column));
+    let mut shown: Vec<String> = found
+        .iter()
+        .take(100)
+        .map(|(line, column, message)| {
+            let column = usize::try_from(column.saturating_sub(1)).unwrap_or(0);
+            cel_check::display_issue(source, usize::try_from(*line).unwrap_or(1), column, message)
+        })
+        .collect();
+    if found.len() > 100 {
+        shown.push(format!("{} more errors were truncated", found.len() - 100));
+    }
+    shown.join("\n")
+}
+
+/// A rule as Go's `encoding/json` writes apiextensions' internal `ValidationRule` (a struct
+/// without JSON tags): its fields in declaration order, under their Go names.
+fn go_validation_rule(raw: &Value) -> String {
+    let text = |k: &str| go_json_string(raw.get(k).and_then(Value::as_str).unwrap_or_default());
+    let reason = match raw.get("reason").and_then(Value::as_str) {
+        Some(r) => go_json_string(r),
+        None => "null".into(),
+    };
+    let optional_old_self = match raw.get("optionalOldSelf").and_then(Value::as_bool) {
+        Some(b) => b.to_string(),
+        None => "null".into(),
+    };
+    format!(
+        "{{\"Rule\":{},\"Message\":{},\"MessageExpression\":{},\"Reason\":{reason},\"FieldPath\":{},\"OptionalOldSelf\":{optional_old_self}}}",
+        text("rule"),
+        text("message"),
+        text("messageExpression"),
+        text("fieldPath"),
+    )
+}
+
+/// A string as Go's `encoding/json` writes it: HTML characters and the JavaScript line
+/// separators escaped.
+fn go_json_string(s: &str) -> String {
+    Value::String(s.to_string())
+        .to_string()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
 }
 
 /// `.a.b` or `.a['b.c']` as a field path under the node (`a.b`, `a[b.c]`), or `None` when it
@@ -242,6 +361,39 @@ pub fn to_cel(v: &Value) -> Cel {
                 .collect();
             Cel::Map(CelMap { map: Arc::new(map) })
         }
+    }
+}
+
+/// A JSON value as the rules of a node of type `t` see it: the fields of objects under their
+/// escaped names (`namespace` is `__namespace__`, `my-field` is `my__dash__field`), as kube
+/// declares them; map keys as they are.
+pub fn to_cel_typed(v: &Value, t: &CelType) -> Cel {
+    match (v, t) {
+        (Value::Object(m), CelType::Object(object)) => {
+            let map: HashMap<Key, Cel> = m
+                .iter()
+                .filter_map(|(k, v)| {
+                    let name = super::cel_type::escape_field_name(k)?;
+                    let value = match object.fields.get(&name) {
+                        Some(field) => to_cel_typed(v, field),
+                        None => to_cel(v),
+                    };
+                    Some((Key::String(Arc::new(name)), value))
+                })
+                .collect();
+            Cel::Map(CelMap { map: Arc::new(map) })
+        }
+        (Value::Object(m), CelType::Map(_, values)) => {
+            let map: HashMap<Key, Cel> = m
+                .iter()
+                .map(|(k, v)| (Key::String(Arc::new(k.clone())), to_cel_typed(v, values)))
+                .collect();
+            Cel::Map(CelMap { map: Arc::new(map) })
+        }
+        (Value::Array(a), CelType::List(item)) => {
+            Cel::List(Arc::new(a.iter().map(|v| to_cel_typed(v, item)).collect()))
+        }
+        _ => to_cel(v),
     }
 }
 
@@ -464,7 +616,7 @@ mod tests {
 
     fn rule(raw: Value) -> Rule {
         let mut errors = Vec::new();
-        let rules = compile_rules(Some(&json!([raw])), "x", &mut errors);
+        let rules = compile_rules(Some(&json!([raw])), &CelType::Dyn, "x", &mut errors);
         assert!(errors.is_empty(), "{errors:?}");
         rules.into_iter().next().unwrap()
     }

@@ -69,6 +69,9 @@ pub struct FieldError {
     pub field: String,
     /// The bad value; `None` omits it, as `field.OmitValueType` does.
     pub value: Option<Value>,
+    /// The bad value as Go's `encoding/json` wrote it, when it is a Go struct (printed in
+    /// place of `value`, whose members JSON would sort).
+    pub go_struct: Option<String>,
     /// Why, or empty.
     pub detail: String,
 }
@@ -85,7 +88,20 @@ impl FieldError {
             kind,
             field: field.into(),
             value,
+            go_struct: None,
             detail: detail.into(),
+        }
+    }
+
+    /// `Invalid value: <struct>: detail`, the struct as Go's `encoding/json` wrote it.
+    pub fn invalid_struct(
+        field: impl Into<String>,
+        go_json: String,
+        detail: impl Into<String>,
+    ) -> Self {
+        Self {
+            go_struct: Some(go_json),
+            ..Self::new(ErrorType::Invalid, field, None, detail)
         }
     }
 
@@ -107,11 +123,14 @@ impl FieldError {
     /// The message without the field, as `field.Error.ErrorBody` writes it (a cause's message).
     pub fn body(&self) -> String {
         let mut s = self.kind.text().to_string();
-        if self.kind.shows_value()
-            && let Some(v) = &self.value
-        {
-            s.push_str(": ");
-            s.push_str(&go_value(v));
+        if self.kind.shows_value() {
+            if let Some(shown) = &self.go_struct {
+                s.push_str(": ");
+                s.push_str(shown);
+            } else if let Some(v) = &self.value {
+                s.push_str(": ");
+                s.push_str(&go_value(v));
+            }
         }
         if !self.detail.is_empty() {
             s.push_str(": ");

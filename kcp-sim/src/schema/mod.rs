@@ -12,7 +12,11 @@
 //! ([`default_stored`]).
 
 pub mod cel;
+pub mod cel_check;
 pub mod cel_library;
+pub mod cel_literals;
+pub mod cel_overloads;
+pub mod cel_type;
 pub mod default;
 pub mod field;
 pub mod format;

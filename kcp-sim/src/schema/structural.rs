@@ -11,6 +11,7 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::cel::{self, Rule};
+use super::cel_type::CelType;
 use super::field::FieldError;
 
 /// The JSON type of a schema node.
@@ -143,6 +144,8 @@ pub struct Node {
     pub has_rules: bool,
     /// Whether this node or any below it has defaults.
     pub has_defaults: bool,
+    /// The CEL type `self` has in this node's rules (set when it has rules).
+    pub rule_type: Option<CelType>,
 }
 
 /// Where a node sits: the root, an array's items, or an object's field (kube words its
@@ -256,13 +259,29 @@ fn parse_node(v: &Value, path: &str, level: Level, errors: &mut Vec<FieldError>)
         node.items = Some(Box::new(child));
     }
     node.checks = parse_checks(m, path, errors);
-    node.rules = cel::compile_rules(m.get("x-kubernetes-validations"), path, errors);
+    if m.contains_key("x-kubernetes-validations") {
+        let resource_root = level == Level::Root || node.embedded;
+        let self_type =
+            CelType::of_node(&node, resource_root, &self_type_name()).unwrap_or(CelType::Dyn);
+        node.rules =
+            cel::compile_rules(m.get("x-kubernetes-validations"), &self_type, path, errors);
+        node.rule_type = Some(self_type);
+    }
     check_invariants(&node, m, path, level, errors);
     let has_rules = !node.rules.is_empty() || children(&node).any(|c| c.has_rules);
     let has_defaults = children(&node).any(|c| c.default.is_some() || c.has_defaults);
     node.has_rules = has_rules;
     node.has_defaults = has_defaults;
     node
+}
+
+/// The name of the type of a node with rules: kube names it `selfType` and the nanoseconds of
+/// the clock, so that no rule can depend on it.
+fn self_type_name() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    format!("selfType{nanos}")
 }
 
 /// The child nodes of a node: properties, additionalProperties and items.

@@ -585,6 +585,10 @@ fn run_node_rules(
 /// resource) `metadata` is reduced to `name` and `generateName`, the only metadata rules read.
 fn rule_self(node: &Node, value: &Value, path: &Path) -> cel::Cel {
     let root = path.segs.is_empty() || node.embedded;
+    let typed = |v: &Value| match &node.rule_type {
+        Some(t) => cel::to_cel_typed(v, t),
+        None => cel::to_cel(v),
+    };
     match value {
         Value::Object(m) if root && m.contains_key("metadata") => {
             let mut visible = Map::new();
@@ -600,9 +604,9 @@ fn rule_self(node: &Node, value: &Value, path: &Path) -> cel::Cel {
                 };
                 visible.insert(k.clone(), v);
             }
-            cel::to_cel(&Value::Object(visible))
+            typed(&Value::Object(visible))
         }
-        other => cel::to_cel(other),
+        other => typed(other),
     }
 }
 

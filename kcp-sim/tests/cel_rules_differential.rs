@@ -1,0 +1,260 @@
+//! kcp-sim checks a CRD's CEL rules as kube-apiserver does when the CRD is written: the same
+//! rules refused, in the same words. Held to apiextensions-apiserver v0.34.2 itself (the
+//! `crd-oracle` Go module runs its `ValidateCustomResourceDefinition`) on thousands of rules
+//! made from typed operands, operators and function calls over one schema.
+//!
+//! The comparison is strict both ways for what kcp-sim checks; a rule Go refuses that kcp-sim
+//! accepts is allowed only for a refusal kcp-sim does not model (the cost budget and the
+//! overloads of functions it resolves by name only), and those are counted and printed.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "../../kcp-core/tests/go_oracle/mod.rs"]
+mod go_oracle;
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+/// Operands of every type the schema gives rules, valid and not.
+const OPERANDS: &[&str] = &[
+    "self.size",
+    "self.ratio",
+    "self.flag",
+    "self.color",
+    "self.when",
+    "self.span",
+    "self.raw",
+    "self.tags",
+    "self.ports",
+    "self.labels",
+    "self.nested",
+    "self.nested.b.c",
+    "self.ios",
+    "self.free",
+    "self.__namespace__",
+    "self.my__dash__field",
+    "self.nope",
+    "self.tags[0]",
+    "self.labels['a']",
+    "self.ports[0].name",
+    "self.ports[0].number",
+    "1",
+    "1u",
+    "1.5",
+    "'a'",
+    "b'a'",
+    "true",
+    "null",
+    "[1, 2]",
+    "['a']",
+    "{'a': 1}",
+    "duration('1s')",
+    "timestamp('2020-01-01T00:00:00Z')",
+    "size(self.tags)",
+    "self.color.size()",
+    "self.nested.a",
+    "self.nested.zz",
+    "self.color.x",
+    "self.size.y",
+    "type(self.size)",
+    "int",
+];
+
+const BINARY: &[&str] = &[
+    "==", "!=", "<", ">=", "+", "-", "*", "/", "%", "&&", "||", "in",
+];
+
+/// Calls on an operand `X`.
+const CALLS: &[&str] = &[
+    "X",
+    "!X",
+    "-X",
+    "size(X) > 0",
+    "X.size() > 0",
+    "X.startsWith('a')",
+    "X.contains(1)",
+    "X.matches('a')",
+    "X.all(e, e == e)",
+    "X.exists(e, true)",
+    "X.map(e, e) == X",
+    "X.filter(e, true) == X",
+    "has(X.a)",
+    "int(X) > 0",
+    "string(X) == 'a'",
+    "double(X) > 1.0",
+    "X.lowerAscii() == 'a'",
+    "X.split(',') == ['a']",
+    "X.join(',') == 'a'",
+    "X.isSorted()",
+    "X.sum() == 1",
+    "X.indexOf(1) > 0",
+    "X.find('a') == 'a'",
+    "X.getHours() > 1",
+    "type(X) == int",
+    "X.charAt(0) == 'a'",
+    "X.shout()",
+    "X.min() == X.max()",
+    "X.exists_one(e, e == 1)",
+    "X + X == X",
+    "X[0] == X[1]",
+    "X['a'] == 1",
+    "X.substring(1) == 'a'",
+    "X.replace('a', 'b') == 'c'",
+    "X.trim() == 'a'",
+    "bool(X)",
+    "duration(X) > duration('1s')",
+    "timestamp(X) > X",
+    "X.all(k, X[k] > 0)",
+];
+
+/// The schema every rule is checked against: one field of each kind, everything bounded (so
+/// no rule here exceeds kube's cost budget, which kcp-sim does not estimate).
+fn schema() -> Value {
+    let s = json!({"type": "string", "maxLength": 8});
+    json!({
+        "type": "object",
+        "properties": {
+            "size": {"type": "integer"},
+            "ratio": {"type": "number"},
+            "flag": {"type": "boolean"},
+            "color": {"type": "string", "enum": ["red", "blue"]},
+            "when": {"type": "string", "format": "date-time", "maxLength": 32},
+            "span": {"type": "string", "format": "duration", "maxLength": 8},
+            "raw": {"type": "string", "format": "byte", "maxLength": 8},
+            "tags": {"type": "array", "maxItems": 4, "items": s},
+            "ports": {"type": "array", "maxItems": 4, "items": {"type": "object", "properties": {
+                "name": s, "number": {"type": "integer"}}}},
+            "labels": {"type": "object", "maxProperties": 4, "additionalProperties": s},
+            "nested": {"type": "object", "properties": {"a": {"type": "integer"},
+                "b": {"type": "object", "properties": {"c": s}}}},
+            "ios": {"x-kubernetes-int-or-string": true, "maxLength": 8},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "namespace": s,
+            "my-field": s,
+        }
+    })
+}
+
+fn rules() -> Vec<String> {
+    let mut rules = Vec::new();
+    for x in OPERANDS {
+        for call in CALLS {
+            rules.push(call.replace('X', x));
+        }
+        for op in BINARY {
+            for y in OPERANDS {
+                rules.push(format!("{x} {op} {y}"));
+            }
+        }
+    }
+    rules
+}
+
+fn crd(rule: &str) -> Value {
+    let mut spec = schema();
+    spec["x-kubernetes-validations"] = json!([{"rule": rule}]);
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "rules.x.example.com"},
+        "spec": {
+            "group": "x.example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "rules", "kind": "Rule"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {
+                "openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]
+        }
+    })
+}
+
+/// `selfType<nanoseconds>`, the name kube gives a rule's object type afresh each time, as
+/// `selfType`.
+fn without_type_stamp(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("selfType") {
+        out.push_str(&rest[..at + "selfType".len()]);
+        rest = rest[at + "selfType".len()..].trim_start_matches(|c: char| c.is_ascii_digit());
+    }
+    out.push_str(rest);
+    out
+}
+
+/// kube's refusal as the 422 words it: one error, or several in brackets; `None` accepted.
+fn go_refusal(answer: &Value) -> Option<String> {
+    let errors: Vec<&str> = answer["errors"]
+        .as_array()
+        .expect("an answer lists errors")
+        .iter()
+        .map(|e| e["error"].as_str().unwrap())
+        .collect();
+    match errors.as_slice() {
+        [] => None,
+        [one] => Some(without_type_stamp(one)),
+        many => Some(without_type_stamp(&format!("[{}]", many.join(", ")))),
+    }
+}
+
+fn sim_refusal(crd: &Value) -> Option<String> {
+    let error = kcp_sim::schema::compile_crd(crd).err()?;
+    let (_, errors) = error.message.split_once(" is invalid: ")?;
+    Some(without_type_stamp(errors))
+}
+
+/// A refusal kcp-sim does not model: the cost budget, an overload of a function it knows by
+/// name only, or a call of literals cel-go folds when it builds the program.
+fn unmodelled(refusal: &str) -> bool {
+    refusal.contains("estimated rule cost")
+        || refusal.contains("found no matching overload")
+        || refusal.contains("program instantiation failed")
+}
+
+#[test]
+fn crd_rules_are_refused_as_kube_refuses_them() {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/crd-oracle");
+    let Some(oracle) = go_oracle::module_built_or_skip(&source, "crd-oracle") else {
+        return;
+    };
+    let rules = rules();
+    let crds: Vec<Value> = rules.iter().map(|r| crd(r)).collect();
+    let answers = go_oracle::ask(&oracle, &crds);
+    assert_eq!(answers.len(), crds.len());
+    let (mut both, mut unmodelled_gaps, mut mismatches) = (0, Vec::new(), Vec::new());
+    for ((rule, crd), answer) in rules.iter().zip(&crds).zip(&answers) {
+        match (go_refusal(answer), sim_refusal(crd)) {
+            (None, None) => {}
+            (Some(go), Some(sim)) if go == sim => both += 1,
+            (Some(go), None) if unmodelled(&go) => unmodelled_gaps.push((rule, go)),
+            (go, sim) => mismatches.push(format!(
+                "rule {rule:?}\n  kube:    {go:?}\n  kcp-sim: {sim:?}"
+            )),
+        }
+    }
+    println!(
+        "{} rules: {} refused alike, {} accepted alike, {} refused only by kube (unmodelled)",
+        rules.len(),
+        both,
+        rules.len() - both - unmodelled_gaps.len() - mismatches.len(),
+        unmodelled_gaps.len()
+    );
+    for (rule, go) in unmodelled_gaps.iter().take(5) {
+        println!("unmodelled: {rule:?}: {go}");
+    }
+    // `KCP_RS_SHOW_MISMATCHES=n` shows more of them.
+    let shown = std::env::var("KCP_RS_SHOW_MISMATCHES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(25);
+    assert!(
+        mismatches.is_empty(),
+        "{} of {} rules answered differently:\n{}",
+        mismatches.len(),
+        rules.len(),
+        mismatches
+            .iter()
+            .take(shown)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+}
