@@ -258,3 +258,90 @@ fn crd_rules_are_refused_as_kube_refuses_them() {
             .join("\n")
     );
 }
+
+/// The CRD documents of the YAML files under `dir` (walked recursively).
+fn crds_under(dir: &Path, found: &mut Vec<(String, Value)>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let mut entries: Vec<_> = entries.flatten().map(|e| e.path()).collect();
+    entries.sort();
+    for path in entries {
+        if path.is_dir() {
+            crds_under(&path, found);
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "yaml") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        if !text.contains("kind: CustomResourceDefinition") || text.contains("{{") {
+            continue;
+        }
+        let Ok(documents) = serde_saphyr::from_multiple::<Value>(&text) else {
+            continue;
+        };
+        for document in documents {
+            // Whole CRDs only, not kustomize patches of them.
+            if document["apiVersion"] == "apiextensions.k8s.io/v1"
+                && document["kind"] == "CustomResourceDefinition"
+                && document["spec"]["versions"].is_array()
+            {
+                found.push((path.display().to_string(), document));
+            }
+        }
+    }
+}
+
+/// Upstream's own CRDs (kcp, Cluster API and api-syncagent at the versions the test bed pins,
+/// from the Go module cache when the test bed has fetched them) and ours under `deploy/`,
+/// their rules among them, are accepted or refused by kcp-sim as by kube.
+#[test]
+fn real_crds_are_judged_as_kube_judges_them() {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/crd-oracle");
+    let Some(oracle) = go_oracle::module_built_or_skip(&source, "crd-oracle") else {
+        return;
+    };
+    let mut crds = Vec::new();
+    crds_under(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("../deploy"),
+        &mut crds,
+    );
+    let ours = crds.len();
+    let module_cache = std::env::var_os("GOMODCACHE")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join("go/pkg/mod")))
+        .unwrap_or_default();
+    for module in [
+        "github.com/kcp-dev/kcp@v0.30.0/config",
+        "github.com/kcp-dev/api-syncagent@v0.7.0/deploy",
+        "sigs.k8s.io/cluster-api@v1.11.3/config",
+        "sigs.k8s.io/cluster-api@v1.11.3/bootstrap",
+        "sigs.k8s.io/cluster-api@v1.11.3/controlplane",
+    ] {
+        crds_under(&module_cache.join(module), &mut crds);
+    }
+    let documents: Vec<Value> = crds.iter().map(|(_, crd)| crd.clone()).collect();
+    let answers = go_oracle::ask(&oracle, &documents);
+    let with_rules = documents
+        .iter()
+        .filter(|d| d.to_string().contains("x-kubernetes-validations"))
+        .count();
+    println!(
+        "{} CRDs ({ours} of deploy/, {} of upstream's modules), {with_rules} with CEL rules",
+        crds.len(),
+        crds.len() - ours
+    );
+    let mismatches: Vec<String> = crds
+        .iter()
+        .zip(&answers)
+        .filter_map(|((file, crd), answer)| {
+            let (go, sim) = (go_refusal(answer), sim_refusal(crd));
+            (go != sim).then(|| {
+                let name = crd["metadata"]["name"].as_str().unwrap_or_default();
+                format!("{name} ({file})\n  kube:    {go:?}\n  kcp-sim: {sim:?}")
+            })
+        })
+        .collect();
+    assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
+}
