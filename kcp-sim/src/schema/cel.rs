@@ -366,7 +366,7 @@ pub fn to_cel(v: &Value) -> Cel {
 
 /// A JSON value as the rules of a node of type `t` see it: the fields of objects under their
 /// escaped names (`namespace` is `__namespace__`, `my-field` is `my__dash__field`), as kube
-/// declares them; map keys as they are.
+/// declares them, map keys as they are, and every `number` a double.
 pub fn to_cel_typed(v: &Value, t: &CelType) -> Cel {
     match (v, t) {
         (Value::Object(m), CelType::Object(object)) => {
@@ -393,6 +393,8 @@ pub fn to_cel_typed(v: &Value, t: &CelType) -> Cel {
         (Value::Array(a), CelType::List(item)) => {
             Cel::List(Arc::new(a.iter().map(|v| to_cel_typed(v, item)).collect()))
         }
+        // A `number` is a double even when it is written without a fraction.
+        (Value::Number(n), CelType::Double) => Cel::Float(n.as_f64().unwrap_or_default()),
         _ => to_cel(v),
     }
 }
