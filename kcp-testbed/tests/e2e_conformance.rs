@@ -68,6 +68,8 @@ async fn real_answers(files: &[CaseFile], listed: &[Listed]) -> Vec<Recording> {
             }
         }
         if recording_wanted() {
+            // Answers of cases the file no longer has go with them.
+            recording.retain(|name, _| file.cases.iter().any(|c| &c.name == name));
             let text = serde_json::to_string_pretty(&recording).unwrap() + "\n";
             std::fs::write(recording_path(file), text).unwrap();
         }
