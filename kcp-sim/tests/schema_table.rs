@@ -936,7 +936,7 @@ fn cel_cases() -> Vec<Case> {
             json!({"min": 1, "max": 0}),
             Invalid(&[(
                 "spec",
-                "Invalid value: \"object\": Division by zero of Int(1) evaluating rule: self.min / self.max > 0",
+                "Invalid value: \"object\": division by zero evaluating rule: self.min / self.max > 0",
             )]),
         ),
     ]

@@ -10,6 +10,8 @@
 //! [`cel_library`](super::cel_library).
 
 use std::collections::HashMap;
+
+use base64::Engine as _;
 use std::sync::{Arc, LazyLock};
 
 pub use cel::Value as Cel;
@@ -19,6 +21,7 @@ use cel::{Context, Env, ExecutionError, Program};
 use serde_json::Value;
 
 use super::cel_check;
+use super::cel_errors;
 use super::cel_type::CelType;
 use super::field::{ErrorType, FieldError};
 
@@ -366,7 +369,8 @@ pub fn to_cel(v: &Value) -> Cel {
 
 /// A JSON value as the rules of a node of type `t` see it: the fields of objects under their
 /// escaped names (`namespace` is `__namespace__`, `my-field` is `my__dash__field`), as kube
-/// declares them, map keys as they are, and every `number` a double.
+/// declares them, map keys as they are, every `number` a double, and strings of the formats
+/// `date-time`/`date`, `duration` and `byte` timestamps, durations and bytes.
 pub fn to_cel_typed(v: &Value, t: &CelType) -> Cel {
     match (v, t) {
         (Value::Object(m), CelType::Object(object)) => {
@@ -395,8 +399,27 @@ pub fn to_cel_typed(v: &Value, t: &CelType) -> Cel {
         }
         // A `number` is a double even when it is written without a fraction.
         (Value::Number(n), CelType::Double) => Cel::Float(n.as_f64().unwrap_or_default()),
+        (Value::String(s), CelType::Timestamp) => {
+            timestamp(s).map_or_else(|| to_cel(v), Cel::Timestamp)
+        }
+        (Value::String(s), CelType::Duration) => kcp_core::go_duration::parse(s).map_or_else(
+            || to_cel(v),
+            |ns| Cel::Duration(chrono::Duration::nanoseconds(ns)),
+        ),
+        (Value::String(s), CelType::Bytes) => base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map_or_else(|_| to_cel(v), |b| Cel::Bytes(Arc::new(b))),
         _ => to_cel(v),
     }
+}
+
+/// A `date-time` (RFC 3339) or a `date` (midnight UTC) as a CEL timestamp.
+fn timestamp(s: &str) -> Option<chrono::DateTime<chrono::FixedOffset>> {
+    if let Ok(t) = chrono::DateTime::parse_from_rfc3339(s) {
+        return Some(t);
+    }
+    let day = chrono::NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
+    Some(day.and_hms_opt(0, 0, 0)?.and_utc().fixed_offset())
 }
 
 /// A CEL expression outside a CRD (an admission policy's validation, variable or match
@@ -511,7 +534,7 @@ impl Rule {
                 "rule evaluated to {other:?}, not a bool, evaluating rule: {}",
                 self.error_string()
             )),
-            Err(e) => Outcome::Error(format!("{e} evaluating rule: {}", self.error_string())),
+            Err(e) => Outcome::Error(cel_errors::evaluation_error(&e, self.error_string())),
         }
     }
 

@@ -193,9 +193,12 @@ impl Checker<'_> {
         if c.func_name == "_&&_" || c.func_name == "_||_" {
             return self.logical(&c.args, &args);
         }
-        // cel-go lets `null` be indexed.
+        // `null` is an optional value to cel-go, which optional indexing takes.
         if c.func_name == "_[_]" && args.first() == Some(&CelType::Null) {
-            return CelType::Dyn;
+            return match args.get(1) {
+                Some(index) if index.is_open() => CelType::Dyn,
+                _ => CelType::Optional(Box::new(CelType::Dyn)),
+            };
         }
         match cel_overloads::lookup(&c.func_name) {
             None => {
@@ -334,7 +337,11 @@ fn applies(o: &Overload, receiver: Option<&CelType>, args: &[CelType]) -> Option
 fn unify(p: &Pattern, t: &CelType, bound: &mut HashMap<char, CelType>) -> Option<()> {
     if let Pattern::Param(name) = p {
         return match bound.get(name) {
-            None | Some(CelType::Dyn | CelType::Null) => {
+            None | Some(CelType::Dyn) => {
+                bound.insert(*name, t.clone());
+                Some(())
+            }
+            Some(CelType::Null) if null_fits(t) => {
                 bound.insert(*name, t.clone());
                 Some(())
             }
@@ -377,7 +384,11 @@ fn compatible(a: &CelType, b: &CelType) -> bool {
 fn null_fits(t: &CelType) -> bool {
     matches!(
         t,
-        CelType::Null | CelType::Object(_) | CelType::Timestamp | CelType::Duration
+        CelType::Null
+            | CelType::Object(_)
+            | CelType::Timestamp
+            | CelType::Duration
+            | CelType::Optional(_)
     ) || t.is_open()
 }
 

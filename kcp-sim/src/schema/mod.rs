@@ -13,6 +13,7 @@
 
 pub mod cel;
 pub mod cel_check;
+pub mod cel_errors;
 pub mod cel_library;
 pub mod cel_literals;
 pub mod cel_overloads;
