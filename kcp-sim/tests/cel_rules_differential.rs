@@ -168,6 +168,14 @@ fn crd(rule: &str) -> Value {
     })
 }
 
+/// How many differences a failure shows: 25, or `KCP_RS_SHOW_MISMATCHES`.
+fn shown_mismatches() -> usize {
+    std::env::var("KCP_RS_SHOW_MISMATCHES")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(25)
+}
+
 /// `selfType<nanoseconds>`, the name kube gives a rule's object type afresh each time, as
 /// `selfType`.
 fn without_type_stamp(text: &str) -> String {
@@ -251,11 +259,7 @@ fn crd_rules_are_refused_as_kube_refuses_them() {
     for (rule, go) in unmodelled_gaps.iter().take(5) {
         println!("unmodelled: {rule:?}: {go}");
     }
-    // `KCP_RS_SHOW_MISMATCHES=n` shows more of them.
-    let shown = std::env::var("KCP_RS_SHOW_MISMATCHES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(25);
+    let shown = shown_mismatches();
     assert!(
         mismatches.is_empty(),
         "{} of {} rules answered differently:\n{}",
@@ -474,10 +478,7 @@ fn crd_rules_run_as_kube_runs_them() {
     for (why, n) in &known {
         println!("  {n} x {why}");
     }
-    let shown = std::env::var("KCP_RS_SHOW_MISMATCHES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(25);
+    let shown = shown_mismatches();
     assert!(
         mismatches.is_empty(),
         "{}",

@@ -170,15 +170,8 @@ const OTHER_NAMES: &[&str] = &[
     "sets.contains",
     "sets.equivalent",
     "sets.intersects",
-    // Kubernetes: URLs, authz, quantity, IP, CIDR, format, semver.
-    "url",
-    "isURL",
-    "getScheme",
-    "getHost",
-    "getHostname",
-    "getPort",
-    "getEscapedPath",
-    "getQuery",
+    // Kubernetes' libraries beyond those kcp-sim implements (`cel_library::FUNCTIONS`, also
+    // declared): authz, `ip.isCanonical`, format.
     "path",
     "group",
     "serviceAccount",
@@ -193,32 +186,7 @@ const OTHER_NAMES: &[&str] = &[
     "error",
     "fieldSelector",
     "labelSelector",
-    "quantity",
-    "isQuantity",
-    "sign",
-    "isInteger",
-    "asInteger",
-    "asApproximateFloat",
-    "add",
-    "sub",
-    "isGreaterThan",
-    "isLessThan",
-    "compareTo",
-    "ip",
-    "isIP",
     "isCanonical",
-    "family",
-    "isUnspecified",
-    "isLoopback",
-    "isLinkLocalMulticast",
-    "isLinkLocalUnicast",
-    "isGlobalUnicast",
-    "cidr",
-    "isCIDR",
-    "containsIP",
-    "containsCIDR",
-    "prefixLength",
-    "masked",
     "format.named",
     "format.dns1123Label",
     "format.dns1123Subdomain",
@@ -234,11 +202,6 @@ const OTHER_NAMES: &[&str] = &[
     "format.date",
     "format.datetime",
     "validate",
-    "semver",
-    "isSemver",
-    "major",
-    "minor",
-    "patch",
 ];
 
 /// A type in an overload: a concrete type, a type parameter, or a list or map of those.
@@ -288,11 +251,13 @@ pub fn lookup(name: &str) -> Option<Declared> {
     if let Some(overloads) = TABLE.get(name) {
         return Some(Declared::Overloads(overloads.as_slice()));
     }
-    OTHER_NAMES.contains(&name).then_some(Declared::Unresolved)
+    let declared = OTHER_NAMES.contains(&name) || super::cel_library::FUNCTIONS.contains(&name);
+    declared.then_some(Declared::Unresolved)
 }
 
-/// The type a name a rule may use as a type denotes (`type(x) == string`).
-pub fn type_named(name: &str) -> Option<CelType> {
+/// The scalar type of a name (`int`, `string`, ...); `duration` and `timestamp` only in
+/// overloads, where they name the types (in rules they are the conversion functions).
+fn scalar(name: &str) -> Option<CelType> {
     Some(match name {
         "bool" => CelType::Bool,
         "int" => CelType::Int,
@@ -300,6 +265,16 @@ pub fn type_named(name: &str) -> Option<CelType> {
         "double" => CelType::Double,
         "string" => CelType::String,
         "bytes" => CelType::Bytes,
+        _ => return None,
+    })
+}
+
+/// The type a name a rule may use as a type denotes (`type(x) == string`).
+pub fn type_named(name: &str) -> Option<CelType> {
+    if let Some(t) = scalar(name) {
+        return Some(t);
+    }
+    Some(match name {
         "null_type" => CelType::Null,
         "list" => CelType::list(CelType::Dyn),
         "map" => CelType::map(CelType::Dyn, CelType::Dyn),
@@ -365,15 +340,9 @@ fn parse_pattern(text: &str) -> Pattern {
     }
     Pattern::Exact(match text {
         "A" | "B" | "K" | "V" => return Pattern::Param(text.chars().next().unwrap_or('A')),
-        "bool" => CelType::Bool,
-        "int" => CelType::Int,
-        "uint" => CelType::Uint,
-        "double" => CelType::Double,
-        "string" => CelType::String,
-        "bytes" => CelType::Bytes,
         "duration" => CelType::Duration,
         "timestamp" => CelType::Timestamp,
-        _ => CelType::Dyn,
+        other => scalar(other).unwrap_or(CelType::Dyn),
     })
 }
 
