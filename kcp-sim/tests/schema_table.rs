@@ -696,6 +696,20 @@ fn cel_cases() -> Vec<Case> {
             Valid,
         ),
         case(
+            "a date-time, a duration and a byte field are a timestamp, a duration and bytes",
+            with_rules(
+                obj(json!({
+                    "when": {"type": "string", "format": "date-time"},
+                    "span": {"type": "string", "format": "duration"},
+                    "raw": {"type": "string", "format": "byte"}})),
+                json!([rule(
+                    "self.when + self.span > timestamp('2024-01-01T00:00:00Z') && self.raw == b'abc'"
+                )]),
+            ),
+            json!({"when": "2024-01-01T00:00:00Z", "span": "1m30s", "raw": "YWJj"}),
+            Valid,
+        ),
+        case(
             "a rule reads fields under their escaped names",
             with_rules(
                 obj(json!({"namespace": string(), "my-field": string()})),
