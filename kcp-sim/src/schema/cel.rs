@@ -402,10 +402,12 @@ pub fn to_cel_typed(v: &Value, t: &CelType) -> Cel {
         (Value::String(s), CelType::Timestamp) => {
             timestamp(s).map_or_else(|| to_cel(v), Cel::Timestamp)
         }
-        (Value::String(s), CelType::Duration) => kcp_core::go_duration::parse(s).map_or_else(
-            || to_cel(v),
-            |ns| Cel::Duration(chrono::Duration::nanoseconds(ns)),
-        ),
+        (Value::String(s), CelType::Duration) => kcp_core::go_duration::parse(s)
+            .and_then(|ns| i64::try_from(ns).ok())
+            .map_or_else(
+                || to_cel(v),
+                |ns| Cel::Duration(chrono::Duration::nanoseconds(ns)),
+            ),
         (Value::String(s), CelType::Bytes) => base64::engine::general_purpose::STANDARD
             .decode(s)
             .map_or_else(|_| to_cel(v), |b| Cel::Bytes(Arc::new(b))),

@@ -5,50 +5,6 @@ use gotmpl::Value;
 use super::args::{Outcome, want};
 use crate::template::go_value::string;
 
-/// Go's `time.Duration.String` for a number of nanoseconds: `1h2m3.5s`, `1.5ms`, `0s`.
-pub(crate) fn go_duration_string(ns: i64) -> String {
-    if ns == 0 {
-        return "0s".to_owned();
-    }
-    let negative = ns < 0;
-    let u = ns.unsigned_abs();
-    let sign = if negative { "-" } else { "" };
-    if u < 1_000_000_000 {
-        let (unit, scale) = if u < 1_000 {
-            ("ns", 1u64)
-        } else if u < 1_000_000 {
-            ("µs", 1_000)
-        } else {
-            ("ms", 1_000_000)
-        };
-        return format!("{sign}{}{unit}", fraction(u, scale));
-    }
-    let seconds_part = fraction(u % 60_000_000_000, 1_000_000_000);
-    let total_minutes = u / 60_000_000_000;
-    let mut out = String::from(sign);
-    if total_minutes > 0 {
-        let hours = total_minutes / 60;
-        if hours > 0 {
-            out.push_str(&format!("{hours}h"));
-        }
-        out.push_str(&format!("{}m", total_minutes % 60));
-    }
-    out.push_str(&format!("{seconds_part}s"));
-    out
-}
-
-/// `value / scale` with the fractional digits Go prints (trailing zeros dropped).
-fn fraction(value: u64, scale: u64) -> String {
-    let whole = value / scale;
-    let rest = value % scale;
-    if rest == 0 {
-        return whole.to_string();
-    }
-    let digits = scale.to_string().len() - 1;
-    let frac = format!("{rest:0digits$}");
-    format!("{whole}.{}", frac.trim_end_matches('0'))
-}
-
 /// `duration seconds`: seconds (an integer or a decimal string) as a Go duration string;
 /// anything else is `0s`.
 pub(super) fn duration(args: &[Value]) -> Outcome {
@@ -58,9 +14,9 @@ pub(super) fn duration(args: &[Value]) -> Outcome {
         Value::String(s) => s.parse::<i64>().unwrap_or(0),
         _ => 0,
     };
-    Ok(string(go_duration_string(
+    Ok(string(crate::go_duration::format(i128::from(
         seconds.wrapping_mul(1_000_000_000),
-    )))
+    ))))
 }
 
 /// `durationRound d`: a duration (string, or nanoseconds) rounded down to its largest unit:
@@ -68,7 +24,9 @@ pub(super) fn duration(args: &[Value]) -> Outcome {
 pub(super) fn duration_round(args: &[Value]) -> Outcome {
     want("durationRound", args, 1)?;
     let ns: i64 = match &args[0] {
-        Value::String(s) => crate::go_duration::parse(s).unwrap_or(0),
+        Value::String(s) => crate::go_duration::parse(s)
+            .and_then(|ns| i64::try_from(ns).ok())
+            .unwrap_or(0),
         Value::Int(i) => *i,
         _ => 0,
     };
