@@ -168,12 +168,15 @@ fn crd(rule: &str) -> Value {
     })
 }
 
-/// How many differences a failure shows: 25, or `KCP_RS_SHOW_MISMATCHES`.
-fn shown_mismatches() -> usize {
-    std::env::var("KCP_RS_SHOW_MISMATCHES")
+/// Fails, under `header`, with the first 25 `mismatches` (or `KCP_RS_SHOW_MISMATCHES` of them)
+/// if there are any.
+fn assert_none_differ(header: &str, mismatches: &[String]) {
+    let shown = std::env::var("KCP_RS_SHOW_MISMATCHES")
         .ok()
         .and_then(|n| n.parse().ok())
-        .unwrap_or(25)
+        .unwrap_or(25);
+    let listed: Vec<&str> = mismatches.iter().take(shown).map(String::as_str).collect();
+    assert!(mismatches.is_empty(), "{header}\n{}", listed.join("\n"));
 }
 
 /// `selfType<nanoseconds>`, the name kube gives a rule's object type afresh each time, as
@@ -259,19 +262,12 @@ fn crd_rules_are_refused_as_kube_refuses_them() {
     for (rule, go) in unmodelled_gaps.iter().take(5) {
         println!("unmodelled: {rule:?}: {go}");
     }
-    let shown = shown_mismatches();
-    assert!(
-        mismatches.is_empty(),
-        "{} of {} rules answered differently:\n{}",
+    let header = format!(
+        "{} of {} rules answered differently:",
         mismatches.len(),
-        rules.len(),
-        mismatches
-            .iter()
-            .take(shown)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
+        rules.len()
     );
+    assert_none_differ(&header, &mismatches);
 }
 
 /// The CRD documents of the YAML files under `dir` (walked recursively).
@@ -478,15 +474,5 @@ fn crd_rules_run_as_kube_runs_them() {
     for (why, n) in &known {
         println!("  {n} x {why}");
     }
-    let shown = shown_mismatches();
-    assert!(
-        mismatches.is_empty(),
-        "{}",
-        mismatches
-            .iter()
-            .take(shown)
-            .cloned()
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    assert_none_differ("answered differently:", &mismatches);
 }

@@ -10,10 +10,9 @@
 //! [`cel_library`](super::cel_library).
 
 use std::collections::HashMap;
-
-use base64::Engine as _;
 use std::sync::{Arc, LazyLock};
 
+use base64::Engine as _;
 pub use cel::Value as Cel;
 use cel::extractors::This;
 use cel::objects::{Key, Map as CelMap};
@@ -207,6 +206,32 @@ enum Output {
     Message,
 }
 
+impl Output {
+    /// What kube writes before the issues of an expression that does not compile.
+    fn failure_prefix(self) -> &'static str {
+        match self {
+            Output::Rule => "compilation failed: ",
+            Output::Message => "messageExpression compilation failed: ",
+        }
+    }
+
+    /// Whether an expression of type `t` is of the wanted type (an unresolved call may be).
+    fn accepts(self, t: &CelType) -> bool {
+        match self {
+            Output::Rule => matches!(t, CelType::Bool | CelType::Unknown),
+            Output::Message => matches!(t, CelType::String | CelType::Unknown),
+        }
+    }
+
+    /// kube's refusal of an expression of another type.
+    fn wrong_type(self) -> &'static str {
+        match self {
+            Output::Rule => "cel expression must evaluate to a bool",
+            Output::Message => "messageExpression must evaluate to a string",
+        }
+    }
+}
+
 /// Parses and type-checks `source` with `self` and `oldSelf` of `self_type`; a failure is
 /// reported at `at` in kube's words, with the rule shown as Go prints its `ValidationRule`.
 fn compile(
@@ -221,10 +246,7 @@ fn compile(
         return None;
     }
     let failed = |detail: String| FieldError::invalid_struct(at, go_validation_rule(raw), detail);
-    let prefix = match output {
-        Output::Rule => "compilation failed: ",
-        Output::Message => "messageExpression compilation failed: ",
-    };
+    let prefix = output.failure_prefix();
     let program = match ENV.compile(source) {
         Ok(p) => p,
         Err(e) => {
@@ -243,18 +265,8 @@ fn compile(
         errors.push(failed(format!("{prefix}{}", checked.errors.join("\n"))));
         return None;
     }
-    let wrong_output = match output {
-        Output::Rule => !matches!(checked.output, CelType::Bool | CelType::Unknown),
-        Output::Message => !matches!(checked.output, CelType::String | CelType::Unknown),
-    };
-    if wrong_output {
-        errors.push(failed(
-            match output {
-                Output::Rule => "cel expression must evaluate to a bool",
-                Output::Message => "messageExpression must evaluate to a string",
-            }
-            .into(),
-        ));
+    if !output.accepts(&checked.output) {
+        errors.push(failed(output.wrong_type().into()));
         return None;
     }
     Some(program)
