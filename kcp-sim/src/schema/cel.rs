@@ -19,8 +19,11 @@ use cel::objects::{Key, Map as CelMap};
 use cel::{Context, Env, ExecutionError, Program};
 use serde_json::Value;
 
+use super::cel_budget::RuleCosts;
 use super::cel_check;
+use super::cel_cost;
 use super::cel_errors;
+use super::cel_size::Sizes;
 use super::cel_type::CelType;
 use super::field::{ErrorType, FieldError};
 
@@ -52,6 +55,10 @@ pub struct Rule {
     pub uses_old_self: bool,
     /// The Kubernetes library functions the rule or its message expression calls.
     kube_functions: Vec<&'static str>,
+    /// The rule's most cost on one value, as kube estimates it ([`cel_cost`]).
+    pub estimated_cost: u64,
+    /// The message expression's most cost (0 without one).
+    pub message_estimated_cost: u64,
 }
 
 impl std::fmt::Debug for Rule {
@@ -67,6 +74,7 @@ pub fn compile_rules(
     rules: Option<&Value>,
     self_type: &CelType,
     path: &str,
+    costs: &mut RuleCosts,
     errors: &mut Vec<FieldError>,
 ) -> Vec<Rule> {
     let Some(list) = rules.and_then(Value::as_array) else {
@@ -75,7 +83,7 @@ pub fn compile_rules(
     let mut out = Vec::with_capacity(list.len());
     for (i, raw) in list.iter().enumerate() {
         let at = format!("{path}.x-kubernetes-validations[{i}]");
-        if let Some(rule) = compile_rule(raw, self_type, &at, errors) {
+        if let Some(rule) = compile_rule(raw, self_type, &at, costs, errors) {
             out.push(rule);
         }
     }
@@ -86,6 +94,7 @@ fn compile_rule(
     raw: &Value,
     self_type: &CelType,
     at: &str,
+    costs: &mut RuleCosts,
     errors: &mut Vec<FieldError>,
 ) -> Option<Rule> {
     let text = |k: &str| raw.get(k).and_then(Value::as_str);
@@ -96,7 +105,20 @@ fn compile_rule(
     let reason = text("reason").and_then(|r| parse_reason(r, at, errors));
     let field_path = text("fieldPath").and_then(|p| parse_field_path(p, at, errors));
     let rule_at = format!("{at}.rule");
-    let program = compile(source, raw, self_type, Output::Rule, &rule_at, errors);
+    let expression = RuleExpression {
+        raw,
+        self_type,
+        sizes: costs.sizes,
+    };
+    let program = expression.compile(source, Output::Rule, &rule_at, errors);
+    let mut estimated_cost = 0;
+    if let Some((_, estimate)) = &program {
+        estimated_cost = *estimate;
+        let cost = costs.of_rule(*estimate);
+        errors.extend(costs.charge(&rule_at, "estimated rule cost", cost));
+    }
+    let program = program.map(|(p, _)| p);
+    let mut message_estimated_cost = 0;
     let message_expression = match text("messageExpression") {
         None => None,
         Some(m) if m.trim().is_empty() => {
@@ -110,9 +132,18 @@ fn compile_rule(
         Some(_) if program.is_none() => None,
         Some(m) => {
             let message_at = format!("{at}.messageExpression");
-            compile(m, raw, self_type, Output::Message, &message_at, errors)
+            let compiled = expression.compile(m, Output::Message, &message_at, errors);
+            compiled.map(|(program, cost)| {
+                message_estimated_cost = cost;
+                let what = "estimated messageExpression cost";
+                errors.extend(costs.charge(&message_at, what, cost));
+                program
+            })
         }
     };
+    if program.is_some() {
+        costs.record(at, estimated_cost, message_estimated_cost);
+    }
     if errors.len() > before {
         return None;
     }
@@ -133,6 +164,8 @@ fn compile_rule(
         field_path,
         reason,
         kube_functions,
+        estimated_cost,
+        message_estimated_cost,
     })
 }
 
@@ -232,6 +265,33 @@ impl Output {
     }
 }
 
+/// What an expression of a rule is compiled with: the rule as written, and the type and sizes
+/// of `self`.
+struct RuleExpression<'a> {
+    raw: &'a Value,
+    self_type: &'a CelType,
+    sizes: Option<&'a Sizes>,
+}
+
+impl RuleExpression<'_> {
+    /// Parses and type-checks `source` with `self` and `oldSelf` of the node's type, and
+    /// estimates its most cost; a failure is reported at `at` in kube's words, with the rule
+    /// shown as Go prints its `ValidationRule`.
+    fn compile(
+        &self,
+        source: &str,
+        output: Output,
+        at: &str,
+        errors: &mut Vec<FieldError>,
+    ) -> Option<(Program, u64)> {
+        let (program, checked) = compile(source, self.raw, self.self_type, output, at, errors)?;
+        let estimate = self.sizes.map_or(0, |sizes| {
+            cel_cost::estimate(program.expression(), &checked, sizes).max
+        });
+        Some((program, estimate))
+    }
+}
+
 /// Parses and type-checks `source` with `self` and `oldSelf` of `self_type`; a failure is
 /// reported at `at` in kube's words, with the rule shown as Go prints its `ValidationRule`.
 fn compile(
@@ -241,7 +301,7 @@ fn compile(
     output: Output,
     at: &str,
     errors: &mut Vec<FieldError>,
-) -> Option<Program> {
+) -> Option<(Program, cel_check::Checked)> {
     if source.trim().is_empty() {
         return None;
     }
@@ -269,7 +329,7 @@ fn compile(
         errors.push(failed(output.wrong_type().into()));
         return None;
     }
-    Some(program)
+    Some((program, checked))
 }
 
 /// The parser's errors as cel-go writes its issues: in source order, at most 100, each with

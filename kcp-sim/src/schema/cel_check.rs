@@ -27,6 +27,14 @@ pub struct Checked {
     /// `ERROR: <input>:L:C: ...` lines (with the source line and a caret), in source order;
     /// empty when the rule checks.
     pub errors: Vec<String>,
+    /// The type of every part of the expression, by its id.
+    pub types: HashMap<u64, CelType>,
+    /// The overloads a call may take, by the call's id (none for a function known by name
+    /// only, and for `&&` and `||`).
+    pub overloads: HashMap<u64, Vec<&'static Overload>>,
+    /// The calls of a namespaced function (`ip.isCanonical(x)`), by id, with the function's
+    /// full name: the checker takes them for global calls, not calls on a variable.
+    pub namespaced: HashMap<u64, String>,
 }
 
 /// Checks `expr` (parsed from `source`) with `variables` declared.
@@ -43,6 +51,9 @@ pub fn check(
             .map(|(n, t)| (n.to_string(), t.clone()))
             .collect(),
         errors: Vec::new(),
+        types: HashMap::new(),
+        overloads: HashMap::new(),
+        namespaced: HashMap::new(),
     };
     let output = checker.check(expr);
     // kube's validators of literal arguments run on a rule that type-checks.
@@ -58,13 +69,22 @@ pub fn check(
         .take(100)
         .map(|(offset, message)| display(source, offset, &message))
         .collect();
-    Checked { output, errors }
+    Checked {
+        output,
+        errors,
+        types: checker.types,
+        overloads: checker.overloads,
+        namespaced: checker.namespaced,
+    }
 }
 
 struct Checker<'a> {
     info: &'a SourceInfo,
     scopes: Vec<(String, CelType)>,
     errors: Vec<(u32, String)>,
+    types: HashMap<u64, CelType>,
+    overloads: HashMap<u64, Vec<&'static Overload>>,
+    namespaced: HashMap<u64, String>,
 }
 
 impl Checker<'_> {
@@ -74,6 +94,12 @@ impl Checker<'_> {
     }
 
     fn check(&mut self, e: &IdedExpr) -> CelType {
+        let t = self.type_of(e);
+        self.types.insert(e.id, t.clone());
+        t
+    }
+
+    fn type_of(&mut self, e: &IdedExpr) -> CelType {
         match &e.expr {
             Expr::Unspecified | Expr::Struct(_) => CelType::Dyn,
             Expr::Literal(l) => literal(l),
@@ -180,6 +206,7 @@ impl Checker<'_> {
         {
             let qualified = format!("{ns}.{}", c.func_name);
             if cel_overloads::lookup(&qualified).is_some() {
+                self.namespaced.insert(id, qualified.clone());
                 let call = CallExpr {
                     func_name: qualified,
                     target: None,
@@ -238,14 +265,15 @@ impl Checker<'_> {
         &mut self,
         id: u64,
         name: &str,
-        overloads: &[Overload],
+        overloads: &'static [Overload],
         receiver: Option<&CelType>,
         args: &[CelType],
     ) -> CelType {
-        let results: Vec<CelType> = overloads
+        let (taken, results): (Vec<&'static Overload>, Vec<CelType>) = overloads
             .iter()
-            .filter_map(|o| applies(o, receiver, args))
-            .collect();
+            .filter_map(|o| applies(o, receiver, args).map(|r| (o, r)))
+            .unzip();
+        self.overloads.insert(id, taken);
         if results.is_empty() {
             let listed = args
                 .iter()

@@ -12,11 +12,14 @@
 //! ([`default_stored`]).
 
 pub mod cel;
+pub mod cel_budget;
 pub mod cel_check;
+pub mod cel_cost;
 pub mod cel_errors;
 pub mod cel_library;
 pub mod cel_literals;
 pub mod cel_overloads;
+pub mod cel_size;
 pub mod cel_type;
 pub mod default;
 pub mod field;

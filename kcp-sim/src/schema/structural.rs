@@ -11,6 +11,8 @@ use regex::Regex;
 use serde_json::{Map, Value};
 
 use super::cel::{self, Rule};
+use super::cel_budget::{Estimated, RuleCosts, SchemaBudget, child_cardinality};
+use super::cel_size::Sizes;
 use super::cel_type::CelType;
 use super::field::FieldError;
 
@@ -192,7 +194,13 @@ const CHECKED_FORMATS: &[&str] = &[
 /// `spec.versions[0].schema.openAPIV3Schema`).
 pub fn parse(schema: &Value, path: &str) -> Result<Node, Vec<FieldError>> {
     let mut errors = Vec::new();
-    let node = parse_node(schema, path, Level::Root, &mut errors);
+    let mut budget = SchemaBudget::default();
+    let root = Walk {
+        level: Level::Root,
+        cardinality: Some(1),
+    };
+    let node = parse_node(schema, path, root, &mut budget, &mut errors);
+    errors.extend(budget.errors(path));
     if errors.is_empty() {
         Ok(node)
     } else {
@@ -200,7 +208,34 @@ pub fn parse(schema: &Value, path: &str) -> Result<Node, Vec<FieldError>> {
     }
 }
 
-fn parse_node(v: &Value, path: &str, level: Level, errors: &mut Vec<FieldError>) -> Node {
+/// The estimated costs of every rule of `schema` that compiles, whether or not the schema is
+/// within its budget (kube's `cel.Compile` estimates, for comparing with kube's own).
+pub fn estimate_costs(schema: &Value, path: &str) -> Vec<Estimated> {
+    let mut budget = SchemaBudget::default();
+    let root = Walk {
+        level: Level::Root,
+        cardinality: Some(1),
+    };
+    parse_node(schema, path, root, &mut budget, &mut Vec::new());
+    budget.estimates
+}
+
+/// Where the walk of a schema is: the node's level, and how many of its values one object
+/// holds at most (`None`: unbounded).
+#[derive(Debug, Clone, Copy)]
+struct Walk {
+    level: Level,
+    cardinality: Option<u64>,
+}
+
+fn parse_node(
+    v: &Value,
+    path: &str,
+    walk: Walk,
+    budget: &mut SchemaBudget,
+    errors: &mut Vec<FieldError>,
+) -> Node {
+    let level = walk.level;
     let Some(m) = v.as_object() else {
         errors.push(FieldError::invalid(path, v.clone(), "must be an object"));
         return Node::default();
@@ -235,27 +270,27 @@ fn parse_node(v: &Value, path: &str, level: Level, errors: &mut Vec<FieldError>)
             )),
         },
     }
+    let cardinality = child_cardinality(walk.cardinality, m);
+    let child = |level| Walk { level, cardinality };
     if let Some(props) = m.get("properties").and_then(Value::as_object) {
         for (k, p) in props {
-            let child = parse_node(p, &format!("{path}.properties[{k}]"), Level::Field, errors);
+            let at = format!("{path}.properties[{k}]");
+            let child = parse_node(p, &at, child(Level::Field), budget, errors);
             node.properties.insert(k.clone(), child);
         }
     }
     match m.get("additionalProperties") {
         Some(Value::Bool(true)) => node.additional = Some(Additional::Any),
         Some(a @ Value::Object(_)) => {
-            let child = parse_node(
-                a,
-                &format!("{path}.additionalProperties"),
-                Level::Field,
-                errors,
-            );
+            let at = format!("{path}.additionalProperties");
+            let child = parse_node(a, &at, child(Level::Field), budget, errors);
             node.additional = Some(Additional::Schema(Box::new(child)));
         }
         _ => {}
     }
     if let Some(items) = m.get("items") {
-        let child = parse_node(items, &format!("{path}.items"), Level::Item, errors);
+        let at = format!("{path}.items");
+        let child = parse_node(items, &at, child(Level::Item), budget, errors);
         node.items = Some(Box::new(child));
     }
     node.checks = parse_checks(m, path, errors);
@@ -263,8 +298,14 @@ fn parse_node(v: &Value, path: &str, level: Level, errors: &mut Vec<FieldError>)
         let resource_root = level == Level::Root || node.embedded;
         let self_type =
             CelType::of_node(&node, resource_root, &self_type_name()).unwrap_or(CelType::Dyn);
-        node.rules =
-            cel::compile_rules(m.get("x-kubernetes-validations"), &self_type, path, errors);
+        let sizes = Sizes::of_node(&node, resource_root);
+        let mut costs = RuleCosts {
+            sizes: sizes.as_ref(),
+            cardinality: walk.cardinality,
+            budget,
+        };
+        let rules = m.get("x-kubernetes-validations");
+        node.rules = cel::compile_rules(rules, &self_type, path, &mut costs, errors);
         node.rule_type = Some(self_type);
     }
     check_invariants(&node, m, path, level, errors);

@@ -6,7 +6,11 @@
 //     on create (the v1 defaults applied, the CRD converted to the internal version); or
 //   - {"crd": <CRD>, "object": <custom resource>}: the errors of the CEL rules of the CRD's
 //     first version's schema on that object, as the custom resource registry runs them on
-//     create (a structural schema, the resource root's validator, the runtime cost budget).
+//     create (a structural schema, the resource root's validator, the runtime cost budget);
+//   - {"costs": <CRD>}: for every rule of the CRD's first version's schema, what cel.Compile
+//     estimates as kube-apiserver compiles it when the CRD is written: the rule's most cost, its
+//     message expression's, and how many values of its node one request can hold
+//     ({"rules":[{"path","rule","cost","message","cardinality","error"}]}).
 //
 // It is a test oracle of kcp-rs (kcp-sim's CRD validation, its CEL rules above all), built
 // from the Go module proxy at the versions go.mod pins; kcp-rs ships none of it.
@@ -17,6 +21,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"sort"
 
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions"
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/install"
@@ -24,10 +29,12 @@ import (
 	"k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/validation"
 	structuralschema "k8s.io/apiextensions-apiserver/pkg/apiserver/schema"
 	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel"
+	"k8s.io/apiextensions-apiserver/pkg/apiserver/schema/cel/model"
 	"k8s.io/apimachinery/pkg/runtime"
 	utiljson "k8s.io/apimachinery/pkg/util/json"
 	"k8s.io/apimachinery/pkg/util/validation/field"
 	celconfig "k8s.io/apiserver/pkg/apis/cel"
+	"k8s.io/apiserver/pkg/cel/environment"
 )
 
 type fieldError struct {
@@ -52,6 +59,10 @@ func main() {
 		var probe map[string]json.RawMessage
 		if err := json.Unmarshal(in.Bytes(), &probe); err == nil && probe["crd"] != nil {
 			_ = out.Encode(evaluate(scheme, in.Bytes()))
+			continue
+		}
+		if probe["costs"] != nil {
+			_ = out.Encode(estimate(scheme, probe["costs"]))
 			continue
 		}
 		_ = out.Encode(validate(scheme, in.Bytes()))
@@ -109,4 +120,75 @@ func validate(scheme *runtime.Scheme, line []byte) answer {
 	}
 	errs := validation.ValidateCustomResourceDefinition(context.Background(), &internal)
 	return answer{Errors: found(errs)}
+}
+
+type ruleCost struct {
+	Path        string `json:"path"`
+	Rule        int    `json:"rule"`
+	Cost        uint64 `json:"cost"`
+	Message     uint64 `json:"message"`
+	Cardinality uint64 `json:"cardinality"`
+	Error       string `json:"error,omitempty"`
+}
+
+type costAnswer struct {
+	Rules   []ruleCost `json:"rules"`
+	Refused string     `json:"refused,omitempty"`
+}
+
+func estimate(scheme *runtime.Scheme, raw []byte) costAnswer {
+	var crd apiextensionsv1.CustomResourceDefinition
+	if err := json.Unmarshal(raw, &crd); err != nil {
+		return costAnswer{Rules: []ruleCost{}, Refused: err.Error()}
+	}
+	versions := crd.Spec.Versions
+	if len(versions) == 0 || versions[0].Schema == nil || versions[0].Schema.OpenAPIV3Schema == nil {
+		return costAnswer{Rules: []ruleCost{}, Refused: "the CRD's first version has no schema"}
+	}
+	var internal apiextensions.JSONSchemaProps
+	if err := scheme.Convert(versions[0].Schema.OpenAPIV3Schema, &internal, nil); err != nil {
+		return costAnswer{Rules: []ruleCost{}, Refused: err.Error()}
+	}
+	structural, err := structuralschema.NewStructural(&internal)
+	if err != nil {
+		return costAnswer{Rules: []ruleCost{}, Refused: err.Error()}
+	}
+	envSet := environment.MustBaseEnvSet(environment.DefaultCompatibilityVersion(), true)
+	rules := []ruleCost{}
+	walkCosts(structural, "openAPIV3Schema", true, envSet, &rules)
+	return costAnswer{Rules: rules}
+}
+
+// walkCosts compiles the rules of s and of every node below it, as the CRD's validation does.
+func walkCosts(s *structuralschema.Structural, path string, root bool, envSet *environment.EnvSet, out *[]ruleCost) {
+	if s == nil {
+		return
+	}
+	if len(s.XValidations) > 0 {
+		declType := model.SchemaDeclType(s, root || s.XEmbeddedResource)
+		results, err := cel.Compile(s, declType, celconfig.PerCallLimit, envSet, cel.NewExpressionsEnvLoader())
+		if err != nil {
+			*out = append(*out, ruleCost{Path: path, Rule: -1, Error: err.Error()})
+		}
+		for i, r := range results {
+			c := ruleCost{Path: path, Rule: i, Cost: r.MaxCost, Message: r.MessageExpressionMaxCost, Cardinality: r.MaxCardinality}
+			if r.Error != nil {
+				c.Error = r.Error.Detail
+			}
+			*out = append(*out, c)
+		}
+	}
+	names := make([]string, 0, len(s.Properties))
+	for name := range s.Properties {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		property := s.Properties[name]
+		walkCosts(&property, path+".properties["+name+"]", false, envSet, out)
+	}
+	walkCosts(s.Items, path+".items", false, envSet, out)
+	if s.AdditionalProperties != nil {
+		walkCosts(s.AdditionalProperties.Structural, path+".additionalProperties", false, envSet, out)
+	}
 }
