@@ -288,3 +288,104 @@ fn every_rule_is_estimated_as_kube_estimates_it() {
         mismatches.join("\n")
     );
 }
+
+/// kube's refusal as the 422 words it (one error, or several in brackets), without the
+/// random `selfType<n>` stamp; `None` when kube accepts the CRD.
+fn go_refusal(answer: &Value) -> Option<String> {
+    let errors: Vec<&str> = answer["errors"]
+        .as_array()
+        .expect("an answer lists errors")
+        .iter()
+        .map(|e| e["error"].as_str().unwrap())
+        .collect();
+    match errors.as_slice() {
+        [] => None,
+        [one] => Some(one.to_string()),
+        many => Some(format!("[{}]", many.join(", "))),
+    }
+}
+
+fn sim_refusal(crd: &Value) -> Option<String> {
+    let error = kcp_sim::schema::compile_crd(crd).err()?;
+    let (_, errors) = error.message.split_once(" is invalid: ")?;
+    Some(errors.to_string())
+}
+
+/// A spec whose `items` list holds `item` (bounded by `max_items` when given), with `rules`
+/// on the spec.
+fn spec_over_items(item: Value, max_items: Option<u64>, rules: Value) -> Value {
+    let mut items = json!({"type": "array", "items": item});
+    if let Some(most) = max_items {
+        items["maxItems"] = json!(most);
+    }
+    json!({
+        "type": "object",
+        "properties": {"items": items, "name": {"type": "string"}},
+        "x-kubernetes-validations": rules,
+    })
+}
+
+#[test]
+fn a_crd_over_budget_is_refused_as_kube_refuses_it() {
+    let Some(oracle) = oracle() else {
+        return;
+    };
+    let unbounded = json!({"type": "string"});
+    let short = json!({"type": "string", "maxLength": 8});
+    let pairs = json!([{"rule": "self.items.all(x, self.items.all(y, x == y))"}]);
+    // Each about 9,000,000 on 1000 items of 8 characters; 12 of them about 108,000,000.
+    let within_budget: Vec<Value> = (0..12)
+        .map(|i| json!({"rule": format!("self.items.all(x, self.items.all(y, x == y)) || {i} == 0")}))
+        .collect();
+    let within_budget = Value::Array(within_budget);
+    let cases = [
+        (
+            "a rule comparing every pair of an unbounded list",
+            spec_over_items(unbounded.clone(), None, pairs.clone()),
+        ),
+        (
+            "a rule just over budget, over 1000 short items",
+            spec_over_items(
+                short.clone(),
+                Some(1000),
+                json!([{"rule": "self.items.all(x, self.items.exists(y, x != y))"}]),
+            ),
+        ),
+        (
+            "a rule on each of an unbounded list's items",
+            json!({"type": "object", "properties": {"items": {"type": "array", "items": {
+                "type": "object", "properties": {"name": unbounded},
+                "x-kubernetes-validations": [{"rule": "self.name.matches('^[a-z]+$')"}]}}}}),
+        ),
+        (
+            "a message expression joining an unbounded list",
+            spec_over_items(
+                unbounded.clone(),
+                None,
+                json!([{"rule": "self.items.size() < 3",
+                        "messageExpression": "self.items.map(x, x + self.name).join(', ')"}]),
+            ),
+        ),
+        (
+            "rules each within budget and over it together",
+            spec_over_items(short.clone(), Some(1000), within_budget),
+        ),
+        (
+            "a bounded rule",
+            spec_over_items(
+                short,
+                Some(10),
+                json!([{"rule": "self.items.all(x, x.size() < 5)"}]),
+            ),
+        ),
+    ];
+    let crds: Vec<Value> = cases.iter().map(|(_, spec)| crd(spec.clone())).collect();
+    let answers = go_oracle::ask(&oracle, &crds);
+    let mut refused = 0;
+    for ((case, _), (crd, answer)) in cases.iter().zip(crds.iter().zip(&answers)) {
+        let go = go_refusal(answer);
+        refused += usize::from(go.is_some());
+        assert_eq!(sim_refusal(crd), go, "{case}");
+    }
+    assert_eq!(refused, 5, "kube refuses all but the bounded rule");
+}

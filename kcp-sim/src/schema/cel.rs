@@ -715,7 +715,14 @@ mod tests {
 
     fn rule(raw: Value) -> Rule {
         let mut errors = Vec::new();
-        let rules = compile_rules(Some(&json!([raw])), &CelType::Dyn, "x", &mut errors);
+        let mut budget = super::super::cel_budget::SchemaBudget::default();
+        let mut costs = RuleCosts {
+            sizes: None,
+            cardinality: Some(1),
+            budget: &mut budget,
+        };
+        let raw = Some(&json!([raw]));
+        let rules = compile_rules(raw, &CelType::Dyn, "x", &mut costs, &mut errors);
         assert!(errors.is_empty(), "{errors:?}");
         rules.into_iter().next().unwrap()
     }
