@@ -372,14 +372,6 @@ fn known_runtime_difference(
     if rule.contains("null") {
         return Some("null where cel-go wants a list at run time");
     }
-    if rule.contains("indexOf") {
-        return Some("indexOf of a list (Kubernetes' list library) is not there");
-    }
-    let int_of_duration =
-        rule.contains("int(") && (rule.contains("duration(") || rule.contains("self.span"));
-    if int_of_duration || go.contains("from 'int' to 'google.protobuf.Duration'") {
-        return Some("int(duration) and duration(int) are not there");
-    }
     None
 }
 

@@ -30,9 +30,11 @@ use super::field::{ErrorType, FieldError};
 /// The environment every rule compiles and runs in.
 static ENV: LazyLock<Arc<Env>> = LazyLock::new(|| {
     let mut env = Env::stdlib();
-    // Both extensions only declare new names on a fresh environment, which cannot fail.
+    // The extensions and kube's overloads only declare new overloads on a fresh environment,
+    // which cannot fail.
     let _ = env.add_extension(cel::extensions::strings);
     let _ = env.add_extension(cel::extensions::lists);
+    let _ = super::cel_conversions::add(&mut env);
     Arc::new(env)
 });
 

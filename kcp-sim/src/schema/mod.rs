@@ -14,6 +14,7 @@
 pub mod cel;
 pub mod cel_budget;
 pub mod cel_check;
+pub mod cel_conversions;
 pub mod cel_cost;
 pub mod cel_errors;
 pub mod cel_library;
