@@ -152,8 +152,13 @@ fn rules() -> Vec<String> {
 }
 
 fn crd(rule: &str) -> Value {
+    crd_with(json!({"rule": rule}))
+}
+
+/// A CRD with `rule` (a `ValidationRule` as written) on the spec of [`schema`].
+fn crd_with(rule: Value) -> Value {
     let mut spec = schema();
-    spec["x-kubernetes-validations"] = json!([{"rule": rule}]);
+    spec["x-kubernetes-validations"] = json!([rule]);
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -393,10 +398,17 @@ fn specs() -> Vec<Value> {
 
 /// What kcp-sim's rules say of a create of `spec`: the 422's errors, or `None` if admitted.
 fn sim_verdict(crd: &Value, spec: &Value) -> Option<String> {
+    sim_update_verdict(crd, None, spec)
+}
+
+/// kcp-sim's refusal of a write of `spec`, an update from `old` when it is given.
+fn sim_update_verdict(crd: &Value, old: Option<&Value>, spec: &Value) -> Option<String> {
     let schemas = kcp_sim::schema::compile_crd(crd).ok()?;
     let rt = kcp_sim::resource::type_of_crd(crd).unwrap();
     let mut object = custom_resource(spec);
-    let error = kcp_sim::schema::admit(&schemas, &rt, &mut object, None, Part::Main).err()?;
+    let old = old.map(custom_resource);
+    let admitted = kcp_sim::schema::admit(&schemas, &rt, &mut object, old.as_ref(), Part::Main);
+    let error = admitted.err()?;
     let (_, errors) = error.message.split_once(" is invalid: ")?;
     Some(errors.to_string())
 }
@@ -465,4 +477,112 @@ fn crd_rules_run_as_kube_runs_them() {
         println!("  {n} x {why}");
     }
     assert_none_differ("answered differently:", &mismatches);
+}
+
+/// Transition rules (`oldSelf`), with `optionalOldSelf` and without, are accepted or refused
+/// as kube refuses them when the CRD is written, and run as kube runs them on a create, an
+/// update and an unchanged update. Held to apiextensions-apiserver itself.
+#[test]
+fn transition_rules_run_as_kube_runs_them() {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/crd-oracle");
+    let Some(oracle) = go_oracle::module_built_or_skip(&source, "crd-oracle") else {
+        return;
+    };
+    let optional = |rule: &str| json!({"rule": rule, "optionalOldSelf": true});
+    let rules = [
+        json!({"rule": "self.size >= oldSelf.size", "message": "size may only grow"}),
+        json!({"rule": "oldSelf.color == self.color"}),
+        optional("!oldSelf.hasValue() || self.size >= oldSelf.value().size"),
+        optional("oldSelf.orValue(self).color == self.color"),
+        optional("oldSelf.hasValue()"),
+        optional("self.color == 'red'"),
+        json!({"rule": "self.color == 'red'", "optionalOldSelf": false}),
+        optional("oldSelf.tags == self.tags"),
+        optional("oldSelf.nope == self.tags"),
+        json!({"rule": "self.tags.all(t, t != '')", "optionalOldSelf": true}),
+    ];
+    let create = json!({"size": 3, "color": "red", "tags": ["a"]});
+    let grown = json!({"size": 4, "color": "blue", "tags": ["a", "b"]});
+    let shrunk = json!({"size": 1, "color": "red", "tags": ["a"]});
+    let writes: [(Option<&Value>, &Value); 4] = [
+        (None, &create),
+        (Some(&create), &grown),
+        (Some(&create), &shrunk),
+        (Some(&create), &create),
+    ];
+    let mut crds: Vec<Value> = rules.iter().map(|r| crd_with(r.clone())).collect();
+    // Rules below the spec, where kube can or cannot correlate old and new values: the items
+    // of a list that is not a map-list, the values of a map, the fields of an atomic map
+    // (which kube correlates).
+    let nested = [
+        (&["ports", "items"][..], "oldSelf.name == self.name"),
+        (&["labels", "additionalProperties"][..], "oldSelf == self"),
+        (&["nested", "b"][..], "oldSelf == self"),
+    ];
+    for (at, rule) in nested {
+        let mut crd = crd_with(json!({"rule": "true"}));
+        let spec =
+            &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        spec["properties"]["nested"]["x-kubernetes-map-type"] = json!("atomic");
+        let mut node = &mut spec["properties"][at[0]];
+        for step in &at[1..] {
+            node = match *step {
+                "items" | "additionalProperties" => &mut node[*step],
+                field => &mut node["properties"][field],
+            };
+        }
+        node["x-kubernetes-validations"] = json!([{"rule": rule}]);
+        crds.push(crd);
+    }
+    let rules: Vec<Value> = rules
+        .into_iter()
+        .chain(
+            nested
+                .iter()
+                .map(|(at, rule)| json!({"at": at, "rule": rule})),
+        )
+        .collect();
+    let verdicts = go_oracle::ask(&oracle, &crds);
+    let mut mismatches = Vec::new();
+    let mut runs = Vec::new();
+    for ((rule, crd), verdict) in rules.iter().zip(&crds).zip(&verdicts) {
+        let (go, sim) = (
+            go_refusal(verdict),
+            sim_refusal(crd).map(|r| without_type_stamp(&r)),
+        );
+        if go != sim {
+            mismatches.push(format!(
+                "CRD with {rule}\n  kube:    {go:?}\n  kcp-sim: {sim:?}"
+            ));
+        } else if go.is_none() {
+            runs.extend(writes.iter().map(|(old, new)| (rule, crd, *old, *new)));
+        }
+    }
+    let asked: Vec<Value> = runs
+        .iter()
+        .map(|(_, crd, old, new)| {
+            let mut request = json!({"crd": crd, "object": custom_resource(new)});
+            if let Some(old) = old {
+                request["old"] = custom_resource(old);
+            }
+            request
+        })
+        .collect();
+    let answers = go_oracle::ask(&oracle, &asked);
+    for ((rule, crd, old, new), answer) in runs.iter().zip(&answers) {
+        let (go, sim) = (go_refusal(answer), sim_update_verdict(crd, *old, new));
+        if go != sim {
+            mismatches.push(format!(
+                "{rule} from {old:?} to {new}\n  kube:    {go:?}\n  kcp-sim: {sim:?}"
+            ));
+        }
+    }
+    let refused = verdicts.iter().filter(|v| go_refusal(v).is_some()).count();
+    println!(
+        "{} rules ({refused} refused), {} writes compared",
+        rules.len(),
+        runs.len()
+    );
+    assert!(runs.len() >= 20, "too few rules compiled: {}", runs.len());
+    assert_none_differ("transition rules differ:", &mismatches);
 }

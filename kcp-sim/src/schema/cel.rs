@@ -15,7 +15,7 @@ use std::sync::{Arc, LazyLock};
 use base64::Engine as _;
 pub use cel::Value as Cel;
 use cel::extractors::This;
-use cel::objects::{Key, Map as CelMap};
+use cel::objects::{Key, Map as CelMap, OptionalValue};
 use cel::{Context, Env, ExecutionError, Program};
 use serde_json::Value;
 
@@ -55,12 +55,11 @@ pub struct Rule {
     pub reason: Option<ErrorType>,
     /// Whether the rule reads `oldSelf` (a transition rule).
     pub uses_old_self: bool,
+    /// Whether the rule runs on every write, with `oldSelf` an optional value (none on a
+    /// create), rather than on updates only (`optionalOldSelf: true`).
+    pub optional_old_self: bool,
     /// The Kubernetes library functions the rule or its message expression calls.
     kube_functions: Vec<&'static str>,
-    /// The rule's most cost on one value, as kube estimates it ([`cel_cost`]).
-    pub estimated_cost: u64,
-    /// The message expression's most cost (0 without one).
-    pub message_estimated_cost: u64,
 }
 
 impl std::fmt::Debug for Rule {
@@ -69,14 +68,26 @@ impl std::fmt::Debug for Rule {
     }
 }
 
-/// Compiles the `x-kubernetes-validations` of a node whose values have `self_type` in CEL,
-/// type-checking each rule against it; what is wrong with them is reported at
+/// What the rules of one node are compiled with.
+#[derive(Debug)]
+pub struct RuleScope<'a> {
+    /// The type `self` has in the node's rules.
+    pub self_type: &'a CelType,
+    /// The path of the highest node above whose values kube cannot correlate between an
+    /// object's old and new revision (a list that is not a map-list), where rules may not read
+    /// `oldSelf`.
+    pub uncorrelatable: Option<&'a str>,
+    /// The node's share of the schema's cost budget.
+    pub costs: RuleCosts<'a>,
+}
+
+/// Compiles the `x-kubernetes-validations` of a node, type-checking each rule against the
+/// type of its values and estimating its cost; what is wrong with them is reported at
 /// `path.x-kubernetes-validations[i]...`, as kube-apiserver refuses such a CRD.
 pub fn compile_rules(
     rules: Option<&Value>,
-    self_type: &CelType,
+    scope: &mut RuleScope,
     path: &str,
-    costs: &mut RuleCosts,
     errors: &mut Vec<FieldError>,
 ) -> Vec<Rule> {
     let Some(list) = rules.and_then(Value::as_array) else {
@@ -85,7 +96,7 @@ pub fn compile_rules(
     let mut out = Vec::with_capacity(list.len());
     for (i, raw) in list.iter().enumerate() {
         let at = format!("{path}.x-kubernetes-validations[{i}]");
-        if let Some(rule) = compile_rule(raw, self_type, &at, costs, errors) {
+        if let Some(rule) = compile_rule(raw, scope, &at, errors) {
             out.push(rule);
         }
     }
@@ -94,9 +105,8 @@ pub fn compile_rules(
 
 fn compile_rule(
     raw: &Value,
-    self_type: &CelType,
+    scope: &mut RuleScope,
     at: &str,
-    costs: &mut RuleCosts,
     errors: &mut Vec<FieldError>,
 ) -> Option<Rule> {
     let text = |k: &str| raw.get(k).and_then(Value::as_str);
@@ -106,21 +116,60 @@ fn compile_rule(
     check_texts(source, message, at, errors);
     let reason = text("reason").and_then(|r| parse_reason(r, at, errors));
     let field_path = text("fieldPath").and_then(|p| parse_field_path(p, at, errors));
-    let rule_at = format!("{at}.rule");
+    let optional_old_self = raw.get("optionalOldSelf").and_then(Value::as_bool);
     let expression = RuleExpression {
         raw,
-        self_type,
-        sizes: costs.sizes,
+        self_type: scope.self_type,
+        optional_old_self: optional_old_self == Some(true),
+        sizes: scope.costs.sizes,
     };
-    let program = expression.compile(source, Output::Rule, &rule_at, errors);
-    let mut estimated_cost = 0;
-    if let Some((_, estimate)) = &program {
-        estimated_cost = *estimate;
+    let compiled = compile_texts(&expression, at, &mut scope.costs, errors);
+    // kube takes a rule that did not compile for one that does not read `oldSelf`.
+    let reads_old_self = compiled
+        .as_ref()
+        .is_some_and(|(program, _)| program.references().has_variable("oldSelf"));
+    check_old_self(raw, reads_old_self, scope.uncorrelatable, at, errors);
+    if errors.len() > before {
+        return None;
+    }
+    let (program, message_expression) = compiled?;
+    let calls = |p: &Program, name: &str| p.references().has_function(name);
+    let kube_functions = KUBE_FUNCTIONS
+        .iter()
+        .chain(super::cel_library::FUNCTIONS)
+        .copied()
+        .filter(|f| calls(&program, f) || message_expression.as_ref().is_some_and(|m| calls(m, f)))
+        .collect();
+    Some(Rule {
+        source: source.to_string(),
+        uses_old_self: reads_old_self,
+        optional_old_self: expression.optional_old_self,
+        program,
+        message: message.map(|m| m.trim().to_string()),
+        message_expression,
+        field_path,
+        reason,
+        kube_functions,
+    })
+}
+
+/// Compiles a rule and its message expression (only when the rule compiled), charging their
+/// estimated costs to the budget.
+fn compile_texts(
+    expression: &RuleExpression,
+    at: &str,
+    costs: &mut RuleCosts,
+    errors: &mut Vec<FieldError>,
+) -> Option<(Program, Option<Program>)> {
+    let text = |k: &str| expression.raw.get(k).and_then(Value::as_str);
+    let rule_at = format!("{at}.rule");
+    let source = text("rule").unwrap_or_default();
+    let rule = expression.compile(source, Output::Rule, &rule_at, errors);
+    if let Some((_, estimate)) = &rule {
         let cost = costs.of_rule(*estimate);
         errors.extend(costs.charge(&rule_at, "estimated rule cost", cost));
     }
-    let program = program.map(|(p, _)| p);
-    let mut message_estimated_cost = 0;
+    let mut message_estimate = 0;
     let message_expression = match text("messageExpression") {
         None => None,
         Some(m) if m.trim().is_empty() => {
@@ -131,44 +180,51 @@ fn compile_rule(
             None
         }
         // kube compiles the message expression only when the rule compiled.
-        Some(_) if program.is_none() => None,
+        Some(_) if rule.is_none() => None,
         Some(m) => {
             let message_at = format!("{at}.messageExpression");
             let compiled = expression.compile(m, Output::Message, &message_at, errors);
             compiled.map(|(program, cost)| {
-                message_estimated_cost = cost;
+                message_estimate = cost;
                 let what = "estimated messageExpression cost";
                 errors.extend(costs.charge(&message_at, what, cost));
                 program
             })
         }
     };
-    if program.is_some() {
-        costs.record(at, estimated_cost, message_estimated_cost);
+    let (program, estimate) = rule?;
+    costs.record(at, estimate, message_estimate);
+    Some((program, message_expression))
+}
+
+/// kube's checks of a compiled rule's use of `oldSelf`: not where old and new values cannot
+/// be correlated, and `optionalOldSelf` only on a rule that reads it.
+fn check_old_self(
+    raw: &Value,
+    reads_old_self: bool,
+    uncorrelatable: Option<&str>,
+    at: &str,
+    errors: &mut Vec<FieldError>,
+) {
+    let optional = raw.get("optionalOldSelf").and_then(Value::as_bool);
+    match (reads_old_self, uncorrelatable, optional) {
+        (true, Some(within), _) => {
+            let source = raw.get("rule").cloned().unwrap_or(Value::Null);
+            errors.push(FieldError::invalid(
+                format!("{at}.rule"),
+                source,
+                format!(
+                    "oldSelf cannot be used on the uncorrelatable portion of the schema within {within}"
+                ),
+            ));
+        }
+        (false, _, Some(set)) => errors.push(FieldError::invalid(
+            format!("{at}.optionalOldSelf"),
+            Value::Bool(set),
+            "may not be set if oldSelf is not used in rule",
+        )),
+        _ => {}
     }
-    if errors.len() > before {
-        return None;
-    }
-    let program = program?;
-    let calls = |p: &Program, name: &str| p.references().has_function(name);
-    let kube_functions = KUBE_FUNCTIONS
-        .iter()
-        .chain(super::cel_library::FUNCTIONS)
-        .copied()
-        .filter(|f| calls(&program, f) || message_expression.as_ref().is_some_and(|m| calls(m, f)))
-        .collect();
-    Some(Rule {
-        source: source.to_string(),
-        uses_old_self: program.references().has_variable("oldSelf"),
-        program,
-        message: message.map(|m| m.trim().to_string()),
-        message_expression,
-        field_path,
-        reason,
-        kube_functions,
-        estimated_cost,
-        message_estimated_cost,
-    })
 }
 
 /// kube-apiserver's checks of `rule` and `message`: a rule is required, a message is not empty
@@ -272,6 +328,8 @@ impl Output {
 struct RuleExpression<'a> {
     raw: &'a Value,
     self_type: &'a CelType,
+    /// `oldSelf` is an optional of the node's type (`optionalOldSelf: true`).
+    optional_old_self: bool,
     sizes: Option<&'a Sizes>,
 }
 
@@ -286,7 +344,12 @@ impl RuleExpression<'_> {
         at: &str,
         errors: &mut Vec<FieldError>,
     ) -> Option<(Program, u64)> {
-        let (program, checked) = compile(source, self.raw, self.self_type, output, at, errors)?;
+        let old_self = match self.optional_old_self {
+            true => CelType::Optional(Box::new(self.self_type.clone())),
+            false => self.self_type.clone(),
+        };
+        let variables = [("self", self.self_type.clone()), ("oldSelf", old_self)];
+        let (program, checked) = compile(source, self.raw, &variables, output, at, errors)?;
         let estimate = self.sizes.map_or(0, |sizes| {
             cel_cost::estimate(program.expression(), &checked, sizes).max
         });
@@ -294,12 +357,12 @@ impl RuleExpression<'_> {
     }
 }
 
-/// Parses and type-checks `source` with `self` and `oldSelf` of `self_type`; a failure is
-/// reported at `at` in kube's words, with the rule shown as Go prints its `ValidationRule`.
+/// Parses and type-checks `source` with `variables` (`self` and `oldSelf`) declared; a failure
+/// is reported at `at` in kube's words, with the rule shown as Go prints its `ValidationRule`.
 fn compile(
     source: &str,
     raw: &Value,
-    self_type: &CelType,
+    variables: &[(&str, CelType)],
     output: Output,
     at: &str,
     errors: &mut Vec<FieldError>,
@@ -316,12 +379,11 @@ fn compile(
             return None;
         }
     };
-    let variables = [("self", self_type.clone()), ("oldSelf", self_type.clone())];
     let checked = cel_check::check(
         program.expression(),
         program.source_info(),
         source,
-        &variables,
+        variables,
     );
     if !checked.errors.is_empty() {
         errors.push(failed(format!("{prefix}{}", checked.errors.join("\n"))));
@@ -558,12 +620,26 @@ pub enum Outcome {
 }
 
 /// The context the rules of one node run in: `self` (and `oldSelf`) converted and bound once,
-/// with the Kubernetes library functions any of the rules calls.
-pub fn context_for(rules: &[Rule], value: Cel, old: Option<Cel>) -> Context<'static, 'static> {
+/// with the Kubernetes library functions any of the rules calls. With `optional_old`,
+/// `oldSelf` is an optional value, none without an old value (for `optionalOldSelf` rules).
+pub fn context_for(
+    rules: &[Rule],
+    value: Cel,
+    old: Option<Cel>,
+    optional_old: bool,
+) -> Context<'static, 'static> {
     let mut ctx = Context::with_env(ENV.clone());
     ctx.add_variable_from_value("self", value);
-    if let Some(old) = old {
-        ctx.add_variable_from_value("oldSelf", old);
+    match (old, optional_old) {
+        (Some(old), false) => ctx.add_variable_from_value("oldSelf", old),
+        (old, true) => {
+            let optional = match old {
+                Some(old) => OptionalValue::of(old),
+                None => OptionalValue::none(),
+            };
+            ctx.add_variable_from_value("oldSelf", Cel::Opaque(Arc::new(optional)));
+        }
+        (None, false) => {}
     }
     let mut added: Vec<&str> = Vec::new();
     for name in rules.iter().flat_map(|r| r.kube_functions.iter()) {
@@ -600,7 +676,7 @@ impl Rule {
     /// Evaluates the rule in a context from [`context_for`]; `has_old` tells whether `oldSelf`
     /// is bound (a transition rule without it passes: it only runs on updates).
     pub fn evaluate(&self, ctx: &Context, has_old: bool) -> Outcome {
-        if self.uses_old_self && !has_old {
+        if self.uses_old_self && !has_old && !self.optional_old_self {
             return Outcome::Passed;
         }
         match self.program.execute(ctx) {
@@ -718,20 +794,24 @@ mod tests {
     fn rule(raw: Value) -> Rule {
         let mut errors = Vec::new();
         let mut budget = super::super::cel_budget::SchemaBudget::default();
-        let mut costs = RuleCosts {
-            sizes: None,
-            cardinality: Some(1),
-            budget: &mut budget,
+        let mut scope = RuleScope {
+            self_type: &CelType::Dyn,
+            uncorrelatable: None,
+            costs: RuleCosts {
+                sizes: None,
+                cardinality: Some(1),
+                budget: &mut budget,
+            },
         };
         let raw = Some(&json!([raw]));
-        let rules = compile_rules(raw, &CelType::Dyn, "x", &mut costs, &mut errors);
+        let rules = compile_rules(raw, &mut scope, "x", &mut errors);
         assert!(errors.is_empty(), "{errors:?}");
         rules.into_iter().next().unwrap()
     }
 
     fn holds(raw: Value, v: Value) -> bool {
         let r = rule(raw);
-        let ctx = context_for(std::slice::from_ref(&r), to_cel(&v), None);
+        let ctx = context_for(std::slice::from_ref(&r), to_cel(&v), None, false);
         matches!(r.evaluate(&ctx, false), Outcome::Passed)
     }
 
@@ -827,7 +907,12 @@ mod tests {
     #[test]
     fn a_malformed_library_argument_is_an_evaluation_error_naming_the_function() {
         let r = rule(json!({"rule": "quantity(self.q).sign() == 1"}));
-        let ctx = context_for(std::slice::from_ref(&r), to_cel(&json!({"q": "1K"})), None);
+        let ctx = context_for(
+            std::slice::from_ref(&r),
+            to_cel(&json!({"q": "1K"})),
+            None,
+            false,
+        );
         match r.evaluate(&ctx, false) {
             Outcome::Error(e) => assert!(e.contains("quantity"), "{e}"),
             _ => panic!("1K is not a quantity"),

@@ -175,7 +175,11 @@ impl Checker<'_> {
     }
 
     fn select(&mut self, id: u64, s: &SelectExpr) -> CelType {
-        let operand = self.check(&s.operand);
+        // A field of an optional value is an optional of the field, as cel-go selects it.
+        let (operand, optional) = match self.check(&s.operand) {
+            CelType::Optional(inner) => (*inner, true),
+            other => (other, false),
+        };
         let field = match operand {
             CelType::Dyn | CelType::Error => CelType::Dyn,
             CelType::Unknown => CelType::Unknown,
@@ -195,7 +199,11 @@ impl Checker<'_> {
                 CelType::Dyn
             }
         };
-        if s.test { CelType::Bool } else { field }
+        match (s.test, optional) {
+            (true, _) => CelType::Bool,
+            (false, true) => CelType::Optional(Box::new(field)),
+            (false, false) => field,
+        }
     }
 
     fn call(&mut self, id: u64, c: &CallExpr) -> CelType {

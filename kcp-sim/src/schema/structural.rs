@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use regex::Regex;
 use serde_json::{Map, Value};
 
-use super::cel::{self, Rule};
+use super::cel::{self, Rule, RuleScope};
 use super::cel_budget::{Estimated, RuleCosts, SchemaBudget, child_cardinality};
 use super::cel_size::Sizes;
 use super::cel_type::CelType;
@@ -195,11 +195,7 @@ const CHECKED_FORMATS: &[&str] = &[
 pub fn parse(schema: &Value, path: &str) -> Result<Node, Vec<FieldError>> {
     let mut errors = Vec::new();
     let mut budget = SchemaBudget::default();
-    let root = Walk {
-        level: Level::Root,
-        cardinality: Some(1),
-    };
-    let node = parse_node(schema, path, root, &mut budget, &mut errors);
+    let node = parse_node(schema, path, Walk::root(), &mut budget, &mut errors);
     errors.extend(budget.errors(path));
     if errors.is_empty() {
         Ok(node)
@@ -212,20 +208,28 @@ pub fn parse(schema: &Value, path: &str) -> Result<Node, Vec<FieldError>> {
 /// within its budget (kube's `cel.Compile` estimates, for comparing with kube's own).
 pub fn estimate_costs(schema: &Value, path: &str) -> Vec<Estimated> {
     let mut budget = SchemaBudget::default();
-    let root = Walk {
-        level: Level::Root,
-        cardinality: Some(1),
-    };
-    parse_node(schema, path, root, &mut budget, &mut Vec::new());
+    parse_node(schema, path, Walk::root(), &mut budget, &mut Vec::new());
     budget.estimates
 }
 
-/// Where the walk of a schema is: the node's level, and how many of its values one object
-/// holds at most (`None`: unbounded).
-#[derive(Debug, Clone, Copy)]
+/// Where the walk of a schema is: the node's level, how many of its values one object holds
+/// at most (`None`: unbounded), and the highest node above whose values kube cannot correlate
+/// between revisions (an array that is not a map-list).
+#[derive(Debug, Clone)]
 struct Walk {
     level: Level,
     cardinality: Option<u64>,
+    uncorrelatable: Option<String>,
+}
+
+impl Walk {
+    fn root() -> Self {
+        Walk {
+            level: Level::Root,
+            cardinality: Some(1),
+            uncorrelatable: None,
+        }
+    }
 }
 
 fn parse_node(
@@ -271,11 +275,23 @@ fn parse_node(
         },
     }
     let cardinality = child_cardinality(walk.cardinality, m);
-    let child = |level| Walk { level, cardinality };
+    let within = |correlates: bool| match (&walk.uncorrelatable, correlates) {
+        (Some(above), _) => Some(above.clone()),
+        (None, false) => Some(path.to_string()),
+        (None, true) => None,
+    };
+    let child = |level, uncorrelatable| Walk {
+        level,
+        cardinality,
+        uncorrelatable,
+    };
+    let map_list = m.get("x-kubernetes-list-type").and_then(Value::as_str) == Some("map");
     if let Some(props) = m.get("properties").and_then(Value::as_object) {
         for (k, p) in props {
             let at = format!("{path}.properties[{k}]");
-            let child = parse_node(p, &at, child(Level::Field), budget, errors);
+            // kube correlates the fields of every object (its map types both correlate).
+            let walk = child(Level::Field, within(true));
+            let child = parse_node(p, &at, walk, budget, errors);
             node.properties.insert(k.clone(), child);
         }
     }
@@ -283,14 +299,16 @@ fn parse_node(
         Some(Value::Bool(true)) => node.additional = Some(Additional::Any),
         Some(a @ Value::Object(_)) => {
             let at = format!("{path}.additionalProperties");
-            let child = parse_node(a, &at, child(Level::Field), budget, errors);
+            let walk = child(Level::Field, within(true));
+            let child = parse_node(a, &at, walk, budget, errors);
             node.additional = Some(Additional::Schema(Box::new(child)));
         }
         _ => {}
     }
     if let Some(items) = m.get("items") {
         let at = format!("{path}.items");
-        let child = parse_node(items, &at, child(Level::Item), budget, errors);
+        let walk = child(Level::Item, within(map_list));
+        let child = parse_node(items, &at, walk, budget, errors);
         node.items = Some(Box::new(child));
     }
     node.checks = parse_checks(m, path, errors);
@@ -299,13 +317,17 @@ fn parse_node(
         let self_type =
             CelType::of_node(&node, resource_root, &self_type_name()).unwrap_or(CelType::Dyn);
         let sizes = Sizes::of_node(&node, resource_root);
-        let mut costs = RuleCosts {
-            sizes: sizes.as_ref(),
-            cardinality: walk.cardinality,
-            budget,
+        let mut scope = RuleScope {
+            self_type: &self_type,
+            uncorrelatable: walk.uncorrelatable.as_deref(),
+            costs: RuleCosts {
+                sizes: sizes.as_ref(),
+                cardinality: walk.cardinality,
+                budget,
+            },
         };
         let rules = m.get("x-kubernetes-validations");
-        node.rules = cel::compile_rules(rules, &self_type, path, &mut costs, errors);
+        node.rules = cel::compile_rules(rules, &mut scope, path, errors);
         node.rule_type = Some(self_type);
     }
     check_invariants(&node, m, path, level, errors);

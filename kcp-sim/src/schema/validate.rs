@@ -557,18 +557,25 @@ fn run_node_rules(
     if any_to_run {
         let this = rule_self(node, value, path);
         let before = old.map(|o| rule_self(node, o, path));
-        let ctx = cel::context_for(&node.rules, this, before);
+        let optional = node.rules.iter().any(|r| r.optional_old_self);
+        let optional_ctx =
+            optional.then(|| cel::context_for(&node.rules, this.clone(), before.clone(), true));
+        let ctx = cel::context_for(&node.rules, this, before, false);
         for rule in &node.rules {
             if unchanged && !rule.uses_old_self {
                 continue;
             }
+            let ctx = match &optional_ctx {
+                Some(optional) if rule.optional_old_self => optional,
+                _ => &ctx,
+            };
             let at = || match &rule.field_path {
                 Some(fp) if path.segs.is_empty() => fp.clone(),
                 Some(fp) if fp.starts_with('[') => format!("{}{fp}", path.field()),
                 Some(fp) => format!("{}.{fp}", path.field()),
                 None => path.field(),
             };
-            match rule.evaluate(&ctx, old.is_some()) {
+            match rule.evaluate(ctx, old.is_some()) {
                 Outcome::Passed => {}
                 Outcome::Failed(detail) => out.push(rule_error(node, rule, at(), detail)),
                 Outcome::Error(detail) => out.push(FieldError::invalid(

@@ -4,9 +4,10 @@
 //   - a CustomResourceDefinition (apiextensions.k8s.io/v1, JSON): the errors of
 //     apiextensions-apiserver's ValidateCustomResourceDefinition, run as the CRD registry does
 //     on create (the v1 defaults applied, the CRD converted to the internal version); or
-//   - {"crd": <CRD>, "object": <custom resource>}: the errors of the CEL rules of the CRD's
-//     first version's schema on that object, as the custom resource registry runs them on
-//     create (a structural schema, the resource root's validator, the runtime cost budget);
+//   - {"crd": <CRD>, "object": <custom resource>, "old": <custom resource>}: the errors of the
+//     CEL rules of the CRD's first version's schema on that object, as the custom resource
+//     registry runs them on create, or on update from "old" when it is given (a structural
+//     schema, the resource root's validator, the runtime cost budget);
 //   - {"costs": <CRD>}: for every rule of the CRD's first version's schema, what cel.Compile
 //     estimates as kube-apiserver compiles it when the CRD is written: the rule's most cost, its
 //     message expression's, and how many values of its node one request can hold
@@ -72,6 +73,8 @@ func main() {
 type evaluation struct {
 	CRD    apiextensionsv1.CustomResourceDefinition `json:"crd"`
 	Object map[string]any                           `json:"object"`
+	// Old is the stored object of an update; absent on a create.
+	Old map[string]any `json:"old"`
 }
 
 func evaluate(scheme *runtime.Scheme, line []byte) answer {
@@ -96,7 +99,11 @@ func evaluate(scheme *runtime.Scheme, line []byte) answer {
 	if validator == nil {
 		return answer{Errors: []fieldError{}}
 	}
-	errs, _ := validator.Validate(context.Background(), nil, structural, request.Object, nil, celconfig.RuntimeCELCostBudget)
+	var old any
+	if request.Old != nil {
+		old = request.Old
+	}
+	errs, _ := validator.Validate(context.Background(), nil, structural, request.Object, old, celconfig.RuntimeCELCostBudget)
 	return answer{Errors: found(errs)}
 }
 
