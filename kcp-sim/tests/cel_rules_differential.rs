@@ -159,6 +159,11 @@ fn crd(rule: &str) -> Value {
 fn crd_with(rule: Value) -> Value {
     let mut spec = schema();
     spec["x-kubernetes-validations"] = json!([rule]);
+    crd_of(spec)
+}
+
+/// A CRD whose spec has the schema `spec`.
+fn crd_of(spec: Value) -> Value {
     json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
@@ -585,4 +590,100 @@ fn transition_rules_run_as_kube_runs_them() {
     );
     assert!(runs.len() >= 20, "too few rules compiled: {}", runs.len());
     assert_none_differ("transition rules differ:", &mismatches);
+}
+
+/// Rules calling Kubernetes' `format` library (`format.dns1123Label().validate(s)`, ...) hold
+/// and fail as kube's, and their message expressions show the same errors, in apimachinery's
+/// words. Held to kube's CEL validator on every format and a string of each kind.
+#[test]
+fn format_library_rules_run_as_kube_runs_them() {
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/crd-oracle");
+    let Some(oracle) = go_oracle::module_built_or_skip(&source, "crd-oracle") else {
+        return;
+    };
+    let formats = [
+        "dns1123Label",
+        "dns1123Subdomain",
+        "dns1035Label",
+        "qualifiedName",
+        "dns1123LabelPrefix",
+        "dns1123SubdomainPrefix",
+        "dns1035LabelPrefix",
+        "labelValue",
+        "uri",
+        "uuid",
+        "byte",
+        "date",
+        "datetime",
+    ];
+    let mut rules: Vec<Value> = formats
+        .iter()
+        .map(|f| {
+            json!({"rule": format!("!format.{f}().validate(self.name).hasValue()"),
+                "messageExpression": format!("format.{f}().validate(self.name).value()[0]")})
+        })
+        .collect();
+    rules.push(json!({"rule": "format.named(self.name).hasValue()"}));
+    rules.push(json!({"rule": "format.named('dns1035Label').value().validate(self.name) == optional.none()"}));
+    rules.push(json!({"rule": "format.dns1123Label().validate(self.name).orValue([]).size() < 2"}));
+    let names = [
+        "my-name",
+        "Not_A_Name",
+        "my-name-",
+        "1abc",
+        "a.b/c",
+        "https://x.io/p?q=1",
+        "relative",
+        "123e4567-e89b-12d3-a456-426614174000",
+        "aGVsbG8=",
+        "2024-01-01",
+        "2024-01-01T00:00:00Z",
+        "dns1123Label",
+        "",
+    ];
+    let crds: Vec<Value> = rules
+        .iter()
+        .map(|rule| {
+            crd_of(json!({"type": "object", "x-kubernetes-validations": [rule],
+                "properties": {"name": {"type": "string", "maxLength": 100}}}))
+        })
+        .collect();
+    let verdicts = go_oracle::ask(&oracle, &crds);
+    let mut mismatches = Vec::new();
+    let mut runs = Vec::new();
+    for ((rule, crd), verdict) in rules.iter().zip(&crds).zip(&verdicts) {
+        let (go, sim) = (
+            go_refusal(verdict),
+            sim_refusal(crd).map(|r| without_type_stamp(&r)),
+        );
+        if go != sim {
+            mismatches.push(format!(
+                "CRD with {rule}\n  kube:    {go:?}\n  kcp-sim: {sim:?}"
+            ));
+        } else if go.is_none() {
+            runs.extend(names.iter().map(|n| (rule, crd, json!({"name": n}))));
+        }
+    }
+    let asked: Vec<Value> = runs
+        .iter()
+        .map(|(_, crd, spec)| json!({"crd": crd, "object": custom_resource(spec)}))
+        .collect();
+    let answers = go_oracle::ask(&oracle, &asked);
+    let mut failed = 0;
+    for ((rule, crd, spec), answer) in runs.iter().zip(&answers) {
+        let (go, sim) = (go_refusal(answer), sim_update_verdict(crd, None, spec));
+        failed += usize::from(go.is_some());
+        if go != sim {
+            mismatches.push(format!(
+                "{rule} on {spec}\n  kube:    {go:?}\n  kcp-sim: {sim:?}"
+            ));
+        }
+    }
+    println!(
+        "{} rules, {} writes compared, {failed} refused",
+        rules.len(),
+        runs.len()
+    );
+    assert_none_differ("format rules differ:", &mismatches);
+    assert!(runs.len() >= 150, "too few rules compiled: {}", runs.len());
 }

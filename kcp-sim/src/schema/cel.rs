@@ -133,7 +133,7 @@ fn compile_rule(
         return None;
     }
     let (program, message_expression) = compiled?;
-    let calls = |p: &Program, name: &str| p.references().has_function(name);
+    let calls = |p: &Program, name: &str| calls_function(p, name);
     let kube_functions = KUBE_FUNCTIONS
         .iter()
         .chain(super::cel_library::FUNCTIONS)
@@ -224,6 +224,16 @@ fn check_old_self(
             "may not be set if oldSelf is not used in rule",
         )),
         _ => {}
+    }
+}
+
+/// Whether `program` calls the library function `name`; a namespaced one (`format.uri`) is
+/// referenced by its last part, called on its namespace.
+fn calls_function(program: &Program, name: &str) -> bool {
+    let references = program.references();
+    match name.rsplit_once('.') {
+        Some((_, function)) => references.has_function(function),
+        None => references.has_function(name),
     }
 }
 
@@ -579,7 +589,7 @@ impl Expression {
             .iter()
             .chain(super::cel_library::FUNCTIONS)
             .copied()
-            .filter(|f| program.references().has_function(f))
+            .filter(|f| calls_function(&program, f))
             .collect();
         Ok(Expression {
             source: source.to_string(),

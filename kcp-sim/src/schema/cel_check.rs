@@ -298,10 +298,21 @@ impl Checker<'_> {
             );
             return CelType::Error;
         }
-        if results.iter().all(|r| *r == results[0]) {
+        let result = if results.iter().all(|r| *r == results[0]) {
             results[0].clone()
         } else {
             CelType::Dyn
+        };
+        // A call on a value of a function the checker does not resolve may have a type cel-go
+        // knows (`f.validate(s).value()[0]` is a string): it is not known here either.
+        let unresolved = receiver
+            .into_iter()
+            .chain(args)
+            .any(|t| *t == CelType::Unknown);
+        if unresolved && result == CelType::Dyn {
+            CelType::Unknown
+        } else {
+            result
         }
     }
 

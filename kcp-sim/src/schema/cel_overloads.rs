@@ -171,7 +171,7 @@ const OTHER_NAMES: &[&str] = &[
     "sets.equivalent",
     "sets.intersects",
     // Kubernetes' libraries beyond those kcp-sim implements (`cel_library::FUNCTIONS`, also
-    // declared): authz, `ip.isCanonical`, format.
+    // declared): authz and `ip.isCanonical`.
     "path",
     "group",
     "serviceAccount",
@@ -187,21 +187,6 @@ const OTHER_NAMES: &[&str] = &[
     "fieldSelector",
     "labelSelector",
     "isCanonical",
-    "format.named",
-    "format.dns1123Label",
-    "format.dns1123Subdomain",
-    "format.dns1035Label",
-    "format.qualifiedName",
-    "format.dns1123LabelPrefix",
-    "format.dns1123SubdomainPrefix",
-    "format.dns1035LabelPrefix",
-    "format.labelValue",
-    "format.uri",
-    "format.uuid",
-    "format.byte",
-    "format.date",
-    "format.datetime",
-    "validate",
 ];
 
 /// A type in an overload: a concrete type, a type parameter, or a list or map of those.

@@ -1,11 +1,12 @@
 //! Kubernetes' CEL libraries that the `cel` crate does not have, as kube-apiserver declares
-//! them for CRD validation rules: [`quantity`], IP and CIDR ([`net`]), [`semver`] and [`url`]. Each
-//! value type is a CEL opaque value; methods shared by several types (`compareTo`,
-//! `isLessThan`, `isGreaterThan`, `ip`) dispatch on the receiver.
+//! them for CRD validation rules: [`quantity`], IP and CIDR ([`net`]), [`semver`], [`url`] and
+//! [`format`]. Each value type is a CEL opaque value; methods shared by several types
+//! (`compareTo`, `isLessThan`, `isGreaterThan`, `ip`) dispatch on the receiver.
 //!
-//! Not provided: the `format` and `authz` libraries, `ip.isCanonical`, and `string()`
-//! of an IP or CIDR (a rule using them fails when evaluated, naming the function).
+//! Not provided: the `authz` library (a CRD rule has no `authorizer`), `ip.isCanonical`, and
+//! `string()` of an IP or CIDR (a rule using them fails when evaluated, naming the function).
 
+pub mod format;
 pub mod net;
 pub mod quantity;
 pub mod semver;
@@ -17,6 +18,7 @@ use std::sync::Arc;
 use cel::extractors::{Arguments, This};
 use cel::{Context, ExecutionError, Value as Cel};
 
+use format::Format;
 use net::{Cidr, Ip};
 use quantity::Quantity;
 use semver::Semver;
@@ -62,6 +64,21 @@ pub const FUNCTIONS: &[&str] = &[
     "getPort",
     "getEscapedPath",
     "getQuery",
+    "format.named",
+    "format.dns1123Label",
+    "format.dns1123Subdomain",
+    "format.dns1035Label",
+    "format.qualifiedName",
+    "format.dns1123LabelPrefix",
+    "format.dns1123SubdomainPrefix",
+    "format.dns1035LabelPrefix",
+    "format.labelValue",
+    "format.uri",
+    "format.uuid",
+    "format.byte",
+    "format.date",
+    "format.datetime",
+    "validate",
 ];
 
 type CelResult = Result<Cel, ExecutionError>;
@@ -100,6 +117,16 @@ pub fn add_function(ctx: &mut Context, name: &str) {
                 .map_err(|e| fail("url", e))
         }),
         "isURL" => ctx.add_function(name, |s: Arc<String>| Url::parse(&s).is_ok()),
+        "format.named" => ctx.add_function(name, |s: Arc<String>| format::named_optional(&s)),
+        "validate" => ctx.add_function(name, |This(f): This<Cel>, s: Arc<String>| -> CelResult {
+            opaque::<Format>(&f)
+                .map(|f| f.validate(&s))
+                .ok_or_else(|| fail("validate", "expects a format receiver"))
+        }),
+        named if named.starts_with("format.") => match format::named(&named["format.".len()..]) {
+            Some(f) => ctx.add_function(name, move || Cel::Opaque(Arc::new(f))),
+            None => Ok(()),
+        },
         "semver" => ctx.add_function(name, |Arguments(args): Arguments| -> CelResult {
             let (text, normalize) = semver_arguments("semver", &args)?;
             Semver::parse(&text, normalize)

@@ -38,6 +38,9 @@ impl Url {
         let fail = |why: &str| {
             format!("URL parse error during conversion from string: parse {text:?}: {why}")
         };
+        if text.is_empty() {
+            return Err(fail("empty url"));
+        }
         if text.bytes().any(|b| b < 0x20 || b == 0x7f) {
             return Err(fail("net/url: invalid control character in URL"));
         }
