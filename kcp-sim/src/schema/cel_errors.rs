@@ -38,6 +38,12 @@ fn go_words(e: &ExecutionError) -> String {
         {
             format!("t{}", &message[1..])
         }
+        // Kubernetes' libraries report their own errors alone (`types.NewErr("%v", err)`).
+        ExecutionError::FunctionError { function, message }
+            if super::cel_library::FUNCTIONS.contains(&function.as_str()) =>
+        {
+            message.clone()
+        }
         ExecutionError::FunctionError { function, message } => match conversion_target(function) {
             // A string the conversion cannot read (`int('red')`, `duration('red')`).
             Some(target) => format!("type conversion error from 'string' to '{target}'"),

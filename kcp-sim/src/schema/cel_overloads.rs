@@ -170,8 +170,8 @@ const OTHER_NAMES: &[&str] = &[
     "sets.contains",
     "sets.equivalent",
     "sets.intersects",
-    // Kubernetes' libraries beyond those kcp-sim implements (`cel_library::FUNCTIONS`, also
-    // declared): authz and `ip.isCanonical`.
+    // Kubernetes' authz library, beyond those kcp-sim implements (`cel_library::FUNCTIONS`,
+    // also declared).
     "path",
     "group",
     "serviceAccount",
@@ -186,7 +186,6 @@ const OTHER_NAMES: &[&str] = &[
     "error",
     "fieldSelector",
     "labelSelector",
-    "isCanonical",
 ];
 
 /// A type in an overload: a concrete type, a type parameter, or a list or map of those.

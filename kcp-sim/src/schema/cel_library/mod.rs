@@ -3,8 +3,8 @@
 //! [`format`]. Each value type is a CEL opaque value; methods shared by several types
 //! (`compareTo`, `isLessThan`, `isGreaterThan`, `ip`) dispatch on the receiver.
 //!
-//! Not provided: the `authz` library (a CRD rule has no `authorizer`), `ip.isCanonical`, and
-//! `string()` of an IP or CIDR (a rule using them fails when evaluated, naming the function).
+//! Not provided: the `authz` library (a CRD rule has no `authorizer`) and `string()` of an IP
+//! or CIDR (a rule using them fails when evaluated, naming the function).
 
 pub mod format;
 pub mod net;
@@ -39,6 +39,7 @@ pub const FUNCTIONS: &[&str] = &[
     "isGreaterThan",
     "ip",
     "isIP",
+    "ip.isCanonical",
     "family",
     "isUnspecified",
     "isLoopback",
@@ -105,6 +106,11 @@ pub fn add_function(ctx: &mut Context, name: &str) {
         "isQuantity" => ctx.add_function(name, |s: Arc<String>| Quantity::parse(&s).is_ok()),
         "ip" => ctx.add_function(name, |This(v): This<Cel>| ip(&v)),
         "isIP" => ctx.add_function(name, |s: Arc<String>| Ip::parse(&s).is_ok()),
+        // Go writes an address in its canonical form: a string is canonical when it is that.
+        "ip.isCanonical" => ctx.add_function(name, |s: Arc<String>| -> CelResult {
+            let ip = Ip::parse(&s).map_err(|e| fail("ip.isCanonical", e))?;
+            Ok(Cel::Bool(ip.0.to_string() == *s))
+        }),
         "cidr" => ctx.add_function(name, |s: Arc<String>| -> CelResult {
             Cidr::parse(&s)
                 .map(Cidr::into_cel)

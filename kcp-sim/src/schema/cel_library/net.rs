@@ -36,14 +36,18 @@ impl Opaque for Cidr {
 impl Ip {
     /// Parses an address as Kubernetes' `ip()` does.
     pub fn parse(text: &str) -> Result<Self, String> {
-        if text.contains('%') {
-            return Err(format!(
-                "IP address with zone value is not allowed: {text:?}"
-            ));
+        let unparsable =
+            || format!("IP Address {text:?} parse error during conversion from string");
+        // Go parses an IPv6 address with a zone, then refuses the zone.
+        if let Some((address, zone)) = text.split_once('%') {
+            return match address.parse::<std::net::Ipv6Addr>() {
+                Ok(_) if !zone.is_empty() => Err(format!(
+                    "IP address {text:?} with zone value is not allowed"
+                )),
+                _ => Err(unparsable()),
+            };
         }
-        let ip: IpAddr = text.parse().map_err(|_| {
-            format!("IP Address {text:?} parse error during conversion from string")
-        })?;
+        let ip: IpAddr = text.parse().map_err(|_| unparsable())?;
         if let IpAddr::V6(v6) = ip
             && v6.to_ipv4_mapped().is_some()
         {

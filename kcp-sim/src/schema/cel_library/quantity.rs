@@ -24,10 +24,10 @@ impl Opaque for Quantity {
 impl Quantity {
     /// Parses the text form, or says why it is not a quantity.
     pub fn parse(text: &str) -> Result<Self, String> {
+        // resource.ParseQuantity's error, which names no value.
         let invalid = || {
-            format!(
-                "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': {text:?}"
-            )
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+                .to_string()
         };
         let split = text
             .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '+' || c == '-'))
