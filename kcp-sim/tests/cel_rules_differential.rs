@@ -634,6 +634,13 @@ fn format_library_rules_run_as_kube_runs_them() {
     rules.push(json!({"rule": "cidr(self.name + '/8').prefixLength() == 8"}));
     rules.push(json!({"rule": "semver(self.name).major() == 1"}));
     rules.push(json!({"rule": "url(self.name).getScheme() == 'https'"}));
+    rules.push(json!({"rule": "quantity(self.name).sign() == 1"}));
+    rules.push(json!({"rule": "sign(quantity(self.name)) == 1"}));
+    rules.push(json!({"rule": "cidr(self.name).containsIP(1)"}));
+    rules.push(json!({"rule": "url(self.name).getQuery().size() > 0"}));
+    rules.push(json!({"rule": "semver(self.name, true).major() == 1"}));
+    rules.push(json!({"rule": "ip(self.name).isLessThan(ip(self.name))"}));
+    rules.push(json!({"rule": "format.named(self.name).value().validate(1).hasValue()"}));
     let names = [
         "my-name",
         "Not_A_Name",

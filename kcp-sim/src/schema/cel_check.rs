@@ -403,6 +403,7 @@ fn unify(p: &Pattern, t: &CelType, bound: &mut HashMap<char, CelType>) -> Option
         (Pattern::Exact(e), CelType::Null) => null_fits(e).then_some(()),
         (Pattern::Exact(e), t) => (e == t).then_some(()),
         (Pattern::TypeOf(inner), CelType::Type(t)) => unify(inner, t, bound),
+        (Pattern::Optional(inner), CelType::Optional(t)) => unify(inner, t, bound),
         (Pattern::List(item), CelType::List(t)) => unify(item, t, bound),
         (Pattern::Map(k, v), CelType::Map(tk, tv)) => {
             unify(k, tk, bound)?;
@@ -446,6 +447,7 @@ fn substitute(p: &Pattern, bound: &HashMap<char, CelType>) -> CelType {
         Pattern::List(item) => CelType::list(substitute(item, bound)),
         Pattern::Map(k, v) => CelType::map(substitute(k, bound), substitute(v, bound)),
         Pattern::TypeOf(t) => CelType::Type(Box::new(substitute(t, bound))),
+        Pattern::Optional(t) => CelType::Optional(Box::new(substitute(t, bound))),
     }
 }
 

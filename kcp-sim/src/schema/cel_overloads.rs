@@ -4,9 +4,9 @@
 //! quantity, IP, CIDR, format and semver libraries. Calling any other name is an undeclared
 //! reference.
 //!
-//! The overloads of the functions rules call most are written out ([`OVERLOADS`]) so the
-//! checker resolves them as cel-go does and refuses a call none of them takes; the others
-//! ([`OTHER_NAMES`]) are known by name only and answer `dyn`.
+//! The overloads of the functions rules call most, Kubernetes' libraries among them, are
+//! written out ([`OVERLOADS`]) so the checker resolves them as cel-go does and refuses a call
+//! none of them takes; the others ([`OTHER_NAMES`]) are known by name only and answer `dyn`.
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -71,7 +71,7 @@ const OVERLOADS: &[(&str, &str)] = &[
     ),
     (
         "string",
-        "(string) -> string; (int) -> string; (uint) -> string; (double) -> string; (bool) -> string; (bytes) -> string; (timestamp) -> string; (duration) -> string",
+        "(string) -> string; (int) -> string; (uint) -> string; (double) -> string; (bool) -> string; (bytes) -> string; (timestamp) -> string; (duration) -> string; (IP) -> string; (CIDR) -> string",
     ),
     ("bytes", "(bytes) -> bytes; (string) -> bytes"),
     ("bool", "(bool) -> bool; (string) -> bool"),
@@ -128,6 +128,84 @@ const OVERLOADS: &[(&str, &str)] = &[
     ),
     ("min", EXTREMES),
     ("max", EXTREMES),
+    // Kubernetes' quantity, IP, CIDR, semver, URL and format libraries.
+    ("quantity", "(string) -> Quantity"),
+    ("isQuantity", "(string) -> bool"),
+    ("sign", "(Quantity) -> int"),
+    (
+        "isGreaterThan",
+        "Quantity.(Quantity) -> bool; Semver.(Semver) -> bool",
+    ),
+    (
+        "isLessThan",
+        "Quantity.(Quantity) -> bool; Semver.(Semver) -> bool",
+    ),
+    (
+        "compareTo",
+        "Quantity.(Quantity) -> int; Semver.(Semver) -> int",
+    ),
+    ("asApproximateFloat", "Quantity.() -> double"),
+    ("asInteger", "Quantity.() -> int"),
+    ("isInteger", "Quantity.() -> bool"),
+    (
+        "add",
+        "Quantity.(Quantity) -> Quantity; Quantity.(int) -> Quantity",
+    ),
+    (
+        "sub",
+        "Quantity.(Quantity) -> Quantity; Quantity.(int) -> Quantity",
+    ),
+    ("ip", "(string) -> IP; CIDR.() -> IP"),
+    ("isIP", "(string) -> bool"),
+    ("ip.isCanonical", "(string) -> bool"),
+    ("family", "IP.() -> int"),
+    ("isUnspecified", "IP.() -> bool"),
+    ("isLoopback", "IP.() -> bool"),
+    ("isLinkLocalMulticast", "IP.() -> bool"),
+    ("isLinkLocalUnicast", "IP.() -> bool"),
+    ("isGlobalUnicast", "IP.() -> bool"),
+    ("cidr", "(string) -> CIDR"),
+    ("isCIDR", "(string) -> bool"),
+    ("containsIP", "CIDR.(string) -> bool; CIDR.(IP) -> bool"),
+    ("containsCIDR", "CIDR.(string) -> bool; CIDR.(CIDR) -> bool"),
+    ("prefixLength", "CIDR.() -> int"),
+    ("masked", "CIDR.() -> CIDR"),
+    ("semver", "(string) -> Semver; (string, bool) -> Semver"),
+    ("isSemver", "(string) -> bool; (string, bool) -> bool"),
+    ("major", "Semver.() -> int"),
+    ("minor", "Semver.() -> int"),
+    ("patch", "Semver.() -> int"),
+    ("url", "(string) -> URL"),
+    ("isURL", "(string) -> bool"),
+    ("getScheme", "URL.() -> string"),
+    ("getHost", "URL.() -> string"),
+    ("getHostname", "URL.() -> string"),
+    ("getPort", "URL.() -> string"),
+    ("getEscapedPath", "URL.() -> string"),
+    ("getQuery", "URL.() -> map(string, list(string))"),
+    // cel-go's optional values.
+    ("optional.of", "(A) -> optional(A)"),
+    ("optional.ofNonZeroValue", "(A) -> optional(A)"),
+    ("optional.none", "() -> optional(A)"),
+    ("hasValue", "optional(A).() -> bool"),
+    ("value", "optional(A).() -> A"),
+    ("orValue", "optional(A).(A) -> A"),
+    ("or", "optional(A).(optional(A)) -> optional(A)"),
+    ("format.named", "(string) -> optional(Format)"),
+    ("format.dns1123Label", "() -> Format"),
+    ("format.dns1123Subdomain", "() -> Format"),
+    ("format.dns1035Label", "() -> Format"),
+    ("format.qualifiedName", "() -> Format"),
+    ("format.dns1123LabelPrefix", "() -> Format"),
+    ("format.dns1123SubdomainPrefix", "() -> Format"),
+    ("format.dns1035LabelPrefix", "() -> Format"),
+    ("format.labelValue", "() -> Format"),
+    ("format.uri", "() -> Format"),
+    ("format.uuid", "() -> Format"),
+    ("format.byte", "() -> Format"),
+    ("format.date", "() -> Format"),
+    ("format.datetime", "() -> Format"),
+    ("validate", "Format.(string) -> optional(list(string))"),
 ];
 
 /// `min` and `max` of Kubernetes' list library: lists of comparable types.
@@ -153,13 +231,6 @@ const OTHER_NAMES: &[&str] = &[
     "getMinutes",
     "getSeconds",
     "getMilliseconds",
-    "optional.of",
-    "optional.none",
-    "optional.ofNonZeroValue",
-    "hasValue",
-    "value",
-    "or",
-    "orValue",
     "optMap",
     "optFlatMap",
     "_?._",
@@ -201,6 +272,8 @@ pub enum Pattern {
     Map(Box<Pattern>, Box<Pattern>),
     /// `type(P)`.
     TypeOf(Box<Pattern>),
+    /// `optional(P)`.
+    Optional(Box<Pattern>),
 }
 
 /// One overload of a function.
@@ -322,12 +395,33 @@ fn parse_pattern(text: &str) -> Pattern {
             Box::new(parse_pattern(v.unwrap_or("dyn"))),
         );
     }
+    if let Some(inner) = text
+        .strip_prefix("optional(")
+        .and_then(|t| t.strip_suffix(')'))
+    {
+        return Pattern::Optional(Box::new(parse_pattern(inner)));
+    }
     Pattern::Exact(match text {
         "A" | "B" | "K" | "V" => return Pattern::Param(text.chars().next().unwrap_or('A')),
         "duration" => CelType::Duration,
         "timestamp" => CelType::Timestamp,
-        other => scalar(other).unwrap_or(CelType::Dyn),
+        other => scalar(other)
+            .or_else(|| library_type(other))
+            .unwrap_or(CelType::Dyn),
     })
+}
+
+/// The types of Kubernetes' libraries, by the short names the overloads above use.
+fn library_type(name: &str) -> Option<CelType> {
+    Some(CelType::Opaque(match name {
+        "Quantity" => "kubernetes.Quantity",
+        "IP" => "net.IP",
+        "CIDR" => "net.CIDR",
+        "Semver" => "kubernetes.Semver",
+        "URL" => "kubernetes.URL",
+        "Format" => "kubernetes.NamedFormat",
+        _ => return None,
+    }))
 }
 
 #[cfg(test)]
