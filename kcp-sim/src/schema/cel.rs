@@ -864,7 +864,7 @@ mod tests {
             "quantity(self.cpu).isLessThan(quantity('1'))",
             "isQuantity(self.cpu) && !isQuantity(self.bad)",
             "quantity(self.cpu).add(quantity('500m')).asInteger() == 1",
-            "quantity(self.cpu).sub(1).sign() == -1",
+            "sign(quantity(self.cpu).sub(1)) == -1",
             "!quantity(self.cpu).isInteger() && quantity(self.cpu).asApproximateFloat() == 0.5",
         ] {
             assert!(holds(json!({"rule": rule}), v.clone()), "{rule}");
@@ -916,7 +916,7 @@ mod tests {
 
     #[test]
     fn a_malformed_library_argument_is_an_evaluation_error_naming_the_function() {
-        let r = rule(json!({"rule": "quantity(self.q).sign() == 1"}));
+        let r = rule(json!({"rule": "sign(quantity(self.q)) == 1"}));
         let ctx = context_for(
             std::slice::from_ref(&r),
             to_cel(&json!({"q": "1K"})),
