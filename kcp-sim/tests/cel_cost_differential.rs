@@ -5,12 +5,14 @@
 //! one request holds), and what `ValidateCustomResourceDefinition` refuses.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod crd_verdicts;
 #[path = "../../kcp-core/tests/go_oracle/mod.rs"]
 mod go_oracle;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use crd_verdicts::{crd_of as crd, go_refusal, sim_refusal};
 use kcp_sim::schema::structural::estimate_costs;
 use serde_json::{Value, json};
 
@@ -163,21 +165,6 @@ fn spec_schema() -> Value {
     })
 }
 
-fn crd(spec: Value) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "costs.x.example.com"},
-        "spec": {
-            "group": "x.example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "costs", "kind": "Cost"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {
-                "openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]
-        }
-    })
-}
-
 /// The spec schema with every rule of this test in place.
 fn spec_with_rules() -> Value {
     let mut spec = spec_schema();
@@ -287,28 +274,6 @@ fn every_rule_is_estimated_as_kube_estimates_it() {
         mismatches.len(),
         mismatches.join("\n")
     );
-}
-
-/// kube's refusal as the 422 words it (one error, or several in brackets), without the
-/// random `selfType<n>` stamp; `None` when kube accepts the CRD.
-fn go_refusal(answer: &Value) -> Option<String> {
-    let errors: Vec<&str> = answer["errors"]
-        .as_array()
-        .expect("an answer lists errors")
-        .iter()
-        .map(|e| e["error"].as_str().unwrap())
-        .collect();
-    match errors.as_slice() {
-        [] => None,
-        [one] => Some(one.to_string()),
-        many => Some(format!("[{}]", many.join(", "))),
-    }
-}
-
-fn sim_refusal(crd: &Value) -> Option<String> {
-    let error = kcp_sim::schema::compile_crd(crd).err()?;
-    let (_, errors) = error.message.split_once(" is invalid: ")?;
-    Some(errors.to_string())
 }
 
 /// A spec whose `items` list holds `item` (bounded by `max_items` when given), with `rules`

@@ -8,11 +8,13 @@
 //! resolves by name only), and those are counted and printed.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod crd_verdicts;
 #[path = "../../kcp-core/tests/go_oracle/mod.rs"]
 mod go_oracle;
 
 use std::path::Path;
 
+use crd_verdicts::{crd_of, go_refusal, sim_refusal, without_type_stamp};
 use kcp_sim::schema::{Part, cel_overloads};
 use serde_json::{Value, json};
 
@@ -162,22 +164,6 @@ fn crd_with(rule: Value) -> Value {
     crd_of(spec)
 }
 
-/// A CRD whose spec has the schema `spec`.
-fn crd_of(spec: Value) -> Value {
-    json!({
-        "apiVersion": "apiextensions.k8s.io/v1",
-        "kind": "CustomResourceDefinition",
-        "metadata": {"name": "rules.x.example.com"},
-        "spec": {
-            "group": "x.example.com",
-            "scope": "Namespaced",
-            "names": {"plural": "rules", "kind": "Rule"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": {
-                "openAPIV3Schema": {"type": "object", "properties": {"spec": spec}}}}]
-        }
-    })
-}
-
 /// Fails, under `header`, with the first 25 `mismatches` (or `KCP_RS_SHOW_MISMATCHES` of them)
 /// if there are any.
 fn assert_none_differ(header: &str, mismatches: &[String]) {
@@ -187,40 +173,6 @@ fn assert_none_differ(header: &str, mismatches: &[String]) {
         .unwrap_or(25);
     let listed: Vec<&str> = mismatches.iter().take(shown).map(String::as_str).collect();
     assert!(mismatches.is_empty(), "{header}\n{}", listed.join("\n"));
-}
-
-/// `selfType<nanoseconds>`, the name kube gives a rule's object type afresh each time, as
-/// `selfType`.
-fn without_type_stamp(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(at) = rest.find("selfType") {
-        out.push_str(&rest[..at + "selfType".len()]);
-        rest = rest[at + "selfType".len()..].trim_start_matches(|c: char| c.is_ascii_digit());
-    }
-    out.push_str(rest);
-    out
-}
-
-/// kube's refusal as the 422 words it: one error, or several in brackets; `None` accepted.
-fn go_refusal(answer: &Value) -> Option<String> {
-    let errors: Vec<&str> = answer["errors"]
-        .as_array()
-        .expect("an answer lists errors")
-        .iter()
-        .map(|e| e["error"].as_str().unwrap())
-        .collect();
-    match errors.as_slice() {
-        [] => None,
-        [one] => Some(without_type_stamp(one)),
-        many => Some(without_type_stamp(&format!("[{}]", many.join(", ")))),
-    }
-}
-
-fn sim_refusal(crd: &Value) -> Option<String> {
-    let error = kcp_sim::schema::compile_crd(crd).err()?;
-    let (_, errors) = error.message.split_once(" is invalid: ")?;
-    Some(without_type_stamp(errors))
 }
 
 /// A refusal kcp-sim does not model: an overload of a function it knows by name only, or a
@@ -484,6 +436,31 @@ fn crd_rules_run_as_kube_runs_them() {
     assert_none_differ("answered differently:", &mismatches);
 }
 
+/// The indices of the CRDs (each holding `rules[i]`) kube and kcp-sim both accept; one they
+/// judge apart is a mismatch.
+fn accepted_alike(
+    oracle: &Path,
+    rules: &[Value],
+    crds: &[Value],
+    mismatches: &mut Vec<String>,
+) -> Vec<usize> {
+    let verdicts = go_oracle::ask(oracle, crds);
+    let mut accepted = Vec::new();
+    for (i, verdict) in verdicts.iter().enumerate() {
+        let go = go_refusal(verdict);
+        let sim = sim_refusal(&crds[i]).map(|r| without_type_stamp(&r));
+        if go != sim {
+            let rule = &rules[i];
+            mismatches.push(format!(
+                "CRD with {rule}\n  kube:    {go:?}\n  kcp-sim: {sim:?}"
+            ));
+        } else if go.is_none() {
+            accepted.push(i);
+        }
+    }
+    accepted
+}
+
 /// Transition rules (`oldSelf`), with `optionalOldSelf` and without, are accepted or refused
 /// as kube refuses them when the CRD is written, and run as kube runs them on a create, an
 /// update and an unchanged update. Held to apiextensions-apiserver itself.
@@ -547,21 +524,12 @@ fn transition_rules_run_as_kube_runs_them() {
                 .map(|(at, rule)| json!({"at": at, "rule": rule})),
         )
         .collect();
-    let verdicts = go_oracle::ask(&oracle, &crds);
     let mut mismatches = Vec::new();
     let mut runs = Vec::new();
-    for ((rule, crd), verdict) in rules.iter().zip(&crds).zip(&verdicts) {
-        let (go, sim) = (
-            go_refusal(verdict),
-            sim_refusal(crd).map(|r| without_type_stamp(&r)),
-        );
-        if go != sim {
-            mismatches.push(format!(
-                "CRD with {rule}\n  kube:    {go:?}\n  kcp-sim: {sim:?}"
-            ));
-        } else if go.is_none() {
-            runs.extend(writes.iter().map(|(old, new)| (rule, crd, *old, *new)));
-        }
+    let accepted = accepted_alike(&oracle, &rules, &crds, &mut mismatches);
+    for &i in &accepted {
+        let (rule, crd) = (&rules[i], &crds[i]);
+        runs.extend(writes.iter().map(|(old, new)| (rule, crd, *old, *new)));
     }
     let asked: Vec<Value> = runs
         .iter()
@@ -582,7 +550,7 @@ fn transition_rules_run_as_kube_runs_them() {
             ));
         }
     }
-    let refused = verdicts.iter().filter(|v| go_refusal(v).is_some()).count();
+    let refused = crds.len() - accepted.len();
     println!(
         "{} rules ({refused} refused), {} writes compared",
         rules.len(),
@@ -672,21 +640,11 @@ fn format_library_rules_run_as_kube_runs_them() {
                 "properties": {"name": {"type": "string", "maxLength": 100}}}))
         })
         .collect();
-    let verdicts = go_oracle::ask(&oracle, &crds);
     let mut mismatches = Vec::new();
     let mut runs = Vec::new();
-    for ((rule, crd), verdict) in rules.iter().zip(&crds).zip(&verdicts) {
-        let (go, sim) = (
-            go_refusal(verdict),
-            sim_refusal(crd).map(|r| without_type_stamp(&r)),
-        );
-        if go != sim {
-            mismatches.push(format!(
-                "CRD with {rule}\n  kube:    {go:?}\n  kcp-sim: {sim:?}"
-            ));
-        } else if go.is_none() {
-            runs.extend(names.iter().map(|n| (rule, crd, json!({"name": n}))));
-        }
+    for i in accepted_alike(&oracle, &rules, &crds, &mut mismatches) {
+        let (rule, crd) = (&rules[i], &crds[i]);
+        runs.extend(names.iter().map(|n| (rule, crd, json!({"name": n}))));
     }
     let asked: Vec<Value> = runs
         .iter()
