@@ -79,7 +79,7 @@ fn with_schema() -> Value {
     "x-kubernetes-validations": [
         {"rule": "self.count0 <= self.count1 + 1000", "message": "count0 too large"},
         {"rule": "self.name0.startsWith('w')"},
-        {"rule": "self.tags.all(t, size(t) < 20)", "messageExpression": "'bad tags: ' + string(size(self.tags))"},
+        {"rule": "self.tags.all(t, size(t) < 20)", "messageExpression": "'bad tags: %d'.format([size(self.tags)])"},
     ]}}})
 }
 
