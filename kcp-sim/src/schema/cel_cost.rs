@@ -213,7 +213,7 @@ impl Coster<'_> {
         let checked = self.checked.types.get(&e.id).cloned();
         if let (Some(CelType::Unknown), Expr::Call(c)) = (&checked, &e.expr) {
             let function = self.checked.namespaced.get(&e.id).unwrap_or(&c.func_name);
-            if let Some(t) = library_result(function, c.target.is_some()) {
+            if let Some(t) = library_result(function) {
                 return t;
             }
         }
@@ -967,45 +967,16 @@ fn replace_size(s: Estimate, replaced: Estimate, with: Estimate) -> Estimate {
     count.multiply(with).add(kept)
 }
 
-/// What the functions of kube's libraries that the checker knows by name only return, as far
-/// as their cost estimates tell types apart (scalars, and the library's own types).
-fn library_result(function: &str, member: bool) -> Option<CelType> {
-    const QUANTITY: CelType = CelType::Opaque("kubernetes.Quantity");
+/// What the functions the checker knows by name only return, as far as their cost estimates
+/// tell types apart (the libraries with overloads get their types from the checker).
+fn library_result(function: &str) -> Option<CelType> {
     Some(match function {
-        "quantity" | "add" | "sub" => QUANTITY,
-        "semver" => CelType::Opaque("kubernetes.Semver"),
-        "ip" => CelType::Opaque("net.IP"),
-        "cidr" | "masked" => CelType::Opaque("net.CIDR"),
-        "url" => CelType::Opaque("kubernetes.URL"),
-        "format.named" => CelType::Optional(Box::new(CelType::Opaque("kubernetes.NamedFormat"))),
-        f if f.starts_with("format.") && !member => CelType::Opaque("kubernetes.NamedFormat"),
-        "isQuantity"
-        | "isInteger"
-        | "isGreaterThan"
-        | "isLessThan"
-        | "isSemver"
-        | "isIP"
-        | "isCIDR"
-        | "isURL"
-        | "containsIP"
-        | "containsCIDR"
-        | "isUnspecified"
-        | "isLoopback"
-        | "isLinkLocalMulticast"
-        | "isLinkLocalUnicast"
-        | "isGlobalUnicast"
-        | "ip.isCanonical"
-        | "hasValue"
-        | "sets.contains"
-        | "sets.equivalent"
-        | "sets.intersects" => CelType::Bool,
-        "sign" | "asInteger" | "compareTo" | "major" | "minor" | "patch" | "family"
-        | "prefixLength" | "getFullYear" | "getMonth" | "getDate" | "getDayOfMonth"
-        | "getDayOfWeek" | "getDayOfYear" | "getHours" | "getMinutes" | "getSeconds"
-        | "getMilliseconds" => CelType::Int,
-        "asApproximateFloat" => CelType::Double,
-        "getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath" | "format"
-        | "strings.quote" => CelType::String,
+        "sets.contains" | "sets.equivalent" | "sets.intersects" => CelType::Bool,
+        "getFullYear" | "getMonth" | "getDate" | "getDayOfMonth" | "getDayOfWeek"
+        | "getDayOfYear" | "getHours" | "getMinutes" | "getSeconds" | "getMilliseconds" => {
+            CelType::Int
+        }
+        "format" | "strings.quote" => CelType::String,
         _ => return None,
     })
 }
