@@ -5,7 +5,7 @@
 //! (`KCP_RS_BACKEND`); the installation's kcp is kcp-sim on both.
 //!
 //! The controllers watch every namespace, so on the shared real kube-apiserver the tests of
-//! this file take turns ([`SERIAL`]).
+//! this file take turns ([`turn`]); on kcp-sim each test has a server of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
@@ -19,6 +19,14 @@ use kcp_operator::api::*;
 use kube::api::DynamicObject;
 
 static SERIAL: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// The turn of a test on the shared real kube-apiserver (none is needed on kcp-sim).
+async fn turn() -> Option<tokio::sync::MutexGuard<'static, ()>> {
+    match kcp_testbed::Backend::from_env().unwrap() {
+        kcp_testbed::Backend::Real => Some(SERIAL.lock().await),
+        kcp_testbed::Backend::Sim => None,
+    }
+}
 
 fn named<'a>(objects: &'a [DynamicObject], kind: &str, name: &str) -> &'a DynamicObject {
     objects
@@ -66,7 +74,7 @@ async fn kubeconfig_phase(bed: &Bed, name: &str) -> String {
 
 #[tokio::test]
 async fn a_kubeconfig_applied_before_its_target_becomes_ready() {
-    let _turn = SERIAL.lock().await;
+    let _turn = turn().await;
     let bed = bare_bed().await;
     let examples = examples_in(&bed.ns);
     let operator = Operator::on(&bed).await;
@@ -95,7 +103,7 @@ async fn a_kubeconfig_applied_before_its_target_becomes_ready() {
 
 #[tokio::test]
 async fn a_virtual_workspace_applied_before_its_shard_is_compiled() {
-    let _turn = SERIAL.lock().await;
+    let _turn = turn().await;
     let bed = bare_bed().await;
     let examples = examples_in(&bed.ns);
     let vw = format!(
@@ -159,7 +167,7 @@ async fn a_virtual_workspace_applied_before_its_shard_is_compiled() {
 
 #[tokio::test]
 async fn a_kubeconfig_gets_its_secret_before_its_rbac_workspace_exists() {
-    let _turn = SERIAL.lock().await;
+    let _turn = turn().await;
     let bed = bare_bed().await;
     let mut examples = examples_in(&bed.ns);
     for o in &mut examples {

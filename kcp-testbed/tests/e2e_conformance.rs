@@ -1,8 +1,8 @@
 //! kcp-sim held to the real servers.
 //!
-//! Every case under `conformance/cases` runs on a fresh kcp-sim and is compared field by field
-//! with what the real server (kube-apiserver or kcp) answered, recorded in
-//! `conformance/recorded`. A difference must be listed with its reason in
+//! Every case under `conformance/cases` runs on a fresh kcp-sim (several side by side; see
+//! `kcp_testbed::conformance::schedule`) and is compared field by field with what the real
+//! server (kube-apiserver or kcp) answered, recorded in `conformance/recorded`. A difference must be listed with its reason in
 //! `conformance/differences.yaml` (README's known differences); a listing that covers nothing
 //! any more is stale and fails too. The table printed is README's conformance table.
 //!
@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 
 use kcp_testbed::Backend;
 use kcp_testbed::conformance::{
-    CaseFile, Difference, Listed, Table, Verdict, differences, run, stale,
+    CaseFile, Difference, Listed, Ran, Table, Target, Verdict, differences, run, run_all, stale,
 };
 use serde_json::Value;
 
@@ -46,13 +46,14 @@ fn recording_wanted() -> bool {
 /// is not held to its recording either: kcp-sim is not compared there, and some such paths are
 /// the server's own (a message quoting its store revisions differs from run to run).
 async fn real_answers(files: &[CaseFile], listed: &[Listed]) -> Vec<Recording> {
+    let ran = run_all(files, Target::Real, run::on_real).await;
+    print_slowest("on the real servers", ran.iter().flatten());
     let mut drifted = Vec::new();
     let mut all = Vec::new();
-    for file in files {
+    for (file, ran) in files.iter().zip(ran) {
         let mut recording = recorded(file);
-        for case in &file.cases {
-            let answers = run::on_real(file, case).await.unwrap();
-            let id = format!("{}/{}", file.file, case.name);
+        for (case, Ran { id, outcome, .. }) in file.cases.iter().zip(ran) {
+            let answers = outcome.unwrap();
             match recording.get(&case.name) {
                 Some(before) if !recording_wanted() => {
                     drifted.extend(
@@ -88,6 +89,18 @@ async fn real_answers(files: &[CaseFile], listed: &[Listed]) -> Vec<Recording> {
     all
 }
 
+/// The slowest cases and the time of all of them, to keep the suite's time in view (cases run
+/// side by side, so the suite takes less than their sum).
+fn print_slowest<'a, T: 'a>(on: &str, ran: impl Iterator<Item = &'a Ran<T>>) {
+    let mut timings: Vec<_> = ran.map(|r| (r.took, &r.id)).collect();
+    timings.sort();
+    let all: f64 = timings.iter().map(|(took, _)| took.as_secs_f64()).sum();
+    println!("{} cases {on}: {all:.0} s of cases in all", timings.len());
+    for (took, id) in timings.iter().rev().take(5) {
+        println!("slowest {on}: {:.2} s {id}", took.as_secs_f64());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kcp_sim_answers_as_the_real_servers_do() {
     // KCP_RS_CONFORMANCE_ONLY=<file>[,<file>] runs those files alone (no stale check then).
@@ -105,23 +118,20 @@ async fn kcp_sim_answers_as_the_real_servers_do() {
         Backend::Real => real_answers(&files, &listed).await,
         Backend::Sim => files.iter().map(recorded).collect(),
     };
+    let sim = run_all(&files, Target::Sim, run::on_sim).await;
+    print_slowest("on kcp-sim", sim.iter().flatten());
     let mut table = Table::default();
     let mut found: Vec<(String, Vec<Difference>)> = Vec::new();
     let mut problems = Vec::new();
-    let mut timings = Vec::new();
-    for (file, recording) in files.iter().zip(&recordings) {
-        for case in &file.cases {
-            let id = format!("{}/{}", file.file, case.name);
+    for ((file, recording), sim) in files.iter().zip(&recordings).zip(sim) {
+        for (case, Ran { id, outcome, .. }) in file.cases.iter().zip(sim) {
             let Some(real) = recording.get(&case.name) else {
                 problems.push(format!(
                     "{id}: no recording; run with KCP_RS_BACKEND=real KCP_RS_CONFORMANCE_RECORD=1"
                 ));
                 continue;
             };
-            let started = std::time::Instant::now();
-            let sim = run::on_sim(file, case).await;
-            timings.push((started.elapsed(), id.clone()));
-            let sim = match sim {
+            let sim = match outcome {
                 Ok(answers) => answers,
                 Err(e) => {
                     problems.push(format!("{id}: kcp-sim could not run the case: {e}"));
@@ -149,11 +159,6 @@ async fn kcp_sim_answers_as_the_real_servers_do() {
         ));
     }
     println!("{table}");
-    // The slowest cases on kcp-sim, to keep the suite's time in view.
-    timings.sort();
-    for (took, id) in timings.iter().rev().take(5) {
-        println!("slowest on kcp-sim: {:.2} s {id}", took.as_secs_f64());
-    }
     assert!(
         problems.is_empty(),
         "{table}\nunlisted differences (fix kcp-sim or list them with their reason):\n{}",

@@ -12,10 +12,12 @@ pub mod compare;
 pub mod exchange;
 pub mod normalise;
 pub mod run;
+pub mod schedule;
 pub mod verdict;
 
 pub use case::{Case, CaseFile, ServerKind, Step};
 pub use compare::{Difference, Listed, differences};
 pub use exchange::CaseNames;
 pub use normalise::Normaliser;
+pub use schedule::{Lane, Ran, Target, run_all};
 pub use verdict::{Table, Verdict, stale};
