@@ -10,6 +10,10 @@
 //! kube's bootstrap roles grant to all authenticated users (`system:basic-user`,
 //! `system:discovery`, `system:public-info-viewer`): discovery, and reviews of themselves.
 //!
+//! One request is checked for kcp-sim's own client too: in kcp mode, where that client is kcp's
+//! `kcp-admin`, a list or watch of every workspace at once (`/clusters/*`), which kcp lets only
+//! `system:masters` make ([`check_wildcard`]).
+//!
 //! Known differences: the impersonator's own right to impersonate is not checked, the reason an
 //! access review gives for an allowed request is not kube's, and a denial does not add kube's
 //! `RBAC: ... not found` notes for bindings to missing roles.
@@ -62,6 +66,18 @@ impl User {
         User {
             name: name.into(),
             groups,
+        }
+    }
+
+    /// kcp's administrator, `kcp-admin` (group `system:kcp:admin`): who kcp-sim's clients act as
+    /// in kcp mode where kcp's answer names its user or treats it apart from `system:masters`.
+    pub fn kcp_admin() -> User {
+        User {
+            name: crate::kcp::ADMIN_USER.into(),
+            groups: crate::kcp::ADMIN_GROUPS
+                .iter()
+                .map(|g| g.to_string())
+                .collect(),
         }
     }
 
@@ -137,6 +153,28 @@ pub fn check(sim: &Sim, endpoint: &Endpoint, user: &User, attrs: &Attributes) ->
             Err(forbidden(user, attrs, ": access denied"))
         }
     }
+}
+
+/// Refuses a wildcard request (`/clusters/*`, every workspace at once) of anyone but a
+/// `system:masters` user, in kcp mode: kcp's authorizers find no workspace `*` to let a user
+/// into, so kcp-admin too is refused with "access denied" (seen on kcp v0.30.0; conformance
+/// case kcp-views/a-wildcard-list-shows-every-cluster-with-its-name). A request impersonating
+/// nobody comes from kcp-admin here; impersonating the group `system:masters` (as
+/// [`crate::Server::shard_admin_client`] does) is how kcp's shard admin lists every workspace.
+pub fn check_wildcard(
+    flavor: Flavor,
+    endpoint: &Endpoint,
+    user: Option<&User>,
+    attrs: &Attributes,
+) -> ApiResult<()> {
+    if flavor != Flavor::Kcp || !matches!(endpoint, Endpoint::Wildcard) {
+        return Ok(());
+    }
+    let user = user.cloned().unwrap_or_else(User::kcp_admin);
+    if user.is_admin() {
+        return Ok(());
+    }
+    Err(forbidden(&user, attrs, ": access denied"))
 }
 
 /// What the authorizers say to a request.

@@ -355,8 +355,9 @@ async fn route(
         name: name.map(String::from),
         subresource: subresource.map(String::from),
     };
+    let attrs = authorization::of_target(&target, req.method(), query.flag("watch"));
+    authorization::check_wildcard(sim.flavor, &target.endpoint, user.as_ref(), &attrs)?;
     if let Some(user) = &user {
-        let attrs = authorization::of_target(&target, req.method(), query.flag("watch"));
         authorization::check(sim, &target.endpoint, user, &attrs)?;
     }
     let user_agent = req

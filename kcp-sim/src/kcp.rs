@@ -283,6 +283,10 @@ pub fn shard_hash(shard: usize) -> String {
 /// admin user.
 pub const ADMIN_USER: &str = "kcp-admin";
 
+/// The user of kcp's shard admin (`shard-admin` in kcp's admin kubeconfig, group
+/// `system:masters`), the one kind of user kcp lets list every workspace at once.
+pub const SHARD_ADMIN_USER: &str = "shard-admin";
+
 /// The groups of [`ADMIN_USER`].
 pub const ADMIN_GROUPS: &[&str] = &["system:kcp:admin", "system:authenticated"];
 

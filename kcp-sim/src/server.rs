@@ -187,6 +187,19 @@ impl Server {
         })
     }
 
+    /// A kube client for a cluster as kcp's shard admin (a `system:masters` user): it
+    /// impersonates `shard-admin` in that group. In kcp mode only such a user may list and
+    /// watch every workspace at once (`/clusters/*`), as on kcp; [`Server::client`] acts as
+    /// kcp-admin, whom kcp refuses there.
+    pub fn shard_admin_client(&self, cluster: &str) -> Result<kube::Client> {
+        let mut config = self.kube_config(cluster)?;
+        config.auth_info.impersonate = Some(crate::kcp::SHARD_ADMIN_USER.to_string());
+        config.auth_info.impersonate_groups = Some(vec!["system:masters".to_string()]);
+        kube::Client::try_from(config).map_err(|e| Error::Config {
+            message: format!("building a kube client: {e}"),
+        })
+    }
+
     /// A client for a cluster that calls the simulator in-process, without HTTP.
     pub fn object_client(&self, cluster: &str) -> SimClient {
         let endpoint = match self.mode {
