@@ -45,8 +45,46 @@ fn compiled(state: &mut State, cluster: &str, crd: &Value) -> ApiResult<Arc<CrdS
 /// conditions, `acceptedNames`, `storedVersions`.
 pub fn establish(state: &mut State, cluster: &str, crd: &mut Value) -> ApiResult<()> {
     check(state, cluster, crd)?;
-    crd["status"] = established_status(crd);
+    crd["status"] = status_of(state, cluster, crd);
     Ok(())
+}
+
+/// The status the naming and establishing controllers give `crd`: established, or, when some of
+/// its names are held already, its names refused and not established.
+fn status_of(state: &State, cluster: &str, crd: &Value) -> Value {
+    let naming = crate::crd_names::naming(state, cluster, crd);
+    let Some((reason, message)) = naming.conflict else {
+        return established_status(crd);
+    };
+    let established = crd
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .and_then(|cs| cs.iter().find(|c| c["type"] == "Established").cloned())
+        .unwrap_or_else(|| {
+            json!({"type": "Established", "status": "False", "reason": "NotAccepted",
+                   "message": "not all names are accepted", "lastTransitionTime": now()})
+        });
+    let mut status = initial_status(crd);
+    status["acceptedNames"] = naming.accepted;
+    status["conditions"] = json!([
+        {"type": "NamesAccepted", "status": "False", "reason": reason, "message": message,
+         "lastTransitionTime": now()},
+        established,
+    ]);
+    if let Some(stored) = crd.pointer("/status/storedVersions") {
+        status["storedVersions"] = stored.clone();
+    }
+    status
+}
+
+/// Whether `crd` is established (and so serves its resource).
+pub fn is_established(crd: &Value) -> bool {
+    crd.pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .is_some_and(|cs| {
+            cs.iter()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+        })
 }
 
 /// The status kube-apiserver gives a CRD it creates, before its controllers accept the names:
@@ -66,7 +104,8 @@ pub fn initial_status(crd: &Value) -> Value {
 
 /// What kube-apiserver's naming and establishing controllers write right after a CRD is
 /// created: the accepted names and the `NamesAccepted` and `Established` conditions, a status
-/// write of its own (manager `kube-apiserver`).
+/// write of its own (manager `kube-apiserver`, or `kcp` in kcp); then an established CRD is
+/// served.
 pub fn accept(state: &mut State, cluster: &str, crd: &Value) -> ApiResult<()> {
     let gr = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
     let name = crd
@@ -75,17 +114,22 @@ pub fn accept(state: &mut State, cluster: &str, crd: &Value) -> ApiResult<()> {
         .unwrap_or_default()
         .to_string();
     let mut accepted = crd.clone();
-    accepted["status"] = established_status(crd);
+    accepted["status"] = status_of(state, cluster, crd);
     let time = now();
+    // kcp runs the CRD controllers in its own process, whose writes are kcp's.
+    let manager = match state.flavor {
+        crate::resource::Flavor::Kcp => crate::kcp::CONTROLLER_MANAGER,
+        _ => "kube-apiserver",
+    };
     let who = FieldManager {
-        manager: "kube-apiserver",
+        manager,
         subresource: Some("status"),
         time: &time,
         api_version: "apiextensions.k8s.io/v1",
     };
     managed_fields::record_update(Some(crd), &mut accepted, &who);
     state.store(cluster, &gr, "", &name, &mut accepted)?;
-    Ok(())
+    serve(state, cluster, &accepted)
 }
 
 /// Validates a CRD: its names and scope, that it does not take over a served resource, its
@@ -116,7 +160,11 @@ pub fn check(state: &mut State, cluster: &str, crd: &Value) -> ApiResult<()> {
         )
         .is_some()
     });
-    if served && !own {
+    // A resource bound by an APIBinding is kcp's: the CRD is stored, and the naming controller
+    // refuses its names (crate::crd_names).
+    let bound = state.flavor == crate::resource::Flavor::Kcp
+        && crate::crd_names::bound_here(state, cluster, t.group_resource());
+    if served && !own && !bound {
         return Err(ApiError::invalid(
             "apiextensions.k8s.io",
             "CustomResourceDefinition",
@@ -170,9 +218,9 @@ fn established_status(crd: &Value) -> Value {
     })
 }
 
-/// Serves (or re-serves, after a change) the resource of a stored CRD.
+/// Serves (or re-serves, after a change) the resource of a stored, established CRD.
 pub fn serve(state: &mut State, cluster: &str, crd: &Value) -> ApiResult<()> {
-    if crd.pointer("/metadata/deletionTimestamp").is_some() {
+    if crd.pointer("/metadata/deletionTimestamp").is_some() || !is_established(crd) {
         return Ok(());
     }
     let Ok(t) = type_of_crd(crd) else {
@@ -214,6 +262,10 @@ fn default_stored_objects(
 
 /// Stops serving the resource of a CRD that is going away, and drops what is left of it.
 pub fn unserve(state: &mut State, cluster: &str, crd: &Value) {
+    // A CRD that was never established served nothing (its resource may be a binding's).
+    if !is_established(crd) {
+        return;
+    }
     let Ok(t) = type_of_crd(crd) else {
         return;
     };
@@ -233,6 +285,9 @@ pub fn has_custom_resources(state: &State, cluster: &str, crd: &Value) -> bool {
     let Ok(t) = type_of_crd(crd) else {
         return false;
     };
+    if !is_established(crd) {
+        return false;
+    }
     state
         .clusters
         .get(cluster)
@@ -245,6 +300,9 @@ pub fn delete_custom_resources(state: &mut State, cluster: &str, crd: &Value) ->
     let Ok(t) = type_of_crd(crd) else {
         return Ok(());
     };
+    if !is_established(crd) {
+        return Ok(());
+    }
     delete_objects_of(state, cluster, &t)
 }
 

@@ -50,6 +50,7 @@ pub mod component_statuses;
 pub mod continue_token;
 pub mod conversion;
 pub mod crd;
+pub mod crd_names;
 pub mod daemon_sets;
 pub mod defaults;
 pub mod error;

@@ -871,9 +871,9 @@ fn after_write(
 ) -> ApiResult<()> {
     match (rt.group.as_str(), rt.kind.as_str()) {
         ("apiextensions.k8s.io", "CustomResourceDefinition") => {
-            crd::serve(state, cluster, new)?;
-            if old.is_none() {
-                crd::accept(state, cluster, new)?;
+            match old {
+                None => crd::accept(state, cluster, new)?,
+                Some(_) => crd::serve(state, cluster, new)?,
             }
             api_services::sync(state, cluster)
         }

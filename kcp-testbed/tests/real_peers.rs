@@ -234,3 +234,63 @@ async fn kubectl_works_with_the_written_kubeconfig_on_both_contexts() {
     assert!(!refused.status.success());
     assert!(String::from_utf8_lossy(&refused.stderr).contains("user-1"));
 }
+
+/// kcp names the binding its initializer makes for a type's default export from the new
+/// workspace's logical cluster, the export's path and its name; kcp-sim names it the same way.
+#[tokio::test]
+async fn kcp_sim_names_a_default_binding_as_the_real_kcp_does() {
+    let bed = KcpBed::start_real().await.unwrap();
+    let root = bed.root().to_string();
+    let client = bed.object_client(&root).await.unwrap();
+    let setup = format!(
+        "apiVersion: apis.kcp.io/v1alpha1
+kind: APIResourceSchema
+metadata: {{name: v1.widgets.example.com}}
+spec:
+  group: example.com
+  names: {{plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}}
+  scope: Namespaced
+  versions: [{{name: v1, served: true, storage: true, schema: {{type: object}}}}]
+---
+apiVersion: apis.kcp.io/v1alpha2
+kind: APIExport
+metadata: {{name: widgets}}
+spec:
+  resources: [{{group: example.com, name: widgets, schema: v1.widgets.example.com, storage: {{crd: {{}}}}}}]
+---
+apiVersion: tenancy.kcp.io/v1alpha1
+kind: WorkspaceType
+metadata: {{name: with-widgets}}
+spec:
+  extend: {{with: [{{name: universal, path: root}}]}}
+  defaultAPIBindings: [{{path: \"{root}\", export: widgets}}]
+"
+    );
+    for object in kcp_core::parse_manifests("setup.yaml", &setup).unwrap() {
+        client.create(&object).await.unwrap();
+    }
+    let of_type = kcp_core::kcp::types::WorkspaceTypeReference {
+        name: "with-widgets".to_string(),
+        path: Some(root.clone()),
+    };
+    let cluster = kcp_testbed::create_workspace(client.as_ref(), "child", Some(of_type))
+        .await
+        .unwrap();
+    let child = bed.object_client(&format!("{root}:child")).await.unwrap();
+    let bindings = child
+        .list(
+            &GroupVersionKind::gvk("apis.kcp.io", "v1alpha2", "APIBinding"),
+            None,
+            &kcp_core::ListOptions::default(),
+        )
+        .await
+        .unwrap();
+    let names: Vec<String> = bindings
+        .items
+        .iter()
+        .filter_map(|b| b.metadata.name.clone())
+        .filter(|name| name.starts_with("widgets-"))
+        .collect();
+    let expected = kcp_sim::kcp::system_apis::default_binding_name(&cluster, &root, "widgets");
+    assert_eq!(names, [expected]);
+}

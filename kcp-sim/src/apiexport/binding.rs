@@ -232,7 +232,7 @@ fn bind(state: &mut State, cluster: &str, export: &Export, binding: &mut Value) 
         // they are.
         let own_kind = served && system_apis::is_system_export(&export.cluster, &export.name);
         if served && !mine && !own_kind {
-            conflicts.push(gr.to_string());
+            conflicts.push(gr.clone());
             continue;
         }
         let entry = bound_entry(&schema, &t, &export.identity_hash);
@@ -255,7 +255,39 @@ fn bind(state: &mut State, cluster: &str, export: &Export, binding: &mut Value) 
         binding["status"]["boundResources"] = Value::Array(bound);
     }
     super::binding_claims::write_status(export, binding);
-    set_phase(binding, &missing, &conflicts);
+    let locks = (!conflicts.is_empty()).then(|| go_locks(state, cluster, &conflicts));
+    set_phase(binding, &missing, locks.as_deref());
+}
+
+/// kcp's `%v` of the locks that kept resources from being bound (a Go map from group and
+/// resource to its holder, `{<binding> <is a CRD>}`), as its binding controller words them:
+/// `map[widgets.example.com:{widgets false}]`, keys in Go's order (group, then resource). The
+/// holders are the LogicalCluster's `internal.apis.kcp.io/resource-bindings` record.
+fn go_locks(state: &State, cluster: &str, conflicts: &[GroupResource]) -> String {
+    let record: serde_json::Map<String, Value> =
+        serde_json::from_str(&crate::kcp::system_apis::resource_bindings(state, cluster))
+            .unwrap_or_default();
+    let mut keys: Vec<&GroupResource> = conflicts.iter().collect();
+    keys.sort_by(|a, b| (&a.group, &a.resource).cmp(&(&b.group, &b.resource)));
+    keys.dedup();
+    let entries: Vec<String> = keys
+        .into_iter()
+        .map(|gr| {
+            let key = match gr.group.as_str() {
+                "" => gr.resource.clone(),
+                group => format!("{}.{group}", gr.resource),
+            };
+            let lock = record.get(&key);
+            let holder = lock.and_then(|l| l.get("n")).and_then(Value::as_str);
+            let crd = lock.and_then(|l| l.get("c")).and_then(Value::as_bool);
+            format!(
+                "{key}:{{{} {}}}",
+                holder.unwrap_or_default(),
+                crd.unwrap_or(false)
+            )
+        })
+        .collect();
+    format!("map[{}]", entries.join(" "))
 }
 
 fn bound_entry(schema: &Value, t: &ResourceType, identity_hash: &str) -> Value {
@@ -272,18 +304,18 @@ fn bound_entry(schema: &Value, t: &ResourceType, identity_hash: &str) -> Value {
 }
 
 /// Phase and binding conditions from what could not be bound.
-fn set_phase(binding: &mut Value, missing: &[String], conflicts: &[String]) {
+fn set_phase(binding: &mut Value, missing: &[String], locks: Option<&str>) {
     let initial_done = conditions::is_true(binding, INITIAL_BINDING_COMPLETED);
     let (reason, why) = if !missing.is_empty() {
         (
             "APIResourceSchemaInvalid",
             format!("APIResourceSchemas not found: {missing:?}"),
         )
-    } else if !conflicts.is_empty() {
+    } else if let Some(locks) = locks {
         (
             "NamingConflicts",
             format!(
-                "Unable to bind APIs because they are bound by other APIBindings or CRDs: {conflicts:?}"
+                "Unable to bind APIs because they are bound by other APIBindings or CRDs: {locks}"
             ),
         )
     } else {

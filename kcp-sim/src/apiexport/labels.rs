@@ -33,7 +33,8 @@ pub(crate) fn big_endian_digits(bytes: &[u8], alphabet: &[u8]) -> String {
     String::from_utf8_lossy(&digits).into_owned()
 }
 
-fn base62(bytes: &[u8]) -> String {
+/// `bytes` read as a big-endian number, in Go's base 62 (`big.Int.Text(62)`).
+pub(crate) fn base62(bytes: &[u8]) -> String {
     big_endian_digits(bytes, BASE62)
 }
 

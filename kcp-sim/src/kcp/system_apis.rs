@@ -18,7 +18,7 @@
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
-use sha2::{Digest as _, Sha256};
+use sha2::{Digest as _, Sha224};
 
 use super::{CONTROLLER_MANAGER, ROOT, logical_clusters, types::Type};
 use crate::apiexport::{self, GROUP, str_at};
@@ -277,17 +277,17 @@ fn binding(name: &str, export: &str) -> Value {
         "spec": {"reference": {"export": {"path": ROOT, "name": export}}}})
 }
 
-/// The name kcp gives the default binding of `export` in logical cluster `cluster`: the
-/// export's name and a five-character suffix fixed for the cluster and the export.
-fn default_binding_name(cluster: &str, path: &str, export: &str) -> String {
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let digest = Sha256::digest(format!("{cluster}:{path}:{export}").as_bytes());
-    let suffix: String = digest
-        .iter()
-        .take(5)
-        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
-        .collect();
-    format!("{export}-{suffix}")
+/// kcp's name of the binding its APIBinding initializer makes for a type's default export
+/// (`GenerateAPIBindingName`): the export's name, cut to 247 characters, a dash, and the first
+/// five base-62 digits, lowercased, of the SHA-224 of `<cluster>|<export path>|<export>`.
+/// `kcp-testbed/tests/real_peers.rs` holds it to a real kcp's.
+pub fn default_binding_name(cluster: &str, path: &str, export: &str) -> String {
+    const MAX_PREFIX: usize = 253 - 1 - 5;
+    let prefix: String = export.chars().take(MAX_PREFIX).collect();
+    let digest = Sha224::digest(format!("{cluster}|{path}|{export}").as_bytes());
+    let digits = crate::apiexport::labels::base62(&digest);
+    let hash: String = digits.chars().take(5).collect();
+    format!("{prefix}-{}", hash.to_lowercase())
 }
 
 /// What kcp's APIBinding initializer does in a new workspace of a type with these aliases:
@@ -322,7 +322,7 @@ pub fn bind_defaults(state: &mut State, cluster: &str, aliases: &[Type]) -> ApiR
 /// The `internal.apis.kcp.io/resource-bindings` value for `cluster`, keyed
 /// `<resource>.<group>` in key order: each bound resource of each binding (`{"n": <binding>}`)
 /// and each CRD's resource (`{"c": true}`), as kcp's binding controller records them.
-fn resource_bindings(state: &State, cluster: &str) -> String {
+pub fn resource_bindings(state: &State, cluster: &str) -> String {
     let mut locks = BTreeMap::new();
     let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
     for crd in apiexport::objects_of(state, cluster, &crds) {

@@ -139,6 +139,7 @@ impl Normaliser {
         match value {
             Value::Object(map) => {
                 self.learn_generated_name(map);
+                self.learn_default_binding_name(map);
                 for (k, v) in map {
                     self.learn(v, Some(k));
                 }
@@ -187,6 +188,38 @@ impl Normaliser {
         let n = self.ordinal("generated", name);
         self.literals
             .push((name.clone(), format!("{prefix}<generated-{n}>")));
+    }
+
+    /// kcp names the binding of a workspace type's default export `<export>-<five characters>`
+    /// hashed from the new workspace's logical cluster, which differs from run to run: such a
+    /// name is written `<export>-<binding>`.
+    fn learn_default_binding_name(&mut self, map: &Map<String, Value>) {
+        let at = |pointer: &str| {
+            let mut parts = pointer.split('/').skip(1);
+            let first = map.get(parts.next()?)?;
+            parts.try_fold(first, |v, key| v.get(key))?.as_str()
+        };
+        let (name, export) = (at("/metadata/name"), at("/spec/reference/export/name"));
+        // kcp's own exports (`tenancy.kcp.io`) are written `<suffix>` wherever they appear.
+        let (Some(name), Some(export)) = (name, export) else {
+            return;
+        };
+        if export.ends_with(".kcp.io") {
+            return;
+        }
+        let generated = name
+            .strip_prefix(export)
+            .and_then(|rest| rest.strip_prefix('-'))
+            .is_some_and(|hash| {
+                hash.len() == 5
+                    && hash
+                        .bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+            });
+        if generated && !self.literals.iter().any(|(from, _)| from == name) {
+            self.literals
+                .push((name.to_string(), format!("{export}-<binding>")));
+        }
     }
 
     fn value(&self, value: &Value, key: Option<&str>) -> Value {
@@ -428,6 +461,18 @@ mod tests {
             answers[0]["message"],
             "configmaps \"cm-<generated-1>\" seen first in a message"
         );
+    }
+
+    #[test]
+    fn a_default_bindings_hashed_name_keeps_its_export_and_nothing_else_does() {
+        let answers = normaliser().answers(&[
+            json!({"metadata": {"name": "widgets-2bp1c"},
+                   "spec": {"reference": {"export": {"name": "widgets"}}}}),
+            json!({"metadata": {"name": "widgets-mine"},
+                   "spec": {"reference": {"export": {"name": "widgets"}}}}),
+        ]);
+        assert_eq!(answers[0]["metadata"]["name"], "widgets-<binding>");
+        assert_eq!(answers[1]["metadata"]["name"], "widgets-mine");
     }
 
     #[test]
