@@ -388,9 +388,16 @@ async fn route(
         Method::PATCH => "PatchOptions",
         _ => "CreateOptions",
     };
+    // kcp's virtual workspaces forward a write with their own client, so a write through the
+    // export view is recorded as kcp's unless it names its `fieldManager` (seen on kcp v0.30.0;
+    // conformance case kcp-export-view/the-export-view-writes-into-a-consumer-and-reads-it-back).
+    let default_manager = match target.endpoint {
+        Endpoint::ApiExport { .. } => crate::kcp::CONTROLLER_MANAGER.to_string(),
+        _ => user_agent,
+    };
     let opts = WriteOptions {
         field_manager: query.get("fieldManager").map(String::from),
-        default_manager: user_agent,
+        default_manager,
         force: query.flag("force"),
         dry_run: matches!(method, Method::POST | Method::PUT | Method::PATCH)
             && dry_run(&query.all("dryRun"), options_kind)?,
