@@ -5,7 +5,8 @@
 //! controllers, on a `kubectl` process, on a step's `until`), so running cases side by side
 //! shortens it several times over on two cores.
 //!
-//! Cases held to a real server run one at a time, but the kube-apiserver's cases beside kcp's.
+//! Cases held to a real server run one at a time, in all: kube-apiserver's beside kcp's took the
+//! real suite from 660 s to 402 s, but twice a real answer then drifted under the load.
 //! On kube-apiserver some cases change what the whole server serves (a
 //! CustomResourceDefinition is cluster-scoped and shows in discovery, in OpenAPI and in
 //! `kubectl api-resources`), and another case's answer would show it. On kcp every case has a
@@ -85,11 +86,12 @@ where
     Fut: Future<Output = T>,
 {
     let limit = |lane: Lane| Arc::new(Semaphore::new(lane.width()));
-    let (sim, kube, kcp) = (
-        limit(Lane::Sim),
-        limit(Lane::RealKube),
-        limit(Lane::RealKcp),
-    );
+    let sim = limit(Lane::Sim);
+    // The real servers share one machine: a kcp case beside a kube-apiserver case made both slow
+    // enough to be caught halfway (a new group's discovery not yet published), so the real cases
+    // run one at a time in all.
+    let kube = limit(Lane::RealKube);
+    let kcp = kube.clone();
     let per_file = files.iter().map(|file| {
         let lane = match Lane::of(target, file.server) {
             Lane::Sim => sim.clone(),
@@ -157,14 +159,14 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
-    async fn each_real_server_takes_one_case_at_a_time_beside_the_other() {
+    async fn the_real_servers_take_one_case_at_a_time_in_all() {
         let files = [
             file("a", "kube", 5),
             file("b", "kcp", 9),
             file("c", "kube", 3),
         ];
         let [kube, kcp, all] = most_at_once(&files, Target::Real).await;
-        assert_eq!((kube, kcp, all), (1, 1, 2));
+        assert_eq!((kube, kcp, all), (1, 1, 1));
     }
 
     #[tokio::test(start_paused = true)]
