@@ -79,12 +79,7 @@ fn status_of(state: &State, cluster: &str, crd: &Value) -> Value {
 
 /// Whether `crd` is established (and so serves its resource).
 pub fn is_established(crd: &Value) -> bool {
-    crd.pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .is_some_and(|cs| {
-            cs.iter()
-                .any(|c| c["type"] == "Established" && c["status"] == "True")
-        })
+    crate::apiexport::conditions::is_true(crd, "Established")
 }
 
 /// The status kube-apiserver gives a CRD it creates, before its controllers accept the names:

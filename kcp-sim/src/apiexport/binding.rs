@@ -264,9 +264,7 @@ fn bind(state: &mut State, cluster: &str, export: &Export, binding: &mut Value) 
 /// `map[widgets.example.com:{widgets false}]`, keys in Go's order (group, then resource). The
 /// holders are the LogicalCluster's `internal.apis.kcp.io/resource-bindings` record.
 fn go_locks(state: &State, cluster: &str, conflicts: &[GroupResource]) -> String {
-    let record: serde_json::Map<String, Value> =
-        serde_json::from_str(&crate::kcp::system_apis::resource_bindings(state, cluster))
-            .unwrap_or_default();
+    let record = system_apis::resource_locks(state, cluster);
     let mut keys: Vec<&GroupResource> = conflicts.iter().collect();
     keys.sort_by(|a, b| (&a.group, &a.resource).cmp(&(&b.group, &b.resource)));
     keys.dedup();

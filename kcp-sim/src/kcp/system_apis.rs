@@ -322,7 +322,12 @@ pub fn bind_defaults(state: &mut State, cluster: &str, aliases: &[Type]) -> ApiR
 /// The `internal.apis.kcp.io/resource-bindings` value for `cluster`, keyed
 /// `<resource>.<group>` in key order: each bound resource of each binding (`{"n": <binding>}`)
 /// and each CRD's resource (`{"c": true}`), as kcp's binding controller records them.
-pub fn resource_bindings(state: &State, cluster: &str) -> String {
+fn resource_bindings(state: &State, cluster: &str) -> String {
+    serde_json::to_string(&resource_locks(state, cluster)).unwrap_or_default()
+}
+
+/// The locks of [`resource_bindings`], keyed `<resource>.<group>`.
+pub fn resource_locks(state: &State, cluster: &str) -> BTreeMap<String, Value> {
     let mut locks = BTreeMap::new();
     let crds = GroupResource::new("apiextensions.k8s.io", "customresourcedefinitions");
     for crd in apiexport::objects_of(state, cluster, &crds) {
@@ -347,7 +352,7 @@ pub fn resource_bindings(state: &State, cluster: &str) -> String {
             locks.insert(key, json!({"n": name}));
         }
     }
-    serde_json::to_string(&locks).unwrap_or_default()
+    locks
 }
 
 /// Brings the LogicalCluster's record of bound resources up to date; called when a binding is

@@ -139,7 +139,7 @@ impl Normaliser {
         match value {
             Value::Object(map) => {
                 self.learn_generated_name(map);
-                self.learn_default_binding_name(map);
+                self.learn_default_binding_name(value);
                 for (k, v) in map {
                     self.learn(v, Some(k));
                 }
@@ -193,12 +193,8 @@ impl Normaliser {
     /// kcp names the binding of a workspace type's default export `<export>-<five characters>`
     /// hashed from the new workspace's logical cluster, which differs from run to run: such a
     /// name is written `<export>-<binding>`.
-    fn learn_default_binding_name(&mut self, map: &Map<String, Value>) {
-        let at = |pointer: &str| {
-            let mut parts = pointer.split('/').skip(1);
-            let first = map.get(parts.next()?)?;
-            parts.try_fold(first, |v, key| v.get(key))?.as_str()
-        };
+    fn learn_default_binding_name(&mut self, object: &Value) {
+        let at = |pointer: &str| object.pointer(pointer).and_then(Value::as_str);
         let (name, export) = (at("/metadata/name"), at("/spec/reference/export/name"));
         // kcp's own exports (`tenancy.kcp.io`) are written `<suffix>` wherever they appear.
         let (Some(name), Some(export)) = (name, export) else {
