@@ -6,6 +6,8 @@
 # the image's own root filesystem (`--help`, and `crds` where the binary has it).
 #
 #   deploy/images/build.sh [out-dir]      (default: <target>/images)
+#   deploy/images/build.sh --binaries-only   (only the release build of the five binaries: CI
+#                                             starts it early, in the background)
 #
 # <target> is $CARGO_TARGET_DIR when set (where cargo put the release binaries), else target.
 #
@@ -14,6 +16,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
+BINARIES_ONLY=no
+if [ "${1:-}" = --binaries-only ]; then
+  BINARIES_ONLY=yes
+  shift
+fi
 TARGET=${CARGO_TARGET_DIR:-target}
 OUT=${1:-$TARGET/images}
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -n 1)
@@ -46,6 +53,9 @@ for entry in "${IMAGES[@]}"; do
   bins+=(--bin "$name")
 done
 cargo build --release -p kcp-bins "${bins[@]}"
+if [ "$BINARIES_ONLY" = yes ]; then
+  exit 0
+fi
 
 # Copies `path` into `root` at the same path, as a regular file (symbolic links followed: on a
 # merged-/usr Debian the loader's path runs through two of them).
