@@ -12,7 +12,7 @@ mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -28,14 +28,13 @@ static PORT_8085: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
 struct Running {
     child: Child,
-    log: PathBuf,
+    log: tempfile::TempPath,
 }
 
 impl Drop for Running {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_file(&self.log);
     }
 }
 
@@ -45,19 +44,13 @@ impl Running {
     }
 }
 
-fn temp_path(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "upstream-manifests-{}-{}-{name}",
-        std::process::id(),
-        fastrand_u32()
-    ))
-}
-
-fn fastrand_u32() -> u32 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.subsec_nanos())
-        .unwrap_or(0)
+/// A file of this test's, removed when dropped.
+fn temp_path(name: &str) -> tempfile::TempPath {
+    tempfile::Builder::new()
+        .prefix(&format!("upstream-manifests-{name}-"))
+        .tempfile()
+        .unwrap()
+        .into_temp_path()
 }
 
 /// Starts `binary` with `args` and `env`; its log is kept until it stops.
@@ -149,7 +142,7 @@ fn namespace(name: &str) -> String {
 }
 
 /// A plain Kubernetes kcp-sim with `crds` and `namespace`; its kubeconfig.
-async fn kube_with(crds: Vec<DynamicObject>, namespace_name: &str) -> (Server, PathBuf) {
+async fn kube_with(crds: Vec<DynamicObject>, namespace_name: &str) -> (Server, tempfile::TempPath) {
     let sim = Server::start(Config::default()).await.unwrap();
     let client = sim.object_client(PLAIN_CLUSTER);
     apply(&client, crds).await;

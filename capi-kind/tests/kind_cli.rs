@@ -70,6 +70,8 @@ esac
 /// A stand-in `kind` and its workload cluster.
 struct FakeKind {
     dir: PathBuf,
+    /// Removes `dir` when the test ends.
+    _scratch: tempfile::TempDir,
     binary: PathBuf,
     workload: Server,
 }
@@ -81,9 +83,11 @@ impl FakeKind {
             curl.is_ok_and(|o| o.status.success()),
             "the stand-in kind script needs curl on PATH"
         );
-        let dir = std::env::temp_dir().join(format!("capi-kind-{test}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
+        let scratch = tempfile::Builder::new()
+            .prefix(&format!("capi-kind-{test}-"))
+            .tempdir()
+            .unwrap();
+        let dir = scratch.path().to_owned();
         let workload = Server::start(Config::default()).await.unwrap();
         std::fs::write(dir.join("kubeconfig"), workload.kubeconfig(&["kind-test"])).unwrap();
         let script = SCRIPT
@@ -96,6 +100,7 @@ impl FakeKind {
         std::fs::set_permissions(&binary, std::fs::Permissions::from_mode(0o755)).unwrap();
         FakeKind {
             dir,
+            _scratch: scratch,
             binary,
             workload,
         }

@@ -503,9 +503,10 @@ impl Sim {
         let from = resource_version.filter(|rv| !rv.is_empty() && *rv != "0");
         match from {
             Some(rv) => {
-                let rv: u64 = rv.parse().map_err(|_| {
-                    ApiError::bad_request(format!("invalid resource version: {rv:?}"))
-                })?;
+                // kube-apiserver answers a version that is no number with its versioner's
+                // error as it is: a 500 without a reason.
+                let rv = crate::query::parse_resource_version(rv)
+                    .map_err(|why| ApiError::new(500, "", why))?;
                 let (replay, changes) = state.watch_from(rv)?;
                 let initial = replay.iter().filter_map(|c| watch_filter.view(c)).collect();
                 let after_rv = replay.last().map(|c| c.rv).unwrap_or(rv).max(state.rv);

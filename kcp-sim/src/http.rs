@@ -20,6 +20,7 @@ use crate::events::EventEncoder;
 use crate::faults::Verb;
 use crate::field_validation::FieldValidation;
 use crate::pod_connections;
+use crate::continue_token::ContinueToken;
 use crate::query::Filter;
 use crate::resource::{Access, Flavor, GroupResource, ResourceType};
 use crate::scale;
@@ -1327,29 +1328,10 @@ fn check_list_options(query: &Query) -> ApiResult<()> {
 async fn list(sim: &Sim, target: &Target, query: &Query, table: bool) -> ApiResult<Response<Body>> {
     check_list_options(query)?;
     let filter = filter_of(query)?;
-    let limit = query
-        .get("limit")
-        .map(|l| {
-            l.parse::<usize>()
-                .map_err(|_| ApiError::bad_request(format!("invalid limit: {l:?}")))
-        })
-        .transpose()?;
-    let exact = query.get("resourceVersionMatch") == Some("Exact");
-    let (rt, page) = match query.get("resourceVersion").filter(|_| exact) {
-        Some(rv) => {
-            let rv = rv
-                .parse::<u64>()
-                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
-            sim.list_at(target, filter, limit, rv).await?
-        }
-        None => {
-            sim.list(
-                target,
-                filter,
-                limit,
-                query.get("continue").filter(|c| !c.is_empty()),
-            )
-            .await?
+    let (rt, page) = match list_read(query)? {
+        ListRead::At { rv, limit } => sim.list_at(target, filter, limit, rv).await?,
+        ListRead::Latest { limit, continue_token } => {
+            sim.list(target, filter, limit, continue_token).await?
         }
     };
     if table {
@@ -1369,6 +1351,63 @@ async fn list(sim: &Sim, target: &Target, query: &Query, table: bool) -> ApiResu
         page.remaining,
         &items,
     ))
+}
+
+/// Which state of a collection a list reads.
+enum ListRead<'q> {
+    /// As it was at a revision: `resourceVersionMatch=Exact`, or a `resourceVersion` with a
+    /// `limit` and no match (kube-apiserver's legacy exact list).
+    At { rv: u64, limit: Option<usize> },
+    /// The latest state, or the revision of a continue token.
+    Latest {
+        limit: Option<usize>,
+        continue_token: Option<&'q str>,
+    },
+}
+
+/// What a list's `limit`, `resourceVersion` and `continue` ask for, read as kube-apiserver
+/// reads them: a `limit` of 0 or less lists everything, and so does any limit at
+/// `resourceVersion=0` (its watch cache ignores the limit there); a continue token comes
+/// without a `resourceVersion` (but `0`); a `resourceVersion` is a number.
+fn list_read(query: &Query) -> ApiResult<ListRead<'_>> {
+    let limit = match query.get("limit") {
+        Some(l) => l
+            .parse::<i64>()
+            .map_err(|_| ApiError::bad_request(format!("invalid limit: {l:?}")))?,
+        None => 0,
+    };
+    let rv = query.get("resourceVersion").unwrap_or_default();
+    let limit = usize::try_from(limit).ok().filter(|l| *l > 0 && rv != "0");
+    if let Some(token) = query.get("continue").filter(|c| !c.is_empty()) {
+        ContinueToken::decode(token)?;
+        if !rv.is_empty() && rv != "0" {
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
+        }
+        return Ok(ListRead::Latest {
+            limit,
+            continue_token: Some(token),
+        });
+    }
+    let revision = crate::query::parse_resource_version(rv)
+        .map_err(|why| ApiError::bad_request(format!("invalid resource version: {why}")))?;
+    let exact = match query.get("resourceVersionMatch").unwrap_or_default() {
+        "Exact" => true,
+        "" => limit.is_some() && revision > 0,
+        _ => false,
+    };
+    Ok(if exact {
+        ListRead::At {
+            rv: revision,
+            limit,
+        }
+    } else {
+        ListRead::Latest {
+            limit,
+            continue_token: None,
+        }
+    })
 }
 
 /// The state of one open watch stream.

@@ -2,6 +2,8 @@
 //! still initializes, or the consumers of an APIExport), LIST with selectors and pagination, and
 //! the filter a WATCH applies to the change stream.
 
+use std::collections::BTreeMap;
+use std::ops::Bound;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -276,7 +278,41 @@ fn encode_token(rv: u64, cluster: &str, key: &str) -> String {
     .encode()
 }
 
-/// Lists the objects of a resource that `scope` and `filter` select, one page at a time.
+/// A request's `resourceVersion` as kube-apiserver's versioner reads it: empty and `0` are 0,
+/// anything else a decimal `u64`. The error is Go's field error, e.g. `resourceVersion: Invalid
+/// value: "abc": strconv.ParseUint: parsing "abc": invalid syntax`.
+pub fn parse_resource_version(rv: &str) -> Result<u64, String> {
+    if rv.is_empty() {
+        return Ok(0);
+    }
+    rv.parse::<u64>().map_err(|e| {
+        let why = match e.kind() {
+            std::num::IntErrorKind::PosOverflow => "value out of range",
+            _ => "invalid syntax",
+        };
+        let quoted = serde_json::to_string(rv).unwrap_or_default();
+        format!("resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {why}")
+    })
+}
+
+/// kube-apiserver's answer to an exact list at a revision etcd no longer holds.
+const LIST_EXPIRED: &str = "The resourceVersion for the provided list is too old.";
+
+/// kube-apiserver's answer to a continue token whose revision etcd no longer holds; the answer
+/// carries a token that continues at the latest revision instead.
+const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a \
+     consistent list result. You can start a new list without the continue parameter, or use \
+     the continue token in this response to retrieve the remainder of the results. Continuing \
+     with the provided token results in an inconsistent list - objects that were created, \
+     modified, or deleted between the time the first chunk was returned and now may show up in \
+     the list.";
+
+/// Lists the objects of a resource that `scope` and `filter` select, one page at a time. The
+/// pages after the first are read as the objects were at the first page's revision (the
+/// continue token's), as kube-apiserver reads them from etcd: what was written between two
+/// pages does not show. A token whose revision the history no longer reaches is `410 Expired`,
+/// with a token that continues at the latest revision in the answer; a token without a revision
+/// reads the latest.
 pub fn list(
     state: &State,
     scope: &ClusterScope,
@@ -285,67 +321,38 @@ pub fn list(
     limit: Option<usize>,
     continue_token: Option<&str>,
 ) -> ApiResult<Page> {
-    let start = continue_token
-        .map(ContinueToken::decode)
-        .transpose()?
-        .map(|t| (t.revision.unwrap_or(state.rv), t.cluster, t.key));
-    let limit = limit.filter(|l| *l > 0);
-    let mut items = Vec::new();
-    let mut last: Option<(&str, &str)> = None;
-    let mut truncated = false;
-    let mut remaining = 0u64;
-    let prefix = filter.namespace.as_ref().map(|ns| format!("{ns}/"));
-    for (cluster_name, cluster) in &state.clusters {
-        if !scope.includes_cluster(cluster_name, cluster.shard) {
-            continue;
+    let namespace = filter.namespace.as_deref();
+    let Some(token) = continue_token.map(ContinueToken::decode).transpose()? else {
+        let entries = current_entries(state, scope, gr, namespace, None);
+        return Ok(page(entries, filter, limit, state.rv));
+    };
+    let after = (token.cluster.as_str(), token.key.as_str());
+    match token.revision {
+        Some(rv) if rv < state.rv => {
+            let snapshot = snapshot_at(state, scope, gr, rv).map_err(|_| {
+                let mut expired = ApiError::gone(CONTINUE_EXPIRED);
+                expired.continue_token = Some(
+                    ContinueToken {
+                        revision: None,
+                        ..token.clone()
+                    }
+                    .encode(),
+                );
+                expired
+            })?;
+            let entries = snapshot_entries(&snapshot, namespace, Some(after));
+            Ok(page(entries, filter, limit, rv))
         }
-        if let Some((_, c, _)) = &start
-            && cluster_name < c
-        {
-            continue;
-        }
-        let Some(objects) = cluster.objects.get(gr) else {
-            continue;
-        };
-        let lower = match (&start, &prefix) {
-            (Some((_, c, key)), _) if c == cluster_name => std::ops::Bound::Excluded(key.clone()),
-            (_, Some(p)) => std::ops::Bound::Included(p.clone()),
-            _ => std::ops::Bound::Unbounded,
-        };
-        for (key, obj) in objects.range((lower, std::ops::Bound::Unbounded)) {
-            if let Some(p) = &prefix
-                && !key.starts_with(p.as_str())
-            {
-                break;
-            }
-            if !filter.matches(obj) {
-                continue;
-            }
-            if truncated || limit.is_some_and(|l| items.len() == l) {
-                truncated = true;
-                remaining += 1;
-                continue;
-            }
-            items.push(obj.clone());
-            last = Some((cluster_name.as_str(), key.as_str()));
+        revision => {
+            let entries = current_entries(state, scope, gr, namespace, Some(after));
+            Ok(page(entries, filter, limit, revision.unwrap_or(state.rv)))
         }
     }
-    let rv = start.as_ref().map(|(rv, _, _)| *rv).unwrap_or(state.rv);
-    let continue_token = match (truncated, last) {
-        (true, Some((cluster, key))) => Some(encode_token(rv, cluster, key)),
-        _ => None,
-    };
-    Ok(Page {
-        items,
-        resource_version: rv,
-        remaining: continue_token.as_ref().map(|_| remaining),
-        continue_token,
-    })
 }
 
 /// Lists the objects of a resource as they were at resourceVersion `rv`
-/// (`resourceVersionMatch=Exact`): the current objects with the later changes of the history
-/// undone. `410 Gone` when the history no longer reaches back to `rv`.
+/// (`resourceVersionMatch=Exact`). `410 Expired` when the history no longer reaches back to
+/// `rv`.
 pub fn list_at(
     state: &State,
     scope: &ClusterScope,
@@ -354,9 +361,24 @@ pub fn list_at(
     limit: Option<usize>,
     rv: u64,
 ) -> ApiResult<Page> {
+    let snapshot = snapshot_at(state, scope, gr, rv).map_err(|_| ApiError::gone(LIST_EXPIRED))?;
+    let entries = snapshot_entries(&snapshot, filter.namespace.as_deref(), None);
+    Ok(page(entries, filter, limit, rv))
+}
+
+/// One object of a list: its logical cluster, storage key and value.
+type Entry<'a> = (&'a str, &'a str, &'a Arc<Stored>);
+
+/// The objects of a resource as they were at `rv`, by logical cluster and storage key: the
+/// current objects with the later changes of the history undone.
+fn snapshot_at(
+    state: &State,
+    scope: &ClusterScope,
+    gr: &GroupResource,
+    rv: u64,
+) -> ApiResult<BTreeMap<(String, String), Arc<Stored>>> {
     let changes = state.changes_after(rv)?;
-    let mut snapshot: std::collections::BTreeMap<(String, String), Arc<Stored>> =
-        std::collections::BTreeMap::new();
+    let mut snapshot = BTreeMap::new();
     for (cluster_name, cluster) in &state.clusters {
         if !scope.includes_cluster(cluster_name, cluster.shard) {
             continue;
@@ -378,17 +400,78 @@ pub fn list_at(
             None => snapshot.remove(&key),
         };
     }
+    Ok(snapshot)
+}
+
+/// A snapshot's objects in `namespace` (all when `None`), in storage order, after `after`.
+fn snapshot_entries<'a>(
+    snapshot: &'a BTreeMap<(String, String), Arc<Stored>>,
+    namespace: Option<&'a str>,
+    after: Option<(&str, &str)>,
+) -> impl Iterator<Item = Entry<'a>> {
+    let lower = match after {
+        Some((cluster, key)) => Bound::Excluded((cluster.to_owned(), key.to_owned())),
+        None => Bound::Unbounded,
+    };
+    snapshot
+        .range((lower, Bound::Unbounded))
+        .filter(move |((_, key), _)| in_namespace(key, namespace))
+        .map(|((cluster, key), obj)| (cluster.as_str(), key.as_str(), obj))
+}
+
+/// The current objects of a resource in `scope` and `namespace` (all when `None`), in storage
+/// order, after `after`.
+fn current_entries<'a>(
+    state: &'a State,
+    scope: &'a ClusterScope,
+    gr: &'a GroupResource,
+    namespace: Option<&'a str>,
+    after: Option<(&'a str, &'a str)>,
+) -> impl Iterator<Item = Entry<'a>> {
+    state
+        .clusters
+        .iter()
+        .filter(move |(name, cluster)| {
+            scope.includes_cluster(name, cluster.shard)
+                && after.is_none_or(|(from, _)| name.as_str() >= from)
+        })
+        .filter_map(move |(name, cluster)| cluster.objects.get(gr).map(|objects| (name, objects)))
+        .flat_map(move |(name, objects)| {
+            let lower = match (after, namespace) {
+                (Some((from, key)), _) if from == name.as_str() => Bound::Excluded(key.to_owned()),
+                (_, Some(ns)) => Bound::Included(format!("{ns}/")),
+                _ => Bound::Unbounded,
+            };
+            objects
+                .range::<String, _>((lower, Bound::Unbounded))
+                .take_while(move |(key, _)| in_namespace(key, namespace))
+                .map(move |(key, obj)| (name.as_str(), key.as_str(), obj))
+        })
+}
+
+/// Whether a storage key (`<namespace>/<name>`, `/<name>` for a cluster-scoped object) is in
+/// `namespace` (every key is when `None`).
+fn in_namespace(key: &str, namespace: Option<&str>) -> bool {
+    namespace.is_none_or(|ns| {
+        key.strip_prefix(ns)
+            .is_some_and(|rest| rest.starts_with('/'))
+    })
+}
+
+/// The page of `entries` that `filter` selects, at most `limit` objects (all when `None` or
+/// 0), read at `rv`: with a continue token after its last object while more follow.
+fn page<'a>(
+    entries: impl Iterator<Item = Entry<'a>>,
+    filter: &Filter,
+    limit: Option<usize>,
+    rv: u64,
+) -> Page {
     let limit = limit.filter(|l| *l > 0);
-    let prefix = filter.namespace.as_ref().map(|ns| format!("{ns}/"));
     let mut items = Vec::new();
     let mut last = None;
     let mut remaining = 0u64;
-    for ((cluster, key), obj) in &snapshot {
-        if prefix
-            .as_ref()
-            .is_some_and(|p| !key.starts_with(p.as_str()))
-            || !filter.matches(obj)
-        {
+    for (cluster, key, obj) in entries {
+        if !filter.matches(obj) {
             continue;
         }
         if limit.is_some_and(|l| items.len() == l) {
@@ -396,18 +479,18 @@ pub fn list_at(
             continue;
         }
         items.push(obj.clone());
-        last = Some((cluster.as_str(), key.as_str()));
+        last = Some((cluster, key));
     }
     let continue_token = match last {
         Some((cluster, key)) if remaining > 0 => Some(encode_token(rv, cluster, key)),
         _ => None,
     };
-    Ok(Page {
+    Page {
         items,
         resource_version: rv,
         remaining: continue_token.as_ref().map(|_| remaining),
         continue_token,
-    })
+    }
 }
 
 /// The filter of one watch over the change stream.

@@ -22,6 +22,8 @@ pub struct ApiError {
     /// Answered as Go's `http.Error` writes it: the message as plain text, not a `Status`
     /// (the mux's `404 page not found`, or a handler of kcp's virtual workspaces).
     pub plain_text: bool,
+    /// `metadata.continue`: the token an expired list's next page may be read with instead.
+    pub continue_token: Option<String>,
 }
 
 /// The `details` of a `Status`.
@@ -59,6 +61,7 @@ impl ApiError {
             message: message.into(),
             details: None,
             plain_text: false,
+            continue_token: None,
         }
     }
 
@@ -277,6 +280,9 @@ impl ApiError {
             "reason": self.reason,
             "code": self.code,
         });
+        if let Some(token) = &self.continue_token {
+            status["metadata"]["continue"] = json!(token);
+        }
         // Go leaves out an empty reason (an apply's typed-patch failure has none).
         if self.reason.is_empty()
             && let Some(fields) = status.as_object_mut()
