@@ -16,11 +16,11 @@ use tokio::sync::broadcast::error::RecvError;
 use crate::answered;
 use crate::api::{Endpoint, Sim, Target, WatchStart, render};
 use crate::authorization::{self, Attributes, User};
+use crate::continue_token::ContinueToken;
 use crate::events::EventEncoder;
 use crate::faults::Verb;
 use crate::field_validation::FieldValidation;
 use crate::pod_connections;
-use crate::continue_token::ContinueToken;
 use crate::query::Filter;
 use crate::resource::{Access, Flavor, GroupResource, ResourceType};
 use crate::scale;
@@ -1330,9 +1330,10 @@ async fn list(sim: &Sim, target: &Target, query: &Query, table: bool) -> ApiResu
     let filter = filter_of(query)?;
     let (rt, page) = match list_read(query)? {
         ListRead::At { rv, limit } => sim.list_at(target, filter, limit, rv).await?,
-        ListRead::Latest { limit, continue_token } => {
-            sim.list(target, filter, limit, continue_token).await?
-        }
+        ListRead::Latest {
+            limit,
+            continue_token,
+        } => sim.list(target, filter, limit, continue_token).await?,
     };
     if table {
         let rv = page.resource_version.to_string();

@@ -291,7 +291,9 @@ pub fn parse_resource_version(rv: &str) -> Result<u64, String> {
             _ => "invalid syntax",
         };
         let quoted = serde_json::to_string(rv).unwrap_or_default();
-        format!("resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {why}")
+        format!(
+            "resourceVersion: Invalid value: {quoted}: strconv.ParseUint: parsing {quoted}: {why}"
+        )
     })
 }
 

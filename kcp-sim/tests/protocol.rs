@@ -116,6 +116,66 @@ async fn a_watch_from_a_compacted_version_is_gone() {
     assert!(gone, "{event:?}");
 }
 
+/// GET `path` as kcp-sim's admin: the answer's JSON, whatever its status.
+async fn get_json(sim: &Server, path: &str) -> serde_json::Value {
+    use http_body_util::BodyExt as _;
+    let request = http::Request::get(path).body(Vec::new().into()).unwrap();
+    let response = sim.client("").unwrap().send(request).await.unwrap();
+    let body = response.into_body().collect().await.unwrap().to_bytes();
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// A list's first page, `limit` 1, of ConfigMaps `a`, `b` and `c` in `default`.
+async fn first_page_of_three(sim: &Server) -> (Api<ConfigMap>, String) {
+    let api: Api<ConfigMap> = Api::namespaced(sim.client("").unwrap(), "default");
+    for name in ["a", "b", "c"] {
+        api.create(&PostParams::default(), &cm(name)).await.unwrap();
+    }
+    let first = api.list(&ListParams::default().limit(1)).await.unwrap();
+    (api, first.metadata.continue_.unwrap())
+}
+
+#[tokio::test]
+async fn a_continue_token_past_the_history_is_expired_with_a_token_for_the_latest() {
+    let sim = Server::start(Config::default()).await.unwrap();
+    let (api, token) = first_page_of_three(&sim).await;
+    api.create(&PostParams::default(), &cm("d")).await.unwrap();
+    sim.compact();
+    let next = api
+        .list(&ListParams::default().limit(1).continue_token(&token))
+        .await;
+    let Err(kube::Error::Api(status)) = next else {
+        panic!("{next:?}");
+    };
+    assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+    assert!(
+        status
+            .message
+            .starts_with("The provided continue parameter is too old")
+    );
+}
+
+#[tokio::test]
+async fn an_expired_lists_token_continues_at_the_latest_revision() {
+    let sim = Server::start(Config::default()).await.unwrap();
+    let (api, token) = first_page_of_three(&sim).await;
+    api.create(&PostParams::default(), &cm("d")).await.unwrap();
+    sim.compact();
+    let path = "/api/v1/namespaces/default/configmaps?limit=5&continue=";
+    let expired = get_json(&sim, &format!("{path}{token}")).await;
+    assert_eq!(expired["code"], 410);
+    let latest = expired["metadata"]["continue"].as_str().unwrap();
+    let rest = get_json(&sim, &format!("{path}{latest}")).await;
+    let names: Vec<_> = rest["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    // Not a consistent list any more: `d` was written after the first page.
+    assert_eq!(names, ["b", "c", "d"]);
+}
+
 #[tokio::test]
 async fn a_delete_with_a_stale_precondition_is_a_conflict() {
     let sim = Server::start(Config::default()).await.unwrap();
