@@ -20,6 +20,9 @@ use crate::status::{ApiError, ApiResult};
 use crate::store::{Change, ChangeKind, State, Stored};
 use crate::table;
 
+/// How long kube-apiserver's watch cache waits for a revision a read asks for.
+const FRESHNESS_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
+
 /// The name of the single cluster of plain (Kubernetes) mode.
 pub const PLAIN_CLUSTER: &str = "kubernetes";
 
@@ -394,6 +397,28 @@ impl Sim {
             return Err(ApiError::not_found(&r.rt.group, &r.rt.plural, name));
         }
         Ok((r.rt, obj))
+    }
+
+    /// Waits until the store has reached resourceVersion `rv`, as kube-apiserver's watch cache
+    /// waits for a read that asks for a revision it has not seen yet (at least or exactly that
+    /// one): for up to 3 s, then `504 Timeout` with the `ResourceVersionTooLarge` cause that
+    /// client-go's reflector reads.
+    pub async fn wait_for_revision(&self, rv: u64) -> ApiResult<()> {
+        let deadline = tokio::time::Instant::now() + FRESHNESS_WAIT;
+        // Subscribed before the revision is read, so that no write is missed in between.
+        let mut changes = self.read().subscribe();
+        loop {
+            let current = self.read().rv;
+            if current >= rv {
+                return Ok(());
+            }
+            match tokio::time::timeout_at(deadline, changes.recv()).await {
+                Ok(Ok(_)) | Ok(Err(broadcast::error::RecvError::Lagged(_))) => {}
+                Ok(Err(broadcast::error::RecvError::Closed)) | Err(_) => {
+                    return Err(ApiError::resource_version_too_large(rv, current));
+                }
+            }
+        }
     }
 
     /// LIST a collection.
@@ -1009,4 +1034,71 @@ pub fn render(rt: &ResourceType, version: &str, obj: &Stored) -> Bytes {
     serde_json::to_vec(&value)
         .map(Bytes::from)
         .unwrap_or_else(|_| obj.json.clone())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    fn kube_sim() -> Arc<Sim> {
+        let settings = SimSettings {
+            flavor: Flavor::Kubernetes,
+            history: 100,
+            watch_buffer: 100,
+        };
+        let faults = Faults::new(crate::faults::FaultConfig::default());
+        let urls = vec!["http://127.0.0.1:6443".to_owned()];
+        Arc::new(Sim::new(&settings, faults, urls).unwrap())
+    }
+
+    async fn create_config_map(sim: &Sim, name: &str) {
+        let target = Target {
+            endpoint: Endpoint::Plain,
+            group: String::new(),
+            version: "v1".into(),
+            plural: "configmaps".into(),
+            namespace: Some("default".into()),
+            name: None,
+            subresource: None,
+        };
+        let body = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+        sim.create(&target, body, &WriteOptions::default())
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_revision_not_reached_within_three_seconds_is_too_large() {
+        let sim = kube_sim();
+        let next = sim.read().rv + 1;
+        let started = tokio::time::Instant::now();
+        let error = sim.wait_for_revision(next).await.unwrap_err();
+        assert_eq!((error.code, error.reason), (504, "Timeout"));
+        assert_eq!(started.elapsed(), FRESHNESS_WAIT);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_read_waits_for_the_write_that_reaches_its_revision() {
+        let sim = kube_sim();
+        let next = sim.read().rv + 1;
+        let waiting = tokio::spawn({
+            let sim = sim.clone();
+            async move { sim.wait_for_revision(next).await }
+        });
+        tokio::time::sleep(FRESHNESS_WAIT / 2).await;
+        assert!(!waiting.is_finished());
+        create_config_map(&sim, "a").await;
+        assert!(waiting.await.unwrap().is_ok());
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_revision_already_reached_is_not_waited_for() {
+        let sim = kube_sim();
+        let current = sim.read().rv;
+        let started = tokio::time::Instant::now();
+        sim.wait_for_revision(current).await.unwrap();
+        assert_eq!(started.elapsed(), std::time::Duration::ZERO);
+    }
 }

@@ -455,6 +455,11 @@ async fn route(
     }
     match (method, target.name.is_some()) {
         (Method::GET, true) => {
+            // kube-apiserver's versioner error, as it is (a 500 without a reason).
+            let rv =
+                crate::query::parse_resource_version(query.get("resourceVersion").unwrap_or(""))
+                    .map_err(|why| ApiError::new(500, "", why))?;
+            sim.wait_for_revision(rv).await?;
             let (rt, obj) = sim.get(&target).await?;
             if table {
                 let rv = obj.rv.to_string();
@@ -1328,11 +1333,15 @@ fn check_list_options(query: &Query) -> ApiResult<()> {
 async fn list(sim: &Sim, target: &Target, query: &Query, table: bool) -> ApiResult<Response<Body>> {
     check_list_options(query)?;
     let filter = filter_of(query)?;
-    let (rt, page) = match list_read(query)? {
+    let read = list_read(query)?;
+    let (ListRead::At { rv, .. } | ListRead::Latest { min_rv: rv, .. }) = read;
+    sim.wait_for_revision(rv).await?;
+    let (rt, page) = match read {
         ListRead::At { rv, limit } => sim.list_at(target, filter, limit, rv).await?,
         ListRead::Latest {
             limit,
             continue_token,
+            ..
         } => sim.list(target, filter, limit, continue_token).await?,
     };
     if table {
@@ -1359,10 +1368,11 @@ enum ListRead<'q> {
     /// As it was at a revision: `resourceVersionMatch=Exact`, or a `resourceVersion` with a
     /// `limit` and no match (kube-apiserver's legacy exact list).
     At { rv: u64, limit: Option<usize> },
-    /// The latest state, or the revision of a continue token.
+    /// The latest state (no older than `min_rv`), or the revision of a continue token.
     Latest {
         limit: Option<usize>,
         continue_token: Option<&'q str>,
+        min_rv: u64,
     },
 }
 
@@ -1389,6 +1399,7 @@ fn list_read(query: &Query) -> ApiResult<ListRead<'_>> {
         return Ok(ListRead::Latest {
             limit,
             continue_token: Some(token),
+            min_rv: 0,
         });
     }
     let revision = crate::query::parse_resource_version(rv)
@@ -1407,6 +1418,7 @@ fn list_read(query: &Query) -> ApiResult<ListRead<'_>> {
         ListRead::Latest {
             limit,
             continue_token: None,
+            min_rv: revision,
         }
     })
 }

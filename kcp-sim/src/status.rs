@@ -212,6 +212,24 @@ impl ApiError {
         Self::new(410, "Expired", message)
     }
 
+    /// `504 Timeout`: a read asked for a resourceVersion the server had not reached within its
+    /// wait, worded as kube-apiserver's `NewTooLargeResourceVersionError`.
+    pub fn resource_version_too_large(asked: u64, current: u64) -> Self {
+        let mut error = Self::new(
+            504,
+            "Timeout",
+            format!("Timeout: Too large resource version: {asked}, current: {current}"),
+        );
+        let details = error.details_mut();
+        details.retry_after_seconds = Some(1);
+        details.causes.push(StatusCause {
+            reason: "ResourceVersionTooLarge".into(),
+            message: "Too large resource version".into(),
+            field: String::new(),
+        });
+        error
+    }
+
     /// `415 UnsupportedMediaType`.
     pub fn unsupported_media_type(content_type: &str) -> Self {
         Self::new(

@@ -74,7 +74,8 @@ pub struct Normaliser {
     /// The content hash an OpenAPI v3 index puts in each document's URL (its length kept: it
     /// tells the digest).
     document_hashes: regex::Regex,
-    /// The store's current revision, quoted in a 410's message.
+    /// The store's current revision, quoted in a 410's message and in a 504's for a revision
+    /// not reached yet.
     current_revision: regex::Regex,
     /// The two resourceVersions a failed precondition's message quotes.
     precondition_revisions: regex::Regex,
@@ -110,8 +111,10 @@ impl Normaliser {
             suffixes: regex::Regex::new(r"(\.kcp\.io)-[a-z0-9]{5}\b").unwrap(),
             hashes: regex::Regex::new(r"\b[0-9a-f]{32,}\b").unwrap(),
             document_hashes: regex::Regex::new(r"hash=([0-9A-F]{32,})").unwrap(),
-            current_revision: regex::Regex::new(r"(too old resource version: [0-9]+) \([0-9]+\)")
-                .unwrap(),
+            current_revision: regex::Regex::new(
+                r"(too old resource version: [0-9]+ \(|Too large resource version: [0-9]+, current: )[0-9]+",
+            )
+            .unwrap(),
             precondition_revisions: regex::Regex::new(
                 r"(ResourceVersion in (?:the precondition|record)) \(([0-9]+)\)",
             )
@@ -327,7 +330,7 @@ impl Normaliser {
         }
         let out = self.urls.replace_all(&out, "<server>");
         let out = self.suffixes.replace_all(&out, "$1-<suffix>");
-        let out = self.current_revision.replace_all(&out, "$1 (<rv>)");
+        let out = self.current_revision.replace_all(&out, "$1<rv>");
         let out = self
             .precondition_revisions
             .replace_all(&out, |c: &regex::Captures| {
@@ -499,6 +502,16 @@ mod tests {
         let answer = &kube_normaliser()
             .answers(&[json!({"message": "too old resource version: 1 (4711)"})])[0];
         assert_eq!(answer["message"], "too old resource version: 1 (<rv>)");
+    }
+
+    #[test]
+    fn the_current_revision_a_too_large_revisions_504_quotes_is_any_revision() {
+        let message = "Timeout: Too large resource version: 99999999999, current: 255";
+        let answer = &kube_normaliser().answers(&[json!({ "message": message })])[0];
+        assert_eq!(
+            answer["message"],
+            "Timeout: Too large resource version: 99999999999, current: <rv>"
+        );
     }
 
     #[test]
