@@ -18,6 +18,14 @@ pub fn admit_new(obj: &mut Value) {
     set_template_generation(obj, generation);
 }
 
+/// A new DaemonSet's template generation as its writer's field manager sees it: kube-apiserver
+/// records the creator as the owner of the annotation (the strategy's generation of 1 is there
+/// when the fields are recorded).
+pub fn stamp_new_template_generation(obj: &mut Value) {
+    let generation = template_generation(obj).max(1);
+    set_template_generation(obj, generation);
+}
+
 /// `PrepareForUpdate`: the template generation is the old one, one more when the pod template
 /// changed.
 pub fn on_update(old: &Value, new: &mut Value) {

@@ -91,6 +91,7 @@ pub mod semantics;
 pub mod server;
 pub mod services;
 pub mod status;
+pub mod status_writes;
 pub mod store;
 pub mod table;
 pub mod token_review;

@@ -30,7 +30,7 @@ use crate::store::{State, Stored};
 use crate::{
     api_services, batch, certificates, crd, daemon_sets, defaults, flowcontrol, garbage_collector,
     ip_addresses, kcp, limit_ranges, object_meta, persistent_volumes, pods, scheduling, schema,
-    services, validation, volume_claims,
+    services, status_writes, validation, volume_claims,
 };
 
 mod decoding;
@@ -539,6 +539,9 @@ pub fn create(
     // A custom resource is pruned and defaulted as it is decoded, before its writer's fields
     // are recorded (kube-apiserver's decoder does both).
     let pruned = admit_custom_resource(state, cluster, rt, &mut obj, None, schema::Part::Main)?;
+    if rt.group == "apps" && rt.kind == "DaemonSet" {
+        daemon_sets::stamp_new_template_generation(&mut obj);
+    }
     let who = FieldManager {
         manager: opts.manager(),
         subresource: None,
@@ -959,18 +962,16 @@ fn write_update(
 ) -> ApiResult<Written> {
     object_meta::drop_empty_collections(&mut requested);
     let csr = certificates::part(rt, status, opts.approval);
+    // A custom resource's status write is recorded with the metadata it sent, which its
+    // strategy does not store.
+    let mut sent_metadata_of = None;
     let mut new = if let Some(part) = csr {
         certificates::merge_update(part, &old, requested)
     } else if status {
-        // Only the status changes through /status.
-        let mut merged = old.clone();
-        match requested.get("status") {
-            Some(s) => merged["status"] = s.clone(),
-            None => {
-                if let Some(root) = merged.as_object_mut() {
-                    root.remove("status");
-                }
-            }
+        let custom = state.is_custom(cluster, rt.group_resource());
+        let mut merged = status_writes::stored(rt, custom, &old, &requested);
+        if custom {
+            sent_metadata_of = Some(requested.clone());
         }
         if applied && let Some(mf) = requested.pointer("/metadata/managedFields") {
             meta_mut(&mut merged)?.insert("managedFields".into(), mf.clone());
@@ -1025,6 +1026,10 @@ fn write_update(
     let mut errors = object_meta::update_errors(&rt.group, &old, &new);
     if !status && !state.is_custom(cluster, rt.group_resource()) {
         errors.extend(validation::update_errors(&rt.group, &rt.kind, &old, &new));
+    }
+    if status && rt.group.is_empty() && rt.kind == "Service" {
+        services::default_load_balancer_status(&mut new);
+        errors.extend(services::load_balancer_status_errors(&new));
     }
     if let Some(part) = csr {
         certificates::stamp_condition_times(&old, &mut new, &now());
@@ -1089,7 +1094,11 @@ fn write_update(
         .get("metadata")
         .and_then(|m| m.get("generation"))
         .is_some()
-        && (spec_changed(&old, &new) || deployment_annotations_changed(rt, &old, &new))
+        && (spec_changed(&old, &new)
+            || (!status && deployment_annotations_changed(rt, &old, &new))
+            || (!rt.status
+                && state.is_custom(cluster, rt.group_resource())
+                && old.get("status") != new.get("status")))
     {
         let generation = old
             .pointer("/metadata/generation")
@@ -1111,7 +1120,15 @@ fn write_update(
             time: &now,
             api_version: &rt.api_version(version),
         };
-        managed_fields::record_update(Some(&old), &mut new, &who);
+        match sent_metadata_of.map(|sent| status_writes::seen_by_field_manager(&new, &sent)) {
+            Some(mut seen) => {
+                managed_fields::record_update(Some(&old), &mut seen, &who);
+                if let Some(entries) = seen.pointer("/metadata/managedFields") {
+                    meta_mut(&mut new)?.insert("managedFields".into(), entries.clone());
+                }
+            }
+            None => managed_fields::record_update(Some(&old), &mut new, &who),
+        }
         if let (true, Some(paths)) = (opts.scale, &rt.scale) {
             crate::scale::settle_scale_entry(&mut new, paths);
         }

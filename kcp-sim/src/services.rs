@@ -14,6 +14,7 @@ use std::net::Ipv4Addr;
 use serde_json::{Map, Value, json};
 
 use crate::resource::{GroupResource, ResourceType};
+use crate::schema::field::{ErrorType, FieldError};
 use crate::semantics::{self, PatchKind, WriteOptions};
 use crate::status::{ApiError, ApiResult};
 use crate::store::State;
@@ -383,6 +384,88 @@ pub fn keep_allocations(old: &Value, new: &mut Value) {
             }
         }
     }
+}
+
+/// `SetDefaults_LoadBalancerStatus`: an ingress point with an `ip` and no `ipMode` is `VIP`.
+pub fn default_load_balancer_status(obj: &mut Value) {
+    let Some(ingress) = obj
+        .pointer_mut("/status/loadBalancer/ingress")
+        .and_then(Value::as_array_mut)
+    else {
+        return;
+    };
+    for entry in ingress.iter_mut().filter_map(Value::as_object_mut) {
+        let has_ip = entry
+            .get("ip")
+            .and_then(Value::as_str)
+            .is_some_and(|ip| !ip.is_empty());
+        if has_ip && entry.get("ipMode").is_none_or(Value::is_null) {
+            entry.insert("ipMode".into(), json!("VIP"));
+        }
+    }
+}
+
+/// kube's `ValidateLoadBalancerStatus` for a Service's status write: ingress only on a
+/// `LoadBalancer` Service, each `ip` an IP address (with an `ipMode` of `VIP` or `Proxy`, and
+/// no `ipMode` without an `ip`), each `hostname` a DNS subdomain that is no IP address.
+pub fn load_balancer_status_errors(obj: &Value) -> Vec<FieldError> {
+    let path = "status.loadBalancer.ingress";
+    let Some(ingress) = obj
+        .pointer("/status/loadBalancer/ingress")
+        .and_then(Value::as_array)
+    else {
+        return Vec::new();
+    };
+    if ingress.is_empty() {
+        return Vec::new();
+    }
+    if obj.pointer("/spec/type").and_then(Value::as_str) != Some("LoadBalancer") {
+        return vec![FieldError::forbidden(
+            path,
+            "may only be used when `spec.type` is 'LoadBalancer'",
+        )];
+    }
+    let mut errors = Vec::new();
+    for (i, entry) in ingress.iter().enumerate() {
+        let text = |key: &str| entry.get(key).and_then(Value::as_str).unwrap_or_default();
+        let (ip, hostname) = (text("ip"), text("hostname"));
+        if !ip.is_empty() && ip.parse::<std::net::IpAddr>().is_err() {
+            errors.push(FieldError::invalid(
+                format!("{path}[{i}].ip"),
+                json!(ip),
+                "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)",
+            ));
+        }
+        match entry.get("ipMode") {
+            Some(_) if ip.is_empty() => errors.push(FieldError::forbidden(
+                format!("{path}[{i}].ipMode"),
+                "may not be specified when `ip` is not set",
+            )),
+            Some(mode) if !matches!(mode.as_str(), Some("VIP" | "Proxy")) => {
+                errors.push(FieldError::new(
+                    ErrorType::NotSupported,
+                    format!("{path}[{i}].ipMode"),
+                    Some(mode.clone()),
+                    "supported values: \"Proxy\", \"VIP\"",
+                ));
+            }
+            _ => {}
+        }
+        if !hostname.is_empty() {
+            let field = format!("{path}[{i}].hostname");
+            for message in kcp_core::name_validation::dns1123_subdomain_errors(hostname) {
+                errors.push(FieldError::invalid(field.clone(), json!(hostname), message));
+            }
+            if hostname.parse::<std::net::IpAddr>().is_ok() {
+                errors.push(FieldError::invalid(
+                    field,
+                    json!(hostname),
+                    "must be a DNS name, not an IP address",
+                ));
+            }
+        }
+    }
+    errors
 }
 
 #[cfg(test)]
