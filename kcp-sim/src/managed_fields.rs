@@ -822,10 +822,8 @@ impl Shape {
                 .iter()
                 .all(|item| !item.is_object() && !item.is_array())
             {
-                let values: Vec<String> = items.iter().map(canonical_json).collect();
-                if all_distinct(&values) {
-                    return Shape::Set(values);
-                }
+                // A finalizer listed twice is owned once, as kube-apiserver records it.
+                return Shape::Set(items.iter().map(canonical_json).collect());
             }
             return Shape::Atomic;
         }

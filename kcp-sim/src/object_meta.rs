@@ -234,6 +234,24 @@ pub fn update_errors(group: &str, old: &Value, new: &Value) -> Vec<FieldError> {
     errors
 }
 
+/// A deletion timestamp an update sets on an object not being deleted: immutable, listed twice
+/// (the registry's common check and the kind's own). On an object being deleted, the registry
+/// keeps the stored timestamp whatever the update sends.
+pub fn deletion_timestamp_errors(old: &Value, sent: Option<&Value>) -> Vec<FieldError> {
+    let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
+    match sent {
+        Some(sent) if !deleting && !sent.is_null() => {
+            let error = FieldError::invalid(
+                "metadata.deletionTimestamp",
+                sent.clone(),
+                "field is immutable",
+            );
+            vec![error.clone(), error]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// `path.ValidatePathSegmentName`: a prefix (a `generateName`) may be `.` or `..`.
 fn path_segment_errors(name: &str, prefix: bool) -> Vec<String> {
     if !prefix && let Some(bad) = [".", ".."].into_iter().find(|bad| name == *bad) {

@@ -961,6 +961,7 @@ fn write_update(
     applied: bool,
 ) -> ApiResult<Written> {
     object_meta::drop_empty_collections(&mut requested);
+    let deletion_sent = requested.pointer("/metadata/deletionTimestamp").cloned();
     let csr = certificates::part(rt, status, opts.approval);
     // A custom resource's status write is recorded with the metadata it sent, which its
     // strategy does not store.
@@ -1024,6 +1025,12 @@ fn write_update(
         );
     }
     let mut errors = object_meta::update_errors(&rt.group, &old, &new);
+    if !status {
+        errors.extend(object_meta::deletion_timestamp_errors(
+            &old,
+            deletion_sent.as_ref(),
+        ));
+    }
     if !status && !state.is_custom(cluster, rt.group_resource()) {
         errors.extend(validation::update_errors(&rt.group, &rt.kind, &old, &new));
     }
@@ -1462,10 +1469,14 @@ pub fn delete(
     let is_custom = state.is_custom(cluster, rt.group_resource());
     let at_once = fins.is_empty() && !needs_cleanup;
     if req.dry_run {
-        return Ok(Deleted {
-            object: current,
-            at_once,
-        });
+        // The answer is what would be stored: an object that waits is answered marked.
+        let object = if at_once || obj.pointer("/metadata/deletionTimestamp").is_some() {
+            current
+        } else {
+            mark_deleting(&mut obj, &fins, is_namespace)?;
+            Arc::new(Stored::encode(&obj, current.rv)?)
+        };
+        return Ok(Deleted { object, at_once });
     }
     if policy == "Orphan" {
         orphan_dependents(state, cluster, &current.uid)?;
@@ -1490,27 +1501,7 @@ pub fn delete(
     let already = obj.pointer("/metadata/deletionTimestamp").is_some();
     let mut terminating = None;
     if !already {
-        let meta = meta_mut(&mut obj)?;
-        meta.insert("deletionTimestamp".into(), json!(now()));
-        // markAsDeleting: a first mark moves a generation on.
-        if let Some(generation) = meta.get("generation").and_then(Value::as_i64)
-            && generation > 0
-        {
-            meta.insert("generation".into(), json!(generation + 1));
-        }
-        // kube-apiserver's namespace storage sets only the timestamp and the phase; other
-        // kinds are marked with a zero grace period.
-        if !is_namespace {
-            meta.insert("deletionGracePeriodSeconds".into(), json!(0));
-        }
-        if fins.is_empty() {
-            meta.remove("finalizers");
-        } else {
-            meta.insert("finalizers".into(), json!(fins));
-        }
-        if is_namespace {
-            obj["status"]["phase"] = json!("Terminating");
-        }
+        mark_deleting(&mut obj, &fins, is_namespace)?;
         terminating = Some(state.store(cluster, rt.group_resource(), namespace, name, &mut obj)?);
     }
     if is_namespace {
@@ -1535,6 +1526,31 @@ pub fn delete(
             .unwrap_or(current),
     };
     Ok(Deleted { object, at_once })
+}
+
+/// Marks an object deleted that waits for `finalizers` (kube's `markAsDeleting`): a deletion
+/// timestamp, a generation moved on, a zero grace period (a Namespace's storage sets only the
+/// timestamp and its phase).
+fn mark_deleting(obj: &mut Value, finalizers: &[String], is_namespace: bool) -> ApiResult<()> {
+    let meta = meta_mut(obj)?;
+    meta.insert("deletionTimestamp".into(), json!(now()));
+    if let Some(generation) = meta.get("generation").and_then(Value::as_i64)
+        && generation > 0
+    {
+        meta.insert("generation".into(), json!(generation + 1));
+    }
+    if !is_namespace {
+        meta.insert("deletionGracePeriodSeconds".into(), json!(0));
+    }
+    if finalizers.is_empty() {
+        meta.remove("finalizers");
+    } else {
+        meta.insert("finalizers".into(), json!(finalizers));
+    }
+    if is_namespace {
+        obj["status"]["phase"] = json!("Terminating");
+    }
+    Ok(())
 }
 
 /// Removes an object for good, and lets what waited on it move on.
