@@ -16,7 +16,7 @@ use std::fmt;
 use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
-use crate::schema::field::{ErrorType, FieldError, invalid_object};
+use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult, StatusCause};
 
 /// The `fieldValidation` of a write.
@@ -36,20 +36,14 @@ impl FieldValidation {
     /// `ValidateFieldValidation` refuses it, a 422 about the request's options (`options_kind`:
     /// `CreateOptions`, `UpdateOptions` or `PatchOptions`).
     pub fn parse(value: Option<&str>, options_kind: &str) -> ApiResult<Self> {
-        match value.unwrap_or_default() {
-            "" | "Warn" => Ok(Self::Warn),
-            "Ignore" => Ok(Self::Ignore),
-            "Strict" => Ok(Self::Strict),
-            other => {
-                let error = FieldError::new(
-                    ErrorType::NotSupported,
-                    "fieldValidation",
-                    Some(Value::String(other.to_string())),
-                    "supported values: \"\", \"Ignore\", \"Strict\", \"Warn\"",
-                );
-                Err(invalid_object("meta.k8s.io", options_kind, "", &[error]))
-            }
+        if let Some(error) = crate::write_options::field_validation_error(value) {
+            return Err(invalid_object("meta.k8s.io", options_kind, "", &[error]));
         }
+        Ok(match value.unwrap_or_default() {
+            "Ignore" => Self::Ignore,
+            "Strict" => Self::Strict,
+            _ => Self::Warn,
+        })
     }
 }
 

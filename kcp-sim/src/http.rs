@@ -396,12 +396,23 @@ async fn route(
         Endpoint::ApiExport { .. } => crate::kcp::CONTROLLER_MANAGER.to_string(),
         _ => user_agent,
     };
+    if matches!(method, Method::POST | Method::PUT | Method::PATCH) {
+        crate::write_options::check(&crate::write_options::WriteQuery {
+            options_kind,
+            apply: method == Method::PATCH
+                && PatchKind::from_content_type(&content_type) == Some(PatchKind::Apply),
+            force: query.get("force"),
+            field_manager: query.get("fieldManager"),
+            dry_run: &query.all("dryRun"),
+            field_validation: query.get("fieldValidation"),
+        })?;
+    }
     let opts = WriteOptions {
         field_manager: query.get("fieldManager").map(String::from),
         default_manager,
         force: query.flag("force"),
         dry_run: matches!(method, Method::POST | Method::PUT | Method::PATCH)
-            && dry_run(&query.all("dryRun"), options_kind)?,
+            && !query.all("dryRun").is_empty(),
         lifecycle: None,
         scale: target.subresource.as_deref() == Some("scale"),
         approval: target.subresource.as_deref() == Some("approval"),
@@ -1094,17 +1105,11 @@ fn decode_body(body: &[u8], content_type: &str) -> ApiResult<Value> {
     }
 }
 
-/// Whether a write's `dryRun` values ask for a dry run; a value other than `All` is refused as
+/// Whether a delete's `dryRun` values ask for a dry run; a value other than `All` is refused as
 /// kube-apiserver's `ValidateDryRun` refuses it, a 422 about the request's options
-/// (`options_kind`, e.g. `CreateOptions`).
+/// (`options_kind`, here `DeleteOptions`).
 fn dry_run(values: &[&str], options_kind: &str) -> ApiResult<bool> {
-    if values.iter().any(|v| *v != "All") {
-        let error = FieldError::new(
-            ErrorType::NotSupported,
-            "dryRun",
-            Some(json!(values)),
-            "supported values: \"All\"",
-        );
+    if let Some(error) = crate::write_options::dry_run_error(values) {
         return Err(invalid_object("meta.k8s.io", options_kind, "", &[error]));
     }
     Ok(!values.is_empty())

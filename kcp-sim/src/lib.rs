@@ -68,6 +68,7 @@ pub mod ip_addresses;
 pub mod kcp;
 pub mod kind_cells;
 pub mod kube_bootstrap;
+pub mod last_applied;
 pub mod limit_ranges;
 pub mod managed_fields;
 pub mod nodes;
@@ -100,6 +101,7 @@ pub mod unreadable_body;
 pub mod validation;
 pub mod volume_claims;
 pub mod workloads;
+pub mod write_options;
 
 pub use api::{Endpoint, PLAIN_CLUSTER};
 pub use client::SimClient;

@@ -994,6 +994,28 @@ pub fn field_set_of(value: &Value) -> FieldSet {
     FieldSet { root }
 }
 
+/// The fields of an applied `configuration` that still hold, in `live`, the value the
+/// configuration gave them: structured-merge-diff's comparison of the two, the configuration's
+/// fields less those modified, added or removed. As conflict paths (`.data.a`); a map or list
+/// item counts as unchanged while it is there.
+pub fn fields_unchanged_since(configuration: &Value, live: &Value) -> Vec<String> {
+    Schema::scope(live, || {
+        let configuration = applied_configuration(configuration, None);
+        let unchanged =
+            |path: &[PathElement]| match (resolve(&configuration, path), resolve(live, path)) {
+                (Some(Value::Object(_)), Some(Value::Object(_))) => true,
+                (Some(then), Some(now)) => then == now,
+                _ => false,
+            };
+        field_set_of(&configuration)
+            .path_list()
+            .iter()
+            .filter(|path| unchanged(path))
+            .map(|path| display_path(path))
+            .collect()
+    })
+}
+
 fn collect_specified(value: &Value, field: Option<&str>, path: &mut Path, set: &mut Node) {
     match value {
         Value::Null => {}
@@ -1399,6 +1421,32 @@ impl Entry {
         })
     }
 
+    /// An entry a client sent, when it decodes as kube-apiserver's `DecodeManagedFields` decodes
+    /// one: an operation of `Apply` or `Update`, an API version, `fieldsType: FieldsV1` and
+    /// field paths that parse.
+    fn decode_sent(value: &Value) -> Option<Entry> {
+        let text = |name: &str| value.get(name).and_then(Value::as_str);
+        if text("fieldsType") != Some("FieldsV1")
+            || text("apiVersion").unwrap_or_default().is_empty()
+        {
+            return None;
+        }
+        let fields_decode = value.get("fieldsV1").is_none_or(fields_v1_decodes);
+        fields_decode.then(|| Entry::parse(value)).flatten()
+    }
+
+    /// The order kube-apiserver stores entries in: by operation (`Apply` first), time, manager,
+    /// API version and subresource.
+    fn storage_order_key(&self) -> (Operation, &str, &str, &str, &str) {
+        (
+            self.operation,
+            self.time.as_deref().unwrap_or_default(),
+            &self.manager,
+            &self.api_version,
+            self.subresource.as_deref().unwrap_or_default(),
+        )
+    }
+
     fn new(who: &FieldManager, operation: Operation, fields: FieldSet) -> Entry {
         Entry {
             manager: who.manager.to_owned(),
@@ -1450,6 +1498,16 @@ impl Entry {
     }
 }
 
+/// Whether a FieldsV1 trie decodes: objects all the way down, every key `.` or a path element.
+fn fields_v1_decodes(fields: &Value) -> bool {
+    let Value::Object(fields) = fields else {
+        return false;
+    };
+    fields.iter().all(|(key, value)| {
+        (key == "." || PathElement::parse_fields_v1_key(key).is_some()) && fields_v1_decodes(value)
+    })
+}
+
 fn read_entries(object: Option<&Value>) -> Vec<Entry> {
     object
         .and_then(|object| object.pointer("/metadata/managedFields"))
@@ -1462,15 +1520,48 @@ fn read_entries(object: Option<&Value>) -> Vec<Entry> {
 /// the object to each entry's version and drops the entries it cannot convert to, those of
 /// another API group (an Event's written through the other Event API).
 fn entries_for_writer(object: Option<&Value>, who: &FieldManager) -> Vec<Entry> {
+    of_writers_group(read_entries(object), who)
+}
+
+fn of_writers_group(mut entries: Vec<Entry>, who: &FieldManager) -> Vec<Entry> {
     let group = |api_version: &str| {
         api_version
             .rsplit_once('/')
             .map(|(group, _)| group.to_owned())
     };
     let writer = group(who.api_version);
-    let mut entries = read_entries(object);
     entries.retain(|entry| group(&entry.api_version) == writer);
     entries
+}
+
+/// The `metadata.managedFields` a non-apply write to the main resource starts from, as
+/// kube-apiserver's `decodeLiveOrNew` chooses them: a client may set them itself (kubectl moves
+/// a client-side applier's fields to its server-side applier so). An empty list, or one empty
+/// entry, resets them (`None`); entries that all decode replace the live ones (sorted as the
+/// server stores them); anything else (none sent, or one that does not decode) keeps `live`.
+pub fn entries_to_update(live: Option<&Value>, sent: Option<&Value>) -> Option<Value> {
+    let live = || {
+        live.filter(|entries| entries.as_array().is_some_and(|e| !e.is_empty()))
+            .cloned()
+    };
+    let Some(Value::Array(sent)) = sent else {
+        return live();
+    };
+    let is_empty_entry = |entry: &Value| entry.as_object().is_some_and(Map::is_empty);
+    if sent.is_empty() || (sent.len() == 1 && sent.iter().all(is_empty_entry)) {
+        return None;
+    }
+    match sent
+        .iter()
+        .map(Entry::decode_sent)
+        .collect::<Option<Vec<_>>>()
+    {
+        Some(mut entries) => {
+            entries.sort_by(|a, b| a.storage_order_key().cmp(&b.storage_order_key()));
+            Some(Value::Array(entries.iter().map(Entry::to_json).collect()))
+        }
+        None => live(),
+    }
 }
 
 /// Drops paths that no longer exist and empty entries, then stores the entries in `object`.
@@ -1668,13 +1759,29 @@ fn remove_disowned(object: &mut Value, path: &[PathElement], owners: &[&Node]) {
 /// this update, whatever the request tried to set there. A write that changes nothing leaves
 /// the entries, times included, as they were.
 pub fn record_update(old: Option<&Value>, new: &mut Value, who: &FieldManager) {
+    record_over(entries_for_writer(old, who), old, new, who);
+}
+
+/// [`record_update`] starting from the entries `base` (a `metadata.managedFields` list, see
+/// [`entries_to_update`]) in place of the old object's.
+pub fn record_update_over(
+    base: Option<&Value>,
+    old: Option<&Value>,
+    new: &mut Value,
+    who: &FieldManager,
+) {
+    let holder = base.map(|entries| serde_json::json!({"metadata": {"managedFields": entries}}));
+    record_over(entries_for_writer(holder.as_ref(), who), old, new, who);
+}
+
+fn record_over(entries: Vec<Entry>, old: Option<&Value>, new: &mut Value, who: &FieldManager) {
     let schema = Schema::of(new);
     let go_type = if schema.is_custom_resource() {
         None
     } else {
         go_type_of(new)
     };
-    schema.scope_with(go_type, || record_update_guessed(old, new, who));
+    schema.scope_with(go_type, || record_update_guessed(entries, old, new, who));
 }
 
 /// Records a create whose strategy resets the top-level fields `reset` (kube-apiserver's
@@ -1695,8 +1802,12 @@ pub fn record_created_with_reset(obj: &mut Value, who: &FieldManager, reset: &[&
     };
 }
 
-fn record_update_guessed(old: Option<&Value>, new: &mut Value, who: &FieldManager) {
-    let mut entries = entries_for_writer(old, who);
+fn record_update_guessed(
+    mut entries: Vec<Entry>,
+    old: Option<&Value>,
+    new: &mut Value,
+    who: &FieldManager,
+) {
     let mut changed = Node::default();
     collect_changed(old, new, None, &mut Vec::new(), &mut changed);
     if !changed.is_empty() {
@@ -2381,5 +2492,53 @@ mod tests {
             merge(&live, &config, Some("containers")),
             json!([{"name": "a"}, {"name": "b", "x": 1, "y": 2}, {"name": "c"}, {"name": "d"}])
         );
+    }
+
+    #[test]
+    fn sent_entries_that_decode_replace_the_live_ones_in_storage_order() {
+        let live = json!([{"manager": "alice", "operation": "Apply", "apiVersion": "v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]);
+        let sent = json!([
+            {"manager": "zed", "operation": "Update", "apiVersion": "v1",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:a": {}}}},
+            {"manager": "bob", "operation": "Apply", "apiVersion": "v1",
+                "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {"f:b": {}}}}
+        ]);
+        let base = entries_to_update(Some(&live), Some(&sent)).unwrap();
+        let managers: Vec<&str> = base
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|e| e.get("manager").and_then(Value::as_str))
+            .collect();
+        assert_eq!(managers, ["bob", "zed"]);
+    }
+
+    #[test]
+    fn an_empty_list_or_one_empty_entry_resets_the_entries() {
+        let live = json!([{"manager": "alice", "operation": "Apply", "apiVersion": "v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]);
+        assert_eq!(entries_to_update(Some(&live), Some(&json!([]))), None);
+        assert_eq!(entries_to_update(Some(&live), Some(&json!([{}]))), None);
+    }
+
+    #[test]
+    fn sent_entries_that_do_not_decode_keep_the_live_ones() {
+        let live = json!([{"manager": "alice", "operation": "Apply", "apiVersion": "v1",
+            "fieldsType": "FieldsV1", "fieldsV1": {"f:data": {}}}]);
+        for sent in [
+            json!([{"manager": "m", "operation": "Delete", "apiVersion": "v1", "fieldsType": "FieldsV1"}]),
+            json!([{"manager": "m", "operation": "Update", "fieldsType": "FieldsV1"}]),
+            json!([{"manager": "m", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV2"}]),
+            json!([{"manager": "m", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV1",
+                "fieldsV1": {"x:data": {}}}]),
+        ] {
+            assert_eq!(
+                entries_to_update(Some(&live), Some(&sent)),
+                Some(live.clone()),
+                "{sent}"
+            );
+        }
+        assert_eq!(entries_to_update(Some(&live), None), Some(live.clone()));
     }
 }

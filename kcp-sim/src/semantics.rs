@@ -20,6 +20,7 @@ use crate::field_validation::{self, FieldValidation};
 use crate::garbage_collector::{
     collect_dependents, find_by_uid, has_dependents, orphan_dependents,
 };
+use crate::last_applied;
 use crate::managed_fields::{self, FieldManager};
 use crate::object_meta::finalizers_of;
 use crate::patch;
@@ -228,6 +229,37 @@ fn deployment_annotations_changed(rt: &ResourceType, old: &Value, new: &Value) -
 
 /// Whether two versions of an object are the same write: equal apart from resourceVersion and the
 /// timestamps of managedFields entries.
+/// kube-apiserver's optimistic-lock conflict: a write named a resourceVersion that is no longer
+/// the object's.
+fn stale_write(rt: &ResourceType, name: &str) -> ApiError {
+    ApiError::conflict(
+        &rt.group,
+        &rt.plural,
+        name,
+        "the object has been modified; please apply your changes to the latest version and try again",
+    )
+}
+
+/// kube-apiserver's `versionCheckManager`: an apply's configuration names the version and kind
+/// of its URL, or is refused with the group, version and kind it named.
+fn check_applied_type(rt: &ResourceType, version: &str, body: &Value) -> ApiResult<()> {
+    let text = |key: &str| body.get(key).and_then(Value::as_str).unwrap_or_default();
+    let (api_version, kind) = (text("apiVersion"), text("kind"));
+    if api_version == rt.api_version(version) && kind == rt.kind {
+        return Ok(());
+    }
+    // Go's ParseGroupVersion: `v1` is the core group's; more than one `/` names nothing.
+    let named = match api_version.split('/').collect::<Vec<_>>()[..] {
+        [""] => format!("/, Kind={kind}"),
+        [version] => format!("/{version}, Kind={kind}"),
+        [group, version] => format!("{group}/{version}, Kind={kind}"),
+        _ => "/, Kind=".to_owned(),
+    };
+    Err(ApiError::bad_request(format!(
+        "invalid object type: {named}"
+    )))
+}
+
 fn same_object(old: &Value, new: &Value) -> bool {
     let (Some(old), Some(new)) = (old.as_object(), new.as_object()) else {
         return old == new;
@@ -930,12 +962,7 @@ pub fn update(
     if let Some(rv) = meta_str(&obj, "resourceVersion").filter(|rv| !rv.is_empty())
         && rv != current.rv.to_string()
     {
-        return Err(ApiError::conflict(
-            &rt.group,
-            &rt.plural,
-            name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
+        return Err(stale_write(rt, name));
     }
     let old = current.value()?;
     write_update(
@@ -960,6 +987,9 @@ fn write_update(
     opts: &WriteOptions,
     applied: bool,
 ) -> ApiResult<Written> {
+    let sent_managed_fields = (!applied && !status)
+        .then(|| requested.pointer("/metadata/managedFields").cloned())
+        .flatten();
     object_meta::drop_empty_collections(&mut requested);
     let deletion_sent = requested.pointer("/metadata/deletionTimestamp").cloned();
     let csr = certificates::part(rt, status, opts.approval);
@@ -1011,8 +1041,14 @@ fn write_update(
             };
         }
         if !applied {
-            match old_meta.get("managedFields") {
-                Some(v) => meta.insert("managedFields".into(), v.clone()),
+            // What a status write sends there is never read; what a write to the main
+            // resource sends may replace or reset the live entries.
+            let base = managed_fields::entries_to_update(
+                old_meta.get("managedFields"),
+                sent_managed_fields.as_ref(),
+            );
+            match base {
+                Some(v) => meta.insert("managedFields".into(), v),
                 None => meta.remove("managedFields"),
             };
         }
@@ -1115,9 +1151,11 @@ fn write_update(
     }
     let now = now();
     // As kube-apiserver's skipNonAppliedManager: an object nobody owns fields of (created with
-    // nothing to own) stays untracked by writes other than applies.
-    let tracked = old
-        .pointer("/metadata/managedFields")
+    // nothing to own, or whose entries this write reset) stays untracked by writes other than
+    // applies.
+    let base = new.pointer("/metadata/managedFields").cloned();
+    let tracked = base
+        .as_ref()
         .and_then(Value::as_array)
         .is_some_and(|entries| !entries.is_empty());
     if !applied && tracked {
@@ -1134,7 +1172,7 @@ fn write_update(
                     meta_mut(&mut new)?.insert("managedFields".into(), entries.clone());
                 }
             }
-            None => managed_fields::record_update(Some(&old), &mut new, &who),
+            None => managed_fields::record_update_over(base.as_ref(), Some(&old), &mut new, &who),
         }
         if let (true, Some(paths)) = (opts.scale, &rt.scale) {
             crate::scale::settle_scale_entry(&mut new, paths);
@@ -1238,12 +1276,7 @@ pub fn patch(
         .and_then(Value::as_str)
         && rv != current.rv.to_string()
     {
-        return Err(ApiError::conflict(
-            &rt.group,
-            &rt.plural,
-            name,
-            "the object has been modified; please apply your changes to the latest version and try again",
-        ));
+        return Err(stale_write(rt, name));
     }
     check_type(rt, version, &mut new)?;
     let decoded = if kind == PatchKind::Strategic {
@@ -1285,6 +1318,13 @@ fn apply(
             "Required value: is required for apply patch",
         ));
     };
+    check_applied_type(rt, version, body)?;
+    if body
+        .pointer("/metadata/managedFields")
+        .is_some_and(|entries| !entries.is_null())
+    {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
     let mut applied = body.clone();
     check_type(rt, version, &mut applied)?;
     if opts.field_validation.is_some() {
@@ -1386,11 +1426,17 @@ fn apply(
             finish_create(state, cluster, rt, namespace, name, obj, opts.dry_run, None)
         }
         Some(current) => {
+            // A resourceVersion in the configuration is a precondition.
+            if let Some(rv) = meta_str(body, "resourceVersion").filter(|rv| !rv.is_empty())
+                && rv != current.rv.to_string()
+            {
+                return Err(stale_write(rt, name));
+            }
             let old = current.value()?;
             let mut seen = old.clone();
             conversion::to_version(rt, version, &mut seen);
             let mut new =
-                managed_fields::apply(Some(&seen), &applied, &who, opts.force).map_err(conflict)?;
+                last_applied::apply(&seen, body, &applied, &who, opts.force).map_err(conflict)?;
             decode_defaults(state, cluster, rt, &mut new)?;
             conversion::to_storage(rt, version, &mut new)?;
             write_update(
