@@ -29,6 +29,7 @@ use prost_reflect::{Kind, MessageDescriptor};
 use serde_json::{Map, Value};
 
 mod atomic_structs;
+mod typed_configuration;
 
 /// Metadata fields that are never owned by any manager.
 const UNTRACKED_METADATA: &[&str] = &[
@@ -727,6 +728,8 @@ enum KeySpec {
     Name,
     Type,
     ContainerPort,
+    /// A Service's port: `port` and `protocol` (`TCP` when it names none, its default).
+    ServicePort,
     Uid,
     MountPath,
     /// The fields a kind's schema names (`x-kubernetes-list-map-keys`), all of them required.
@@ -739,7 +742,7 @@ impl KeySpec {
         match field {
             // A condition, and a Node's address (`+listMapKey=type`).
             Some("conditions" | "addresses") => &[KeySpec::Type],
-            Some("ports") => &[KeySpec::ContainerPort, KeySpec::Name],
+            Some("ports") => &[KeySpec::ContainerPort, KeySpec::ServicePort, KeySpec::Name],
             Some("ownerReferences") => &[KeySpec::Uid],
             Some("volumeMounts") => &[KeySpec::MountPath],
             _ => &[KeySpec::Name],
@@ -763,8 +766,16 @@ impl KeySpec {
             }
             return Some(canonical_json(&Value::Object(key)));
         }
+        if self == KeySpec::ServicePort {
+            key.insert("port".to_owned(), scalar("port")?.clone());
+            let protocol = scalar("protocol")
+                .cloned()
+                .unwrap_or_else(|| Value::from("TCP"));
+            key.insert("protocol".to_owned(), protocol);
+            return Some(canonical_json(&Value::Object(key)));
+        }
         let required = match self {
-            KeySpec::Fields(_) => return None,
+            KeySpec::Fields(_) | KeySpec::ServicePort => return None,
             KeySpec::Name => "name",
             KeySpec::Type => "type",
             KeySpec::ContainerPort => "containerPort",
@@ -1833,6 +1844,26 @@ fn record_update_guessed(
         }
     }
     write_entries(new, entries);
+}
+
+/// structured-merge-diff's check of an applied configuration of a builtin kind against the
+/// kind's schema: its errors, joined as it joins them, when a value has the wrong type (see
+/// [`typed_configuration`]). `None` for a well-typed configuration and for kinds without a Go
+/// type here (custom resources).
+pub fn typed_configuration_errors(applied: &Value) -> Option<String> {
+    let schema = crate::protobuf::schema::Schema::get().ok()?;
+    let desc = go_type_of(applied)?;
+    typed_configuration::errors(schema, &desc, applied)
+}
+
+/// The same check of an applied custom resource against `root`, its CRD's structural schema
+/// for the applied version.
+pub fn typed_custom_configuration_errors(
+    root: &crate::schema::structural::Node,
+    applied: &Value,
+) -> Option<String> {
+    let schema = crate::protobuf::schema::Schema::get().ok()?;
+    typed_configuration::custom_errors(schema, root, applied)
 }
 
 /// The Go type of a builtin object's kind, from its `apiVersion` and `kind`.

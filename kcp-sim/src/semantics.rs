@@ -38,7 +38,8 @@ mod decoding;
 mod graceful;
 
 use decoding::{
-    check_declared, decode_body_as_go, decode_patched_as_go, warned_first, with_go_zero_fields,
+    as_go_stores, check_declared, decode_body_as_go, decode_patched_as_go, warned_first,
+    with_go_zero_fields,
 };
 
 /// Who writes and how: the options of a create, update or patch.
@@ -244,20 +245,61 @@ fn stale_write(rt: &ResourceType, name: &str) -> ApiError {
 /// of its URL, or is refused with the group, version and kind it named.
 fn check_applied_type(rt: &ResourceType, version: &str, body: &Value) -> ApiResult<()> {
     let text = |key: &str| body.get(key).and_then(Value::as_str).unwrap_or_default();
-    let (api_version, kind) = (text("apiVersion"), text("kind"));
-    if api_version == rt.api_version(version) && kind == rt.kind {
+    if text("apiVersion") == rt.api_version(version) && text("kind") == rt.kind {
         return Ok(());
     }
-    // Go's ParseGroupVersion: `v1` is the core group's; more than one `/` names nothing.
-    let named = match api_version.split('/').collect::<Vec<_>>()[..] {
+    Err(ApiError::bad_request(format!(
+        "invalid object type: {}",
+        group_version_kind(body)
+    )))
+}
+
+/// structured-merge-diff's typing of an applied configuration against its kind's schema (a
+/// builtin kind's Go type, a custom resource's CRD): a value of the wrong type is its error as
+/// it is, a 500 without a reason.
+fn check_typed_configuration(
+    state: &State,
+    cluster: &str,
+    rt: &ResourceType,
+    body: &Value,
+) -> ApiResult<()> {
+    let errors = if state.is_custom(cluster, rt.group_resource()) {
+        state
+            .clusters
+            .get(cluster)
+            .and_then(|c| c.schemas.get(rt.group_resource()))
+            .and_then(|schemas| schemas.for_object(body))
+            .and_then(|root| managed_fields::typed_custom_configuration_errors(root, body))
+    } else {
+        managed_fields::typed_configuration_errors(body)
+    };
+    let Some(errors) = errors else {
+        return Ok(());
+    };
+    let namespace = meta_str(body, "namespace").unwrap_or_default();
+    let name = meta_str(body, "name").unwrap_or_default();
+    Err(ApiError::new(
+        500,
+        "",
+        format!(
+            "failed to create typed patch object ({namespace}/{name}; {}): {errors}",
+            group_version_kind(body)
+        ),
+    ))
+}
+
+/// The group, version and kind an object names, as Go's `GroupVersionKind` prints them
+/// (`apps/v1, Kind=Deployment`, `/v1, Kind=ConfigMap`): Go's `ParseGroupVersion` reads `v1` as
+/// the core group's, and an API version with more than one `/` as naming nothing.
+fn group_version_kind(body: &Value) -> String {
+    let text = |key: &str| body.get(key).and_then(Value::as_str).unwrap_or_default();
+    let kind = text("kind");
+    match text("apiVersion").split('/').collect::<Vec<_>>()[..] {
         [""] => format!("/, Kind={kind}"),
         [version] => format!("/{version}, Kind={kind}"),
         [group, version] => format!("{group}/{version}, Kind={kind}"),
         _ => "/, Kind=".to_owned(),
-    };
-    Err(ApiError::bad_request(format!(
-        "invalid object type: {named}"
-    )))
+    }
 }
 
 fn same_object(old: &Value, new: &Value) -> bool {
@@ -1325,6 +1367,7 @@ fn apply(
     {
         return Err(ApiError::bad_request("metadata.managedFields must be nil"));
     }
+    check_typed_configuration(state, cluster, rt, body)?;
     let mut applied = body.clone();
     check_type(rt, version, &mut applied)?;
     if opts.field_validation.is_some() {
@@ -1409,6 +1452,7 @@ fn apply(
             }
             let mut obj =
                 managed_fields::apply(None, &applied, &who, opts.force).map_err(conflict)?;
+            as_go_stores(state, cluster, rt, version, &mut obj);
             decode_defaults(state, cluster, rt, &mut obj)?;
             if !state.is_custom(cluster, rt.group_resource()) {
                 let errors = validation::create_errors(&rt.group, &rt.kind, &obj);
@@ -1437,6 +1481,7 @@ fn apply(
             conversion::to_version(rt, version, &mut seen);
             let mut new =
                 last_applied::apply(&seen, body, &applied, &who, opts.force).map_err(conflict)?;
+            as_go_stores(state, cluster, rt, version, &mut new);
             decode_defaults(state, cluster, rt, &mut new)?;
             conversion::to_storage(rt, version, &mut new)?;
             write_update(

@@ -418,14 +418,30 @@ fn service_port_errors(obj: &Value) -> Vec<FieldError> {
         .map(Vec::as_slice)
         .unwrap_or_default();
     let mut errors = Vec::new();
+    let mut names: Vec<&str> = Vec::new();
     for (i, port) in ports.iter().enumerate() {
         let at = format!("spec.ports[{i}]");
-        let named = port
-            .get("name")
-            .and_then(Value::as_str)
-            .is_some_and(|n| !n.is_empty());
-        if ports.len() > 1 && !named {
-            errors.push(FieldError::required(format!("{at}.name"), ""));
+        let name = port.get("name").and_then(Value::as_str).unwrap_or_default();
+        if name.is_empty() {
+            if ports.len() > 1 {
+                errors.push(FieldError::required(format!("{at}.name"), ""));
+            }
+        } else {
+            errors.extend(
+                crate::object_meta::dns1123_label_errors(name)
+                    .into_iter()
+                    .map(|why| FieldError::invalid(format!("{at}.name"), json!(name), why)),
+            );
+            if names.contains(&name) {
+                errors.push(FieldError::new(
+                    crate::schema::field::ErrorType::Duplicate,
+                    format!("{at}.name"),
+                    Some(json!(name)),
+                    "",
+                ));
+            } else {
+                names.push(name);
+            }
         }
         let number = port.get("port").and_then(Value::as_i64).unwrap_or(0);
         if !(1..=65535).contains(&number) {

@@ -9,7 +9,7 @@ use super::{WriteOptions, Written, meta_str};
 use crate::field_validation::{self, FieldValidation, Findings};
 use crate::resource::ResourceType;
 use crate::schema;
-use crate::status::ApiResult;
+use crate::status::{ApiError, ApiResult};
 use crate::store::State;
 
 /// Reads a client's body as kube-apiserver's decoder does: a builtin kind through its Go type
@@ -49,8 +49,10 @@ fn decode_as_go(
 }
 
 /// A server-side apply body's fields must all be declared by the kind's schema, whatever the
-/// `fieldValidation` (structured-merge-diff refuses the rest with a `500`); a value of a wrong
-/// type is refused as a create's would be.
+/// `fieldValidation` (structured-merge-diff refuses the rest with a `500`). A value its Go type
+/// cannot hold (an int-or-string that is a list, a quantity or time its parser refuses; the
+/// typed check has refused every other) fails the applied object's conversion to that type:
+/// kube-apiserver's `500`, without a reason.
 pub(super) fn check_declared(
     state: &State,
     cluster: &str,
@@ -67,7 +69,7 @@ pub(super) fn check_declared(
         ..opts.clone()
     };
     let findings = decode_as_go(state, cluster, rt, version, &mut copy, &strict)
-        .map_err(|why| field_validation::cannot_be_handled(&rt.kind, version, &why))?;
+        .map_err(|why| conversion_failure(applied, &why))?;
     if findings.unknown.is_empty() {
         return Ok(());
     }
@@ -90,6 +92,49 @@ pub(super) fn check_declared(
         &rt.kind,
         &paths,
     ))
+}
+
+/// kube-apiserver's failure to convert an applied object into its Go type. The value is read
+/// alone (an int-or-string's own decoder reads it), so Go's error names no struct field.
+fn conversion_failure(applied: &Value, why: &str) -> ApiError {
+    let gvk = super::group_version_kind(applied);
+    let why = match (why.find(" into Go struct field "), why.rfind(" of type ")) {
+        (Some(start), Some(end)) if start < end => {
+            format!("{} into Go value{}", &why[..start], &why[end..])
+        }
+        _ => why.to_owned(),
+    };
+    ApiError::new(
+        500,
+        "",
+        format!(
+            "failed to convert new object ({}/{}; {gvk}) to proper version: unable to convert unstructured object to {gvk}: {why}",
+            meta_str(applied, "namespace").unwrap_or_default(),
+            meta_str(applied, "name").unwrap_or_default(),
+        ),
+    )
+}
+
+/// An applied object of a builtin kind as its Go type stores it (quantities in Go's text,
+/// zero `omitempty` fields left out), as kube-apiserver converts the merged object.
+pub(super) fn as_go_stores(
+    state: &State,
+    cluster: &str,
+    rt: &ResourceType,
+    version: &str,
+    obj: &mut Value,
+) {
+    if state.is_custom(cluster, rt.group_resource()) {
+        return;
+    }
+    let Ok(proto) = crate::protobuf::schema::Schema::get() else {
+        return;
+    };
+    if let Some(desc) = proto.message_for(&rt.api_version(version), &rt.kind) {
+        // The configuration decoded already (`check_declared`); the merged object can only
+        // hold what the live one and it held.
+        let _ = crate::builtin_decoding::decode(proto, &desc, obj);
+    }
 }
 
 /// [`decode_as_go`] for a create or update body: the warnings of the write, or its `400`.
