@@ -426,7 +426,8 @@ async fn route(
         opts
     };
     if opts.scale {
-        return scale_subresource(sim, &target, &method, &body, &content_type, &opts).await;
+        let table = table.then(|| query.get("includeObject"));
+        return scale_subresource(sim, &target, &method, &body, &content_type, &opts, table).await;
     }
     if target.group.is_empty()
         && target.plural == "serviceaccounts"
@@ -497,14 +498,19 @@ async fn route(
         (Method::PATCH, true) => {
             let kind = PatchKind::from_content_type(&content_type)
                 .ok_or_else(ApiError::media_type_not_routed)?;
-            let patch = decode_body(&body, &content_type)?;
             if kind == PatchKind::Strategic {
                 let state = sim.read();
                 let r = sim.resolve(&state, &target, crate::faults::Verb::Patch)?;
                 if !builtin_group(&r.rt) {
-                    return Err(ApiError::unsupported_media_type(&content_type));
+                    // A custom resource's routes take every patch type but this one.
+                    return Err(ApiError::unsupported_media_type_among(&[
+                        "application/json-patch+json",
+                        "application/merge-patch+json",
+                        "application/apply-patch+yaml",
+                    ]));
                 }
             }
+            let patch = decode_patch(kind, &body, &content_type, opts.field_validation)?;
             let (rt, written) = sim.patch(&target, kind, &patch, &opts).await?;
             let status = if written.created {
                 StatusCode::CREATED
@@ -569,6 +575,74 @@ fn with_field_validation(
     Ok(opts)
 }
 
+/// A patch as kube-apiserver reads it before applying it: under `Warn` and `Strict` (the
+/// default) a JSON patch must decode as a list of operations and a merge patch as an object,
+/// or the patch is a 400 `error decoding patch: <Go's error>`; a strategic merge patch must
+/// decode as an object whatever the mode (Go's error alone). An apply is YAML.
+fn decode_patch(
+    kind: PatchKind,
+    body: &[u8],
+    content_type: &str,
+    mode: Option<FieldValidation>,
+) -> ApiResult<Value> {
+    let (go_type, prefix) = match kind {
+        PatchKind::Apply => return decode_body(body, content_type),
+        _ if mode == Some(FieldValidation::Ignore) && kind != PatchKind::Strategic => {
+            return decode_body(body, content_type);
+        }
+        PatchKind::Json => ("[]handlers.jsonPatchOp", "error decoding patch: "),
+        PatchKind::Merge => ("map[string]interface {}", "error decoding patch: "),
+        PatchKind::Strategic => ("map[string]interface {}", ""),
+    };
+    let refused = |why: String| ApiError::bad_request(format!("{prefix}{why}"));
+    if let Some(why) = crate::go_json_syntax::syntax_error(body) {
+        return Err(refused(why));
+    }
+    let found = crate::go_json_syntax::value_type(body);
+    let fits = match kind {
+        PatchKind::Json => matches!(found, "array" | "null"),
+        _ => matches!(found, "object" | "null"),
+    };
+    if !fits {
+        return Err(refused(format!(
+            "json: cannot unmarshal {found} into Go value of type {go_type}"
+        )));
+    }
+    let patch: Value = serde_json::from_slice(body).map_err(|e| refused(format!("json: {e}")))?;
+    if kind == PatchKind::Json {
+        json_patch_operation_errors(&patch).map_or(Ok(()), |why| Err(refused(why)))?;
+    }
+    Ok(patch)
+}
+
+/// Go's error decoding a JSON patch's operations into kube-apiserver's `jsonPatchOp`: each is
+/// an object whose `op`, `path` and `from` are strings.
+fn json_patch_operation_errors(patch: &Value) -> Option<String> {
+    for operation in patch.as_array().into_iter().flatten() {
+        let Value::Object(fields) = operation else {
+            if operation.is_null() {
+                continue;
+            }
+            let found = crate::go_json_syntax::value_type(operation.to_string().as_bytes());
+            return Some(format!(
+                "json: cannot unmarshal {found} into Go value of type handlers.jsonPatchOp"
+            ));
+        };
+        for field in ["op", "path", "from"] {
+            match fields.get(field) {
+                None | Some(Value::String(_) | Value::Null) => {}
+                Some(other) => {
+                    let found = crate::go_json_syntax::value_type(other.to_string().as_bytes());
+                    return Some(format!(
+                        "json: cannot unmarshal {found} into Go struct field jsonPatchOp.{field} of type string"
+                    ));
+                }
+            }
+        }
+    }
+    None
+}
+
 /// The request's `Content-Type` (`application/json` when it names none) and its whole body.
 async fn read_body(req: Request<Incoming>) -> ApiResult<(String, Bytes)> {
     let content_type = req
@@ -586,8 +660,9 @@ async fn read_body(req: Request<Incoming>) -> ApiResult<(String, Bytes)> {
     Ok((content_type, body))
 }
 
-/// `/scale` of a kind that has it (see [`crate::scale`]): GET reads the Scale, PUT and PATCH
-/// write the replicas it carries into the object; any other method is not allowed.
+/// `/scale` of a kind that has it (see [`crate::scale`]): GET reads the Scale (as a Table when
+/// `table` holds the request's `includeObject`), PUT and PATCH write the replicas it carries
+/// into the object; any other method is not allowed.
 async fn scale_subresource(
     sim: &Sim,
     target: &Target,
@@ -595,6 +670,7 @@ async fn scale_subresource(
     body: &[u8],
     content_type: &str,
     opts: &WriteOptions,
+    table: Option<Option<&str>>,
 ) -> ApiResult<Response<Body>> {
     let main = Target {
         subresource: None,
@@ -611,24 +687,47 @@ async fn scale_subresource(
     let current = current.value()?;
     let scale = match *method {
         Method::GET => {
-            return Ok(json_response(
-                StatusCode::OK,
-                &scale::render(&paths, &current),
-            ));
+            let scale = scale::render(&paths, &current);
+            if let Some(include) = table {
+                let rv = scale
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                let answer = crate::table::render_table(
+                    &crate::table::scale_columns(),
+                    std::slice::from_ref(&scale),
+                    include,
+                    rv,
+                    jiff::Timestamp::now(),
+                );
+                return Ok(json_response(StatusCode::OK, &answer));
+            }
+            return Ok(json_response(StatusCode::OK, &scale));
         }
         Method::PUT => decode_body(body, content_type)?,
         Method::PATCH => {
             let kind = PatchKind::from_content_type(content_type)
                 .ok_or_else(ApiError::media_type_not_routed)?;
-            let patch = decode_body(body, content_type)?;
+            let patch = decode_patch(kind, body, content_type, opts.field_validation)?;
             scale::patched(&scale::render(&paths, &current), kind, &patch)?
         }
-        ref other => {
-            return Err(ApiError::method_not_allowed(format!(
-                "the server does not allow this method on the requested resource: {other}"
-            )));
+        _ => {
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ));
         }
     };
+    // The Scale must be the one the URL names (kube-apiserver's `checkName`).
+    let url_name = target.name.as_deref().unwrap_or_default();
+    let scale_name = scale
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !scale_name.is_empty() && scale_name != url_name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({scale_name}) does not match the name on the URL ({url_name})"
+        )));
+    }
     let updated = scale::with_replicas(&paths, &current, &scale)?;
     let (_, written) = sim.update(&main, updated, opts).await?;
     let answer = scale::render(&paths, &written.object.value()?);

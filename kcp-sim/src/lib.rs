@@ -77,6 +77,7 @@ pub mod openapi;
 pub mod patch;
 pub mod persistent_volumes;
 pub mod pod_connections;
+pub mod pod_updates;
 pub mod pods;
 pub mod protobuf;
 pub mod quantity;

@@ -220,6 +220,8 @@ fn infrastructure_components(group: &str, version: &str, kind: &str) -> Option<C
         ("autoscaling", "v1", "HorizontalPodAutoscaler") => {
             generate::<k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler>()
         }
+        // The `/scale` subresource's kind (its Table's column descriptions).
+        ("autoscaling", "v1", "Scale") => generate::<k8s_openapi::api::autoscaling::v1::Scale>(),
         ("authentication.k8s.io", "v1", "SelfSubjectReview") => {
             generate::<authentication::SelfSubjectReview>()
         }

@@ -87,24 +87,67 @@ pub fn merge_patch(target: &mut Value, patch: &Value) {
 }
 
 /// Applies an RFC 6902 JSON patch (a JSON array of operations). The operations apply all or
-/// nothing: on error the target is unchanged and the message names the failing operation.
+/// nothing: on error the target is unchanged and the message names the failing operation. As
+/// kube-apiserver's JSON patch library reads them, a `replace` of a key an object does not have
+/// adds it, and an operation RFC 6902 does not know fails when it is reached.
 pub fn json_patch(target: &mut Value, patch: &Value) -> Result<(), PatchError> {
-    let operations: ::json_patch::Patch = serde_json::from_value(patch.clone()).map_err(|e| {
-        PatchError::Invalid(format!(
-            "not an RFC 6902 JSON patch (an array of operations): {e}"
-        ))
-    })?;
-    ::json_patch::patch(target, &operations).map_err(|e| {
-        let description = operations
-            .get(e.operation)
-            .map(describe_operation)
-            .unwrap_or_else(|| format!("at {:?}", e.path.as_str()));
-        PatchError::JsonPatchFailed(format!(
-            "operation #{} ({description}) failed: {}",
-            e.operation,
-            describe_failure(operations.get(e.operation), &e.kind)
-        ))
-    })
+    let operations = match patch {
+        Value::Null => return Ok(()),
+        Value::Array(operations) => operations,
+        other => {
+            return Err(PatchError::Invalid(format!(
+                "not an RFC 6902 JSON patch (an array of operations): {}",
+                type_name(other)
+            )));
+        }
+    };
+    let mut work = target.clone();
+    for (index, operation) in operations.iter().enumerate() {
+        let operation: ::json_patch::PatchOperation = serde_json::from_value(operation.clone())
+            .map_err(|e| {
+                PatchError::JsonPatchFailed(format!("operation #{index} is not one: {e}"))
+            })?;
+        let operation = replace_of_a_missing_key_as_add(&work, operation);
+        ::json_patch::patch(&mut work, std::slice::from_ref(&operation)).map_err(|e| {
+            PatchError::JsonPatchFailed(format!(
+                "operation #{index} ({}) failed: {}",
+                describe_operation(&operation),
+                describe_failure(Some(&operation), &e.kind)
+            ))
+        })?;
+    }
+    *target = work;
+    Ok(())
+}
+
+/// A `replace` at a key its parent object does not have, as the `add` it amounts to.
+fn replace_of_a_missing_key_as_add(
+    doc: &Value,
+    operation: ::json_patch::PatchOperation,
+) -> ::json_patch::PatchOperation {
+    use ::json_patch::{AddOperation, PatchOperation as Op};
+    let Op::Replace(replace) = operation else {
+        return operation;
+    };
+    let missing = replace
+        .path
+        .as_str()
+        .rsplit_once('/')
+        .and_then(|(parent, key)| {
+            let key = key.replace("~1", "/").replace("~0", "~");
+            doc.pointer(parent)
+                .and_then(Value::as_object)
+                .map(|fields| !fields.contains_key(&key))
+        })
+        .unwrap_or(false);
+    if missing {
+        Op::Add(AddOperation {
+            path: replace.path,
+            value: replace.value,
+        })
+    } else {
+        Op::Replace(replace)
+    }
 }
 
 /// `test at "/spec/replicas"`, `move from "/a" to "/b"`, ...

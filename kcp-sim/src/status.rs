@@ -241,6 +241,19 @@ impl ApiError {
         )
     }
 
+    /// The `415` of a body whose content type the resource's routes do not take, listing the
+    /// ones they do.
+    pub fn unsupported_media_type_among(accepted: &[&str]) -> Self {
+        Self::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
+            ),
+        )
+    }
+
     /// The `415` of a request whose content type none of the resource's routes consumes:
     /// go-restful's text and empty `details`, as kube-apiserver writes it.
     pub fn media_type_not_routed() -> Self {

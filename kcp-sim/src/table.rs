@@ -197,6 +197,24 @@ fn created_at() -> Column {
     .described(meta_doc("creationTimestamp"))
 }
 
+/// kube's Scale printer (`kubectl get --subresource=scale`): the name (without its `name`
+/// format), the desired and the available replicas, and the age.
+pub fn scale_columns() -> Vec<Column> {
+    let replicas = |header: &str, part: &str, path: &'static str| {
+        Column::new(header, "integer", Cell::Integer(path)).described(doc(
+            "autoscaling",
+            "Scale",
+            &[part, "replicas"],
+        ))
+    };
+    vec![
+        Column::path("Name", ".metadata.name").described(meta_doc("name")),
+        replicas("Desired", "spec", ".spec.replicas"),
+        replicas("Available", "status", ".status.replicas"),
+        age(),
+    ]
+}
+
 fn age() -> Column {
     Column::new("Age", "string", Cell::Age).described(meta_doc("creationTimestamp"))
 }

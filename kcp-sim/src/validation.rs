@@ -196,6 +196,7 @@ pub fn update_errors(group: &str, kind: &str, old: &Value, new: &Value) -> Vec<F
             errors.extend(immutable_errors(old, new, &["data"]));
         }
         ("storage.k8s.io", "StorageClass") => errors.extend(storage_class_update_errors(old, new)),
+        ("", "Pod") => errors.extend(crate::pod_updates::spec_errors(old, new)),
         ("tenancy.kcp.io", "Workspace") => {
             errors.extend(crate::kcp::workspace_updates::validation_errors(old, new));
         }
