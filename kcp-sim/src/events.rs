@@ -25,6 +25,9 @@ pub enum EventEncoder {
     },
     /// Length-delimited protobuf `WatchEvent` frames.
     Protobuf,
+    /// One JSON line per event whose object is its `PartialObjectMetadata` of
+    /// `meta.k8s.io/<version>` (ERROR objects stay Statuses).
+    Metadata(&'static str),
 }
 
 /// A JSON watch event line.
@@ -42,7 +45,9 @@ impl EventEncoder {
     /// The `Content-Type` of the stream.
     pub fn content_type(&self) -> &'static str {
         match self {
-            EventEncoder::Json | EventEncoder::Table { .. } => "application/json",
+            EventEncoder::Json | EventEncoder::Table { .. } | EventEncoder::Metadata(_) => {
+                "application/json"
+            }
             EventEncoder::Protobuf => crate::protobuf::WATCH_MEDIA_TYPE,
         }
     }
@@ -59,6 +64,16 @@ impl EventEncoder {
                 }
             }
             EventEncoder::Table { .. } => event_line(kind, object),
+            EventEncoder::Metadata(_) if kind == "ERROR" => event_line(kind, object),
+            EventEncoder::Metadata(version) => match serde_json::from_slice::<Value>(object) {
+                Ok(parsed) => {
+                    let partial = crate::media::partial(&parsed, version);
+                    event_line(kind, &serde_json::to_vec(&partial).unwrap_or_default())
+                }
+                Err(e) => self.error(&ApiError::internal(format!(
+                    "stored object unreadable: {e}"
+                ))),
+            },
             EventEncoder::Protobuf => {
                 let event = serde_json::from_slice::<Value>(object)
                     .map_err(|e| ApiError::internal(format!("stored object unreadable: {e}")))

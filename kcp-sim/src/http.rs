@@ -20,6 +20,7 @@ use crate::continue_token::ContinueToken;
 use crate::events::EventEncoder;
 use crate::faults::Verb;
 use crate::field_validation::FieldValidation;
+use crate::media::Wanted;
 use crate::pod_connections;
 use crate::query::Filter;
 use crate::resource::{Access, Flavor, GroupResource, ResourceType};
@@ -52,18 +53,39 @@ pub async fn handle(
 ) -> Result<Response<Body>, Infallible> {
     let method = req.method().clone();
     let path = req.uri().path().to_string();
-    let protobuf_only = req
+    let accept = req
         .headers()
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
+        .map(String::from);
+    let protobuf_only = accept
+        .as_deref()
         .is_some_and(crate::protobuf::accepts_only_protobuf);
+    // Objects are negotiated; discovery, health and the rest answer as they do.
+    let wanted = if is_resource_path(sim.flavor, &path) {
+        crate::media::negotiate(accept.as_deref())
+    } else {
+        Ok(Wanted::Json)
+    };
+    let watching = req
+        .uri()
+        .query()
+        .is_some_and(|q| q.split('&').any(|p| matches!(p, "watch=true" | "watch=1")));
     let label = crate::requests::label(method.as_str(), &path, req.uri().query());
     let started = std::time::Instant::now();
     let deprecation = deprecation_warning(&sim, &path);
-    let mut response = match route(&sim, &settings, req).await {
-        Ok(resp) => resp,
-        Err(err) => error_response(&err),
+    let mut response = match &wanted {
+        Err(refused) => error_response(refused),
+        Ok(_) => match route(&sim, &settings, req).await {
+            Ok(resp) => resp,
+            Err(err) => error_response(&err),
+        },
     };
+    if let Ok(wanted @ (Wanted::Yaml | Wanted::Metadata(_) | Wanted::MetadataList(_))) = &wanted
+        && !watching
+    {
+        response = in_the_form(wanted, response).await;
+    }
     if let Some(warning) = deprecation
         && let Ok(value) = HeaderValue::from_str(&format!("299 - \"{warning}\""))
     {
@@ -77,6 +99,51 @@ pub async fn handle(
     sim.requests.record(label, started.elapsed());
     tracing::debug!(%method, %path, status = response.status().as_u16(), "kcp-sim request");
     Ok(response)
+}
+
+/// Whether `path` names objects (`/api/v1/namespaces/ns/configmaps`, ...), whose answers are
+/// negotiated, rather than discovery or anything else.
+fn is_resource_path(flavor: Flavor, path: &str) -> bool {
+    let segments = decode_segments(path);
+    let (_, skip) = endpoint_of(flavor, &segments);
+    let rest: Vec<&str> = segments
+        .get(skip..)
+        .unwrap_or_default()
+        .iter()
+        .map(String::as_str)
+        .collect();
+    matches!(rest.as_slice(), ["api", _, _, ..] | ["apis", _, _, _, ..])
+}
+
+/// A JSON answer about objects in the form negotiated (see [`crate::media`]): YAML text, or
+/// the metadata alone; a form of the wrong shape is its `406`.
+async fn in_the_form(wanted: &Wanted, response: Response<Body>) -> Response<Body> {
+    let json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(b"application/json"));
+    if !json || response.headers().contains_key(header::TRANSFER_ENCODING) {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let bytes = match body.collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(never) => match never {},
+    };
+    let Ok(answer) = serde_json::from_slice::<Value>(&bytes) else {
+        return Response::from_parts(parts, Full::new(bytes).boxed());
+    };
+    if *wanted == Wanted::Yaml {
+        return full(
+            parts.status,
+            "application/yaml",
+            crate::media::as_yaml(&answer),
+        );
+    }
+    match crate::media::as_metadata(wanted, answer) {
+        Ok(form) => json_response(parts.status, &form),
+        Err(refused) => error_response(&refused),
+    }
 }
 
 /// The warning the server sends with every request for a deprecated resource it serves:
@@ -379,6 +446,8 @@ async fn route(
         EventFormat::Table
     } else if crate::protobuf::accepts_only_protobuf(accept) {
         EventFormat::Protobuf
+    } else if let Ok(Wanted::Metadata(version)) = crate::media::negotiate(Some(accept)) {
+        EventFormat::Metadata(version)
     } else {
         EventFormat::Json
     };
@@ -1641,6 +1710,8 @@ enum EventFormat {
     Json,
     Table,
     Protobuf,
+    /// The objects' metadata alone, as `PartialObjectMetadata` of `meta.k8s.io/<version>`.
+    Metadata(&'static str),
 }
 
 /// The encoder of a watch's events; `406` before the watch starts when a protobuf-only client
@@ -1662,6 +1733,7 @@ fn event_encoder(
             crate::protobuf::response::check_encodable(&rt.api_version(&target.version), &rt.kind)?;
             EventEncoder::Protobuf
         }
+        EventFormat::Metadata(version) => EventEncoder::Metadata(version),
     })
 }
 

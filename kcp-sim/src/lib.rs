@@ -71,6 +71,7 @@ pub mod kube_bootstrap;
 pub mod last_applied;
 pub mod limit_ranges;
 pub mod managed_fields;
+pub mod media;
 pub mod nodes;
 pub mod object_meta;
 pub mod openapi;

@@ -355,7 +355,7 @@ fn same_managed_fields(a: &Value, b: &Value) -> bool {
 
 /// The Go package of a kind's internal type in kube-apiserver's own scheme (`core` of
 /// `core.ConfigMap`); `None` for kinds other servers serve (CRDs, kcp's kinds, custom resources).
-fn internal_package(group: &str) -> Option<&'static str> {
+pub(crate) fn internal_package(group: &str) -> Option<&'static str> {
     match group {
         "" | "events.k8s.io" => Some("core"),
         "apps" => Some("apps"),

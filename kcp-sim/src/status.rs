@@ -254,6 +254,19 @@ impl ApiError {
         )
     }
 
+    /// The `406` of a request whose `Accept` names no type the resource's routes produce:
+    /// go-restful's text, listing `available`, and empty `details`.
+    pub fn not_acceptable_by_route(available: &str) -> Self {
+        Self {
+            details: Some(Box::default()),
+            ..Self::new(
+                406,
+                "NotAcceptable",
+                format!("406: Not Acceptable\n\nAvailable representations: {available}"),
+            )
+        }
+    }
+
     /// The `415` of a request whose content type none of the resource's routes consumes:
     /// go-restful's text and empty `details`, as kube-apiserver writes it.
     pub fn media_type_not_routed() -> Self {

@@ -79,6 +79,8 @@ pub struct Normaliser {
     current_revision: regex::Regex,
     /// The two resourceVersions a failed precondition's message quotes.
     precondition_revisions: regex::Regex,
+    /// An object's resourceVersion in a YAML answer (`resourceVersion: "228"`).
+    yaml_revisions: regex::Regex,
     /// An RFC 3339 time inside a text (kubectl's `CREATED AT` column).
     timestamps: regex::Regex,
     /// kcp's controllers write objects at moments of their own, so on kcp which
@@ -119,6 +121,7 @@ impl Normaliser {
                 r"(ResourceVersion in (?:the precondition|record)) \(([0-9]+)\)",
             )
             .unwrap(),
+            yaml_revisions: regex::Regex::new(r#"(resourceVersion: )"([0-9]+)""#).unwrap(),
             timestamps: regex::Regex::new(
                 r"\b[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\b",
             )
@@ -335,6 +338,11 @@ impl Normaliser {
             .precondition_revisions
             .replace_all(&out, |c: &regex::Captures| {
                 format!("{} ({})", &c[1], self.revision(&c[2]))
+            });
+        let out = self
+            .yaml_revisions
+            .replace_all(&out, |c: &regex::Captures| {
+                format!("{}\"{}\"", &c[1], self.revision(&c[2]))
             });
         let out = self.timestamps.replace_all(&out, "<time>");
         let out = self
