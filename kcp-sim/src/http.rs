@@ -446,7 +446,9 @@ async fn route(
         EventFormat::Table
     } else if crate::protobuf::accepts_only_protobuf(accept) {
         EventFormat::Protobuf
-    } else if let Ok(Wanted::Metadata(version)) = crate::media::negotiate(Some(accept)) {
+    } else if query.flag("watch")
+        && let Ok(Wanted::Metadata(version)) = crate::media::negotiate(Some(accept))
+    {
         EventFormat::Metadata(version)
     } else {
         EventFormat::Json
@@ -692,7 +694,7 @@ fn json_patch_operation_errors(patch: &Value) -> Option<String> {
             if operation.is_null() {
                 continue;
             }
-            let found = crate::go_json_syntax::value_type(operation.to_string().as_bytes());
+            let found = crate::builtin_decoding::json_type(operation);
             return Some(format!(
                 "json: cannot unmarshal {found} into Go value of type handlers.jsonPatchOp"
             ));
@@ -701,7 +703,7 @@ fn json_patch_operation_errors(patch: &Value) -> Option<String> {
             match fields.get(field) {
                 None | Some(Value::String(_) | Value::Null) => {}
                 Some(other) => {
-                    let found = crate::go_json_syntax::value_type(other.to_string().as_bytes());
+                    let found = crate::builtin_decoding::json_type(other);
                     return Some(format!(
                         "json: cannot unmarshal {found} into Go struct field jsonPatchOp.{field} of type string"
                     ));

@@ -104,35 +104,11 @@ fn set_annotation(object: &mut Value, text: String) {
     }
 }
 
-/// `value` as Go's `json.Encoder` writes it: keys sorted, `<`, `>` and `&` escaped, and a
-/// trailing newline.
+/// `value` as Go's `json.Encoder` writes it: Go's JSON and a trailing newline.
 fn encoded(value: &Value) -> String {
-    let sorted = sorted_keys(value);
-    let mut text = serde_json::to_string(&sorted).unwrap_or_default();
-    text = text
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029");
+    let mut text = crate::schema::field::go_json(value);
     text.push('\n');
     text
-}
-
-fn sorted_keys(value: &Value) -> Value {
-    match value {
-        Value::Object(fields) => {
-            let mut keys: Vec<&String> = fields.keys().collect();
-            keys.sort();
-            let mut out = Map::new();
-            for key in keys {
-                out.insert(key.clone(), sorted_keys(&fields[key]));
-            }
-            Value::Object(out)
-        }
-        Value::Array(items) => Value::Array(items.iter().map(sorted_keys).collect()),
-        other => other.clone(),
-    }
 }
 
 #[cfg(test)]

@@ -1520,9 +1520,12 @@ fn fields_v1_decodes(fields: &Value) -> bool {
 }
 
 fn read_entries(object: Option<&Value>) -> Vec<Entry> {
-    object
-        .and_then(|object| object.pointer("/metadata/managedFields"))
-        .and_then(Value::as_array)
+    parse_entries(object.and_then(|object| object.pointer("/metadata/managedFields")))
+}
+
+/// The entries of a `metadata.managedFields` list that parse.
+fn parse_entries(list: Option<&Value>) -> Vec<Entry> {
+    list.and_then(Value::as_array)
         .map(|entries| entries.iter().filter_map(Entry::parse).collect())
         .unwrap_or_default()
 }
@@ -1781,8 +1784,7 @@ pub fn record_update_over(
     new: &mut Value,
     who: &FieldManager,
 ) {
-    let holder = base.map(|entries| serde_json::json!({"metadata": {"managedFields": entries}}));
-    record_over(entries_for_writer(holder.as_ref(), who), old, new, who);
+    record_over(of_writers_group(parse_entries(base), who), old, new, who);
 }
 
 fn record_over(entries: Vec<Entry>, old: Option<&Value>, new: &mut Value, who: &FieldManager) {

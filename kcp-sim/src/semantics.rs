@@ -1351,15 +1351,14 @@ fn apply(
     body: &Value,
     opts: &WriteOptions,
 ) -> ApiResult<Written> {
-    let Some(manager) = opts.field_manager.as_deref().filter(|m| !m.is_empty()) else {
-        return Err(ApiError::invalid(
-            "meta.k8s.io",
-            "PatchOptions",
-            "",
-            "fieldManager",
-            "Required value: is required for apply patch",
-        ));
-    };
+    // The HTTP layer checked every option; a library caller gets the same refusal.
+    crate::write_options::check(&crate::write_options::WriteQuery {
+        options_kind: "PatchOptions",
+        apply: true,
+        field_manager: opts.field_manager.as_deref(),
+        ..Default::default()
+    })?;
+    let manager = opts.field_manager.as_deref().unwrap_or_default();
     check_applied_type(rt, version, body)?;
     if body
         .pointer("/metadata/managedFields")

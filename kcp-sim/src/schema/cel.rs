@@ -450,16 +450,9 @@ fn go_validation_rule(raw: &Value) -> String {
     )
 }
 
-/// A string as Go's `encoding/json` writes it: HTML characters and the JavaScript line
-/// separators escaped.
+/// A string as Go's `encoding/json` writes it.
 fn go_json_string(s: &str) -> String {
-    Value::String(s.to_string())
-        .to_string()
-        .replace('<', "\\u003c")
-        .replace('>', "\\u003e")
-        .replace('&', "\\u0026")
-        .replace('\u{2028}', "\\u2028")
-        .replace('\u{2029}', "\\u2029")
+    crate::schema::field::go_json(&Value::String(s.to_string()))
 }
 
 /// `.a.b` or `.a['b.c']` as a field path under the node (`a.b`, `a[b.c]`), or `None` when it

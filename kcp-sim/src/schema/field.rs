@@ -151,6 +151,18 @@ impl std::fmt::Display for FieldError {
     }
 }
 
+/// `value` as Go's `encoding/json` writes it: compact, keys sorted, HTML characters and the
+/// JavaScript line separators escaped.
+pub fn go_json(value: &Value) -> String {
+    value
+        .to_string()
+        .replace('<', "\\u003c")
+        .replace('>', "\\u003e")
+        .replace('&', "\\u0026")
+        .replace('\u{2028}', "\\u2028")
+        .replace('\u{2029}', "\\u2029")
+}
+
 /// A value as `field.Error` prints it: strings quoted, numbers and booleans bare, everything
 /// else as JSON.
 pub fn go_value(v: &Value) -> String {

@@ -3,6 +3,7 @@
 //! judging unknown and duplicate fields ([`crate::field_validation`]), and the zero fields Go
 //! writes of a stored object.
 
+use prost_reflect::MessageDescriptor;
 use serde_json::Value;
 
 use super::{WriteOptions, Written, meta_str};
@@ -124,17 +125,26 @@ pub(super) fn as_go_stores(
     version: &str,
     obj: &mut Value,
 ) {
-    if state.is_custom(cluster, rt.group_resource()) {
-        return;
-    }
-    let Ok(proto) = crate::protobuf::schema::Schema::get() else {
-        return;
-    };
-    if let Some(desc) = proto.message_for(&rt.api_version(version), &rt.kind) {
+    if let Some((proto, desc)) = go_type(state, cluster, rt, &rt.api_version(version)) {
         // The configuration decoded already (`check_declared`); the merged object can only
         // hold what the live one and it held.
         let _ = crate::builtin_decoding::decode(proto, &desc, obj);
     }
+}
+
+/// The Go type of a builtin kind at `api_version`, with the schema that reads it; `None` for
+/// a custom resource, or a CRD or bound schema of a builtin kind's name.
+fn go_type(
+    state: &State,
+    cluster: &str,
+    rt: &ResourceType,
+    api_version: &str,
+) -> Option<(&'static crate::protobuf::schema::Schema, MessageDescriptor)> {
+    if state.is_custom(cluster, rt.group_resource()) {
+        return None;
+    }
+    let proto = crate::protobuf::schema::Schema::get().ok()?;
+    Some((proto, proto.message_for(api_version, &rt.kind)?))
 }
 
 /// [`decode_as_go`] for a create or update body: the warnings of the write, or its `400`.
@@ -185,17 +195,10 @@ pub(super) fn with_go_zero_fields(
     rt: &ResourceType,
     obj: &mut Value,
 ) {
-    if state.is_custom(cluster, rt.group_resource()) {
-        // A CRD or bound schema of a builtin kind's name has no Go type.
-        return;
-    }
-    let Ok(proto) = crate::protobuf::schema::Schema::get() else {
-        return;
-    };
     let Some(api_version) = obj.get("apiVersion").and_then(Value::as_str) else {
         return;
     };
-    if let Some(desc) = proto.message_for(api_version, &rt.kind) {
+    if let Some((proto, desc)) = go_type(state, cluster, rt, api_version) {
         crate::builtin_decoding::add_zero_fields(proto, &desc, obj);
     }
 }
