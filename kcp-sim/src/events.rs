@@ -1,6 +1,7 @@
 //! How the events of one watch are written: JSON lines (`{"type":..,"object":..}`), the same
-//! with each object shown as a one-row `meta.k8s.io/v1` Table (`kubectl get -w`), or
-//! length-delimited protobuf `WatchEvent` frames for a client that accepts only protobuf.
+//! with each object shown as a one-row `meta.k8s.io/v1` Table (`kubectl get -w`) or as its
+//! metadata alone, or length-delimited protobuf `WatchEvent` frames of the object or its
+//! metadata, for a client whose first acceptable answer is protobuf.
 
 use bytes::{BufMut, Bytes, BytesMut};
 use serde_json::{Value, json};
@@ -24,7 +25,11 @@ pub enum EventEncoder {
         include: Option<String>,
     },
     /// Length-delimited protobuf `WatchEvent` frames.
-    Protobuf,
+    Protobuf {
+        /// `Some(version)`: each object as its `PartialObjectMetadata` of
+        /// `meta.k8s.io/<version>` (client-go's metadata informers).
+        metadata: Option<&'static str>,
+    },
     /// One JSON line per event whose object is its `PartialObjectMetadata` of
     /// `meta.k8s.io/<version>` (ERROR objects stay Statuses).
     Metadata(&'static str),
@@ -48,7 +53,7 @@ impl EventEncoder {
             EventEncoder::Json | EventEncoder::Table { .. } | EventEncoder::Metadata(_) => {
                 "application/json"
             }
-            EventEncoder::Protobuf => crate::protobuf::WATCH_MEDIA_TYPE,
+            EventEncoder::Protobuf { .. } => crate::protobuf::WATCH_MEDIA_TYPE,
         }
     }
 
@@ -74,9 +79,13 @@ impl EventEncoder {
                     "stored object unreadable: {e}"
                 ))),
             },
-            EventEncoder::Protobuf => {
+            EventEncoder::Protobuf { metadata } => {
                 let event = serde_json::from_slice::<Value>(object)
                     .map_err(|e| ApiError::internal(format!("stored object unreadable: {e}")))
+                    .map(|o| match metadata {
+                        Some(version) if kind != "ERROR" => crate::media::partial(&o, version),
+                        _ => o,
+                    })
                     .and_then(|o| {
                         crate::protobuf::encode_watch_event(&json!({"type": kind, "object": o}))
                     });
@@ -91,7 +100,7 @@ impl EventEncoder {
     /// An ERROR event carrying `err` as a Status.
     pub fn error(&self, err: &ApiError) -> Bytes {
         let status = err.to_status();
-        if matches!(self, EventEncoder::Protobuf)
+        if matches!(self, EventEncoder::Protobuf { .. })
             && let Ok(frame) =
                 crate::protobuf::encode_watch_event(&json!({"type": "ERROR", "object": status}))
         {
@@ -175,13 +184,28 @@ mod tests {
 
     #[test]
     fn protobuf_events_are_frames_and_unencodable_objects_become_error_frames() {
-        let frame = EventEncoder::Protobuf.event("ADDED", &object());
+        let frame = EventEncoder::Protobuf { metadata: None }.event("ADDED", &object());
         assert_eq!(
             u32::from_be_bytes(frame[..4].try_into().unwrap()) as usize,
             frame.len() - 4
         );
         let widget = br#"{"apiVersion":"example.io/v1","kind":"Widget","metadata":{"name":"w"}}"#;
-        let error = EventEncoder::Protobuf.event("ADDED", widget);
+        let error = EventEncoder::Protobuf { metadata: None }.event("ADDED", widget);
         assert!(error.windows(5).any(|w| w == b"ERROR"));
+    }
+
+    #[test]
+    fn metadata_protobuf_events_carry_the_objects_metadata_of_any_kind() {
+        let widget = br#"{"apiVersion":"example.io/v1","kind":"Widget","metadata":{"name":"w"},"spec":{"a":1}}"#;
+        let encoder = EventEncoder::Protobuf {
+            metadata: Some("v1"),
+        };
+        let frame = encoder.event("ADDED", widget);
+        let event = crate::protobuf::decode_watch_event(&frame[4..]).unwrap();
+        assert_eq!(
+            event,
+            json!({"type": "ADDED", "object": {"apiVersion": "meta.k8s.io/v1",
+                "kind": "PartialObjectMetadata", "metadata": {"name": "w"}}})
+        );
     }
 }

@@ -20,7 +20,7 @@ use crate::continue_token::ContinueToken;
 use crate::events::EventEncoder;
 use crate::faults::Verb;
 use crate::field_validation::FieldValidation;
-use crate::media::Wanted;
+use crate::media::{Encoding, Form, Negotiated};
 use crate::pod_connections;
 use crate::query::Filter;
 use crate::resource::{Access, Flavor, GroupResource, ResourceType};
@@ -62,10 +62,11 @@ pub async fn handle(
         .as_deref()
         .is_some_and(crate::protobuf::accepts_only_protobuf);
     // Objects are negotiated; discovery, health and the rest answer as they do.
-    let wanted = if is_resource_path(sim.flavor, &path) {
+    let resource = is_resource_path(sim.flavor, &path);
+    let negotiated = if resource {
         crate::media::negotiate(accept.as_deref())
     } else {
-        Ok(Wanted::Json)
+        Ok(Negotiated::json())
     };
     let watching = req
         .uri()
@@ -74,28 +75,25 @@ pub async fn handle(
     let label = crate::requests::label(method.as_str(), &path, req.uri().query());
     let started = std::time::Instant::now();
     let deprecation = deprecation_warning(&sim, &path);
-    let mut response = match &wanted {
+    let mut response = match &negotiated {
         Err(refused) => error_response(refused),
         Ok(_) => match route(&sim, &settings, req).await {
             Ok(resp) => resp,
             Err(err) => error_response(&err),
         },
     };
-    if let Ok(wanted @ (Wanted::Yaml | Wanted::Metadata(_) | Wanted::MetadataList(_))) = &wanted
-        && !watching
-    {
-        response = in_the_form(wanted, response).await;
+    match &negotiated {
+        Ok(negotiated) if resource && !watching => {
+            response = in_the_form(negotiated, response).await;
+        }
+        Ok(_) if protobuf_only => response = crate::protobuf::response::transcode(response).await,
+        _ => {}
     }
     if let Some(warning) = deprecation
         && let Ok(value) = HeaderValue::from_str(&format!("299 - \"{warning}\""))
     {
         response.headers_mut().append(header::WARNING, value);
     }
-    let response = if protobuf_only {
-        crate::protobuf::response::transcode(response).await
-    } else {
-        response
-    };
     sim.requests.record(label, started.elapsed());
     tracing::debug!(%method, %path, status = response.status().as_u16(), "kcp-sim request");
     Ok(response)
@@ -115,9 +113,11 @@ fn is_resource_path(flavor: Flavor, path: &str) -> bool {
     matches!(rest.as_slice(), ["api", _, _, ..] | ["apis", _, _, _, ..])
 }
 
-/// A JSON answer about objects in the form negotiated (see [`crate::media`]): YAML text, or
-/// the metadata alone; a form of the wrong shape is its `406`.
-async fn in_the_form(wanted: &Wanted, response: Response<Body>) -> Response<Body> {
+/// A JSON answer about objects in the form negotiated (see [`crate::media`]): the first
+/// acceptable answer that can carry it, as the object, its Table (rendered by the route) or its
+/// metadata alone, in JSON, YAML or protobuf; a form of the wrong shape is its `406`, and an
+/// object without a protobuf form asked for only in protobuf is kube's `406` in protobuf.
+async fn in_the_form(negotiated: &Negotiated, response: Response<Body>) -> Response<Body> {
     let json = response
         .headers()
         .get(header::CONTENT_TYPE)
@@ -133,17 +133,45 @@ async fn in_the_form(wanted: &Wanted, response: Response<Body>) -> Response<Body
     let Ok(answer) = serde_json::from_slice::<Value>(&bytes) else {
         return Response::from_parts(parts, Full::new(bytes).boxed());
     };
-    if *wanted == Wanted::Yaml {
-        return full(
-            parts.status,
-            "application/yaml",
-            crate::media::as_yaml(&answer),
-        );
+    let Some(wanted) = negotiated.for_answer(&answer) else {
+        return crate::protobuf::response::not_acceptable_in_protobuf();
+    };
+    if wanted.encoding == Encoding::Json && matches!(wanted.form, Form::Object | Form::Table) {
+        return Response::from_parts(parts, Full::new(bytes).boxed());
     }
-    match crate::media::as_metadata(wanted, answer) {
-        Ok(form) => json_response(parts.status, &form),
-        Err(refused) => error_response(&refused),
+    let answer = match crate::media::as_metadata(wanted.form, answer) {
+        Ok(answer) => answer,
+        Err(refused) => return error_response(&refused),
+    };
+    let encoded = match wanted.encoding {
+        Encoding::Json => Ok((
+            "application/json",
+            serde_json::to_vec(&answer).unwrap_or_default().into(),
+        )),
+        Encoding::Yaml => Ok(("application/yaml", crate::media::as_yaml(&answer).into())),
+        Encoding::Protobuf => crate::protobuf::encode_envelope(&answer)
+            .map(|bytes| (crate::protobuf::MEDIA_TYPE, bytes)),
+    };
+    match encoded {
+        Ok((content_type, bytes)) => reencoded(parts, content_type, bytes),
+        Err(_) if parts.status.is_success() => {
+            crate::protobuf::response::not_acceptable_in_protobuf()
+        }
+        Err(_) => json_response(parts.status, &answer),
     }
+}
+
+/// A response with its status and headers kept and its body replaced.
+fn reencoded(
+    mut parts: http::response::Parts,
+    content_type: &'static str,
+    bytes: Bytes,
+) -> Response<Body> {
+    parts
+        .headers
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Full::new(bytes).boxed())
 }
 
 /// The warning the server sends with every request for a deprecated resource it serves:
@@ -441,18 +469,9 @@ async fn route(
         .get(header::ACCEPT)
         .and_then(|v| v.to_str().ok())
         .unwrap_or_default();
-    let table = crate::table::wants_table(accept);
-    let events = if table {
-        EventFormat::Table
-    } else if crate::protobuf::accepts_only_protobuf(accept) {
-        EventFormat::Protobuf
-    } else if query.flag("watch")
-        && let Ok(Wanted::Metadata(version)) = crate::media::negotiate(Some(accept))
-    {
-        EventFormat::Metadata(version)
-    } else {
-        EventFormat::Json
-    };
+    // `handle` answered an Accept that cannot be negotiated before routing.
+    let negotiated = crate::media::negotiate(Some(accept)).unwrap_or_else(|_| Negotiated::json());
+    let table = negotiated.first().form == Form::Table;
     let method = req.method().clone();
     let (content_type, body) = read_body(req).await?;
     let options_kind = match method {
@@ -551,7 +570,7 @@ async fn route(
             Ok(object_response(StatusCode::OK, &rt, &target.version, &obj))
         }
         (Method::GET, false) if query.flag("watch") => {
-            watch(sim, settings, &target, &query, events).await
+            watch(sim, settings, &target, &query, &negotiated).await
         }
         (Method::GET, false) => list(sim, &target, &query, table).await,
         (Method::POST, false) => {
@@ -1228,6 +1247,12 @@ fn decode_object(
     body: &[u8],
     content_type: &str,
 ) -> ApiResult<Value> {
+    if crate::protobuf::is_protobuf(content_type) && !body.starts_with(crate::protobuf::MAGIC) {
+        let rt = sim.resolve(&sim.read(), target, verb)?.rt;
+        crate::protobuf::response::check_encodable(&rt.api_version(&target.version), &rt.kind)
+            .map_err(|_| ApiError::unsupported_media_type(content_type))?;
+        return Err(crate::unreadable_body::not_protobuf(&rt.kind, body));
+    }
     let decoded = decode_body(body, content_type);
     let json = !crate::protobuf::is_protobuf(content_type)
         && !content_type.contains("yaml")
@@ -1706,36 +1731,35 @@ impl WatchStream {
     }
 }
 
-/// How a watch request asked for its events.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum EventFormat {
-    Json,
-    Table,
-    Protobuf,
-    /// The objects' metadata alone, as `PartialObjectMetadata` of `meta.k8s.io/<version>`.
-    Metadata(&'static str),
-}
-
-/// The encoder of a watch's events; `406` before the watch starts when a protobuf-only client
-/// watches a kind without a protobuf form.
+/// The encoder of a watch's events, from the first acceptable answer for the watched kind;
+/// `406` before the watch starts when a protobuf-only client watches a kind without a protobuf
+/// form.
 fn event_encoder(
     sim: &Sim,
     target: &Target,
     rt: &ResourceType,
     query: &Query,
-    format: EventFormat,
+    negotiated: &Negotiated,
 ) -> ApiResult<EventEncoder> {
-    Ok(match format {
-        EventFormat::Json => EventEncoder::Json,
-        EventFormat::Table => EventEncoder::Table {
+    let api_version = rt.api_version(&target.version);
+    let wanted = match negotiated.for_kind(&api_version, &rt.kind) {
+        Some(wanted) => wanted,
+        None => {
+            crate::protobuf::response::check_encodable(&api_version, &rt.kind)?;
+            crate::media::Wanted::JSON
+        }
+    };
+    Ok(match (wanted.form, wanted.encoding) {
+        (Form::Table, _) => EventEncoder::Table {
             columns: sim.printer_columns(target, rt),
             include: query.get("includeObject").map(String::from),
         },
-        EventFormat::Protobuf => {
-            crate::protobuf::response::check_encodable(&rt.api_version(&target.version), &rt.kind)?;
-            EventEncoder::Protobuf
-        }
-        EventFormat::Metadata(version) => EventEncoder::Metadata(version),
+        (Form::Object, Encoding::Protobuf) => EventEncoder::Protobuf { metadata: None },
+        (Form::Metadata(version), Encoding::Protobuf) => EventEncoder::Protobuf {
+            metadata: Some(version),
+        },
+        (Form::Metadata(version), _) => EventEncoder::Metadata(version),
+        _ => EventEncoder::Json,
     })
 }
 
@@ -1796,7 +1820,7 @@ async fn watch(
     settings: &HttpSettings,
     target: &Target,
     query: &Query,
-    format: EventFormat,
+    negotiated: &Negotiated,
 ) -> ApiResult<Response<Body>> {
     let send_initial_events = check_watch_options(query, sim.flavor)?;
     let filter = filter_of(query)?;
@@ -1819,8 +1843,8 @@ async fn watch(
         // Like the real server: a watch from an expired version starts, and its one event is an
         // ERROR carrying the 410 Status (client-go and kube-rs both re-list on it).
         Err(err) if err.code == 410 => {
-            let encoder = match format {
-                EventFormat::Protobuf => EventEncoder::Protobuf,
+            let encoder = match negotiated.first().encoding {
+                Encoding::Protobuf => EventEncoder::Protobuf { metadata: None },
                 _ => EventEncoder::Json,
             };
             return Ok(full(
@@ -1831,7 +1855,7 @@ async fn watch(
         }
         Err(err) => return Err(err),
     };
-    let encoder = event_encoder(sim, target, &start.rt, query, format)?;
+    let encoder = event_encoder(sim, target, &start.rt, query, negotiated)?;
     let timeout = query
         .get("timeoutSeconds")
         .and_then(|t| t.parse::<u64>().ok())

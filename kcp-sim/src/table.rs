@@ -13,14 +13,6 @@ use serde_json::{Value, json};
 use crate::kind_cells;
 use crate::resource::ResourceType;
 
-/// Whether an `Accept` header asks for a Table.
-pub fn wants_table(accept: &str) -> bool {
-    accept
-        .split(',')
-        .next()
-        .is_some_and(|first| first.contains("as=Table"))
-}
-
 /// How a cell is computed from an object.
 #[derive(Debug, Clone)]
 pub enum Cell {
@@ -1522,17 +1514,6 @@ mod tests {
         "2026-01-02T00:00:00Z"
             .parse()
             .unwrap_or(jiff::Timestamp::UNIX_EPOCH)
-    }
-
-    #[test]
-    fn kubectl_get_asks_for_a_table_first() {
-        assert!(wants_table(
-            "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
-        ));
-        assert!(!wants_table("application/json"));
-        assert!(!wants_table(
-            "application/json, application/json;as=Table;v=v1;g=meta.k8s.io"
-        ));
     }
 
     #[test]

@@ -32,6 +32,16 @@ pub fn refusal(kind: &str, body: &[u8]) -> Option<ApiError> {
     )))
 }
 
+/// kube-apiserver's refusal of a protobuf body (by its `Content-Type`) that does not start with
+/// the Kubernetes magic `k8s\0`, as an object of `kind`.
+pub fn not_protobuf(kind: &str, body: &[u8]) -> ApiError {
+    ApiError::bad_request(format!(
+        "the object provided is unrecognized (must be of type {kind}): provided data does not \
+         appear to be a protobuf message, expected prefix [107 56 115 0] ({})",
+        summary(body)
+    ))
+}
+
 /// Whether Go reads the `apiVersion` and `kind` of this decoded body without an error.
 pub fn is_readable(body: &Value) -> bool {
     match body {
@@ -91,6 +101,17 @@ mod tests {
         refusal("ConfigMap", body)
             .map(|e| e.message)
             .unwrap_or_default()
+    }
+
+    #[test]
+    fn a_protobuf_body_without_the_magic_names_the_go_prefix_and_the_body_in_hex() {
+        // As kube-apiserver v1.34.2 answered (protobuf-exchange/a-body-without-the-protobuf-magic-is-refused).
+        assert_eq!(
+            not_protobuf("ConfigMap", b"not protobuf").message,
+            "the object provided is unrecognized (must be of type ConfigMap): provided data does \
+             not appear to be a protobuf message, expected prefix [107 56 115 0] \
+             (6e6f742070726f746f627566)"
+        );
     }
 
     #[test]

@@ -133,7 +133,7 @@ async fn a_protobuf_deployment_is_stored_as_the_json_kube_rs_reads() {
     )
     .await;
     assert_eq!(status, StatusCode::CREATED);
-    assert_eq!(content_type, "application/json");
+    assert_eq!(content_type, PROTOBUF);
     let api: Api<Deployment> = Api::namespaced(sim.client("").unwrap(), "default");
     let got = api.get("web").await.unwrap();
     let spec = got.spec.unwrap();
@@ -212,21 +212,27 @@ async fn a_protobuf_only_client_reads_errors_as_a_protobuf_status() {
     assert_eq!(s.code, Some(404));
 }
 
+/// As kube-apiserver v1.34.2 answers (conformance cases
+/// protobuf-exchange/a-builtin-read-with-protobuf-first-is-answered-in-protobuf and
+/// a-builtin-read-with-json-first-is-answered-in-json): the first entry of `Accept` wins.
 #[tokio::test]
-async fn a_client_that_also_accepts_json_gets_json() {
+async fn the_first_acceptable_entry_chooses_protobuf_or_json() {
     let sim = Server::start(Config::default()).await.unwrap();
     configmap(&sim, "settings").await;
-    let (_, content_type, body) = send(
-        &sim,
-        "GET",
-        "/api/v1/namespaces/default/configmaps/settings",
-        &[(
-            header::ACCEPT,
-            "application/vnd.kubernetes.protobuf, application/json",
-        )],
-        Vec::new(),
-    )
-    .await;
+    let path = "/api/v1/namespaces/default/configmaps/settings";
+    let protobuf_first = [(
+        header::ACCEPT,
+        "application/vnd.kubernetes.protobuf, application/json",
+    )];
+    let (_, content_type, body) = send(&sim, "GET", path, &protobuf_first, Vec::new()).await;
+    assert_eq!(content_type, PROTOBUF);
+    let cm = pb_core::ConfigMap::decode(open(&body).raw.unwrap().as_slice()).unwrap();
+    assert_eq!(cm.data.get("k").map(String::as_str), Some("v"));
+    let json_first = [(
+        header::ACCEPT,
+        "application/json, application/vnd.kubernetes.protobuf",
+    )];
+    let (_, content_type, body) = send(&sim, "GET", path, &json_first, Vec::new()).await;
     assert_eq!(content_type, "application/json");
     let cm: serde_json::Value = serde_json::from_slice(&body).unwrap();
     assert_eq!(cm["data"]["k"], "v");

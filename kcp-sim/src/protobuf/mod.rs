@@ -207,5 +207,28 @@ pub fn encode_watch_event(event: &Value) -> ApiResult<Bytes> {
     Ok(out.freeze())
 }
 
+/// The JSON watch event `{"type", "object"}` of one protobuf watch frame's message (the bytes
+/// after its 4-byte length): the reverse of [`encode_watch_event`], for clients and tests that
+/// read a protobuf watch.
+pub fn decode_watch_event(message: &[u8]) -> ApiResult<Value> {
+    let schema = Schema::get()?;
+    let event_desc = schema
+        .message(&format!("{META}.WatchEvent"))
+        .ok_or_else(|| ApiError::internal("meta.v1.WatchEvent is missing from the descriptors"))?;
+    let event = DynamicMessage::decode(event_desc, message)
+        .map_err(|e| ApiError::bad_request(format!("the watch frame is not a WatchEvent: {e}")))?;
+    let raw = match event.get_field_by_name("object").as_deref() {
+        Some(Proto::Message(extension)) => match extension.get_field_by_name("raw").as_deref() {
+            Some(Proto::Bytes(b)) => b.clone(),
+            _ => Bytes::new(),
+        },
+        _ => Bytes::new(),
+    };
+    let mut out = Map::new();
+    out.insert("type".into(), Value::String(string(&event, "type")));
+    out.insert("object".into(), decode_envelope(&raw)?);
+    Ok(Value::Object(out))
+}
+
 #[cfg(test)]
 mod tests;

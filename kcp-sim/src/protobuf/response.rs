@@ -52,7 +52,7 @@ pub async fn transcode(resp: Response<Body>) -> Response<Body> {
 /// kube-apiserver's answer to a protobuf-only client reading a kind without a protobuf form (a
 /// custom resource): the apiextensions server negotiated protobuf, so its `406` Status is
 /// itself protobuf, and names the media types it serves.
-fn not_acceptable_in_protobuf() -> Response<Body> {
+pub fn not_acceptable_in_protobuf() -> Response<Body> {
     let err = super::not_acceptable(
         "only the following media types are accepted: application/json, application/yaml, application/vnd.kubernetes.protobuf",
     );

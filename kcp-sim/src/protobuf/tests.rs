@@ -193,3 +193,18 @@ fn watch_frames_are_length_prefixed_watch_events_around_an_enveloped_object() {
     assert_eq!(json["type"], "ADDED");
     assert_eq!(json["object"]["metadata"]["name"], "c");
 }
+
+#[test]
+fn a_watch_frame_decodes_back_to_its_event() {
+    let event = json!({"type": "MODIFIED", "object": {"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "c"}, "data": {"k": "v"}}});
+    let frame = encode_watch_event(&event).unwrap();
+    assert_eq!(decode_watch_event(&frame[4..]).unwrap(), event);
+}
+
+#[test]
+fn a_watch_frame_that_is_not_a_watch_event_is_a_bad_request() {
+    let err = decode_watch_event(b"\xff\xff\xff").unwrap_err();
+    assert_eq!(err.code, 400);
+    assert!(err.message.contains("WatchEvent"), "{}", err.message);
+}

@@ -93,7 +93,9 @@ pub struct Step {
     /// Request headers (`Content-Type` defaults to `application/json` with a body).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
-    /// The body, sent as JSON.
+    /// The body, sent as JSON; with a protobuf `Content-Type`, the same object sent as a
+    /// Kubernetes protobuf body (encoded by kcp-sim's encoder: the real server reading it is
+    /// what holds that encoder to kube's).
     #[serde(default)]
     pub body: Option<Value>,
     /// The body sent as these bytes, for a body that is not JSON (`{not json`); with the same

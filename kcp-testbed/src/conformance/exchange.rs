@@ -166,8 +166,12 @@ async fn send(
         .split_once(' ')
         .ok_or_else(|| format!("request {line:?} is not `<METHOD> <path>`"))?;
     let mut request = http::Request::builder().method(method).uri(path.trim());
+    let mut protobuf_body = false;
     for (name, value) in &step.headers {
-        request = request.header(name, substitute(value, names, earlier)?);
+        let value = substitute(value, names, earlier)?;
+        protobuf_body |=
+            name.eq_ignore_ascii_case("content-type") && kcp_sim::protobuf::is_protobuf(&value);
+        request = request.header(name, value);
     }
     let text = match (&step.body, &step.raw_body) {
         (Some(body), _) => Some(body.to_string()),
@@ -182,7 +186,12 @@ async fn send(
             {
                 request = request.header("Content-Type", "application/json");
             }
-            substitute(&text, names, earlier)?.into_bytes()
+            let text = substitute(&text, names, earlier)?;
+            if protobuf_body && step.body.is_some() {
+                protobuf_of(&text)?
+            } else {
+                text.into_bytes()
+            }
         }
         None => Vec::new(),
     };
@@ -205,7 +214,11 @@ async fn send(
         .iter()
         .filter_map(|v| v.to_str().ok().map(str::to_string))
         .collect();
+    let protobuf_stream = content_type
+        .as_deref()
+        .is_some_and(kcp_sim::protobuf::is_protobuf);
     let body = match (&step.watch, parts.status.is_success()) {
+        (Some(watch), true) if protobuf_stream => read_protobuf_watch(body, watch).await,
         (Some(watch), true) => read_watch(body, watch).await,
         _ => read_body(body).await?,
     };
@@ -422,6 +435,50 @@ async fn read_watch(mut body: kube::client::Body, watch: &WatchRead) -> Value {
     json!({"complete": events.len() == watch.events, "events": events})
 }
 
+/// Reads length-delimited protobuf watch frames until `watch.events` came or [`WATCH_READ`]
+/// passed; each event is read into its JSON form `{"type", "object"}`, in `{"protobuf": ...}`.
+async fn read_protobuf_watch(mut body: kube::client::Body, watch: &WatchRead) -> Value {
+    let deadline = tokio::time::Instant::now() + WATCH_READ;
+    let mut pending = Vec::new();
+    let mut events = Vec::new();
+    while events.len() < watch.events {
+        let frame = tokio::time::timeout_at(deadline, body.frame()).await;
+        let Ok(Some(Ok(frame))) = frame else { break };
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        pending.extend_from_slice(&data);
+        while let Some(message) = next_length_delimited(&mut pending) {
+            if events.len() < watch.events {
+                events.push(match kcp_sim::protobuf::decode_watch_event(&message) {
+                    Ok(event) => json!({"protobuf": event}),
+                    Err(e) => json!({"protobufUnreadable": e.message, "bytes": message.len()}),
+                });
+            }
+        }
+    }
+    json!({"complete": events.len() == watch.events, "events": events})
+}
+
+/// The first whole frame (a 4-byte big-endian length, then that many bytes) taken off
+/// `pending`, when it has come.
+fn next_length_delimited(pending: &mut Vec<u8>) -> Option<Vec<u8>> {
+    let (length, rest) = pending.split_first_chunk::<4>()?;
+    let length = usize::try_from(u32::from_be_bytes(*length)).ok()?;
+    let message = rest.get(..length)?.to_vec();
+    pending.drain(..4 + length);
+    Some(message)
+}
+
+/// The Kubernetes protobuf body of a step's JSON body.
+fn protobuf_of(text: &str) -> Result<Vec<u8>, String> {
+    let object: Value =
+        serde_json::from_str(text).map_err(|e| format!("the body is not JSON: {e}"))?;
+    kcp_sim::protobuf::encode_envelope(&object)
+        .map(|bytes| bytes.to_vec())
+        .map_err(|e| format!("the body has no protobuf form: {}", e.message))
+}
+
 /// `text` with `{ns}`, `{ws}`, `{cluster}` and `{{<step>:<pointer>}}` replaced. Braces that do
 /// not start with a step number (a Go template's `{{.metadata.name}}`) are left as they are.
 pub fn substitute(text: &str, names: &CaseNames, earlier: &[Value]) -> Result<String, String> {
@@ -570,5 +627,14 @@ mod tests {
         assert_eq!(parse_body(b"ok"), json!({"text": "ok"}));
         assert_eq!(parse_body(&[0xff, 0xfe]), json!({"bytes": 2}));
         assert_eq!(parse_body(b""), Value::Null);
+    }
+
+    #[test]
+    fn a_protobuf_watch_frame_is_taken_only_when_whole() {
+        let mut pending = vec![0, 0, 0, 3, b'a', b'b'];
+        assert_eq!(next_length_delimited(&mut pending), None);
+        pending.extend_from_slice(&[b'c', 0, 0]);
+        assert_eq!(next_length_delimited(&mut pending), Some(b"abc".to_vec()));
+        assert_eq!(pending, vec![0, 0]);
     }
 }
