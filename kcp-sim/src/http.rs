@@ -1300,18 +1300,9 @@ fn decode_body(body: &[u8], content_type: &str) -> ApiResult<Value> {
     }
 }
 
-/// Whether a delete's `dryRun` values ask for a dry run; a value other than `All` is refused as
-/// kube-apiserver's `ValidateDryRun` refuses it, a 422 about the request's options
-/// (`options_kind`, here `DeleteOptions`).
-fn dry_run(values: &[&str], options_kind: &str) -> ApiResult<bool> {
-    if let Some(error) = crate::write_options::dry_run_error(values) {
-        return Err(invalid_object("meta.k8s.io", options_kind, "", &[error]));
-    }
-    Ok(!values.is_empty())
-}
-
 fn delete_request(body: &[u8], query: &Query) -> ApiResult<DeleteRequest> {
     let mut dry_runs: Vec<String> = query.all("dryRun").into_iter().map(String::from).collect();
+    let mut orphan_dependents = query.get("orphanDependents").map(|v| v == "true");
     let mut req = DeleteRequest {
         propagation: query.get("propagationPolicy").map(String::from),
         grace_period_seconds: int_param(query, "gracePeriodSeconds")?,
@@ -1334,9 +1325,7 @@ fn delete_request(body: &[u8], query: &Query) -> ApiResult<DeleteRequest> {
                 ))
             })?);
         }
-        if opts.get("orphanDependents").and_then(Value::as_bool) == Some(true) {
-            req.propagation = Some("Orphan".into());
-        }
+        orphan_dependents = opts.get("orphanDependents").and_then(Value::as_bool);
         req.precondition_uid = opts
             .pointer("/preconditions/uid")
             .and_then(Value::as_str)
@@ -1353,20 +1342,45 @@ fn delete_request(body: &[u8], query: &Query) -> ApiResult<DeleteRequest> {
             );
         }
     }
-    if let Some(policy) = req.propagation.as_deref()
-        && !matches!(policy, "Foreground" | "Background" | "Orphan")
-    {
-        let error = FieldError::new(
-            ErrorType::NotSupported,
-            "propagationPolicy",
-            Some(json!(policy)),
-            "supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
-        );
-        return Err(invalid_object("meta.k8s.io", "DeleteOptions", "", &[error]));
-    }
     let dry_runs: Vec<&str> = dry_runs.iter().map(String::as_str).collect();
-    req.dry_run = dry_run(&dry_runs, "DeleteOptions")?;
+    let errors = delete_option_errors(req.propagation.as_deref(), orphan_dependents, &dry_runs);
+    if !errors.is_empty() {
+        return Err(invalid_object("meta.k8s.io", "DeleteOptions", "", &errors));
+    }
+    req.dry_run = !dry_runs.is_empty();
+    if orphan_dependents == Some(true) {
+        req.propagation = Some("Orphan".into());
+    }
     Ok(req)
+}
+
+/// kube's `ValidateDeleteOptions`, every error in one 422: the deprecated `orphanDependents`
+/// beside a `propagationPolicy`, a policy it does not know, a bad `dryRun`.
+fn delete_option_errors(
+    propagation: Option<&str>,
+    orphan_dependents: Option<bool>,
+    dry_runs: &[&str],
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    if let Some(policy) = propagation {
+        if orphan_dependents.is_some() {
+            errors.push(FieldError::invalid(
+                "propagationPolicy",
+                json!(policy),
+                "orphanDependents and deletionPropagation cannot be both set",
+            ));
+        }
+        if !matches!(policy, "Foreground" | "Background" | "Orphan") {
+            errors.push(FieldError::new(
+                ErrorType::NotSupported,
+                "propagationPolicy",
+                Some(json!(policy)),
+                "supported values: \"Foreground\", \"Background\", \"Orphan\", \"nil\"",
+            ));
+        }
+    }
+    errors.extend(crate::write_options::dry_run_error(dry_runs));
+    errors
 }
 
 fn filter_of(query: &Query) -> ApiResult<Filter> {

@@ -8,7 +8,7 @@
 
 use serde_json::{Value, json};
 
-use crate::schema::field::FieldError;
+use crate::schema::field::{FieldError, go_json};
 
 pub use kcp_core::name_validation::{
     dns1035_label_errors, dns1123_label_errors, dns1123_subdomain_errors, label_value_errors,
@@ -194,8 +194,84 @@ pub fn no_new_finalizer_errors(old: &[String], new: &[String]) -> Vec<FieldError
     )]
 }
 
+/// kube's `ValidateOwnerReferences`: each reference names an `apiVersion` with a version, a
+/// `kind`, a `name` and a `uid` (the paths are not indexed, as kube reports them), none is a
+/// core Event, and at most one is the controller.
+pub fn owner_reference_errors(owners: Option<&Value>) -> Vec<FieldError> {
+    const PATH: &str = "metadata.ownerReferences";
+    let owners = owners
+        .and_then(Value::as_array)
+        .map_or(&[][..], Vec::as_slice);
+    let mut errors = Vec::new();
+    let mut first_controller: Option<String> = None;
+    for owner in owners {
+        let text = |key: &str| owner.get(key).and_then(Value::as_str).unwrap_or_default();
+        let (api_version, kind) = (text("apiVersion"), text("kind"));
+        let version = match api_version.matches('/').count() {
+            0 => api_version,
+            1 => api_version.split_once('/').map_or("", |(_, v)| v),
+            _ => "",
+        };
+        let empty = |key: &str, value: &str, detail: &str| {
+            value.is_empty().then(|| {
+                FieldError::invalid(format!("{PATH}.{key}"), json!(value), detail.to_string())
+            })
+        };
+        errors.extend(empty("apiVersion", version, "version must not be empty"));
+        errors.extend(empty("kind", kind, "must not be empty"));
+        errors.extend(empty("name", text("name"), "must not be empty"));
+        errors.extend(empty("uid", text("uid"), "must not be empty"));
+        if api_version == "v1" && kind == "Event" {
+            errors.push(FieldError::invalid_struct(
+                PATH,
+                owner_reference_go_json(owner),
+                "/v1, Kind=Event is disallowed from being an owner",
+            ));
+        }
+        if owner.get("controller").and_then(Value::as_bool) == Some(true) {
+            let this = format!("{kind}/{}", text("name"));
+            match &first_controller {
+                Some(first) => errors.push(FieldError::invalid_struct(
+                    PATH,
+                    format!(
+                        "[{}]",
+                        owners
+                            .iter()
+                            .map(owner_reference_go_json)
+                            .collect::<Vec<_>>()
+                            .join(",")
+                    ),
+                    format!(
+                        "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}"
+                    ),
+                )),
+                None => first_controller = Some(this),
+            }
+        }
+    }
+    errors
+}
+
+/// An owner reference as Go's `encoding/json` writes a `metav1.OwnerReference`: its fields in
+/// the struct's order, the two optional booleans only when set.
+fn owner_reference_go_json(owner: &Value) -> String {
+    let mut fields: Vec<String> = ["apiVersion", "kind", "name", "uid"]
+        .into_iter()
+        .map(|key| {
+            let value = owner.get(key).and_then(Value::as_str).unwrap_or_default();
+            format!("\"{key}\":{}", go_json(&json!(value)))
+        })
+        .collect();
+    for key in ["controller", "blockOwnerDeletion"] {
+        if let Some(flag) = owner.get(key).and_then(Value::as_bool) {
+            fields.push(format!("\"{key}\":{flag}"));
+        }
+    }
+    format!("{{{}}}", fields.join(","))
+}
+
 /// What is wrong with the metadata of a new object of `group`/`kind` (after name generation),
-/// in kube-apiserver's order: names, labels, finalizers.
+/// in kube-apiserver's order: names, labels, owner references, finalizers.
 pub fn create_errors(
     (group, kind): (&str, &str),
     generate_name: Option<&str>,
@@ -205,32 +281,95 @@ pub fn create_errors(
     let finalizers = finalizers_of(obj);
     let mut errors = name_errors((group, kind), generate_name, name);
     errors.extend(label_errors(obj.pointer("/metadata/labels")));
+    errors.extend(owner_reference_errors(
+        obj.pointer("/metadata/ownerReferences"),
+    ));
     errors.extend(finalizer_errors(&finalizers));
     errors.extend(kube_finalizer_errors(group, &finalizers));
     errors
 }
 
-/// What is wrong with the metadata of an update of an object of `group`, as kube-apiserver
-/// reports it: the registry's common checks of the new metadata and of the change, then the
-/// kind's own check of the change, so an error of the change is listed more than once.
-pub fn update_errors(group: &str, old: &Value, new: &Value) -> Vec<FieldError> {
-    let labels = || label_errors(new.pointer("/metadata/labels"));
+/// A check of an object's metadata that a kind's update strategy runs after the registry's own
+/// two (kube's `ValidateObjectMeta` of the new object, `ValidateObjectMetaUpdate` of the change).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum StrategyCheck {
+    /// The new object's metadata: labels, owner references, finalizers.
+    Object,
+    /// The change: no new finalizer while deleting, labels, owner references.
+    Update,
+}
+
+/// The metadata checks of each kind's update strategy, in order. The number of checks was counted
+/// on kube-apiserver v1.34.2 (conformance file `metadata-updates.yaml`: one bad owner reference
+/// is listed once per check, two of them the registry's); their order where a kind runs two is
+/// read from the kinds' `Validate*Update` and registry strategies.
+fn strategy_checks(group: &str, kind: &str) -> &'static [StrategyCheck] {
+    use StrategyCheck::{Object, Update};
+    match (group, kind) {
+        ("" | "events.k8s.io", "Event") | ("policy", "PodDisruptionBudget") => &[],
+        ("", "ConfigMap" | "Secret" | "ServiceAccount" | "Endpoints" | "Pod")
+        | ("networking.k8s.io", "IngressClass") => &[Update, Object],
+        ("", "Namespace" | "Node" | "PersistentVolume" | "ReplicationController")
+        | ("batch", "Job")
+        | ("networking.k8s.io", "Ingress" | "NetworkPolicy")
+        | ("storage.k8s.io", "StorageClass") => &[Object, Update],
+        (
+            "rbac.authorization.k8s.io",
+            "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding",
+        )
+        | ("", "PersistentVolumeClaim") => &[Object, Object, Update],
+        _ => &[Update],
+    }
+}
+
+/// What is wrong with the metadata of an update of an object of `group`/`kind`, as
+/// kube-apiserver reports it: the registry's common checks of the new metadata and of the
+/// change, then the checks the kind's strategy runs again ([`strategy_checks`]), each followed
+/// by kube's own finalizer names, so one error is listed as often as it is checked. A status
+/// write (`status`) is checked by the kind's status strategy, once, as a change.
+pub fn update_errors(
+    (group, kind): (&str, &str),
+    status: bool,
+    old: &Value,
+    new: &Value,
+) -> Vec<FieldError> {
     let finalizers = finalizers_of(new);
     let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
-    let no_new = || {
-        if deleting {
+    let labels_and_owners = || {
+        let mut errors = label_errors(new.pointer("/metadata/labels"));
+        errors.extend(owner_reference_errors(
+            new.pointer("/metadata/ownerReferences"),
+        ));
+        errors
+    };
+    let object = || {
+        let mut errors = labels_and_owners();
+        errors.extend(finalizer_errors(&finalizers));
+        errors
+    };
+    let update = || {
+        let mut errors = if deleting {
             no_new_finalizer_errors(&finalizers_of(old), &finalizers)
         } else {
             Vec::new()
-        }
+        };
+        errors.extend(labels_and_owners());
+        errors
     };
-    let mut errors = labels();
-    errors.extend(finalizer_errors(&finalizers));
-    for _ in 0..2 {
-        errors.extend(no_new());
-        errors.extend(labels());
+    let mut errors = object();
+    errors.extend(update());
+    let checks = if status {
+        &[StrategyCheck::Update][..]
+    } else {
+        strategy_checks(group, kind)
+    };
+    for check in checks {
+        errors.extend(match check {
+            StrategyCheck::Object => object(),
+            StrategyCheck::Update => update(),
+        });
+        errors.extend(kube_finalizer_errors(group, &finalizers));
     }
-    errors.extend(kube_finalizer_errors(group, &finalizers));
     errors
 }
 
@@ -326,6 +465,52 @@ pub fn name_errors(kind: (&str, &str), generate_name: Option<&str>, name: &str) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn owner_messages(owners: Value) -> Vec<String> {
+        owner_reference_errors(Some(&owners))
+            .iter()
+            .map(FieldError::message)
+            .collect()
+    }
+
+    #[test]
+    fn an_owner_reference_names_a_version_kind_name_and_uid_at_unindexed_paths() {
+        // As kube-apiserver v1.34.2 answered (gc-edges/an-owner-reference-without-an-api-version-kind-or-name-is-invalid).
+        assert_eq!(
+            owner_messages(json!([{"apiVersion": "apps/", "kind": "", "name": "", "uid": "u"}])),
+            [
+                "metadata.ownerReferences.apiVersion: Invalid value: \"\": version must not be empty",
+                "metadata.ownerReferences.kind: Invalid value: \"\": must not be empty",
+                "metadata.ownerReferences.name: Invalid value: \"\": must not be empty",
+            ]
+        );
+    }
+
+    #[test]
+    fn a_second_controller_reference_shows_every_reference_in_gos_field_order() {
+        let owners = json!([
+            {"uid": "1", "name": "a", "kind": "ConfigMap", "apiVersion": "v1", "controller": true},
+            {"uid": "2", "name": "b", "kind": "ConfigMap", "apiVersion": "v1", "controller": true,
+             "blockOwnerDeletion": false},
+        ]);
+        assert_eq!(
+            owner_messages(owners),
+            [
+                "metadata.ownerReferences: Invalid value: [{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"a\",\"uid\":\"1\",\"controller\":true},{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"name\":\"b\",\"uid\":\"2\",\"controller\":true,\"blockOwnerDeletion\":false}]: Only one reference can have Controller set to true. Found \"true\" in references for ConfigMap/a and ConfigMap/b"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_core_event_cannot_own() {
+        let owners = json!([{"apiVersion": "v1", "kind": "Event", "name": "e", "uid": "1"}]);
+        assert_eq!(
+            owner_messages(owners),
+            [
+                "metadata.ownerReferences: Invalid value: {\"apiVersion\":\"v1\",\"kind\":\"Event\",\"name\":\"e\",\"uid\":\"1\"}: /v1, Kind=Event is disallowed from being an owner"
+            ]
+        );
+    }
 
     fn messages(group: &str, generate_name: Option<&str>, name: &str) -> Vec<String> {
         name_errors((group, "ConfigMap"), generate_name, name)

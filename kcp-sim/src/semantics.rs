@@ -1102,7 +1102,7 @@ fn write_update(
                 .unwrap_or(Value::Null),
         );
     }
-    let mut errors = object_meta::update_errors(&rt.group, &old, &new);
+    let mut errors = object_meta::update_errors((&rt.group, &rt.kind), status, &old, &new);
     if !status {
         errors.extend(object_meta::deletion_timestamp_errors(
             &old,
