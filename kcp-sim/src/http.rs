@@ -582,7 +582,12 @@ async fn route(
         (Method::PUT, true) => {
             let obj = decode_object(sim, &target, Verb::Update, &body, &content_type)?;
             let (rt, written) = sim.update(&target, obj, &opts).await?;
-            let resp = object_response(StatusCode::OK, &rt, &target.version, &written.object);
+            let status = if written.created {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            let resp = object_response(status, &rt, &target.version, &written.object);
             Ok(with_warnings(resp, &written, &query))
         }
         (Method::PATCH, true) => {

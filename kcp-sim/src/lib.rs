@@ -80,6 +80,7 @@ pub mod persistent_volumes;
 pub mod pod_connections;
 pub mod pod_updates;
 pub mod pods;
+pub mod preconditions;
 pub mod protobuf;
 pub mod quantity;
 pub mod query;

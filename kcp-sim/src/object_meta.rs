@@ -353,6 +353,7 @@ pub fn update_errors(
         } else {
             Vec::new()
         };
+        errors.extend(uid_change_error(old, new));
         errors.extend(labels_and_owners());
         errors
     };
@@ -371,6 +372,21 @@ pub fn update_errors(
         errors.extend(kube_finalizer_errors(group, &finalizers));
     }
     errors
+}
+
+/// A uid the update sends that is not the object's: immutable (a PUT's body uid is a
+/// precondition instead, refused before validation, [`crate::preconditions::uid`]).
+fn uid_change_error(old: &Value, new: &Value) -> Option<FieldError> {
+    let old_uid = old.pointer("/metadata/uid").and_then(Value::as_str);
+    let sent = new
+        .pointer("/metadata/uid")
+        .and_then(Value::as_str)
+        .filter(|sent| Some(*sent) != old_uid)?;
+    Some(FieldError::invalid(
+        "metadata.uid",
+        json!(sent),
+        "field is immutable",
+    ))
 }
 
 /// A deletion timestamp an update sets on an object not being deleted: immutable, listed twice

@@ -24,6 +24,7 @@ use crate::last_applied;
 use crate::managed_fields::{self, FieldManager};
 use crate::object_meta::finalizers_of;
 use crate::patch;
+use crate::preconditions;
 use crate::resource::{GroupResource, ResourceType};
 use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult, StatusCause};
@@ -230,14 +231,19 @@ fn deployment_annotations_changed(rt: &ResourceType, old: &Value, new: &Value) -
 
 /// Whether two versions of an object are the same write: equal apart from resourceVersion and the
 /// timestamps of managedFields entries.
-/// kube-apiserver's optimistic-lock conflict: a write named a resourceVersion that is no longer
-/// the object's.
-fn stale_write(rt: &ResourceType, name: &str) -> ApiError {
-    ApiError::conflict(
-        &rt.group,
-        &rt.plural,
-        name,
-        "the object has been modified; please apply your changes to the latest version and try again",
+/// Whether a PUT of a missing object of this kind creates it (the kinds whose strategy's
+/// `AllowCreateOnUpdate` is true in Kubernetes 1.34).
+fn creates_on_update(rt: &ResourceType) -> bool {
+    matches!(
+        (rt.group.as_str(), rt.kind.as_str()),
+        ("", "Endpoints" | "Event" | "LimitRange" | "Service")
+            | ("events.k8s.io", "Event")
+            | ("coordination.k8s.io", "Lease" | "LeaseCandidate")
+            | ("node.k8s.io", "RuntimeClass")
+            | (
+                "rbac.authorization.k8s.io",
+                "Role" | "ClusterRole" | "RoleBinding" | "ClusterRoleBinding"
+            )
     )
 }
 
@@ -578,6 +584,9 @@ pub fn create(
     }
     if rt.namespaced {
         namespace_accepts_objects(state, cluster, &ns)?;
+    }
+    if !opts.dry_run {
+        preconditions::none_on_create(&obj)?;
     }
     let gr = rt.group_resource();
     let exists = state
@@ -1000,13 +1009,23 @@ pub fn update(
         )));
     }
     check_namespace(rt, (!namespace.is_empty()).then_some(namespace), &mut obj)?;
-    let current = get(state, cluster, rt, namespace, name)?;
-    if let Some(rv) = meta_str(&obj, "resourceVersion").filter(|rv| !rv.is_empty())
-        && rv != current.rv.to_string()
-    {
-        return Err(stale_write(rt, name));
-    }
+    let current = match get(state, cluster, rt, namespace, name) {
+        Ok(current) => current,
+        Err(missing) if missing.code == 404 && creates_on_update(rt) && !status => {
+            let url_namespace = (!namespace.is_empty()).then_some(namespace);
+            return create(state, cluster, rt, version, url_namespace, obj, opts);
+        }
+        Err(err) => return Err(err),
+    };
     let old = current.value()?;
+    preconditions::uid(
+        rt,
+        state.is_custom(cluster, rt.group_resource()),
+        (namespace, name),
+        meta_str(&obj, "uid"),
+        meta_str(&old, "uid").unwrap_or_default(),
+    )?;
+    preconditions::resource_version(rt, name, meta_str(&obj, "resourceVersion"), current.rv)?;
     write_update(
         state, cluster, rt, version, namespace, name, status, old, obj, opts, false,
     )
@@ -1068,6 +1087,12 @@ fn write_update(
     {
         let old_meta = meta(&old).cloned().unwrap_or_default();
         let meta = meta_mut(&mut new)?;
+        // A uid the write sends is kept for validation to refuse (kube's `BeforeUpdate` fills
+        // only a missing one).
+        let sends_uid = meta
+            .get("uid")
+            .and_then(Value::as_str)
+            .is_some_and(|u| !u.is_empty());
         for key in [
             "uid",
             "creationTimestamp",
@@ -1077,6 +1102,9 @@ fn write_update(
             "name",
             "namespace",
         ] {
+            if key == "uid" && sends_uid {
+                continue;
+            }
             match old_meta.get(key) {
                 Some(v) => meta.insert(key.into(), v.clone()),
                 None => meta.remove(key),
@@ -1313,13 +1341,13 @@ pub fn patch(
         )));
     }
     // A resourceVersion in the patch is a precondition.
-    if let Some(rv) = body
-        .pointer("/metadata/resourceVersion")
-        .and_then(Value::as_str)
-        && rv != current.rv.to_string()
-    {
-        return Err(stale_write(rt, name));
-    }
+    preconditions::resource_version(
+        rt,
+        name,
+        body.pointer("/metadata/resourceVersion")
+            .and_then(Value::as_str),
+        current.rv,
+    )?;
     check_type(rt, version, &mut new)?;
     let decoded = if kind == PatchKind::Strategic {
         decode_patched_as_go(state, cluster, rt, version, &mut new, opts, |_| {
@@ -1470,11 +1498,12 @@ fn apply(
         }
         Some(current) => {
             // A resourceVersion in the configuration is a precondition.
-            if let Some(rv) = meta_str(body, "resourceVersion").filter(|rv| !rv.is_empty())
-                && rv != current.rv.to_string()
-            {
-                return Err(stale_write(rt, name));
-            }
+            preconditions::resource_version(
+                rt,
+                name,
+                meta_str(body, "resourceVersion"),
+                current.rv,
+            )?;
             let old = current.value()?;
             let mut seen = old.clone();
             conversion::to_version(rt, version, &mut seen);
