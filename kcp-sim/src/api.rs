@@ -657,6 +657,60 @@ impl Sim {
         .await
     }
 
+    /// A server-side apply of the Scale of the object `target` names (see
+    /// [`semantics::apply_scale`]); `body` is the applied `autoscaling/v1` Scale.
+    pub async fn apply_scale(
+        &self,
+        target: &Target,
+        body: &Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<(Arc<ResourceType>, Written)> {
+        let name = Self::name(target)?;
+        self.write_op(Verb::Patch, target, |state, r, cluster| {
+            let paths = r.rt.scale.clone().ok_or_else(|| {
+                ApiError::not_found(&r.rt.group, &format!("{}/scale", r.rt.plural), name)
+            })?;
+            semantics::apply_scale(
+                state,
+                cluster,
+                &r.rt,
+                &target.version,
+                (target.namespace.as_deref().unwrap_or(""), name),
+                &paths,
+                body,
+                &with_lifecycle(opts, r),
+            )
+        })
+        .await
+    }
+
+    /// A write through the Scale of the object `target` names other than an apply (see
+    /// [`semantics::update_scale`]); `scale` is the Scale the write makes.
+    pub async fn update_scale(
+        &self,
+        target: &Target,
+        scale: Value,
+        opts: &WriteOptions,
+    ) -> ApiResult<(Arc<ResourceType>, Written)> {
+        let name = Self::name(target)?;
+        self.write_op(Verb::Update, target, |state, r, cluster| {
+            let paths = r.rt.scale.clone().ok_or_else(|| {
+                ApiError::not_found(&r.rt.group, &format!("{}/scale", r.rt.plural), name)
+            })?;
+            semantics::update_scale(
+                state,
+                cluster,
+                &r.rt,
+                &target.version,
+                (target.namespace.as_deref().unwrap_or(""), name),
+                &paths,
+                scale,
+                &with_lifecycle(opts, r),
+            )
+        })
+        .await
+    }
+
     /// DELETE one object.
     pub async fn delete(
         &self,

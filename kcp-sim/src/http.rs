@@ -804,6 +804,11 @@ async fn scale_subresource(
             let kind = PatchKind::from_content_type(content_type)
                 .ok_or_else(ApiError::media_type_not_routed)?;
             let patch = decode_patch(kind, body, content_type, opts.field_validation)?;
+            if kind == PatchKind::Apply {
+                let (_, written) = sim.apply_scale(&main, &patch, opts).await?;
+                let answer = scale::render(&paths, &written.object.value()?);
+                return Ok(json_response(StatusCode::OK, &answer));
+            }
             scale::patched(&scale::render(&paths, &current), kind, &patch)?
         }
         _ => {
@@ -823,8 +828,7 @@ async fn scale_subresource(
             "the name of the object ({scale_name}) does not match the name on the URL ({url_name})"
         )));
     }
-    let updated = scale::with_replicas(&paths, &current, &scale)?;
-    let (_, written) = sim.update(&main, updated, opts).await?;
+    let (_, written) = sim.update_scale(&main, scale, opts).await?;
     let answer = scale::render(&paths, &written.object.value()?);
     Ok(json_response(StatusCode::OK, &answer))
 }

@@ -87,6 +87,7 @@ pub mod query;
 pub mod requests;
 pub mod resource;
 pub mod scale;
+pub mod scale_fields;
 pub mod scheduling;
 pub mod schema;
 /// Label and field selectors (kept in kcp-core, shared with controllers).

@@ -62,6 +62,10 @@ const UNTRACKED_TOP_LEVEL: &[&str] = &["apiVersion", "kind"];
 /// server sees them as always-present structs).
 const TOP_LEVEL_STRUCTS: &[&str] = &["metadata", "spec", "status"];
 
+/// The manager kube-apiserver claims an untracked object's fields for before its first apply
+/// (its skipNonApplied manager), so that apply conflicts with it over values it changes.
+pub const BEFORE_FIRST_APPLY: &str = "before-first-apply";
+
 /// Who is writing, for the bookkeeping in `metadata.managedFields`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FieldManager<'a> {

@@ -5,8 +5,8 @@
 //!
 //! kube-apiserver's ways, kept here: a builtin workload's Scale `status.selector` is its label
 //! selector written as a string (`app=web,tier=front`); missing replicas read as 0; a write
-//! through `/scale` changes only the spec replicas, is recorded in managedFields under the
-//! subresource `scale` (without a time), and a Scale's resourceVersion is a precondition.
+//! through `/scale` changes only the spec replicas, and a Scale's resourceVersion is a
+//! precondition. Who owns the replicas after it is [`crate::scale_fields`]'s.
 
 use serde_json::{Map, Value, json};
 
@@ -157,36 +157,6 @@ pub fn patched(current: &Value, kind: PatchKind, body: &Value) -> ApiResult<Valu
         }
     }
     Ok(scale)
-}
-
-/// The managedFields entry of a write through `/scale`, as kube-apiserver leaves it: it owns
-/// what the Scale sets, so nothing when the replicas are 0 (which the Scale omits), and it has
-/// no time.
-pub fn settle_scale_entry(object: &mut Value, paths: &ScalePaths) {
-    let zero = at(object, &paths.spec_replicas)
-        .and_then(Value::as_i64)
-        .is_none_or(|r| r == 0);
-    let Some(entries) = object
-        .pointer_mut("/metadata/managedFields")
-        .and_then(Value::as_array_mut)
-    else {
-        return;
-    };
-    let is_scale =
-        |entry: &Value| entry.get("subresource").and_then(Value::as_str) == Some("scale");
-    if zero {
-        entries.retain(|entry| !is_scale(entry));
-    }
-    for entry in entries.iter_mut().filter(|e| is_scale(e)) {
-        if let Some(entry) = entry.as_object_mut() {
-            entry.remove("time");
-        }
-    }
-    if entries.is_empty()
-        && let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut)
-    {
-        meta.remove("managedFields");
-    }
 }
 
 /// `metav1.FormatLabelSelector`: `matchLabels` as `k=v` and `matchExpressions` as `k in (a,b)`,

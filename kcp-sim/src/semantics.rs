@@ -26,6 +26,7 @@ use crate::object_meta::finalizers_of;
 use crate::patch;
 use crate::preconditions;
 use crate::resource::{GroupResource, ResourceType};
+use crate::scale_fields;
 use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult, StatusCause};
 use crate::store::{State, Stored};
@@ -1244,9 +1245,6 @@ fn write_update(
             }
             None => managed_fields::record_update_over(base.as_ref(), Some(&old), &mut new, &who),
         }
-        if let (true, Some(paths)) = (opts.scale, &rt.scale) {
-            crate::scale::settle_scale_entry(&mut new, paths);
-        }
     }
     if rt.kind == "CustomResourceDefinition" && rt.group == "apiextensions.k8s.io" {
         crd::establish(state, cluster, &mut new)?;
@@ -1452,19 +1450,7 @@ fn apply(
         time: &now,
         api_version: &api_version,
     };
-    // kube-apiserver's apply conflict: one cause per field, no object in the details.
-    let conflict = |c: managed_fields::ApplyConflicts| {
-        let causes = c
-            .conflicts
-            .iter()
-            .map(|one| StatusCause {
-                reason: "FieldManagerConflict".to_string(),
-                message: format!("conflict with {}", one.manager_description()),
-                field: one.field.clone(),
-            })
-            .collect();
-        ApiError::new(409, "Conflict", c.to_string()).with_causes(causes)
-    };
+    let conflict = apply_conflict;
     match current {
         None => {
             if status {
@@ -1507,6 +1493,9 @@ fn apply(
             let old = current.value()?;
             let mut seen = old.clone();
             conversion::to_version(rt, version, &mut seen);
+            if managed_entries(&seen).is_empty() {
+                claim_before_first_apply(rt, status, &mut seen, &who)?;
+            }
             let mut new =
                 last_applied::apply(&seen, body, &applied, &who, opts.force).map_err(conflict)?;
             as_go_stores(state, cluster, rt, version, &mut new);
@@ -1517,6 +1506,227 @@ fn apply(
             )
         }
     }
+}
+
+/// kube's skipNonApplied manager: the fields of an object nobody owns anything of are first
+/// claimed by `before-first-apply` (an update from nothing to the live object, through the
+/// subresource being applied), which the apply may then conflict with. What that subresource
+/// does not write (a main resource's status, a status write's spec) is not claimed.
+fn claim_before_first_apply(
+    rt: &ResourceType,
+    status: bool,
+    seen: &mut Value,
+    who: &FieldManager,
+) -> ApiResult<()> {
+    let mut written = seen.clone();
+    if let Some(root) = written.as_object_mut() {
+        if status {
+            root.retain(|k, _| matches!(k.as_str(), "apiVersion" | "kind" | "metadata" | "status"));
+        } else if rt.status {
+            root.remove("status");
+        }
+    }
+    let claim = FieldManager {
+        manager: managed_fields::BEFORE_FIRST_APPLY,
+        ..*who
+    };
+    managed_fields::record_update(None, &mut written, &claim);
+    if let Some(entries) = written.pointer("/metadata/managedFields") {
+        meta_mut(seen)?.insert("managedFields".into(), entries.clone());
+    }
+    Ok(())
+}
+
+/// kube-apiserver's apply conflict: one cause per field, no object in the details.
+fn apply_conflict(c: managed_fields::ApplyConflicts) -> ApiError {
+    let causes = c
+        .conflicts
+        .iter()
+        .map(|one| StatusCause {
+            reason: "FieldManagerConflict".to_string(),
+            message: format!("conflict with {}", one.manager_description()),
+            field: one.field.clone(),
+        })
+        .collect();
+    ApiError::new(409, "Conflict", c.to_string()).with_causes(causes)
+}
+
+/// Server-side apply of an object's Scale (`PATCH .../scale` with an apply body), as
+/// kube-apiserver runs it: the owners of the object's replicas are seen on the Scale
+/// ([`scale_fields`]), the Scale is applied with subresource `scale` at `autoscaling/v1`, and the
+/// new owners go back to the object with its new replicas.
+#[allow(clippy::too_many_arguments)]
+pub fn apply_scale(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    version: &str,
+    (namespace, name): (&str, &str),
+    paths: &crate::scale::ScalePaths,
+    body: &Value,
+    opts: &WriteOptions,
+) -> ApiResult<Written> {
+    crate::write_options::check(&crate::write_options::WriteQuery {
+        options_kind: "PatchOptions",
+        apply: true,
+        field_manager: opts.field_manager.as_deref(),
+        ..Default::default()
+    })?;
+    let text = |key: &str| body.get(key).and_then(Value::as_str).unwrap_or_default();
+    if (text("apiVersion"), text("kind")) != ("autoscaling/v1", "Scale") {
+        return Err(ApiError::bad_request(format!(
+            "invalid object type: {}",
+            group_version_kind(body)
+        )));
+    }
+    if body
+        .pointer("/metadata/managedFields")
+        .is_some_and(|entries| !entries.is_null())
+    {
+        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
+    }
+    let current = get(state, cluster, rt, namespace, name)?;
+    let old = current.value()?;
+    let mut view = ScaleView::of(rt, paths, &old);
+    if view.entries.is_empty() {
+        if state.is_custom(cluster, rt.group_resource()) {
+            // kube's converter cannot make a custom resource of a Scale (seen on v1.34.2).
+            return Err(ApiError::new(
+                500,
+                "",
+                "failed to create manager for existing fields: failed to convert live object (/; autoscaling/v1, Kind=Scale) to proper version: request to convert CR to an invalid group/version: autoscaling/v1",
+            ));
+        }
+        view.entries
+            .extend(scale_fields::before_first_apply(&view.scale));
+    }
+    let now = now();
+    let who = view.writer(opts, &now);
+    let applied = managed_fields::apply(Some(&view.tracked()?), body, &who, opts.force)
+        .map_err(apply_conflict)?;
+    preconditions::resource_version(rt, name, meta_str(body, "resourceVersion"), current.rv)?;
+    let owners = view.owners_after(&applied, &rt.api_version(version));
+    let new = view.object_with(&applied, owners)?;
+    write_update(
+        state, cluster, rt, version, namespace, name, false, old, new, opts, true,
+    )
+}
+
+/// A write through an object's Scale other than an apply (a PUT, or a merge, JSON or strategic
+/// patch of it; `scale` is the Scale it makes), recorded as kube-apiserver's ScaleHandler records
+/// it: an update by the writer with subresource `scale` when somebody owns the object's
+/// replicas, and nothing when nobody does (kube's skipNonApplied manager).
+#[allow(clippy::too_many_arguments)]
+pub fn update_scale(
+    state: &mut State,
+    cluster: &str,
+    rt: &ResourceType,
+    version: &str,
+    (namespace, name): (&str, &str),
+    paths: &crate::scale::ScalePaths,
+    scale: Value,
+    opts: &WriteOptions,
+) -> ApiResult<Written> {
+    let current = get(state, cluster, rt, namespace, name)?;
+    preconditions::resource_version(rt, name, meta_str(&scale, "resourceVersion"), current.rv)?;
+    let old = current.value()?;
+    let view = ScaleView::of(rt, paths, &old);
+    let owners = if view.entries.is_empty() {
+        view.parent_entries.clone()
+    } else {
+        // The Scale as Go holds it after the write (replicas 0 are omitted).
+        let mut written = crate::scale::render(paths, &view.object_with(&scale, Vec::new())?);
+        let now = now();
+        managed_fields::record_update(
+            Some(&view.tracked()?),
+            &mut written,
+            &view.writer(opts, &now),
+        );
+        view.owners_after(&written, &rt.api_version(version))
+    };
+    let new = view.object_with(&scale, owners)?;
+    write_update(
+        state, cluster, rt, version, namespace, name, false, old, new, opts, true,
+    )
+}
+
+/// An object seen through its Scale, with the owners of its replicas.
+struct ScaleView<'a> {
+    paths: &'a crate::scale::ScalePaths,
+    object: &'a Value,
+    /// The object's managedFields.
+    parent_entries: Vec<Value>,
+    /// The object's replicas path as managedFields keys.
+    replicas: Vec<String>,
+    /// The Scale as read.
+    scale: Value,
+    /// The Scale's managedFields.
+    entries: Vec<Value>,
+}
+
+impl<'a> ScaleView<'a> {
+    fn of(rt: &ResourceType, paths: &'a crate::scale::ScalePaths, object: &'a Value) -> Self {
+        let parent_entries = managed_entries(object);
+        let replicas = scale_fields::field_keys(&paths.spec_replicas);
+        let entries = scale_fields::to_subresource(&parent_entries, &replicas, &rt.group);
+        ScaleView {
+            paths,
+            object,
+            parent_entries,
+            replicas,
+            scale: crate::scale::render(paths, object),
+            entries,
+        }
+    }
+
+    /// The Scale with its managedFields.
+    fn tracked(&self) -> ApiResult<Value> {
+        let mut scale = self.scale.clone();
+        meta_mut(&mut scale)?.insert("managedFields".into(), Value::Array(self.entries.clone()));
+        Ok(scale)
+    }
+
+    /// Who writes through the Scale.
+    fn writer<'w>(&self, opts: &'w WriteOptions, time: &'w str) -> FieldManager<'w> {
+        FieldManager {
+            manager: opts.manager(),
+            subresource: Some("scale"),
+            time,
+            api_version: "autoscaling/v1",
+        }
+    }
+
+    /// The object's managedFields after the write left the Scale `written`.
+    fn owners_after(&self, written: &Value, api_version: &str) -> Vec<Value> {
+        scale_fields::to_parent(
+            &self.parent_entries,
+            &managed_entries(written),
+            &self.replicas,
+            api_version,
+        )
+    }
+
+    /// The object with the replicas of `scale` and the managedFields `owners`.
+    fn object_with(&self, scale: &Value, owners: Vec<Value>) -> ApiResult<Value> {
+        let mut new = crate::scale::with_replicas(self.paths, self.object, scale)?;
+        let meta = meta_mut(&mut new)?;
+        meta.remove("resourceVersion");
+        if owners.is_empty() {
+            meta.remove("managedFields");
+        } else {
+            meta.insert("managedFields".into(), Value::Array(owners));
+        }
+        Ok(new)
+    }
+}
+
+/// An object's `metadata.managedFields` entries.
+fn managed_entries(object: &Value) -> Vec<Value> {
+    object
+        .pointer("/metadata/managedFields")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Deletes an object: at once when it has no finalizers, otherwise by setting its

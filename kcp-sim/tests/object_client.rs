@@ -197,8 +197,18 @@ metadata: {name: team}
         "root"
     );
 
+    // Applied again, only the Namespace changes: a Namespace applied with its name alone has
+    // no fields owned, so kube's `before-first-apply` manager claims its label and finalizers
+    // (conformance case apply-reset/an-apply-of-only-a-namespaces-name-applied-again).
     let again = applier.apply(&plan).await;
-    assert_eq!(again.unchanged().count(), 4, "{again}");
+    assert_eq!(again.unchanged().count(), 3, "{again}");
+    let changed: Vec<&str> = again
+        .applied()
+        .map(|r| r.object.gvk.kind.as_str())
+        .collect();
+    assert_eq!(changed, ["Namespace"], "{again}");
+    let third = applier.apply(&plan).await;
+    assert_eq!(third.unchanged().count(), 4, "{third}");
 }
 
 #[tokio::test]
