@@ -15,7 +15,9 @@ use crate::faults::{Faults, Verb};
 use crate::kcp;
 use crate::query::{self, ClusterScope, Filter, Page, Visibility, WatchFilter};
 use crate::resource::{Flavor, GroupResource, Registry, ResourceType};
-use crate::semantics::{self, DeleteRequest, Deleted, PatchKind, WriteOptions, Written};
+use crate::semantics::{
+    self, DeleteRequest, Deleted, PatchKind, ScaleWrite, WriteOptions, Written,
+};
 use crate::status::{ApiError, ApiResult};
 use crate::store::{Change, ChangeKind, State, Stored};
 use crate::table;
@@ -657,56 +659,48 @@ impl Sim {
         .await
     }
 
-    /// A server-side apply of the Scale of the object `target` names (see
-    /// [`semantics::apply_scale`]); `body` is the applied `autoscaling/v1` Scale.
-    pub async fn apply_scale(
+    /// A write through the Scale of the object `target` names: a server-side apply of an
+    /// `autoscaling/v1` Scale ([`semantics::apply_scale`]) or any other write, given as the
+    /// Scale it makes ([`semantics::update_scale`]).
+    pub async fn write_scale(
         &self,
         target: &Target,
-        body: &Value,
+        write: ScaleWrite,
         opts: &WriteOptions,
     ) -> ApiResult<(Arc<ResourceType>, Written)> {
         let name = Self::name(target)?;
-        self.write_op(Verb::Patch, target, |state, r, cluster| {
+        let verb = match write {
+            ScaleWrite::Apply(_) => Verb::Patch,
+            ScaleWrite::Update(_) => Verb::Update,
+        };
+        self.write_op(verb, target, |state, r, cluster| {
             let paths = r.rt.scale.clone().ok_or_else(|| {
                 ApiError::not_found(&r.rt.group, &format!("{}/scale", r.rt.plural), name)
             })?;
-            semantics::apply_scale(
-                state,
-                cluster,
-                &r.rt,
-                &target.version,
-                (target.namespace.as_deref().unwrap_or(""), name),
-                &paths,
-                body,
-                &with_lifecycle(opts, r),
-            )
-        })
-        .await
-    }
-
-    /// A write through the Scale of the object `target` names other than an apply (see
-    /// [`semantics::update_scale`]); `scale` is the Scale the write makes.
-    pub async fn update_scale(
-        &self,
-        target: &Target,
-        scale: Value,
-        opts: &WriteOptions,
-    ) -> ApiResult<(Arc<ResourceType>, Written)> {
-        let name = Self::name(target)?;
-        self.write_op(Verb::Update, target, |state, r, cluster| {
-            let paths = r.rt.scale.clone().ok_or_else(|| {
-                ApiError::not_found(&r.rt.group, &format!("{}/scale", r.rt.plural), name)
-            })?;
-            semantics::update_scale(
-                state,
-                cluster,
-                &r.rt,
-                &target.version,
-                (target.namespace.as_deref().unwrap_or(""), name),
-                &paths,
-                scale,
-                &with_lifecycle(opts, r),
-            )
+            let at = (target.namespace.as_deref().unwrap_or(""), name);
+            let opts = with_lifecycle(opts, r);
+            match write {
+                ScaleWrite::Apply(body) => semantics::apply_scale(
+                    state,
+                    cluster,
+                    &r.rt,
+                    &target.version,
+                    at,
+                    &paths,
+                    &body,
+                    &opts,
+                ),
+                ScaleWrite::Update(scale) => semantics::update_scale(
+                    state,
+                    cluster,
+                    &r.rt,
+                    &target.version,
+                    at,
+                    &paths,
+                    scale,
+                    &opts,
+                ),
+            }
         })
         .await
     }

@@ -805,7 +805,8 @@ async fn scale_subresource(
                 .ok_or_else(ApiError::media_type_not_routed)?;
             let patch = decode_patch(kind, body, content_type, opts.field_validation)?;
             if kind == PatchKind::Apply {
-                let (_, written) = sim.apply_scale(&main, &patch, opts).await?;
+                let write = crate::semantics::ScaleWrite::Apply(patch);
+                let (_, written) = sim.write_scale(&main, write, opts).await?;
                 let answer = scale::render(&paths, &written.object.value()?);
                 return Ok(json_response(StatusCode::OK, &answer));
             }
@@ -828,7 +829,8 @@ async fn scale_subresource(
             "the name of the object ({scale_name}) does not match the name on the URL ({url_name})"
         )));
     }
-    let (_, written) = sim.update_scale(&main, scale, opts).await?;
+    let write = crate::semantics::ScaleWrite::Update(scale);
+    let (_, written) = sim.write_scale(&main, write, opts).await?;
     let answer = scale::render(&paths, &written.object.value()?);
     Ok(json_response(StatusCode::OK, &answer))
 }

@@ -1378,20 +1378,10 @@ fn apply(
     opts: &WriteOptions,
 ) -> ApiResult<Written> {
     // The HTTP layer checked every option; a library caller gets the same refusal.
-    crate::write_options::check(&crate::write_options::WriteQuery {
-        options_kind: "PatchOptions",
-        apply: true,
-        field_manager: opts.field_manager.as_deref(),
-        ..Default::default()
-    })?;
+    check_apply_options(opts)?;
     let manager = opts.field_manager.as_deref().unwrap_or_default();
     check_applied_type(rt, version, body)?;
-    if body
-        .pointer("/metadata/managedFields")
-        .is_some_and(|entries| !entries.is_null())
-    {
-        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
-    }
+    refuse_sent_managed_fields(body)?;
     check_typed_configuration(state, cluster, rt, body)?;
     let mut applied = body.clone();
     check_type(rt, version, &mut applied)?;
@@ -1537,6 +1527,27 @@ fn claim_before_first_apply(
     Ok(())
 }
 
+/// An apply's options as kube's `ValidatePatchOptions` checks them (a field manager is
+/// required).
+fn check_apply_options(opts: &WriteOptions) -> ApiResult<()> {
+    crate::write_options::check(&crate::write_options::WriteQuery {
+        options_kind: "PatchOptions",
+        apply: true,
+        field_manager: opts.field_manager.as_deref(),
+        ..Default::default()
+    })
+}
+
+/// An applied configuration may not carry managedFields.
+fn refuse_sent_managed_fields(body: &Value) -> ApiResult<()> {
+    match body.pointer("/metadata/managedFields") {
+        Some(entries) if !entries.is_null() => {
+            Err(ApiError::bad_request("metadata.managedFields must be nil"))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// kube-apiserver's apply conflict: one cause per field, no object in the details.
 fn apply_conflict(c: managed_fields::ApplyConflicts) -> ApiError {
     let causes = c
@@ -1549,6 +1560,15 @@ fn apply_conflict(c: managed_fields::ApplyConflicts) -> ApiError {
         })
         .collect();
     ApiError::new(409, "Conflict", c.to_string()).with_causes(causes)
+}
+
+/// A write through an object's `/scale` subresource.
+#[derive(Debug, Clone)]
+pub enum ScaleWrite {
+    /// A server-side apply: the applied `autoscaling/v1` Scale.
+    Apply(Value),
+    /// A PUT or another patch: the Scale it makes.
+    Update(Value),
 }
 
 /// Server-side apply of an object's Scale (`PATCH .../scale` with an apply body), as
@@ -1566,12 +1586,7 @@ pub fn apply_scale(
     body: &Value,
     opts: &WriteOptions,
 ) -> ApiResult<Written> {
-    crate::write_options::check(&crate::write_options::WriteQuery {
-        options_kind: "PatchOptions",
-        apply: true,
-        field_manager: opts.field_manager.as_deref(),
-        ..Default::default()
-    })?;
+    check_apply_options(opts)?;
     let text = |key: &str| body.get(key).and_then(Value::as_str).unwrap_or_default();
     if (text("apiVersion"), text("kind")) != ("autoscaling/v1", "Scale") {
         return Err(ApiError::bad_request(format!(
@@ -1579,12 +1594,7 @@ pub fn apply_scale(
             group_version_kind(body)
         )));
     }
-    if body
-        .pointer("/metadata/managedFields")
-        .is_some_and(|entries| !entries.is_null())
-    {
-        return Err(ApiError::bad_request("metadata.managedFields must be nil"));
-    }
+    refuse_sent_managed_fields(body)?;
     let current = get(state, cluster, rt, namespace, name)?;
     let old = current.value()?;
     let mut view = ScaleView::of(rt, paths, &old);

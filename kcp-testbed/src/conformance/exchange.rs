@@ -217,9 +217,13 @@ async fn send(
     let protobuf_stream = content_type
         .as_deref()
         .is_some_and(kcp_sim::protobuf::is_protobuf);
+    let framing = if protobuf_stream {
+        WatchFraming::Protobuf
+    } else {
+        WatchFraming::Lines
+    };
     let body = match (&step.watch, parts.status.is_success()) {
-        (Some(watch), true) if protobuf_stream => read_protobuf_watch(body, watch).await,
-        (Some(watch), true) => read_watch(body, watch).await,
+        (Some(watch), true) => read_watch(body, watch, framing).await,
         _ => read_body(body).await?,
     };
     let answer = json!({
@@ -413,31 +417,45 @@ fn without_ages(text: &str) -> String {
     }
 }
 
-/// Reads newline-separated watch events until `watch.events` came or [`WATCH_READ`] passed.
-async fn read_watch(mut body: kube::client::Body, watch: &WatchRead) -> Value {
-    let deadline = tokio::time::Instant::now() + WATCH_READ;
-    let mut pending = Vec::new();
-    let mut events = Vec::new();
-    while events.len() < watch.events {
-        let frame = tokio::time::timeout_at(deadline, body.frame()).await;
-        let Ok(Some(Ok(frame))) = frame else { break };
-        let Ok(data) = frame.into_data() else {
-            continue;
-        };
-        pending.extend_from_slice(&data);
-        while let Some(end) = pending.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = pending.drain(..=end).collect();
-            if events.len() < watch.events && line.len() > 1 {
-                events.push(parse_body(&line[..line.len() - 1]));
+/// How a watch stream is cut into events.
+#[derive(Debug, Clone, Copy)]
+enum WatchFraming {
+    /// JSON events, one per line.
+    Lines,
+    /// Length-delimited protobuf `WatchEvent`s, each read into its JSON form
+    /// `{"type", "object"}` in `{"protobuf": ...}`.
+    Protobuf,
+}
+
+impl WatchFraming {
+    /// The next whole event taken off `pending` (`Some(None)` for a blank line), when it came.
+    fn next(self, pending: &mut Vec<u8>) -> Option<Option<Value>> {
+        match self {
+            WatchFraming::Lines => {
+                let end = pending.iter().position(|b| *b == b'\n')?;
+                let line: Vec<u8> = pending.drain(..=end).collect();
+                let text = line.get(..line.len() - 1).unwrap_or_default();
+                Some((!text.is_empty()).then(|| parse_body(text)))
+            }
+            WatchFraming::Protobuf => {
+                let message = next_length_delimited(pending)?;
+                Some(Some(
+                    match kcp_sim::protobuf::decode_watch_event(&message) {
+                        Ok(event) => json!({"protobuf": event}),
+                        Err(e) => json!({"protobufUnreadable": e.message, "bytes": message.len()}),
+                    },
+                ))
             }
         }
     }
-    json!({"complete": events.len() == watch.events, "events": events})
 }
 
-/// Reads length-delimited protobuf watch frames until `watch.events` came or [`WATCH_READ`]
-/// passed; each event is read into its JSON form `{"type", "object"}`, in `{"protobuf": ...}`.
-async fn read_protobuf_watch(mut body: kube::client::Body, watch: &WatchRead) -> Value {
+/// Reads watch events until `watch.events` came or [`WATCH_READ`] passed.
+async fn read_watch(
+    mut body: kube::client::Body,
+    watch: &WatchRead,
+    framing: WatchFraming,
+) -> Value {
     let deadline = tokio::time::Instant::now() + WATCH_READ;
     let mut pending = Vec::new();
     let mut events = Vec::new();
@@ -448,12 +466,9 @@ async fn read_protobuf_watch(mut body: kube::client::Body, watch: &WatchRead) ->
             continue;
         };
         pending.extend_from_slice(&data);
-        while let Some(message) = next_length_delimited(&mut pending) {
+        while let Some(event) = framing.next(&mut pending) {
             if events.len() < watch.events {
-                events.push(match kcp_sim::protobuf::decode_watch_event(&message) {
-                    Ok(event) => json!({"protobuf": event}),
-                    Err(e) => json!({"protobufUnreadable": e.message, "bytes": message.len()}),
-                });
+                events.extend(event);
             }
         }
     }
