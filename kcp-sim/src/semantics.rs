@@ -1797,13 +1797,8 @@ pub fn delete(
     let is_namespace = rt.group.is_empty() && rt.kind == "Namespace";
     let is_crd = rt.group == "apiextensions.k8s.io" && rt.kind == "CustomResourceDefinition";
     let is_binding = apis::is_binding(rt);
-    let mut fins = finalizers_of(&obj);
-    if policy == "Foreground" && !fins.iter().any(|f| f == "foregroundDeletion") {
-        fins.push("foregroundDeletion".to_string());
-    }
-    if policy == "Orphan" && !fins.iter().any(|f| f == "orphan") {
-        fins.push("orphan".to_string());
-    }
+    let existing = finalizers_of(&obj);
+    let fins = garbage_collection_finalizers(&existing, req.propagation.as_deref());
     let needs_cleanup = is_namespace || is_crd || is_binding;
     let is_custom = state.is_custom(cluster, rt.group_resource());
     let at_once = fins.is_empty() && !needs_cleanup;
@@ -1842,6 +1837,10 @@ pub fn delete(
     if !already {
         mark_deleting(&mut obj, &fins, is_namespace)?;
         terminating = Some(state.store(cluster, rt.group_resource(), namespace, name, &mut obj)?);
+    } else if fins != existing {
+        // Deleted again with another propagation: its garbage collector's finalizers change.
+        meta_mut(&mut obj)?.insert("finalizers".into(), json!(fins));
+        terminating = Some(state.store(cluster, rt.group_resource(), namespace, name, &mut obj)?);
     }
     if is_namespace {
         delete_namespace_contents(state, cluster, name)?;
@@ -1865,6 +1864,37 @@ pub fn delete(
             .unwrap_or(current),
     };
     Ok(Deleted { object, at_once })
+}
+
+/// The finalizers a delete leaves an object with, as kube's
+/// `deletionFinalizersForGarbageCollection` computes them: the garbage collector's two
+/// (`orphan`, `foregroundDeletion`) are replaced by the one the propagation policy asks for
+/// (none for `Background`); without a policy, the first of them the object already has stays.
+/// An unchanged set keeps its order.
+fn garbage_collection_finalizers(existing: &[String], propagation: Option<&str>) -> Vec<String> {
+    const ORPHAN: &str = "orphan";
+    const FOREGROUND: &str = "foregroundDeletion";
+    let first_collector_finalizer = existing
+        .iter()
+        .find(|f| *f == ORPHAN || *f == FOREGROUND)
+        .map(String::as_str);
+    let wanted = match propagation {
+        Some("Orphan") => Some(ORPHAN),
+        Some("Foreground") => Some(FOREGROUND),
+        Some(_) => None,
+        None => first_collector_finalizer,
+    };
+    let mut out: Vec<String> = existing
+        .iter()
+        .filter(|f| *f != ORPHAN && *f != FOREGROUND)
+        .cloned()
+        .collect();
+    out.extend(wanted.map(String::from));
+    let new_set: std::collections::BTreeSet<&String> = out.iter().collect();
+    if new_set == existing.iter().collect() {
+        return existing.to_vec();
+    }
+    out
 }
 
 /// Marks an object deleted that waits for `finalizers` (kube's `markAsDeleting`): a deletion
@@ -2085,6 +2115,36 @@ fn delete_namespace_contents(state: &mut State, cluster: &str, ns: &str) -> ApiR
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn names(list: &[&str]) -> Vec<String> {
+        list.iter().map(|f| f.to_string()).collect()
+    }
+
+    #[test]
+    fn deleting_again_with_another_policy_swaps_the_collectors_finalizer() {
+        // As kube-apiserver v1.34.2 answered (finalizer-edges/deleting-again-with-orphan-adds-the-orphan-finalizer).
+        let held = names(&["example.com/hold"]);
+        assert_eq!(
+            garbage_collection_finalizers(&held, Some("Orphan")),
+            names(&["example.com/hold", "orphan"])
+        );
+        let orphaned = names(&["orphan", "example.com/hold"]);
+        assert_eq!(
+            garbage_collection_finalizers(&orphaned, Some("Foreground")),
+            names(&["example.com/hold", "foregroundDeletion"])
+        );
+        assert_eq!(
+            garbage_collection_finalizers(&orphaned, Some("Background")),
+            held
+        );
+    }
+
+    #[test]
+    fn without_a_policy_the_collectors_finalizer_stays_in_its_place() {
+        let orphaned = names(&["orphan", "example.com/hold"]);
+        assert_eq!(garbage_collection_finalizers(&orphaned, None), orphaned);
+        assert!(garbage_collection_finalizers(&[], None).is_empty());
+    }
 
     #[test]
     fn generated_uids_look_like_version_4_uuids() {
