@@ -415,12 +415,12 @@ impl Node {
     }
 
     /// Drops every path that does not exist in `value` (read with the list shapes guessed there).
-    fn retain_existing(&mut self, value: &Value, field: Option<&str>) {
-        let view = View::new(value, field);
+    fn retain_existing(&mut self, value: &Value, place: Place<'_>) {
+        let view = View::new(value, place);
         self.children
             .retain(|element, child| match view.get(element) {
                 Some(child_value) => {
-                    child.retain_existing(child_value, element.field_name());
+                    child.retain_existing(child_value, place.next(element));
                     !child.is_empty()
                 }
                 None => false,
@@ -796,6 +796,43 @@ impl KeySpec {
     }
 }
 
+/// Where a value sits: the name of the field holding it and of the field holding that one.
+/// A list item and the root sit in no field.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Place<'a> {
+    field: Option<&'a str>,
+    parent: Option<&'a str>,
+}
+
+impl<'a> Place<'a> {
+    /// The root of an object, or a list item.
+    const NONE: Place<'static> = Place {
+        field: None,
+        parent: None,
+    };
+
+    /// A value in the field `name` of the map sitting here.
+    fn child(self, name: &'a str) -> Place<'a> {
+        Place {
+            field: Some(name),
+            parent: self.field,
+        }
+    }
+
+    /// The place of the value at `element` under the value sitting here.
+    fn next(self, element: &'a PathElement) -> Place<'a> {
+        match element.field_name() {
+            Some(name) => self.child(name),
+            None => Place::NONE,
+        }
+    }
+
+    /// The place of the value at the end of `path` (read from the root).
+    fn at(path: &'a [PathElement]) -> Place<'a> {
+        path.iter().fold(Place::NONE, Place::next)
+    }
+}
+
 /// The guessed shape of a list, with the path element of each item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Shape {
@@ -808,7 +845,8 @@ enum Shape {
 }
 
 impl Shape {
-    fn of(field: Option<&str>, items: &[Value]) -> Shape {
+    fn of(place: Place<'_>, items: &[Value]) -> Shape {
+        let field = place.field;
         if items.is_empty() {
             return Shape::Atomic;
         }
@@ -832,7 +870,9 @@ impl Shape {
             }
             None => {}
         }
-        if field == Some("finalizers") {
+        // Only ObjectMeta's finalizers are a set; a Namespace's `spec.finalizers` (or any other
+        // list of that name) has no list type and is atomic, as kube's schemas leave it.
+        if field == Some("finalizers") && place.parent == Some("metadata") {
             if items
                 .iter()
                 .all(|item| !item.is_object() && !item.is_array())
@@ -892,10 +932,10 @@ enum View<'v> {
 }
 
 impl<'v> View<'v> {
-    fn new(value: &'v Value, field: Option<&str>) -> Self {
+    fn new(value: &'v Value, place: Place<'_>) -> Self {
         match value {
             Value::Object(fields) => View::Map(fields),
-            Value::Array(items) => View::List(items, Shape::of(field, items)),
+            Value::Array(items) => View::List(items, Shape::of(place, items)),
             _ => View::Leaf,
         }
     }
@@ -911,27 +951,23 @@ impl<'v> View<'v> {
 
 fn resolve<'v>(value: &'v Value, path: &[PathElement]) -> Option<&'v Value> {
     let mut current = value;
-    let mut field = None;
-    for element in path {
-        current = View::new(current, field).get(element)?;
-        field = element.field_name();
+    for (depth, element) in path.iter().enumerate() {
+        current = View::new(current, Place::at(&path[..depth])).get(element)?;
     }
     Some(current)
 }
 
 fn resolve_mut<'v>(value: &'v mut Value, path: &[PathElement]) -> Option<&'v mut Value> {
     let mut current = value;
-    let mut field = None;
-    for element in path {
-        current = child_mut(current, field, element)?;
-        field = element.field_name();
+    for (depth, element) in path.iter().enumerate() {
+        current = child_mut(current, Place::at(&path[..depth]), element)?;
     }
     Some(current)
 }
 
 fn child_mut<'v>(
     value: &'v mut Value,
-    field: Option<&str>,
+    place: Place<'_>,
     element: &PathElement,
 ) -> Option<&'v mut Value> {
     match value {
@@ -940,7 +976,7 @@ fn child_mut<'v>(
             _ => None,
         },
         Value::Array(items) => {
-            let position = Shape::of(field, items).position(element)?;
+            let position = Shape::of(place, items).position(element)?;
             items.get_mut(position)
         }
         _ => None,
@@ -952,13 +988,13 @@ fn remove_at(value: &mut Value, path: &[PathElement]) -> bool {
     let Some((last, parent_path)) = path.split_last() else {
         return false;
     };
-    let field = parent_path.last().and_then(PathElement::field_name);
+    let place = Place::at(parent_path);
     match resolve_mut(value, parent_path) {
         Some(Value::Object(fields)) => match last {
             PathElement::Field(name) => fields.remove(name).is_some(),
             _ => false,
         },
-        Some(Value::Array(items)) => match Shape::of(field, items).position(last) {
+        Some(Value::Array(items)) => match Shape::of(place, items).position(last) {
             Some(position) => {
                 items.remove(position);
                 true
@@ -1005,7 +1041,7 @@ fn is_key_field(path: &[PathElement]) -> bool {
 /// null values.
 pub fn field_set_of(value: &Value) -> FieldSet {
     let mut root = Node::default();
-    collect_specified(value, None, &mut Vec::new(), &mut root);
+    collect_specified(value, Place::NONE, &mut Vec::new(), &mut root);
     FieldSet { root }
 }
 
@@ -1031,7 +1067,7 @@ pub fn fields_unchanged_since(configuration: &Value, live: &Value) -> Vec<String
     })
 }
 
-fn collect_specified(value: &Value, field: Option<&str>, path: &mut Path, set: &mut Node) {
+fn collect_specified(value: &Value, place: Place<'_>, path: &mut Path, set: &mut Node) {
     match value {
         Value::Null => {}
         Value::Object(_) if Schema::current().is_atomic_map(path) => set.insert(path),
@@ -1046,12 +1082,12 @@ fn collect_specified(value: &Value, field: Option<&str>, path: &mut Path, set: &
                     continue;
                 }
                 path.push(PathElement::Field(name.clone()));
-                collect_specified(child, Some(name), path, set);
+                collect_specified(child, place.child(name), path, set);
                 path.pop();
             }
         }
         Value::Array(items) => {
-            let shape = Shape::of(field, items);
+            let shape = Shape::of(place, items);
             match shape {
                 Shape::Atomic => {
                     if is_ownable(path) {
@@ -1062,7 +1098,7 @@ fn collect_specified(value: &Value, field: Option<&str>, path: &mut Path, set: &
                     for (position, item) in items.iter().enumerate() {
                         path.push(shape.element(position));
                         set.insert(path);
-                        collect_specified(item, None, path, set);
+                        collect_specified(item, Place::NONE, path, set);
                         path.pop();
                     }
                 }
@@ -1088,7 +1124,7 @@ fn collect_specified(value: &Value, field: Option<&str>, path: &mut Path, set: &
 fn collect_changed(
     old: Option<&Value>,
     new: &Value,
-    field: Option<&str>,
+    place: Place<'_>,
     path: &mut Path,
     set: &mut Node,
 ) {
@@ -1101,16 +1137,16 @@ fn collect_changed(
                     continue;
                 }
                 path.push(PathElement::Field(name.clone()));
-                collect_changed(old_fields.get(name), child, Some(name), path, set);
+                collect_changed(old_fields.get(name), child, place.child(name), path, set);
                 path.pop();
             }
         }
         (Some(Value::Array(old_items)), Value::Array(new_items))
-            if collect_changed_items(old_items, new_items, field, path, set) => {}
+            if collect_changed_items(old_items, new_items, place, path, set) => {}
         // A field that was there as null (a Go slice or struct without omitempty, written
         // empty) and gets a value: only what is inside it is new, as kube-apiserver compares.
         (Some(Value::Null), Value::Array(new_items))
-            if collect_changed_items(&[], new_items, field, path, set) => {}
+            if collect_changed_items(&[], new_items, place, path, set) => {}
         (Some(Value::Null), Value::Object(new_fields))
             if !Schema::current().is_atomic_map(path) =>
         {
@@ -1119,13 +1155,13 @@ fn collect_changed(
                     continue;
                 }
                 path.push(PathElement::Field(name.clone()));
-                collect_changed(None, child, Some(name), path, set);
+                collect_changed(None, child, place.child(name), path, set);
                 path.pop();
             }
         }
         _ => {
             if old != Some(new) {
-                collect_created(new, field, path, set);
+                collect_created(new, place, path, set);
             }
         }
     }
@@ -1136,12 +1172,12 @@ fn collect_changed(
 fn collect_changed_items(
     old_items: &[Value],
     new_items: &[Value],
-    field: Option<&str>,
+    place: Place<'_>,
     path: &mut Path,
     set: &mut Node,
 ) -> bool {
-    let new_shape = Shape::of(field, new_items);
-    let old_shape = Shape::of(field, old_items);
+    let new_shape = Shape::of(place, new_items);
+    let old_shape = Shape::of(place, old_items);
     let comparable = match (&new_shape, &old_shape) {
         (Shape::Keyed(new_spec, _), Shape::Keyed(old_spec, _)) => new_spec == old_spec,
         (Shape::Set(_), Shape::Set(_)) => true,
@@ -1159,10 +1195,10 @@ fn collect_changed_items(
         path.push(element);
         match (&new_shape, old_item) {
             (Shape::Keyed(..), Some(old_item)) => {
-                collect_changed(Some(old_item), item, None, path, set)
+                collect_changed(Some(old_item), item, Place::NONE, path, set)
             }
             (_, Some(_)) => {}
-            (_, None) => collect_created(item, None, path, set),
+            (_, None) => collect_created(item, Place::NONE, path, set),
         }
         path.pop();
     }
@@ -1170,7 +1206,7 @@ fn collect_changed_items(
 }
 
 /// Records `value` at `path` as newly set: the node itself and everything below it.
-fn collect_created(value: &Value, field: Option<&str>, path: &mut Path, set: &mut Node) {
+fn collect_created(value: &Value, place: Place<'_>, path: &mut Path, set: &mut Node) {
     let top_level_struct = matches!(
         path.as_slice(),
         [PathElement::Field(name)] if TOP_LEVEL_STRUCTS.contains(&name.as_str())
@@ -1181,7 +1217,7 @@ fn collect_created(value: &Value, field: Option<&str>, path: &mut Path, set: &mu
     // What is always there owns only its contents: a struct's fields, a granular list's items
     // (an atomic list is a leaf).
     let granular_list = match value {
-        Value::Array(items) => Shape::of(field, items).is_granular(),
+        Value::Array(items) => Shape::of(place, items).is_granular(),
         _ => false,
     };
     if is_ownable(path) && !(struct_always_there && (value.is_object() || granular_list)) {
@@ -1195,16 +1231,16 @@ fn collect_created(value: &Value, field: Option<&str>, path: &mut Path, set: &mu
                     continue;
                 }
                 path.push(PathElement::Field(name.clone()));
-                collect_created(child, Some(name), path, set);
+                collect_created(child, place.child(name), path, set);
                 path.pop();
             }
         }
         Value::Array(items) => {
-            let shape = Shape::of(field, items);
+            let shape = Shape::of(place, items);
             if shape.is_granular() {
                 for (position, item) in items.iter().enumerate() {
                     path.push(shape.element(position));
-                    collect_created(item, None, path, set);
+                    collect_created(item, Place::NONE, path, set);
                     path.pop();
                 }
             }
@@ -1215,12 +1251,12 @@ fn collect_created(value: &Value, field: Option<&str>, path: &mut Path, set: &mu
 
 /// Whether a node counts as unchanged between `live` and `merged` for ownership: maps and
 /// keyed or set lists are granular (only their members change), anything else compares by value.
-fn is_same_node(live: &Value, merged: &Value, field: Option<&str>) -> bool {
+fn is_same_node(live: &Value, merged: &Value, place: Place<'_>) -> bool {
     match (live, merged) {
         (Value::Object(_), Value::Object(_)) => true,
         (Value::Array(live_items), Value::Array(merged_items)) => {
             let granular =
-                |items: &[Value]| items.is_empty() || Shape::of(field, items).is_granular();
+                |items: &[Value]| items.is_empty() || Shape::of(place, items).is_granular();
             (granular(live_items) && granular(merged_items)) || live == merged
         }
         _ => live == merged,
@@ -1232,14 +1268,14 @@ fn collect_modified(
     node: &Node,
     live: Option<&Value>,
     merged: Option<&Value>,
-    field: Option<&str>,
+    place: Place<'_>,
     path: &mut Path,
     out: &mut Vec<Path>,
 ) {
     if node.owned {
         let modified = match (live, merged) {
             (None, Some(_)) => true,
-            (Some(live), Some(merged)) => !is_same_node(live, merged, field),
+            (Some(live), Some(merged)) => !is_same_node(live, merged, place),
             _ => false,
         };
         if modified {
@@ -1249,15 +1285,15 @@ fn collect_modified(
     if node.children.is_empty() {
         return;
     }
-    let live_view = live.map(|value| View::new(value, field));
-    let merged_view = merged.map(|value| View::new(value, field));
+    let live_view = live.map(|value| View::new(value, place));
+    let merged_view = merged.map(|value| View::new(value, place));
     for (element, child) in &node.children {
         path.push(element.clone());
         collect_modified(
             child,
             live_view.as_ref().and_then(|view| view.get(element)),
             merged_view.as_ref().and_then(|view| view.get(element)),
-            element.field_name(),
+            place.next(element),
             path,
             out,
         );
@@ -1267,13 +1303,13 @@ fn collect_modified(
 
 /// Merges an applied configuration into the live value: maps recursively, keyed and set lists by
 /// key, everything else replaced.
-fn merge(live: &Value, applied: &Value, field: Option<&str>) -> Value {
+fn merge(live: &Value, applied: &Value, place: Place<'_>) -> Value {
     match (live, applied) {
         (Value::Object(live_fields), Value::Object(applied_fields)) => {
             let mut out = live_fields.clone();
             for (name, applied_child) in applied_fields {
                 let merged = match live_fields.get(name) {
-                    Some(live_child) => merge(live_child, applied_child, Some(name)),
+                    Some(live_child) => merge(live_child, applied_child, place.child(name)),
                     None => applied_child.clone(),
                 };
                 out.insert(name.clone(), merged);
@@ -1281,14 +1317,14 @@ fn merge(live: &Value, applied: &Value, field: Option<&str>) -> Value {
             Value::Object(out)
         }
         (Value::Array(live_items), Value::Array(applied_items)) => {
-            Value::Array(merge_lists(live_items, applied_items, field))
+            Value::Array(merge_lists(live_items, applied_items, place))
         }
         _ => applied.clone(),
     }
 }
 
-fn merge_lists(live: &[Value], applied: &[Value], field: Option<&str>) -> Vec<Value> {
-    let live_shape = Shape::of(field, live);
+fn merge_lists(live: &[Value], applied: &[Value], place: Place<'_>) -> Vec<Value> {
+    let live_shape = Shape::of(place, live);
     if applied.is_empty() {
         return if live_shape.is_granular() {
             live.to_vec()
@@ -1296,7 +1332,7 @@ fn merge_lists(live: &[Value], applied: &[Value], field: Option<&str>) -> Vec<Va
             Vec::new()
         };
     }
-    let applied_shape = Shape::of(field, applied);
+    let applied_shape = Shape::of(place, applied);
     let (live_keys, applied_keys) = match (&live_shape, &applied_shape) {
         (Shape::Keyed(live_spec, live_keys), Shape::Keyed(applied_spec, applied_keys))
             if live_spec == applied_spec =>
@@ -1336,7 +1372,7 @@ fn merge_by_key(
         match live_positions.get(applied_keys[position].as_str()) {
             Some(&live_position) => {
                 emitted[live_position] = true;
-                merge(&live[live_position], item, None)
+                merge(&live[live_position], item, Place::NONE)
             }
             None => item.clone(),
         }
@@ -1603,10 +1639,10 @@ fn write_entries(object: &mut Value, mut entries: Vec<Entry>) {
         if entry.api_version != object_version
             && let Some(view) = crate::event_apis::as_read_at(object, &entry.api_version)
         {
-            entry.fields.root.retain_existing(&view, None);
+            entry.fields.root.retain_existing(&view, Place::NONE);
             continue;
         }
-        entry.fields.root.retain_existing(object, None);
+        entry.fields.root.retain_existing(object, Place::NONE);
     }
     entries.retain(|entry| !entry.fields.is_empty());
     let Value::Object(fields) = object else {
@@ -1661,7 +1697,7 @@ fn apply_guessed(
     let applied_set = field_set_of(&configuration);
     let empty = Value::Object(Map::new());
     let base = live.unwrap_or(&empty);
-    let mut merged = merge(base, &configuration, None);
+    let mut merged = merge(base, &configuration, Place::NONE);
 
     let mut entries = entries_for_writer(live, who);
     let own = entries
@@ -1679,7 +1715,7 @@ fn apply_guessed(
             &entry.fields.root,
             live,
             Some(&merged),
-            None,
+            Place::NONE,
             &mut Vec::new(),
             &mut modified,
         );
@@ -1826,7 +1862,7 @@ fn record_update_guessed(
     who: &FieldManager,
 ) {
     let mut changed = Node::default();
-    collect_changed(old, new, None, &mut Vec::new(), &mut changed);
+    collect_changed(old, new, Place::NONE, &mut Vec::new(), &mut changed);
     if !changed.is_empty() {
         let mut own = None;
         for (index, entry) in entries.iter_mut().enumerate() {
@@ -2478,6 +2514,21 @@ mod tests {
     }
 
     #[test]
+    fn a_namespaces_spec_finalizers_are_replaced_and_owned_as_a_whole() {
+        let config = |finalizers: Value| {
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "n"},
+                   "spec": {"finalizers": finalizers}})
+        };
+        let first = applied(None, &config(json!(["a/x"])), &manager("one", T0));
+        let second = applied(Some(&first), &config(json!(["b/y"])), &manager("one", T1));
+        assert_eq!(second["spec"]["finalizers"], json!(["b/y"]));
+        assert_eq!(
+            fields_of(&second, "one", "Apply"),
+            json!({"f:spec": {"f:finalizers": {}}})
+        );
+    }
+
+    #[test]
     fn atomic_lists_are_replaced_and_owned_as_a_whole() {
         let config = |args: Value| {
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
@@ -2526,7 +2577,11 @@ mod tests {
         let live = json!([{"name": "a"}, {"name": "b", "x": 1}, {"name": "c"}]);
         let config = json!([{"name": "b", "y": 2}, {"name": "d"}]);
         assert_eq!(
-            merge(&live, &config, Some("containers")),
+            merge(
+                &live,
+                &config,
+                Place::NONE.child("spec").child("containers")
+            ),
             json!([{"name": "a"}, {"name": "b", "x": 1, "y": 2}, {"name": "c"}, {"name": "d"}])
         );
     }

@@ -14,7 +14,7 @@
 use prost_reflect::{Kind, MessageDescriptor};
 use serde_json::{Map, Value};
 
-use super::{KeySpec, PathElement, Schema as ListSchema, Shape, canonical_json};
+use super::{KeySpec, PathElement, Place, Schema as ListSchema, Shape, canonical_json};
 use crate::builtin_decoding::field_of;
 use crate::protobuf::schema::Schema;
 use crate::protobuf::special::Special;
@@ -196,7 +196,14 @@ fn message(
             for duplicate in duplicate_keys(key, items) {
                 found.push(format!("{here}: duplicate entries for key {duplicate}"));
             }
-            let shape = Shape::of(Some(key), items);
+            let parent = (desc.full_name() == OBJECT_META).then_some("metadata");
+            let shape = Shape::of(
+                Place {
+                    field: Some(key),
+                    parent,
+                },
+                items,
+            );
             for (position, item) in items.iter().enumerate() {
                 let mut element = String::new();
                 shape.element(position).write_display(&mut element);
