@@ -782,6 +782,10 @@ fn admit_field_selector(
         selectable_fields(state, r.cluster.as_deref(), &r.rt, &target.version)
     };
     query::check_field_selector(&r.rt, &selectable, fields)?;
+    // Only a selector on `source` needs the Event's computed fields (a copy per object).
+    filter.event_fields = r.rt.group.is_empty()
+        && r.rt.kind == "Event"
+        && fields.fields().any(|field| field == "source");
     if crate::event_apis::converts(&r.rt) {
         filter.fields = Some(fields.with_fields_renamed(crate::event_apis::stored_field));
     }

@@ -15,7 +15,7 @@
 use serde_json::{Map, Value, json};
 
 use crate::resource::ResourceType;
-use crate::schema::field::FieldError;
+use crate::schema::field::{FieldError, go_json};
 
 /// The group of the newer API.
 pub const GROUP: &str = "events.k8s.io";
@@ -110,6 +110,25 @@ pub fn stored_field(label: &str) -> String {
     }
 }
 
+/// A stored Event as its field selectors read it: `source` is the reporting component,
+/// `source.component` or else `reportingComponent` (kube's `ToSelectableFields`); every other
+/// field label is read from the field of its name.
+pub fn selectable(event: &Value) -> Value {
+    let text = |pointer: &str| {
+        event
+            .pointer(pointer)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let source = match text("/source/component") {
+        "" => text("/reportingComponent"),
+        component => component,
+    };
+    let mut selectable = event.clone();
+    selectable["source"] = Value::from(source);
+    selectable
+}
+
 /// `ValidateEventCreate` of a stored-shape Event written through `group` (`""` or
 /// [`GROUP`]).
 pub fn create_errors(group: &str, event: &Value) -> Vec<FieldError> {
@@ -131,16 +150,66 @@ pub fn update_errors(old: &Value, new: &Value) -> Vec<FieldError> {
     for field in IMMUTABLE {
         let (before, after) = (old.get(field), new.get(field));
         if !(before == after || before.is_none_or(is_zero) && after.is_none_or(is_zero)) {
-            let shown = after.cloned().unwrap_or(Value::Null);
-            errors.push(FieldError::invalid(field, shown, "field is immutable"));
+            let error = match go_struct(field, after) {
+                Some(go_json) => FieldError::invalid_struct(field, go_json, "field is immutable"),
+                None => FieldError::invalid(
+                    field,
+                    after.cloned().unwrap_or(Value::Null),
+                    "field is immutable",
+                ),
+            };
+            errors.push(error);
         }
     }
     errors
 }
 
+/// The internal Go struct a stored Event field holds, as `encoding/json` writes it (Go's field
+/// names, every field, as the struct has no JSON tags): how kube prints the value of an
+/// immutable field that changed. `None` for the fields that are no such struct.
+fn go_struct(field: &str, value: Option<&Value>) -> Option<String> {
+    const OBJECT_REFERENCE: &[(&str, &str)] = &[
+        ("Kind", "kind"),
+        ("Namespace", "namespace"),
+        ("Name", "name"),
+        ("UID", "uid"),
+        ("APIVersion", "apiVersion"),
+        ("ResourceVersion", "resourceVersion"),
+        ("FieldPath", "fieldPath"),
+    ];
+    const EVENT_SOURCE: &[(&str, &str)] = &[("Component", "component"), ("Host", "host")];
+    let members = match field {
+        "involvedObject" | "related" => OBJECT_REFERENCE,
+        "source" => EVENT_SOURCE,
+        _ => return None,
+    };
+    // `related` is a pointer: a removed one prints as JSON's null.
+    if field == "related" && value.is_none_or(Value::is_null) {
+        return Some("null".into());
+    }
+    let text = |json: &str| {
+        value
+            .and_then(|v| v.get(json))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let written: Vec<String> = members
+        .iter()
+        .map(|(go, json)| {
+            format!(
+                "{}:{}",
+                go_json(&Value::from(*go)),
+                go_json(&Value::from(text(json)))
+            )
+        })
+        .collect();
+    Some(format!("{{{}}}", written.join(",")))
+}
+
 /// The stored fields an Event written through `events.k8s.io` may not change, in
-/// `ValidateEventUpdate`'s order (`eventTime` is compared to the microsecond, as stored).
-const IMMUTABLE: [&str; 13] = [
+/// `ValidateEventUpdate`'s order (`eventTime` is compared to the microsecond, as stored;
+/// `reason` is checked twice, and so listed twice among the causes).
+const IMMUTABLE: [&str; 14] = [
     "involvedObject",
     "reason",
     "message",
@@ -148,6 +217,7 @@ const IMMUTABLE: [&str; 13] = [
     "firstTimestamp",
     "lastTimestamp",
     "count",
+    "reason",
     "type",
     "eventTime",
     "action",
@@ -391,6 +461,32 @@ mod tests {
         assert_eq!(
             messages(&update_errors(&old, &new)),
             ["message: Invalid value: \"b\": field is immutable"]
+        );
+    }
+
+    #[test]
+    fn the_source_field_label_falls_back_to_the_reporting_component() {
+        let kubelet = json!({"source": {"component": "kubelet"}, "reportingComponent": "x"});
+        assert_eq!(selectable(&kubelet)["source"], "kubelet");
+        let reporter = json!({"source": {}, "reportingComponent": "example.com/c"});
+        assert_eq!(selectable(&reporter)["source"], "example.com/c");
+    }
+
+    #[test]
+    fn a_changed_involved_object_prints_as_the_internal_go_struct_and_reason_twice() {
+        let old = json!({"eventTime": "2026-11-30T10:00:00.000000Z", "reason": "A",
+            "reportingComponent": "example.com/c", "reportingInstance": "i", "action": "a",
+            "involvedObject": {"kind": "Pod", "name": "p"}, "metadata": {"namespace": "default"}});
+        let mut new = old.clone();
+        new["involvedObject"]["name"] = json!("q");
+        new["reason"] = json!("B");
+        assert_eq!(
+            messages(&update_errors(&old, &new)),
+            [
+                "involvedObject: Invalid value: {\"Kind\":\"Pod\",\"Namespace\":\"\",\"Name\":\"q\",\"UID\":\"\",\"APIVersion\":\"\",\"ResourceVersion\":\"\",\"FieldPath\":\"\"}: field is immutable",
+                "reason: Invalid value: \"B\": field is immutable",
+                "reason: Invalid value: \"B\": field is immutable",
+            ]
         );
     }
 }

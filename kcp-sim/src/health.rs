@@ -1,7 +1,8 @@
 //! `/version` and the health endpoints (`/healthz`, `/livez`, `/readyz`, each also per check as
 //! `/livez/<check>`), answered as the server kcp-sim plays answers them: `ok`, or with
-//! `?verbose` the list of its checks, all passing. The lists are those kube-apiserver v1.34.2
-//! and kcp v0.30.0 print as the test bed starts them; `/readyz` adds the readiness checks.
+//! `?verbose` the list of its checks, all passing (those left out with `?exclude` pass as
+//! excluded). The lists are those kube-apiserver v1.34.2 and kcp v0.30.0 print as the test bed
+//! starts them; `/readyz` adds the readiness checks.
 
 use serde_json::json;
 
@@ -93,17 +94,54 @@ pub fn checks(flavor: Flavor, endpoint: &str) -> Vec<&'static str> {
     checks
 }
 
-/// The body of `/<endpoint>`: `ok`, or every check and `<endpoint> check passed`.
-pub fn report(flavor: Flavor, endpoint: &str, verbose: bool) -> String {
-    if !verbose {
+/// How a health endpoint is asked: `?verbose` (by its presence, whatever its value) and the
+/// checks `?exclude` leaves out.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Probe {
+    /// Whether every check is listed.
+    pub verbose: bool,
+    /// The names given with `exclude`, each passing as excluded when a check has it.
+    pub excluded: Vec<String>,
+}
+
+/// The body of `/<endpoint>`: `ok`, or every check (an excluded one as `excluded: ok`), a
+/// warning naming the excluded names no check has (sorted and quoted, as Go's `%q` quotes),
+/// and `<endpoint> check passed`.
+pub fn report(flavor: Flavor, endpoint: &str, probe: &Probe) -> String {
+    if !probe.verbose {
         return "ok".into();
     }
+    let checks = checks(flavor, endpoint);
     let mut out = String::new();
-    for check in checks(flavor, endpoint) {
-        out.push_str(&format!("[+]{check} ok\n"));
+    for check in &checks {
+        if probe.excluded.iter().any(|name| name == check) {
+            out.push_str(&format!("[+]{check} excluded: ok\n"));
+        } else {
+            out.push_str(&format!("[+]{check} ok\n"));
+        }
+    }
+    let mut unknown: Vec<&str> = probe
+        .excluded
+        .iter()
+        .map(String::as_str)
+        .filter(|name| !checks.contains(name))
+        .collect();
+    unknown.sort_unstable();
+    unknown.dedup();
+    if !unknown.is_empty() {
+        let quoted: Vec<String> = unknown.iter().map(|name| go_quoted(name)).collect();
+        out.push_str(&format!(
+            "warn: some health checks cannot be excluded: no matches for {}\n",
+            quoted.join(",")
+        ));
     }
     out.push_str(&format!("{endpoint} check passed\n"));
     out
+}
+
+/// `name` as Go's `%q` writes it: JSON's escapes for what health check names hold.
+fn go_quoted(name: &str) -> String {
+    json!(name).to_string()
 }
 
 /// `/version`: the Kubernetes release the flavor plays, built by kcp-sim, written as
@@ -155,14 +193,33 @@ mod tests {
 
     #[test]
     fn a_verbose_report_ends_with_the_verdict() {
-        let text = report(Flavor::Kcp, "livez", true);
+        let verbose = Probe {
+            verbose: true,
+            excluded: Vec::new(),
+        };
+        let text = report(Flavor::Kcp, "livez", &verbose);
         assert!(text.starts_with("[+]ping ok\n"));
         assert!(
             text.ends_with(
                 "[+]poststarthook/kcp-start-openapiv3-controller ok\nlivez check passed\n"
             )
         );
-        assert_eq!(report(Flavor::Kcp, "livez", false), "ok");
+        assert_eq!(report(Flavor::Kcp, "livez", &Probe::default()), "ok");
+    }
+
+    #[test]
+    fn an_excluded_check_passes_as_excluded_and_unknown_names_are_warned_of_sorted() {
+        let probe = Probe {
+            verbose: true,
+            excluded: ["nothing", "etcd", "another", "nothing"]
+                .map(String::from)
+                .to_vec(),
+        };
+        let text = report(Flavor::Kubernetes, "readyz", &probe);
+        assert!(text.contains("[+]log ok\n[+]etcd excluded: ok\n[+]etcd-readiness ok\n"));
+        assert!(text.ends_with(
+            "[+]shutdown ok\nwarn: some health checks cannot be excluded: no matches for \"another\",\"nothing\"\nreadyz check passed\n"
+        ));
     }
 
     #[test]

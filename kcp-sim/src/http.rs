@@ -389,7 +389,9 @@ async fn route(
                 };
                 authorization::check(sim, &endpoint, user, &attrs)?;
             }
-            if req.method() == Method::GET
+            // The health endpoints answer whatever the method; the rest only GET.
+            let health = matches!(rest.first(), Some(&("healthz" | "readyz" | "livez")));
+            if (req.method() == Method::GET || health)
                 && let Some(resp) = non_resource(sim, &endpoint, &rest, &req)?
             {
                 return Ok(resp);
@@ -565,7 +567,7 @@ async fn route(
             let (rt, obj) = sim.get(&target).await?;
             if table {
                 let rv = obj.rv.to_string();
-                return table_response(sim, &target, &rt, &[obj], &rv, &query);
+                return table_response(sim, &target, &rt, &[obj], &rv, (None, None), &query);
             }
             Ok(object_response(StatusCode::OK, &rt, &target.version, &obj))
         }
@@ -1103,22 +1105,29 @@ fn non_resource(
         ))),
         [endpoint @ ("healthz" | "readyz" | "livez")] => {
             // The health handlers read `verbose` by its presence, whatever its value.
-            let verbose = Query::parse(req.uri().query()).get("verbose").is_some();
-            let text = crate::health::report(sim.flavor, endpoint, verbose);
+            let query = Query::parse(req.uri().query());
+            let probe = crate::health::Probe {
+                verbose: query.get("verbose").is_some(),
+                excluded: query.all("exclude").into_iter().map(String::from).collect(),
+            };
+            let text = crate::health::report(sim.flavor, endpoint, &probe);
             Ok(Some(full(
                 StatusCode::OK,
                 "text/plain; charset=utf-8",
                 text,
             )))
         }
-        [endpoint @ ("healthz" | "readyz" | "livez"), check @ ..]
-            if crate::health::checks(sim.flavor, endpoint).contains(&check.join("/").as_str()) =>
-        {
-            Ok(Some(full(
-                StatusCode::OK,
-                "text/plain; charset=utf-8",
-                "ok",
-            )))
+        [endpoint @ ("healthz" | "readyz" | "livez"), check @ ..] => {
+            if crate::health::checks(sim.flavor, endpoint).contains(&check.join("/").as_str()) {
+                Ok(Some(full(
+                    StatusCode::OK,
+                    "text/plain; charset=utf-8",
+                    "ok",
+                )))
+            } else {
+                // The mux has no handler for it: Go's plain-text 404.
+                Ok(Some(error_response(&ApiError::page_not_found())))
+            }
         }
         ["openapi", "v2"] => {
             // An empty document: kubectl then falls back to its compiled-in knowledge. A
@@ -1485,6 +1494,7 @@ fn table_response(
     rt: &ResourceType,
     objects: &[Arc<Stored>],
     resource_version: &str,
+    (continue_token, remaining): (Option<&str>, Option<u64>),
     query: &Query,
 ) -> ApiResult<Response<Body>> {
     let columns = sim.printer_columns(target, rt);
@@ -1496,13 +1506,20 @@ fn table_response(
         })
         .collect::<ApiResult<_>>()?;
     crate::table::printer_order(rt, &mut values);
-    let table = crate::table::render_table(
+    let mut table = crate::table::render_table(
         &columns,
         &values,
         query.get("includeObject"),
         resource_version,
         jiff::Timestamp::now(),
     );
+    // A page of a list is a page of its Table too.
+    if let Some(token) = continue_token {
+        table["metadata"]["continue"] = json!(token);
+    }
+    if let Some(n) = remaining {
+        table["metadata"]["remainingItemCount"] = json!(n);
+    }
     let body = serde_json::to_vec(&table)
         .map_err(|e| ApiError::internal(format!("encoding a table: {e}")))?;
     Ok(full(StatusCode::OK, "application/json", body))
@@ -1571,7 +1588,8 @@ async fn list(sim: &Sim, target: &Target, query: &Query, table: bool) -> ApiResu
     };
     if table {
         let rv = page.resource_version.to_string();
-        return table_response(sim, target, &rt, &page.items, &rv, query);
+        let paging = (page.continue_token.as_deref(), page.remaining);
+        return table_response(sim, target, &rt, &page.items, &rv, paging, query);
     }
     let items: Vec<Bytes> = page
         .items

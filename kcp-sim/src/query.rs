@@ -204,6 +204,9 @@ pub struct Filter {
     pub lifecycle: Option<kcp::LifecycleView>,
     /// Only what an apiexport virtual workspace sees.
     pub visibility: Option<Visibility>,
+    /// Whether the field selector reads a core Event's computed field labels
+    /// ([`crate::event_apis::selectable`]).
+    pub event_fields: bool,
 }
 
 impl Filter {
@@ -215,6 +218,11 @@ impl Filter {
                 self.visibility,
                 Some(Visibility::BindingsOf { .. } | Visibility::Claimed { .. })
             )
+    }
+
+    /// Whether neither a label nor a field selector is given (kube's empty predicate).
+    fn selector_is_empty(&self) -> bool {
+        self.labels.as_ref().is_none_or(|l| l.is_empty()) && self.fields.is_none()
     }
 
     /// Whether the filter can drop objects at all.
@@ -242,10 +250,15 @@ impl Filter {
         {
             return false;
         }
-        if let Some(fields) = &self.fields
-            && !fields.matches_object(value)
-        {
-            return false;
+        if let Some(fields) = &self.fields {
+            let matched = if self.event_fields {
+                fields.matches_object(&crate::event_apis::selectable(value))
+            } else {
+                fields.matches_object(value)
+            };
+            if !matched {
+                return false;
+            }
         }
         if let Some(view) = &self.lifecycle
             && !view.sees(value)
@@ -461,7 +474,10 @@ fn in_namespace(key: &str, namespace: Option<&str>) -> bool {
 }
 
 /// The page of `entries` that `filter` selects, at most `limit` objects (all when `None` or
-/// 0), read at `rv`: with a continue token after its last object while more follow.
+/// 0), read at `rv`, as kube-apiserver reads a page from etcd: a full page continues after its
+/// last object whenever any object follows it, selected or not (so a selective list may end
+/// with an empty page), and says how many objects remain only when no label or field selector
+/// is given (kube counts etcd's keys, so it cannot count what a selector would keep).
 fn page<'a>(
     entries: impl Iterator<Item = Entry<'a>>,
     filter: &Filter,
@@ -469,28 +485,33 @@ fn page<'a>(
     rv: u64,
 ) -> Page {
     let limit = limit.filter(|l| *l > 0);
+    let mut entries = entries.peekable();
     let mut items = Vec::new();
     let mut last = None;
-    let mut remaining = 0u64;
-    for (cluster, key, obj) in entries {
-        if !filter.matches(obj) {
-            continue;
+    while let Some((cluster, key, obj)) = entries.next_if(|_| limit.is_none_or(|l| items.len() < l))
+    {
+        if filter.matches(obj) {
+            items.push(obj.clone());
+            last = Some((cluster, key));
         }
-        if limit.is_some_and(|l| items.len() == l) {
-            remaining += 1;
-            continue;
-        }
-        items.push(obj.clone());
-        last = Some((cluster, key));
     }
     let continue_token = match last {
-        Some((cluster, key)) if remaining > 0 => Some(encode_token(rv, cluster, key)),
+        Some((cluster, key)) if entries.peek().is_some() => Some(encode_token(rv, cluster, key)),
         _ => None,
+    };
+    let remaining = match continue_token {
+        None => None,
+        Some(_) if !filter.selective() => Some(entries.count() as u64),
+        // A virtual workspace's own filter: what it would show.
+        Some(_) if filter.selector_is_empty() => {
+            Some(entries.filter(|(_, _, obj)| filter.matches(obj)).count() as u64)
+        }
+        Some(_) => None,
     };
     Page {
         items,
         resource_version: rv,
-        remaining: continue_token.as_ref().map(|_| remaining),
+        remaining,
         continue_token,
     }
 }

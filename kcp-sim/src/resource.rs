@@ -1422,17 +1422,21 @@ impl Registry {
         if resources.is_empty() {
             return None;
         }
-        let group_version = if group.is_empty() {
-            version.to_string()
+        // The core group's list is written without an `apiVersion`, the named groups' with one.
+        Some(if group.is_empty() {
+            json!({
+                "kind": "APIResourceList",
+                "groupVersion": version,
+                "resources": resources,
+            })
         } else {
-            format!("{group}/{version}")
-        };
-        Some(json!({
-            "kind": "APIResourceList",
-            "apiVersion": "v1",
-            "groupVersion": group_version,
-            "resources": resources,
-        }))
+            json!({
+                "kind": "APIResourceList",
+                "apiVersion": "v1",
+                "groupVersion": format!("{group}/{version}"),
+                "resources": resources,
+            })
+        })
     }
 }
 

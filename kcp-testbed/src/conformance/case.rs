@@ -133,6 +133,10 @@ pub struct Select {
     pub by: Option<String>,
     /// The keys, or item names, kept.
     pub keep: Vec<String>,
+    /// Whether the kept items are put in the order of their names (for a list the real server
+    /// writes in Go's map order, which changes from one start to the next).
+    #[serde(default)]
+    pub sorted: bool,
 }
 
 impl Select {
@@ -141,13 +145,19 @@ impl Select {
         let keep = |name: &str| self.keep.iter().any(|k| k == name);
         match answer.pointer_mut(&self.path) {
             Some(Value::Object(map)) => map.retain(|key, _| keep(key)),
-            Some(Value::Array(items)) => items.retain(|item| {
-                self.by
-                    .as_deref()
-                    .and_then(|by| item.pointer(by))
-                    .and_then(Value::as_str)
-                    .is_some_and(keep)
-            }),
+            Some(Value::Array(items)) => {
+                let name = |item: &Value| {
+                    self.by
+                        .as_deref()
+                        .and_then(|by| item.pointer(by))
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                };
+                items.retain(|item| name(item).is_some_and(|n| keep(&n)));
+                if self.sorted {
+                    items.sort_by_cached_key(name);
+                }
+            }
             _ => {}
         }
         answer
