@@ -16,7 +16,7 @@ use super::export::Export;
 use super::{GROUP, bindings, endpoints, objects_of, schema, str_at};
 use crate::kcp::system_apis;
 use crate::resource::{GroupResource, ResourceType};
-use crate::status::{ApiError, ApiResult};
+use crate::status::ApiResult;
 use crate::store::State;
 
 /// The condition saying whether the referenced export exists.
@@ -29,22 +29,6 @@ pub const BINDING_UP_TO_DATE: &str = "BindingUpToDate";
 pub const PERMISSION_CLAIMS_VALID: &str = "PermissionClaimsValid";
 /// The condition saying whether the accepted claims are in effect.
 pub const PERMISSION_CLAIMS_APPLIED: &str = "PermissionClaimsApplied";
-
-fn invalid(name: &str, field: &str, why: &str) -> ApiError {
-    ApiError::invalid(GROUP, "APIBinding", name, field, why)
-}
-
-/// Validates a new binding: it names an export.
-pub fn validate(binding: &Value) -> ApiResult<()> {
-    if str_at(binding, "/spec/reference/export/name").is_empty() {
-        return Err(invalid(
-            str_at(binding, "/metadata/name"),
-            "spec.reference.export.name",
-            "Required value",
-        ));
-    }
-    Ok(())
-}
 
 /// What kcp's APIBinding admission does to a new binding: a binding to an export in another
 /// workspace that cannot be found is refused (kcp words it as missing permission, so as not to
@@ -85,18 +69,6 @@ pub fn admit(state: &State, cluster: &str, binding: &mut Value) -> ApiResult<()>
         {
             list.push(json!(crate::kcp::APIBINDING_FINALIZER));
         }
-    }
-    Ok(())
-}
-
-/// The export a binding refers to cannot change.
-pub fn check_update(old: &Value, new: &Value) -> ApiResult<()> {
-    if old.pointer("/spec/reference") != new.pointer("/spec/reference") {
-        return Err(invalid(
-            str_at(new, "/metadata/name"),
-            "spec.reference",
-            "Invalid value: APIExport reference must not be changed",
-        ));
     }
     Ok(())
 }

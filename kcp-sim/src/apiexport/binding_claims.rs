@@ -9,38 +9,79 @@ use super::binding::{PERMISSION_CLAIMS_APPLIED, PERMISSION_CLAIMS_VALID};
 use super::conditions::{self, Condition};
 use super::export::{Claim, Export};
 use super::{GROUP, str_at};
-use crate::resource::GroupResource;
-use crate::status::{ApiError, ApiResult};
+use crate::schema::field::FieldError;
+use crate::status::ApiResult;
 
-/// A claim needs `verbs`, a `selector` and a `state` (the v1alpha2 schema's required fields;
-/// a v1alpha1 claim got the first two from its conversion).
-pub fn validate(binding: &Value) -> ApiResult<()> {
+/// What kcp's APIBinding admission refuses after the schema has passed the binding (its
+/// `ValidateAPIBinding`): a reference without an export, and a claim selector that says
+/// neither all nor which, or says all and which at once. Refused with a `403`, the errors
+/// listed as Go prints a field error list.
+pub fn admit(binding: &Value) -> ApiResult<()> {
+    let errors = admission_errors(binding);
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let listed: Vec<String> = errors.iter().map(ToString::to_string).collect();
+    Err(crate::kcp::admission_forbidden(
+        GROUP,
+        "apibindings",
+        str_at(binding, "/metadata/name"),
+        &format!("[{}]", listed.join(" ")),
+    ))
+}
+
+fn admission_errors(binding: &Value) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    match binding.pointer("/spec/reference/export") {
+        None | Some(Value::Null) => errors.push(FieldError::required("spec.reference.export", "")),
+        Some(_) if str_at(binding, "/spec/reference/export/name").is_empty() => {
+            errors.push(FieldError::required("spec.reference.export.name", ""));
+        }
+        Some(_) => {}
+    }
     let claims = binding
         .pointer("/spec/permissionClaims")
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
     for (i, claim) in claims.iter().enumerate() {
-        let has_verbs = claim
-            .get("verbs")
-            .and_then(Value::as_array)
-            .is_some_and(|v| !v.is_empty());
-        let missing = [
-            ("verbs", !has_verbs),
-            ("selector", claim.get("selector").is_none_or(Value::is_null)),
-            ("state", str_at(claim, "/state").is_empty()),
-        ];
-        if let Some((field, _)) = missing.iter().find(|(_, m)| *m) {
-            return Err(ApiError::invalid(
-                GROUP,
-                "APIBinding",
-                str_at(binding, "/metadata/name"),
-                &format!("spec.permissionClaims[{i}].{field}"),
-                "Required value",
-            ));
-        }
+        errors.extend(selector_errors(
+            i,
+            claim.get("selector").unwrap_or(&Value::Null),
+        ));
     }
-    Ok(())
+    errors
+}
+
+/// kcp's rule for one claim's selector: `matchAll` alone, or labels and expressions alone.
+fn selector_errors(index: usize, selector: &Value) -> Vec<FieldError> {
+    let field = format!("spec.permissionClaims[{index}].selector");
+    let set = |key: &str| match selector.get(key) {
+        Some(Value::Object(map)) => !map.is_empty(),
+        Some(Value::Array(items)) => !items.is_empty(),
+        _ => false,
+    };
+    let all = selector.get("matchAll") == Some(&Value::Bool(true));
+    if !all {
+        if set("matchLabels") || set("matchExpressions") {
+            return Vec::new();
+        }
+        return vec![FieldError::required(
+            field,
+            "either one of matchAll, matchLabels, or matchExpressions must be set",
+        )];
+    }
+    ["matchLabels", "matchExpressions"]
+        .into_iter()
+        .filter(|key| set(key))
+        .map(|key| {
+            FieldError::invalid_struct(
+                format!("{field}.{key}"),
+                super::go_json::selector(selector),
+                format!("{key} cannot be used with matchAll"),
+            )
+        })
+        .collect()
 }
 
 /// The claims a binding accepted (`spec.permissionClaims[]` with `state: Accepted`), as kcp
@@ -74,14 +115,17 @@ fn exported(claim: &Claim) -> Value {
     })
 }
 
-/// `exportPermissionClaims`, `appliedPermissionClaims` and the claim conditions.
+/// `exportPermissionClaims`, `appliedPermissionClaims` and the claim conditions. kcp lists the
+/// applied claims, and names the accepted claims the export does not make, in the order of
+/// their keys (`<resource>/<group>/<identity>`).
 pub fn write_status(export: &Export, binding: &mut Value) {
     let offered: Vec<Value> = export.claims.iter().map(exported).collect();
-    let (applied, unknown): (Vec<Value>, Vec<Value>) =
-        accepted(binding).into_iter().partition(|a| {
-            let a = Claim::from_value(a);
-            export.claims.iter().any(|c| c.same_resource(&a))
-        });
+    let mut accepted = accepted(binding);
+    accepted.sort_by_cached_key(claim_key);
+    let (applied, unknown): (Vec<Value>, Vec<Value>) = accepted.into_iter().partition(|a| {
+        let a = Claim::from_value(a);
+        export.claims.iter().any(|c| c.same_resource(&a))
+    });
     for (key, claims) in [
         ("exportPermissionClaims", offered),
         ("appliedPermissionClaims", applied),
@@ -96,15 +140,50 @@ pub fn write_status(export: &Export, binding: &mut Value) {
     if unknown.is_empty() {
         conditions::set(binding, Condition::ok(PERMISSION_CLAIMS_VALID));
     } else {
-        let names: Vec<String> = unknown
-            .iter()
-            .map(|c| GroupResource::new(str_at(c, "/group"), str_at(c, "/resource")).to_string())
-            .collect();
-        let why = format!("claims not offered by the APIExport: {names:?}");
         conditions::set(
             binding,
-            Condition::failed(PERMISSION_CLAIMS_VALID, "InvalidPermissionClaims", &why),
+            Condition::failed(
+                PERMISSION_CLAIMS_VALID,
+                "InvalidPermissionClaims",
+                &unexpected_claims_message(&unknown),
+            ),
         );
     }
     conditions::set(binding, Condition::ok(PERMISSION_CLAIMS_APPLIED));
+}
+
+/// The key kcp's claim labeller sorts claims by.
+fn claim_key(claim: &Value) -> String {
+    format!(
+        "{}/{}/{}",
+        str_at(claim, "/resource"),
+        str_at(claim, "/group"),
+        str_at(claim, "/identityHash")
+    )
+}
+
+/// kcp's message for accepted claims its export does not make: how many, and the first ten
+/// as an error aggregate prints them (one alone, several in brackets).
+fn unexpected_claims_message(unknown: &[Value]) -> String {
+    let shown: Vec<String> = unknown
+        .iter()
+        .take(10)
+        .map(|claim| {
+            format!(
+                "unexpected/invalid claim for {}.{} (identity {})",
+                str_at(claim, "/resource"),
+                str_at(claim, "/group"),
+                Value::from(str_at(claim, "/identityHash")),
+            )
+        })
+        .collect();
+    let aggregate = match shown.as_slice() {
+        [one] => one.clone(),
+        many => format!("[{}]", many.join(", ")),
+    };
+    format!(
+        "{} unexpected and/or invalid permission claims (showing first {}): {aggregate}",
+        unknown.len(),
+        shown.len()
+    )
 }

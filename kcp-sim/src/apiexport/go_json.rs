@@ -56,6 +56,11 @@ pub fn claims(claims: &[Value]) -> String {
     write(&Value::Array(claims.to_vec()), false)
 }
 
+/// One claim selector as Go writes it (`matchLabels`, `matchExpressions`, `matchAll`).
+pub fn selector(selector: &Value) -> String {
+    write(selector, false)
+}
+
 fn write(value: &Value, sorted: bool) -> String {
     match value {
         Value::Array(items) => {

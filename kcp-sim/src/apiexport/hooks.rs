@@ -5,7 +5,8 @@ use serde_json::Value;
 
 use super::{GROUP, binding, endpoints, exports, identity, schema, str_at};
 use crate::resource::ResourceType;
-use crate::status::{ApiError, ApiResult};
+use crate::schema::field::invalid_object;
+use crate::status::ApiResult;
 use crate::store::State;
 
 fn kind(rt: &ResourceType) -> Option<&str> {
@@ -28,50 +29,43 @@ pub fn on_create(
 ) -> ApiResult<()> {
     match kind(rt) {
         Some("APIResourceSchema") => schema::validate(obj),
+        // kcp's admission finds the export, then the CRD's schema checks the binding, then
+        // the admission's own checks of the claims.
         Some("APIBinding") => {
-            binding::validate(obj)?;
-            super::binding_claims::validate(obj)?;
-            binding::admit(state, cluster, obj)
+            binding::admit(state, cluster, obj)?;
+            refuse_invalid("APIBinding", obj, None)?;
+            super::binding_claims::admit(obj)
         }
-        Some("APIExport") => validate_export(obj),
+        Some("APIExport") => refuse_invalid("APIExport", obj, None),
         _ => Ok(()),
     }
 }
 
-/// v1alpha2 permission claims need verbs (v1alpha1 ones were given `*` by the conversion).
-fn validate_export(export: &Value) -> ApiResult<()> {
-    let claims = export
-        .pointer("/spec/permissionClaims")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    for (i, claim) in claims.iter().enumerate() {
-        let has_verbs = claim
-            .get("verbs")
-            .and_then(Value::as_array)
-            .is_some_and(|v| !v.is_empty());
-        if !has_verbs {
-            return Err(ApiError::invalid(
-                GROUP,
-                "APIExport",
-                str_at(export, "/metadata/name"),
-                &format!("spec.permissionClaims[{i}].verbs"),
-                "Required value",
-            ));
-        }
+/// The `422` of kcp's CRD validation of an APIExport or APIBinding, if it finds anything.
+fn refuse_invalid(kind: &str, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
+    let errors = super::spec_schemas::errors(kind, obj, old);
+    if errors.is_empty() {
+        return Ok(());
     }
-    Ok(())
+    Err(invalid_object(
+        GROUP,
+        kind,
+        str_at(obj, "/metadata/name"),
+        &errors,
+    ))
 }
 
-/// The update rules: a schema's spec and a binding's reference do not change.
+/// The update rules: a schema's spec does not change; an export or a binding is checked as
+/// when created, its CRD's rules against the stored object (a binding's reference and its
+/// claims' selectors do not change).
 pub fn check_update(rt: &ResourceType, old: &Value, new: &Value) -> ApiResult<()> {
     match kind(rt) {
         Some("APIResourceSchema") => schema::check_update(old, new),
         Some("APIBinding") => {
-            binding::check_update(old, new)?;
-            super::binding_claims::validate(new)
+            refuse_invalid("APIBinding", new, Some(old))?;
+            super::binding_claims::admit(new)
         }
-        Some("APIExport") => validate_export(new),
+        Some("APIExport") => refuse_invalid("APIExport", new, Some(old)),
         _ => Ok(()),
     }
 }

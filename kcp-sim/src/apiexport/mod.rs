@@ -26,6 +26,7 @@ pub mod hooks;
 pub mod identity;
 pub mod labels;
 pub mod schema;
+pub mod spec_schemas;
 pub mod view;
 pub mod view_cache;
 

@@ -234,9 +234,7 @@ pub fn admit_reporting(
         Part::Main => {
             pruned = prune::prune_reporting(node, obj, true);
             default::apply(node, obj);
-            let mut path = Path::start(None);
-            validate::validate(node, obj, old, &mut path, &mut errors);
-            rules_unless_blocked(node, obj, old, &mut path, &mut errors);
+            errors = validation_errors(node, obj, old);
         }
         Part::Status => {
             let Some(status_node) = node.properties.get("status") else {
@@ -265,6 +263,17 @@ pub fn admit_reporting(
         .and_then(Value::as_str)
         .unwrap_or_default();
     Err(invalid_object(&rt.group, &rt.kind, name, &errors))
+}
+
+/// What validating `obj` (`old` on update) against `node` finds, as kube-apiserver validates a
+/// custom resource already pruned and defaulted: the schema's checks, then the CEL rules unless
+/// a blocking error was found.
+pub fn validation_errors(node: &Node, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut path = Path::start(None);
+    validate::validate(node, obj, old, &mut path, &mut errors);
+    rules_unless_blocked(node, obj, old, &mut path, &mut errors);
+    errors
 }
 
 /// Runs the CEL rules after the schema's validation, as apiextensions-apiserver does: unless

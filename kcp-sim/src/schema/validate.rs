@@ -467,11 +467,12 @@ fn check_junctors(c: &Checks, v: &Value, path: &Path, out: &mut Vec<FieldError>)
         check_values(sub, v, path, &mut errs, true);
         errs
     };
+    // kube-openapi names the path quoted (Go's `%q`).
     let composite = |why: &str| {
         FieldError::invalid(
             "<nil>",
             Value::String(String::new()),
-            format!("{} {why}", path.openapi()),
+            format!("{} {why}", Value::String(path.openapi())),
         )
     };
     for sub in &c.all_of {
@@ -485,9 +486,20 @@ fn check_junctors(c: &Checks, v: &Value, path: &Path, out: &mut Vec<FieldError>)
         }
     }
     if !c.one_of.is_empty() {
-        let valid = c.one_of.iter().filter(|s| passes(s).is_empty()).count();
-        if valid != 1 {
-            out.push(composite("must validate one and only one schema (oneOf)"));
+        let results: Vec<Vec<FieldError>> = c.one_of.iter().map(passes).collect();
+        match results.iter().filter(|r| r.is_empty()).count() {
+            1 => {}
+            // None holds: the first alternative's errors follow (kube-openapi keeps those of
+            // the one that matched most, the first of equals).
+            0 => {
+                out.push(composite(
+                    "must validate one and only one schema (oneOf). Found none valid",
+                ));
+                out.extend(results.into_iter().next().unwrap_or_default());
+            }
+            valid => out.push(composite(&format!(
+                "must validate one and only one schema (oneOf). Found {valid} valid alternatives"
+            ))),
         }
     }
     if let Some(not) = &c.not
