@@ -23,6 +23,8 @@ pub enum EventEncoder {
         columns: Vec<Column>,
         /// The `includeObject` query parameter.
         include: Option<String>,
+        /// The Table's version of `meta.k8s.io`.
+        version: &'static str,
     },
     /// Length-delimited protobuf `WatchEvent` frames.
     Protobuf {
@@ -62,8 +64,12 @@ impl EventEncoder {
     pub fn event(&self, kind: &str, object: &[u8]) -> Bytes {
         match self {
             EventEncoder::Json => event_line(kind, object),
-            EventEncoder::Table { columns, include } if !matches!(kind, "BOOKMARK" | "ERROR") => {
-                match table_of(columns, include.as_deref(), object) {
+            EventEncoder::Table {
+                columns,
+                include,
+                version,
+            } if !matches!(kind, "BOOKMARK" | "ERROR") => {
+                match table_of(columns, include.as_deref(), version, object) {
                     Ok(table) => event_line(kind, &table),
                     Err(err) => self.error(&err),
                 }
@@ -110,7 +116,12 @@ impl EventEncoder {
     }
 }
 
-fn table_of(columns: &[Column], include: Option<&str>, object: &[u8]) -> Result<Vec<u8>, ApiError> {
+fn table_of(
+    columns: &[Column],
+    include: Option<&str>,
+    version: &str,
+    object: &[u8],
+) -> Result<Vec<u8>, ApiError> {
     let value: Value = serde_json::from_slice(object)
         .map_err(|e| ApiError::internal(format!("stored object unreadable: {e}")))?;
     let rv = value
@@ -118,7 +129,14 @@ fn table_of(columns: &[Column], include: Option<&str>, object: &[u8]) -> Result<
         .and_then(Value::as_str)
         .unwrap_or_default()
         .to_string();
-    let table = render_table(columns, &[value], include, &rv, jiff::Timestamp::now());
+    let table = render_table(
+        columns,
+        &[value],
+        include,
+        version,
+        &rv,
+        jiff::Timestamp::now(),
+    );
     serde_json::to_vec(&table).map_err(|e| ApiError::internal(format!("encoding a table: {e}")))
 }
 
@@ -148,6 +166,7 @@ mod tests {
         let enc = EventEncoder::Table {
             columns: crd_columns(&[]),
             include: None,
+            version: "v1",
         };
         let line = enc.event("MODIFIED", &object());
         let event: Value = serde_json::from_slice(&line).unwrap();
@@ -167,6 +186,7 @@ mod tests {
         let enc = EventEncoder::Table {
             columns: crd_columns(&[]),
             include: Some("Object".into()),
+            version: "v1",
         };
         let event: Value = serde_json::from_slice(&enc.event("ADDED", &object())).unwrap();
         assert_eq!(event["object"]["rows"][0]["object"]["kind"], "ConfigMap");
@@ -177,6 +197,7 @@ mod tests {
         let enc = EventEncoder::Table {
             columns: crd_columns(&[]),
             include: None,
+            version: "v1",
         };
         let event: Value = serde_json::from_slice(&enc.event("BOOKMARK", &object())).unwrap();
         assert_eq!(event["object"]["kind"], "ConfigMap");

@@ -136,7 +136,7 @@ async fn in_the_form(negotiated: &Negotiated, response: Response<Body>) -> Respo
     let Some(wanted) = negotiated.for_answer(&answer) else {
         return crate::protobuf::response::not_acceptable_in_protobuf();
     };
-    if wanted.encoding == Encoding::Json && matches!(wanted.form, Form::Object | Form::Table) {
+    if wanted.encoding == Encoding::Json && matches!(wanted.form, Form::Object | Form::Table(_)) {
         return Response::from_parts(parts, Full::new(bytes).boxed());
     }
     let answer = match crate::media::as_metadata(wanted.form, answer) {
@@ -473,7 +473,14 @@ async fn route(
         .unwrap_or_default();
     // `handle` answered an Accept that cannot be negotiated before routing.
     let negotiated = crate::media::negotiate(Some(accept)).unwrap_or_else(|_| Negotiated::json());
-    let table = negotiated.first().form == Form::Table;
+    let table_version = match negotiated.first().form {
+        Form::Table(version) => Some(version),
+        _ => None,
+    };
+    let table = table_version.is_some();
+    if table && req.method() == Method::GET {
+        check_include_object(&query)?;
+    }
     let method = req.method().clone();
     let (content_type, body) = read_body(req).await?;
     let options_kind = match method {
@@ -518,7 +525,7 @@ async fn route(
         opts
     };
     if opts.scale {
-        let table = table.then(|| query.get("includeObject"));
+        let table = table_version.map(|version| (query.get("includeObject"), version));
         return scale_subresource(sim, &target, &method, &body, &content_type, &opts, table).await;
     }
     if target.group.is_empty()
@@ -565,16 +572,17 @@ async fn route(
                     .map_err(|why| ApiError::new(500, "", why))?;
             sim.wait_for_revision(rv).await?;
             let (rt, obj) = sim.get(&target).await?;
-            if table {
+            if let Some(version) = table_version {
                 let rv = obj.rv.to_string();
-                return table_response(sim, &target, &rt, &[obj], &rv, (None, None), &query);
+                let page = TablePage::whole(version);
+                return table_response(sim, &target, &rt, &[obj], &rv, page, &query);
             }
             Ok(object_response(StatusCode::OK, &rt, &target.version, &obj))
         }
         (Method::GET, false) if query.flag("watch") => {
             watch(sim, settings, &target, &query, &negotiated).await
         }
-        (Method::GET, false) => list(sim, &target, &query, table).await,
+        (Method::GET, false) => list(sim, &target, &query, table_version).await,
         (Method::POST, false) => {
             let obj = decode_object(sim, &target, Verb::Create, &body, &content_type)?;
             let (rt, written) = sim.create(&target, obj, &opts).await?;
@@ -767,7 +775,7 @@ async fn scale_subresource(
     body: &[u8],
     content_type: &str,
     opts: &WriteOptions,
-    table: Option<Option<&str>>,
+    table: Option<(Option<&str>, &'static str)>,
 ) -> ApiResult<Response<Body>> {
     let main = Target {
         subresource: None,
@@ -785,7 +793,7 @@ async fn scale_subresource(
     let scale = match *method {
         Method::GET => {
             let scale = scale::render(&paths, &current);
-            if let Some(include) = table {
+            if let Some((include, version)) = table {
                 let rv = scale
                     .pointer("/metadata/resourceVersion")
                     .and_then(Value::as_str)
@@ -794,6 +802,7 @@ async fn scale_subresource(
                     &crate::table::scale_columns(),
                     std::slice::from_ref(&scale),
                     include,
+                    version,
                     rv,
                     jiff::Timestamp::now(),
                 );
@@ -1487,14 +1496,47 @@ fn list_body(
     full(StatusCode::OK, "application/json", out.freeze())
 }
 
-/// A `meta.k8s.io/v1` Table of `objects` ([`crate::table`]).
+/// `ValidateTableOptions`: a Table's `includeObject` is `Metadata`, `Object`, `None` or empty.
+fn check_include_object(query: &Query) -> ApiResult<()> {
+    match query.get("includeObject") {
+        None | Some("" | "Metadata" | "Object" | "None") => Ok(()),
+        Some(other) => Err(ApiError::bad_request(format!(
+            "Unable to convert to Table as requested: includeObject: Invalid value: {}: \
+             must be 'Metadata', 'Object', 'None', or empty",
+            json!(other)
+        ))),
+    }
+}
+
+/// What a Table answer is besides its rows: the page of a list it shows, and its version.
+struct TablePage<'a> {
+    /// The list's continue token.
+    continue_token: Option<&'a str>,
+    /// The list's remaining item count.
+    remaining: Option<u64>,
+    /// `v1` or `v1beta1` of `meta.k8s.io`.
+    version: &'static str,
+}
+
+impl TablePage<'_> {
+    /// A Table of one object, or of a whole list.
+    fn whole(version: &'static str) -> Self {
+        TablePage {
+            continue_token: None,
+            remaining: None,
+            version,
+        }
+    }
+}
+
+/// A `meta.k8s.io` Table of `objects` ([`crate::table`]).
 fn table_response(
     sim: &Sim,
     target: &Target,
     rt: &ResourceType,
     objects: &[Arc<Stored>],
     resource_version: &str,
-    (continue_token, remaining): (Option<&str>, Option<u64>),
+    page: TablePage<'_>,
     query: &Query,
 ) -> ApiResult<Response<Body>> {
     let columns = sim.printer_columns(target, rt);
@@ -1510,14 +1552,15 @@ fn table_response(
         &columns,
         &values,
         query.get("includeObject"),
+        page.version,
         resource_version,
         jiff::Timestamp::now(),
     );
     // A page of a list is a page of its Table too.
-    if let Some(token) = continue_token {
+    if let Some(token) = page.continue_token {
         table["metadata"]["continue"] = json!(token);
     }
-    if let Some(n) = remaining {
+    if let Some(n) = page.remaining {
         table["metadata"]["remainingItemCount"] = json!(n);
     }
     let body = serde_json::to_vec(&table)
@@ -1572,7 +1615,12 @@ fn check_list_options(query: &Query) -> ApiResult<()> {
     Err(invalid_object("meta.k8s.io", "ListOptions", "", &errors))
 }
 
-async fn list(sim: &Sim, target: &Target, query: &Query, table: bool) -> ApiResult<Response<Body>> {
+async fn list(
+    sim: &Sim,
+    target: &Target,
+    query: &Query,
+    table: Option<&'static str>,
+) -> ApiResult<Response<Body>> {
     check_list_options(query)?;
     let filter = filter_of(query)?;
     let read = list_read(query)?;
@@ -1586,9 +1634,13 @@ async fn list(sim: &Sim, target: &Target, query: &Query, table: bool) -> ApiResu
             ..
         } => sim.list(target, filter, limit, continue_token).await?,
     };
-    if table {
+    if let Some(version) = table {
         let rv = page.resource_version.to_string();
-        let paging = (page.continue_token.as_deref(), page.remaining);
+        let paging = TablePage {
+            continue_token: page.continue_token.as_deref(),
+            remaining: page.remaining,
+            version,
+        };
         return table_response(sim, target, &rt, &page.items, &rv, paging, query);
     }
     let items: Vec<Bytes> = page
@@ -1793,9 +1845,10 @@ fn event_encoder(
         }
     };
     Ok(match (wanted.form, wanted.encoding) {
-        (Form::Table, _) => EventEncoder::Table {
+        (Form::Table(version), _) => EventEncoder::Table {
             columns: sim.printer_columns(target, rt),
             include: query.get("includeObject").map(String::from),
+            version,
         },
         (Form::Object, Encoding::Protobuf) => EventEncoder::Protobuf { metadata: None },
         (Form::Metadata(version), Encoding::Protobuf) => EventEncoder::Protobuf {

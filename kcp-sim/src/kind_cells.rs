@@ -64,6 +64,46 @@ pub fn load_balancer_addresses(o: &Value) -> Value {
     json!(addresses.join(","))
 }
 
+/// `getServiceExternalIP` as the server prints it (wide): a ClusterIP or NodePort Service's
+/// `externalIPs` (`<none>` without), a LoadBalancer's ingress addresses (sorted, each once) then
+/// its `externalIPs` (`<pending>` with neither), an ExternalName Service's name.
+pub fn service_external_ip(o: &Value) -> Value {
+    let external: Vec<&str> = list(o, "/spec/externalIPs")
+        .filter_map(Value::as_str)
+        .collect();
+    let joined_or = |none: &str| {
+        if external.is_empty() {
+            none.to_string()
+        } else {
+            external.join(",")
+        }
+    };
+    let shown = match o.pointer("/spec/type").and_then(Value::as_str) {
+        None | Some("ClusterIP" | "NodePort") => joined_or("<none>"),
+        Some("LoadBalancer") => {
+            let ingress: std::collections::BTreeSet<&str> = list(o, "/status/loadBalancer/ingress")
+                .filter_map(|point| {
+                    [text(point, "/ip"), text(point, "/hostname")]
+                        .into_iter()
+                        .find(|address| !address.is_empty())
+                })
+                .collect();
+            let all: Vec<&str> = ingress
+                .into_iter()
+                .chain(external.iter().copied())
+                .collect();
+            if all.is_empty() {
+                "<pending>".to_string()
+            } else {
+                all.join(",")
+            }
+        }
+        Some("ExternalName") => text(o, "/spec/externalName").to_string(),
+        Some(_) => "<unknown>".to_string(),
+    };
+    json!(shown)
+}
+
 /// `formatPorts`: `80`, and `443` too when the Ingress has TLS.
 pub fn ingress_ports(o: &Value) -> Value {
     if list(o, "/spec/tls").next().is_some() {
@@ -515,6 +555,43 @@ pub fn event_count(event: &Value) -> Value {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn a_services_external_ip_follows_its_type() {
+        let service = |spec: Value, status: Value| json!({"spec": spec, "status": status});
+        let none = json!({});
+        assert_eq!(
+            service_external_ip(&service(json!({"type": "ClusterIP"}), none.clone())),
+            "<none>"
+        );
+        assert_eq!(
+            service_external_ip(&service(
+                json!({"type": "NodePort", "externalIPs": ["1.2.3.4", "5.6.7.8"]}),
+                none.clone()
+            )),
+            "1.2.3.4,5.6.7.8"
+        );
+        assert_eq!(
+            service_external_ip(&service(json!({"type": "LoadBalancer"}), none.clone())),
+            "<pending>"
+        );
+        let ingress = json!({"loadBalancer": {"ingress": [
+            {"ip": "10.0.0.2"}, {"hostname": "lb.example.com"}, {"ip": "10.0.0.2"}]}});
+        assert_eq!(
+            service_external_ip(&service(
+                json!({"type": "LoadBalancer", "externalIPs": ["9.9.9.9"]}),
+                ingress
+            )),
+            "10.0.0.2,lb.example.com,9.9.9.9"
+        );
+        assert_eq!(
+            service_external_ip(&service(
+                json!({"type": "ExternalName", "externalName": "example.com"}),
+                none
+            )),
+            "example.com"
+        );
+    }
 
     #[test]
     fn an_ip_address_names_its_parent_service() {

@@ -40,8 +40,8 @@ pub enum Encoding {
 pub enum Form {
     /// The object (or list) itself.
     Object,
-    /// A Table (see [`crate::table`]).
-    Table,
+    /// A Table of `meta.k8s.io/<version>` (see [`crate::table`]).
+    Table(&'static str),
     /// An object's metadata alone, as a `PartialObjectMetadata` of `meta.k8s.io/<version>`.
     Metadata(&'static str),
     /// A list's items' metadata alone, as a `PartialObjectMetadataList`.
@@ -203,7 +203,7 @@ impl Entry {
             return None;
         }
         let form = match form {
-            "Table" if encoding != Encoding::Protobuf => Form::Table,
+            "Table" if encoding != Encoding::Protobuf => Form::Table(version),
             "PartialObjectMetadata" => Form::Metadata(version),
             "PartialObjectMetadataList" => Form::MetadataList(version),
             _ => return None,
@@ -366,7 +366,7 @@ mod tests {
     #[test]
     fn kubectl_get_asks_for_a_table_first() {
         let kubectl = "application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json";
-        assert_eq!(first(kubectl).form, Form::Table);
+        assert_eq!(first(kubectl).form, Form::Table("v1"));
         let json_first = "application/json, application/json;as=Table;v=v1;g=meta.k8s.io";
         assert_eq!(first(json_first), Wanted::JSON);
     }

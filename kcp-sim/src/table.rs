@@ -479,7 +479,7 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
                 name(),
                 Column::path("Type", ".spec.type").described(spec("type")),
                 Column::path("Cluster-IP", ".spec.clusterIP").described(spec("clusterIP")),
-                Column::path("External-IP", ".status.loadBalancer.ingress[*].ip")
+                computed("External-IP", kind_cells::service_external_ip)
                     .described(spec("externalIPs")),
                 Column::new("Port(s)", "string", Cell::Ports).described(spec("ports")),
                 age(),
@@ -536,24 +536,30 @@ pub fn builtin_columns(rt: &ResourceType) -> Option<Vec<Column>> {
             vec![
                 name(),
                 ready(),
+                // Declared as strings, written as integers (`deploymentColumnDefinitions`).
                 Column::new(
                     "Up-to-date",
-                    "integer",
+                    "string",
                     Cell::Integer(".status.updatedReplicas"),
                 )
                 .described(status("updatedReplicas")),
                 Column::new(
                     "Available",
-                    "integer",
+                    "string",
                     Cell::Integer(".status.availableReplicas"),
                 )
                 .described(status("availableReplicas")),
                 age(),
                 template_containers(Cell::Containers("name")),
                 template_containers(Cell::Containers("image")),
+                // Described by extensions/v1beta1's DeploymentSpec, whose sentence about the
+                // template's labels apps/v1 added.
                 Column::new("Selector", "string", Cell::Selector)
                     .wide()
-                    .described(doc("apps", "Deployment", &["spec", "selector"])),
+                    .described(
+                        "Label selector for pods. Existing ReplicaSets whose pods are selected \
+                         by this will be the ones affected by this deployment.",
+                    ),
             ]
         }
         ("", "Pod") => pod_columns(),
@@ -984,11 +990,12 @@ pub fn printer_order(rt: &ResourceType, objects: &mut [Value]) {
 }
 
 /// A Table of `objects` (as stored, JSON) under `columns`; `include` is the `includeObject`
-/// parameter (`Metadata` by default).
+/// parameter (`Metadata` by default), `version` the Table's of `meta.k8s.io` (`v1`, `v1beta1`).
 pub fn render_table(
     columns: &[Column],
     objects: &[Value],
     include: Option<&str>,
+    version: &str,
     resource_version: &str,
     now: jiff::Timestamp,
 ) -> Value {
@@ -1018,7 +1025,7 @@ pub fn render_table(
                 _ => {
                     row["object"] = json!({
                         "kind": "PartialObjectMetadata",
-                        "apiVersion": "meta.k8s.io/v1",
+                        "apiVersion": format!("meta.k8s.io/{version}"),
                         "metadata": o.get("metadata").cloned().unwrap_or_else(|| json!({})),
                     })
                 }
@@ -1028,7 +1035,7 @@ pub fn render_table(
         .collect();
     json!({
         "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
+        "apiVersion": format!("meta.k8s.io/{version}"),
         "metadata": {"resourceVersion": resource_version},
         "columnDefinitions": definitions,
         "rows": rows,
@@ -1570,7 +1577,7 @@ mod tests {
         ]);
         let o = json!({"metadata": {"name": "w", "creationTimestamp": "2026-01-01T23:59:00Z"},
             "spec": {"size": 3, "owner": "me"}});
-        let table = render_table(&columns, &[o], None, "7", now());
+        let table = render_table(&columns, &[o], None, "v1", "7", now());
         assert_eq!(table["rows"][0]["cells"], json!(["w", 3, "me", "60s"]));
         assert_eq!(table["columnDefinitions"][2]["priority"], 1);
         assert_eq!(table["rows"][0]["object"]["kind"], "PartialObjectMetadata");
@@ -1587,7 +1594,7 @@ mod tests {
             "creationTimestamp": "2026-01-01T00:00:00Z"},
             "spec": {"type": {"name": "universal", "path": "root"}, "URL": "https://kcp/clusters/root:team"},
             "status": {"phase": "Ready"}});
-        let table = render_table(&columns, &[ws], Some("None"), "1", now());
+        let table = render_table(&columns, &[ws], Some("None"), "v1", "1", now());
         assert_eq!(
             table["rows"][0]["cells"],
             json!([
@@ -1615,7 +1622,7 @@ mod tests {
                 "template": {"spec": {"containers": [
                 {"name": "web", "image": "nginx"}, {"name": "log", "image": "busybox"}]}}},
             "status": {"readyReplicas": 2, "updatedReplicas": 3, "availableReplicas": 2}});
-        let table = render_table(&columns, &[d], None, "1", now());
+        let table = render_table(&columns, &[d], None, "v1", "1", now());
         assert_eq!(
             table["rows"][0]["cells"],
             json!([
@@ -1637,7 +1644,7 @@ mod tests {
         let columns = vec![name(), Column::new("Data", "integer", Cell::DataCount)];
         let cm = json!({"metadata": {"name": "c"}, "data": {"a": "1", "b": "2"}, "binaryData": {"c": ""}});
         assert_eq!(
-            render_table(&columns, &[cm], None, "1", now())["rows"][0]["cells"],
+            render_table(&columns, &[cm], None, "v1", "1", now())["rows"][0]["cells"],
             json!(["c", 3])
         );
     }
