@@ -34,6 +34,25 @@ pub fn label_errors(labels: Option<&Value>) -> Vec<FieldError> {
     errors
 }
 
+/// What is wrong with an object's `metadata.annotations` keys (`ValidateAnnotations`: each key
+/// a qualified name once lowercased, written as sent; keys in order, where Go's map order is
+/// random). The total size limit (256 KiB) is not checked.
+pub fn annotation_errors(annotations: Option<&Value>) -> Vec<FieldError> {
+    let Some(annotations) = annotations.and_then(Value::as_object) else {
+        return Vec::new();
+    };
+    annotations
+        .keys()
+        .flat_map(|key| {
+            qualified_name_errors(&key.to_lowercase())
+                .into_iter()
+                .map(move |m| {
+                    FieldError::invalid("metadata.annotations", Value::String(key.clone()), m)
+                })
+        })
+        .collect()
+}
+
 /// What decoding a body into `ObjectMeta` leaves of its empty collections: Go omits an empty
 /// `labels`, `annotations`, `finalizers`, `ownerReferences` or `managedFields` (each
 /// `omitempty`), for builtin kinds and custom resources alike, so a write that empties one, or
@@ -271,7 +290,7 @@ fn owner_reference_go_json(owner: &Value) -> String {
 }
 
 /// What is wrong with the metadata of a new object of `group`/`kind` (after name generation),
-/// in kube-apiserver's order: names, labels, owner references, finalizers.
+/// in kube-apiserver's order: names, labels, annotations, owner references, finalizers.
 pub fn create_errors(
     (group, kind): (&str, &str),
     generate_name: Option<&str>,
@@ -281,6 +300,7 @@ pub fn create_errors(
     let finalizers = finalizers_of(obj);
     let mut errors = name_errors((group, kind), generate_name, name);
     errors.extend(label_errors(obj.pointer("/metadata/labels")));
+    errors.extend(annotation_errors(obj.pointer("/metadata/annotations")));
     errors.extend(owner_reference_errors(
         obj.pointer("/metadata/ownerReferences"),
     ));
@@ -337,6 +357,7 @@ pub fn update_errors(
     let deleting = old.pointer("/metadata/deletionTimestamp").is_some();
     let labels_and_owners = || {
         let mut errors = label_errors(new.pointer("/metadata/labels"));
+        errors.extend(annotation_errors(new.pointer("/metadata/annotations")));
         errors.extend(owner_reference_errors(
             new.pointer("/metadata/ownerReferences"),
         ));
@@ -612,6 +633,17 @@ mod tests {
             ]
         );
         assert_eq!(label_value_errors(&"a".repeat(64)).len(), 1);
+    }
+
+    #[test]
+    fn an_annotation_key_is_a_qualified_name_whatever_its_case() {
+        let annotations = serde_json::json!({"Example.COM/Owner": "x", "bad key": "y"});
+        let errors = annotation_errors(Some(&annotations));
+        let messages: Vec<String> = errors.iter().map(FieldError::message).collect();
+        assert_eq!(messages.len(), 1, "{messages:?}");
+        assert!(
+            messages[0].starts_with("metadata.annotations: Invalid value: \"bad key\": name part")
+        );
     }
 
     #[test]
