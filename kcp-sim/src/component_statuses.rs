@@ -65,23 +65,28 @@ pub async fn observe() -> Vec<Value> {
 }
 
 /// The answer to a read of `componentstatuses` (`name` for one): the object, the list, or the
-/// Table kube's printer makes of it.
-pub fn answer(items: Vec<Value>, name: Option<&str>, table: bool) -> ApiResult<Value> {
+/// Table kube's printer makes of it when `table_version` (`v1` or `v1beta1` of `meta.k8s.io`)
+/// asks for one.
+pub fn answer(
+    items: Vec<Value>,
+    name: Option<&str>,
+    table_version: Option<&str>,
+) -> ApiResult<Value> {
     let items = match name {
         Some(name) => {
             let item = items
                 .into_iter()
                 .find(|i| i["metadata"]["name"] == name)
                 .ok_or_else(|| ApiError::not_found("", "componentstatus", name))?;
-            if !table {
+            if table_version.is_none() {
                 return Ok(item);
             }
             vec![item]
         }
         None => items,
     };
-    if table {
-        return Ok(as_table(&items));
+    if let Some(version) = table_version {
+        return Ok(as_table(&items, version));
     }
     let items: Vec<Value> = items
         .into_iter()
@@ -98,7 +103,8 @@ pub fn answer(items: Vec<Value>, name: Option<&str>, table: bool) -> ApiResult<V
 
 /// `printComponentStatus`: the `Healthy` condition as `Healthy` or `Unhealthy`, its message
 /// and its error.
-fn as_table(items: &[Value]) -> Value {
+fn as_table(items: &[Value], version: &str) -> Value {
+    let api_version = format!("meta.k8s.io/{version}");
     let column = |name: &str, description: &str| json!({"name": name, "type": "string", "format": "", "description": description, "priority": 0});
     let mut name = column("Name", &crate::table::name_description());
     name["format"] = json!("name");
@@ -114,14 +120,14 @@ fn as_table(items: &[Value]) -> Value {
             let text = |key: &str| condition[key].as_str().unwrap_or_default().to_string();
             json!({
                 "cells": [i["metadata"]["name"], state, text("message"), text("error")],
-                "object": {"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                "object": {"kind": "PartialObjectMetadata", "apiVersion": api_version,
                     "metadata": i["metadata"]},
             })
         })
         .collect();
     json!({
         "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
+        "apiVersion": api_version,
         "metadata": {},
         "columnDefinitions": [
             name,
@@ -154,7 +160,7 @@ mod tests {
 
     #[test]
     fn the_table_prints_health_as_a_word() {
-        let table = answer(vec![status("etcd-0", true, "ok")], None, true).unwrap();
+        let table = answer(vec![status("etcd-0", true, "ok")], None, Some("v1")).unwrap();
         assert_eq!(
             table["rows"][0]["cells"],
             json!(["etcd-0", "Healthy", "ok", ""])
@@ -162,8 +168,18 @@ mod tests {
     }
 
     #[test]
+    fn a_v1beta1_table_is_answered_in_that_version() {
+        let table = answer(vec![status("etcd-0", true, "ok")], None, Some("v1beta1")).unwrap();
+        assert_eq!(table["apiVersion"], "meta.k8s.io/v1beta1");
+        assert_eq!(
+            table["rows"][0]["object"]["apiVersion"],
+            "meta.k8s.io/v1beta1"
+        );
+    }
+
+    #[test]
     fn an_unknown_component_is_not_found() {
-        let error = answer(vec![status("etcd-0", true, "ok")], Some("nope"), false).unwrap_err();
+        let error = answer(vec![status("etcd-0", true, "ok")], Some("nope"), None).unwrap_err();
         assert_eq!(error.code, 404);
     }
 }

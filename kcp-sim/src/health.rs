@@ -129,7 +129,10 @@ pub fn report(flavor: Flavor, endpoint: &str, probe: &Probe) -> String {
     unknown.sort_unstable();
     unknown.dedup();
     if !unknown.is_empty() {
-        let quoted: Vec<String> = unknown.iter().map(|name| go_quoted(name)).collect();
+        let quoted: Vec<String> = unknown
+            .iter()
+            .map(|name| crate::go_quote::quoted(name))
+            .collect();
         out.push_str(&format!(
             "warn: some health checks cannot be excluded: no matches for {}\n",
             quoted.join(",")
@@ -137,11 +140,6 @@ pub fn report(flavor: Flavor, endpoint: &str, probe: &Probe) -> String {
     }
     out.push_str(&format!("{endpoint} check passed\n"));
     out
-}
-
-/// `name` as Go's `%q` writes it: JSON's escapes for what health check names hold.
-fn go_quoted(name: &str) -> String {
-    json!(name).to_string()
 }
 
 /// `/version`: the Kubernetes release the flavor plays, built by kcp-sim, written as

@@ -477,8 +477,7 @@ async fn route(
         Form::Table(version) => Some(version),
         _ => None,
     };
-    let table = table_version.is_some();
-    if table && req.method() == Method::GET {
+    if table_version.is_some() && req.method() == Method::GET {
         check_include_object(&query)?;
     }
     let method = req.method().clone();
@@ -552,7 +551,7 @@ async fn route(
         body: None,
     };
     if access == Some(Access::ReadOnly) {
-        return component_statuses(&target, &method, &query, table).await;
+        return component_statuses(&target, &method, &query, table_version).await;
     }
     if answered::is_answered(access, &question) {
         let body = match method {
@@ -969,7 +968,7 @@ async fn component_statuses(
     target: &Target,
     method: &Method,
     query: &Query,
-    table: bool,
+    table_version: Option<&'static str>,
 ) -> ApiResult<Response<Body>> {
     if *method != Method::GET {
         return Err(ApiError::method_not_allowed(
@@ -984,10 +983,11 @@ async fn component_statuses(
     }
     let items = crate::component_statuses::observe().await;
     // The warning goes with every read, a component not found too.
-    let mut resp = match crate::component_statuses::answer(items, target.name.as_deref(), table) {
-        Ok(answer) => json_response(StatusCode::OK, &answer),
-        Err(e) => error_response(&e),
-    };
+    let mut resp =
+        match crate::component_statuses::answer(items, target.name.as_deref(), table_version) {
+            Ok(answer) => json_response(StatusCode::OK, &answer),
+            Err(e) => error_response(&e),
+        };
     let warning = format!("299 - \"{}\"", crate::component_statuses::WARNING);
     if let Ok(value) = HeaderValue::from_str(&warning) {
         resp.headers_mut().append(header::WARNING, value);
@@ -1503,7 +1503,7 @@ fn check_include_object(query: &Query) -> ApiResult<()> {
         Some(other) => Err(ApiError::bad_request(format!(
             "Unable to convert to Table as requested: includeObject: Invalid value: {}: \
              must be 'Metadata', 'Object', 'None', or empty",
-            json!(other)
+            crate::go_quote::quoted(other)
         ))),
     }
 }
