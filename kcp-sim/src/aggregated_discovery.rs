@@ -15,16 +15,6 @@ use crate::resource::{Registry, ResourceType};
 pub const CONTENT_TYPE: &str =
     "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
 
-/// Whether an `Accept` header asks for aggregated discovery (any of its media ranges).
-pub fn is_requested(accept: &str) -> bool {
-    accept.split(',').any(|range| {
-        let params: Vec<&str> = range.split(';').map(str::trim).collect();
-        params.contains(&"g=apidiscovery.k8s.io")
-            && params.contains(&"v=v2")
-            && params.contains(&"as=APIGroupDiscoveryList")
-    })
-}
-
 /// `GET /api` (`core`) or `GET /apis`, aggregated.
 pub fn group_discovery_list(registry: &Registry, core: bool) -> Value {
     let items: Vec<Value> = if core {
@@ -89,7 +79,7 @@ fn resource_entry(t: &ResourceType, version: &str) -> Value {
         entry["categories"] = json!(t.categories);
     }
     let subresources: Vec<Value> = t
-        .subresources()
+        .subresources(version)
         .into_iter()
         .map(|sub| {
             let kind = if sub.group.is_empty() && sub.version.is_empty() {
@@ -104,23 +94,4 @@ fn resource_entry(t: &ResourceType, version: &str) -> Value {
         entry["subresources"] = json!(subresources);
     }
     entry
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn an_accept_header_asks_for_it_in_any_of_its_ranges() {
-        assert!(is_requested(
-            "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json"
-        ));
-        assert!(is_requested(
-            "application/json, application/json; g=apidiscovery.k8s.io; v=v2; as=APIGroupDiscoveryList"
-        ));
-        assert!(!is_requested("application/json"));
-        assert!(!is_requested(
-            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
-        ));
-    }
 }

@@ -998,7 +998,7 @@ fn addressed(
 /// resources without a namespace.
 fn check_shape(rt: &ResourceType, target: &Target, custom: bool) -> ApiResult<()> {
     let served = |sub: &str| match sub {
-        "status" => rt.status,
+        "status" => rt.has_status(&target.version),
         "approval" => crate::certificates::is_request(rt),
         _ => false,
     };

@@ -783,8 +783,8 @@ async fn scale_subresource(
     let paths = {
         let state = sim.read();
         let r = sim.resolve(&state, &main, crate::faults::Verb::Get)?;
-        r.rt.scale
-            .clone()
+        r.rt.scale_of(&target.version)
+            .cloned()
             .ok_or_else(|| crate::api::unserved_subresource(&r.rt, target, r.custom))?
     };
     let (_, current) = sim.get(&main).await?;
@@ -1068,13 +1068,19 @@ fn builtin_group(rt: &ResourceType) -> bool {
         || rt.group.ends_with(".kcp.io")
 }
 
-/// Whether the request's `Accept` asks for aggregated discovery.
-fn wants_aggregated(req: &Request<Incoming>) -> bool {
-    req.headers()
+/// What a discovery path answers the request's `Accept` headers with (`aggregated`: the path
+/// serves aggregated discovery).
+fn discovery_form(
+    req: &Request<Incoming>,
+    aggregated: bool,
+) -> ApiResult<crate::media::DiscoveryForm> {
+    let accept: Vec<&str> = req
+        .headers()
         .get_all(header::ACCEPT)
         .iter()
         .filter_map(|v| v.to_str().ok())
-        .any(crate::aggregated_discovery::is_requested)
+        .collect();
+    crate::media::negotiate_discovery(Some(&accept.join(",")), aggregated)
 }
 
 /// The address the client reached this listener at (kube-apiserver: its advertised address
@@ -1154,7 +1160,7 @@ fn non_resource(
                 )))
             } else {
                 ok(
-                    json!({"swagger": "2.0", "info": {"title": "kcp-sim", "version": sim.flavor.kubernetes_version()}, "paths": {}, "definitions": {}}),
+                    json!({"swagger": "2.0", "info": {"title": "Kubernetes", "version": crate::openapi::minor_version(sim.flavor.kubernetes_version())}, "paths": {}, "definitions": {}}),
                 )
             }
         }
@@ -1175,16 +1181,34 @@ fn non_resource(
         ["openapi", "v3", "apis", group, version] => {
             openapi_document(sim, endpoint, group, version)
         }
-        ["api"] | ["apis"] if wants_aggregated(req) => {
+        ["api"] | ["apis"] | ["api", "v1"] | ["apis", _] | ["apis", _, _] => {
+            discovery(sim, endpoint, rest, req).map(Some)
+        }
+        _ => Ok(None),
+    }
+}
+
+/// A discovery document: `/api`, `/apis` (aggregated when asked for), a group's and a group
+/// version's.
+fn discovery(
+    sim: &Sim,
+    endpoint: &Endpoint,
+    rest: &[&str],
+    req: &Request<Incoming>,
+) -> ApiResult<Response<Body>> {
+    let form = discovery_form(req, rest.len() == 1)?;
+    let ok = |v: Value| Ok(json_response(StatusCode::OK, &v));
+    match rest {
+        ["api"] | ["apis"] if form == crate::media::DiscoveryForm::Aggregated => {
             let doc = crate::aggregated_discovery::group_discovery_list(
                 &sim.registry(endpoint)?,
                 rest == ["api"],
             );
-            Ok(Some(full(
+            Ok(full(
                 StatusCode::OK,
                 crate::aggregated_discovery::CONTENT_TYPE,
                 Bytes::from(doc.to_string()),
-            )))
+            ))
         }
         ["api"] => ok(sim.registry(endpoint)?.api_versions(&reached_address(req))),
         ["apis"] => ok(sim
@@ -1196,17 +1220,17 @@ fn non_resource(
         },
         ["apis", group] => match sim.registry(endpoint)?.api_group(group) {
             Some(doc) => ok(doc),
-            None => Ok(Some(error_response(&ApiError::page_not_found()))),
+            None => Ok(error_response(&ApiError::page_not_found())),
         },
         ["apis", group, version] => {
             let registry = sim.registry(endpoint)?;
             match registry.api_resource_list(group, version) {
                 Some(doc) => ok(doc),
                 None if registry.serves_group(group) => Err(ApiError::path_not_found()),
-                None => Ok(Some(error_response(&ApiError::page_not_found()))),
+                None => Ok(error_response(&ApiError::page_not_found())),
             }
         }
-        _ => Ok(None),
+        _ => Err(ApiError::path_not_found()),
     }
 }
 
@@ -1258,7 +1282,12 @@ fn openapi_document(
         .collect();
     let path = crate::openapi::document_path(group, version);
     let docs = crate::openapi::documents(&types, sim.flavor.kubernetes_version());
-    let doc = docs.get(&path).ok_or_else(ApiError::path_not_found)?;
+    let Some(doc) = docs.get(&path) else {
+        // kube-openapi's v3 handler answers a document it does not hold with a bare 404.
+        let mut resp = Response::new(Full::new(Bytes::new()).boxed());
+        *resp.status_mut() = StatusCode::NOT_FOUND;
+        return Ok(Some(resp));
+    };
     Ok(Some(full(
         StatusCode::OK,
         "application/json",

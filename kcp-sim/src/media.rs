@@ -136,6 +136,62 @@ pub fn negotiate(accept: Option<&str>) -> Result<Negotiated, ApiError> {
     Ok(Negotiated(wanted))
 }
 
+/// What a discovery document is answered as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DiscoveryForm {
+    /// The document of the path (`APIGroupList`, `APIGroup`, `APIResourceList`, ...).
+    Document,
+    /// One `APIGroupDiscoveryList` of `apidiscovery.k8s.io/v2` (served at `/api` and `/apis`).
+    Aggregated,
+}
+
+/// What a discovery path answers `accept` with, entries tried by `q` then in order: an entry of
+/// a served encoding without `as` is the path's document; one asking for `apidiscovery.k8s.io`
+/// `v2` `APIGroupDiscoveryList` is the aggregated list where `aggregated` serves it; any other
+/// form is passed over, and when every entry of a served encoding is, the answer is
+/// kube-apiserver's `406` (discovery converts nothing: a Table is not acceptable either).
+/// A header naming no served encoding at all is answered with the document.
+pub fn negotiate_discovery(
+    accept: Option<&str>,
+    aggregated: bool,
+) -> Result<DiscoveryForm, ApiError> {
+    let Some(accept) = accept.map(str::trim).filter(|a| !a.is_empty()) else {
+        return Ok(DiscoveryForm::Document);
+    };
+    let mut entries: Vec<(f32, usize, Entry)> = accept
+        .split(',')
+        .filter_map(Entry::parse)
+        .enumerate()
+        .map(|(order, entry)| (entry.quality, order, entry))
+        .filter(|(quality, _, entry)| *quality > 0.0 && entry.encoding().is_some())
+        .collect();
+    if entries.is_empty() {
+        return Ok(DiscoveryForm::Document);
+    }
+    entries.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    let form_of = |entry: &Entry| match entry.param("as") {
+        None => Some(DiscoveryForm::Document),
+        Some("APIGroupDiscoveryList")
+            if aggregated
+                && entry.param("g") == Some("apidiscovery.k8s.io")
+                && entry.param("v") == Some("v2") =>
+        {
+            Some(DiscoveryForm::Aggregated)
+        }
+        Some(_) => None,
+    };
+    entries
+        .iter()
+        .find_map(|(_, _, entry)| form_of(entry))
+        .ok_or_else(|| {
+            ApiError::new(
+                406,
+                "NotAcceptable",
+                format!("only the following media types are accepted: {SERVED}"),
+            )
+        })
+}
+
 /// One media range of `Accept`.
 #[derive(Debug)]
 struct Entry {
@@ -287,6 +343,54 @@ pub fn as_yaml(answer: &Value) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const AGGREGATED: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+    #[test]
+    fn discovery_without_an_accept_is_the_document() {
+        assert_eq!(
+            negotiate_discovery(None, true).unwrap(),
+            DiscoveryForm::Document
+        );
+    }
+
+    #[test]
+    fn aggregated_discovery_is_answered_where_it_is_served() {
+        let accept = format!("{AGGREGATED},application/json");
+        assert_eq!(
+            negotiate_discovery(Some(&accept), true).unwrap(),
+            DiscoveryForm::Aggregated
+        );
+        assert_eq!(
+            negotiate_discovery(Some(&accept), false).unwrap(),
+            DiscoveryForm::Document
+        );
+    }
+
+    #[test]
+    fn aggregated_discovery_alone_where_it_is_not_served_is_not_acceptable() {
+        let error = negotiate_discovery(Some(AGGREGATED), false).unwrap_err();
+        assert_eq!(error.code, 406);
+        assert!(error.message.starts_with("only the following media types"));
+    }
+
+    #[test]
+    fn an_unknown_aggregated_version_falls_back_to_the_document() {
+        let accept = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert_eq!(
+            negotiate_discovery(Some(accept), true).unwrap(),
+            DiscoveryForm::Document
+        );
+    }
+
+    #[test]
+    fn a_table_of_discovery_is_not_acceptable() {
+        let accept = "application/json;as=Table;v=v1;g=meta.k8s.io";
+        assert_eq!(
+            negotiate_discovery(Some(accept), true).unwrap_err().code,
+            406
+        );
+    }
 
     fn first(accept: &str) -> Wanted {
         negotiate(Some(accept)).unwrap().first()

@@ -568,8 +568,9 @@ fn render_document(path: String, types: &[&TypeSchema], release: &str) -> GvDocu
     GvDocument { path, body, hash }
 }
 
-/// `1.34` of `v1.34.2`: what a builtin document's `info.version` says.
-fn minor_version(release: &str) -> String {
+/// `1.34` of `v1.34.2`: what a builtin document's `info.version` says (and the OpenAPI v2
+/// document's).
+pub fn minor_version(release: &str) -> String {
     release
         .trim_start_matches('v')
         .splitn(3, '.')

@@ -35,6 +35,10 @@ pub struct ResourceType {
     pub access: Access,
     /// Subresources discovery lists beside `status` and `scale` (`serviceaccounts/token`).
     pub other_subresources: &'static [&'static str],
+    /// What each served version declares under `subresources`, for a custom resource (a
+    /// CustomResourceDefinition gives each version its own); empty for a builtin kind, whose
+    /// every version has `status` and `scale` as above.
+    pub version_subresources: BTreeMap<String, VersionSubresources>,
     /// The group and plural that key this type's storage, kept so lookups need no allocation:
     /// the type's own, except for a kind kube-apiserver keeps in another group's storage.
     key: GroupResource,
@@ -139,9 +143,37 @@ pub struct Subresource {
     pub verbs: &'static [&'static str],
 }
 
+/// The subresources one version of a custom resource declares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct VersionSubresources {
+    /// `subresources.status` is set.
+    pub status: bool,
+    /// `subresources.scale` is set.
+    pub scale: bool,
+}
+
 impl ResourceType {
-    /// The subresources discovery lists for this type, by name.
-    pub fn subresources(&self) -> Vec<Subresource> {
+    /// Whether `version` serves the `/status` subresource.
+    pub fn has_status(&self, version: &str) -> bool {
+        self.status
+            && self
+                .version_subresources
+                .get(version)
+                .is_none_or(|declared| declared.status)
+    }
+
+    /// The `/scale` subresource of `version`, if it serves one.
+    pub fn scale_of(&self, version: &str) -> Option<&ScalePaths> {
+        self.scale.as_ref().filter(|_| {
+            self.version_subresources
+                .get(version)
+                .is_none_or(|declared| declared.scale)
+        })
+    }
+
+    /// The subresources discovery lists for `version` of this type: a builtin kind's by name,
+    /// a custom resource's `status` before `scale`, as the apiextensions server lists them.
+    pub fn subresources(&self, version: &str) -> Vec<Subresource> {
         let own = |name, verbs| Subresource {
             name,
             group: "",
@@ -153,7 +185,7 @@ impl ResourceType {
         if self.group.is_empty() && self.plural == "namespaces" {
             list.push(own("finalize", &["update"]));
         }
-        if self.scale.is_some() {
+        if self.scale_of(version).is_some() {
             list.push(Subresource {
                 name: "scale",
                 group: "autoscaling",
@@ -162,7 +194,7 @@ impl ResourceType {
                 verbs: &["get", "patch", "update"],
             });
         }
-        if self.status {
+        if self.has_status(version) {
             list.push(own("status", &["get", "patch", "update"]));
         }
         for name in self.other_subresources {
@@ -198,7 +230,12 @@ impl ResourceType {
                 },
             });
         }
-        list.sort_by_key(|s| s.name);
+        if self.is_typed() {
+            list.sort_by_key(|s| s.name);
+        } else {
+            // The apiextensions server lists `status`, then `scale`.
+            list.sort_by_key(|s| s.name != "status");
+        }
         list
     }
 }
@@ -321,6 +358,7 @@ fn builtin(
         short_names: short_names.iter().map(|s| s.to_string()).collect(),
         categories: categories.iter().map(|s| s.to_string()).collect(),
         access: Access::ReadWrite,
+        version_subresources: BTreeMap::new(),
         other_subresources: match (group, plural) {
             ("", "serviceaccounts") => &["token"],
             ("", "pods") => &[
@@ -1165,6 +1203,7 @@ pub fn type_of_spec(spec: &Value) -> Result<ResourceType, (String, String)> {
         }
     };
     let (served, status) = served_versions(spec)?;
+    let version_subresources = declared_subresources(spec);
     let strings = |key: &str| -> Vec<String> {
         crate::object_meta::strings_at(spec, &format!("/names/{key}"))
     };
@@ -1187,7 +1226,25 @@ pub fn type_of_spec(spec: &Value) -> Result<ResourceType, (String, String)> {
         categories: strings("categories"),
         access: Access::ReadWrite,
         other_subresources: &[],
+        version_subresources,
     })
+}
+
+/// What each version of a CRD-shaped spec declares under `subresources`, by version name.
+fn declared_subresources(spec: &Value) -> BTreeMap<String, VersionSubresources> {
+    spec.get("versions")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|version| {
+            let name = version.get("name").and_then(Value::as_str)?;
+            let declared = VersionSubresources {
+                status: version.pointer("/subresources/status").is_some(),
+                scale: ScalePaths::of_crd_version(version).is_some(),
+            };
+            Some((name.to_string(), declared))
+        })
+        .collect()
 }
 
 /// The served versions of a CRD-shaped spec, the storage version first, and whether any has a
@@ -1404,7 +1461,7 @@ impl Registry {
                 r["storageVersionHash"] = json!(storage_version_hash(&t.group, storage, &t.kind));
             }
             resources.push(r);
-            for sub in t.subresources() {
+            for sub in t.subresources(version) {
                 let mut r = json!({
                     "name": format!("{}/{}", t.plural, sub.name),
                     "singularName": "",
@@ -1536,5 +1593,38 @@ mod tests {
                 .api_group("tenancy.kcp.io")
                 .is_none()
         );
+    }
+
+    fn widgets(versions: Value) -> ResourceType {
+        type_of_spec(&json!({
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget"},
+            "versions": versions,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_custom_resource_lists_status_before_scale() {
+        let t = widgets(
+            json!([{"name": "v1", "served": true, "storage": true, "subresources": {
+                "status": {},
+                "scale": {"specReplicasPath": ".spec.replicas", "statusReplicasPath": ".status.replicas"},
+            }}]),
+        );
+        let names: Vec<&str> = t.subresources("v1").iter().map(|s| s.name).collect();
+        assert_eq!(names, ["status", "scale"]);
+    }
+
+    #[test]
+    fn a_custom_resource_version_without_subresources_serves_none() {
+        let t = widgets(json!([
+            {"name": "v1", "served": true, "storage": true, "subresources": {"status": {}}},
+            {"name": "v1beta1", "served": true, "storage": false},
+        ]));
+        assert!(t.has_status("v1"));
+        assert!(!t.has_status("v1beta1"));
+        assert!(t.subresources("v1beta1").is_empty());
     }
 }
