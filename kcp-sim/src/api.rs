@@ -365,7 +365,7 @@ impl Sim {
             .is_some_and(|c| state.is_custom(c, rt.group_resource()));
         check_shape(&rt, target, custom)?;
         Ok(Resolved {
-            rt,
+            rt: rt.at_version(&target.version),
             cluster,
             scope,
             lifecycle,
@@ -1062,7 +1062,7 @@ fn resolve_in_view(
     })?;
     check_shape(&t.rt, target, false)?;
     Ok(Resolved {
-        rt: t.rt,
+        rt: t.rt.at_version(&target.version),
         cluster: t.cluster,
         scope: t.scope,
         lifecycle: None,

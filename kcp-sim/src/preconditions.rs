@@ -38,6 +38,66 @@ pub(crate) fn resource_version(
     }
 }
 
+/// A `PUT`'s `resourceVersion` (of the object or its status) against the stored object's
+/// `current` one: as [`resource_version`], except that a kind whose strategy does not allow
+/// unconditional updates ([`allows_unconditional_update`]) refuses none or `0` with the
+/// registry's 422.
+pub(crate) fn update_revision(
+    rt: &ResourceType,
+    name: &str,
+    sent: Option<&str>,
+    current: u64,
+) -> ApiResult<()> {
+    let sent = sent.filter(|rv| !rv.is_empty());
+    if !allows_unconditional_update(rt) && sent.map(parse_revision).transpose()?.unwrap_or(0) == 0 {
+        return Err(ApiError::invalid(
+            &rt.group,
+            &rt.plural,
+            name,
+            "metadata.resourceVersion",
+            "Invalid value: 0: must be specified for an update",
+        ));
+    }
+    resource_version(rt, name, sent, current)
+}
+
+/// kube's `AllowUnconditionalUpdate`: whether a `PUT` may leave out `resourceVersion` and
+/// overwrite whatever is stored. Custom resources (kcp's own kinds are custom resources too),
+/// CustomResourceDefinitions, APIServices and the builtin kinds whose strategies say so
+/// (Leases, admission webhooks and policies, PodDisruptionBudgets, the CSI kinds, ...) may not.
+pub(crate) fn allows_unconditional_update(rt: &ResourceType) -> bool {
+    if !rt.is_typed() {
+        return false;
+    }
+    !matches!(
+        (rt.group.as_str(), rt.plural.as_str()),
+        ("apiextensions.k8s.io", "customresourcedefinitions")
+            | ("apiregistration.k8s.io", "apiservices")
+            | (
+                "admissionregistration.k8s.io",
+                "mutatingadmissionpolicies"
+                    | "mutatingadmissionpolicybindings"
+                    | "mutatingwebhookconfigurations"
+                    | "validatingadmissionpolicies"
+                    | "validatingadmissionpolicybindings"
+                    | "validatingwebhookconfigurations"
+            )
+            | ("internal.apiserver.k8s.io", "storageversions")
+            | (
+                "certificates.k8s.io",
+                "clustertrustbundles" | "podcertificaterequests"
+            )
+            | ("coordination.k8s.io", "leases" | "leasecandidates")
+            | ("node.k8s.io", "runtimeclasses")
+            | ("policy", "poddisruptionbudgets")
+            | (
+                "storage.k8s.io",
+                "csidrivers" | "csinodes" | "csistoragecapacities" | "volumeattachments"
+            )
+            | ("storagemigration.k8s.io", "storageversionmigrations")
+    )
+}
+
 /// A create's object may not name a revision other than `0` (the storage's
 /// `ErrResourceVersionSetOnCreate`, a 500 without a reason); one that is not a number is
 /// dropped, as kube drops it.

@@ -171,6 +171,23 @@ impl ResourceType {
         })
     }
 
+    /// This type as `version` serves it: `status` and `scale` only where that version declares
+    /// them, as kube-apiserver gives each version of a custom resource its own strategy (a
+    /// version without the status subresource writes status with the object). The same type
+    /// when every version serves alike.
+    pub fn at_version(self: &Arc<Self>, version: &str) -> Arc<Self> {
+        let status = self.has_status(version);
+        let scale = self.scale_of(version).cloned();
+        if status == self.status && scale == self.scale {
+            return Arc::clone(self);
+        }
+        Arc::new(ResourceType {
+            status,
+            scale,
+            ..(**self).clone()
+        })
+    }
+
     /// The subresources discovery lists for `version` of this type: a builtin kind's by name,
     /// a custom resource's `status` before `scale`, as the apiextensions server lists them.
     pub fn subresources(&self, version: &str) -> Vec<Subresource> {
@@ -1626,5 +1643,8 @@ mod tests {
         assert!(t.has_status("v1"));
         assert!(!t.has_status("v1beta1"));
         assert!(t.subresources("v1beta1").is_empty());
+        let t = Arc::new(t);
+        assert!(t.at_version("v1").status);
+        assert!(!t.at_version("v1beta1").status);
     }
 }

@@ -1026,7 +1026,7 @@ pub fn update(
         meta_str(&obj, "uid"),
         meta_str(&old, "uid").unwrap_or_default(),
     )?;
-    preconditions::resource_version(rt, name, meta_str(&obj, "resourceVersion"), current.rv)?;
+    preconditions::update_revision(rt, name, meta_str(&obj, "resourceVersion"), current.rv)?;
     write_update(
         state, cluster, rt, version, namespace, name, status, old, obj, opts, false,
     )
