@@ -725,19 +725,36 @@ impl Sim {
         .await
     }
 
-    /// DELETE a collection: every object the filter selects.
+    /// DELETE a collection: every object the filter selects, or (with `limit`) one page of
+    /// them, as kube-apiserver's `DeleteCollection` lists and then deletes. The answer is the
+    /// page as it was listed, before the deletions (an object a finalizer holds shows no
+    /// `deletionTimestamp` in it); a kind that does not list `deletecollection` among its
+    /// verbs (Namespaces) is a 405.
     pub async fn delete_collection(
         &self,
         target: &Target,
         mut filter: Filter,
+        page: (Option<usize>, Option<&str>),
         req: &DeleteRequest,
-    ) -> ApiResult<(Arc<ResourceType>, Vec<Arc<Stored>>)> {
+    ) -> ApiResult<(Arc<ResourceType>, query::Page)> {
+        let (limit, continue_token) = page;
         self.write_op(Verb::Delete, target, |state, r, cluster| {
+            if !r.rt.verbs().contains(&"deletecollection") {
+                return Err(ApiError::method_not_allowed(
+                    "the server does not allow this method on the requested resource",
+                ));
+            }
             admit_field_selector(state, r, target, &mut filter)?;
             r.narrow(&mut filter, target);
-            let page = query::list(state, &r.scope, r.rt.group_resource(), &filter, None, None)?;
-            let mut deleted = Vec::new();
-            for obj in page.items {
+            let listed = query::list(
+                state,
+                &r.scope,
+                r.rt.group_resource(),
+                &filter,
+                limit,
+                continue_token,
+            )?;
+            for obj in &listed.items {
                 let value = obj.value()?;
                 let field = |f: &str| {
                     value
@@ -754,12 +771,12 @@ impl Sim {
                     &field("name"),
                     req,
                 ) {
-                    Ok(o) => deleted.push(o.object),
+                    Ok(_) => {}
                     Err(e) if e.code == 404 => {}
                     Err(e) => return Err(e),
                 }
             }
-            Ok(deleted)
+            Ok(listed)
         })
         .await
     }

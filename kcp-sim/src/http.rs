@@ -642,14 +642,26 @@ async fn route(
         (Method::DELETE, false) => {
             let req = delete_request(&body, &query)?;
             let filter = filter_of(&query)?;
-            let (rt, deleted) = sim.delete_collection(&target, filter, &req).await?;
-            let items: Vec<Bytes> = deleted.iter().map(|o| list_item(&target, &rt, o)).collect();
+            let page = match list_read(&query)? {
+                ListRead::Latest {
+                    limit,
+                    continue_token,
+                    ..
+                } => (limit, continue_token),
+                ListRead::At { limit, .. } => (limit, None),
+            };
+            let (rt, listed) = sim.delete_collection(&target, filter, page, &req).await?;
+            let items: Vec<Bytes> = listed
+                .items
+                .iter()
+                .map(|o| list_item(&target, &rt, o))
+                .collect();
             Ok(list_body(
                 &rt,
                 &target.version,
-                sim.read().rv,
-                None,
-                None,
+                listed.resource_version,
+                listed.continue_token.as_deref(),
+                listed.remaining,
                 &items,
             ))
         }
