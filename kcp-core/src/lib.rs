@@ -21,6 +21,7 @@ pub mod client;
 pub mod cluster;
 pub mod error;
 pub mod go_duration;
+pub mod go_quote;
 pub mod kcp;
 pub mod kube_client;
 pub mod manifest;

@@ -431,7 +431,7 @@ impl Sim {
     pub async fn list(
         &self,
         target: &Target,
-        mut filter: Filter,
+        filter: Filter,
         limit: Option<usize>,
         continue_token: Option<&str>,
     ) -> ApiResult<(Arc<ResourceType>, Page)> {
@@ -442,16 +442,7 @@ impl Sim {
         let r = self
             .resolve(&state, target, Verb::List)
             .map_err(|e| refusal_naming(e, target, Verb::List, &filter))?;
-        admit_field_selector(&state, &r, target, &mut filter)?;
-        r.narrow(&mut filter, target);
-        let page = query::list(
-            &state,
-            &r.scope,
-            r.rt.group_resource(),
-            &filter,
-            limit,
-            continue_token,
-        )?;
+        let page = page_of(&state, &r, target, filter, (limit, continue_token))?;
         Ok((r.rt, page))
     }
 
@@ -733,27 +724,17 @@ impl Sim {
     pub async fn delete_collection(
         &self,
         target: &Target,
-        mut filter: Filter,
+        filter: Filter,
         page: (Option<usize>, Option<&str>),
         req: &DeleteRequest,
-    ) -> ApiResult<(Arc<ResourceType>, query::Page)> {
-        let (limit, continue_token) = page;
+    ) -> ApiResult<(Arc<ResourceType>, Page)> {
         self.write_op(Verb::Delete, target, |state, r, cluster| {
             if !r.rt.verbs().contains(&"deletecollection") {
                 return Err(ApiError::method_not_allowed(
                     "the server does not allow this method on the requested resource",
                 ));
             }
-            admit_field_selector(state, r, target, &mut filter)?;
-            r.narrow(&mut filter, target);
-            let listed = query::list(
-                state,
-                &r.scope,
-                r.rt.group_resource(),
-                &filter,
-                limit,
-                continue_token,
-            )?;
+            let listed = page_of(state, r, target, filter, page)?;
             for obj in &listed.items {
                 let value = obj.value()?;
                 let field = |f: &str| {
@@ -780,6 +761,27 @@ impl Sim {
         })
         .await
     }
+}
+
+/// The page of `target` that `filter` selects (`page`: the list's `limit` and continue token),
+/// its field selector admitted and the filter narrowed to what the resolved target reaches.
+fn page_of(
+    state: &State,
+    r: &Resolved,
+    target: &Target,
+    mut filter: Filter,
+    (limit, continue_token): (Option<usize>, Option<&str>),
+) -> ApiResult<Page> {
+    admit_field_selector(state, r, target, &mut filter)?;
+    r.narrow(&mut filter, target);
+    query::list(
+        state,
+        &r.scope,
+        r.rt.group_resource(),
+        &filter,
+        limit,
+        continue_token,
+    )
 }
 
 /// Refuses a field selector on a field the target's kind cannot be selected by; a selector of

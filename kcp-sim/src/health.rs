@@ -131,7 +131,7 @@ pub fn report(flavor: Flavor, endpoint: &str, probe: &Probe) -> String {
     if !unknown.is_empty() {
         let quoted: Vec<String> = unknown
             .iter()
-            .map(|name| crate::go_quote::quoted(name))
+            .map(|name| kcp_core::go_quote::quote(name))
             .collect();
         out.push_str(&format!(
             "warn: some health checks cannot be excluded: no matches for {}\n",

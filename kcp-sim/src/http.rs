@@ -1544,7 +1544,7 @@ fn check_include_object(query: &Query) -> ApiResult<()> {
         Some(other) => Err(ApiError::bad_request(format!(
             "Unable to convert to Table as requested: includeObject: Invalid value: {}: \
              must be 'Metadata', 'Object', 'None', or empty",
-            crate::go_quote::quoted(other)
+            kcp_core::go_quote::quote(other)
         ))),
     }
 }

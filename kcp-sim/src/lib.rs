@@ -62,7 +62,6 @@ pub mod field_validation;
 pub mod flowcontrol;
 mod garbage_collector;
 pub mod go_json_syntax;
-pub mod go_quote;
 pub mod health;
 pub mod http;
 pub mod ip_addresses;

@@ -251,6 +251,7 @@ mod regex;
 mod semver;
 pub(crate) mod strings;
 mod unicode;
+pub(crate) use unicode::is_go_print;
 mod urls;
 
 use std::sync::Arc;

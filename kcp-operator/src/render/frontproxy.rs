@@ -430,19 +430,7 @@ pub fn render_proxy_service(input: &ProxyInput<'_>) -> Service {
     )
 }
 
-/// The groups joined by commas and quoted as Go's `%q` quotes them (group names are plain
-/// text; `"` and `\` are escaped, as `%q` does).
+/// The groups joined by commas and quoted as Go's `%q` quotes them.
 fn go_quoted(groups: &[String]) -> String {
-    let joined = groups.join(",");
-    let mut quoted = String::with_capacity(joined.len() + 2);
-    quoted.push('"');
-    for c in joined.chars() {
-        match c {
-            '"' => quoted.push_str("\\\""),
-            '\\' => quoted.push_str("\\\\"),
-            c => quoted.push(c),
-        }
-    }
-    quoted.push('"');
-    quoted
+    kcp_core::go_quote::quote(&groups.join(","))
 }

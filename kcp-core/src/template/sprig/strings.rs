@@ -457,30 +457,7 @@ pub(super) fn split_list(args: &[Value]) -> Outcome {
     Ok(string_list(go_split(str_arg(&args[1])?, sep, -1)))
 }
 
-/// Go's `strconv.Quote`.
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{b}' => out.push_str("\\v"),
-            c if super::unicode::is_go_print(c) => out.push(c),
-            c if (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    out.push('"');
-    out
-}
+pub(crate) use crate::go_quote::quote as go_quote;
 
 /// Word classes of xstrings' case conversions.
 #[derive(Clone, Copy, PartialEq, Eq)]
