@@ -88,6 +88,11 @@ impl PeerProcess {
     /// Kills the peer with SIGKILL, as a crash or an OOM kill would (no chance to flush or
     /// release anything), and waits until its watchdog has seen it go.
     pub fn kill_hard(&mut self) -> Result<()> {
+        // A peer that already exited (and its watchdog with it) has nothing left to kill.
+        if let Ok(Some(_)) = self.child.try_wait() {
+            self.stdin = None;
+            return Ok(());
+        }
         let pid = std::fs::read_to_string(&self.command.pid_file)
             .map_err(|e| Error::io(&self.name, "reading the peer's pid file", e))?;
         let pid = pid.trim();

@@ -191,6 +191,15 @@ impl SharedKcp {
             .at(format!("{}/clusters/{path}", self.base_url))
     }
 
+    /// kcp's own `system-admin` as the running process minted it: [`SharedKcp::admin`] until
+    /// the first [`SharedKcp::restart_hard`], the new one after it.
+    pub fn current_admin(&self) -> Endpoint {
+        match self.process.lock() {
+            Ok(kcp) => kcp.admin.clone(),
+            Err(poisoned) => poisoned.into_inner().admin.clone(),
+        }
+    }
+
     /// `Ok` while kcp runs; otherwise the error with the tail of its log.
     pub fn check_alive(&self) -> Result<()> {
         match self.process.lock() {

@@ -36,7 +36,31 @@ pub async fn on_sim(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
 }
 
 /// Runs `case` of `file` on the shared real server and returns its normalised answers.
+///
+/// kcp v0.30.0 can die under a case (a `concurrent map writes` in its OpenAPI v3 cache, seen
+/// once in a full run): a kcp case that finds kcp gone afterwards is run again, once, on kcp
+/// restarted on the same data, and says so on stderr.
 pub async fn on_real(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
+    let answers = on_real_once(file, case).await;
+    if file.server != ServerKind::Kcp {
+        return answers;
+    }
+    let kcp = blocking(shared_kcp).await?;
+    let Err(died) = kcp.check_alive() else {
+        return answers;
+    };
+    eprintln!(
+        "{}/{}: kcp exited under the case ({died}); restarting it and running the case again",
+        file.file, case.name
+    );
+    let took = tokio::task::spawn_blocking(move || kcp.restart_hard())
+        .await
+        .map_err(|e| Error::config("kcp", format!("its restart panicked: {e}")))??;
+    eprintln!("kcp serves again after {took:?}");
+    on_real_once(file, case).await
+}
+
+async fn on_real_once(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
     let (admin, root) = match file.server {
         ServerKind::Kube => {
             let start = if file.controllers.is_empty() {
@@ -49,10 +73,10 @@ pub async fn on_real(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
         }
         ServerKind::Kcp => {
             let kcp = blocking(shared_kcp).await?;
-            (
-                kcp.admin.at(kcp.base_url.clone()),
-                Some(kcp.admin_at("root")),
-            )
+            // The admin's token changes when kcp restarts.
+            let admin = kcp.current_admin();
+            let root = admin.at(format!("{}/clusters/root", kcp.base_url));
+            (admin.at(kcp.base_url.clone()), Some(root))
         }
     };
     let client = client_for(admin.config()?)?;
