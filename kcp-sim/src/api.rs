@@ -13,6 +13,7 @@ use crate::apiexport;
 use crate::conversion;
 use crate::faults::{Faults, Verb};
 use crate::kcp;
+use crate::managed_fields;
 use crate::query::{self, ClusterScope, Filter, Page, Visibility, WatchFilter};
 use crate::resource::{Flavor, GroupResource, Registry, ResourceType};
 use crate::semantics::{
@@ -573,7 +574,15 @@ impl Sim {
         let mut state = self.write();
         let r = self.resolve(&state, target, verb)?;
         let cluster = r.cluster()?.to_string();
-        let out = op(&mut state, &r, &cluster)?;
+        // A custom resource's fields are owned as its CRD's schema declares them.
+        let schemas = state
+            .clusters
+            .get(&cluster)
+            .and_then(|c| c.schemas.get(r.rt.group_resource()))
+            .cloned();
+        let out = managed_fields::with_custom_schemas(&r.rt.group, &r.rt.kind, schemas, || {
+            op(&mut state, &r, &cluster)
+        })?;
         drop(state);
         self.faults.after(verb, &target.group, &target.plural)?;
         Ok((r.rt, out))

@@ -7,8 +7,11 @@
 //! fails with a conflict (409) unless forced, and a field an applier stops specifying is removed
 //! from the object unless somebody else still owns it.
 //!
-//! This module reproduces those semantics without OpenAPI schemas, so the shape of lists is
-//! guessed from their contents and field names:
+//! A custom resource's lists and maps are owned as its CRD's structural schema declares them
+//! (`x-kubernetes-list-type`, `-list-map-keys`, `-map-type`; see [`declared`], registered for a
+//! write with [`with_custom_schemas`]). Elsewhere this module reproduces those semantics without
+//! OpenAPI schemas, so the shape of lists is guessed from their contents and field names (and
+//! from the Go types of the builtin kinds where kcp-sim has them):
 //!
 //! - a list of objects that all carry a distinct `name` is a map keyed by name; `conditions` are
 //!   keyed by `type`, container `ports` by `containerPort` (plus `protocol` when present),
@@ -29,7 +32,11 @@ use prost_reflect::{Kind, MessageDescriptor};
 use serde_json::{Map, Value};
 
 mod atomic_structs;
+mod declared;
 mod typed_configuration;
+
+pub use declared::with_custom_schemas;
+use declared::{Declared, DeclaredList};
 
 /// Metadata fields that are never owned by any manager.
 const UNTRACKED_METADATA: &[&str] = &[
@@ -581,15 +588,17 @@ impl Schema {
         SCHEMA.with(std::cell::Cell::get)
     }
 
-    /// Runs `f` with this schema, and the Go type of `object`'s kind, as the current ones.
+    /// Runs `f` with the schema of `object`'s kind as the current one: this schema, the Go type
+    /// of a builtin kind, the registered structural schema of a custom resource
+    /// ([`with_custom_schemas`]).
     fn scope<T>(object: &Value, f: impl FnOnce() -> T) -> T {
         let schema = Schema::of(object);
-        let go_type = if schema.is_custom_resource() {
-            None
-        } else {
-            go_type_of(object)
+        let (go_type, structural) = match schema {
+            Schema::Custom => (None, declared::schema_of(object)),
+            Schema::Kcp(..) => (None, None),
+            _ => (go_type_of(object), None),
         };
-        schema.scope_with(go_type, f)
+        declared::scope(structural, || schema.scope_with(go_type, f))
     }
 
     fn scope_with<T>(self, go_type: Option<MessageDescriptor>, f: impl FnOnce() -> T) -> T {
@@ -738,6 +747,8 @@ enum KeySpec {
     MountPath,
     /// The fields a kind's schema names (`x-kubernetes-list-map-keys`), all of them required.
     Fields(&'static [&'static str]),
+    /// The `x-kubernetes-list-map-keys` of a custom resource's CRD, read at the list's place.
+    Declared,
 }
 
 impl KeySpec {
@@ -779,7 +790,7 @@ impl KeySpec {
             return Some(canonical_json(&Value::Object(key)));
         }
         let required = match self {
-            KeySpec::Fields(_) | KeySpec::ServicePort => return None,
+            KeySpec::Fields(_) | KeySpec::ServicePort | KeySpec::Declared => return None,
             KeySpec::Name => "name",
             KeySpec::Type => "type",
             KeySpec::ContainerPort => "containerPort",
@@ -796,26 +807,45 @@ impl KeySpec {
     }
 }
 
-/// Where a value sits: the name of the field holding it and of the field holding that one.
-/// A list item and the root sit in no field.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+/// Where a value sits: the name of the field holding it and of the field holding that one (a
+/// list item and the root sit in no field), and what a custom resource's schema declares there.
+#[derive(Debug, Clone, Copy, Default)]
 struct Place<'a> {
     field: Option<&'a str>,
     parent: Option<&'a str>,
+    declared: Declared<'a>,
 }
 
 impl<'a> Place<'a> {
-    /// The root of an object, or a list item.
+    /// A place the schema says nothing of, in no field (a builtin object's root).
     const NONE: Place<'static> = Place {
         field: None,
         parent: None,
+        declared: Declared::Unknown,
     };
+
+    /// The root of an object whose structural schema is `schema` (none for a builtin kind).
+    fn root(schema: Option<&'a crate::schema::structural::Node>) -> Place<'a> {
+        Place {
+            declared: Declared::root(schema),
+            ..Place::NONE
+        }
+    }
 
     /// A value in the field `name` of the map sitting here.
     fn child(self, name: &'a str) -> Place<'a> {
         Place {
             field: Some(name),
             parent: self.field,
+            declared: self.declared.child(name),
+        }
+    }
+
+    /// An item of the list sitting here.
+    fn item(self) -> Place<'a> {
+        Place {
+            declared: self.declared.item(),
+            ..Place::NONE
         }
     }
 
@@ -823,13 +853,23 @@ impl<'a> Place<'a> {
     fn next(self, element: &'a PathElement) -> Place<'a> {
         match element.field_name() {
             Some(name) => self.child(name),
-            None => Place::NONE,
+            None => self.item(),
         }
     }
 
-    /// The place of the value at the end of `path` (read from the root).
-    fn at(path: &'a [PathElement]) -> Place<'a> {
-        path.iter().fold(Place::NONE, Place::next)
+    /// The place of the value at the end of `path`, read from the root of an object whose
+    /// structural schema is `schema`.
+    fn at(
+        schema: Option<&'a crate::schema::structural::Node>,
+        path: &'a [PathElement],
+    ) -> Place<'a> {
+        path.iter().fold(Place::root(schema), Place::next)
+    }
+
+    /// Whether the map sitting here is owned as a whole (the kind's schema, or the object's
+    /// declares it atomic).
+    fn is_atomic_map(self, path: &[PathElement]) -> bool {
+        self.declared.is_atomic_map() || Schema::current().is_atomic_map(path)
     }
 }
 
@@ -849,6 +889,9 @@ impl Shape {
         let field = place.field;
         if items.is_empty() {
             return Shape::Atomic;
+        }
+        if let Some(declared) = place.declared.list() {
+            return Shape::declared(declared, items);
         }
         match Schema::current().list_type(field) {
             Some(ListType::Atomic) => return Shape::Atomic,
@@ -891,6 +934,25 @@ impl Shape {
             }
         }
         Shape::Atomic
+    }
+
+    /// The shape of a list a custom resource's schema declares.
+    fn declared(declared: DeclaredList<'_>, items: &[Value]) -> Shape {
+        let keys: Option<Vec<String>> = match declared {
+            DeclaredList::Atomic => None,
+            DeclaredList::Set => Some(items.iter().map(canonical_json).collect()),
+            DeclaredList::Map(names) => items
+                .iter()
+                .map(|item| declared::map_key(names, item))
+                .collect(),
+        };
+        match (declared, keys) {
+            (DeclaredList::Set, Some(values)) if all_distinct(&values) => Shape::Set(values),
+            (DeclaredList::Map(_), Some(keys)) if all_distinct(&keys) => {
+                Shape::Keyed(KeySpec::Declared, keys)
+            }
+            _ => Shape::Atomic,
+        }
     }
 
     /// The path element of the item at `position`.
@@ -950,17 +1012,24 @@ impl<'v> View<'v> {
 }
 
 fn resolve<'v>(value: &'v Value, path: &[PathElement]) -> Option<&'v Value> {
+    let schema = declared::current_root();
     let mut current = value;
     for (depth, element) in path.iter().enumerate() {
-        current = View::new(current, Place::at(&path[..depth])).get(element)?;
+        let place = Place::at(schema.as_deref(), &path[..depth]);
+        current = View::new(current, place).get(element)?;
     }
     Some(current)
 }
 
 fn resolve_mut<'v>(value: &'v mut Value, path: &[PathElement]) -> Option<&'v mut Value> {
+    let schema = declared::current_root();
     let mut current = value;
     for (depth, element) in path.iter().enumerate() {
-        current = child_mut(current, Place::at(&path[..depth]), element)?;
+        current = child_mut(
+            current,
+            Place::at(schema.as_deref(), &path[..depth]),
+            element,
+        )?;
     }
     Some(current)
 }
@@ -988,7 +1057,8 @@ fn remove_at(value: &mut Value, path: &[PathElement]) -> bool {
     let Some((last, parent_path)) = path.split_last() else {
         return false;
     };
-    let place = Place::at(parent_path);
+    let schema = declared::current_root();
+    let place = Place::at(schema.as_deref(), parent_path);
     match resolve_mut(value, parent_path) {
         Some(Value::Object(fields)) => match last {
             PathElement::Field(name) => fields.remove(name).is_some(),
@@ -1041,7 +1111,13 @@ fn is_key_field(path: &[PathElement]) -> bool {
 /// null values.
 pub fn field_set_of(value: &Value) -> FieldSet {
     let mut root = Node::default();
-    collect_specified(value, Place::NONE, &mut Vec::new(), &mut root);
+    let schema = declared::current_root();
+    collect_specified(
+        value,
+        Place::root(schema.as_deref()),
+        &mut Vec::new(),
+        &mut root,
+    );
     FieldSet { root }
 }
 
@@ -1070,13 +1146,16 @@ pub fn fields_unchanged_since(configuration: &Value, live: &Value) -> Vec<String
 fn collect_specified(value: &Value, place: Place<'_>, path: &mut Path, set: &mut Node) {
     match value {
         Value::Null => {}
-        Value::Object(_) if Schema::current().is_atomic_map(path) => set.insert(path),
+        Value::Object(_) if place.is_atomic_map(path) => set.insert(path),
         Value::Object(fields) if fields.is_empty() => {
             if is_ownable(path) {
                 set.insert(path);
             }
         }
         Value::Object(fields) => {
+            if place.declared.is_undeclared_entry() && is_ownable(path) {
+                set.insert(path);
+            }
             for (name, child) in fields {
                 if child.is_null() || !is_tracked(path, name) {
                     continue;
@@ -1089,6 +1168,8 @@ fn collect_specified(value: &Value, place: Place<'_>, path: &mut Path, set: &mut
         Value::Array(items) => {
             let shape = Shape::of(place, items);
             match shape {
+                // An empty list its schema declares a set or map specifies no item, so nothing.
+                Shape::Atomic if items.is_empty() && place.declared.is_granular_list() => {}
                 Shape::Atomic => {
                     if is_ownable(path) {
                         set.insert(path);
@@ -1098,7 +1179,7 @@ fn collect_specified(value: &Value, place: Place<'_>, path: &mut Path, set: &mut
                     for (position, item) in items.iter().enumerate() {
                         path.push(shape.element(position));
                         set.insert(path);
-                        collect_specified(item, Place::NONE, path, set);
+                        collect_specified(item, place.item(), path, set);
                         path.pop();
                     }
                 }
@@ -1130,7 +1211,7 @@ fn collect_changed(
 ) {
     match (old, new) {
         (Some(Value::Object(old_fields)), Value::Object(new_fields))
-            if !Schema::current().is_atomic_map(path) =>
+            if !place.is_atomic_map(path) =>
         {
             for (name, child) in new_fields {
                 if !is_tracked(path, name) {
@@ -1147,9 +1228,7 @@ fn collect_changed(
         // empty) and gets a value: only what is inside it is new, as kube-apiserver compares.
         (Some(Value::Null), Value::Array(new_items))
             if collect_changed_items(&[], new_items, place, path, set) => {}
-        (Some(Value::Null), Value::Object(new_fields))
-            if !Schema::current().is_atomic_map(path) =>
-        {
+        (Some(Value::Null), Value::Object(new_fields)) if !place.is_atomic_map(path) => {
             for (name, child) in new_fields {
                 if !is_tracked(path, name) {
                     continue;
@@ -1195,10 +1274,10 @@ fn collect_changed_items(
         path.push(element);
         match (&new_shape, old_item) {
             (Shape::Keyed(..), Some(old_item)) => {
-                collect_changed(Some(old_item), item, Place::NONE, path, set)
+                collect_changed(Some(old_item), item, place.item(), path, set)
             }
             (_, Some(_)) => {}
-            (_, None) => collect_created(item, Place::NONE, path, set),
+            (_, None) => collect_created(item, place.item(), path, set),
         }
         path.pop();
     }
@@ -1224,7 +1303,7 @@ fn collect_created(value: &Value, place: Place<'_>, path: &mut Path, set: &mut N
         set.insert(path);
     }
     match value {
-        Value::Object(_) if schema.is_atomic_map(path) => {}
+        Value::Object(_) if place.is_atomic_map(path) => {}
         Value::Object(fields) => {
             for (name, child) in fields {
                 if !is_tracked(path, name) {
@@ -1240,7 +1319,7 @@ fn collect_created(value: &Value, place: Place<'_>, path: &mut Path, set: &mut N
             if shape.is_granular() {
                 for (position, item) in items.iter().enumerate() {
                     path.push(shape.element(position));
-                    collect_created(item, Place::NONE, path, set);
+                    collect_created(item, place.item(), path, set);
                     path.pop();
                 }
             }
@@ -1253,6 +1332,7 @@ fn collect_created(value: &Value, place: Place<'_>, path: &mut Path, set: &mut N
 /// keyed or set lists are granular (only their members change), anything else compares by value.
 fn is_same_node(live: &Value, merged: &Value, place: Place<'_>) -> bool {
     match (live, merged) {
+        (Value::Object(_), Value::Object(_)) if place.declared.is_atomic_map() => live == merged,
         (Value::Object(_), Value::Object(_)) => true,
         (Value::Array(live_items), Value::Array(merged_items)) => {
             let granular =
@@ -1305,6 +1385,7 @@ fn collect_modified(
 /// key, everything else replaced.
 fn merge(live: &Value, applied: &Value, place: Place<'_>) -> Value {
     match (live, applied) {
+        (Value::Object(_), Value::Object(_)) if place.declared.is_atomic_map() => applied.clone(),
         (Value::Object(live_fields), Value::Object(applied_fields)) => {
             let mut out = live_fields.clone();
             for (name, applied_child) in applied_fields {
@@ -1344,7 +1425,7 @@ fn merge_lists(live: &[Value], applied: &[Value], place: Place<'_>) -> Vec<Value
         }
         _ => return applied.to_vec(),
     };
-    merge_by_key(live, live_keys, applied, applied_keys)
+    merge_by_key(live, live_keys, applied, applied_keys, place.item())
 }
 
 /// Merges two keyed lists: items in both are merged, the applied order wins for them, and live
@@ -1354,6 +1435,7 @@ fn merge_by_key(
     live_keys: &[String],
     applied: &[Value],
     applied_keys: &[String],
+    item: Place<'_>,
 ) -> Vec<Value> {
     let live_positions: BTreeMap<&str, usize> = live_keys
         .iter()
@@ -1368,13 +1450,13 @@ fn merge_by_key(
     let mut emitted = vec![false; live.len()];
     let mut out = Vec::with_capacity(live.len() + applied.len());
     let merge_applied = |position: usize, emitted: &mut [bool]| {
-        let item = &applied[position];
+        let applied_item = &applied[position];
         match live_positions.get(applied_keys[position].as_str()) {
             Some(&live_position) => {
                 emitted[live_position] = true;
-                merge(&live[live_position], item, Place::NONE)
+                merge(&live[live_position], applied_item, item)
             }
-            None => item.clone(),
+            None => applied_item.clone(),
         }
     };
     let (mut next_live, mut next_applied) = (0, 0);
@@ -1620,6 +1702,7 @@ pub fn entries_to_update(live: Option<&Value>, sent: Option<&Value>) -> Option<V
 
 /// Drops paths that no longer exist and empty entries, then stores the entries in `object`.
 fn write_entries(object: &mut Value, mut entries: Vec<Entry>) {
+    let schema = declared::current_root();
     let object_version = object
         .get("apiVersion")
         .and_then(Value::as_str)
@@ -1642,7 +1725,10 @@ fn write_entries(object: &mut Value, mut entries: Vec<Entry>) {
             entry.fields.root.retain_existing(&view, Place::NONE);
             continue;
         }
-        entry.fields.root.retain_existing(object, Place::NONE);
+        entry
+            .fields
+            .root
+            .retain_existing(object, Place::root(schema.as_deref()));
     }
     entries.retain(|entry| !entry.fields.is_empty());
     let Value::Object(fields) = object else {
@@ -1697,7 +1783,9 @@ fn apply_guessed(
     let applied_set = field_set_of(&configuration);
     let empty = Value::Object(Map::new());
     let base = live.unwrap_or(&empty);
-    let mut merged = merge(base, &configuration, Place::NONE);
+    let schema = declared::current_root();
+    let root = Place::root(schema.as_deref());
+    let mut merged = merge(base, &configuration, root);
 
     let mut entries = entries_for_writer(live, who);
     let own = entries
@@ -1715,7 +1803,7 @@ fn apply_guessed(
             &entry.fields.root,
             live,
             Some(&merged),
-            Place::NONE,
+            root,
             &mut Vec::new(),
             &mut modified,
         );
@@ -1828,13 +1916,19 @@ pub fn record_update_over(
 }
 
 fn record_over(entries: Vec<Entry>, old: Option<&Value>, new: &mut Value, who: &FieldManager) {
-    let schema = Schema::of(new);
-    let go_type = if schema.is_custom_resource() {
-        None
-    } else {
-        go_type_of(new)
-    };
-    schema.scope_with(go_type, || record_update_guessed(entries, old, new, who));
+    let kind = kind_only(new);
+    Schema::scope(&kind, || record_update_guessed(entries, old, new, who));
+}
+
+/// The `apiVersion` and `kind` of `object`, all [`Schema::scope`] reads of it.
+fn kind_only(object: &Value) -> Value {
+    let mut kind = Map::new();
+    for key in ["apiVersion", "kind"] {
+        if let Some(value) = object.get(key) {
+            kind.insert(key.to_owned(), value.clone());
+        }
+    }
+    Value::Object(kind)
 }
 
 /// Records a create whose strategy resets the top-level fields `reset` (kube-apiserver's
@@ -1862,7 +1956,9 @@ fn record_update_guessed(
     who: &FieldManager,
 ) {
     let mut changed = Node::default();
-    collect_changed(old, new, Place::NONE, &mut Vec::new(), &mut changed);
+    let schema = declared::current_root();
+    let root = Place::root(schema.as_deref());
+    collect_changed(old, new, root, &mut Vec::new(), &mut changed);
     if !changed.is_empty() {
         let mut own = None;
         for (index, entry) in entries.iter_mut().enumerate() {

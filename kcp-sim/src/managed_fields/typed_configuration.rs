@@ -201,6 +201,7 @@ fn message(
                 Place {
                     field: Some(key),
                     parent,
+                    ..Place::NONE
                 },
                 items,
             );
