@@ -866,6 +866,26 @@ impl<'a> Place<'a> {
         path.iter().fold(Place::root(schema), Place::next)
     }
 
+    /// Whether the list sitting here is a set or a map in its kind's schema, empty or not: as
+    /// its CRD declares it, or, of a builtin kind, one of the lists kcp-sim keys by name,
+    /// container and Service ports, volume mounts (`+listType=map` in their Go types), and
+    /// ObjectMeta's finalizers (a set) of any kind.
+    fn is_granular_list(self) -> bool {
+        const KEYED_BY_OTHER_FIELDS: &[&str] = &["ports", "volumeMounts"];
+        if self.declared.is_granular_list() {
+            return true;
+        }
+        let Some(field) = self.field else {
+            return false;
+        };
+        if field == "finalizers" {
+            return self.parent == Some("metadata");
+        }
+        !Schema::current().is_custom_resource()
+            && (typed_configuration::KEYED_BY_NAME.contains(&field)
+                || KEYED_BY_OTHER_FIELDS.contains(&field))
+    }
+
     /// Whether the map sitting here is owned as a whole (the kind's schema, or the object's
     /// declares it atomic).
     fn is_atomic_map(self, path: &[PathElement]) -> bool {
@@ -1168,8 +1188,8 @@ fn collect_specified(value: &Value, place: Place<'_>, path: &mut Path, set: &mut
         Value::Array(items) => {
             let shape = Shape::of(place, items);
             match shape {
-                // An empty list its schema declares a set or map specifies no item, so nothing.
-                Shape::Atomic if items.is_empty() && place.declared.is_granular_list() => {}
+                // An empty list its schema makes a set or map specifies no item, so nothing.
+                Shape::Atomic if items.is_empty() && place.is_granular_list() => {}
                 Shape::Atomic => {
                     if is_ownable(path) {
                         set.insert(path);
@@ -2666,6 +2686,17 @@ mod tests {
                 ".spec.ports[containerPort=80,protocol=\"TCP\"].containerPort",
             ]
         );
+    }
+
+    #[test]
+    fn an_empty_keyed_list_in_an_apply_owns_nothing_and_an_empty_atomic_one_is_owned() {
+        let mut config = deployment(1, "nginx");
+        config["spec"]["template"]["spec"]["volumes"] = json!([]);
+        config["spec"]["template"]["spec"]["tolerations"] = json!([]);
+        let object = applied(None, &config, &manager("alice", T0));
+        let pod_spec = &fields_of(&object, "alice", "Apply")["f:spec"]["f:template"]["f:spec"];
+        assert_eq!(pod_spec.get("f:volumes"), None);
+        assert_eq!(pod_spec.get("f:tolerations"), Some(&json!({})));
     }
 
     #[test]

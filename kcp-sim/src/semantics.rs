@@ -1338,14 +1338,9 @@ pub fn patch(
             "the namespace of the object ({patched_namespace}) does not match the namespace on the request ({namespace})"
         )));
     }
-    // A resourceVersion in the patch is a precondition.
-    preconditions::resource_version(
-        rt,
-        name,
-        body.pointer("/metadata/resourceVersion")
-            .and_then(Value::as_str),
-        current.rv,
-    )?;
+    // A resourceVersion the patch sets is a precondition; one it removes makes the update
+    // unconditional, which a kind that does not allow that refuses as a PUT without one.
+    preconditions::update_revision(rt, name, meta_str(&new, "resourceVersion"), current.rv)?;
     check_type(rt, version, &mut new)?;
     let decoded = if kind == PatchKind::Strategic {
         decode_patched_as_go(state, cluster, rt, version, &mut new, opts, |_| {

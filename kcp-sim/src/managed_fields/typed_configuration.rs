@@ -223,7 +223,7 @@ fn message(
 }
 
 /// The lists of builtin kinds kube-apiserver's schemas key by their items' `name`.
-const KEYED_BY_NAME: &[&str] = &[
+pub(super) const KEYED_BY_NAME: &[&str] = &[
     "containers",
     "initContainers",
     "ephemeralContainers",
