@@ -656,7 +656,11 @@ impl Schema {
             };
         }
         let Schema::Kcp(kind, v1alpha1) = self else {
-            return None;
+            return if self.is_custom_resource() {
+                None
+            } else {
+                builtin_list_type(field?)
+            };
         };
         let field = field?;
         match (kind, field) {
@@ -732,6 +736,24 @@ impl Schema {
             Some("selector") => kind == "APIBinding",
             _ => false,
         }
+    }
+}
+
+/// The list type of a builtin kind's list under `field` where its Go type declares another than
+/// the guess from its items: a Pod's container statuses are `+listType=atomic` though each names
+/// its container; host aliases and topology spread constraints are maps keyed by fields other
+/// than `name`.
+fn builtin_list_type(field: &str) -> Option<ListType> {
+    match field {
+        "containerStatuses" | "initContainerStatuses" | "ephemeralContainerStatuses" => {
+            Some(ListType::Atomic)
+        }
+        "hostAliases" => Some(ListType::Map(KeySpec::Fields(&["ip"]))),
+        "topologySpreadConstraints" => Some(ListType::Map(KeySpec::Fields(&[
+            "topologyKey",
+            "whenUnsatisfiable",
+        ]))),
+        _ => None,
     }
 }
 
@@ -868,7 +890,8 @@ impl<'a> Place<'a> {
 
     /// Whether the list sitting here is a set or a map in its kind's schema, empty or not: as
     /// its CRD declares it, or, of a builtin kind, one of the lists kcp-sim keys by name,
-    /// container and Service ports, volume mounts (`+listType=map` in their Go types), and
+    /// container and Service ports, volume mounts, host aliases, topology spread constraints
+    /// (`+listType=map` in their Go types), and
     /// ObjectMeta's finalizers (a set) of any kind.
     fn is_granular_list(self) -> bool {
         const KEYED_BY_OTHER_FIELDS: &[&str] = &["ports", "volumeMounts"];
@@ -883,7 +906,11 @@ impl<'a> Place<'a> {
         }
         !Schema::current().is_custom_resource()
             && (typed_configuration::KEYED_BY_NAME.contains(&field)
-                || KEYED_BY_OTHER_FIELDS.contains(&field))
+                || KEYED_BY_OTHER_FIELDS.contains(&field)
+                || matches!(
+                    builtin_list_type(field),
+                    Some(ListType::Map(_) | ListType::Set)
+                ))
     }
 
     /// Whether the map sitting here is owned as a whole (the kind's schema, or the object's
