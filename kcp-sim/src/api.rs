@@ -483,10 +483,7 @@ impl Sim {
         // A CRD's and a bound schema's columns are kept with their compiled schemas; a wildcard
         // request takes them from any cluster that serves the resource.
         let compiled = match cluster.as_deref() {
-            Some(c) => state
-                .clusters
-                .get(c)
-                .and_then(|c| c.schemas.get(rt.group_resource())),
+            Some(c) => state.crd_schemas(c, rt.group_resource()),
             None => state
                 .clusters
                 .values()
@@ -575,11 +572,7 @@ impl Sim {
         let r = self.resolve(&state, target, verb)?;
         let cluster = r.cluster()?.to_string();
         // A custom resource's fields are owned as its CRD's schema declares them.
-        let schemas = state
-            .clusters
-            .get(&cluster)
-            .and_then(|c| c.schemas.get(r.rt.group_resource()))
-            .cloned();
+        let schemas = state.crd_schemas(&cluster, r.rt.group_resource()).cloned();
         let out = managed_fields::with_custom_schemas(&r.rt.group, &r.rt.kind, schemas, || {
             op(&mut state, &r, &cluster)
         })?;

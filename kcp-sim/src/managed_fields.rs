@@ -530,6 +530,39 @@ enum Schema {
     Autoscaler(bool),
 }
 
+/// What [`Schema::scope`] makes current for an object's kind, read from the object before `f`
+/// runs (so `f` may change the object).
+struct KindScope {
+    schema: Schema,
+    go_type: Option<MessageDescriptor>,
+    structural: Option<std::sync::Arc<crate::schema::structural::Node>>,
+}
+
+impl KindScope {
+    fn of(object: &Value) -> Self {
+        let schema = Schema::of(object);
+        let (go_type, structural) = match schema {
+            Schema::Custom => (None, declared::schema_of(object)),
+            Schema::Kcp(..) => (None, None),
+            _ => (go_type_of(object), None),
+        };
+        KindScope {
+            schema,
+            go_type,
+            structural,
+        }
+    }
+
+    fn run<T>(self, f: impl FnOnce() -> T) -> T {
+        let KindScope {
+            schema,
+            go_type,
+            structural,
+        } = self;
+        declared::scope(structural, || schema.scope_with(go_type, f))
+    }
+}
+
 thread_local! {
     /// The schema of the object being written on this thread (set for the duration of a
     /// [`record_update`] or [`apply`], which run without yielding).
@@ -592,13 +625,7 @@ impl Schema {
     /// of a builtin kind, the registered structural schema of a custom resource
     /// ([`with_custom_schemas`]).
     fn scope<T>(object: &Value, f: impl FnOnce() -> T) -> T {
-        let schema = Schema::of(object);
-        let (go_type, structural) = match schema {
-            Schema::Custom => (None, declared::schema_of(object)),
-            Schema::Kcp(..) => (None, None),
-            _ => (go_type_of(object), None),
-        };
-        declared::scope(structural, || schema.scope_with(go_type, f))
+        KindScope::of(object).run(f)
     }
 
     fn scope_with<T>(self, go_type: Option<MessageDescriptor>, f: impl FnOnce() -> T) -> T {
@@ -1060,23 +1087,22 @@ impl<'v> View<'v> {
 
 fn resolve<'v>(value: &'v Value, path: &[PathElement]) -> Option<&'v Value> {
     let schema = declared::current_root();
+    let mut place = Place::root(schema.as_deref());
     let mut current = value;
-    for (depth, element) in path.iter().enumerate() {
-        let place = Place::at(schema.as_deref(), &path[..depth]);
+    for element in path {
         current = View::new(current, place).get(element)?;
+        place = place.next(element);
     }
     Some(current)
 }
 
 fn resolve_mut<'v>(value: &'v mut Value, path: &[PathElement]) -> Option<&'v mut Value> {
     let schema = declared::current_root();
+    let mut place = Place::root(schema.as_deref());
     let mut current = value;
-    for (depth, element) in path.iter().enumerate() {
-        current = child_mut(
-            current,
-            Place::at(schema.as_deref(), &path[..depth]),
-            element,
-        )?;
+    for element in path {
+        current = child_mut(current, place, element)?;
+        place = place.next(element);
     }
     Some(current)
 }
@@ -1963,19 +1989,7 @@ pub fn record_update_over(
 }
 
 fn record_over(entries: Vec<Entry>, old: Option<&Value>, new: &mut Value, who: &FieldManager) {
-    let kind = kind_only(new);
-    Schema::scope(&kind, || record_update_guessed(entries, old, new, who));
-}
-
-/// The `apiVersion` and `kind` of `object`, all [`Schema::scope`] reads of it.
-fn kind_only(object: &Value) -> Value {
-    let mut kind = Map::new();
-    for key in ["apiVersion", "kind"] {
-        if let Some(value) = object.get(key) {
-            kind.insert(key.to_owned(), value.clone());
-        }
-    }
-    Value::Object(kind)
+    KindScope::of(new).run(|| record_update_guessed(entries, old, new, who));
 }
 
 /// Records a create whose strategy resets the top-level fields `reset` (kube-apiserver's

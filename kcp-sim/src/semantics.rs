@@ -272,9 +272,7 @@ fn check_typed_configuration(
 ) -> ApiResult<()> {
     let errors = if state.is_custom(cluster, rt.group_resource()) {
         state
-            .clusters
-            .get(cluster)
-            .and_then(|c| c.schemas.get(rt.group_resource()))
+            .crd_schemas(cluster, rt.group_resource())
             .and_then(|schemas| schemas.for_object(body))
             .and_then(|root| managed_fields::typed_custom_configuration_errors(root, body))
     } else {
@@ -719,11 +717,7 @@ fn admit_custom_resource(
     old: Option<&Value>,
     part: schema::Part,
 ) -> ApiResult<Vec<String>> {
-    match state
-        .clusters
-        .get(cluster)
-        .and_then(|c| c.schemas.get(rt.group_resource()))
-    {
+    match state.crd_schemas(cluster, rt.group_resource()) {
         Some(schemas) => schema::admit_reporting(schemas, rt, obj, old, part),
         None => Ok(Vec::new()),
     }

@@ -276,9 +276,13 @@ impl State {
     /// Whether `cluster` serves `gr` as a custom resource (a CRD's or a bound schema's),
     /// whatever its name: kcp binds kinds named as Kubernetes' builtins (`deployments.apps`).
     pub fn is_custom(&self, cluster: &str, gr: &GroupResource) -> bool {
-        self.clusters
-            .get(cluster)
-            .is_some_and(|c| c.schemas.contains_key(gr))
+        self.crd_schemas(cluster, gr).is_some()
+    }
+
+    /// The compiled schemas `cluster` serves the custom resource `gr` with (none for a builtin
+    /// kind).
+    pub fn crd_schemas(&self, cluster: &str, gr: &GroupResource) -> Option<&Arc<CrdSchemas>> {
+        self.clusters.get(cluster)?.schemas.get(gr)
     }
 
     /// The logical cluster name a name-or-path refers to.

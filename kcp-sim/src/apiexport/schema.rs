@@ -108,9 +108,7 @@ pub fn compiled_for_binding(
     schema: &Value,
 ) -> ApiResult<Arc<CrdSchemas>> {
     let current = state
-        .clusters
-        .get(consumer)
-        .and_then(|c| c.schemas.get(t.group_resource()))
+        .crd_schemas(consumer, t.group_resource())
         .filter(|s| s.compiled_from(schema));
     match current {
         Some(compiled) => Ok(compiled.clone()),

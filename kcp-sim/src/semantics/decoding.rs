@@ -30,10 +30,7 @@ fn decode_as_go(
         unknown: Vec::new(),
         duplicates: opts.duplicates.clone(),
     };
-    let custom = state
-        .clusters
-        .get(cluster)
-        .and_then(|c| c.schemas.get(rt.group_resource()));
+    let custom = state.crd_schemas(cluster, rt.group_resource());
     if let Some(schemas) = custom {
         if opts.field_validation == Some(FieldValidation::Strict) {
             findings.unknown = schema::unknown_fields(schemas, obj);
