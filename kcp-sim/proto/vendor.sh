@@ -74,8 +74,31 @@ fields() { # repo file proto-package
       }
       return gopkg "." t
     }
+    # The list type structured-merge-diff gives a slice field, as kube-openapi'"'"'s schemaconv
+    # reads the markers: `+listType` (and `+listMapKey`), else a merge `patchStrategy` (keyed
+    # by its `patchMergeKey`, a set without one), else atomic.
+    function listtype(line,    strategy, key) {
+      if (lt == "map") return "list=map:" mapkeys
+      if (lt != "") return "list=" lt
+      strategy = ""; key = ""
+      if (match(line, /patchStrategy:"[^"]*"/)) strategy = substr(line, RSTART + 15, RLENGTH - 16)
+      if (match(line, /patchMergeKey:"[^"]*"/)) key = substr(line, RSTART + 15, RLENGTH - 16)
+      if (strategy ~ /^merge/) return key == "" ? "list=set" : "list=map:" key
+      return "list=atomic"
+    }
+    function forget() { lt = ""; mapkeys = ""; mt = ""; def = "" }
     BEGIN { n = split(pkg, segments, "."); gopkg = segments[n] }
-    /^type [A-Z][A-Za-z0-9]* struct \{/ { msg = $2; next }
+    # The markers of the field below: its list and map type, its default.
+    /^[ \t]*\/\// {
+      if (match($0, /\+listType=[a-z]+/)) lt = substr($0, RSTART + 10, RLENGTH - 10)
+      if (match($0, /\+listMapKey=[A-Za-z0-9]+/)) {
+        key = substr($0, RSTART + 12, RLENGTH - 12)
+        mapkeys = mapkeys (mapkeys == "" ? "" : "+") key
+      }
+      if (match($0, /\+mapType=[a-z]+/)) mt = substr($0, RSTART + 9, RLENGTH - 9)
+      if (match($0, /\+default=[^ ]+/)) def = substr($0, RSTART + 9, RLENGTH - 9)
+    }
+    /^type [A-Z][A-Za-z0-9]* struct \{/ { msg = $2 }
     /^\}/ { msg = "" }
     msg != "" && /protobuf:"/ && /json:"/ {
       # an embedded struct with a JSON name (`metav1.ObjectMeta `json:"metadata"``) has its
@@ -90,8 +113,8 @@ fields() { # repo file proto-package
       match($0, /name=[^,"]*/); proto = substr($0, RSTART + 5, RLENGTH - 5)
       # an embedded struct without a protobuf name is named after its type
       if (proto == "" && json == "") proto = tolower(substr($1, 1, 1)) substr($1, 2)
-      if (proto == "" || json == "-") next
-      if (json == "") { print pkg "." msg "." proto, "-", "inline", gotype($1); next }
+      if (proto == "" || json == "-") { forget(); next }
+      if (json == "") { print pkg "." msg "." proto, "-", "inline", gotype($1); forget(); next }
       collection = (type ~ /^(\[\]|map\[)/)
       pointer = (type ~ /^\*/)
       if (collection) flags = omit ? "" : "keep-empty"
@@ -99,9 +122,15 @@ fields() { # repo file proto-package
       if (pointer) flags = flags (flags == "" ? "" : ",") "pointer"
       if (omit) flags = flags (flags == "" ? "" : ",") "omitempty"
       if (zero) flags = flags (flags == "" ? "" : ",") "omitzero"
+      if (type ~ /^\[\]/ && type != "[]byte") flags = flags (flags == "" ? "" : ",") listtype($0)
+      if (type ~ /^map\[/ && mt == "atomic") flags = flags (flags == "" ? "" : ",") "map=atomic"
+      if (def != "" && def !~ /^ref\(/) flags = flags (flags == "" ? "" : ",") "default=" def
       if (flags == "") flags = "-"
       print pkg "." msg "." proto, json, flags, gotype(type)
-    }'
+      forget()
+    }
+    # Markers hold for the next field only.
+    !/^[ \t]*\/\// { forget() }'
 }
 {
   for p in $packages; do

@@ -675,19 +675,8 @@ impl Schema {
     /// The list type the schema gives a list under `field`, when it says more than the guess.
     fn list_type(self, field: Option<&str>) -> Option<ListType> {
         const GROUP_RESOURCE: &[&str] = &["group", "resource"];
-        if self == Schema::Crd {
-            return match field? {
-                "finalizers" | "ownerReferences" | "managedFields" => None,
-                "conditions" => Some(ListType::Map(KeySpec::Type)),
-                _ => Some(ListType::Atomic),
-            };
-        }
         let Schema::Kcp(kind, v1alpha1) = self else {
-            return if self.is_custom_resource() {
-                None
-            } else {
-                builtin_list_type(field?)
-            };
+            return None;
         };
         let field = field?;
         match (kind, field) {
@@ -766,51 +755,26 @@ impl Schema {
     }
 }
 
-/// The list type of a builtin kind's list under `field` where its Go type declares another than
-/// the guess from its items: a Pod's container statuses are `+listType=atomic` though each names
-/// its container; host aliases and topology spread constraints are maps keyed by fields other
-/// than `name`.
-fn builtin_list_type(field: &str) -> Option<ListType> {
-    match field {
-        "containerStatuses" | "initContainerStatuses" | "ephemeralContainerStatuses" => {
-            Some(ListType::Atomic)
-        }
-        "hostAliases" => Some(ListType::Map(KeySpec::Fields(&["ip"]))),
-        "topologySpreadConstraints" => Some(ListType::Map(KeySpec::Fields(&[
-            "topologyKey",
-            "whenUnsatisfiable",
-        ]))),
-        _ => None,
-    }
-}
-
 /// The key fields a keyed list is identified by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum KeySpec {
-    Name,
-    Type,
-    ContainerPort,
-    /// A Service's port: `port` and `protocol` (`TCP` when it names none, its default).
-    ServicePort,
-    Uid,
-    MountPath,
-    /// The fields a kind's schema names (`x-kubernetes-list-map-keys`), all of them required.
+    /// A guessed key: this one field, which every item must hold.
+    Guessed(&'static str),
+    /// The fields a kcp kind's schema names (`x-kubernetes-list-map-keys`), all of them
+    /// required.
     Fields(&'static [&'static str]),
-    /// The `x-kubernetes-list-map-keys` of a custom resource's CRD, read at the list's place.
+    /// The map keys its Go type or CRD declares, read at the list's place.
     Declared,
 }
 
 impl KeySpec {
-    /// The key specs tried, in order, for a list under `field`.
-    fn candidates(field: Option<&str>) -> &'static [KeySpec] {
-        match field {
-            // A condition, and a Node's address (`+listMapKey=type`).
-            Some("conditions" | "addresses") => &[KeySpec::Type],
-            Some("ports") => &[KeySpec::ContainerPort, KeySpec::ServicePort, KeySpec::Name],
-            Some("ownerReferences") => &[KeySpec::Uid],
-            Some("volumeMounts") => &[KeySpec::MountPath],
-            _ => &[KeySpec::Name],
-        }
+    /// The key tried for a list under `field` of a kind kcp-sim has no schema of.
+    fn guessed(field: Option<&str>) -> KeySpec {
+        KeySpec::Guessed(match field {
+            Some("conditions") => "type",
+            Some("ownerReferences") => "uid",
+            _ => "name",
+        })
     }
 
     /// The canonical key JSON of `item`, or `None` when the item cannot be keyed this way.
@@ -818,39 +782,17 @@ impl KeySpec {
         let Value::Object(fields) = item else {
             return None;
         };
-        let scalar = |name: &str| {
-            fields
-                .get(name)
-                .filter(|value| !value.is_null() && !value.is_object() && !value.is_array())
+        let names: &[&str] = match &self {
+            KeySpec::Guessed(name) => std::slice::from_ref(name),
+            KeySpec::Fields(names) => names,
+            KeySpec::Declared => return None,
         };
         let mut key = Map::new();
-        if let KeySpec::Fields(names) = self {
-            for name in names {
-                key.insert((*name).to_owned(), scalar(name)?.clone());
-            }
-            return Some(canonical_json(&Value::Object(key)));
-        }
-        if self == KeySpec::ServicePort {
-            key.insert("port".to_owned(), scalar("port")?.clone());
-            let protocol = scalar("protocol")
-                .cloned()
-                .unwrap_or_else(|| Value::from("TCP"));
-            key.insert("protocol".to_owned(), protocol);
-            return Some(canonical_json(&Value::Object(key)));
-        }
-        let required = match self {
-            KeySpec::Fields(_) | KeySpec::ServicePort | KeySpec::Declared => return None,
-            KeySpec::Name => "name",
-            KeySpec::Type => "type",
-            KeySpec::ContainerPort => "containerPort",
-            KeySpec::Uid => "uid",
-            KeySpec::MountPath => "mountPath",
-        };
-        key.insert(required.to_owned(), scalar(required)?.clone());
-        if self == KeySpec::ContainerPort
-            && let Some(protocol) = scalar("protocol")
-        {
-            key.insert("protocol".to_owned(), protocol.clone());
+        for name in names {
+            let value = fields
+                .get(*name)
+                .filter(|value| !value.is_null() && !value.is_object() && !value.is_array())?;
+            key.insert((*name).to_owned(), value.clone());
         }
         Some(canonical_json(&Value::Object(key)))
     }
@@ -873,10 +815,15 @@ impl<'a> Place<'a> {
         declared: Declared::Unknown,
     };
 
-    /// The root of an object whose structural schema is `schema` (none for a builtin kind).
+    /// The root of an object whose structural schema is `schema` (none for a builtin kind, whose
+    /// Go type is the current one).
     fn root(schema: Option<&'a crate::schema::structural::Node>) -> Place<'a> {
+        let go_type = GO_TYPE.with(|t| {
+            let types = crate::protobuf::schema::Schema::get().ok()?;
+            types.plan(t.borrow().as_ref()?)
+        });
         Place {
-            declared: Declared::root(schema),
+            declared: Declared::root(schema, go_type),
             ..Place::NONE
         }
     }
@@ -916,28 +863,11 @@ impl<'a> Place<'a> {
     }
 
     /// Whether the list sitting here is a set or a map in its kind's schema, empty or not: as
-    /// its CRD declares it, or, of a builtin kind, one of the lists kcp-sim keys by name,
-    /// container and Service ports, volume mounts, host aliases, topology spread constraints
-    /// (`+listType=map` in their Go types), and
-    /// ObjectMeta's finalizers (a set) of any kind.
+    /// its Go type or CRD declares it, and ObjectMeta's finalizers (a set) of a kind kcp-sim
+    /// has no schema of.
     fn is_granular_list(self) -> bool {
-        const KEYED_BY_OTHER_FIELDS: &[&str] = &["ports", "volumeMounts"];
-        if self.declared.is_granular_list() {
-            return true;
-        }
-        let Some(field) = self.field else {
-            return false;
-        };
-        if field == "finalizers" {
-            return self.parent == Some("metadata");
-        }
-        !Schema::current().is_custom_resource()
-            && (typed_configuration::KEYED_BY_NAME.contains(&field)
-                || KEYED_BY_OTHER_FIELDS.contains(&field)
-                || matches!(
-                    builtin_list_type(field),
-                    Some(ListType::Map(_) | ListType::Set)
-                ))
+        self.declared.is_granular_list()
+            || (self.field == Some("finalizers") && self.parent == Some("metadata"))
     }
 
     /// Whether the map sitting here is owned as a whole (the kind's schema, or the object's
@@ -965,7 +895,7 @@ impl Shape {
             return Shape::Atomic;
         }
         if let Some(declared) = place.declared.list() {
-            return Shape::declared(declared, items);
+            return Shape::declared(declared, place.declared.item(), items);
         }
         match Schema::current().list_type(field) {
             Some(ListType::Atomic) => return Shape::Atomic,
@@ -999,29 +929,34 @@ impl Shape {
             }
             return Shape::Atomic;
         }
-        for &spec in KeySpec::candidates(field) {
-            let keys: Option<Vec<String>> = items.iter().map(|item| spec.key_of(item)).collect();
-            if let Some(keys) = keys
-                && all_distinct(&keys)
-            {
-                return Shape::Keyed(spec, keys);
-            }
+        let spec = KeySpec::guessed(field);
+        let keys: Option<Vec<String>> = items.iter().map(|item| spec.key_of(item)).collect();
+        match keys {
+            Some(keys) if all_distinct(&keys) => Shape::Keyed(spec, keys),
+            _ => Shape::Atomic,
         }
-        Shape::Atomic
     }
 
-    /// The shape of a list a custom resource's schema declares.
-    fn declared(declared: DeclaredList<'_>, items: &[Value]) -> Shape {
+    /// The shape of a list its kind's schema declares, whose items are declared `item`.
+    fn declared(declared: DeclaredList<'_>, item: Declared<'_>, items: &[Value]) -> Shape {
+        let scalars = || {
+            items
+                .iter()
+                .all(|value| !value.is_object() && !value.is_array())
+        };
         let keys: Option<Vec<String>> = match declared {
             DeclaredList::Atomic => None,
-            DeclaredList::Set => Some(items.iter().map(canonical_json).collect()),
+            // A value listed twice is owned once, as kube-apiserver records a finalizer.
+            DeclaredList::Set if scalars() => {
+                return Shape::Set(items.iter().map(canonical_json).collect());
+            }
+            DeclaredList::Set => None,
             DeclaredList::Map(names) => items
                 .iter()
-                .map(|item| declared::map_key(names, item))
+                .map(|value| declared::map_key(names, value, item))
                 .collect(),
         };
         match (declared, keys) {
-            (DeclaredList::Set, Some(values)) if all_distinct(&values) => Shape::Set(values),
             (DeclaredList::Map(_), Some(keys)) if all_distinct(&keys) => {
                 Shape::Keyed(KeySpec::Declared, keys)
             }
@@ -2213,8 +2148,12 @@ mod tests {
                                 ".": {},
                                 "f:image": {},
                                 "f:name": {},
+                                // The key names the protocol's default, as kube-apiserver
+                                // keys it (`+default="TCP"`).
                                 "f:ports": {
-                                    "k:{\"containerPort\":80}": {".": {}, "f:containerPort": {}}
+                                    "k:{\"containerPort\":80,\"protocol\":\"TCP\"}": {
+                                        ".": {}, "f:containerPort": {}
+                                    }
                                 }
                             }
                         }}

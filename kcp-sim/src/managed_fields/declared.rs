@@ -1,22 +1,28 @@
-//! What a custom resource's CRD declares about the shape of its values, as kube-apiserver's
-//! structured-merge-diff reads it from the structural schema: a list is atomic unless
-//! `x-kubernetes-list-type` makes it a `set` or a `map` (keyed by `x-kubernetes-list-map-keys`),
-//! a map is granular unless `x-kubernetes-map-type` is `atomic`, and a value below
-//! `x-kubernetes-preserve-unknown-fields` that no property declares has the *deduced* type
-//! (maps granular, lists atomic). A map entry that is not a declared property (an
-//! `additionalProperties` value, a preserved unknown field) is owned itself as well as its
-//! contents. `metadata` is every object's ObjectMeta, not the CRD's: its lists are the builtin
-//! ones.
+//! What a kind's schema declares about the shape of its values, as kube-apiserver's
+//! structured-merge-diff reads it: for a builtin kind from its Go types (`proto/fields.txt`:
+//! `+listType`, `+listMapKey`, a merge `patchStrategy` and its `patchMergeKey`, `+mapType`,
+//! `+default`), for a custom resource from its CRD's structural schema. A list is atomic unless
+//! its type makes it a `set` or a `map` (keyed by its map keys; a key field an item leaves out
+//! is taken from its default), a map is granular unless declared `atomic`, and a value that no
+//! schema types (below `x-kubernetes-preserve-unknown-fields`, an embedded `RawExtension`) has
+//! the *deduced* type (maps granular, lists atomic). A map entry that is not a declared property
+//! (an `additionalProperties` value, a Go map's value, a preserved unknown field) is owned
+//! itself as well as its contents. A custom resource's `metadata` is ObjectMeta, typed by its
+//! Go type.
 //!
-//! The schemas are registered for the duration of a write ([`with_custom_schemas`]) and read by
-//! the traversals of [`super`] through [`Declared`], which a [`super::Place`] carries.
+//! The CRD schemas are registered for the duration of a write ([`with_custom_schemas`]) and read
+//! by the traversals of [`super`] through [`Declared`], which a [`super::Place`] carries.
 
 use std::cell::RefCell;
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use prost_reflect::Kind;
+
 use super::canonical_json;
+use crate::protobuf::schema::{FieldPlan, GoListType, MessagePlan, Schema as GoTypes};
+use crate::protobuf::special::Special;
 use crate::schema::CrdSchemas;
 use crate::schema::structural::{Additional, Node};
 
@@ -83,7 +89,7 @@ pub(super) fn current_root() -> Option<Arc<Node>> {
 /// What the schema declares of the value at some place.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) enum Declared<'a> {
-    /// Nothing: a builtin kind, or a custom resource's metadata; shapes are guessed.
+    /// Nothing: a kind without a schema here (kcp's kinds); shapes are guessed.
     #[default]
     Unknown,
     /// The root of a custom resource, whose `metadata` is ObjectMeta.
@@ -91,10 +97,20 @@ pub(super) enum Declared<'a> {
     /// A node of the structural schema; `true` when the value is a map entry that no property
     /// declares (an `additionalProperties` value).
     Node(&'a Node, bool),
-    /// structured-merge-diff's deduced type, for a value below
-    /// `x-kubernetes-preserve-unknown-fields` that no property declares (always a map entry
-    /// that no property declares, unless a list item).
+    /// A value of a builtin Go type; `true` when it is a Go map's value.
+    Go(GoValue, bool),
+    /// structured-merge-diff's deduced type, for a value that no schema types (always a map
+    /// entry that no property declares, unless a list item).
     Deduced(bool),
+}
+
+/// A value typed by the Go types: a struct, or the slice or map a field holds.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum GoValue {
+    /// A struct, by its message.
+    Struct(&'static MessagePlan),
+    /// The slice or map this field holds.
+    Collection(&'static FieldPlan),
 }
 
 /// The list type a schema declares.
@@ -109,18 +125,24 @@ pub(super) enum DeclaredList<'a> {
 }
 
 impl<'a> Declared<'a> {
-    /// The root of an object with this structural schema (or none).
-    pub(super) fn root(schema: Option<&'a Node>) -> Self {
-        schema.map_or(Declared::Unknown, Declared::Root)
+    /// The root of an object with this structural schema, or of this Go type (neither: shapes
+    /// are guessed).
+    pub(super) fn root(schema: Option<&'a Node>, go_type: Option<&'static MessagePlan>) -> Self {
+        match (schema, go_type) {
+            (Some(node), _) => Declared::Root(node),
+            (None, Some(plan)) => Declared::Go(GoValue::Struct(plan), false),
+            (None, None) => Declared::Unknown,
+        }
     }
 
     /// What is declared of the field `name` of the map sitting here.
     pub(super) fn child(self, name: &str) -> Self {
         match self {
             Declared::Unknown => Declared::Unknown,
-            Declared::Root(_) if name == "metadata" => Declared::Unknown,
-            Declared::Node(node, _) if node.embedded && name == "metadata" => Declared::Unknown,
+            Declared::Root(_) if name == "metadata" => object_meta(),
+            Declared::Node(node, _) if node.embedded && name == "metadata" => object_meta(),
             Declared::Root(node) | Declared::Node(node, _) => property(node, name),
+            Declared::Go(value, _) => go_child(value, name),
             Declared::Deduced(_) => Declared::Deduced(true),
         }
     }
@@ -132,7 +154,10 @@ impl<'a> Declared<'a> {
                 Some(items) => Declared::Node(items, false),
                 None => Declared::Deduced(false),
             },
-            Declared::Deduced(_) => Declared::Deduced(false),
+            Declared::Go(GoValue::Collection(field), _) if field.field.is_list() => {
+                go_kind(field.field.kind(), false)
+            }
+            Declared::Go(..) | Declared::Deduced(_) => Declared::Deduced(false),
             Declared::Unknown | Declared::Root(_) => Declared::Unknown,
         }
     }
@@ -145,7 +170,14 @@ impl<'a> Declared<'a> {
                 Some("map") => DeclaredList::Map(&node.map_keys),
                 _ => DeclaredList::Atomic,
             }),
-            Declared::Deduced(_) => Some(DeclaredList::Atomic),
+            Declared::Go(GoValue::Collection(field), _) => Some(match &field.list_type {
+                Some(GoListType::Set) => DeclaredList::Set,
+                Some(GoListType::Map(keys)) => DeclaredList::Map(keys),
+                Some(GoListType::Atomic) | None => DeclaredList::Atomic,
+            }),
+            Declared::Go(GoValue::Struct(_), _) | Declared::Deduced(_) => {
+                Some(DeclaredList::Atomic)
+            }
             Declared::Unknown | Declared::Root(_) => None,
         }
     }
@@ -155,16 +187,88 @@ impl<'a> Declared<'a> {
         matches!(self.list(), Some(DeclaredList::Set | DeclaredList::Map(_)))
     }
 
-    /// Whether the map sitting here is declared atomic (`x-kubernetes-map-type: atomic`).
+    /// Whether the map sitting here is declared atomic (`x-kubernetes-map-type: atomic`,
+    /// `+mapType=atomic`).
     pub(super) fn is_atomic_map(self) -> bool {
-        matches!(self, Declared::Node(node, _) if node.map_type.as_deref() == Some("atomic"))
+        match self {
+            Declared::Node(node, _) => node.map_type.as_deref() == Some("atomic"),
+            Declared::Go(GoValue::Collection(field), _) => field.atomic_map,
+            _ => false,
+        }
     }
 
     /// Whether the value sitting here is a map entry no property declares: structured-merge-diff
     /// owns such an entry itself as well as what is inside it.
     pub(super) fn is_undeclared_entry(self) -> bool {
-        matches!(self, Declared::Node(_, true) | Declared::Deduced(true))
+        matches!(
+            self,
+            Declared::Node(_, true) | Declared::Go(_, true) | Declared::Deduced(true)
+        )
     }
+
+    /// The default of the field `name` of the map sitting here, when its schema declares one.
+    fn default_of(self, name: &str) -> Option<&'a Value> {
+        match self {
+            Declared::Node(node, _) => node.properties.get(name)?.default.as_ref(),
+            Declared::Go(GoValue::Struct(plan), _) => GoTypes::get()
+                .ok()?
+                .json_field(plan, name)?
+                .default
+                .as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// ObjectMeta, by its Go type.
+fn object_meta() -> Declared<'static> {
+    let meta = GoTypes::get().ok().and_then(|types| {
+        let message = types.message(&format!("{}.ObjectMeta", crate::protobuf::schema::META))?;
+        types.plan(&message)
+    });
+    meta.map_or(Declared::Unknown, |plan| {
+        Declared::Go(GoValue::Struct(plan), false)
+    })
+}
+
+/// What the Go types declare of the field or map entry `name` of `value`.
+fn go_child(value: GoValue, name: &str) -> Declared<'static> {
+    match value {
+        GoValue::Struct(plan) => {
+            let field = GoTypes::get()
+                .ok()
+                .and_then(|types| types.json_field(plan, name));
+            field.map_or(Declared::Unknown, go_field)
+        }
+        GoValue::Collection(field) if field.field.is_map() => match field.field.kind() {
+            Kind::Message(entry) => go_kind(entry.map_entry_value_field().kind(), true),
+            _ => Declared::Deduced(true),
+        },
+        GoValue::Collection(_) => Declared::Deduced(true),
+    }
+}
+
+/// What the Go types declare of the value `field` holds.
+pub(super) fn go_field(field: &'static FieldPlan) -> Declared<'static> {
+    if field.field.is_list() || field.field.is_map() {
+        return Declared::Go(GoValue::Collection(field), false);
+    }
+    go_kind(field.field.kind(), false)
+}
+
+/// A value of protobuf kind `kind`: a struct, or (a scalar, or a message JSON writes as a
+/// scalar or as untyped JSON) deduced.
+fn go_kind(kind: Kind, entry: bool) -> Declared<'static> {
+    let Kind::Message(message) = kind else {
+        return Declared::Deduced(entry);
+    };
+    if Special::of(message.full_name()).is_some() {
+        return Declared::Deduced(entry);
+    }
+    let plan = GoTypes::get().ok().and_then(|types| types.plan(&message));
+    plan.map_or(Declared::Deduced(entry), |plan| {
+        Declared::Go(GoValue::Struct(plan), entry)
+    })
 }
 
 /// What `node` declares of its field `name`.
@@ -179,17 +283,28 @@ fn property<'a>(node: &'a Node, name: &str) -> Declared<'a> {
     }
 }
 
-/// The key of `item` in a map list keyed by `keys`, as canonical JSON; `None` when the item is
-/// no object or lacks a key field (the list is then owned as a whole).
-pub(super) fn map_key(keys: &[String], item: &Value) -> Option<String> {
+/// The key of `item` in a map list keyed by `keys`, as canonical JSON, whose items are declared
+/// `declared_item`: a key field the item leaves out is taken from its default, and left out of
+/// the key when it has none, as structured-merge-diff keys it. `None` when the item is no
+/// object, or a key field is no scalar (the list is then owned as a whole).
+pub(super) fn map_key(
+    keys: &[String],
+    item: &Value,
+    declared_item: Declared<'_>,
+) -> Option<String> {
     let Value::Object(fields) = item else {
         return None;
     };
     let mut key = Map::new();
     for name in keys {
-        let value = fields
-            .get(name)
-            .filter(|value| !value.is_null() && !value.is_object() && !value.is_array())?;
+        let value = match fields.get(name) {
+            Some(value) if value.is_object() || value.is_array() => return None,
+            Some(value) if !value.is_null() => value,
+            _ => match declared_item.default_of(name) {
+                Some(default) => default,
+                None => continue,
+            },
+        };
         key.insert(name.clone(), value.clone());
     }
     Some(canonical_json(&Value::Object(key)))

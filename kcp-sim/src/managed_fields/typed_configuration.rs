@@ -14,9 +14,9 @@
 use prost_reflect::{Kind, MessageDescriptor};
 use serde_json::{Map, Value};
 
-use super::{KeySpec, PathElement, Place, Schema as ListSchema, Shape, canonical_json};
+use super::{PathElement, Place, Schema as ListSchema, Shape, canonical_json, declared};
 use crate::builtin_decoding::field_of;
-use crate::protobuf::schema::Schema;
+use crate::protobuf::schema::{FieldPlan, GoListType, Schema};
 use crate::protobuf::special::Special;
 use crate::schema::field::go_float;
 use crate::schema::structural::{Additional, Node, Type};
@@ -35,7 +35,11 @@ enum Expected {
 
 /// structured-merge-diff's errors for `configuration`, an object of the kind `desc` encodes,
 /// joined as it joins them; `None` when the configuration is well typed.
-pub fn errors(schema: &Schema, desc: &MessageDescriptor, configuration: &Value) -> Option<String> {
+pub fn errors(
+    schema: &'static Schema,
+    desc: &MessageDescriptor,
+    configuration: &Value,
+) -> Option<String> {
     let Value::Object(fields) = configuration else {
         return None;
     };
@@ -48,7 +52,11 @@ pub fn errors(schema: &Schema, desc: &MessageDescriptor, configuration: &Value) 
 
 /// The same for a custom resource, whose CRD's structural schema is `root`; its `metadata` is
 /// typed as every object's.
-pub fn custom_errors(schema: &Schema, root: &Node, configuration: &Value) -> Option<String> {
+pub fn custom_errors(
+    schema: &'static Schema,
+    root: &Node,
+    configuration: &Value,
+) -> Option<String> {
     let Value::Object(fields) = configuration else {
         return None;
     };
@@ -162,7 +170,7 @@ fn joined(found: &[String]) -> Option<String> {
 }
 
 fn message(
-    schema: &Schema,
+    schema: &'static Schema,
     desc: &MessageDescriptor,
     fields: &Map<String, Value>,
     path: &str,
@@ -193,7 +201,7 @@ fn message(
             let Some(Value::Array(items)) = expect(value, Expected::List, &here, found) else {
                 continue;
             };
-            for duplicate in duplicate_keys(key, items) {
+            for duplicate in duplicate_keys(plan, items) {
                 found.push(format!("{here}: duplicate entries for key {duplicate}"));
             }
             let parent = (desc.full_name() == OBJECT_META).then_some("metadata");
@@ -201,7 +209,7 @@ fn message(
                 Place {
                     field: Some(key),
                     parent,
-                    ..Place::NONE
+                    declared: declared::go_field(plan),
                 },
                 items,
             );
@@ -222,26 +230,19 @@ fn message(
     }
 }
 
-/// The lists of builtin kinds kube-apiserver's schemas key by their items' `name`.
-pub(super) const KEYED_BY_NAME: &[&str] = &[
-    "containers",
-    "initContainers",
-    "ephemeralContainers",
-    "env",
-    "volumes",
-    "imagePullSecrets",
-];
-
-/// Each key of a keyed list that repeats an earlier item's (`[name="web"]`).
-fn duplicate_keys(field: &str, items: &[Value]) -> Vec<String> {
-    let spec = match field {
-        "conditions" => KeySpec::Type,
-        _ if KEYED_BY_NAME.contains(&field) => KeySpec::Name,
-        _ => return Vec::new(),
+/// Each key of a keyed list (declared so by `field`'s Go type) that repeats an earlier item's
+/// (`[name="web"]`).
+fn duplicate_keys(field: &'static FieldPlan, items: &[Value]) -> Vec<String> {
+    let Some(GoListType::Map(names)) = &field.list_type else {
+        return Vec::new();
     };
+    let item = declared::go_field(field).item();
     let mut seen = Vec::new();
     let mut repeated = Vec::new();
-    for key in items.iter().filter_map(|item| spec.key_of(item)) {
+    for key in items
+        .iter()
+        .filter_map(|value| declared::map_key(names, value, item))
+    {
         if seen.contains(&key) {
             let mut shown = String::new();
             PathElement::Key(key.clone()).write_display(&mut shown);
@@ -253,7 +254,13 @@ fn duplicate_keys(field: &str, items: &[Value]) -> Vec<String> {
 }
 
 /// A field's value, a list item or a map entry of `kind`.
-fn single(schema: &Schema, kind: &Kind, value: &Value, path: &str, found: &mut Vec<String>) {
+fn single(
+    schema: &'static Schema,
+    kind: &Kind,
+    value: &Value,
+    path: &str,
+    found: &mut Vec<String>,
+) {
     let expected = match kind {
         Kind::Message(m) => match Special::of(m.full_name()) {
             Some(Special::Time | Special::MicroTime) => Expected::String,

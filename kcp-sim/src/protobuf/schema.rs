@@ -2,8 +2,9 @@
 //! from the vendored `generated.proto` files (`proto/`, `build.rs`), the kind each message
 //! encodes, and what the Go types add that the `.proto` files do not say (`proto/fields.txt`):
 //! JSON names that differ from protobuf names, pointer and non-`omitempty` fields whose zero
-//! value JSON keeps, slices and maps without `omitempty`, embedded structs JSON inlines, and
-//! each field's Go type as decoding errors name it.
+//! value JSON keeps, slices and maps without `omitempty`, embedded structs JSON inlines, each
+//! field's Go type as decoding errors name it, and how structured-merge-diff owns each slice and
+//! map (its list type and map keys, atomic maps) and the `+default` of each field.
 
 use std::collections::HashMap;
 use std::sync::OnceLock;
@@ -67,6 +68,43 @@ pub struct FieldPlan {
     /// The Go type as Go's decoder names it (`int32`, `[]v1.Container`, `v1.Protocol`); empty
     /// for a field the Go types do not list.
     pub go_type: String,
+    /// How structured-merge-diff owns a slice field's items; `None` for a field that is no
+    /// slice (or that the Go types do not list).
+    pub list_type: Option<GoListType>,
+    /// Whether a map field is `+mapType=atomic`: owned and replaced as a whole.
+    pub atomic_map: bool,
+    /// The field's `+default`, as JSON (`"TCP"`); structured-merge-diff keys a map-list item
+    /// that leaves out a key field by it.
+    pub default: Option<serde_json::Value>,
+}
+
+/// The list type of a Go slice field as kube-openapi's schemaconv derives it: `+listType` (and
+/// `+listMapKey`), else a `merge` patch strategy (keyed by its `patchMergeKey`, a set without
+/// one), else atomic.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GoListType {
+    /// Owned and replaced as a whole.
+    Atomic,
+    /// Items are their own keys.
+    Set,
+    /// Items keyed by these fields.
+    Map(Vec<String>),
+}
+
+impl GoListType {
+    /// The list type of a `fields.txt` flag's value (`atomic`, `set`, `map:port+protocol`).
+    fn parse(text: &str) -> Option<GoListType> {
+        match text {
+            "atomic" => Some(GoListType::Atomic),
+            "set" => Some(GoListType::Set),
+            _ => {
+                let keys = text.strip_prefix("map:")?;
+                Some(GoListType::Map(
+                    keys.split('+').map(str::to_owned).collect(),
+                ))
+            }
+        }
+    }
 }
 
 /// The JSON mapping of one message.
@@ -115,6 +153,9 @@ struct Derived {
     omitempty: bool,
     omitzero: bool,
     go_type: String,
+    list_type: Option<GoListType>,
+    atomic_map: bool,
+    default: Option<serde_json::Value>,
 }
 
 fn parse_fields(text: &str) -> HashMap<&str, Derived> {
@@ -126,6 +167,11 @@ fn parse_fields(text: &str) -> HashMap<&str, Derived> {
             continue;
         };
         let flag = |name: &str| flags.split(',').any(|f| f == name);
+        let valued = |name: &str| {
+            flags
+                .split(',')
+                .find_map(|f| f.strip_prefix(name)?.strip_prefix('='))
+        };
         out.insert(
             path,
             Derived {
@@ -137,6 +183,9 @@ fn parse_fields(text: &str) -> HashMap<&str, Derived> {
                 omitempty: flag("omitempty"),
                 omitzero: flag("omitzero"),
                 go_type: parts.next().unwrap_or_default().to_string(),
+                list_type: valued("list").and_then(GoListType::parse),
+                atomic_map: valued("map") == Some("atomic"),
+                default: valued("default").and_then(|v| serde_json::from_str(v).ok()),
             },
         );
     }
@@ -174,6 +223,9 @@ impl Schema {
                     omitempty: d.omitempty,
                     omitzero: d.omitzero,
                     go_type: d.go_type,
+                    list_type: d.list_type,
+                    atomic_map: d.atomic_map,
+                    default: d.default,
                 });
             }
             plans.insert(message.full_name().to_string(), plan);
@@ -184,6 +236,19 @@ impl Schema {
     /// The JSON mapping of a message of this schema.
     pub fn plan(&self, message: &MessageDescriptor) -> Option<&MessagePlan> {
         self.plans.get(message.full_name())
+    }
+
+    /// The field a JSON key names in a message, or in a struct it embeds (`inline`).
+    pub fn json_field<'s>(&'s self, plan: &'s MessagePlan, key: &str) -> Option<&'s FieldPlan> {
+        if let Some(field) = plan.field(key).filter(|f| !f.inline) {
+            return Some(field);
+        }
+        plan.inline_fields().find_map(|inline| {
+            let prost_reflect::Kind::Message(inner) = inline.field.kind() else {
+                return None;
+            };
+            self.json_field(self.plan(&inner)?, key)
+        })
     }
 
     /// A message by its full protobuf name.
@@ -277,6 +342,40 @@ mod tests {
         assert!(!plan.field("minReadySeconds").unwrap().keep_zero);
         let volume = schema.message("k8s.io.api.core.v1.Volume").unwrap();
         assert!(schema.plan(&volume).unwrap().inline_fields().count() == 1);
+    }
+
+    #[test]
+    fn list_and_map_types_and_key_defaults_come_from_the_go_markers() {
+        let schema = Schema::get().unwrap();
+        let field = |message: &str, json: &str| {
+            let message = schema.message(message).unwrap();
+            schema.plan(&message).unwrap().field(json).unwrap().clone()
+        };
+        let keys = |names: &[&str]| GoListType::Map(names.iter().map(|n| n.to_string()).collect());
+        // `+listType=map` with two `+listMapKey`s, and the key's `+default="TCP"`.
+        assert_eq!(
+            field("k8s.io.api.core.v1.Container", "ports").list_type,
+            Some(keys(&["containerPort", "protocol"]))
+        );
+        assert_eq!(
+            field("k8s.io.api.core.v1.ContainerPort", "protocol").default,
+            Some(serde_json::json!("TCP"))
+        );
+        // No list type: atomic, though each subject has a name.
+        assert_eq!(
+            field("k8s.io.api.rbac.v1.RoleBinding", "subjects").list_type,
+            Some(GoListType::Atomic)
+        );
+        assert_eq!(
+            field(&format!("{META}.ObjectMeta"), "finalizers").list_type,
+            Some(GoListType::Set)
+        );
+        assert!(field("k8s.io.api.core.v1.ServiceSpec", "selector").atomic_map);
+        assert!(!field("k8s.io.api.core.v1.PodSpec", "containers").atomic_map);
+        assert_eq!(
+            field("k8s.io.api.core.v1.PodSpec", "nodeName").list_type,
+            None
+        );
     }
 
     #[test]
