@@ -20,6 +20,11 @@
 #   (`Volume.volumeSource`); and, as they are, `pointer` (a `*T` field) and `omitempty` (the
 #   tag has it), `omitzero` (likewise): Go's encoder writes a field without `omitempty`, and a
 #   struct that is no pointer (unless `omitzero`), even when it is zero or the body left it out;
+#   for server-side apply, `list=atomic|set|map:key1+key2` for a slice (its `+listType` and
+#   `+listMapKey`s, else a merge `patchStrategy` keyed by its `patchMergeKey`, a set without
+#   one, else atomic: kube-openapi's schemaconv), `map=atomic` for a `+mapType=atomic` map and
+#   `default=<json>` for a `+default`; for strategic merge patch, `patch=<patchStrategy>` (its
+#   commas as `+`: `merge+retainKeys`) and `merge-key=<patchMergeKey>`;
 # - `goType`: its type as Go's reflection names it in decoding errors (`int32`, `[]v1.Container`,
 #   `map[string]string`, `v1.Protocol`, `resource.Quantity`; pointers dereferenced).
 # Every scalar without `keep-zero` is written by Go's protobuf encoder even when zero and left
@@ -125,6 +130,13 @@ fields() { # repo file proto-package
       if (type ~ /^\[\]/ && type != "[]byte") flags = flags (flags == "" ? "" : ",") listtype($0)
       if (type ~ /^map\[/ && mt == "atomic") flags = flags (flags == "" ? "" : ",") "map=atomic"
       if (def != "" && def !~ /^ref\(/) flags = flags (flags == "" ? "" : ",") "default=" def
+      if (match($0, /patchStrategy:"[^"]*"/)) {
+        strategy = substr($0, RSTART + 15, RLENGTH - 16)
+        gsub(/,/, "+", strategy)
+        flags = flags (flags == "" ? "" : ",") "patch=" strategy
+      }
+      if (match($0, /patchMergeKey:"[^"]*"/))
+        flags = flags (flags == "" ? "" : ",") "merge-key=" substr($0, RSTART + 15, RLENGTH - 16)
       if (flags == "") flags = "-"
       print pkg "." msg "." proto, json, flags, gotype(type)
       forget()

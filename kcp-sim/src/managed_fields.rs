@@ -820,7 +820,9 @@ impl<'a> Place<'a> {
     fn root(schema: Option<&'a crate::schema::structural::Node>) -> Place<'a> {
         let go_type = GO_TYPE.with(|t| {
             let types = crate::protobuf::schema::Schema::get().ok()?;
-            types.plan(t.borrow().as_ref()?)
+            types
+                .plan(t.borrow().as_ref()?)
+                .map(crate::protobuf::go_type::GoType::Struct)
         });
         Place {
             declared: Declared::root(schema, go_type),

@@ -11,11 +11,14 @@
 //!
 //! # Strategic merge patch
 //!
-//! The real API server reads the merge strategy of every field from the Go types (their OpenAPI
-//! `x-kubernetes-patch-strategy` / `x-kubernetes-patch-merge-key`). This simulator has no schemas,
-//! so it derives the strategy from field names and list contents. The subset is what `kubectl
-//! apply` (client-side), `kubectl patch` (whose default type is strategic), `kubectl edit`,
-//! `kubectl label` and `kubectl annotate` send:
+//! The real API server reads the merge strategy of every field from the Go types (their
+//! `patchStrategy` and `patchMergeKey` tags), and so does this one for every kind it has the Go
+//! type of (`proto/fields.txt`, through [`crate::protobuf::go_type`]): a list whose strategy is
+//! `merge` merges on its merge key (a list of scalars without one as a set), every other list is
+//! replaced. For a kind without a Go type here it derives the strategy from field names and
+//! list contents, as below. The subset is what `kubectl apply` (client-side), `kubectl patch`
+//! (whose default type is strategic), `kubectl edit`, `kubectl label` and `kubectl annotate`
+//! send:
 //!
 //! - The patch must be a JSON object.
 //! - Objects merge recursively, like a JSON merge patch; a `null` value deletes the field. A value
@@ -66,6 +69,8 @@
 //! patches for custom resources (415), which is the caller's decision here.
 
 use serde_json::{Map, Value};
+
+use crate::protobuf::go_type::GoType;
 
 /// Why a patch could not be applied; the message is written for a 422 `Status`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -203,21 +208,25 @@ pub fn strategic_merge_patch(target: &mut Value, patch: &Value) -> Result<(), Pa
             type_name(patch)
         )));
     };
+    let text = |key: &str| target.get(key).and_then(Value::as_str).unwrap_or_default();
+    let root = GoType::of_kind(text("apiVersion"), text("kind"));
     let original = match target {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
     };
-    let merged = merge_map(original, patch, None)?.unwrap_or_default();
+    let merged = merge_map(original, patch, None, root)?.unwrap_or_default();
     *target = Value::Object(merged);
     Ok(())
 }
 
-/// Where in the object a merge happens: a field name or [`ELEMENT`], and the enclosing path.
+/// Where in the object a merge happens: a field name or [`ELEMENT`], the enclosing path, and
+/// what the kind's Go types say of the value there (none for a kind kcp-sim has no Go type of).
 /// `None` stands for the top level.
 #[derive(Debug, Clone, Copy)]
 struct Path<'a> {
     segment: &'a str,
     parent: Option<&'a Path<'a>>,
+    go: Option<GoType>,
 }
 
 impl Path<'_> {
@@ -259,17 +268,18 @@ fn type_name(value: &Value) -> &'static str {
     }
 }
 
-/// Merges a patch object into a target object at `at`; `None` means the object was deleted
-/// with `$patch: delete`.
+/// Merges a patch object into a target object at `at`, of Go type `here`; `None` means the
+/// object was deleted with `$patch: delete`.
 fn merge_map(
     original: Map<String, Value>,
     patch: &Map<String, Value>,
     at: Option<&Path<'_>>,
+    here: Option<GoType>,
 ) -> Result<Option<Map<String, Value>>, PatchError> {
     match patch.get(DIRECTIVE) {
-        None => merge_fields(original, patch, at).map(Some),
+        None => merge_fields(original, patch, at, here).map(Some),
         Some(Value::String(directive)) if directive == "replace" => {
-            merge_fields(Map::new(), patch, at).map(Some)
+            merge_fields(Map::new(), patch, at, here).map(Some)
         }
         Some(Value::String(directive)) if directive == "delete" => Ok(None),
         Some(other) => Err(PatchError::Invalid(format!(
@@ -284,6 +294,7 @@ fn merge_fields(
     mut original: Map<String, Value>,
     patch: &Map<String, Value>,
     at: Option<&Path<'_>>,
+    here: Option<GoType>,
 ) -> Result<Map<String, Value>, PatchError> {
     if let Some(retain) = patch.get(RETAIN_KEYS) {
         apply_retain_keys(&mut original, patch, retain, at)?;
@@ -322,6 +333,7 @@ fn merge_fields(
         let path = Path {
             segment: key,
             parent: at,
+            go: here.and_then(|go| go.child(key)),
         };
         match original.get_mut(key) {
             Some(slot) => {
@@ -411,7 +423,7 @@ fn merge_value(
                 Some(Value::Object(map)) => map,
                 _ => Map::new(),
             };
-            Ok(merge_map(base, patch, Some(path))?.map(Value::Object))
+            Ok(merge_map(base, patch, Some(path), path.go)?.map(Value::Object))
         }
         Value::Array(patch) => {
             let base = match original {
@@ -481,7 +493,8 @@ fn known_merge_key(path: &Path<'_>) -> Option<&'static str> {
     }
 }
 
-/// Picks the strategy for a list field from its name and contents (see the module docs).
+/// Picks the strategy for a list field: from its Go type's `patchStrategy` and `patchMergeKey`,
+/// or from its name and contents when kcp-sim has no Go type of the kind (see the module docs).
 fn list_strategy(
     path: &Path<'_>,
     original: &[Value],
@@ -490,6 +503,16 @@ fn list_strategy(
 ) -> ListStrategy {
     let all_objects =
         original.iter().all(Value::is_object) && items.iter().all(|item| item.is_object());
+    if let Some(field) = path.go.and_then(GoType::collection) {
+        let merge = field.patch_strategy.split(',').any(|s| s == "merge");
+        let no_objects =
+            !original.iter().any(Value::is_object) && !items.iter().any(|item| item.is_object());
+        return match (merge, field.patch_merge_key.as_deref()) {
+            (true, Some(key)) if all_objects => ListStrategy::MergeKey(key),
+            (true, None) if no_objects => ListStrategy::Union,
+            _ => ListStrategy::Replace,
+        };
+    }
     if path.segment == "finalizers" && path.parent_segment() == Some("metadata") {
         if !items.iter().any(|item| item.is_object()) {
             return ListStrategy::Union;
@@ -543,6 +566,7 @@ fn merge_list(
     let element_path = Path {
         segment: ELEMENT,
         parent: Some(path),
+        go: path.go.and_then(GoType::item),
     };
     let strategy = list_strategy(path, &original, &items, &deletions);
     let ListStrategy::MergeKey(key) = strategy else {
@@ -604,7 +628,7 @@ fn merge_list(
                     Value::Object(map) => map,
                     _ => Map::new(),
                 };
-                match merge_map(old, item_map, Some(&element_path))? {
+                match merge_map(old, item_map, Some(&element_path), element_path.go)? {
                     Some(merged) => original[index] = Value::Object(merged),
                     None => {
                         original.remove(index);
@@ -1010,6 +1034,33 @@ mod tests {
         assert_eq!(
             patched["spec"],
             json!({"args": ["c"], "tolerations": [{"key": "y", "operator": "Exists"}]})
+        );
+    }
+
+    #[test]
+    fn a_list_its_go_type_gives_no_merge_strategy_is_replaced_though_its_items_have_names() {
+        let binding = |subjects: Value| {
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                "metadata": {"name": "readers"}, "subjects": subjects})
+        };
+        let patched = smp(
+            binding(json!([{"kind": "User", "name": "one"}])),
+            json!({"subjects": [{"kind": "User", "name": "two"}]}),
+        );
+        assert_eq!(
+            patched["subjects"],
+            json!([{"kind": "User", "name": "two"}])
+        );
+    }
+
+    #[test]
+    fn a_list_its_go_type_merges_is_merged_on_its_merge_key() {
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+            "status": {"hostIPs": [{"ip": "10.0.0.1"}]}});
+        let patched = smp(pod, json!({"status": {"hostIPs": [{"ip": "10.0.0.2"}]}}));
+        assert_eq!(
+            patched["status"]["hostIPs"],
+            json!([{"ip": "10.0.0.2"}, {"ip": "10.0.0.1"}])
         );
     }
 

@@ -18,11 +18,9 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use prost_reflect::Kind;
-
 use super::canonical_json;
-use crate::protobuf::schema::{FieldPlan, GoListType, MessagePlan, Schema as GoTypes};
-use crate::protobuf::special::Special;
+use crate::protobuf::go_type::GoType;
+use crate::protobuf::schema::{FieldPlan, GoListType, Schema as GoTypes};
 use crate::schema::CrdSchemas;
 use crate::schema::structural::{Additional, Node};
 
@@ -97,20 +95,12 @@ pub(super) enum Declared<'a> {
     /// A node of the structural schema; `true` when the value is a map entry that no property
     /// declares (an `additionalProperties` value).
     Node(&'a Node, bool),
-    /// A value of a builtin Go type; `true` when it is a Go map's value.
-    Go(GoValue, bool),
+    /// A value of a builtin Go type (a struct, slice or map); `true` when it is a Go map's
+    /// value.
+    Go(GoType, bool),
     /// structured-merge-diff's deduced type, for a value that no schema types (always a map
     /// entry that no property declares, unless a list item).
     Deduced(bool),
-}
-
-/// A value typed by the Go types: a struct, or the slice or map a field holds.
-#[derive(Debug, Clone, Copy)]
-pub(super) enum GoValue {
-    /// A struct, by its message.
-    Struct(&'static MessagePlan),
-    /// The slice or map this field holds.
-    Collection(&'static FieldPlan),
 }
 
 /// The list type a schema declares.
@@ -127,11 +117,10 @@ pub(super) enum DeclaredList<'a> {
 impl<'a> Declared<'a> {
     /// The root of an object with this structural schema, or of this Go type (neither: shapes
     /// are guessed).
-    pub(super) fn root(schema: Option<&'a Node>, go_type: Option<&'static MessagePlan>) -> Self {
-        match (schema, go_type) {
-            (Some(node), _) => Declared::Root(node),
-            (None, Some(plan)) => Declared::Go(GoValue::Struct(plan), false),
-            (None, None) => Declared::Unknown,
+    pub(super) fn root(schema: Option<&'a Node>, go_type: Option<GoType>) -> Self {
+        match schema {
+            Some(node) => Declared::Root(node),
+            None => go(go_type, false),
         }
     }
 
@@ -139,10 +128,12 @@ impl<'a> Declared<'a> {
     pub(super) fn child(self, name: &str) -> Self {
         match self {
             Declared::Unknown => Declared::Unknown,
-            Declared::Root(_) if name == "metadata" => object_meta(),
-            Declared::Node(node, _) if node.embedded && name == "metadata" => object_meta(),
+            Declared::Root(_) if name == "metadata" => go(GoType::object_meta(), false),
+            Declared::Node(node, _) if node.embedded && name == "metadata" => {
+                go(GoType::object_meta(), false)
+            }
             Declared::Root(node) | Declared::Node(node, _) => property(node, name),
-            Declared::Go(value, _) => go_child(value, name),
+            Declared::Go(value, _) => go(value.child(name), value.is_map()),
             Declared::Deduced(_) => Declared::Deduced(true),
         }
     }
@@ -154,10 +145,11 @@ impl<'a> Declared<'a> {
                 Some(items) => Declared::Node(items, false),
                 None => Declared::Deduced(false),
             },
-            Declared::Go(GoValue::Collection(field), _) if field.field.is_list() => {
-                go_kind(field.field.kind(), false)
-            }
-            Declared::Go(..) | Declared::Deduced(_) => Declared::Deduced(false),
+            Declared::Go(value, _) => match value.item() {
+                Some(item) => go(Some(item), false),
+                None => Declared::Deduced(false),
+            },
+            Declared::Deduced(_) => Declared::Deduced(false),
             Declared::Unknown | Declared::Root(_) => Declared::Unknown,
         }
     }
@@ -170,14 +162,12 @@ impl<'a> Declared<'a> {
                 Some("map") => DeclaredList::Map(&node.map_keys),
                 _ => DeclaredList::Atomic,
             }),
-            Declared::Go(GoValue::Collection(field), _) => Some(match &field.list_type {
-                Some(GoListType::Set) => DeclaredList::Set,
-                Some(GoListType::Map(keys)) => DeclaredList::Map(keys),
-                Some(GoListType::Atomic) | None => DeclaredList::Atomic,
+            Declared::Go(value, _) => Some(match value.collection().map(|f| &f.list_type) {
+                Some(Some(GoListType::Set)) => DeclaredList::Set,
+                Some(Some(GoListType::Map(keys))) => DeclaredList::Map(keys),
+                _ => DeclaredList::Atomic,
             }),
-            Declared::Go(GoValue::Struct(_), _) | Declared::Deduced(_) => {
-                Some(DeclaredList::Atomic)
-            }
+            Declared::Deduced(_) => Some(DeclaredList::Atomic),
             Declared::Unknown | Declared::Root(_) => None,
         }
     }
@@ -192,7 +182,7 @@ impl<'a> Declared<'a> {
     pub(super) fn is_atomic_map(self) -> bool {
         match self {
             Declared::Node(node, _) => node.map_type.as_deref() == Some("atomic"),
-            Declared::Go(GoValue::Collection(field), _) => field.atomic_map,
+            Declared::Go(value, _) => value.collection().is_some_and(|f| f.atomic_map),
             _ => false,
         }
     }
@@ -210,7 +200,7 @@ impl<'a> Declared<'a> {
     fn default_of(self, name: &str) -> Option<&'a Value> {
         match self {
             Declared::Node(node, _) => node.properties.get(name)?.default.as_ref(),
-            Declared::Go(GoValue::Struct(plan), _) => GoTypes::get()
+            Declared::Go(GoType::Struct(plan), _) => GoTypes::get()
                 .ok()?
                 .json_field(plan, name)?
                 .default
@@ -220,55 +210,19 @@ impl<'a> Declared<'a> {
     }
 }
 
-/// ObjectMeta, by its Go type.
-fn object_meta() -> Declared<'static> {
-    let meta = GoTypes::get().ok().and_then(|types| {
-        let message = types.message(&format!("{}.ObjectMeta", crate::protobuf::schema::META))?;
-        types.plan(&message)
-    });
-    meta.map_or(Declared::Unknown, |plan| {
-        Declared::Go(GoValue::Struct(plan), false)
-    })
-}
-
-/// What the Go types declare of the field or map entry `name` of `value`.
-fn go_child(value: GoValue, name: &str) -> Declared<'static> {
+/// What the Go types say of a value (`None`: nothing, a field they do not have); `entry` when
+/// the value is a Go map's.
+fn go(value: Option<GoType>, entry: bool) -> Declared<'static> {
     match value {
-        GoValue::Struct(plan) => {
-            let field = GoTypes::get()
-                .ok()
-                .and_then(|types| types.json_field(plan, name));
-            field.map_or(Declared::Unknown, go_field)
-        }
-        GoValue::Collection(field) if field.field.is_map() => match field.field.kind() {
-            Kind::Message(entry) => go_kind(entry.map_entry_value_field().kind(), true),
-            _ => Declared::Deduced(true),
-        },
-        GoValue::Collection(_) => Declared::Deduced(true),
+        None => Declared::Unknown,
+        Some(GoType::Untyped) => Declared::Deduced(entry),
+        Some(value) => Declared::Go(value, entry),
     }
 }
 
 /// What the Go types declare of the value `field` holds.
 pub(super) fn go_field(field: &'static FieldPlan) -> Declared<'static> {
-    if field.field.is_list() || field.field.is_map() {
-        return Declared::Go(GoValue::Collection(field), false);
-    }
-    go_kind(field.field.kind(), false)
-}
-
-/// A value of protobuf kind `kind`: a struct, or (a scalar, or a message JSON writes as a
-/// scalar or as untyped JSON) deduced.
-fn go_kind(kind: Kind, entry: bool) -> Declared<'static> {
-    let Kind::Message(message) = kind else {
-        return Declared::Deduced(entry);
-    };
-    if Special::of(message.full_name()).is_some() {
-        return Declared::Deduced(entry);
-    }
-    let plan = GoTypes::get().ok().and_then(|types| types.plan(&message));
-    plan.map_or(Declared::Deduced(entry), |plan| {
-        Declared::Go(GoValue::Struct(plan), entry)
-    })
+    go(Some(GoType::of_field(field)), false)
 }
 
 /// What `node` declares of its field `name`.

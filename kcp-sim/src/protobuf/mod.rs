@@ -14,6 +14,7 @@
 //! `meta.v1.WatchEvent` without envelope whose `object.raw` is the enveloped object).
 
 pub mod from_json;
+pub mod go_type;
 pub mod response;
 pub mod schema;
 pub mod special;

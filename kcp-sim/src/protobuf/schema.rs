@@ -76,6 +76,11 @@ pub struct FieldPlan {
     /// The field's `+default`, as JSON (`"TCP"`); structured-merge-diff keys a map-list item
     /// that leaves out a key field by it.
     pub default: Option<serde_json::Value>,
+    /// The Go field's `patchStrategy` (`merge`, `merge,retainKeys`, `retainKeys`, `replace`);
+    /// empty when it has none.
+    pub patch_strategy: String,
+    /// The Go field's `patchMergeKey`: what strategic merge patch matches a list's items by.
+    pub patch_merge_key: Option<String>,
 }
 
 /// The list type of a Go slice field as kube-openapi's schemaconv derives it: `+listType` (and
@@ -156,6 +161,8 @@ struct Derived {
     list_type: Option<GoListType>,
     atomic_map: bool,
     default: Option<serde_json::Value>,
+    patch_strategy: String,
+    patch_merge_key: Option<String>,
 }
 
 fn parse_fields(text: &str) -> HashMap<&str, Derived> {
@@ -186,6 +193,8 @@ fn parse_fields(text: &str) -> HashMap<&str, Derived> {
                 list_type: valued("list").and_then(GoListType::parse),
                 atomic_map: valued("map") == Some("atomic"),
                 default: valued("default").and_then(|v| serde_json::from_str(v).ok()),
+                patch_strategy: valued("patch").unwrap_or_default().replace('+', ","),
+                patch_merge_key: valued("merge-key").map(str::to_owned),
             },
         );
     }
@@ -226,6 +235,8 @@ impl Schema {
                     list_type: d.list_type,
                     atomic_map: d.atomic_map,
                     default: d.default,
+                    patch_strategy: d.patch_strategy,
+                    patch_merge_key: d.patch_merge_key,
                 });
             }
             plans.insert(message.full_name().to_string(), plan);
