@@ -799,7 +799,7 @@ impl KeySpec {
 }
 
 /// Where a value sits: the name of the field holding it and of the field holding that one (a
-/// list item and the root sit in no field), and what a custom resource's schema declares there.
+/// list item and the root sit in no field), and what its kind's schema declares there.
 #[derive(Debug, Clone, Copy, Default)]
 struct Place<'a> {
     field: Option<&'a str>,
