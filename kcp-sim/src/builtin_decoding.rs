@@ -674,8 +674,7 @@ pub fn field_of<'s>(
     desc: &MessageDescriptor,
     key: &str,
 ) -> Option<&'s FieldPlan> {
-    let plan = schema.plan(desc)?;
-    field(schema, desc, plan, key).map(|(_, fp)| fp)
+    schema.json_field(schema.plan(desc)?, key)
 }
 
 /// Whether a field is there in the zero value of its struct as Go writes it: a struct that is

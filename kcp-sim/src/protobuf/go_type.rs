@@ -4,6 +4,8 @@
 //! strategic merge patch ([`crate::patch`]) its patch strategies and merge keys, as
 //! kube-apiserver takes both from the Go types.
 
+use std::sync::OnceLock;
+
 use prost_reflect::Kind;
 
 use super::schema::{FieldPlan, META, MessagePlan, Schema};
@@ -32,9 +34,12 @@ impl GoType {
 
     /// ObjectMeta, every object's `metadata`.
     pub fn object_meta() -> Option<GoType> {
-        let types = Schema::get().ok()?;
-        let message = types.message(&format!("{META}.ObjectMeta"))?;
-        types.plan(&message).map(GoType::Struct)
+        static OBJECT_META: OnceLock<Option<GoType>> = OnceLock::new();
+        *OBJECT_META.get_or_init(|| {
+            let types = Schema::get().ok()?;
+            let message = types.message(&format!("{META}.ObjectMeta"))?;
+            types.plan(&message).map(GoType::Struct)
+        })
     }
 
     /// The value `field` holds.
