@@ -8,6 +8,7 @@
 //! both.
 
 pub mod lifecycle_views;
+pub mod recorded_schemas;
 pub mod system_apis;
 pub mod termination;
 pub mod types;
@@ -913,7 +914,8 @@ pub fn is_workspace(rt: &ResourceType) -> bool {
     rt.group == "tenancy.kcp.io" && rt.kind == "Workspace"
 }
 
-/// The kcp rules of an update: a Workspace stays where it is ([`workspace_updates::admit`]);
+/// The kcp rules of an update: a WorkspaceType is checked by kcp's schema
+/// ([`recorded_schemas`]); a Workspace stays where it is ([`workspace_updates::admit`]);
 /// a LogicalCluster's initializers can only be removed, and through a lifecycle view only that
 /// view's own entry can go ([`LifecycleView::check_write`]).
 pub fn check_update(
@@ -922,6 +924,9 @@ pub fn check_update(
     new: &Value,
     through: Option<&LifecycleView>,
 ) -> ApiResult<()> {
+    if rt.group == "tenancy.kcp.io" && rt.kind == "WorkspaceType" {
+        return recorded_schemas::refuse_invalid("tenancy.kcp.io", "WorkspaceType", new, Some(old));
+    }
     if is_workspace(rt) {
         let name = new
             .pointer("/metadata/name")

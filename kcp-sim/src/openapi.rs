@@ -9,7 +9,8 @@
 //!   kube names them (`io.k8s.api.core.v1.ConfigMap`) and referenced as
 //!   `#/components/schemas/<name>`; a `$ref` with a sibling description becomes
 //!   `allOf: [{$ref}]` as in kube's documents.
-//! - kcp kinds (`tenancy.kcp.io`, `core.kcp.io`, `apis.kcp.io`): the CRD schemas kcp-core derives.
+//! - kcp kinds (`*.kcp.io`): the schemas kcp v0.30.0 serves them with, recorded from a real
+//!   kcp (`crate::kcp::recorded_schemas`).
 //! - CRDs and bound APIResourceSchemas: their `openAPIV3Schema` per served version, named
 //!   `<reversed group>.<version>.<Kind>` as kube names them, with `apiVersion`, `kind` and
 //!   `metadata` (a reference to ObjectMeta) added at the root, as kube does.
@@ -34,7 +35,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::Bytes;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kcp_core::kube::CustomResourceExt;
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
 use serde_json::{Map, Value, json};
@@ -308,49 +308,11 @@ fn default_top_level_structs(components: &mut Components) {
     }
 }
 
-/// kcp's own kinds, from the CRDs kcp-core derives for them.
+/// kcp's own kinds, by the schemas kcp serves them with
+/// ([`crate::kcp::recorded_schemas`]).
 fn kcp_components(group: &str, version: &str, kind: &str) -> Option<Components> {
-    use kcp_core::kcp::types as kcp;
-    let crds = [
-        kcp::LogicalCluster::crd(),
-        kcp::Workspace::crd(),
-        kcp::WorkspaceType::crd(),
-        kcp::APIExport::crd(),
-        kcp::APIExportEndpointSlice::crd(),
-        kcp::APIResourceSchema::crd(),
-        kcp::APIBinding::crd(),
-    ];
-    let open =
-        || serde_json::json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true});
-    let Some(crd) = crds
-        .iter()
-        .find(|c| c.spec.group == group && c.spec.names.kind == kind)
-    else {
-        // kcp's kinds that kcp-sim serves without behaviour (and kcp-core has no type for)
-        // keep every field.
-        let untyped = matches!(
-            (group, kind),
-            ("tenancy.kcp.io", "WorkspaceAuthenticationConfiguration")
-                | ("apis.kcp.io", "APIConversion")
-                | ("topology.kcp.io", "Partition" | "PartitionSet")
-                | (
-                    "cache.kcp.io",
-                    "CachedResource" | "CachedResourceEndpointSlice"
-                )
-        );
-        return untyped.then(|| custom_components(group, version, kind, &open()));
-    };
-    // A version kcp-core has no type for (APIExport v1alpha2, converted from the stored
-    // object) is described as an object that keeps every field.
-    let typed = crd
-        .spec
-        .versions
-        .iter()
-        .find(|v| v.name == version)
-        .and_then(|v| v.schema.as_ref()?.open_api_v3_schema.as_ref())
-        .and_then(|s| serde_json::to_value(s).ok());
-    let schema = typed.unwrap_or_else(open);
-    Some(custom_components(group, version, kind, &schema))
+    let schema = crate::kcp::recorded_schemas::schema(group, version, kind)?;
+    Some(custom_components(group, version, kind, schema))
 }
 
 fn drop_required_metadata(components: &mut Components) {

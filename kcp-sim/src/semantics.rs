@@ -936,6 +936,9 @@ fn default_on_create(
             scheduling::admit_new_class(state, cluster, &name, obj)?;
         }
         ("tenancy.kcp.io", "Workspace") => kcp::schedule_workspace(state, cluster, obj)?,
+        ("tenancy.kcp.io", "WorkspaceType") => {
+            kcp::recorded_schemas::refuse_invalid("tenancy.kcp.io", "WorkspaceType", obj, None)?;
+        }
         _ => apis::on_create(state, cluster, rt, obj)?,
     }
     Ok(())

@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::managed_fields::{self, FieldManager};
 use crate::resource::ResourceType;
-use crate::schema::field::{FieldError, invalid_object};
+use crate::schema::field::{FieldError, refuse_if_invalid};
 use crate::status::{ApiError, ApiResult};
 
 /// The version APIExports and APIBindings are stored in.
@@ -88,14 +88,7 @@ fn check_v1alpha1_claims(rt: &ResourceType, obj: &Value) -> ApiResult<()> {
             )
         })
         .collect();
-    if errors.is_empty() {
-        return Ok(());
-    }
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    Err(invalid_object(super::GROUP, &rt.kind, name, &errors))
+    refuse_if_invalid(super::GROUP, &rt.kind, obj, &errors)
 }
 
 /// The defaults of the v1alpha2 APIExport and APIBinding schemas: a claim's `group` and

@@ -5,7 +5,7 @@ use serde_json::Value;
 
 use super::{GROUP, binding, endpoints, exports, identity, schema, str_at};
 use crate::resource::ResourceType;
-use crate::schema::field::invalid_object;
+use crate::schema::field::refuse_if_invalid;
 use crate::status::ApiResult;
 use crate::store::State;
 
@@ -43,16 +43,12 @@ pub fn on_create(
 
 /// The `422` of kcp's CRD validation of an APIExport or APIBinding, if it finds anything.
 fn refuse_invalid(kind: &str, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
-    let errors = super::spec_schemas::errors(kind, obj, old);
-    if errors.is_empty() {
-        return Ok(());
-    }
-    Err(invalid_object(
+    refuse_if_invalid(
         GROUP,
         kind,
-        str_at(obj, "/metadata/name"),
-        &errors,
-    ))
+        obj,
+        &super::spec_schemas::errors(kind, obj, old),
+    )
 }
 
 /// The update rules: a schema's spec does not change; an export or a binding is checked as

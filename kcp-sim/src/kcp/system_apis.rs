@@ -11,9 +11,8 @@
 //!
 //! kcp-sim serves these kinds in every workspace itself ([`crate::resource::builtin_types`]),
 //! so a binding to one of these exports counts them as bound without serving them a second
-//! time, and its removal leaves them served. The schemas carry kcp v0.30.0's names, groups,
-//! kinds and scope, with an open object schema (kcp's full OpenAPI schemas are not copied);
-//! those of kinds kcp-sim does not serve itself also carry kcp's printer columns.
+//! time, and its removal leaves them served. The schemas are kcp v0.30.0's, recorded from a
+//! real kcp ([`super::recorded_schemas`]).
 
 use std::collections::BTreeMap;
 
@@ -85,57 +84,17 @@ const UNEXPORTED_SCHEMAS: &[(&str, &str, &str)] = &[(
     "v251016-6e24e0d49.logicalclusters.core.kcp.io",
 )];
 
-/// The export of Shards, which kcp-sim serves through its binding in `root`.
+/// The export of Shards, which kcp-sim serves through its binding in `root`, and the schema
+/// it lists.
 const SHARDS_EXPORT: &str = "shards.core.kcp.io";
+const SHARDS_SCHEMA: &str = "v240903-d6797056a.shards.core.kcp.io";
 
-/// kcp's schema of Shards: its names, scope, status subresource and printer columns.
-fn shards_schema() -> Value {
-    let column = |name: &str, path: &str, description: &str| json!({"name": name, "type": "string", "jsonPath": path, "description": description});
-    let columns = json!([
-        column("Region", ".metadata.labels['region']", "The region this workspace is in"),
-        column("URL", ".spec.baseURL", "Type URL to directly connect to the shard"),
-        column(
-            "External URL",
-            ".spec.externalURL",
-            "The URL exposed in logical clusters created on that shard"
-        ),
-        {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
-    ]);
-    listed_schema(
-        "v240903-d6797056a.shards.core.kcp.io",
-        "core.kcp.io",
-        ("Shard", "shards"),
-        columns,
-    )
-}
-
-/// kcp's schema of CachedObjects, a kind of its cache server that no export lists.
-fn cached_objects_schema() -> Value {
-    let age = json!([{"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}]);
-    listed_schema(
-        "v250523-2b8c1d3c5.cachedobjects.cache.kcp.io",
-        "cache.kcp.io",
-        ("CachedObject", "cachedobjects"),
-        age,
-    )
-}
-
-/// A cluster-scoped kcp schema in category `kcp` with a status subresource, an open object
-/// schema and `columns`.
-fn listed_schema(name: &str, group: &str, (kind, plural): (&str, &str), columns: Value) -> Value {
-    json!({
-        "apiVersion": format!("{GROUP}/v1alpha1"),
-        "kind": "APIResourceSchema",
-        "metadata": {"name": name},
-        "spec": {"group": group, "scope": "Cluster",
-            "names": {"kind": kind, "listKind": format!("{kind}List"), "plural": plural,
-                "singular": kind.to_lowercase(), "categories": ["kcp"]},
-            "versions": [{"name": "v1alpha1", "served": true, "storage": true,
-                "schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
-                "subresources": {"status": {}},
-                "additionalPrinterColumns": columns}]},
-    })
-}
+/// The schema in `root` of CachedObjects, a kind of kcp's cache server that no export lists.
+const CACHED_OBJECTS_SCHEMA: (&str, &str, &str) = (
+    "cache.kcp.io",
+    "cachedobjects",
+    "v250523-2b8c1d3c5.cachedobjects.cache.kcp.io",
+);
 
 /// Whether `export` (in logical cluster `cluster`) is one of kcp's exports of its own APIs.
 pub fn is_system_export(cluster: &str, export: &str) -> bool {
@@ -173,33 +132,19 @@ fn create(state: &mut State, cluster: &str, resource: &str, body: Value) -> ApiR
     Ok(())
 }
 
-/// The APIResourceSchema kcp publishes for one of its own resources, from the kind kcp-sim
-/// serves.
-fn schema_of(state: &State, group: &str, resource: &str, name: &str) -> ApiResult<Value> {
-    let gr = GroupResource::new(group, resource);
-    let Some(rt) = state.clusters.get(ROOT).and_then(|c| c.registry.get(&gr)) else {
+/// The APIResourceSchema `name` kcp publishes for one of its own resources, as kcp v0.30.0
+/// serves it ([`super::recorded_schemas`]).
+fn schema_of(group: &str, resource: &str, name: &str) -> ApiResult<Value> {
+    let Some(spec) = super::recorded_schemas::spec_of_resource(group, resource) else {
         return Err(ApiError::internal(format!(
-            "{resource}.{group} is not served in root"
+            "no schema of kcp's {resource}.{group} is recorded"
         )));
     };
-    let mut names = json!({"kind": rt.kind, "listKind": format!("{}List", rt.kind),
-        "plural": rt.plural, "singular": rt.singular, "categories": rt.categories});
-    if !rt.short_names.is_empty() {
-        names["shortNames"] = json!(rt.short_names);
-    }
-    let mut version = json!({"name": rt.versions.first().cloned().unwrap_or_default(),
-        "served": true, "storage": true,
-        "schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}});
-    if rt.status {
-        version["subresources"] = json!({"status": {}});
-    }
     Ok(json!({
         "apiVersion": format!("{GROUP}/v1alpha1"),
         "kind": "APIResourceSchema",
         "metadata": {"name": name},
-        "spec": {"group": group, "names": names,
-            "scope": if rt.namespaced { "Namespaced" } else { "Cluster" },
-            "versions": [version]},
+        "spec": spec,
     }))
 }
 
@@ -208,7 +153,7 @@ fn schema_of(state: &State, group: &str, resource: &str, name: &str) -> ApiResul
 pub fn bootstrap(state: &mut State, shard_urls: &[String]) -> ApiResult<()> {
     for (export, resources) in SYSTEM_EXPORTS {
         for (resource, schema) in *resources {
-            let body = schema_of(state, export, resource, schema)?;
+            let body = schema_of(export, resource, schema)?;
             create(state, ROOT, "apiresourceschemas", body)?;
         }
         create(
@@ -221,15 +166,13 @@ pub fn bootstrap(state: &mut State, shard_urls: &[String]) -> ApiResult<()> {
             create(state, ROOT, "apibindings", binding(export, export))?;
         }
     }
-    for (group, resource, schema) in UNEXPORTED_SCHEMAS {
-        let body = schema_of(state, group, resource, schema)?;
+    for (group, resource, schema) in UNEXPORTED_SCHEMAS.iter().chain([&CACHED_OBJECTS_SCHEMA]) {
+        let body = schema_of(group, resource, schema)?;
         create(state, ROOT, "apiresourceschemas", body)?;
     }
-    create(state, ROOT, "apiresourceschemas", cached_objects_schema())?;
-    let shards = shards_schema();
-    let schema = str_at(&shards, "/metadata/name").to_string();
+    let shards = schema_of("core.kcp.io", "shards", SHARDS_SCHEMA)?;
     create(state, ROOT, "apiresourceschemas", shards)?;
-    let export = export_of(SHARDS_EXPORT, "core.kcp.io", &[("shards", schema.as_str())]);
+    let export = export_of(SHARDS_EXPORT, "core.kcp.io", &[("shards", SHARDS_SCHEMA)]);
     create(state, ROOT, "apiexports", export)?;
     create(
         state,

@@ -188,6 +188,23 @@ pub fn go_float(f: f64) -> String {
     format!("{mantissa}e{sign}{:02}", exp.abs())
 }
 
+/// [`invalid_object`] of `obj` (named by its `metadata.name`) when `errors` holds any.
+pub fn refuse_if_invalid(
+    group: &str,
+    kind: &str,
+    obj: &serde_json::Value,
+    errors: &[FieldError],
+) -> crate::status::ApiResult<()> {
+    if errors.is_empty() {
+        return Ok(());
+    }
+    let name = obj
+        .pointer("/metadata/name")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default();
+    Err(invalid_object(group, kind, name, errors))
+}
+
 /// The `422 Invalid` error of an object: `<Kind>.<group> "<name>" is invalid: <errors>`, one
 /// cause per error; several errors are listed in brackets, as an aggregate prints them.
 pub fn invalid_object(group: &str, kind: &str, name: &str, errors: &[FieldError]) -> ApiError {

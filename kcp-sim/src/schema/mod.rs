@@ -37,7 +37,7 @@ use serde_json::Value;
 use crate::resource::ResourceType;
 use crate::status::ApiResult;
 use crate::store::Stored;
-use field::{ErrorType, FieldError, invalid_object};
+use field::{ErrorType, FieldError, invalid_object, refuse_if_invalid};
 use structural::Node;
 use validate::Path;
 
@@ -255,14 +255,7 @@ pub fn admit_reporting(
             }
         }
     }
-    if errors.is_empty() {
-        return Ok(pruned);
-    }
-    let name = obj
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    Err(invalid_object(&rt.group, &rt.kind, name, &errors))
+    refuse_if_invalid(&rt.group, &rt.kind, obj, &errors).map(|()| pruned)
 }
 
 /// What validating `obj` (`old` on update) against `node` finds, as kube-apiserver validates a
