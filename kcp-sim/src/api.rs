@@ -64,6 +64,15 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
+    /// Whether this is one of kcp's virtual workspaces (an export's view, an initializing or
+    /// terminating view), whose discovery kcp serves without the aggregated form.
+    pub fn is_virtual_workspace(&self) -> bool {
+        matches!(
+            self,
+            Endpoint::Lifecycle { .. } | Endpoint::ApiExport { .. }
+        )
+    }
+
     fn apiexport_at(&self) -> Option<apiexport::view::At<'_>> {
         match self {
             Endpoint::ApiExport {

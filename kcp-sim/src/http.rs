@@ -605,13 +605,8 @@ async fn route(
             if kind == PatchKind::Strategic {
                 let state = sim.read();
                 let r = sim.resolve(&state, &target, crate::faults::Verb::Patch)?;
-                if !builtin_group(&r.rt) {
-                    // A custom resource's routes take every patch type but this one.
-                    return Err(ApiError::unsupported_media_type_among(&[
-                        "application/json-patch+json",
-                        "application/merge-patch+json",
-                        "application/apply-patch+yaml",
-                    ]));
+                if !r.rt.is_typed() {
+                    return Err(strategic_merge_refused(sim.flavor));
                 }
             }
             let patch = decode_patch(kind, &body, &content_type, opts.field_validation)?;
@@ -1072,12 +1067,24 @@ fn deleted_status(rt: &ResourceType, name: &str, uid: &str) -> Value {
     })
 }
 
-/// Whether a type is compiled into the real server (strategic merge patch works for those only).
-fn builtin_group(rt: &ResourceType) -> bool {
-    rt.group.is_empty()
-        || rt.group.ends_with(".k8s.io")
-        || rt.group == "apps"
-        || rt.group.ends_with(".kcp.io")
+/// The `415` of a strategic merge patch of a custom resource (kcp's own kinds included: kcp
+/// serves them from CRDs), whose routes take every other patch type. kcp v0.30.0 lists
+/// server-side apply's type twice.
+fn strategic_merge_refused(flavor: Flavor) -> ApiError {
+    const CUSTOM_PATCHES: [&str; 3] = [
+        "application/json-patch+json",
+        "application/merge-patch+json",
+        "application/apply-patch+yaml",
+    ];
+    match flavor {
+        Flavor::Kubernetes => ApiError::unsupported_media_type_among(&CUSTOM_PATCHES),
+        Flavor::Kcp => ApiError::unsupported_media_type_among(&[
+            CUSTOM_PATCHES[0],
+            CUSTOM_PATCHES[1],
+            CUSTOM_PATCHES[2],
+            CUSTOM_PATCHES[2],
+        ]),
+    }
 }
 
 /// What a discovery path answers the request's `Accept` headers with (`aggregated`: the path
@@ -1208,7 +1215,10 @@ fn discovery(
     rest: &[&str],
     req: &Request<Incoming>,
 ) -> ApiResult<Response<Body>> {
-    let form = discovery_form(req, rest.len() == 1)?;
+    // `/api` and `/apis` serve aggregated discovery, but not in a virtual workspace, where an
+    // aggregated-only `Accept` is a 406 (kcp v0.30.0).
+    let aggregated = rest.len() == 1 && !endpoint.is_virtual_workspace();
+    let form = discovery_form(req, aggregated)?;
     let ok = |v: Value| Ok(json_response(StatusCode::OK, &v));
     match rest {
         ["api"] | ["apis"] if form == crate::media::DiscoveryForm::Aggregated => {

@@ -1384,7 +1384,8 @@ impl Registry {
 
     /// Served groups with their versions (preferred first), core group excluded, in the order
     /// the server lists them: a Kubernetes cluster by its APIServices' priority
-    /// ([`crate::api_services::group_order`]), kcp by [`kcp_group_order`].
+    /// ([`crate::api_services::group_order`]), kcp by [`kcp_group_order`], a virtual
+    /// workspace by name with `apis.kcp.io` last.
     pub(crate) fn groups(&self) -> Vec<(&str, Vec<&str>)> {
         let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for t in self.by_resource.values().filter(|t| !t.group.is_empty()) {
@@ -1396,23 +1397,26 @@ impl Registry {
             }
         }
         let mut groups: Vec<(&str, Vec<&str>)> = groups.into_iter().collect();
-        if self.flavor == Some(Flavor::Kubernetes) {
-            groups.sort_by_key(|(group, _)| crate::api_services::group_order(group));
-        } else {
-            groups.sort_by_key(|(group, _)| kcp_group_order(group));
+        match self.flavor {
+            Some(Flavor::Kubernetes) => {
+                groups.sort_by_key(|(group, _)| crate::api_services::group_order(group));
+            }
+            Some(Flavor::Kcp) => groups.sort_by_key(|(group, _)| kcp_group_order(group)),
+            // A virtual workspace lists what it serves before its own `apis.kcp.io` (an
+            // export's view: the exported groups, then APIBindings; kcp v0.30.0).
+            None => groups.sort_by_key(|(group, _)| (*group == crate::apiexport::GROUP, *group)),
         }
         groups
     }
 
-    /// `GET /api`: the core versions (none when no core resource is served, as in a virtual
-    /// workspace that serves only custom resources), and the server's `host:port` for every
-    /// client.
+    /// `GET /api`: the core version, and the server's `host:port` for every client. A virtual
+    /// workspace that serves no core resource lists `v1` too, though `/api/v1` is its 404 there
+    /// (kcp v0.30.0; `kubectl api-resources` through an export's view reports the empty
+    /// version and exits 1: `kubectl-kcp-provider.yaml`).
     pub fn api_versions(&self, server_address: &str) -> Value {
-        let core = self.by_resource.values().any(|t| t.group.is_empty());
-        let versions: &[&str] = if core { &["v1"] } else { &[] };
         json!({
             "kind": "APIVersions",
-            "versions": versions,
+            "versions": ["v1"],
             "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
         })
     }
