@@ -390,7 +390,7 @@ pub fn cache_dir(kubeconfig: &std::path::Path) -> PathBuf {
 }
 
 /// `text` with kubectl's ages (`0s`, `5m12s`, `3d`) written `<age>`, the times `describe`
-/// prints (`Sun, 29 Nov 2026 10:58:39 +0000`) written `<time>`, and the padding between table
+/// prints (`Sun, 29 Nov 2026 10:58:39 +0000`, `2026-12-03 07:11:44 +0000 UTC`) written `<time>`, and the padding between table
 /// columns (which follows the widths of values such as server URLs) written as three spaces.
 fn without_ages(text: &str) -> String {
     type Patterns = (regex::Regex, regex::Regex, regex::Regex);
@@ -398,8 +398,10 @@ fn without_ages(text: &str) -> String {
     let patterns = PATTERNS.get_or_init(|| {
         // An age is a cell of its own: between blanks or at a line's ends.
         let ages = regex::Regex::new(r"(?m)(^|[ \t])[0-9]+[smhdy]([0-9]+[smhd])?([ \t]|$)").ok()?;
+        // RFC 1123 (`describe`'s), and Go's `time.Time` printed as it is (a NetworkPolicy's
+        // `Created on: 2026-12-03 07:11:44 +0000 UTC`).
         let times = regex::Regex::new(
-            r"[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} [+-][0-9]{4}",
+            r"[A-Z][a-z]{2}, [0-9]{2} [A-Z][a-z]{2} [0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2} [+-][0-9]{4}|[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2} [+-][0-9]{4} [A-Z]{3}",
         )
         .ok()?;
         let padding = regex::Regex::new(r" {2,}").ok()?;
@@ -633,6 +635,14 @@ mod tests {
         assert_eq!(
             without_ages("CreationTimestamp:   Sun, 29 Nov 2026 10:58:39 +0000\nLabels:   a=b"),
             "CreationTimestamp:   <time>\nLabels:   a=b"
+        );
+    }
+
+    #[test]
+    fn go_times_printed_as_they_are_are_written_alike() {
+        assert_eq!(
+            without_ages("Created on:   2026-12-03 07:11:44 +0000 UTC\nLabels:   a=b"),
+            "Created on:   <time>\nLabels:   a=b"
         );
     }
 
