@@ -22,6 +22,7 @@ use serde_json::{Value, json};
 use crate::apiexport::conditions::{self, Condition};
 use crate::managed_fields::{self, FieldManager};
 use crate::resource::{Flavor, GroupResource, ResourceType};
+use crate::schema::{self, CrdSchemas};
 use crate::semantics::now;
 use crate::status::{ApiError, ApiResult};
 use crate::store::{State, Stored};
@@ -124,6 +125,38 @@ pub fn controller_write(
 /// Whether `rt` is one of kcp's own kinds (`*.kcp.io`), which kcp serves as custom resources.
 pub fn is_kcp_kind(rt: &ResourceType) -> bool {
     rt.group.ends_with(".kcp.io")
+}
+
+/// The schemas kcp serves its own kind `rt` with, recorded from a real kcp
+/// ([`recorded_schemas`]): in a kcp server they prune, default and validate every write of it,
+/// as kube-apiserver admits a custom resource.
+pub fn own_schemas(state: &State, rt: &ResourceType) -> Option<&'static CrdSchemas> {
+    if state.flavor != Flavor::Kcp || !is_kcp_kind(rt) {
+        return None;
+    }
+    recorded_schemas::crd_schemas(&rt.group, &rt.kind)
+}
+
+/// Admits a write of one of kcp's own kinds by kcp's schema of it, as kube-apiserver admits a
+/// custom resource: pruned, defaulted and validated. APIExports, APIBindings and
+/// APIResourceSchemas are only pruned and defaulted here: their validation is checked with
+/// kcp's admission, in its order ([`crate::apiexport::hooks`]).
+pub fn admit_own_kind(
+    schemas: &CrdSchemas,
+    rt: &ResourceType,
+    obj: &mut Value,
+    old: Option<&Value>,
+    part: schema::Part,
+) -> ApiResult<Vec<String>> {
+    let validated_by_hooks = rt.group == crate::apiexport::GROUP
+        && matches!(
+            rt.kind.as_str(),
+            "APIExport" | "APIBinding" | "APIResourceSchema"
+        );
+    if validated_by_hooks {
+        return Ok(schema::prune_and_default_reporting(schemas, obj, part));
+    }
+    schema::admit_reporting(schemas, rt, obj, old, part)
 }
 
 /// The defaults kcp's CRD schemas give its kinds when a request is decoded, before the write's
@@ -914,8 +947,7 @@ pub fn is_workspace(rt: &ResourceType) -> bool {
     rt.group == "tenancy.kcp.io" && rt.kind == "Workspace"
 }
 
-/// The kcp rules of an update: a WorkspaceType is checked by kcp's schema
-/// ([`recorded_schemas`]); a Workspace stays where it is ([`workspace_updates::admit`]);
+/// The kcp rules of an update: a Workspace stays where it is ([`workspace_updates::admit`]);
 /// a LogicalCluster's initializers can only be removed, and through a lifecycle view only that
 /// view's own entry can go ([`LifecycleView::check_write`]).
 pub fn check_update(
@@ -924,9 +956,6 @@ pub fn check_update(
     new: &Value,
     through: Option<&LifecycleView>,
 ) -> ApiResult<()> {
-    if rt.group == "tenancy.kcp.io" && rt.kind == "WorkspaceType" {
-        return recorded_schemas::refuse_invalid("tenancy.kcp.io", "WorkspaceType", new, Some(old));
-    }
     if is_workspace(rt) {
         let name = new
             .pointer("/metadata/name")

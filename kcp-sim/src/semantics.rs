@@ -621,6 +621,13 @@ pub fn create(
     // A custom resource is pruned and defaulted as it is decoded, before its writer's fields
     // are recorded (kube-apiserver's decoder does both).
     let pruned = admit_custom_resource(state, cluster, rt, &mut obj, None, schema::Part::Main)?;
+    // With a status subresource, the create's strategy drops the status after decoding, so
+    // what the schema defaults there (a Workspace's `status.phase`) is not the writer's: it
+    // shows when the object is read, as kube-apiserver defaults a custom resource read back.
+    let status_defaults = rt
+        .status
+        .then(|| obj.as_object_mut().and_then(|root| root.remove("status")))
+        .flatten();
     if rt.group == "apps" && rt.kind == "DaemonSet" {
         daemon_sets::stamp_new_template_generation(&mut obj);
     }
@@ -636,6 +643,9 @@ pub fn create(
         certificates::admit_new(&mut obj, &requester);
     } else {
         conversion::record_created(rt, written, &mut obj, &who);
+    }
+    if let (Some(status), Some(root)) = (status_defaults, obj.as_object_mut()) {
+        root.insert("status".into(), status);
     }
     finish_create(
         state,
@@ -708,7 +718,8 @@ fn finish_create(
     })
 }
 
-/// Prunes, defaults and validates a custom resource by its CRD's schema (nothing for other kinds).
+/// Prunes, defaults and validates a custom resource by its CRD's schema, and one of kcp's own
+/// kinds by kcp's (nothing for other kinds).
 fn admit_custom_resource(
     state: &State,
     cluster: &str,
@@ -717,10 +728,27 @@ fn admit_custom_resource(
     old: Option<&Value>,
     part: schema::Part,
 ) -> ApiResult<Vec<String>> {
-    match state.crd_schemas(cluster, rt.group_resource()) {
-        Some(schemas) => schema::admit_reporting(schemas, rt, obj, old, part),
+    if let Some(schemas) = state.crd_schemas(cluster, rt.group_resource()) {
+        return schema::admit_reporting(schemas, rt, obj, old, part);
+    }
+    match kcp::own_schemas(state, rt) {
+        Some(schemas) => kcp::admit_own_kind(schemas, rt, obj, old, part),
         None => Ok(Vec::new()),
     }
+}
+
+/// The schemas a write of `rt` is pruned, defaulted and validated by, as kube-apiserver's
+/// apiextensions server admits a custom resource: its CRD's or bound schema's, or, for one of
+/// kcp's own kinds (which kcp serves as CRDs), kcp's ([`kcp::own_schemas`]).
+fn admission_schemas<'a>(
+    state: &'a State,
+    cluster: &str,
+    rt: &ResourceType,
+) -> Option<&'a schema::CrdSchemas> {
+    state
+        .crd_schemas(cluster, rt.group_resource())
+        .map(Arc::as_ref)
+        .or_else(|| kcp::own_schemas(state, rt))
 }
 
 /// Sets the `kubernetes.io/metadata.name` label of a named Namespace to its name.
@@ -936,9 +964,6 @@ fn default_on_create(
             scheduling::admit_new_class(state, cluster, &name, obj)?;
         }
         ("tenancy.kcp.io", "Workspace") => kcp::schedule_workspace(state, cluster, obj)?,
-        ("tenancy.kcp.io", "WorkspaceType") => {
-            kcp::recorded_schemas::refuse_invalid("tenancy.kcp.io", "WorkspaceType", obj, None)?;
-        }
         _ => apis::on_create(state, cluster, rt, obj)?,
     }
     Ok(())

@@ -197,9 +197,6 @@ pub fn update_errors(group: &str, kind: &str, old: &Value, new: &Value) -> Vec<F
         }
         ("storage.k8s.io", "StorageClass") => errors.extend(storage_class_update_errors(old, new)),
         ("", "Pod") => errors.extend(crate::pod_updates::spec_errors(old, new)),
-        ("tenancy.kcp.io", "Workspace") => {
-            errors.extend(crate::kcp::workspace_updates::validation_errors(old, new));
-        }
         _ => {}
     }
     match (group, kind) {

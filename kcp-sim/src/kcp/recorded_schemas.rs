@@ -7,18 +7,20 @@
 //!
 //! kcp-sim's OpenAPI documents describe kcp's kinds by these schemas, so `kubectl explain`
 //! of a kcp kind reads kcp's own descriptions; `root`'s APIResourceSchemas of kcp's exports
-//! are these; and a WorkspaceType is validated by its schema ([`refuse_invalid`]). Other kcp
-//! kinds are still checked by kcp-sim's own rules (`crate::apiexport::spec_schemas` for
-//! APIExports and APIBindings), not yet pruned or validated by these schemas.
+//! are these; and every write of a kcp kind is pruned, defaulted and validated by them
+//! ([`crd_schemas`], used by [`super::admit_own_kind`]), as kube-apiserver admits a custom
+//! resource: an unknown field is dropped with a warning or refused under strict field
+//! validation, a value the schema forbids is kube's `422`. APIExports, APIBindings and
+//! APIResourceSchemas are validated by kcp-sim's own rules in kcp's admission order
+//! (`crate::apiexport::spec_schemas`, `crate::apiexport::schema`).
 
-use std::collections::HashMap;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::schema::field::{FieldError, refuse_if_invalid};
-use crate::schema::structural::{self, Node};
-use crate::status::ApiResult;
+use crate::schema::field::FieldError;
+use crate::schema::structural::Node;
+use crate::schema::{CrdSchemas, compile_resource_schema};
 
 /// Every recorded kind's spec, parsed once (empty if the file did not parse, which the
 /// module's test rules out).
@@ -55,17 +57,34 @@ pub fn schema(group: &str, version: &str, kind: &str) -> Option<&'static Value> 
         .get("schema")
 }
 
-/// The structural schema of `kind` of `group` at `version`, parsed once.
+/// kcp's schemas of its kind `kind` of `group`, compiled once for the life of the process:
+/// what prunes, defaults and validates a write of that kind, as kube-apiserver admits a
+/// custom resource (kcp serves its own kinds as CRDs and bound APIResourceSchemas).
+pub fn crd_schemas(group: &str, kind: &str) -> Option<&'static CrdSchemas> {
+    static COMPILED: OnceLock<Vec<(String, String, CrdSchemas)>> = OnceLock::new();
+    let compiled = COMPILED.get_or_init(|| {
+        recorded()
+            .iter()
+            .filter_map(|spec| {
+                let group = spec.get("group")?.as_str()?;
+                let kind = spec.pointer("/names/kind")?.as_str()?;
+                let schemas = compile_resource_schema(&json!({ "spec": spec })).ok()?;
+                Some((group.to_owned(), kind.to_owned(), schemas))
+            })
+            .collect()
+    });
+    compiled
+        .iter()
+        .find(|(g, k, _)| g == group && k == kind)
+        .map(|(_, _, schemas)| schemas)
+}
+
+/// The structural schema of `kind` of `group` at `version`.
 fn node(group: &str, version: &str, kind: &str) -> Option<&'static Node> {
-    type Cache = Mutex<HashMap<(String, String, String), Option<&'static Node>>>;
-    static NODES: OnceLock<Cache> = OnceLock::new();
-    let key = (group.to_owned(), version.to_owned(), kind.to_owned());
-    let mut nodes = NODES.get_or_init(Cache::default).lock().ok()?;
-    *nodes.entry(key).or_insert_with(|| {
-        let parsed = structural::parse(schema(group, version, kind)?, "openAPIV3Schema").ok()?;
-        // Parsed once per kind and version for the life of the process.
-        Some(&*Box::leak(Box::new(parsed)))
-    })
+    crd_schemas(group, kind)?
+        .versions
+        .get(version)
+        .map(Arc::as_ref)
 }
 
 /// What kcp's schema of `kind` finds in an object being written (`old` on update): its
@@ -80,11 +99,6 @@ pub fn errors(group: &str, kind: &str, obj: &Value, old: Option<&Value>) -> Vec<
         Some(node) => crate::schema::validation_errors(node, obj, old),
         None => Vec::new(),
     }
-}
-
-/// The `422` of kcp's schema validation of an object of `kind`, if it finds anything.
-pub fn refuse_invalid(group: &str, kind: &str, obj: &Value, old: Option<&Value>) -> ApiResult<()> {
-    refuse_if_invalid(group, kind, obj, &errors(group, kind, obj, old))
 }
 
 #[cfg(test)]
@@ -154,6 +168,44 @@ mod tests {
             found[0].starts_with("spec.limitAllowedChildren.types[0].name: Invalid value: \"X\""),
             "{found:?}"
         );
+    }
+
+    #[test]
+    fn a_workspaces_unknown_fields_are_pruned_and_its_defaults_set() {
+        let schemas = crd_schemas("tenancy.kcp.io", "Workspace").unwrap();
+        let mut ws = serde_json::json!({"apiVersion": "tenancy.kcp.io/v1alpha1",
+            "kind": "Workspace", "metadata": {"name": "a"}, "spec": {"extra": 1}});
+        let pruned =
+            crate::schema::prune_and_default_reporting(schemas, &mut ws, crate::schema::Part::Main);
+        assert_eq!(pruned, ["spec.extra"]);
+        assert_eq!(ws["spec"], serde_json::json!({}));
+        assert_eq!(ws["status"]["phase"], "Scheduling");
+    }
+
+    fn workspace(spec: Value) -> Value {
+        serde_json::json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace",
+            "metadata": {"name": "a"}, "spec": spec})
+    }
+
+    #[test]
+    fn a_workspace_type_path_set_where_there_was_none_breaks_one_rule() {
+        let old = workspace(serde_json::json!({"type": {"name": "a"}}));
+        let new = workspace(serde_json::json!({"type": {"name": "a", "path": "root"}}));
+        let found: Vec<String> = errors("tenancy.kcp.io", "Workspace", &new, Some(&old))
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        assert_eq!(
+            found,
+            ["spec.type: Invalid value: \"object\": path is immutable"]
+        );
+    }
+
+    #[test]
+    fn a_workspace_cluster_set_for_the_first_time_is_no_transition() {
+        let old = workspace(serde_json::json!({"type": {"name": "a"}}));
+        let new = workspace(serde_json::json!({"type": {"name": "a"}, "cluster": "c"}));
+        assert!(errors("tenancy.kcp.io", "Workspace", &new, Some(&old)).is_empty());
     }
 
     #[test]

@@ -228,34 +228,66 @@ pub fn admit_reporting(
     let Some(node) = schemas.for_object(obj) else {
         return Ok(Vec::new());
     };
-    let mut errors = Vec::new();
-    let mut pruned = Vec::new();
+    let pruned = prune_and_default(node, obj, part);
+    let errors = match part {
+        Part::Main => validation_errors(node, obj, old),
+        Part::Status => status_validation_errors(node, obj, old),
+    };
+    refuse_if_invalid(&rt.group, &rt.kind, obj, &errors).map(|()| pruned)
+}
+
+/// The pruning and defaulting of [`admit`] alone, for a kind whose validation is checked
+/// elsewhere: the fields pruning dropped, sorted.
+pub fn prune_and_default_reporting(
+    schemas: &CrdSchemas,
+    obj: &mut Value,
+    part: Part,
+) -> Vec<String> {
+    match schemas.for_object(obj) {
+        Some(node) => prune_and_default(node, obj, part),
+        None => Vec::new(),
+    }
+}
+
+/// Prunes and defaults the part of `obj` a write changes, as kube-apiserver's decoder does to
+/// a custom resource: the fields pruning dropped, sorted.
+fn prune_and_default(node: &Node, obj: &mut Value, part: Part) -> Vec<String> {
     match part {
         Part::Main => {
-            pruned = prune::prune_reporting(node, obj, true);
+            let pruned = prune::prune_reporting(node, obj, true);
             default::apply(node, obj);
-            errors = validation_errors(node, obj, old);
+            pruned
         }
         Part::Status => {
             let Some(status_node) = node.properties.get("status") else {
-                return Ok(Vec::new());
+                return Vec::new();
             };
-            if let Some(status) = obj.get_mut("status") {
-                pruned = prune::prune_reporting(status_node, status, false)
-                    .into_iter()
-                    .map(|p| format!("status.{p}"))
-                    .collect();
-                default::apply(status_node, status);
-            }
-            if let Some(status) = obj.get("status") {
-                let old_status = old.and_then(|o| o.get("status"));
-                let mut path = Path::start(Some("status"));
-                validate::validate(status_node, status, old_status, &mut path, &mut errors);
-                rules_unless_blocked(status_node, status, old_status, &mut path, &mut errors);
-            }
+            let Some(status) = obj.get_mut("status") else {
+                return Vec::new();
+            };
+            let pruned = prune::prune_reporting(status_node, status, false)
+                .into_iter()
+                .map(|p| format!("status.{p}"))
+                .collect();
+            default::apply(status_node, status);
+            pruned
         }
     }
-    refuse_if_invalid(&rt.group, &rt.kind, obj, &errors).map(|()| pruned)
+}
+
+/// What validating a status write finds: the status against the schema's `status`, its
+/// rules unless a blocking error was found.
+fn status_validation_errors(node: &Node, obj: &Value, old: Option<&Value>) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let (Some(status_node), Some(status)) = (node.properties.get("status"), obj.get("status"))
+    else {
+        return errors;
+    };
+    let old_status = old.and_then(|o| o.get("status"));
+    let mut path = Path::start(Some("status"));
+    validate::validate(status_node, status, old_status, &mut path, &mut errors);
+    rules_unless_blocked(status_node, status, old_status, &mut path, &mut errors);
+    errors
 }
 
 /// What validating `obj` (`old` on update) against `node` finds, as kube-apiserver validates a

@@ -15,7 +15,7 @@ use crate::store::State;
 
 /// Reads a client's body as kube-apiserver's decoder does: a builtin kind through its Go type
 /// (unknown fields dropped, zero `omitempty` fields dropped, a value of a wrong type refused
-/// with Go's words); a custom resource's unknown fields are found here only under `Strict`
+/// with Go's words); a custom resource's (or a kcp kind's) unknown fields are found here only under `Strict`
 /// (pruning drops and warns of them later). Answers what field validation judges, with the
 /// request's duplicate keys.
 fn decode_as_go(
@@ -30,8 +30,7 @@ fn decode_as_go(
         unknown: Vec::new(),
         duplicates: opts.duplicates.clone(),
     };
-    let custom = state.crd_schemas(cluster, rt.group_resource());
-    if let Some(schemas) = custom {
+    if let Some(schemas) = super::admission_schemas(state, cluster, rt) {
         if opts.field_validation == Some(FieldValidation::Strict) {
             findings.unknown = schema::unknown_fields(schemas, obj);
         }
