@@ -1385,7 +1385,7 @@ impl Registry {
     /// Served groups with their versions (preferred first), core group excluded, in the order
     /// the server lists them: a Kubernetes cluster by its APIServices' priority
     /// ([`crate::api_services::group_order`]), kcp by [`kcp_group_order`], a virtual
-    /// workspace by name with `apis.kcp.io` last.
+    /// workspace by name.
     pub(crate) fn groups(&self) -> Vec<(&str, Vec<&str>)> {
         let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
         for t in self.by_resource.values().filter(|t| !t.group.is_empty()) {
@@ -1402,9 +1402,10 @@ impl Registry {
                 groups.sort_by_key(|(group, _)| crate::api_services::group_order(group));
             }
             Some(Flavor::Kcp) => groups.sort_by_key(|(group, _)| kcp_group_order(group)),
-            // A virtual workspace lists what it serves before its own `apis.kcp.io` (an
-            // export's view: the exported groups, then APIBindings; kcp v0.30.0).
-            None => groups.sort_by_key(|(group, _)| (*group == crate::apiexport::GROUP, *group)),
+            // A virtual workspace: kcp v0.30.0 writes its groups in Go's map order (an export's
+            // view gave its exported group first on one start and `apis.kcp.io` first on
+            // another), so kcp-sim keeps them in the order of their names.
+            None => {}
         }
         groups
     }
