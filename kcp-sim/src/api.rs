@@ -1030,6 +1030,7 @@ fn check_shape(rt: &ResourceType, target: &Target, custom: bool) -> ApiResult<()
     let served = |sub: &str| match sub {
         "status" => rt.has_status(&target.version),
         "approval" => crate::certificates::is_request(rt),
+        crate::ephemeral_containers::SUBRESOURCE => rt.group.is_empty() && rt.plural == "pods",
         _ => false,
     };
     if let Some(sub) = &target.subresource

@@ -198,6 +198,7 @@ fn write_options(manager: Option<&str>, force: bool) -> WriteOptions {
         lifecycle: None,
         scale: false,
         approval: false,
+        ephemeral_containers: false,
         requester: None,
         field_validation: Some(crate::field_validation::FieldValidation::Warn),
         duplicates: Vec::new(),

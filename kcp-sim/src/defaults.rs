@@ -514,7 +514,7 @@ fn pod_spec(pod: &mut Map<String, Value>) {
     default(pod, "securityContext", json!({}));
     default(pod, "terminationGracePeriodSeconds", json!(30));
     default_zero(pod, "schedulerName", json!("default-scheduler"));
-    for key in ["initContainers", "containers"] {
+    for key in ["initContainers", "containers", "ephemeralContainers"] {
         items(pod, key).for_each(container);
     }
     items(pod, "volumes").for_each(volume);

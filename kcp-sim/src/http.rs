@@ -514,6 +514,8 @@ async fn route(
         lifecycle: None,
         scale: target.subresource.as_deref() == Some("scale"),
         approval: target.subresource.as_deref() == Some("approval"),
+        ephemeral_containers: target.subresource.as_deref()
+            == Some(crate::ephemeral_containers::SUBRESOURCE),
         requester: Some(user.clone().unwrap_or_else(User::admin)),
         field_validation: None,
         duplicates: Vec::new(),
@@ -562,6 +564,9 @@ async fn route(
         let (code, answer) =
             answered::answer(sim, answered::Question { body, ..question }, &asker)?;
         return Ok(json_response(code, &answer));
+    }
+    if target.subresource.is_some() && matches!(method, Method::POST | Method::DELETE) {
+        refuse_subresource_method(sim, &target)?;
     }
     match (method, target.name.is_some()) {
         (Method::GET, true) => {
@@ -664,6 +669,23 @@ async fn route(
             "the server does not allow this method on the requested resource: {m}"
         ))),
     }
+}
+
+/// Refuses a create or delete of a builtin kind's subresource that is only read and written
+/// (`status`, `approval`, `ephemeralcontainers`) with the 405 of a route without that method,
+/// after an unserved subresource's 404 (a delete went to the object itself before). A custom
+/// resource's subresource is left to the handlers below.
+fn refuse_subresource_method(sim: &Sim, target: &Target) -> ApiResult<()> {
+    let state = sim.read();
+    if sim
+        .resolve(&state, target, crate::faults::Verb::Get)?
+        .custom
+    {
+        return Ok(());
+    }
+    Err(ApiError::method_not_allowed(
+        "the server does not allow this method on the requested resource",
+    ))
 }
 
 /// A write's `fieldValidation`, and the keys its JSON body repeats (a create's or update's

@@ -53,6 +53,7 @@ pub mod crd;
 pub mod crd_names;
 pub mod daemon_sets;
 pub mod defaults;
+pub mod ephemeral_containers;
 pub mod error;
 pub mod event_apis;
 pub mod events;

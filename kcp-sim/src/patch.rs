@@ -425,13 +425,23 @@ fn merge_value(
             };
             Ok(merge_map(base, patch, Some(path), path.go)?.map(Value::Object))
         }
-        Value::Array(patch) => {
-            let base = match original {
-                Some(Value::Array(list)) => list,
-                _ => Vec::new(),
-            };
-            merge_list(base, patch, path).map(|list| Some(Value::Array(list)))
-        }
+        Value::Array(patch) => match original {
+            Some(Value::Array(list)) => {
+                merge_list(list, patch, path).map(|list| Some(Value::Array(list)))
+            }
+            // A list the target does not hold is the patch's, as it is (kube's `mergeMap`):
+            // elements with the same merge key are not merged, validation finds them.
+            _ if !patch.iter().any(|e| e.get(DIRECTIVE).is_some()) => {
+                let element_path = Path {
+                    segment: ELEMENT,
+                    parent: Some(path),
+                    go: path.go.and_then(GoType::item),
+                };
+                cleaned(&patch.iter().collect::<Vec<_>>(), &element_path)
+                    .map(|list| Some(Value::Array(list)))
+            }
+            _ => merge_list(Vec::new(), patch, path).map(|list| Some(Value::Array(list))),
+        },
         Value::Null => Ok(None),
         scalar => Ok(Some(scalar.clone())),
     }

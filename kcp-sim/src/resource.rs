@@ -223,7 +223,9 @@ impl ResourceType {
                     kind: "TokenRequest".into(),
                     verbs: &["create"],
                 },
-                "approval" => own("approval", &["get", "patch", "update"]),
+                "approval" | crate::ephemeral_containers::SUBRESOURCE => {
+                    own(name, &["get", "patch", "update"])
+                }
                 "log" => own("log", &["get"]),
                 "attach" | "exec" | "portforward" => Subresource {
                     kind: match *name {
@@ -381,6 +383,7 @@ fn builtin(
             ("", "pods") => &[
                 "attach",
                 "binding",
+                crate::ephemeral_containers::SUBRESOURCE,
                 "eviction",
                 "exec",
                 "log",

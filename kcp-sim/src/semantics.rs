@@ -31,9 +31,10 @@ use crate::schema::field::invalid_object;
 use crate::status::{ApiError, ApiResult, StatusCause};
 use crate::store::{State, Stored};
 use crate::{
-    api_services, batch, certificates, crd, daemon_sets, defaults, flowcontrol, garbage_collector,
-    ip_addresses, kcp, limit_ranges, object_meta, persistent_volumes, pods, scheduling, schema,
-    services, status_writes, validation, volume_claims,
+    api_services, batch, certificates, crd, daemon_sets, defaults, ephemeral_containers,
+    flowcontrol, garbage_collector, ip_addresses, kcp, limit_ranges, object_meta,
+    persistent_volumes, pods, scheduling, schema, services, status_writes, validation,
+    volume_claims,
 };
 
 mod decoding;
@@ -63,6 +64,9 @@ pub struct WriteOptions {
     /// Set when the write comes through a CertificateSigningRequest's `/approval`
     /// subresource (recorded under it).
     pub approval: bool,
+    /// Set when the write comes through a Pod's `/ephemeralcontainers` subresource, which
+    /// writes only the pod's ephemeral containers ([`crate::ephemeral_containers`]).
+    pub ephemeral_containers: bool,
     /// Who writes: recorded where a strategy records its requester (a new
     /// CertificateSigningRequest's spec); `None` is kcp-sim's admin.
     pub requester: Option<User>,
@@ -1055,6 +1059,39 @@ pub fn update(
     .map(|written| warned_first(decoded, written))
 }
 
+/// The object a write's field bookkeeping is recorded from. kube-apiserver's field manager sees
+/// the decoded request, before the kind's strategy drops what that write may not change.
+enum SeenByManager {
+    /// The object stored.
+    Stored,
+    /// A custom resource's status write: the object stored, with the metadata the write sent
+    /// ([`status_writes::seen_by_field_manager`]).
+    SentMetadata(Value),
+    /// A write through a pod's `/ephemeralcontainers`: the whole pod it sent, with the stored
+    /// object's field entries.
+    Sent(Value),
+}
+
+impl SeenByManager {
+    /// The object to record from, `None` for the object stored.
+    fn object(self, stored: &Value) -> Option<Value> {
+        match self {
+            Self::Stored => None,
+            Self::SentMetadata(sent) => Some(status_writes::seen_by_field_manager(stored, &sent)),
+            Self::Sent(mut sent) => {
+                let entries = stored.pointer("/metadata/managedFields").cloned();
+                if let Some(metadata) = sent.get_mut("metadata").and_then(Value::as_object_mut) {
+                    match entries {
+                        Some(entries) => metadata.insert("managedFields".into(), entries),
+                        None => metadata.remove("managedFields"),
+                    };
+                }
+                Some(sent)
+            }
+        }
+    }
+}
+
 /// Merges a requested new version onto the stored one by the status-subresource rules, does the
 /// field bookkeeping, and stores it unless nothing changed.
 #[allow(clippy::too_many_arguments)]
@@ -1077,16 +1114,19 @@ fn write_update(
     object_meta::drop_empty_collections(&mut requested);
     let deletion_sent = requested.pointer("/metadata/deletionTimestamp").cloned();
     let csr = certificates::part(rt, status, opts.approval);
-    // A custom resource's status write is recorded with the metadata it sent, which its
-    // strategy does not store.
-    let mut sent_metadata_of = None;
+    // What the field manager records a write from, where that is not the object stored.
+    let mut seen = SeenByManager::Stored;
     let mut new = if let Some(part) = csr {
         certificates::merge_update(part, &old, requested)
+    } else if opts.ephemeral_containers {
+        let stored = ephemeral_containers::stored(&old, &requested);
+        seen = SeenByManager::Sent(requested);
+        stored
     } else if status {
         let custom = state.is_custom(cluster, rt.group_resource());
         let mut merged = status_writes::stored(rt, custom, &old, &requested);
         if custom {
-            sent_metadata_of = Some(requested.clone());
+            seen = SeenByManager::SentMetadata(requested.clone());
         }
         if applied && let Some(mf) = requested.pointer("/metadata/managedFields") {
             meta_mut(&mut merged)?.insert("managedFields".into(), mf.clone());
@@ -1167,6 +1207,9 @@ fn write_update(
         services::default_load_balancer_status(&mut new);
         errors.extend(services::load_balancer_status_errors(&new));
     }
+    if opts.ephemeral_containers {
+        errors.extend(ephemeral_containers::update_errors(&old, &new));
+    }
     if let Some(part) = csr {
         certificates::stamp_condition_times(&old, &mut new, &now());
         errors.extend(certificates::update_errors(part, &old, &new));
@@ -1192,6 +1235,7 @@ fn write_update(
     apis::check_update(rt, &old, &new)?;
     let subresource = match (status, opts.scale) {
         (true, _) if opts.approval => Some("approval"),
+        (true, _) if opts.ephemeral_containers => Some(ephemeral_containers::SUBRESOURCE),
         (true, _) => Some("status"),
         (false, true) => Some("scale"),
         (false, false) => None,
@@ -1258,7 +1302,7 @@ fn write_update(
             time: &now,
             api_version: &rt.api_version(version),
         };
-        match sent_metadata_of.map(|sent| status_writes::seen_by_field_manager(&new, &sent)) {
+        match seen.object(&new) {
             Some(mut seen) => {
                 managed_fields::record_update(Some(&old), &mut seen, &who);
                 if let Some(entries) = seen.pointer("/metadata/managedFields") {

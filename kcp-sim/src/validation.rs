@@ -33,6 +33,7 @@ const IMMUTABLE_SET: &str = "field is immutable when `immutable` is set";
 pub fn create_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
     match (group, kind) {
         ("", "ConfigMap") => config_map_errors(obj),
+        ("", "Pod") => crate::ephemeral_containers::create_errors(obj),
         ("", "Secret") => secret_errors(obj),
         ("", "Service") => service_port_errors(obj),
         ("", "Event") => crate::event_apis::create_errors("", obj),
@@ -200,8 +201,9 @@ pub fn update_errors(group: &str, kind: &str, old: &Value, new: &Value) -> Vec<F
         _ => {}
     }
     match (group, kind) {
-        // A core Event's namespaces are checked on create only.
-        ("", "Event") => {}
+        // A core Event's namespaces are checked on create only, and so are a pod's ephemeral
+        // containers (an update that changes them is refused as any change of a pod's spec).
+        ("", "Event" | "Pod") => {}
         (crate::event_apis::GROUP, "Event") => {
             errors.extend(crate::event_apis::update_errors(old, new));
         }

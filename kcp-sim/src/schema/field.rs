@@ -21,6 +21,8 @@ pub enum ErrorType {
     Duplicate,
     /// `FieldValueForbidden`: "Forbidden".
     Forbidden,
+    /// `FieldValueNotFound`: "Not found".
+    NotFound,
     /// `FieldValueTooLong`: "Too long".
     TooLong,
     /// `FieldValueTooMany`: "Too many".
@@ -37,6 +39,7 @@ impl ErrorType {
             Self::NotSupported => "FieldValueNotSupported",
             Self::Duplicate => "FieldValueDuplicate",
             Self::Forbidden => "FieldValueForbidden",
+            Self::NotFound => "FieldValueNotFound",
             Self::TooLong => "FieldValueTooLong",
             Self::TooMany => "FieldValueTooMany",
         }
@@ -49,6 +52,7 @@ impl ErrorType {
             Self::NotSupported => "Unsupported value",
             Self::Duplicate => "Duplicate value",
             Self::Forbidden => "Forbidden",
+            Self::NotFound => "Not found",
             Self::TooLong => "Too long",
             Self::TooMany => "Too many",
         }
