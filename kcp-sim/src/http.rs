@@ -525,6 +525,9 @@ async fn route(
     } else {
         opts
     };
+    if target.subresource.is_some() && matches!(method, Method::POST | Method::DELETE) {
+        refuse_subresource_method(sim, &target, &method)?;
+    }
     if opts.scale {
         let table = table_version.map(|version| (query.get("includeObject"), version));
         return scale_subresource(sim, &target, &method, &body, &content_type, &opts, table).await;
@@ -564,9 +567,6 @@ async fn route(
         let (code, answer) =
             answered::answer(sim, answered::Question { body, ..question }, &asker)?;
         return Ok(json_response(code, &answer));
-    }
-    if target.subresource.is_some() && matches!(method, Method::POST | Method::DELETE) {
-        refuse_subresource_method(sim, &target)?;
     }
     match (method, target.name.is_some()) {
         (Method::GET, true) => {
@@ -671,20 +671,57 @@ async fn route(
     }
 }
 
-/// Refuses a create or delete of a builtin kind's subresource that is only read and written
-/// (`status`, `approval`, `ephemeralcontainers`) with the 405 of a route without that method,
-/// after an unserved subresource's 404 (a delete went to the object itself before). A custom
-/// resource's subresource is left to the handlers below.
-fn refuse_subresource_method(sim: &Sim, target: &Target) -> ApiResult<()> {
-    let state = sim.read();
-    if sim
-        .resolve(&state, target, crate::faults::Verb::Get)?
-        .custom
-    {
+/// The subresources that are read, updated and patched in place, never created or deleted.
+const WRITTEN_IN_PLACE: &[&str] = &[
+    "status",
+    "scale",
+    "approval",
+    crate::ephemeral_containers::SUBRESOURCE,
+];
+
+/// Refuses a create or delete of a subresource written in place, after an unserved
+/// subresource's 404 and before the object is looked for (a delete went to the object itself
+/// before): a builtin kind's is the 405 of a route without that method, a custom resource's
+/// the apiextensions server's `NewMethodNotSupported`. Other subresources (`token`,
+/// `binding`, `eviction`, a pod's connections) are created; their handlers judge the method.
+fn refuse_subresource_method(sim: &Sim, target: &Target, method: &Method) -> ApiResult<()> {
+    let Some(subresource) = target.subresource.as_deref() else {
+        return Ok(());
+    };
+    if !WRITTEN_IN_PLACE.contains(&subresource) {
         return Ok(());
     }
-    Err(ApiError::method_not_allowed(
-        "the server does not allow this method on the requested resource",
+    let custom = {
+        let state = sim.read();
+        if subresource == "scale" {
+            let main = Target {
+                subresource: None,
+                ..target.clone()
+            };
+            let r = sim.resolve(&state, &main, crate::faults::Verb::Get)?;
+            if r.rt.scale_of(&target.version).is_none() {
+                return Err(crate::api::unserved_subresource(&r.rt, target, r.custom));
+            }
+            r.custom
+        } else {
+            sim.resolve(&state, target, crate::faults::Verb::Get)?
+                .custom
+        }
+    };
+    if !custom {
+        return Err(ApiError::method_not_allowed(
+            "the server does not allow this method on the requested resource",
+        ));
+    }
+    let verb = if *method == Method::POST {
+        "create"
+    } else {
+        "delete"
+    };
+    Err(ApiError::method_not_supported(
+        &target.group,
+        &target.plural,
+        verb,
     ))
 }
 

@@ -123,6 +123,24 @@ impl ApiError {
         self
     }
 
+    /// `405 MethodNotAllowed` as apimachinery's `NewMethodNotSupported` words it (the
+    /// apiextensions server's answer to a verb a custom resource's subresource does not serve):
+    /// `<verb> is not supported on resources of kind "<resource>[.<group>]"`.
+    pub fn method_not_supported(group: &str, resource: &str, verb: &str) -> Self {
+        let mut error = Self::new(
+            405,
+            "MethodNotAllowed",
+            format!(
+                "{verb} is not supported on resources of kind \"{}\"",
+                qualified(group, resource)
+            ),
+        );
+        let details = error.details_mut();
+        details.group = Some(group.to_string());
+        details.kind = Some(resource.to_string());
+        error
+    }
+
     /// `404 NotFound`: `<resource>[.<group>] "<name>" not found`.
     pub fn not_found(group: &str, resource: &str, name: &str) -> Self {
         Self::new(
