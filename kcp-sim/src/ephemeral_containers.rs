@@ -39,15 +39,11 @@ const REFUSED: &str = "cannot be set for an Ephemeral Container";
 /// `dropNonEphemeralContainerUpdates`); everything else the write sent is dropped.
 pub fn stored(old: &Value, sent: &Value) -> Value {
     let mut pod = old.clone();
-    for key in ["name", "namespace", "uid", "resourceVersion"] {
-        let value = sent.pointer(&format!("/metadata/{key}")).cloned();
-        if let Some(metadata) = pod.get_mut("metadata").and_then(Value::as_object_mut) {
-            match value {
-                Some(value) => metadata.insert(key.into(), value),
-                None => metadata.remove(key),
-            };
-        }
-    }
+    crate::object_meta::take_metadata(
+        &mut pod,
+        sent,
+        &["name", "namespace", "uid", "resourceVersion"],
+    );
     let ephemeral = sent.pointer("/spec/ephemeralContainers").cloned();
     if let Some(spec) = pod.get_mut("spec").and_then(Value::as_object_mut) {
         match ephemeral {

@@ -499,6 +499,20 @@ pub fn name_errors(kind: (&str, &str), generate_name: Option<&str>, name: &str) 
     errors
 }
 
+/// Sets `keys` of `object`'s metadata to what `sent` holds there, removing those it does not
+/// hold (a subresource's strategy keeps these of the sent object, the rest of the stored one).
+pub fn take_metadata(object: &mut Value, sent: &Value, keys: &[&str]) {
+    for key in keys {
+        let value = sent.pointer(&format!("/metadata/{key}")).cloned();
+        if let Some(metadata) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            match value {
+                Some(value) => metadata.insert((*key).into(), value),
+                None => metadata.remove(*key),
+            };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -70,15 +70,11 @@ pub fn stored(rt: &ResourceType, custom: bool, old: &Value, requested: &Value) -
 /// sent (which its strategy did not store).
 pub fn seen_by_field_manager(stored: &Value, requested: &Value) -> Value {
     let mut seen = stored.clone();
-    for key in ["labels", "annotations", "finalizers", "ownerReferences"] {
-        let sent = requested.pointer(&format!("/metadata/{key}")).cloned();
-        if let Some(metadata) = seen.get_mut("metadata").and_then(Value::as_object_mut) {
-            match sent {
-                Some(value) => metadata.insert(key.into(), value),
-                None => metadata.remove(key),
-            };
-        }
-    }
+    crate::object_meta::take_metadata(
+        &mut seen,
+        requested,
+        &["labels", "annotations", "finalizers", "ownerReferences"],
+    );
     seen
 }
 
