@@ -525,7 +525,7 @@ async fn route(
     } else {
         opts
     };
-    if target.subresource.is_some() && matches!(method, Method::POST | Method::DELETE) {
+    if matches!(method, Method::POST | Method::DELETE) {
         refuse_subresource_method(sim, &target, &method)?;
     }
     if opts.scale {

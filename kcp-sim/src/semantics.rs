@@ -1079,13 +1079,7 @@ impl SeenByManager {
             Self::Stored => None,
             Self::SentMetadata(sent) => Some(status_writes::seen_by_field_manager(stored, &sent)),
             Self::Sent(mut sent) => {
-                let entries = stored.pointer("/metadata/managedFields").cloned();
-                if let Some(metadata) = sent.get_mut("metadata").and_then(Value::as_object_mut) {
-                    match entries {
-                        Some(entries) => metadata.insert("managedFields".into(), entries),
-                        None => metadata.remove("managedFields"),
-                    };
-                }
+                object_meta::take_metadata(&mut sent, stored, &["managedFields"]);
                 Some(sent)
             }
         }
