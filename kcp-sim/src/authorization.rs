@@ -89,7 +89,8 @@ impl User {
         }
     }
 
-    fn is_admin(&self) -> bool {
+    /// Whether the user is in `system:masters`, which RBAC never refuses.
+    pub fn is_admin(&self) -> bool {
         self.groups.iter().any(|g| g == "system:masters")
     }
 }
@@ -346,7 +347,12 @@ fn rbac_allows(state: &State, cluster: &str, user: &User, attrs: &Attributes) ->
 
 /// The rules of the roles bound to `user` by cluster bindings, then by bindings in
 /// `namespace` (none when it is empty), in the order the bindings are stored.
-fn bound_rules(state: &State, cluster: &str, user: &User, namespace: &str) -> Vec<Value> {
+pub(crate) fn bound_rules(
+    state: &State,
+    cluster: &str,
+    user: &User,
+    namespace: &str,
+) -> Vec<Value> {
     let Some(data) = state.clusters.get(cluster) else {
         return Vec::new();
     };
@@ -405,7 +411,7 @@ fn namespace_of(object: &Value) -> String {
 
 /// Whether a binding names the user, one of its groups, or (for a ServiceAccount user) its
 /// ServiceAccount.
-fn binds(binding: &Value, user: &User) -> bool {
+pub(crate) fn binds(binding: &Value, user: &User) -> bool {
     let subjects = binding.get("subjects").and_then(Value::as_array);
     subjects.into_iter().flatten().any(|subject| {
         let name = text(subject, "/name");

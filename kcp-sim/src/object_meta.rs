@@ -429,7 +429,7 @@ pub fn deletion_timestamp_errors(old: &Value, sent: Option<&Value>) -> Vec<Field
 }
 
 /// `path.ValidatePathSegmentName`: a prefix (a `generateName`) may be `.` or `..`.
-fn path_segment_errors(name: &str, prefix: bool) -> Vec<String> {
+pub(crate) fn path_segment_errors(name: &str, prefix: bool) -> Vec<String> {
     if !prefix && let Some(bad) = [".", ".."].into_iter().find(|bad| name == *bad) {
         return vec![format!("may not be '{bad}'")];
     }

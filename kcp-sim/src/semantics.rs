@@ -25,6 +25,8 @@ use crate::managed_fields::{self, FieldManager};
 use crate::object_meta::finalizers_of;
 use crate::patch;
 use crate::preconditions;
+use crate::rbac_escalation::{self, RbacWrite};
+use crate::rbac_validation;
 use crate::resource::{GroupResource, ResourceType};
 use crate::scale_fields;
 use crate::schema::field::invalid_object;
@@ -577,6 +579,8 @@ pub fn create(
     {
         name = format!("{prefix}{}", generated_suffix());
     }
+    let write = RbacWrite::new(cluster, rt, &ns, &name, None, &obj);
+    rbac_escalation::check(state, &write, opts.requester.as_ref())?;
     let mut errors =
         object_meta::create_errors((&rt.group, &rt.kind), generate.as_deref(), &name, &obj);
     if !state.is_custom(cluster, rt.group_resource()) {
@@ -850,6 +854,9 @@ fn decode_defaults(
             flowcontrol::priority_level_defaults(obj)
         }
         ("", "PersistentVolume") => defaults::persistent_volume(obj),
+        (rbac_validation::GROUP, "RoleBinding" | "ClusterRoleBinding") => {
+            rbac_validation::binding_defaults(obj);
+        }
         ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => {
             defaults::webhook_configuration(obj, false);
         }
@@ -1052,6 +1059,8 @@ pub fn update(
         meta_str(&obj, "uid"),
         meta_str(&old, "uid").unwrap_or_default(),
     )?;
+    let write = RbacWrite::new(cluster, rt, namespace, name, Some(&old), &obj);
+    rbac_escalation::check(state, &write, opts.requester.as_ref())?;
     preconditions::update_revision(rt, name, meta_str(&obj, "resourceVersion"), current.rv)?;
     write_update(
         state, cluster, rt, version, namespace, name, status, old, obj, opts, false,
@@ -1398,6 +1407,8 @@ pub fn patch(
             "the namespace of the object ({patched_namespace}) does not match the namespace on the request ({namespace})"
         )));
     }
+    let write = RbacWrite::new(cluster, rt, namespace, name, Some(&old), &new);
+    rbac_escalation::check(state, &write, opts.requester.as_ref())?;
     // A resourceVersion the patch sets is a precondition; one it removes makes the update
     // unconditional, which a kind that does not allow that refuses as a PUT without one.
     preconditions::update_revision(rt, name, meta_str(&new, "resourceVersion"), current.rv)?;
@@ -1501,6 +1512,8 @@ fn apply(
             if status {
                 return Err(ApiError::not_found(&rt.group, &rt.plural, name));
             }
+            let write = RbacWrite::new(cluster, rt, namespace, name, None, &applied);
+            rbac_escalation::check(state, &write, opts.requester.as_ref())?;
             let errors = object_meta::create_errors((&rt.group, &rt.kind), None, name, &applied);
             if !errors.is_empty() {
                 return Err(invalid_object(rt.stored_group(), &rt.kind, name, &errors));
@@ -1546,6 +1559,8 @@ fn apply(
             as_go_stores(state, cluster, rt, version, &mut new);
             decode_defaults(state, cluster, rt, &mut new)?;
             conversion::to_storage(rt, version, &mut new)?;
+            let write = RbacWrite::new(cluster, rt, namespace, name, Some(&old), &new);
+            rbac_escalation::check(state, &write, opts.requester.as_ref())?;
             write_update(
                 state, cluster, rt, version, namespace, name, status, old, new, opts, true,
             )

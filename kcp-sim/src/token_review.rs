@@ -79,8 +79,8 @@ fn authenticate(
     if audiences.is_empty() {
         return Err(refused(format!(
             "token audiences {} is invalid for the target audiences {}",
-            quoted(&held),
-            quoted(asked)
+            crate::go_quote::quoted_list(&held),
+            crate::go_quote::quoted_list(asked)
         )));
     }
     if claims["exp"].as_i64().unwrap_or(0) <= jiff::Timestamp::now().as_second() {
@@ -131,24 +131,4 @@ fn service_account_user(state: &State, cluster: &str, claims: &Value) -> Result<
         ],
         "extra": {"authentication.kubernetes.io/credential-id": [format!("JTI={}", text("/jti"))]},
     }))
-}
-
-/// A list as Go's `%q` of a string slice writes it: `["a" "b"]`.
-fn quoted(list: &[String]) -> String {
-    let items: Vec<String> = list.iter().map(|s| format!("{s:?}")).collect();
-    format!("[{}]", items.join(" "))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn audiences_are_quoted_as_go_quotes_a_slice() {
-        assert_eq!(
-            quoted(&["https://kubernetes.default.svc".to_string()]),
-            "[\"https://kubernetes.default.svc\"]"
-        );
-        assert_eq!(quoted(&["a".into(), "b".into()]), "[\"a\" \"b\"]");
-    }
 }

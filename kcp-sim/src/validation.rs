@@ -22,6 +22,7 @@ use serde_json::{Map, Value, json};
 use kcp_core::selector::LabelSelector;
 
 use crate::object_meta::regex_error;
+use crate::rbac_validation;
 use crate::schema::field::FieldError;
 
 const CONFIG_KEY_FMT: &str = "[-._a-zA-Z0-9]+";
@@ -50,6 +51,12 @@ pub fn create_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
         }
         ("admissionregistration.k8s.io", "ValidatingAdmissionPolicy") => {
             admission_policy_errors(obj)
+        }
+        (rbac_validation::GROUP, "Role") => rbac_validation::role_errors(obj, true),
+        (rbac_validation::GROUP, "ClusterRole") => rbac_validation::role_errors(obj, false),
+        (rbac_validation::GROUP, "RoleBinding") => rbac_validation::binding_errors(obj, true),
+        (rbac_validation::GROUP, "ClusterRoleBinding") => {
+            rbac_validation::binding_errors(obj, false)
         }
         _ => Vec::new(),
     }
@@ -208,6 +215,9 @@ pub fn update_errors(group: &str, kind: &str, old: &Value, new: &Value) -> Vec<F
             errors.extend(crate::event_apis::update_errors(old, new));
         }
         _ => errors.extend(create_errors(group, kind, new)),
+    }
+    if group == rbac_validation::GROUP && matches!(kind, "RoleBinding" | "ClusterRoleBinding") {
+        errors.extend(rbac_validation::role_ref_change_error(old, new));
     }
     errors
 }

@@ -97,7 +97,15 @@ fn print_slowest<'a, T: 'a>(on: &str, ran: impl Iterator<Item = &'a Ran<T>>) {
     timings.sort();
     let all: f64 = timings.iter().map(|(took, _)| took.as_secs_f64()).sum();
     println!("{} cases {on}: {all:.0} s of cases in all", timings.len());
-    for (took, id) in timings.iter().rev().take(5) {
+    for (took, id) in timings
+        .iter()
+        .rev()
+        .take(if std::env::var("TIMINGS_ALL").is_ok() {
+            10000
+        } else {
+            5
+        })
+    {
         println!("slowest {on}: {:.2} s {id}", took.as_secs_f64());
     }
 }

@@ -119,6 +119,13 @@ impl FieldError {
         Self::new(ErrorType::Invalid, field, Some(value), detail)
     }
 
+    /// `Unsupported value: <value>: supported values: "a", "b"` (`field.NotSupported`).
+    pub fn not_supported(field: impl Into<String>, value: Value, supported: &[&str]) -> Self {
+        let quoted: Vec<String> = supported.iter().map(|s| format!("{s:?}")).collect();
+        let detail = format!("supported values: {}", quoted.join(", "));
+        Self::new(ErrorType::NotSupported, field, Some(value), detail)
+    }
+
     /// `Forbidden: detail`.
     pub fn forbidden(field: impl Into<String>, detail: impl Into<String>) -> Self {
         Self::new(ErrorType::Forbidden, field, None, detail)
