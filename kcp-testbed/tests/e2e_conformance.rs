@@ -9,7 +9,8 @@
 //! With `KCP_RS_BACKEND=real` the cases run on the real servers, and their answers must still be
 //! the recorded ones (kcp-sim is held to those in the fast suite); with
 //! `KCP_RS_CONFORMANCE_RECORD=1` they are written instead, and kcp-sim is held to them at once.
-//! `KCP_RS_CONFORMANCE_ONLY=<file>[,<file>]` runs only those case files.
+//! `KCP_RS_CONFORMANCE_ONLY=<file>[,<file>]` runs only those case files;
+//! `KCP_RS_CONFORMANCE_TIMINGS=1` prints the time of every case, not only the five slowest.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -97,15 +98,12 @@ fn print_slowest<'a, T: 'a>(on: &str, ran: impl Iterator<Item = &'a Ran<T>>) {
     timings.sort();
     let all: f64 = timings.iter().map(|(took, _)| took.as_secs_f64()).sum();
     println!("{} cases {on}: {all:.0} s of cases in all", timings.len());
-    for (took, id) in timings
-        .iter()
-        .rev()
-        .take(if std::env::var("TIMINGS_ALL").is_ok() {
-            10000
-        } else {
-            5
-        })
-    {
+    // KCP_RS_CONFORMANCE_TIMINGS=1 prints every case's time, to find where a suite's time goes.
+    let shown = match std::env::var("KCP_RS_CONFORMANCE_TIMINGS") {
+        Ok(v) if v == "1" => timings.len(),
+        _ => 5,
+    };
+    for (took, id) in timings.iter().rev().take(shown) {
         println!("slowest {on}: {:.2} s {id}", took.as_secs_f64());
     }
 }
