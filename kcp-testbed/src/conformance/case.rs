@@ -90,6 +90,10 @@ pub struct Step {
     /// What a kubectl step reads on its standard input (`-f -`).
     #[serde(default)]
     pub stdin: Option<String>,
+    /// Environment variables a kubectl step runs with (`KUBE_EDITOR` for `kubectl edit`),
+    /// substituted as its arguments are.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
     /// Request headers (`Content-Type` defaults to `application/json` with a body).
     #[serde(default)]
     pub headers: BTreeMap<String, String>,

@@ -316,9 +316,14 @@ async fn run_kubectl(
         .as_deref()
         .map(|s| substitute(s, names, earlier))
         .transpose()?;
+    let env = step
+        .env
+        .iter()
+        .map(|(key, value)| Ok((key.clone(), substitute(value, names, earlier)?)))
+        .collect::<Result<Vec<(String, String)>, String>>()?;
     let output = tokio::task::spawn_blocking(move || {
         let binary = kubectl_binary()?;
-        kubectl_output(&binary, &kubeconfig, &args, stdin.as_deref())
+        kubectl_output(&binary, &kubeconfig, &args, stdin.as_deref(), &env)
     })
     .await
     .map_err(|e| format!("running kubectl: {e}"))??;
@@ -343,6 +348,7 @@ fn kubectl_output(
     kubeconfig: &std::path::Path,
     args: &[String],
     stdin: Option<&str>,
+    env: &[(String, String)],
 ) -> Result<std::process::Output, String> {
     use std::io::Write as _;
     use std::process::{Command, Stdio};
@@ -355,6 +361,7 @@ fn kubectl_output(
         .arg(cache_dir(kubeconfig))
         .arg("--request-timeout=30s")
         .args(args)
+        .envs(env.iter().map(|(key, value)| (key, value)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
