@@ -32,6 +32,8 @@ pub struct Question<'a> {
     pub method: &'a Method,
     /// The posted object (for a `POST`).
     pub body: Option<Value>,
+    /// Who writes: the field manager the request names.
+    pub manager: &'a str,
 }
 
 /// Whether a request goes to an answered kind (a `pods/<name>/binding` too).
@@ -85,7 +87,10 @@ pub fn answer(sim: &Sim, question: Question, asker: &User) -> ApiResult<(StatusC
             answer["metadata"]["namespace"] = json!(namespace);
             answer
         }
-        (group, _) => authorization::answer_review(sim, question.endpoint, group, &body, asker),
+        (group, _) => {
+            let asker = (asker, question.manager);
+            authorization::answer_review(sim, question.endpoint, group, &body, asker)
+        }
     };
     Ok((StatusCode::CREATED, answer))
 }

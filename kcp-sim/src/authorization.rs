@@ -4,7 +4,7 @@
 //!
 //! kcp-sim's own client is a cluster admin (as the test servers' `system:masters` admin is), so
 //! a request is only checked when it impersonates someone (`Impersonate-User`, with
-//! `Impersonate-Group`s): then the Roles, ClusterRoles and their bindings in the addressed
+//! `Impersonate-Group`s) or bears a ServiceAccount token kcp-sim signed: then the Roles, ClusterRoles and their bindings in the addressed
 //! cluster decide, as kube's RBAC authorizer does (verbs, API groups, resources and
 //! subresources, resource names, non-resource URLs, `*` in each). Every user may also do what
 //! kube's bootstrap roles grant to all authenticated users (`system:basic-user`,
@@ -21,6 +21,7 @@
 use serde_json::{Value, json};
 
 use crate::api::{Endpoint, Sim, Target, addressed_cluster};
+use crate::managed_fields::{self, FieldManager};
 use crate::resource::{Flavor, GroupResource};
 use crate::status::{ApiError, ApiResult};
 use crate::store::State;
@@ -55,6 +56,31 @@ impl User {
             ];
         }
         Some(User::authenticated(name, groups.iter().map(String::as_str)))
+    }
+
+    /// Who a request acts as, when not the admin: the impersonated user, else the
+    /// ServiceAccount of a bearer token kcp-sim signed (refused with a 401 once it no longer
+    /// authenticates, [`crate::token_review::request_user`]).
+    pub fn of_request(
+        sim: &Sim,
+        endpoint: &Endpoint,
+        headers: &http::HeaderMap,
+    ) -> ApiResult<Option<User>> {
+        if let Some(user) = User::impersonated(headers) {
+            return Ok(Some(user));
+        }
+        let token = headers
+            .get(http::header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer "))
+            .map(str::trim);
+        let state = sim.read();
+        match (token, addressed_cluster(&state, endpoint)) {
+            (Some(token), Some(cluster)) => {
+                crate::token_review::request_user(&state, &cluster, token)
+            }
+            _ => Ok(None),
+        }
     }
 
     /// An authenticated user: `name` in `groups` and `system:authenticated`.
@@ -244,13 +270,14 @@ pub fn is_review(group: &str, plural: &str) -> bool {
     )
 }
 
-/// The answer to a review ([`is_review`]) of `group` posted by `user`.
+/// The answer to a review ([`is_review`]) of `group` posted by `user` through field manager
+/// `manager`.
 pub fn answer_review(
     sim: &Sim,
     endpoint: &Endpoint,
     group: &str,
     body: &Value,
-    user: &User,
+    (user, manager): (&User, &str),
 ) -> Value {
     let state = sim.read();
     let cluster = addressed_cluster(&state, endpoint).unwrap_or_default();
@@ -263,8 +290,24 @@ pub fn answer_review(
             whoami(body, user, scoped.then_some(cluster.as_str()))
         }
         (_, Some("SelfSubjectRulesReview")) => rules_review(&state, &cluster, body, user),
-        _ => review(&state, &cluster, body, user),
+        _ => review(&state, &cluster, &with_writer(body, manager), user),
     }
+}
+
+/// An access review as kube-apiserver's create handler passes it on: its field manager has
+/// recorded what the review sent (the authorizer's status comes after; seen on v1.34.2).
+fn with_writer(review: &Value, manager: &str) -> Value {
+    let mut sent = review.clone();
+    let time = crate::semantics::now();
+    let api_version = text(review, "/apiVersion");
+    let who = FieldManager {
+        manager,
+        subresource: None,
+        time: &time,
+        api_version: &api_version,
+    };
+    managed_fields::record_update(None, &mut sent, &who);
+    sent
 }
 
 /// The answer to a `SelfSubjectRulesReview` (`kubectl auth can-i --list`): every rule of every
@@ -295,11 +338,11 @@ pub fn rules_review(state: &State, cluster: &str, review: &Value, user: &User) -
         }
         resource_rules.push(out);
     }
-    let mut answer = review.clone();
-    answer["metadata"] = json!({"creationTimestamp": null});
-    answer["status"] = json!({"resourceRules": resource_rules,
-        "nonResourceRules": non_resource_rules, "incomplete": false});
-    answer
+    // kube answers with a new review holding only the status (seen on v1.34.2).
+    json!({"apiVersion": text(review, "/apiVersion"), "kind": "SelfSubjectRulesReview",
+        "metadata": {}, "spec": {},
+        "status": {"resourceRules": resource_rules, "nonResourceRules": non_resource_rules,
+            "incomplete": false}})
 }
 
 /// Whether `user` may do `attrs` in `cluster`.
@@ -353,6 +396,53 @@ pub(crate) fn bound_rules(
     user: &User,
     namespace: &str,
 ) -> Vec<Value> {
+    bound_roles(state, cluster, user, namespace)
+        .iter()
+        .flat_map(|(_, role)| rules_of(role))
+        .collect()
+}
+
+/// kube's reason for an allowed request: the first binding (cluster bindings first) whose role
+/// has a rule that covers it, the role, and the subject that names `user`
+/// (`RBAC: allowed by RoleBinding "b/ns" of Role "r" to ServiceAccount "sa/ns"`).
+fn allowed_by(state: &State, cluster: &str, user: &User, attrs: &Attributes) -> Option<String> {
+    let (binding, role) = bound_roles(state, cluster, user, &attrs.namespace)
+        .into_iter()
+        .find(|(_, role)| rules_of(role).iter().any(|rule| rule_covers(rule, attrs)))?;
+    let named = |object: &Value| match namespace_of(object) {
+        ns if ns.is_empty() => text(object, "/metadata/name"),
+        ns => format!("{}/{ns}", text(object, "/metadata/name")),
+    };
+    let subjects = binding.get("subjects").and_then(Value::as_array);
+    let subject = subjects.into_iter().flatten().find(|subject| {
+        binds(
+            &json!({"subjects": [subject], "metadata": binding["metadata"]}),
+            user,
+        )
+    })?;
+    let subject_name = match text(subject, "/kind").as_str() {
+        "ServiceAccount" => {
+            let namespace = match text(subject, "/namespace") {
+                ns if ns.is_empty() => namespace_of(&binding),
+                ns => ns,
+            };
+            format!("{}/{namespace}", text(subject, "/name"))
+        }
+        _ => text(subject, "/name"),
+    };
+    Some(format!(
+        "RBAC: allowed by {} \"{}\" of {} \"{}\" to {} \"{subject_name}\"",
+        text(&binding, "/kind"),
+        named(&binding),
+        text(&role, "/kind"),
+        text(&role, "/metadata/name"),
+        text(subject, "/kind"),
+    ))
+}
+
+/// The bindings of `user` (cluster bindings, then bindings in `namespace`) with the roles they
+/// reference, in the order the bindings are stored; a binding of a missing role is left out.
+fn bound_roles(state: &State, cluster: &str, user: &User, namespace: &str) -> Vec<(Value, Value)> {
     let Some(data) = state.clusters.get(cluster) else {
         return Vec::new();
     };
@@ -383,9 +473,9 @@ pub(crate) fn bound_rules(
         .filter_map(|binding| {
             let kind = text(&binding, "/roleRef/kind");
             let name = text(&binding, "/roleRef/name");
-            role(&kind, &namespace_of(&binding), &name)
+            let role = role(&kind, &namespace_of(&binding), &name)?;
+            Some((binding, role))
         })
-        .flat_map(|role| rules_of(&role))
         .collect()
 }
 
@@ -519,6 +609,13 @@ pub fn review(state: &State, cluster: &str, review: &Value, asker: &User) -> Val
     let allowed = allows(state, cluster, &user, &attrs);
     let mut answer = review.clone();
     answer["status"] = json!({"allowed": allowed});
+    if allowed
+        && state.flavor == Flavor::Kubernetes
+        && !user.is_admin()
+        && let Some(reason) = allowed_by(state, cluster, &user, &attrs)
+    {
+        answer["status"]["reason"] = json!(reason);
+    }
     // kcp's authorizer chain words its verdict on a resource (seen on kcp v0.30.0).
     if state.flavor == crate::resource::Flavor::Kcp && !attrs.non_resource() {
         let reason = if allowed {
@@ -528,10 +625,8 @@ pub fn review(state: &State, cluster: &str, review: &Value, asker: &User) -> Val
         };
         answer["status"]["reason"] = json!(reason);
     }
-    if let Some(meta) = answer.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.insert("creationTimestamp".into(), Value::Null);
-    } else {
-        answer["metadata"] = json!({"creationTimestamp": null});
+    if answer.get("metadata").is_none_or(Value::is_null) {
+        answer["metadata"] = json!({});
     }
     answer
 }
@@ -559,8 +654,9 @@ fn attributes_of_review(spec: &Value) -> Attributes {
 
 /// The answer to a `SelfSubjectReview` (`kubectl auth whoami`).
 pub fn whoami(review: &Value, user: &User, scope: Option<&str>) -> Value {
+    // A new review, made now (seen on kube-apiserver v1.34.2).
     let mut answer = review.clone();
-    answer["metadata"] = json!({"creationTimestamp": null});
+    answer["metadata"] = json!({"creationTimestamp": crate::semantics::now()});
     answer["status"] = json!({"userInfo": {"username": user.name, "groups": user.groups}});
     if let Some(cluster) = scope {
         answer["status"]["userInfo"]["extra"] =

@@ -376,7 +376,7 @@ async fn route(
     };
     let rest: Vec<&str> = segments[skip..].iter().map(String::as_str).collect();
     let query = Query::parse(req.uri().query());
-    let user = User::impersonated(req.headers());
+    let user = User::of_request(sim, &endpoint, req.headers())?;
     let (group, version, tail) = match rest.as_slice() {
         ["api", "v1", tail @ ..] if !tail.is_empty() => ("", "v1", tail),
         ["apis", g, v, tail @ ..] if !tail.is_empty() => (*g, *v, tail),
@@ -414,9 +414,11 @@ async fn route(
                 };
                 authorization::check(sim, &endpoint, user, &attrs)?;
             }
+            let manager = manager_of_user_agent(req.headers());
             let (content_type, body) = read_body(req).await?;
             let review = decode_body(&body, &content_type)?;
-            let answer = authorization::answer_review(sim, &endpoint, &group, &review, &asker);
+            let answer =
+                authorization::answer_review(sim, &endpoint, &group, &review, (&asker, &manager));
             return Ok(json_response(StatusCode::CREATED, &answer));
         }
     }
@@ -458,14 +460,7 @@ async fn route(
     if let Some(user) = &user {
         authorization::check(sim, &target.endpoint, user, &attrs)?;
     }
-    let user_agent = req
-        .headers()
-        .get(header::USER_AGENT)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|ua| ua.split('/').next())
-        .filter(|m| !m.is_empty())
-        .unwrap_or("unknown")
-        .to_string();
+    let user_agent = manager_of_user_agent(req.headers());
     let accept = req
         .headers()
         .get(header::ACCEPT)
@@ -554,6 +549,7 @@ async fn route(
         subresource: target.subresource.as_deref(),
         method: &method,
         body: None,
+        manager: &opts.default_manager,
     };
     if access == Some(Access::ReadOnly) {
         return component_statuses(&target, &method, &query, table_version).await;
@@ -2112,6 +2108,18 @@ async fn watch(
         HeaderValue::from_static("chunked"),
     );
     Ok(resp)
+}
+
+/// The field manager a request's `User-Agent` names (its part before the first `/`), or
+/// `unknown` without one, as kube-apiserver defaults it.
+fn manager_of_user_agent(headers: &http::HeaderMap) -> String {
+    headers
+        .get(header::USER_AGENT)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|ua| ua.split('/').next())
+        .filter(|m| !m.is_empty())
+        .unwrap_or("unknown")
+        .to_string()
 }
 
 #[cfg(test)]

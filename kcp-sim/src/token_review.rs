@@ -6,8 +6,12 @@
 //! ServiceAccount's, with its groups and the token's id as `credential-id`. Any other string is
 //! an `invalid bearer token`.
 //!
-//! kcp-sim itself accepts every bearer token on its own requests; the review is for clients
-//! that authenticate their callers through it (webhooks, aggregated servers, kube-rbac-proxy).
+//! kcp-sim authenticates its own requests' ServiceAccount tokens the same way
+//! ([`request_user`]): a request bearing one acts as its ServiceAccount, and one that no longer
+//! authenticates is `401 Unauthorized`. Any other bearer token (its kubeconfig's among them)
+//! acts as the admin, as kcp-sim has no other users to check it against. The review itself is
+//! for clients that authenticate their callers through it (webhooks, aggregated servers,
+//! kube-rbac-proxy).
 
 use serde_json::{Value, json};
 
@@ -50,6 +54,33 @@ pub fn answer(state: &State, cluster: &str, review: &Value) -> ApiResult<Value> 
     answer["kind"] = json!("TokenReview");
     answer["status"] = status;
     Ok(answer)
+}
+
+/// The user a request's bearer `token` acts as in `cluster`: `None` (the admin) for a token
+/// kcp-sim did not sign, the ServiceAccount's user for one it signed while that authenticates
+/// (audience the issuer, not expired, its ServiceAccount there with the same uid), and kube's
+/// `401 Unauthorized` once it does not.
+pub fn request_user(state: &State, cluster: &str, token: &str) -> ApiResult<Option<User>> {
+    if token == KUBECONFIG_TOKEN || verified_claims(token).is_none() {
+        return Ok(None);
+    }
+    let unauthorized = || ApiError::new(401, "Unauthorized", "Unauthorized");
+    let (user, _) = authenticate(state, cluster, token, &[ISSUER.to_string()]).map_err(|why| {
+        tracing::debug!(%why, "a ServiceAccount token no longer authenticates");
+        unauthorized()
+    })?;
+    let name = user["username"].as_str().ok_or_else(unauthorized)?;
+    let groups: Vec<String> = user["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .map(String::from)
+        .collect();
+    Ok(Some(User {
+        name: name.to_string(),
+        groups,
+    }))
 }
 
 /// The user a token authenticates and the audiences it holds of those asked, or why not.

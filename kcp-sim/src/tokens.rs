@@ -6,8 +6,8 @@
 //! The token carries kube-apiserver's claims (`iss`, `sub` `system:serviceaccount:<ns>:<name>`,
 //! `aud`, `exp`, `iat`, `nbf`, `jti` and the `kubernetes.io` claim with the namespace and the
 //! ServiceAccount's name and uid), signed ES256 with a key kcp-sim makes when it first signs.
-//! kcp-sim does not authenticate bearer tokens, so the token is for clients that read it; a
-//! `spec.boundObjectRef` is copied, not checked.
+//! A request bearing such a token acts as its ServiceAccount
+//! ([`crate::token_review::request_user`]); a `spec.boundObjectRef` is copied, not checked.
 
 use std::sync::OnceLock;
 

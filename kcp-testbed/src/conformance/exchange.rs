@@ -30,6 +30,31 @@ pub struct CaseNames {
     pub kubeconfig: Option<PathBuf>,
 }
 
+/// The clients a case's requests go through, both at the server's root URL.
+#[derive(Clone)]
+pub struct CaseClients {
+    /// As the server's admin.
+    pub admin: kube::Client,
+    /// Without credentials: a step that sends its own `Authorization` header (a ServiceAccount's
+    /// token) goes through this one, so that header is the request's only credential.
+    pub bare: kube::Client,
+}
+
+impl CaseClients {
+    /// The client for `step`.
+    fn for_step(&self, step: &Step) -> &kube::Client {
+        let own_credential = step
+            .headers
+            .keys()
+            .any(|name| name.eq_ignore_ascii_case("authorization"));
+        if own_credential {
+            &self.bare
+        } else {
+            &self.admin
+        }
+    }
+}
+
 /// How long a kubectl step may run.
 const KUBECTL_RUN: Duration = Duration::from_secs(60);
 /// The first bytes of a Kubernetes protobuf body.
@@ -60,7 +85,7 @@ impl Patience {
 /// Runs every step of `case` against `client` (whose base is the server's root URL), and
 /// returns the answers as they came (not normalised).
 pub async fn run_case(
-    client: &kube::Client,
+    clients: &CaseClients,
     names: &CaseNames,
     case: &Case,
     case_id: &str,
@@ -73,7 +98,7 @@ pub async fn run_case(
             step: i + 1,
             reason,
         };
-        let answer = match run_step(client, names, step, &answers, patience).await {
+        let answer = match run_step(clients, names, step, &answers, patience).await {
             Ok(answer) => answer,
             Err(reason) if patience == Patience::Candidate => json!({"notRun": reason}),
             Err(reason) => {
@@ -92,7 +117,7 @@ pub async fn run_case(
 
 /// One step, repeated while its `until` does not hold.
 async fn run_step(
-    client: &kube::Client,
+    clients: &CaseClients,
     names: &CaseNames,
     step: &Step,
     earlier: &[Value],
@@ -110,7 +135,7 @@ async fn run_step(
     };
     let mut held: Option<Value> = None;
     loop {
-        let answer = send(client, names, step, earlier).await?;
+        let answer = send(clients.for_step(step), names, step, earlier).await?;
         let Some(until) = &until else {
             return Ok(answer);
         };

@@ -8,7 +8,7 @@ use kcp_core::{KubeObjectClient, ObjectClient};
 use serde_json::{Value, json};
 
 use super::case::{Case, CaseFile, ServerKind};
-use super::exchange::{CaseNames, Patience, run_case};
+use super::exchange::{CaseClients, CaseNames, Patience, run_case};
 use super::normalise::Normaliser;
 use crate::error::{Error, Result};
 use crate::kubeconfig::Endpoint;
@@ -23,14 +23,19 @@ pub async fn on_sim(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
     let sim = kcp_sim::Server::start(config)
         .await
         .map_err(|e| Error::config("starting kcp-sim", e))?;
+    // kcp-sim's clients send no credentials: the admin's and the bare one are one client.
     let client = client_for(kube::Config::new(parse_url(sim.url())?))?;
+    let clients = CaseClients {
+        admin: client.clone(),
+        bare: client,
+    };
     let root: Arc<dyn ObjectClient> = Arc::new(sim.object_client("root"));
     let base = Endpoint {
         url: sim.url().trim_end_matches('/').to_string(),
         ca_pem: String::new(),
         token: String::new(),
     };
-    let answers = on(file, case, (&client, &base), &root, Patience::Candidate).await;
+    let answers = on(file, case, (&clients, &base), &root, Patience::Candidate).await;
     sim.shutdown().await;
     answers
 }
@@ -80,11 +85,17 @@ async fn on_real_once(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
         }
     };
     let client = client_for(admin.config()?)?;
+    let mut bare = admin.config()?;
+    bare.auth_info = kube::config::AuthInfo::default();
+    let clients = CaseClients {
+        admin: client.clone(),
+        bare: client_for(bare)?,
+    };
     let root: Arc<dyn ObjectClient> = match root {
         Some(root) => Arc::new(KubeObjectClient::new(root.client()?)),
         None => Arc::new(KubeObjectClient::new(client.clone())),
     };
-    on(file, case, (&client, &admin), &root, Patience::Oracle).await
+    on(file, case, (&clients, &admin), &root, Patience::Oracle).await
 }
 
 /// Runs `case` through `client` (and kubectl through a kubeconfig for `base`, the server's
@@ -92,16 +103,17 @@ async fn on_real_once(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
 async fn on(
     file: &CaseFile,
     case: &Case,
-    (client, base): (&kube::Client, &Endpoint),
+    (clients, base): (&CaseClients, &Endpoint),
     root: &Arc<dyn ObjectClient>,
     patience: Patience,
 ) -> Result<Vec<Value>> {
     let id = format!("{}/{}", file.file, case.name);
+    let client = &clients.admin;
     let mut names = prepare(file.server, client, root, &id).await?;
     if case.runs_kubectl() {
         names.kubeconfig = Some(write_kubeconfig(base, &names)?);
     }
-    let answers = run_case(client, &names, case, &id, patience).await;
+    let answers = run_case(clients, &names, case, &id, patience).await;
     clean_up(file.server, client, &names).await;
     if let Some(path) = &names.kubeconfig {
         let _ = std::fs::remove_dir_all(super::exchange::cache_dir(path));
