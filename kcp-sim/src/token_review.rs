@@ -70,17 +70,20 @@ pub fn request_user(state: &State, cluster: &str, token: &str) -> ApiResult<Opti
         unauthorized()
     })?;
     let name = user["username"].as_str().ok_or_else(unauthorized)?;
-    let groups: Vec<String> = user["groups"]
-        .as_array()
+    Ok(Some(User {
+        name: name.to_string(),
+        groups: strings(&user["groups"]),
+    }))
+}
+
+/// The strings of a JSON array (none for anything else).
+fn strings(list: &Value) -> Vec<String> {
+    list.as_array()
         .into_iter()
         .flatten()
         .filter_map(Value::as_str)
         .map(String::from)
-        .collect();
-    Ok(Some(User {
-        name: name.to_string(),
-        groups,
-    }))
+        .collect()
 }
 
 /// The user a token authenticates and the audiences it holds of those asked, or why not.
@@ -99,13 +102,7 @@ fn authenticate(
     }
     let claims = verified_claims(token).ok_or_else(|| INVALID.to_string())?;
     let refused = |why: String| format!("[{INVALID}, {why}]");
-    let held: Vec<String> = claims["aud"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .map(String::from)
-        .collect();
+    let held = strings(&claims["aud"]);
     let audiences: Vec<String> = asked.iter().filter(|a| held.contains(a)).cloned().collect();
     if audiences.is_empty() {
         return Err(refused(format!(
