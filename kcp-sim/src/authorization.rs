@@ -73,7 +73,8 @@ impl User {
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.strip_prefix("Bearer "))
-            .map(str::trim);
+            .map(str::trim)
+            .filter(|token| *token != crate::tokens::KUBECONFIG_TOKEN);
         let state = sim.read();
         match (token, addressed_cluster(&state, endpoint)) {
             (Some(token), Some(cluster)) => {
@@ -319,12 +320,7 @@ pub fn rules_review(state: &State, cluster: &str, review: &Value, user: &User) -
     let namespace = text(review, "/spec/namespace");
     let mut resource_rules = Vec::new();
     let mut non_resource_rules = Vec::new();
-    let mut rules = match state.flavor {
-        Flavor::Kcp => crate::bootstrap_rbac::cluster_rules(true, |b| binds(b, user)),
-        Flavor::Kubernetes => Vec::new(),
-    };
-    rules.extend(bound_rules(state, cluster, user, &namespace));
-    for rule in rules {
+    for rule in rules_for(state, cluster, user, &namespace) {
         let field = |key: &str| rule.get(key).cloned().unwrap_or_else(|| json!([]));
         if rule.get("nonResourceURLs").is_some() {
             non_resource_rules.push(json!({"verbs": field("verbs"),
@@ -388,14 +384,21 @@ fn rbac_allows(state: &State, cluster: &str, user: &User, attrs: &Attributes) ->
         .any(|rule| rule_covers(rule, attrs))
 }
 
+/// Every rule `user` holds in `namespace` of `cluster`, as kube's rule resolver lists them: in
+/// kcp the shard-wide bootstrap policy's first ([`crate::bootstrap_rbac::cluster_rules`]),
+/// then those of the roles bound in the cluster ([`bound_rules`]).
+pub(crate) fn rules_for(state: &State, cluster: &str, user: &User, namespace: &str) -> Vec<Value> {
+    let mut rules = match state.flavor {
+        Flavor::Kcp => crate::bootstrap_rbac::cluster_rules(true, |b| binds(b, user)),
+        Flavor::Kubernetes => Vec::new(),
+    };
+    rules.extend(bound_rules(state, cluster, user, namespace));
+    rules
+}
+
 /// The rules of the roles bound to `user` by cluster bindings, then by bindings in
 /// `namespace` (none when it is empty), in the order the bindings are stored.
-pub(crate) fn bound_rules(
-    state: &State,
-    cluster: &str,
-    user: &User,
-    namespace: &str,
-) -> Vec<Value> {
+fn bound_rules(state: &State, cluster: &str, user: &User, namespace: &str) -> Vec<Value> {
     bound_roles(state, cluster, user, namespace)
         .iter()
         .flat_map(|(_, role)| rules_of(role))
@@ -413,19 +416,10 @@ fn allowed_by(state: &State, cluster: &str, user: &User, attrs: &Attributes) -> 
         ns if ns.is_empty() => text(object, "/metadata/name"),
         ns => format!("{}/{ns}", text(object, "/metadata/name")),
     };
-    let subjects = binding.get("subjects").and_then(Value::as_array);
-    let subject = subjects.into_iter().flatten().find(|subject| {
-        binds(
-            &json!({"subjects": [subject], "metadata": binding["metadata"]}),
-            user,
-        )
-    })?;
+    let subject = subject_of(&binding, user)?;
     let subject_name = match text(subject, "/kind").as_str() {
         "ServiceAccount" => {
-            let namespace = match text(subject, "/namespace") {
-                ns if ns.is_empty() => namespace_of(&binding),
-                ns => ns,
-            };
+            let namespace = service_account_subject_namespace(&binding, subject);
             format!("{}/{namespace}", text(subject, "/name"))
         }
         _ => text(subject, "/name"),
@@ -502,22 +496,32 @@ fn namespace_of(object: &Value) -> String {
 /// Whether a binding names the user, one of its groups, or (for a ServiceAccount user) its
 /// ServiceAccount.
 pub(crate) fn binds(binding: &Value, user: &User) -> bool {
+    subject_of(binding, user).is_some()
+}
+
+/// The first subject of `binding` that names `user`.
+fn subject_of<'b>(binding: &'b Value, user: &User) -> Option<&'b Value> {
     let subjects = binding.get("subjects").and_then(Value::as_array);
-    subjects.into_iter().flatten().any(|subject| {
+    subjects.into_iter().flatten().find(|subject| {
         let name = text(subject, "/name");
         match text(subject, "/kind").as_str() {
             "User" => name == user.name,
             "Group" => user.groups.contains(&name),
             "ServiceAccount" => {
-                let namespace = match text(subject, "/namespace") {
-                    ns if ns.is_empty() => namespace_of(binding),
-                    ns => ns,
-                };
+                let namespace = service_account_subject_namespace(binding, subject);
                 user.name == format!("system:serviceaccount:{namespace}:{name}")
             }
             _ => false,
         }
     })
+}
+
+/// A ServiceAccount subject's namespace: its own, else its binding's.
+fn service_account_subject_namespace(binding: &Value, subject: &Value) -> String {
+    match text(subject, "/namespace") {
+        ns if ns.is_empty() => namespace_of(binding),
+        ns => ns,
+    }
 }
 
 /// Whether one PolicyRule covers the request.

@@ -23,7 +23,7 @@ use k8s_openapi::api::rbac::v1::PolicyRule;
 use serde_json::Value;
 
 use crate::authorization::{self, Attributes, User};
-use crate::resource::{Flavor, ResourceType};
+use crate::resource::ResourceType;
 use crate::status::{ApiError, ApiResult};
 use crate::store::State;
 
@@ -220,18 +220,10 @@ fn confirm_no_escalation(
     ))
 }
 
-/// Every rule bound to `user` cluster-wide and in `namespace`; in kcp, after the shard-wide
-/// bootstrap policy's.
+/// Every rule `user` holds in `namespace` ([`authorization::rules_for`]), typed.
 fn held_rules(state: &State, cluster: &str, user: &User, namespace: &str) -> Vec<PolicyRule> {
-    let bootstrap = match state.flavor {
-        Flavor::Kcp => {
-            crate::bootstrap_rbac::cluster_rules(true, |b| authorization::binds(b, user))
-        }
-        Flavor::Kubernetes => Vec::new(),
-    };
-    bootstrap
+    authorization::rules_for(state, cluster, user, namespace)
         .into_iter()
-        .chain(authorization::bound_rules(state, cluster, user, namespace))
         .filter_map(|rule| serde_json::from_value(rule).ok())
         .collect()
 }
