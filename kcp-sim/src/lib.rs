@@ -90,6 +90,7 @@ pub mod rbac_escalation;
 pub mod rbac_validation;
 pub mod requests;
 pub mod resource;
+mod resource_quotas;
 pub mod scale;
 pub mod scale_fields;
 pub mod scheduling;

@@ -35,9 +35,10 @@ use crate::store::{State, Stored};
 use crate::{
     api_services, batch, certificates, crd, daemon_sets, defaults, ephemeral_containers,
     flowcontrol, garbage_collector, ip_addresses, kcp, limit_ranges, object_meta,
-    persistent_volumes, pods, scheduling, schema, services, status_writes, validation,
-    volume_claims,
+    persistent_volumes, pods, resource_quotas, scheduling, schema, services, status_writes,
+    validation, volume_claims,
 };
+use resource_quotas::QuotaWrite;
 
 mod decoding;
 mod graceful;
@@ -703,6 +704,15 @@ fn finish_create(
             dry_run,
         },
     )?);
+    let write = QuotaWrite {
+        rt,
+        namespace: ns,
+        name,
+        object: &obj,
+        old: None,
+        dry_run,
+    };
+    resource_quotas::admit(state, cluster, &write)?;
     with_go_zero_fields(state, cluster, rt, &mut obj);
     if dry_run {
         // Nothing is stored, so the answer has no resourceVersion.
@@ -1016,6 +1026,9 @@ fn after_write(
         }
         _ => apis::after_write(state, cluster, rt, old, new),
     }?;
+    if rt.namespaced {
+        resource_quotas::sync_namespace(state, cluster, meta_str(new, "namespace").unwrap_or(""))?;
+    }
     garbage_collector::collect_if_every_owner_is_gone(state, cluster, rt, new)
 }
 
@@ -1258,6 +1271,17 @@ fn write_update(
             dry_run: opts.dry_run,
         },
     )?);
+    if subresource.is_none() {
+        let write = QuotaWrite {
+            rt,
+            namespace,
+            name,
+            object: &new,
+            old: Some(&old),
+            dry_run: opts.dry_run,
+        };
+        resource_quotas::admit(state, cluster, &write)?;
+    }
     if rt.group.is_empty() && rt.kind == "Service" && !status {
         services::keep_allocations(&old, &mut new);
     }
@@ -2029,6 +2053,9 @@ pub(crate) fn remove_now(
     }
     if kcp::is_workspace(rt) {
         kcp::workspace_removed(state, &removed)?;
+    }
+    if rt.namespaced {
+        resource_quotas::sync_namespace(state, cluster, namespace)?;
     }
     let value = removed.value()?;
     match (rt.group.as_str(), rt.kind.as_str()) {

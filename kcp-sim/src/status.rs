@@ -218,6 +218,14 @@ impl ApiError {
         Self::new(403, "Forbidden", message)
     }
 
+    /// `403 Forbidden` about one object, as apimachinery's `NewForbidden` words it:
+    /// `<resource>[.<group>] "<name>" is forbidden: <reason>`.
+    pub fn forbidden_object(group: &str, resource: &str, name: &str, reason: &str) -> Self {
+        let object = qualified(group, resource);
+        Self::forbidden(format!("{object} {name:?} is forbidden: {reason}"))
+            .about(group, resource, name)
+    }
+
     /// `405 MethodNotAllowed` (with empty details, as kube-apiserver writes it).
     pub fn method_not_allowed(message: impl Into<String>) -> Self {
         let mut error = Self::new(405, "MethodNotAllowed", message);

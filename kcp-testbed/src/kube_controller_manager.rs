@@ -31,6 +31,10 @@ impl KubeControllerManager {
             "--leader-elect=false".to_string(),
             "--secure-port=0".to_string(),
             "--use-service-account-credentials=false".to_string(),
+            // A quota's usage is resynced this often besides on the events that change it, so
+            // a count the controller's caches missed (an object created just before its quota)
+            // settles in seconds, not the default five minutes.
+            "--resource-quota-sync-period=5s".to_string(),
         ];
         let mut process = PeerProcess::spawn(
             "kube-controller-manager",

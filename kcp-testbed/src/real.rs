@@ -160,9 +160,10 @@ pub fn shared_kube() -> Result<&'static SharedKube> {
     .map_err(|m| shared_error("kube-apiserver", m))
 }
 
-/// The controllers a cluster runs beside [`shared_kube`] that its tests may need (today the
-/// garbage collector), started on first use by a real kube-controller-manager and kept for the
-/// rest of the test binary. Blocking, like [`shared_kube`].
+/// The controllers a cluster runs beside [`shared_kube`] that its tests may need (the garbage
+/// collector and the resource quota controller, both whichever a test names: each acts only on
+/// what it is for), started on first use by a real kube-controller-manager and kept for the rest
+/// of the test binary. Blocking, like [`shared_kube`].
 pub fn shared_kube_controllers() -> Result<&'static SharedKube> {
     let kube = shared_kube()?;
     KUBE_CONTROLLERS
@@ -170,7 +171,13 @@ pub fn shared_kube_controllers() -> Result<&'static SharedKube> {
             let started = credentials().and_then(|c| {
                 let dir = c.dir.clone();
                 let admin = kube.admin.clone();
-                on_thread(move || KubeControllerManager::start(&dir, &admin, &["garbagecollector"]))
+                on_thread(move || {
+                    KubeControllerManager::start(
+                        &dir,
+                        &admin,
+                        &["garbagecollector", "resourcequota"],
+                    )
+                })
             });
             started.map(Mutex::new).map_err(|e| e.to_string())
         })

@@ -39,6 +39,9 @@ pub enum Controller {
     /// Collects the dependents of deleted owners (background and foreground deletion) and
     /// orphans them (orphan deletion).
     GarbageCollector,
+    /// Sets a ResourceQuota's `status.hard` and `status.used`, and gives back what a deleted
+    /// object used.
+    ResourceQuota,
 }
 
 /// One file of cases.
