@@ -12,7 +12,8 @@
 //!   checked but not charged.
 //!
 //! Each writer is recorded as on the real server: `kube-controller-manager` and
-//! `kube-apiserver`, both through the status subresource. Not played: a pod stuck terminating
+//! `kube-apiserver`, both through the status subresource (`kcp` for both in a kcp workspace,
+//! where only `count/` names are measured). Not played: a pod stuck terminating
 //! past its grace period still counts; a create refused after admission (a name already taken)
 //! is not charged, where kube charges it until the controller's next resync.
 
@@ -22,16 +23,28 @@ mod usage;
 use serde_json::{Map, Value, json};
 
 use crate::managed_fields::{self, FieldManager};
-use crate::resource::{GroupResource, ResourceType};
+use crate::resource::{Flavor, GroupResource, ResourceType};
 use crate::semantics::now;
 use crate::status::{ApiError, ApiResult};
 use crate::store::State;
 use usage::ResourceList;
 
-/// The field manager of the controller's status writes.
-const CONTROLLER: &str = "kube-controller-manager";
+/// The field manager of the controller's status writes: kube-controller-manager's, or kcp's
+/// (which runs both the controller and admission).
+fn controller(flavor: Flavor) -> &'static str {
+    match flavor {
+        Flavor::Kubernetes => "kube-controller-manager",
+        Flavor::Kcp => "kcp",
+    }
+}
+
 /// The field manager of admission's charges.
-const ADMISSION: &str = "kube-apiserver";
+fn admission(flavor: Flavor) -> &'static str {
+    match flavor {
+        Flavor::Kubernetes => "kube-apiserver",
+        Flavor::Kcp => "kcp",
+    }
+}
 
 /// A write quota admission sees.
 pub(crate) struct QuotaWrite<'a> {
@@ -102,7 +115,7 @@ pub(crate) fn admit(state: &mut State, cluster: &str, write: &QuotaWrite) -> Api
     let mut covering = Vec::new();
     for quota in quotas_in(state, cluster, write.namespace) {
         let hard = usage::list_at(&quota, "/status/hard");
-        let restricted = usage::matching(kind, hard.keys());
+        let restricted = usage::matching(state.flavor, kind, hard.keys());
         if restricted.is_empty() || !scopes::cover(&quota, kind, write.object) {
             continue;
         }
@@ -119,7 +132,7 @@ pub(crate) fn admit(state: &mut State, cluster: &str, write: &QuotaWrite) -> Api
         }
         covering.push((quota, name, hard, used));
     }
-    let delta = charge_of(kind, write);
+    let delta = charge_of(state.flavor, kind, write);
     if delta.is_empty() {
         return Ok(());
     }
@@ -153,7 +166,7 @@ pub(crate) fn admit(state: &mut State, cluster: &str, write: &QuotaWrite) -> Api
         for (quota, used) in charged {
             let mut status = quota.get("status").cloned().unwrap_or_else(|| json!({}));
             status["used"] = Value::Object(as_json(&used));
-            write_status(state, cluster, &quota, status, ADMISSION)?;
+            write_status(state, cluster, &quota, status, admission(state.flavor))?;
         }
     }
     Ok(())
@@ -161,10 +174,10 @@ pub(crate) fn admit(state: &mut State, cluster: &str, write: &QuotaWrite) -> Api
 
 /// What the write adds to quotas: the new object's usage, less the old one's on update (never
 /// below zero), without zeros.
-fn charge_of(kind: &GroupResource, write: &QuotaWrite) -> ResourceList {
-    let mut delta = usage::of_object(kind, write.object);
+fn charge_of(flavor: Flavor, kind: &GroupResource, write: &QuotaWrite) -> ResourceList {
+    let mut delta = usage::of_object(flavor, kind, write.object);
     if let Some(old) = write.old {
-        let before = usage::of_object(kind, old);
+        let before = usage::of_object(flavor, kind, old);
         for (name, amount) in delta.iter_mut() {
             if let Some(old_amount) = before.get(name) {
                 amount.sub(old_amount);
@@ -253,7 +266,7 @@ pub(crate) fn sync_namespace(state: &mut State, cluster: &str, namespace: &str) 
                 .cloned()
                 .unwrap_or_else(|| json!({}));
             let status = json!({"hard": spec_hard, "used": as_json(&used)});
-            write_status(state, cluster, &quota, status, CONTROLLER)?;
+            write_status(state, cluster, &quota, status, controller(state.flavor))?;
         }
     }
     Ok(())
@@ -271,7 +284,7 @@ fn usage_in(
     let mut by_kind: std::collections::BTreeMap<GroupResource, Vec<String>> = Default::default();
     for name in hard.keys() {
         let kind = usage::measured_kind(name);
-        if usage::matching(&kind, std::iter::once(name)).is_empty() {
+        if usage::matching(state.flavor, &kind, std::iter::once(name)).is_empty() {
             continue;
         }
         by_kind.entry(kind).or_default().push(name.clone());
@@ -297,7 +310,10 @@ fn usage_in(
             .take_while(|(key, _)| key.starts_with(&prefix))
             .filter_map(|(_, stored)| stored.value().ok());
         for object in in_namespace.filter(|o| scopes::cover(quota, &kind, o)) {
-            usage::add_all(&mut measured, &usage::of_object(&kind, &object));
+            usage::add_all(
+                &mut measured,
+                &usage::of_object(state.flavor, &kind, &object),
+            );
         }
         measured.retain(|name, _| names.contains(name));
         total.extend(measured);

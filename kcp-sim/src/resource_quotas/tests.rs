@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use super::usage::{self, ResourceList};
 use super::{QuotaWrite, charge_of, scopes};
-use crate::resource::GroupResource;
+use crate::resource::{Flavor, GroupResource};
 
 fn pods() -> GroupResource {
     GroupResource::new("", "pods")
@@ -34,7 +34,7 @@ fn a_pod_is_charged_its_containers_sum_raised_to_its_largest_init_container() {
         container("b", json!({"requests": {"cpu": "500m", "memory": "200Mi", "example.com/widget": "2"},
             "limits": {"cpu": "1", "example.com/widget": "2"}})),
     ]}});
-    let used = usage::of_object(&pods(), &pod);
+    let used = usage::of_object(Flavor::Kubernetes, &pods(), &pod);
     assert_eq!(
         texts(&used),
         json!({"count/pods": "1", "pods": "1", "cpu": "1", "requests.cpu": "1",
@@ -51,7 +51,7 @@ fn a_sidecar_adds_to_the_sum_and_runs_beside_later_init_containers() {
             container("migrate", json!({"requests": {"cpu": "1"}})),
         ],
         "containers": [container("main", json!({"requests": {"cpu": "500m"}}))]}});
-    let used = usage::of_object(&pods(), &pod);
+    let used = usage::of_object(Flavor::Kubernetes, &pods(), &pod);
     // The main container and the sidecar: 700m; the migration beside the sidecar: 1200m.
     assert_eq!(used["requests.cpu"].to_text(), "1200m");
 }
@@ -62,7 +62,7 @@ fn a_finished_pod_counts_only_as_an_object() {
     let pod = json!({"spec": {"containers": [container("main", json!({"requests": {"cpu": "300m"}}))]},
         "status": {"phase": "Succeeded"}});
     assert_eq!(
-        texts(&usage::of_object(&pods(), &pod)),
+        texts(&usage::of_object(Flavor::Kubernetes, &pods(), &pod)),
         json!({"count/pods": "1"})
     );
 }
@@ -84,7 +84,11 @@ fn every_container_must_name_the_cpu_and_memory_a_quota_limits() {
 #[test]
 fn a_load_balancer_counts_each_port_as_a_node_port() {
     let service = json!({"spec": {"type": "LoadBalancer", "ports": [{"port": 80}, {"port": 443}]}});
-    let used = usage::of_object(&GroupResource::new("", "services"), &service);
+    let used = usage::of_object(
+        Flavor::Kubernetes,
+        &GroupResource::new("", "services"),
+        &service,
+    );
     assert_eq!(
         texts(&used),
         json!({"count/services": "1", "services": "1", "services.loadbalancers": "1", "services.nodeports": "2"})
@@ -108,7 +112,11 @@ fn an_update_is_charged_only_what_it_adds() {
         dry_run: false,
     };
     assert_eq!(
-        texts(&charge_of(&GroupResource::new("", "services"), &write)),
+        texts(&charge_of(
+            Flavor::Kubernetes,
+            &GroupResource::new("", "services"),
+            &write
+        )),
         json!({"services.nodeports": "1"})
     );
 }
@@ -127,7 +135,7 @@ fn a_counted_name_measures_its_group_and_resource() {
     assert_eq!(usage::measured_kind("limits.cpu"), pods());
     let names = ["limits.cpu", "requests.storage", "services", "bogus"].map(String::from);
     assert_eq!(
-        usage::matching(&pods(), names.iter()),
+        usage::matching(Flavor::Kubernetes, &pods(), names.iter()),
         vec!["limits.cpu".to_string()]
     );
 }
@@ -156,4 +164,19 @@ fn a_priority_class_selector_matches_the_class_name() {
     let none = json!({"spec": {"containers": []}});
     assert!(scopes::cover(&quota, &pods(), &high));
     assert!(!scopes::cover(&quota, &pods(), &none));
+}
+
+/// `kcp-resource-quotas.yaml`, `a-workspace-quota-is-counted-and-enforced`.
+#[test]
+fn kcp_measures_only_counted_names() {
+    let names = ["secrets", "count/secrets"].map(String::from);
+    let secrets = GroupResource::new("", "secrets");
+    assert_eq!(
+        usage::matching(Flavor::Kcp, &secrets, names.iter()),
+        vec!["count/secrets".to_string()]
+    );
+    assert_eq!(
+        texts(&usage::of_object(Flavor::Kcp, &secrets, &json!({}))),
+        json!({"count/secrets": "1"})
+    );
 }

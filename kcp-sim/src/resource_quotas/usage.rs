@@ -2,14 +2,15 @@
 //! once as `count/<resource>[.<group>]`; pods, services and claims also under their older names
 //! and by what they ask for (a pod's requests and limits, a service's node ports and load
 //! balancers, a claim's storage); config maps, secrets, replication controllers and quotas count
-//! under their plural too.
+//! under their plural too. kcp's evaluators know only the `count/` names: in a kcp workspace an
+//! object uses nothing else, and a quota's other names are never measured.
 
 use std::collections::BTreeMap;
 
 use serde_json::Value;
 
 use crate::quantity::Quantity;
-use crate::resource::GroupResource;
+use crate::resource::{Flavor, GroupResource};
 
 /// Resource names and amounts (`corev1.ResourceList`).
 pub(crate) type ResourceList = BTreeMap<String, Quantity>;
@@ -65,15 +66,22 @@ pub(crate) fn measured_kind(name: &str) -> GroupResource {
 
 /// Of `names`, those the evaluator of `kind` measures (`MatchingResources`).
 pub(crate) fn matching<'a>(
+    flavor: Flavor,
     kind: &GroupResource,
     names: impl Iterator<Item = &'a String>,
 ) -> Vec<String> {
-    names.filter(|name| measures(kind, name)).cloned().collect()
+    names
+        .filter(|name| measures(flavor, kind, name))
+        .cloned()
+        .collect()
 }
 
-fn measures(kind: &GroupResource, name: &str) -> bool {
+fn measures(flavor: Flavor, kind: &GroupResource, name: &str) -> bool {
     if measured_kind(name) != *kind {
         return false;
+    }
+    if flavor == Flavor::Kcp {
+        return name.starts_with("count/");
     }
     if kind.group.is_empty() && kind.resource == "pods" && !name.starts_with("count/") {
         return POD_COMPUTE.contains(&name)
@@ -99,10 +107,10 @@ fn count_name(kind: &GroupResource) -> String {
 }
 
 /// What `object`, of `kind`, uses.
-pub(crate) fn of_object(kind: &GroupResource, object: &Value) -> ResourceList {
+pub(crate) fn of_object(flavor: Flavor, kind: &GroupResource, object: &Value) -> ResourceList {
     let mut used = ResourceList::new();
     used.insert(count_name(kind), Quantity::count(1));
-    if !kind.group.is_empty() {
+    if !kind.group.is_empty() || flavor == Flavor::Kcp {
         return used;
     }
     match kind.resource.as_str() {
