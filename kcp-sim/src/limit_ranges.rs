@@ -1,8 +1,7 @@
 //! The `LimitRanger` admission plugin's defaults for a new Pod: each container without a limit
 //! or request of a resource gets the default that its namespace's LimitRanges give containers
 //! (`default`, `defaultRequest`), and the pod is annotated with what was set. The ranges' minimum
-//! and maximum checks and the Pod-type limits are not played (kcp-sim has no quantity
-//! arithmetic), so a pod above a range's maximum is stored where kube-apiserver refuses it.
+//! and maximum checks follow ([`crate::limit_range_checks`]).
 
 use serde_json::{Map, Value, json};
 
@@ -114,6 +113,15 @@ fn merge(pod: &mut Value, range: &Value) {
         }
         annotations[ANNOTATION] = json!(format!("LimitRanger plugin set: {}", notes.join("; ")));
     }
+}
+
+/// The LimitRanges of `namespace`, in the order they are listed.
+pub fn ranges_in(state: &crate::store::State, cluster: &str, namespace: &str) -> Vec<Value> {
+    let ranges = crate::resource::GroupResource::new("", "limitranges");
+    crate::apiexport::objects_of(state, cluster, &ranges)
+        .into_iter()
+        .filter(|r| r.pointer("/metadata/namespace").and_then(Value::as_str) == Some(namespace))
+        .collect()
 }
 
 /// Admits a new pod under the LimitRanges of its namespace, in the order they are listed.

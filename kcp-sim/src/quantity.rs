@@ -156,6 +156,13 @@ impl Quantity {
         self.at_scale(scale).cmp(&other.at_scale(scale))
     }
 
+    /// The value in thousandths, rounded up (`Quantity.MilliValue`).
+    pub fn milli_value(&self) -> i128 {
+        let mut rounded = self.clone();
+        rounded.round_up(-3);
+        rounded.at_scale(-3)
+    }
+
     /// Whether the value is zero.
     pub fn is_zero(&self) -> bool {
         self.mantissa == 0

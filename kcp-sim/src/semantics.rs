@@ -34,9 +34,9 @@ use crate::status::{ApiError, ApiResult, StatusCause};
 use crate::store::{State, Stored};
 use crate::{
     api_services, batch, certificates, crd, daemon_sets, defaults, ephemeral_containers,
-    flowcontrol, garbage_collector, ip_addresses, kcp, limit_ranges, object_meta,
-    persistent_volumes, pods, resource_quotas, scheduling, schema, services, status_writes,
-    validation, volume_claims,
+    flowcontrol, garbage_collector, ip_addresses, kcp, limit_range_checks, limit_ranges,
+    object_meta, persistent_volumes, pods, resource_quotas, scheduling, schema, services,
+    status_writes, validation, volume_claims,
 };
 use resource_quotas::QuotaWrite;
 
@@ -689,6 +689,7 @@ fn finish_create(
     };
     let mut warnings = unknown_field_warnings(pruned);
     default_on_create(state, cluster, rt, &mut obj)?;
+    check_limit_ranges(state, cluster, rt, ns, name, &obj)?;
     kcp::stamp_cluster(state, cluster, &mut obj)?;
     warnings.extend(admission_policies::admit(
         state,
@@ -734,6 +735,26 @@ fn finish_create(
         created: true,
         warnings,
     })
+}
+
+/// The LimitRanger's checks of a pod or claim (of the core group) against its namespace's
+/// LimitRanges: `403 Forbidden` at the first that refuses it.
+fn check_limit_ranges(
+    state: &State,
+    cluster: &str,
+    rt: &ResourceType,
+    ns: &str,
+    name: &str,
+    obj: &Value,
+) -> ApiResult<()> {
+    if !rt.group.is_empty() || !matches!(rt.kind.as_str(), "Pod" | "PersistentVolumeClaim") {
+        return Ok(());
+    }
+    let ranges = limit_ranges::ranges_in(state, cluster, ns);
+    match limit_range_checks::refusal(&rt.kind, obj, &ranges) {
+        Some(reason) => Err(ApiError::forbidden_object("", &rt.plural, name, &reason)),
+        None => Ok(()),
+    }
 }
 
 /// Prunes, defaults and validates a custom resource by its CRD's schema, and one of kcp's own
@@ -934,11 +955,7 @@ fn default_on_create(
         }
         ("", "Pod") => {
             let namespace = meta_str(obj, "namespace").unwrap_or_default().to_string();
-            let ranges = GroupResource::new("", "limitranges");
-            let ranges: Vec<Value> = crate::apiexport::objects_of(state, cluster, &ranges)
-                .into_iter()
-                .filter(|r| meta_str(r, "namespace") == Some(namespace.as_str()))
-                .collect();
+            let ranges = limit_ranges::ranges_in(state, cluster, &namespace);
             limit_ranges::admit_pod(obj, &ranges);
             pods::admit_new(&name, obj, |class| {
                 scheduling::priority(state, cluster, class)
@@ -1271,6 +1288,9 @@ fn write_update(
             dry_run: opts.dry_run,
         },
     )?);
+    if subresource.is_none() && rt.kind == "PersistentVolumeClaim" {
+        check_limit_ranges(state, cluster, rt, namespace, name, &new)?;
+    }
     if subresource.is_none() {
         let write = QuotaWrite {
             rt,

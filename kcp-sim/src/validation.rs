@@ -37,6 +37,7 @@ pub fn create_errors(group: &str, kind: &str, obj: &Value) -> Vec<FieldError> {
         ("", "Pod") => crate::ephemeral_containers::create_errors(obj),
         ("", "Secret") => secret_errors(obj),
         ("", "Service") => service_port_errors(obj),
+        ("", "LimitRange") => crate::limit_range_validation::errors(obj),
         ("", "Event") => crate::event_apis::create_errors("", obj),
         (crate::event_apis::GROUP, "Event") => crate::event_apis::create_errors(group, obj),
         ("networking.k8s.io", "Ingress") => ingress_errors(obj),
