@@ -29,6 +29,11 @@ impl Bound<'_> {
         )
     }
 
+    /// `<what> <resource> usage per <kind> is <enforced>, but <which> is <found>`.
+    fn but(&self, what: &str, which: &str, found: &Quantity) -> String {
+        format!("{}, but {which} is {}", self.words(what), found.to_text())
+    }
+
     /// `minConstraint`.
     fn min(&self, requests: &ResourceList, limits: &ResourceList) -> Option<String> {
         let Some(request) = requests.get(self.resource) else {
@@ -39,18 +44,10 @@ impl Bound<'_> {
         };
         let below = |q: &Quantity| q.compare(self.enforced).is_lt();
         if below(request) {
-            return Some(format!(
-                "{}, but request is {}",
-                self.words("minimum"),
-                request.to_text()
-            ));
+            return Some(self.but("minimum", "request", request));
         }
         let limit = limits.get(self.resource).filter(|l| below(l))?;
-        Some(format!(
-            "{}, but limit is {}",
-            self.words("minimum"),
-            limit.to_text()
-        ))
+        Some(self.but("minimum", "limit", limit))
     }
 
     /// `maxConstraint`.
@@ -60,11 +57,7 @@ impl Bound<'_> {
         };
         let above = |q: &Quantity| q.compare(self.enforced).is_gt();
         if above(limit) {
-            return Some(format!(
-                "{}, but limit is {}",
-                self.words("maximum"),
-                limit.to_text()
-            ));
+            return Some(self.but("maximum", "limit", limit));
         }
         self.max_request(requests)
             .filter(|_| requests.contains_key(self.resource))
@@ -78,13 +71,10 @@ impl Bound<'_> {
                 self.words("maximum")
             ));
         };
-        request.compare(self.enforced).is_gt().then(|| {
-            format!(
-                "{}, but request is {}",
-                self.words("maximum"),
-                request.to_text()
-            )
-        })
+        request
+            .compare(self.enforced)
+            .is_gt()
+            .then(|| self.but("maximum", "request", request))
     }
 
     /// `limitRequestRatioConstraint`: limit over request, compared in thousandths.
