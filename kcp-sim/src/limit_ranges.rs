@@ -118,10 +118,15 @@ fn merge(pod: &mut Value, range: &Value) {
 /// The LimitRanges of `namespace`, in the order they are listed.
 pub fn ranges_in(state: &crate::store::State, cluster: &str, namespace: &str) -> Vec<Value> {
     let ranges = crate::resource::GroupResource::new("", "limitranges");
-    crate::apiexport::objects_of(state, cluster, &ranges)
-        .into_iter()
-        .filter(|r| r.pointer("/metadata/namespace").and_then(Value::as_str) == Some(namespace))
-        .collect()
+    state
+        .clusters
+        .get(cluster)
+        .map(|c| {
+            c.in_namespace(&ranges, namespace)
+                .filter_map(|stored| stored.value().ok())
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Admits a new pod under the LimitRanges of its namespace, in the order they are listed.

@@ -76,16 +76,12 @@ impl QuotaWrite<'_> {
 
 /// The namespace's quotas, by name.
 fn quotas_in(state: &State, cluster: &str, namespace: &str) -> Vec<Value> {
-    let prefix = format!("{namespace}/");
     state
         .clusters
         .get(cluster)
-        .and_then(|c| c.objects.get(&quota_kind()))
-        .map(|quotas| {
-            quotas
-                .range(prefix.clone()..)
-                .take_while(|(key, _)| key.starts_with(&prefix))
-                .filter_map(|(_, stored)| stored.value().ok())
+        .map(|c| {
+            c.in_namespace(&quota_kind(), namespace)
+                .filter_map(|stored| stored.value().ok())
                 .collect()
         })
         .unwrap_or_default()
@@ -290,13 +286,11 @@ fn usage_in(
         by_kind.entry(kind).or_default().push(name.clone());
     }
     let mut total = ResourceList::new();
-    let prefix = format!("{namespace}/");
     for (kind, names) in by_kind {
-        let Some(objects) = state
+        let Some(data) = state
             .clusters
             .get(cluster)
             .filter(|c| c.registry.get(&kind).is_some())
-            .map(|c| c.objects.get(&kind))
         else {
             continue;
         };
@@ -304,11 +298,9 @@ fn usage_in(
             .iter()
             .map(|n| (n.clone(), crate::quantity::Quantity::zero()))
             .collect();
-        let in_namespace = objects
-            .into_iter()
-            .flat_map(|o| o.range(prefix.clone()..))
-            .take_while(|(key, _)| key.starts_with(&prefix))
-            .filter_map(|(_, stored)| stored.value().ok());
+        let in_namespace = data
+            .in_namespace(&kind, namespace)
+            .filter_map(|stored| stored.value().ok());
         for object in in_namespace.filter(|o| scopes::cover(quota, &kind, o)) {
             usage::add_all(
                 &mut measured,

@@ -187,6 +187,26 @@ impl ClusterData {
     pub fn get(&self, gr: &GroupResource, namespace: &str, name: &str) -> Option<&Arc<Stored>> {
         self.objects.get(gr)?.get(&object_key(namespace, name))
     }
+
+    /// The objects of `gr` in `namespace`, in key order (a range of the `namespace/name` keys,
+    /// not a scan of every namespace).
+    pub fn in_namespace<'a>(
+        &'a self,
+        gr: &GroupResource,
+        namespace: &str,
+    ) -> impl Iterator<Item = &'a Arc<Stored>> + 'a {
+        let prefix = format!("{namespace}/");
+        self.objects
+            .get(gr)
+            .into_iter()
+            .flat_map(move |objects| {
+                let prefix = prefix.clone();
+                objects
+                    .range(prefix.clone()..)
+                    .take_while(move |(key, _)| key.starts_with(&prefix))
+            })
+            .map(|(_, stored)| stored)
+    }
 }
 
 /// The whole simulated installation: clusters, the resourceVersion counter and change history.
