@@ -176,6 +176,9 @@ pub struct SimSettings {
     pub history: usize,
     /// Changes buffered per watcher before a slow watcher is cut off.
     pub watch_buffer: usize,
+    /// The server's CA certificate (PEM), which kcp publishes in every namespace as
+    /// `kube-root-ca.crt` ([`crate::kcp::root_ca`]).
+    pub root_ca: Option<String>,
 }
 
 /// The simulated installation: state plus faults.
@@ -197,6 +200,7 @@ impl Sim {
     pub fn new(settings: &SimSettings, faults: Faults, shard_urls: Vec<String>) -> ApiResult<Self> {
         let mut state = State::new(settings.flavor, settings.history, settings.watch_buffer);
         state.shard_urls = shard_urls;
+        state.root_ca = settings.root_ca.clone();
         let first = match settings.flavor {
             Flavor::Kubernetes => {
                 state.add_cluster(PLAIN_CLUSTER, "");
@@ -1134,6 +1138,7 @@ mod tests {
             flavor: Flavor::Kubernetes,
             history: 100,
             watch_buffer: 100,
+            root_ca: None,
         };
         let faults = Faults::new(crate::faults::FaultConfig::default());
         let urls = vec!["http://127.0.0.1:6443".to_owned()];

@@ -9,6 +9,7 @@
 
 pub mod lifecycle_views;
 pub mod recorded_schemas;
+pub mod root_ca;
 pub mod system_apis;
 pub mod termination;
 pub mod types;

@@ -103,6 +103,7 @@ pub use kcp_core::selector;
 pub mod semantics;
 pub mod server;
 pub mod services;
+pub mod serving_ca;
 pub mod status;
 pub mod status_writes;
 pub mod store;

@@ -1026,7 +1026,8 @@ fn after_write(
         }
         ("", "Service") => ip_addresses::follow_service(state, cluster, new),
         ("", "Namespace") if old.is_none() && state.flavor == crate::resource::Flavor::Kcp => {
-            kcp::default_service_account(state, cluster, new)
+            kcp::default_service_account(state, cluster, new)?;
+            kcp::root_ca::publish(state, cluster, meta_str(new, "name").unwrap_or(""))
         }
         ("flowcontrol.apiserver.k8s.io", "FlowSchema" | "PriorityLevelConfiguration") => {
             flowcontrol::mark_dangling(state, cluster)
@@ -1043,8 +1044,12 @@ fn after_write(
         }
         _ => apis::after_write(state, cluster, rt, old, new),
     }?;
+    let namespace = meta_str(new, "namespace").unwrap_or("");
     if rt.namespaced {
-        resource_quotas::sync_namespace(state, cluster, meta_str(new, "namespace").unwrap_or(""))?;
+        resource_quotas::sync_namespace(state, cluster, namespace)?;
+    }
+    if kcp::root_ca::is_published(rt.group_resource(), meta_str(new, "name").unwrap_or("")) {
+        kcp::root_ca::publish(state, cluster, namespace)?;
     }
     garbage_collector::collect_if_every_owner_is_gone(state, cluster, rt, new)
 }
@@ -2076,6 +2081,9 @@ pub(crate) fn remove_now(
     }
     if rt.namespaced {
         resource_quotas::sync_namespace(state, cluster, namespace)?;
+    }
+    if kcp::root_ca::is_published(gr, name) {
+        kcp::root_ca::publish(state, cluster, namespace)?;
     }
     let value = removed.value()?;
     match (rt.group.as_str(), rt.kind.as_str()) {

@@ -7,11 +7,13 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use base64::Engine as _;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
 
 use crate::api::{Endpoint, PLAIN_CLUSTER, Sim, SimSettings};
 use crate::client::SimClient;
@@ -19,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::faults::{FaultConfig, Faults};
 use crate::http::{HttpSettings, handle};
 use crate::resource::Flavor;
+use crate::serving_ca::ServingCa;
 
 /// Which API server to simulate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -56,6 +59,10 @@ pub struct Config {
     /// ([`Server::url`]) name the address bound, so an unspecified IP (`0.0.0.0`) appears in
     /// them as such.
     pub address: SocketAddr,
+    /// Serve HTTPS with a certificate signed by a CA made at start ([`Server::ca_pem`]; kube
+    /// clients, kubeconfigs and URLs from the server trust it), as the real servers serve only
+    /// HTTPS. Off by default: plain HTTP.
+    pub tls: bool,
 }
 
 impl Default for Config {
@@ -70,6 +77,7 @@ impl Default for Config {
             shards: 1,
             simulate_workloads: None,
             address: SocketAddr::from(([127, 0, 0, 1], 0)),
+            tls: false,
         }
     }
 }
@@ -90,6 +98,8 @@ pub struct Server {
     sim: Arc<Sim>,
     urls: Vec<String>,
     mode: Mode,
+    ca: Option<ServingCa>,
+    tls: bool,
     stop: watch::Sender<bool>,
     tasks: JoinSet<()>,
 }
@@ -98,6 +108,17 @@ impl Server {
     /// Starts a simulator on [`Config::address`] (by default 127.0.0.1, a free port per shard).
     pub async fn start(config: Config) -> Result<Server> {
         let shards = config.shards.max(1);
+        // kcp publishes its CA in every namespace, so kcp mode has one even over plain HTTP.
+        let ca = if config.tls || config.mode == Mode::Kcp {
+            Some(ServingCa::generate(config.address.ip())?)
+        } else {
+            None
+        };
+        let scheme = if config.tls { "https" } else { "http" };
+        let acceptor = match &ca {
+            Some(ca) if config.tls => Some(TlsAcceptor::from(ca.tls())),
+            _ => None,
+        };
         let mut listeners = Vec::with_capacity(shards);
         let mut urls = Vec::with_capacity(shards);
         for shard in 0..shards {
@@ -108,7 +129,7 @@ impl Server {
             let addr = listener
                 .local_addr()
                 .map_err(|source| Error::Bind { source })?;
-            urls.push(format!("http://{addr}"));
+            urls.push(format!("{scheme}://{addr}"));
             listeners.push(listener);
         }
         let flavor = match config.mode {
@@ -119,6 +140,7 @@ impl Server {
             flavor,
             history: config.watch_history,
             watch_buffer: config.watch_buffer,
+            root_ca: ca.as_ref().map(|ca| ca.ca_pem().to_string()),
         };
         let sim = Arc::new(
             Sim::new(&settings, Faults::new(config.faults.clone()), urls.clone())
@@ -132,7 +154,13 @@ impl Server {
                 max_watch: config.max_watch,
                 shard,
             });
-            tasks.spawn(accept_loop(listener, sim.clone(), http, stop.subscribe()));
+            tasks.spawn(accept_loop(
+                listener,
+                acceptor.clone(),
+                sim.clone(),
+                http,
+                stop.subscribe(),
+            ));
         }
         if let Some(delay) = config.simulate_workloads {
             let kcp = config.mode == Mode::Kcp;
@@ -148,12 +176,14 @@ impl Server {
             sim,
             urls,
             mode: config.mode,
+            ca,
+            tls: config.tls,
             stop,
             tasks,
         })
     }
 
-    /// The base URL (`http://127.0.0.1:<port>`).
+    /// The base URL (`http://127.0.0.1:<port>`, `https://` with [`Config::tls`]).
     pub fn url(&self) -> &str {
         &self.urls[0]
     }
@@ -171,13 +201,33 @@ impl Server {
         }
     }
 
-    /// A kube client configuration for a cluster (ignored in Kubernetes mode).
+    /// The CA certificate (PEM) of the server: over HTTPS ([`Config::tls`]) it signs the
+    /// serving certificate; in kcp mode it is published as `kube-root-ca.crt` in every
+    /// namespace. `None` for a Kubernetes-mode server on plain HTTP.
+    pub fn ca_pem(&self) -> Option<&str> {
+        self.ca.as_ref().map(ServingCa::ca_pem)
+    }
+
+    /// The CA clients must trust: the server's over HTTPS, none over plain HTTP.
+    fn trusted_ca(&self) -> Option<&str> {
+        self.ca_pem().filter(|_| self.tls)
+    }
+
+    /// A kube client configuration for a cluster (ignored in Kubernetes mode); over HTTPS it
+    /// trusts the server's CA.
     pub fn kube_config(&self, cluster: &str) -> Result<kube::Config> {
         let url = self.cluster_url(cluster);
         let uri = url.parse().map_err(|e| Error::Config {
             message: format!("{url} is not a valid URL: {e}"),
         })?;
-        Ok(kube::Config::new(uri))
+        let mut config = kube::Config::new(uri);
+        if let Some(ca) = self.trusted_ca() {
+            let roots = pem::parse_many(ca).map_err(|e| Error::Config {
+                message: format!("reading kcp-sim's own CA: {e}"),
+            })?;
+            config.root_cert = Some(roots.into_iter().map(pem::Pem::into_contents).collect());
+        }
+        Ok(config)
     }
 
     /// A kube client for a cluster (ignored in Kubernetes mode).
@@ -231,6 +281,10 @@ impl Server {
                 "- name: {name}\n  cluster:\n    server: {}\n",
                 self.cluster_url(name)
             ));
+            if let Some(ca) = self.trusted_ca() {
+                let data = base64::engine::general_purpose::STANDARD.encode(ca);
+                out.push_str(&format!("    certificate-authority-data: {data}\n"));
+            }
         }
         out.push_str(&format!(
             "users:\n- name: kcp-sim\n  user:\n    token: {}\ncontexts:\n",
@@ -294,6 +348,7 @@ impl Drop for Server {
 
 async fn accept_loop(
     listener: TcpListener,
+    acceptor: Option<TlsAcceptor>,
     sim: Arc<Sim>,
     http: Arc<HttpSettings>,
     mut stop: watch::Receiver<bool>,
@@ -305,15 +360,22 @@ async fn accept_loop(
             accepted = listener.accept() => {
                 let Ok((stream, _)) = accepted else { continue };
                 let _ = stream.set_nodelay(true);
-                let sim = sim.clone();
-                let http = http.clone();
+                let (sim, http, acceptor) = (sim.clone(), http.clone(), acceptor.clone());
                 let mut conn_stop = stop_template.clone();
                 connections.spawn(async move {
-                    let service = service_fn(move |req| handle(sim.clone(), http.clone(), req));
-                    let conn = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service);
+                    let served = async {
+                        match acceptor {
+                            // A client that fails the handshake only loses its connection.
+                            Some(acceptor) => {
+                                if let Ok(stream) = acceptor.accept(stream).await {
+                                    serve(stream, sim, http).await;
+                                }
+                            }
+                            None => serve(stream, sim, http).await,
+                        }
+                    };
                     tokio::select! {
-                        _ = conn => {}
+                        _ = served => {}
                         _ = conn_stop.wait_for(|s| *s) => {}
                     }
                 });
@@ -324,4 +386,15 @@ async fn accept_loop(
     }
     connections.abort_all();
     while connections.join_next().await.is_some() {}
+}
+
+/// Serves one connection's HTTP/1.1 requests until it closes.
+async fn serve<S>(stream: S, sim: Arc<Sim>, http: Arc<HttpSettings>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |req| handle(sim.clone(), http.clone(), req));
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), service)
+        .await;
 }

@@ -232,6 +232,8 @@ pub struct State {
     events: broadcast::Sender<Arc<Change>>,
     /// What each apiexport virtual workspace serves, parsed once per export version.
     pub view_cache: crate::apiexport::view_cache::ViewCache,
+    /// The server's CA certificate (PEM), published in kcp mode as `kube-root-ca.crt`.
+    pub root_ca: Option<String>,
 }
 
 impl State {
@@ -250,6 +252,7 @@ impl State {
             oldest_watchable: 1,
             events,
             view_cache: Default::default(),
+            root_ca: None,
         }
     }
 

@@ -879,15 +879,21 @@ async fn accepting_a_claim_brings_the_claimed_objects_into_view() {
         )
         .await
         .unwrap();
-    let event = tokio::time::timeout(Duration::from_secs(5), events.try_next())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    let watcher::Event::Apply(seen) = event else {
-        panic!("expected the config map to appear, got {event:?}");
-    };
-    assert_eq!(seen.metadata.name.as_deref(), Some("shared"));
+    // Both config maps of the namespace come into view: the user's and the CA kcp publishes.
+    let mut seen = Vec::new();
+    while seen.len() < 2 {
+        let event = tokio::time::timeout(Duration::from_secs(5), events.try_next())
+            .await
+            .unwrap()
+            .unwrap()
+            .unwrap();
+        let watcher::Event::Apply(cm) = event else {
+            panic!("expected the config maps to appear, got {event:?}");
+        };
+        seen.push(cm.metadata.name.unwrap());
+    }
+    seen.sort();
+    assert_eq!(seen, ["kube-root-ca.crt", "shared"]);
     let inside: Api<ConfigMap> =
         Api::namespaced(client_at(&format!("{vw}/clusters/{lc}")), "default");
     assert_eq!(
@@ -897,7 +903,7 @@ async fn accepting_a_claim_brings_the_claimed_objects_into_view() {
             .unwrap()
             .items
             .len(),
-        1
+        2
     );
     let status = bindings.get("widgets").await.unwrap();
     assert!(status.status.unwrap().is_bound());

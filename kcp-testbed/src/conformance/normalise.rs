@@ -19,7 +19,8 @@
 //! quotes are written as the fields holding them are. An RFC 3339 time inside a text
 //! (a `CREATED AT` column) `<time>`; an OpenAPI document's hash keeps only its length. A Table's
 //! age cells (an `Age` column, or one of type `date`) become `<age>`: whether a second has passed
-//! since the object was made is a race on either server.
+//! since the object was made is a race on either server. A run of PEM certificates is
+//! `<certificates>`: each server has a CA bundle of its own.
 
 use std::collections::BTreeMap;
 
@@ -83,6 +84,9 @@ pub struct Normaliser {
     yaml_revisions: regex::Regex,
     /// An RFC 3339 time inside a text (kubectl's `CREATED AT` column).
     timestamps: regex::Regex,
+    /// PEM certificates one after another (a server's CA bundle, published in
+    /// `kube-root-ca.crt`): each server has its own, of as many certificates as it trusts.
+    certificates: regex::Regex,
     /// kcp's controllers write objects at moments of their own, so on kcp which
     /// resourceVersions are equal is a race: they are all `<rv>` there.
     revisions_as_ordinals: bool,
@@ -124,6 +128,10 @@ impl Normaliser {
             yaml_revisions: regex::Regex::new(r#"(resourceVersion: )"([0-9]+)""#).unwrap(),
             timestamps: regex::Regex::new(
                 r"\b[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z\b",
+            )
+            .unwrap(),
+            certificates: regex::Regex::new(
+                r"(?:-----BEGIN CERTIFICATE-----\n[A-Za-z0-9+/=\n]*-----END CERTIFICATE-----\n?)+",
             )
             .unwrap(),
         }
@@ -345,6 +353,7 @@ impl Normaliser {
                 format!("{}\"{}\"", &c[1], self.revision(&c[2]))
             });
         let out = self.timestamps.replace_all(&out, "<time>");
+        let out = self.certificates.replace_all(&out, "<certificates>");
         let out = self
             .document_hashes
             .replace_all(&out, |c: &regex::Captures| {
