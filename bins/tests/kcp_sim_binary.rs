@@ -52,12 +52,14 @@ struct Sim {
 }
 
 impl Sim {
-    /// Starts the binary with `args` and `--kubeconfig`, and reads its URL line.
+    /// Starts the binary in a directory of its own with `args` and `--kubeconfig`, and reads
+    /// its URL line.
     fn start(args: &[&str]) -> Sim {
         let dir = TempDir::new();
         let kubeconfig = dir.0.join("kubeconfig");
         let log = std::fs::File::create(dir.0.join("stderr")).unwrap();
         let mut child = Command::new(BINARY)
+            .current_dir(&dir.0)
             .args(args)
             .arg("--kubeconfig")
             .arg(&kubeconfig)
@@ -216,6 +218,61 @@ fn kubectl_reads_and_writes_through_the_kubeconfig_it_writes() {
             .as_str()
             .is_some_and(|u| !u.is_empty())
     );
+}
+
+#[test]
+fn with_tls_kubectl_acts_as_the_service_account_whose_token_it_sends() {
+    let sim = Sim::start(&["--tls", "--ca-file", "ca.crt"]);
+    assert!(sim.url.starts_with("https://127.0.0.1:"), "{}", sim.url);
+    let kubeconfig = std::fs::read_to_string(&sim.kubeconfig).unwrap();
+    assert!(kubeconfig.contains("certificate-authority-data: "));
+    sim.run(&["create", "serviceaccount", "bot", "-n", "default"]);
+    let token = sim.run(&["create", "token", "bot", "-n", "default"]);
+    let as_bot = |args: &[&str]| {
+        let mut all = vec!["--token", token.trim()];
+        all.extend_from_slice(args);
+        sim.kubectl_output(&all, "")
+    };
+    let denied = as_bot(&["get", "configmaps", "-n", "default"]);
+    assert!(!denied.status.success());
+    let stderr = String::from_utf8_lossy(&denied.stderr);
+    assert!(
+        stderr.contains(
+            r#"User "system:serviceaccount:default:bot" cannot list resource "configmaps""#
+        ),
+        "{stderr}"
+    );
+    sim.run(&[
+        "create",
+        "role",
+        "reader",
+        "--verb=list",
+        "--resource=configmaps",
+        "-n",
+        "default",
+    ]);
+    sim.run(&[
+        "create",
+        "rolebinding",
+        "bot-reads",
+        "--role=reader",
+        "--serviceaccount=default:bot",
+        "-n",
+        "default",
+    ]);
+    let allowed = as_bot(&["get", "configmaps", "-n", "default", "-o", "name"]);
+    assert!(allowed.status.success(), "{allowed:?}");
+}
+
+#[test]
+fn ca_file_writes_the_ca_the_kubeconfig_trusts() {
+    let sim = Sim::start(&["--tls", "--ca-file", "ca.crt"]);
+    let ca = std::fs::read_to_string(sim.dir.0.join("ca.crt")).unwrap();
+    assert!(ca.starts_with("-----BEGIN CERTIFICATE-----"), "{ca}");
+    use base64::Engine as _;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&ca);
+    let kubeconfig = std::fs::read_to_string(&sim.kubeconfig).unwrap();
+    assert!(kubeconfig.contains(&encoded));
 }
 
 /// The Python interpreter: `KCP_PYTHON` (CI names the one that has the client), else `python3`.

@@ -179,6 +179,9 @@ pub struct SimSettings {
     /// The server's CA certificate (PEM), which kcp publishes in every namespace as
     /// `kube-root-ca.crt` ([`crate::kcp::root_ca`]).
     pub root_ca: Option<String>,
+    /// Refuse a bearer token kcp-sim did not sign (nor its kubeconfig's) with kube's 401, as a
+    /// real server does; otherwise such a token acts as the admin.
+    pub refuse_unknown_tokens: bool,
 }
 
 /// The simulated installation: state plus faults.
@@ -201,6 +204,7 @@ impl Sim {
         let mut state = State::new(settings.flavor, settings.history, settings.watch_buffer);
         state.shard_urls = shard_urls;
         state.root_ca = settings.root_ca.clone();
+        state.refuse_unknown_tokens = settings.refuse_unknown_tokens;
         let first = match settings.flavor {
             Flavor::Kubernetes => {
                 state.add_cluster(PLAIN_CLUSTER, "");
@@ -1139,6 +1143,7 @@ mod tests {
             history: 100,
             watch_buffer: 100,
             root_ca: None,
+            refuse_unknown_tokens: false,
         };
         let faults = Faults::new(crate::faults::FaultConfig::default());
         let urls = vec!["http://127.0.0.1:6443".to_owned()];

@@ -60,15 +60,14 @@ impl User {
 
     /// Who a request acts as, when not the admin: the impersonated user, else the
     /// ServiceAccount of a bearer token kcp-sim signed (refused with a 401 once it no longer
-    /// authenticates, [`crate::token_review::request_user`]).
+    /// authenticates, [`crate::token_review::request_user`]). A ServiceAccount that
+    /// impersonates must be allowed to ([`crate::impersonation::check`]), as in kube; the
+    /// admin may impersonate anyone.
     pub fn of_request(
         sim: &Sim,
         endpoint: &Endpoint,
         headers: &http::HeaderMap,
     ) -> ApiResult<Option<User>> {
-        if let Some(user) = User::impersonated(headers) {
-            return Ok(Some(user));
-        }
         let token = headers
             .get(http::header::AUTHORIZATION)
             .and_then(|v| v.to_str().ok())
@@ -76,12 +75,20 @@ impl User {
             .map(str::trim)
             .filter(|token| *token != crate::tokens::KUBECONFIG_TOKEN);
         let state = sim.read();
-        match (token, addressed_cluster(&state, endpoint)) {
+        let cluster = addressed_cluster(&state, endpoint);
+        let requester = match (token, &cluster) {
             (Some(token), Some(cluster)) => {
-                crate::token_review::request_user(&state, &cluster, token)
+                crate::token_review::request_user(&state, cluster, token)?
             }
-            _ => Ok(None),
+            _ => None,
+        };
+        let Some(impersonated) = User::impersonated(headers) else {
+            return Ok(requester);
+        };
+        if let (Some(requester), Some(cluster)) = (&requester, &cluster) {
+            crate::impersonation::check(&state, cluster, requester, headers)?;
         }
+        Ok(Some(impersonated))
     }
 
     /// An authenticated user: `name` in `groups` and `system:authenticated`.
@@ -670,7 +677,7 @@ pub fn whoami(review: &Value, user: &User, scope: Option<&str>) -> Value {
 }
 
 /// The namespace of a service account's user name (`system:serviceaccount:<ns>:<name>`).
-fn service_account_namespace(name: &str) -> Option<&str> {
+pub(crate) fn service_account_namespace(name: &str) -> Option<&str> {
     let rest = name.strip_prefix("system:serviceaccount:")?;
     let (namespace, account) = rest.split_once(':')?;
     (!namespace.is_empty() && !account.is_empty()).then_some(namespace)

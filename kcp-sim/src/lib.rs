@@ -66,6 +66,7 @@ pub mod go_json_syntax;
 pub mod go_quote;
 pub mod health;
 pub mod http;
+pub mod impersonation;
 pub mod ip_addresses;
 pub mod kcp;
 pub mod kind_cells;

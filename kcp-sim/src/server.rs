@@ -61,7 +61,10 @@ pub struct Config {
     pub address: SocketAddr,
     /// Serve HTTPS with a certificate signed by a CA made at start ([`Server::ca_pem`]; kube
     /// clients, kubeconfigs and URLs from the server trust it), as the real servers serve only
-    /// HTTPS. Off by default: plain HTTP.
+    /// HTTPS, and authenticate bearer tokens as they do: a request with no token, or the
+    /// kubeconfig's, acts as the admin; a ServiceAccount token kcp-sim signed acts as that
+    /// ServiceAccount; any other token is kube's `401 Unauthorized`. Off by default: plain
+    /// HTTP, where any token kcp-sim did not sign acts as the admin.
     pub tls: bool,
 }
 
@@ -141,6 +144,7 @@ impl Server {
             history: config.watch_history,
             watch_buffer: config.watch_buffer,
             root_ca: ca.as_ref().map(|ca| ca.ca_pem().to_string()),
+            refuse_unknown_tokens: config.tls,
         };
         let sim = Arc::new(
             Sim::new(&settings, Faults::new(config.faults.clone()), urls.clone())

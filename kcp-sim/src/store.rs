@@ -234,6 +234,9 @@ pub struct State {
     pub view_cache: crate::apiexport::view_cache::ViewCache,
     /// The server's CA certificate (PEM), published in kcp mode as `kube-root-ca.crt`.
     pub root_ca: Option<String>,
+    /// Whether a bearer token kcp-sim did not sign is refused (401) rather than taken as the
+    /// admin's ([`crate::token_review::request_user`]).
+    pub refuse_unknown_tokens: bool,
 }
 
 impl State {
@@ -253,6 +256,7 @@ impl State {
             events,
             view_cache: Default::default(),
             root_ca: None,
+            refuse_unknown_tokens: false,
         }
     }
 

@@ -56,15 +56,22 @@ pub fn answer(state: &State, cluster: &str, review: &Value) -> ApiResult<Value> 
     Ok(answer)
 }
 
-/// The user a request's bearer `token` acts as in `cluster`: `None` (the admin) for a token
-/// kcp-sim did not sign, the ServiceAccount's user for one it signed while that authenticates
-/// (audience the issuer, not expired, its ServiceAccount there with the same uid), and kube's
-/// `401 Unauthorized` once it does not.
+/// The user a request's bearer `token` acts as in `cluster`: `None` (the admin) for the
+/// kubeconfig's token, and for any other token kcp-sim did not sign unless it refuses those
+/// ([`State::refuse_unknown_tokens`], kube's `401 Unauthorized`); the ServiceAccount's user for
+/// one it signed while that authenticates (audience the issuer, not expired, its ServiceAccount
+/// there with the same uid), and the 401 once it does not.
 pub fn request_user(state: &State, cluster: &str, token: &str) -> ApiResult<Option<User>> {
-    if token == KUBECONFIG_TOKEN || verified_claims(token).is_none() {
+    let unauthorized = || ApiError::new(401, "Unauthorized", "Unauthorized");
+    if token == KUBECONFIG_TOKEN {
         return Ok(None);
     }
-    let unauthorized = || ApiError::new(401, "Unauthorized", "Unauthorized");
+    if verified_claims(token).is_none() {
+        return match state.refuse_unknown_tokens {
+            true => Err(unauthorized()),
+            false => Ok(None),
+        };
+    }
     let (user, _) = authenticate(state, cluster, token, &[ISSUER.to_string()]).map_err(|why| {
         tracing::debug!(%why, "a ServiceAccount token no longer authenticates");
         unauthorized()

@@ -1,6 +1,7 @@
 //! The server's CA: served over HTTPS with `Config::tls`, and published by kcp mode as
 //! `kube-root-ca.crt` in every namespace (kcp's root CA publisher; conformance
-//! `kcp-root-ca.yaml` holds it to kcp).
+//! `kcp-root-ca.yaml` holds it to kcp); over HTTPS, bearer tokens are authenticated as the real
+//! servers do.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
@@ -81,4 +82,72 @@ async fn a_kubernetes_server_publishes_nothing() {
     assert!(sim.ca_pem().is_none());
     let api = Api::<ConfigMap>::namespaced(sim.client("").unwrap(), "default");
     assert!(api.get_opt("kube-root-ca.crt").await.unwrap().is_none());
+}
+
+fn tls(mut config: Config) -> Config {
+    config.tls = true;
+    config
+}
+
+#[tokio::test]
+async fn over_tls_the_servers_own_clients_trust_its_ca() {
+    let sim = Server::start(tls(Config::default())).await.unwrap();
+    assert!(sim.url().starts_with("https://127.0.0.1:"), "{}", sim.url());
+    let api = Api::<Namespace>::all(sim.client("").unwrap());
+    assert!(api.get_opt("default").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn a_client_that_does_not_trust_the_ca_is_refused() {
+    let sim = Server::start(tls(Config::default())).await.unwrap();
+    let untrusting = kube::Client::try_from(kube::Config::new(sim.url().parse().unwrap())).unwrap();
+    let api = Api::<Namespace>::all(untrusting);
+    assert!(api.get_opt("default").await.is_err());
+}
+
+#[tokio::test]
+async fn the_kubeconfig_carries_the_ca_for_every_context() {
+    let sim = Server::start(tls(Config::kcp())).await.unwrap();
+    let text = sim.kubeconfig(&["root"]);
+    let kubeconfig = kube::config::Kubeconfig::from_yaml(&text).unwrap();
+    let config = kube::Config::from_custom_kubeconfig(
+        kubeconfig,
+        &kube::config::KubeConfigOptions::default(),
+    )
+    .await
+    .unwrap();
+    let api = Api::<ConfigMap>::namespaced(kube::Client::try_from(config).unwrap(), "default");
+    let cm = api.get("kube-root-ca.crt").await.unwrap();
+    assert_eq!(published_ca(&cm), sim.ca_pem().unwrap());
+}
+
+async fn with_token(sim: &Server, token: &str) -> kube::Client {
+    let mut config = sim.kube_config("").unwrap();
+    config.auth_info = serde_json::from_value(json!({"token": token})).unwrap();
+    kube::Client::try_from(config).unwrap()
+}
+
+#[tokio::test]
+async fn over_tls_a_token_kcp_sim_did_not_sign_is_unauthorized() {
+    let sim = Server::start(tls(Config::default())).await.unwrap();
+    let api = Api::<Namespace>::all(with_token(&sim, "not-a-token").await);
+    let err = api.get("default").await.unwrap_err();
+    let kube::Error::Api(status) = err else {
+        panic!("expected kube's 401, got {err:?}");
+    };
+    assert_eq!((status.code, status.reason.as_str()), (401, "Unauthorized"));
+}
+
+#[tokio::test]
+async fn over_tls_the_kubeconfigs_token_is_the_admin() {
+    let sim = Server::start(tls(Config::default())).await.unwrap();
+    let api = Api::<Namespace>::all(with_token(&sim, "kcp-sim").await);
+    assert!(api.get_opt("default").await.unwrap().is_some());
+}
+
+#[tokio::test]
+async fn over_plain_http_any_other_token_is_still_the_admin() {
+    let sim = Server::start(Config::default()).await.unwrap();
+    let api = Api::<Namespace>::all(with_token(&sim, "not-a-token").await);
+    assert!(api.get_opt("default").await.unwrap().is_some());
 }

@@ -2,6 +2,9 @@
 //! the default) or kcp (`--mode kcp`) API server on loopback, with an optional kubeconfig for
 //! kubectl and client libraries, workload simulation and fault injection.
 //!
+//! With `--tls` it serves HTTPS, as the real servers do, with a certificate signed by a CA of
+//! its own, which the kubeconfig trusts and `--ca-file` writes.
+//!
 //! Once it listens it writes the kubeconfig (if `--kubeconfig` is given), then prints one line,
 //! `kcp-sim serving <url>`, to stdout, so a script can wait for that line and read the URL from
 //! it. It serves until SIGTERM or SIGINT, then stops (open watches end) and exits 0. Logs go to
@@ -73,6 +76,14 @@ struct Flags {
     /// (kcp mode, server `<url>/clusters/root`), the current context, token `kcp-sim`.
     #[arg(long, value_name = "PATH")]
     kubeconfig: Option<PathBuf>,
+    /// Serve HTTPS, as the real servers do, with a certificate signed by a CA made at start:
+    /// the kubeconfig trusts it (`certificate-authority-data`), `--ca-file` writes it for other
+    /// clients. kubectl sends a `--token` only over HTTPS.
+    #[arg(long)]
+    tls: bool,
+    /// Write the CA certificate (PEM) that signs the serving certificate here once listening.
+    #[arg(long, value_name = "PATH", requires = "tls")]
+    ca_file: Option<PathBuf>,
     /// Simulated kcp shards (kcp mode): each listens on its own free port, and workspaces are
     /// placed on them round-robin.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
@@ -136,6 +147,7 @@ impl Flags {
             ));
         }
         config.address = self.address;
+        config.tls = self.tls;
         config.shards = usize::from(self.shards);
         config.simulate_workloads = self.simulate_workloads;
         config.faults = FaultConfig {
@@ -295,6 +307,9 @@ async fn serve(flags: &Flags, config: Config) -> Result<(), String> {
     if let Some(path) = &flags.kubeconfig {
         sim.write_kubeconfig(path, &[])
             .map_err(|e| format!("--kubeconfig: {e}"))?;
+    }
+    if let (Some(path), Some(ca)) = (&flags.ca_file, sim.ca_pem()) {
+        std::fs::write(path, ca).map_err(|e| format!("--ca-file {}: {e}", path.display()))?;
     }
     let mut stdout = std::io::stdout().lock();
     // The line scripts wait for; a closed stdout does not stop the server.

@@ -20,7 +20,8 @@
 //! (a `CREATED AT` column) `<time>`; an OpenAPI document's hash keeps only its length. A Table's
 //! age cells (an `Age` column, or one of type `date`) become `<age>`: whether a second has passed
 //! since the object was made is a race on either server. A run of PEM certificates is
-//! `<certificates>`: each server has a CA bundle of its own.
+//! `<certificates>`: each server has a CA bundle of its own. kubectl's log lines keep their
+//! level, not their time and process id.
 
 use std::collections::BTreeMap;
 
@@ -87,6 +88,9 @@ pub struct Normaliser {
     /// PEM certificates one after another (a server's CA bundle, published in
     /// `kube-root-ca.crt`): each server has its own, of as many certificates as it trusts.
     certificates: regex::Regex,
+    /// The header of a line kubectl logs (klog's `E1204 13:11:18.477932   15375 `): its time
+    /// and process id.
+    log_headers: regex::Regex,
     /// kcp's controllers write objects at moments of their own, so on kcp which
     /// resourceVersions are equal is a race: they are all `<rv>` there.
     revisions_as_ordinals: bool,
@@ -132,6 +136,10 @@ impl Normaliser {
             .unwrap(),
             certificates: regex::Regex::new(
                 r"(?:-----BEGIN CERTIFICATE-----\n[A-Za-z0-9+/=\n]*-----END CERTIFICATE-----\n?)+",
+            )
+            .unwrap(),
+            log_headers: regex::Regex::new(
+                r"(?m)^([IWEF])[0-9]{4} [0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{6} +[0-9]+ ",
             )
             .unwrap(),
         }
@@ -354,6 +362,7 @@ impl Normaliser {
             });
         let out = self.timestamps.replace_all(&out, "<time>");
         let out = self.certificates.replace_all(&out, "<certificates>");
+        let out = self.log_headers.replace_all(&out, "$1<time> <pid> ");
         let out = self
             .document_hashes
             .replace_all(&out, |c: &regex::Captures| {

@@ -16,15 +16,26 @@ use crate::real::{shared_kcp, shared_kube, shared_kube_controllers};
 
 /// Runs `case` of `file` on a fresh kcp-sim and returns its normalised answers.
 pub async fn on_sim(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
-    let config = match file.server {
+    let mut config = match file.server {
         ServerKind::Kube => kcp_sim::Config::default(),
         ServerKind::Kcp => kcp_sim::Config::kcp(),
     };
+    // Over HTTPS, as the real servers: kubectl sends a `--token` only over TLS.
+    config.tls = true;
     let sim = kcp_sim::Server::start(config)
         .await
         .map_err(|e| Error::config("starting kcp-sim", e))?;
+    let ca_pem = sim.ca_pem().unwrap_or_default().to_string();
     // kcp-sim's clients send no credentials: the admin's and the bare one are one client.
-    let client = client_for(kube::Config::new(parse_url(sim.url())?))?;
+    let mut client_config = kube::Config::new(parse_url(sim.url())?);
+    client_config.root_cert = Some(
+        pem::parse_many(&ca_pem)
+            .map_err(|e| Error::config("kcp-sim's CA", e))?
+            .into_iter()
+            .map(pem::Pem::into_contents)
+            .collect(),
+    );
+    let client = client_for(client_config)?;
     let clients = CaseClients {
         admin: client.clone(),
         bare: client,
@@ -32,8 +43,10 @@ pub async fn on_sim(file: &CaseFile, case: &Case) -> Result<Vec<Value>> {
     let root: Arc<dyn ObjectClient> = Arc::new(sim.object_client("root"));
     let base = Endpoint {
         url: sim.url().trim_end_matches('/').to_string(),
-        ca_pem: String::new(),
-        token: String::new(),
+        ca_pem,
+        // The admin's, as the real servers' kubeconfigs name theirs: kubectl prompts for a
+        // user name when a kubeconfig for an HTTPS server holds no credentials.
+        token: kcp_sim::tokens::KUBECONFIG_TOKEN.to_string(),
     };
     let answers = on(file, case, (&clients, &base), &root, Patience::Candidate).await;
     sim.shutdown().await;
