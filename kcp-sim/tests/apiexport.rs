@@ -140,6 +140,16 @@ fn cluster_of(obj: &DynamicObject) -> String {
 
 // ---- APIResourceSchema ---------------------------------------------------------------------
 
+/// The next event of a watch, within five seconds.
+async fn next_event<K>(
+    events: &mut futures::stream::BoxStream<'static, watcher::Result<watcher::Event<K>>>,
+) -> watcher::Event<K> {
+    tokio::time::timeout(Duration::from_secs(5), events.try_next())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap()
+}
 #[tokio::test]
 async fn a_schema_name_must_end_in_its_plural_and_group() {
     let sim = kcp().await;
@@ -710,12 +720,7 @@ async fn a_wildcard_watch_sees_objects_created_in_two_consumers() {
     }
     let mut seen = Vec::new();
     while seen.len() < 2 {
-        let event = tokio::time::timeout(Duration::from_secs(5), events.try_next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
-        if let watcher::Event::Apply(obj) = event {
+        if let watcher::Event::Apply(obj) = next_event(&mut events).await {
             seen.push(cluster_of(&obj));
         }
     }
@@ -882,11 +887,7 @@ async fn accepting_a_claim_brings_the_claimed_objects_into_view() {
     // Both config maps of the namespace come into view: the user's and the CA kcp publishes.
     let mut seen = Vec::new();
     while seen.len() < 2 {
-        let event = tokio::time::timeout(Duration::from_secs(5), events.try_next())
-            .await
-            .unwrap()
-            .unwrap()
-            .unwrap();
+        let event = next_event(&mut events).await;
         let watcher::Event::Apply(cm) = event else {
             panic!("expected the config maps to appear, got {event:?}");
         };
