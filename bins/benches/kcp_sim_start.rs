@@ -7,6 +7,9 @@
 //!   (polling a port before anything listens on it can connect the poller to itself: Linux's
 //!   TCP self-connect, when the kernel picks that port as the poller's own).
 //!
+//! - `serving_ca`: making the CA and serving certificate (`kcp_sim::serving_ca`), which kcp mode
+//!   and `--tls` add to a start.
+//!
 //! Stopping the server is not timed. `cargo bench -p kcp-bins --bench kcp_sim_start`.
 
 mod support;
@@ -113,5 +116,14 @@ fn process(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, in_process, process);
+fn serving_ca(c: &mut Criterion) {
+    let loopback = std::net::IpAddr::from([127, 0, 0, 1]);
+    c.bench_function("kcp_sim_start/serving_ca", |b| {
+        b.iter(|| {
+            kcp_sim::serving_ca::ServingCa::generate(loopback).unwrap_or_else(|e| panic!("{e}"))
+        })
+    });
+}
+
+criterion_group!(benches, in_process, process, serving_ca);
 criterion_main!(benches);

@@ -151,3 +151,37 @@ async fn over_plain_http_any_other_token_is_still_the_admin() {
     let api = Api::<Namespace>::all(with_token(&sim, "not-a-token").await);
     assert!(api.get_opt("default").await.unwrap().is_some());
 }
+
+#[tokio::test]
+async fn a_deleted_kcp_namespace_takes_its_root_ca_config_map_with_it() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let client = sim.client("root").unwrap();
+    namespace(&client, "team").await;
+    Api::<Namespace>::all(client.clone())
+        .delete("team", &DeleteParams::default())
+        .await
+        .unwrap();
+    let namespaces = Api::<Namespace>::all(client.clone());
+    assert!(namespaces.get_opt("team").await.unwrap().is_none());
+    let cms = Api::<ConfigMap>::namespaced(client, "team");
+    assert!(cms.get_opt("kube-root-ca.crt").await.unwrap().is_none());
+}
+
+#[tokio::test]
+async fn a_full_quota_keeps_the_publisher_out_but_not_the_users_delete() {
+    let sim = Server::start(Config::kcp()).await.unwrap();
+    let client = sim.client("root").unwrap();
+    namespace(&client, "team").await;
+    let quotas =
+        Api::<k8s_openapi::api::core::v1::ResourceQuota>::namespaced(client.clone(), "team");
+    let quota = serde_json::from_value(json!({"metadata": {"name": "q"},
+        "spec": {"hard": {"count/configmaps": "0"}}}))
+    .unwrap();
+    quotas.create(&PostParams::default(), &quota).await.unwrap();
+    let cms = Api::<ConfigMap>::namespaced(client, "team");
+    cms.delete("kube-root-ca.crt", &DeleteParams::default())
+        .await
+        .unwrap();
+    // The quota refuses the publisher's create; the user's delete stands.
+    assert!(cms.get_opt("kube-root-ca.crt").await.unwrap().is_none());
+}
