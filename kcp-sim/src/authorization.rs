@@ -27,12 +27,16 @@ use crate::status::{ApiError, ApiResult};
 use crate::store::State;
 
 /// A user a request acts as.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct User {
     /// The user name.
     pub name: String,
     /// The groups, `system:authenticated` included.
     pub groups: Vec<String>,
+    /// The uid the authenticator gave (a ServiceAccount's), or empty.
+    pub uid: String,
+    /// What else the authenticator said (a token's `authentication.kubernetes.io/credential-id`).
+    pub extra: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 impl User {
@@ -100,6 +104,7 @@ impl User {
         User {
             name: name.into(),
             groups,
+            ..User::default()
         }
     }
 
@@ -112,6 +117,7 @@ impl User {
                 .iter()
                 .map(|g| g.to_string())
                 .collect(),
+            ..User::default()
         }
     }
 
@@ -120,6 +126,7 @@ impl User {
         User {
             name: "kubernetes-admin".into(),
             groups: vec!["system:masters".into(), "system:authenticated".into()],
+            ..User::default()
         }
     }
 
@@ -668,11 +675,22 @@ pub fn whoami(review: &Value, user: &User, scope: Option<&str>) -> Value {
     // A new review, made now (seen on kube-apiserver v1.34.2).
     let mut answer = review.clone();
     answer["metadata"] = json!({"creationTimestamp": crate::semantics::now()});
-    answer["status"] = json!({"userInfo": {"username": user.name, "groups": user.groups}});
-    if let Some(cluster) = scope {
-        answer["status"]["userInfo"]["extra"] =
-            json!({"authentication.kcp.io/scopes": [format!("cluster:{cluster}")]});
+    let mut info = json!({"username": user.name});
+    if !user.uid.is_empty() {
+        info["uid"] = json!(user.uid);
     }
+    info["groups"] = json!(user.groups);
+    let mut extra = user.extra.clone();
+    if let Some(cluster) = scope {
+        extra.insert(
+            "authentication.kcp.io/scopes".into(),
+            vec![format!("cluster:{cluster}")],
+        );
+    }
+    if !extra.is_empty() {
+        info["extra"] = json!(extra);
+    }
+    answer["status"] = json!({"userInfo": info});
     answer
 }
 
@@ -744,7 +762,7 @@ mod tests {
     fn a_denial_names_the_user_verb_resource_and_scope() {
         let user = User {
             name: "alice".into(),
-            groups: vec![],
+            ..User::default()
         };
         let mut request = attrs("delete", "configmaps", "ns");
         request.name = "one".into();

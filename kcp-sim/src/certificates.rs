@@ -85,8 +85,14 @@ pub fn admit_new(obj: &mut Value, requester: &User) {
     if !requester.name.is_empty() {
         spec.insert("username".into(), json!(requester.name));
     }
+    if !requester.uid.is_empty() {
+        spec.insert("uid".into(), json!(requester.uid));
+    }
     if !requester.groups.is_empty() {
         spec.insert("groups".into(), json!(requester.groups));
+    }
+    if !requester.extra.is_empty() {
+        spec.insert("extra".into(), json!(requester.extra));
     }
 }
 
@@ -452,6 +458,7 @@ tG+P/Az5WbXXPE50akxPkqLDTKI/SO6ZOTJlbg==
         let bob = User {
             name: "bob".into(),
             groups: vec!["devs".into(), "system:authenticated".into()],
+            ..User::default()
         };
         admit_new(&mut new, &bob);
         assert_eq!(new["spec"]["username"], "bob");

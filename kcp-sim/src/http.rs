@@ -933,7 +933,15 @@ async fn token_subresource(
         .as_deref()
         .filter(|m| !m.is_empty())
         .unwrap_or(&opts.default_manager);
-    let answer = crate::tokens::issue(&account.value()?, &request, manager)?;
+    let account = account.value()?;
+    let bind = |reference: Option<&Value>| {
+        let state = sim.read();
+        let cluster = crate::api::addressed_cluster(&state, &target.endpoint).unwrap_or_default();
+        let namespace = target.namespace.as_deref().unwrap_or_default();
+        let name = target.name.as_deref().unwrap_or_default();
+        crate::token_binding::claims(&state, &cluster, (namespace, name), reference)
+    };
+    let answer = crate::tokens::issue(&account, &request, manager, bind)?;
     Ok(json_response(StatusCode::CREATED, &answer))
 }
 

@@ -109,6 +109,7 @@ pub mod status;
 pub mod status_writes;
 pub mod store;
 pub mod table;
+pub mod token_binding;
 pub mod token_review;
 pub mod tokens;
 pub mod unreadable_body;

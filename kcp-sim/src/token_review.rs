@@ -77,9 +77,24 @@ pub fn request_user(state: &State, cluster: &str, token: &str) -> ApiResult<Opti
         unauthorized()
     })?;
     let name = user["username"].as_str().ok_or_else(unauthorized)?;
+    let mut extra: std::collections::BTreeMap<String, Vec<String>> = user["extra"]
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(key, values)| (key.clone(), strings(values)))
+        .collect();
+    // kcp names the workspace a ServiceAccount of it acts in (seen on kcp v0.30.0).
+    if state.flavor == crate::resource::Flavor::Kcp {
+        extra.insert(
+            "authentication.kcp.io/cluster-name".into(),
+            vec![cluster.to_string()],
+        );
+    }
     Ok(Some(User {
         name: name.to_string(),
         groups: strings(&user["groups"]),
+        uid: user["uid"].as_str().unwrap_or_default().to_string(),
+        extra,
     }))
 }
 
@@ -156,6 +171,12 @@ fn service_account_user(state: &State, cluster: &str, claims: &Value) -> Result<
             "service account UID ({current}) does not match claim ({uid})"
         ));
     }
+    let mut extra =
+        crate::token_binding::check(state, cluster, namespace, &claims["kubernetes.io"])?;
+    extra.insert(
+        "authentication.kubernetes.io/credential-id".into(),
+        vec![format!("JTI={}", text("/jti"))],
+    );
     Ok(json!({
         "username": format!("system:serviceaccount:{namespace}:{name}"),
         "uid": uid,
@@ -164,6 +185,6 @@ fn service_account_user(state: &State, cluster: &str, claims: &Value) -> Result<
             format!("system:serviceaccounts:{namespace}"),
             "system:authenticated",
         ],
-        "extra": {"authentication.kubernetes.io/credential-id": [format!("JTI={}", text("/jti"))]},
+        "extra": extra,
     }))
 }

@@ -7,7 +7,8 @@
 //! `aud`, `exp`, `iat`, `nbf`, `jti` and the `kubernetes.io` claim with the namespace and the
 //! ServiceAccount's name and uid), signed ES256 with a key kcp-sim makes when it first signs.
 //! A request bearing such a token acts as its ServiceAccount
-//! ([`crate::token_review::request_user`]); a `spec.boundObjectRef` is copied, not checked.
+//! ([`crate::token_review::request_user`]); a `spec.boundObjectRef` binds it to a Secret, Pod
+//! or Node ([`crate::token_binding`]).
 
 use std::sync::OnceLock;
 
@@ -17,7 +18,7 @@ use ring::signature::{
     ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair,
     UnparsedPublicKey,
 };
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::schema::field::{FieldError, invalid_object};
 use crate::status::{ApiError, ApiResult};
@@ -35,7 +36,14 @@ const MIN_EXPIRATION: i64 = 600;
 /// The answer to a TokenRequest for `account` (a stored ServiceAccount), written by `manager`:
 /// as kube answers it, a new object named after the account, its writer's fields recorded
 /// under the `token` subresource.
-pub fn issue(account: &Value, request: &Value, manager: &str) -> ApiResult<Value> {
+/// `bind` gives the claims of the object the request binds the token to, once the request
+/// has been validated.
+pub fn issue(
+    account: &Value,
+    request: &Value,
+    manager: &str,
+    bind: impl FnOnce(Option<&Value>) -> ApiResult<Map<String, Value>>,
+) -> ApiResult<Value> {
     let mut answer = request.clone();
     // The status is the server's: what the request sent there is neither kept nor recorded.
     if let Some(fields) = answer.as_object_mut() {
@@ -69,11 +77,17 @@ pub fn issue(account: &Value, request: &Value, manager: &str) -> ApiResult<Value
     if spec.get("boundObjectRef").is_none() {
         spec["boundObjectRef"] = Value::Null;
     }
+    let bound = bind(spec.get("boundObjectRef"))?;
     let now = jiff::Timestamp::now();
     let expires = now
         .checked_add(jiff::SignedDuration::from_secs(expiration))
         .map_err(|e| ApiError::internal(format!("token expiry: {e}")))?;
-    let token = sign(&claims(account, &audiences, now, expires))?;
+    let mut claims = claims(account, &audiences, now, expires);
+    claims["kubernetes.io"]
+        .as_object_mut()
+        .into_iter()
+        .for_each(|ours| ours.extend(bound.clone()));
+    let token = sign(&claims)?;
     answer["apiVersion"] = json!("authentication.k8s.io/v1");
     answer["kind"] = json!("TokenRequest");
     answer["status"] = json!({
@@ -232,7 +246,7 @@ mod tests {
     #[test]
     fn a_token_names_its_service_account_and_audience() {
         let request = json!({"spec": {"audiences": ["example.com"]}});
-        let answer = issue(&account(), &request, "kubectl").unwrap();
+        let answer = issue(&account(), &request, "kubectl", |_| Ok(Map::new())).unwrap();
         assert_eq!(answer["spec"]["expirationSeconds"], 3600);
         let claims = claims_of(answer["status"]["token"].as_str().unwrap());
         assert_eq!(claims["sub"], "system:serviceaccount:ns:bot");
@@ -246,7 +260,7 @@ mod tests {
 
     #[test]
     fn a_token_kcp_sim_signed_is_verified_and_a_changed_one_is_not() {
-        let answer = issue(&account(), &json!({}), "kubectl").unwrap();
+        let answer = issue(&account(), &json!({}), "kubectl", |_| Ok(Map::new())).unwrap();
         let token = answer["status"]["token"].as_str().unwrap();
         assert_eq!(
             verified_claims(token).unwrap()["sub"],
@@ -260,14 +274,14 @@ mod tests {
 
     #[test]
     fn a_token_without_audiences_is_for_the_issuer() {
-        let answer = issue(&account(), &json!({}), "kubectl").unwrap();
+        let answer = issue(&account(), &json!({}), "kubectl", |_| Ok(Map::new())).unwrap();
         assert_eq!(answer["spec"]["audiences"], json!([ISSUER]));
     }
 
     #[test]
     fn a_token_shorter_than_ten_minutes_is_refused() {
         let request = json!({"spec": {"expirationSeconds": 1}});
-        let error = issue(&account(), &request, "kubectl").unwrap_err();
+        let error = issue(&account(), &request, "kubectl", |_| Ok(Map::new())).unwrap_err();
         assert!(
             error.message.contains(
                 "spec.expirationSeconds: Invalid value: 1: may not specify a duration less than \
