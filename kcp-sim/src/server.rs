@@ -213,8 +213,8 @@ impl Server {
     }
 
     /// The CA clients must trust: the server's over HTTPS, none over plain HTTP.
-    fn trusted_ca(&self) -> Option<&str> {
-        self.ca_pem().filter(|_| self.tls)
+    fn trusted_ca(&self) -> Option<&ServingCa> {
+        self.ca.as_ref().filter(|_| self.tls)
     }
 
     /// A kube client configuration for a cluster (ignored in Kubernetes mode); over HTTPS it
@@ -226,10 +226,7 @@ impl Server {
         })?;
         let mut config = kube::Config::new(uri);
         if let Some(ca) = self.trusted_ca() {
-            let roots = pem::parse_many(ca).map_err(|e| Error::Config {
-                message: format!("reading kcp-sim's own CA: {e}"),
-            })?;
-            config.root_cert = Some(roots.into_iter().map(pem::Pem::into_contents).collect());
+            config.root_cert = Some(vec![ca.ca_der().to_vec()]);
         }
         Ok(config)
     }
@@ -286,7 +283,7 @@ impl Server {
                 self.cluster_url(name)
             ));
             if let Some(ca) = self.trusted_ca() {
-                let data = base64::engine::general_purpose::STANDARD.encode(ca);
+                let data = base64::engine::general_purpose::STANDARD.encode(ca.ca_pem());
                 out.push_str(&format!("    certificate-authority-data: {data}\n"));
             }
         }

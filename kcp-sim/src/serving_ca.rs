@@ -19,6 +19,7 @@ use crate::error::{Error, Result};
 #[derive(Clone)]
 pub struct ServingCa {
     ca_pem: String,
+    ca_der: Vec<u8>,
     tls: Arc<rustls::ServerConfig>,
 }
 
@@ -54,6 +55,7 @@ impl ServingCa {
         let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
         Ok(ServingCa {
             ca_pem: ca.pem(),
+            ca_der: ca.der().to_vec(),
             tls: server_config(chain, key)?,
         })
     }
@@ -61,6 +63,11 @@ impl ServingCa {
     /// The CA certificate (PEM) that signs the serving certificate.
     pub fn ca_pem(&self) -> &str {
         &self.ca_pem
+    }
+
+    /// The CA certificate (DER), as clients take their trust roots.
+    pub fn ca_der(&self) -> &[u8] {
+        &self.ca_der
     }
 
     /// The rustls configuration serving the certificate (HTTP/1.1).

@@ -49,7 +49,7 @@ pub(crate) fn publish(state: &mut State, cluster: &str, namespace: &str) -> ApiR
             if current.pointer("/metadata/deletionTimestamp").is_some() || is_kept(&current, &ca) {
                 return Ok(());
             }
-            put_back(state, cluster, &current, &ca)
+            put_back(state, cluster, namespace, &current, &ca)
         }
     }
 }
@@ -98,7 +98,13 @@ fn create(state: &mut State, cluster: &str, namespace: &str, ca: &str) -> ApiRes
     }
 }
 
-fn put_back(state: &mut State, cluster: &str, current: &Value, ca: &str) -> ApiResult<()> {
+fn put_back(
+    state: &mut State,
+    cluster: &str,
+    namespace: &str,
+    current: &Value,
+    ca: &str,
+) -> ApiResult<()> {
     let mut updated = current.clone();
     updated["data"] = json!({CA_KEY: ca});
     let meta = &mut updated["metadata"];
@@ -114,12 +120,7 @@ fn put_back(state: &mut State, cluster: &str, current: &Value, ca: &str) -> ApiR
         api_version: "v1",
     };
     managed_fields::record_update(Some(current), &mut updated, &who);
-    let namespace = current
-        .pointer("/metadata/namespace")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
     let gr = GroupResource::new("", "configmaps");
-    state.store(cluster, &gr, &namespace, CONFIG_MAP, &mut updated)?;
+    state.store(cluster, &gr, namespace, CONFIG_MAP, &mut updated)?;
     Ok(())
 }
